@@ -1,0 +1,13 @@
+"""What the test suite changes: a fixed key, plain HTTP, fast password hashing."""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-key-" + "x7Qp2Lr9Vz4Nc8Tb1Wm6Hd3Jf5Kg0Sy" * 2)
+os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
+os.environ.setdefault("SESSION_COOKIE_SECURE", "0")
+os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
+os.environ.setdefault("SECURE_HSTS_SECONDS", "0")
+
+from config.settings import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,99 @@
+"""Writes to the inventory: enrollment and node credentials."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from fleets.models import Fleet, Node, NodeCredential, Organization, Site
+from fleets.tokens import PREFIX_CHARS, token_generate, token_sha256
+
+# A used token's last_used_at is written at most this often, so that every
+# ingest request does not turn into an extra UPDATE.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class Enrollment:
+    node: Node
+    token: str
+    created: dict[str, bool]
+    revoked_count: int
+
+
+def organization_get_or_create(*, name: str) -> tuple[Organization, bool]:
+    slug = slugify(name)
+    if not slug:
+        raise ValueError(f"organization name {name!r} has no letters or digits")
+    existing = Organization.objects.filter(slug=slug).first()
+    if existing is not None:
+        return existing, False
+    return Organization.objects.get_or_create(name=name, defaults={"slug": slug})
+
+
+@transaction.atomic
+def node_enroll(
+    *,
+    organization_name: str,
+    fleet_name: str,
+    site_name: str,
+    hostname: str,
+    site_defaults: dict[str, object] | None = None,
+    tenure: str | None = None,
+    keep_existing_tokens: bool = False,
+) -> Enrollment:
+    """Create (or find) organization, fleet, site and node, and issue the node a token.
+
+    The rule for a node that already has tokens: its active tokens are revoked,
+    so that re-enrolling a host re-keys it; ``keep_existing_tokens`` adds the
+    new token beside them instead (for a rolling hand-over).
+    """
+    organization, org_created = organization_get_or_create(name=organization_name)
+    fleet, fleet_created = Fleet.objects.get_or_create(organization=organization, name=fleet_name)
+    site, site_created = Site.objects.get_or_create(
+        organization=organization, name=site_name, defaults=site_defaults or {}
+    )
+    if site_created:
+        site.full_clean()
+    node, node_created = Node.objects.get_or_create(
+        fleet=fleet,
+        hostname=hostname,
+        defaults={"site": site, "tenure": tenure or "rented", "commissioned_at": timezone.now()},
+    )
+    if not node_created and node.site_id != site.id:
+        raise ValueError(f"node {hostname!r} is already enrolled at site {node.site.name!r}, not {site_name!r}")
+    revoked = 0 if keep_existing_tokens else credentials_revoke(node=node)
+    token = credential_issue(node=node)
+    created = {"organization": org_created, "fleet": fleet_created, "site": site_created, "node": node_created}
+    return Enrollment(node=node, token=token, created=created, revoked_count=revoked)
+
+
+def credential_issue(*, node: Node) -> str:
+    """Issue a new token for ``node`` and return it; only its hash is stored."""
+    token = token_generate()
+    NodeCredential.objects.create(node=node, token_sha256=token_sha256(token), prefix=token[:PREFIX_CHARS])
+    return token
+
+
+def credentials_revoke(*, node: Node) -> int:
+    return NodeCredential.objects.filter(node=node, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def credential_authenticate(*, token: str, now: datetime | None = None) -> NodeCredential | None:
+    """The active credential for ``token``, with its node; ``None`` if unknown or revoked."""
+    credential = (
+        NodeCredential.objects.select_related("node", "node__fleet")
+        .filter(token_sha256=token_sha256(token), revoked_at__isnull=True)
+        .first()
+    )
+    if credential is None:
+        return None
+    now = now or timezone.now()
+    if credential.last_used_at is None or now - credential.last_used_at >= LAST_USED_RESOLUTION:
+        NodeCredential.objects.filter(pk=credential.pk).update(last_used_at=now)
+        credential.last_used_at = now
+    return credential

@@ -1,0 +1,401 @@
+"""The ingest wire format, version 1: what a collector sends and the server accepts.
+
+Shared by both sides: the collector builds batches with :func:`batch_encode`,
+the server parses them with :func:`batch_decode`. Standard library only (it
+uses ``orjson`` when installed, for speed), so the collector stays free of the
+server's dependencies.
+
+A batch is one JSON object, optionally gzip-compressed (``Content-Encoding:
+gzip``). Samples are columnar: one list per field, all of one length, so a
+batch of 80 samples is 10 short lists, not 80 dictionaries::
+
+    {
+      "version": 1,
+      "batch_id": "0b6c…",                 # collector-assigned, unique; for logs
+      "sent_at": 1764400000.0,             # Unix seconds, when the batch was built
+      "collector": {"version": "1.0", "hostname": "gpu-01", "dropped_batches": 0,
+                    "spool_bytes": 0, "sample_interval_s": 1.0},
+      "gpus": [                            # referenced by index from gpu_samples.gpu
+        {"uuid": "GPU-…", "index": 0, "name": "NVIDIA H100 80GB HBM3",
+         "energy_counter_supported": true, "epoch": "<boot id>/<driver load time>"}
+      ],
+      "gpu_samples": {
+        "gpu": [0, 0], "ts": [1764399990.0, 1764399991.0],
+        "power_w": [412.5, null], "energy_j": [123456.789, null],
+        "util_pct": [97, null], "mem_util_pct": [41, null],
+        "mem_used_bytes": [68719476736, null], "temp_c": [61, null]
+      },
+      "endpoints": [                       # referenced by index from serving_samples.endpoint
+        {"url": "http://127.0.0.1:8000/metrics", "kind": "vllm", "model": "meta-llama/…",
+         "gpu_uuids": ["GPU-…"], "epoch": "<server start time>",
+         "ttft_bucket_bounds_s": [0.001, 0.005, …, 10.0]}   # +Inf is implicit
+      ],
+      "serving_samples": {
+        "endpoint": [0], "ts": [1764399990.0],
+        "prompt_tokens": [123456], "generation_tokens": [654321], "requests": [789],
+        "ttft_bucket_counts": [[0, 3, …, 789]],   # cumulative, one per bound, +Inf last
+        "ttft_sum_s": [41.2]
+      }
+    }
+
+Counters (``energy_j``, tokens, requests, TTFT buckets) are sent raw and
+cumulative; the server takes deltas. An ``epoch`` names one life of a counter
+(a GPU's boot and driver load; an inference server's start): when it changes,
+the server knows the counter restarted even across a gap. A GPU or endpoint
+whose epoch changes within a batch simply appears twice in its list.
+
+``null`` means "not measured" (unsupported field, failed read), never zero.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+try:  # orjson is faster; the collector works without it.
+    import orjson
+
+    def _dumps(obj: Any) -> bytes:
+        return orjson.dumps(obj)
+
+    def _loads(data: bytes) -> Any:
+        return orjson.loads(data)
+
+except ImportError:  # pragma: no cover - exercised where orjson is absent
+    import json
+
+    def _dumps(obj: Any) -> bytes:
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
+
+    def _loads(data: bytes) -> Any:
+        return json.loads(data)
+
+
+WIRE_VERSION = 1
+CONTENT_TYPE = "application/json"
+
+# Limits. A body is refused (413) before it is parsed when it is larger than
+# MAX_BODY_BYTES, or when it inflates past MAX_DECOMPRESSED_BYTES.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_DECOMPRESSED_BYTES = 32 * 1024 * 1024
+MAX_GPU_ROWS = 20_000  # e.g. 8 GPUs x 2500 s of backfill
+MAX_SERVING_ROWS = 5_000
+MAX_GPUS = 64
+MAX_ENDPOINTS = 64
+MAX_TTFT_BUCKETS = 64
+MAX_POWER_W = 5_000.0  # no single GPU draws more; above this is a broken reading
+MAX_TEMP_C = 150
+ENDPOINT_KINDS = ("vllm", "tgi", "sglang")
+
+GPU_FIELDS = ("power_w", "energy_j", "util_pct", "mem_util_pct", "mem_used_bytes", "temp_c")
+SERVING_COUNTERS = ("prompt_tokens", "generation_tokens", "requests")
+
+
+class WireError(ValueError):
+    """The batch is not valid wire format; ``str()`` says where and why."""
+
+    def __init__(self, message: str, *, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class GpuRef:
+    uuid: str
+    index: int
+    name: str
+    energy_counter_supported: bool
+    epoch: str
+
+
+@dataclass(frozen=True)
+class EndpointRef:
+    url: str
+    kind: str
+    model: str
+    gpu_uuids: tuple[str, ...]
+    epoch: str
+    ttft_bucket_bounds_s: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class CollectorInfo:
+    version: str
+    hostname: str
+    dropped_batches: int
+    spool_bytes: int
+    sample_interval_s: float
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A decoded, validated batch. Sample columns are lists of equal length."""
+
+    batch_id: str
+    sent_at: float
+    collector: CollectorInfo
+    gpus: tuple[GpuRef, ...]
+    gpu_samples: dict[str, list[Any]]
+    endpoints: tuple[EndpointRef, ...]
+    serving_samples: dict[str, list[Any]]
+
+    @property
+    def gpu_row_count(self) -> int:
+        return len(self.gpu_samples["ts"])
+
+    @property
+    def serving_row_count(self) -> int:
+        return len(self.serving_samples["ts"])
+
+
+# --- encoding (collector side) ------------------------------------------------
+
+
+def batch_encode(payload: Mapping[str, Any], *, compress: bool = True) -> bytes:
+    """Serialize a batch dictionary (shape above); gzip it when ``compress``."""
+    body = _dumps(payload)
+    return gzip.compress(body, compresslevel=6) if compress else body
+
+
+def empty_gpu_samples() -> dict[str, list[Any]]:
+    return {"gpu": [], "ts": [], **{field: [] for field in GPU_FIELDS}}
+
+
+def empty_serving_samples() -> dict[str, list[Any]]:
+    return {"endpoint": [], "ts": [], **{f: [] for f in SERVING_COUNTERS}, "ttft_bucket_counts": [], "ttft_sum_s": []}
+
+
+# --- decoding (server side) ---------------------------------------------------
+
+
+def body_inflate(body: bytes, *, content_encoding: str | None) -> bytes:
+    """Return the raw JSON bytes, refusing (413) anything that inflates too far.
+
+    Decompression is streamed in bounded chunks, so a gzip bomb costs at most
+    ``MAX_DECOMPRESSED_BYTES`` of memory before it is refused.
+    """
+    if len(body) > MAX_BODY_BYTES:
+        raise WireError(f"body is {len(body)} bytes; the limit is {MAX_BODY_BYTES}", status=413)
+    encoding = (content_encoding or "identity").strip().lower()
+    if encoding == "identity":
+        return body
+    if encoding != "gzip":
+        raise WireError(f"Content-Encoding {encoding!r} is not supported; use gzip or none", status=415)
+    out = io.BytesIO()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(body)) as stream:
+            while chunk := stream.read(1024 * 1024):
+                out.write(chunk)
+                if out.tell() > MAX_DECOMPRESSED_BYTES:
+                    raise WireError(f"body inflates past {MAX_DECOMPRESSED_BYTES} bytes", status=413)
+    except (OSError, EOFError) as exc:
+        raise WireError(f"body is not valid gzip: {exc}") from None
+    return out.getvalue()
+
+
+def batch_decode(body: bytes, *, content_encoding: str | None = None) -> Batch:
+    """Parse and validate a batch; raise :class:`WireError` with a precise message."""
+    raw = body_inflate(body, content_encoding=content_encoding)
+    try:
+        doc = _loads(raw)
+    except ValueError as exc:
+        raise WireError(f"body is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise WireError("body must be a JSON object")
+    version = doc.get("version")
+    if version != WIRE_VERSION:
+        raise WireError(f"unsupported wire version {version!r}; this server speaks version {WIRE_VERSION}")
+    gpus = tuple(_gpu_ref(item, f"gpus[{i}]") for i, item in enumerate(_list(doc, "gpus", MAX_GPUS)))
+    endpoints = tuple(
+        _endpoint_ref(item, f"endpoints[{i}]") for i, item in enumerate(_list(doc, "endpoints", MAX_ENDPOINTS))
+    )
+    return Batch(
+        batch_id=_str(doc, "batch_id", "batch_id", max_len=64),
+        sent_at=_number(doc.get("sent_at"), "sent_at"),
+        collector=_collector(doc.get("collector"), "collector"),
+        gpus=gpus,
+        gpu_samples=_gpu_samples(doc.get("gpu_samples"), gpus),
+        endpoints=endpoints,
+        serving_samples=_serving_samples(doc.get("serving_samples"), endpoints),
+    )
+
+
+def _list(doc: Mapping[str, Any], key: str, limit: int) -> list[Any]:
+    value = doc.get(key, [])
+    if not isinstance(value, list):
+        raise WireError(f"{key} must be a list")
+    if len(value) > limit:
+        raise WireError(f"{key} has {len(value)} entries; the limit is {limit}", status=413)
+    return value
+
+
+def _str(doc: Mapping[str, Any], key: str, where: str, *, max_len: int = 256, allow_empty: bool = False) -> str:
+    value = doc.get(key)
+    if not isinstance(value, str) or (not value and not allow_empty):
+        raise WireError(f"{where} must be a non-empty string")
+    if len(value) > max_len:
+        raise WireError(f"{where} is longer than {max_len} characters")
+    return value
+
+
+def _number(value: Any, where: str, *, minimum: float = 0.0, maximum: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise WireError(f"{where} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise WireError(f"{where} must be finite, got {value!r}")
+    if value < minimum or value > maximum:
+        raise WireError(f"{where}={value!r} is outside {minimum}..{maximum}")
+    return float(value)
+
+
+def _int(value: Any, where: str, *, minimum: int = 0, maximum: int = 2**63 - 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WireError(f"{where} must be an integer, got {value!r}")
+    if value < minimum or value > maximum:
+        raise WireError(f"{where}={value!r} is outside {minimum}..{maximum}")
+    return value
+
+
+def _gpu_ref(item: Any, where: str) -> GpuRef:
+    if not isinstance(item, dict):
+        raise WireError(f"{where} must be an object")
+    supported = item.get("energy_counter_supported")
+    if not isinstance(supported, bool):
+        raise WireError(f"{where}.energy_counter_supported must be true or false")
+    return GpuRef(
+        uuid=_str(item, "uuid", f"{where}.uuid", max_len=96),
+        index=_int(item.get("index"), f"{where}.index", maximum=255),
+        name=_str(item, "name", f"{where}.name", max_len=128),
+        energy_counter_supported=supported,
+        epoch=_str(item, "epoch", f"{where}.epoch", max_len=128),
+    )
+
+
+def _endpoint_ref(item: Any, where: str) -> EndpointRef:
+    if not isinstance(item, dict):
+        raise WireError(f"{where} must be an object")
+    kind = item.get("kind")
+    if kind not in ENDPOINT_KINDS:
+        raise WireError(f"{where}.kind must be one of {', '.join(ENDPOINT_KINDS)}, got {kind!r}")
+    uuids = item.get("gpu_uuids", [])
+    if not isinstance(uuids, list) or not all(isinstance(u, str) and u for u in uuids):
+        raise WireError(f"{where}.gpu_uuids must be a list of GPU UUIDs")
+    bounds = item.get("ttft_bucket_bounds_s", [])
+    if not isinstance(bounds, list) or len(bounds) > MAX_TTFT_BUCKETS:
+        raise WireError(f"{where}.ttft_bucket_bounds_s must be a list of at most {MAX_TTFT_BUCKETS} numbers")
+    parsed = tuple(_number(b, f"{where}.ttft_bucket_bounds_s[{i}]") for i, b in enumerate(bounds))
+    if any(later <= earlier for earlier, later in itertools.pairwise(parsed)):
+        raise WireError(f"{where}.ttft_bucket_bounds_s must be strictly increasing")
+    return EndpointRef(
+        url=_str(item, "url", f"{where}.url", max_len=512),
+        kind=kind,
+        model=_str(item, "model", f"{where}.model", allow_empty=True) if "model" in item else "",
+        gpu_uuids=tuple(uuids),
+        epoch=_str(item, "epoch", f"{where}.epoch", max_len=128),
+        ttft_bucket_bounds_s=parsed,
+    )
+
+
+def _collector(item: Any, where: str) -> CollectorInfo:
+    if not isinstance(item, dict):
+        raise WireError(f"{where} must be an object")
+    return CollectorInfo(
+        version=_str(item, "version", f"{where}.version", max_len=32),
+        hostname=_str(item, "hostname", f"{where}.hostname", max_len=253),
+        dropped_batches=_int(item.get("dropped_batches", 0), f"{where}.dropped_batches"),
+        spool_bytes=_int(item.get("spool_bytes", 0), f"{where}.spool_bytes"),
+        sample_interval_s=_number(item.get("sample_interval_s", 1.0), f"{where}.sample_interval_s", maximum=3600),
+    )
+
+
+def _columns(doc: Any, where: str, names: Sequence[str], max_rows: int) -> dict[str, list[Any]]:
+    if doc is None:
+        return {name: [] for name in names}
+    if not isinstance(doc, dict):
+        raise WireError(f"{where} must be an object of columns")
+    columns: dict[str, list[Any]] = {}
+    for name in names:
+        column = doc.get(name)
+        if not isinstance(column, list):
+            raise WireError(f"{where}.{name} must be a list")
+        columns[name] = column
+    lengths = {len(c) for c in columns.values()}
+    if len(lengths) > 1:
+        raise WireError(f"{where} columns differ in length: {sorted(lengths)}")
+    rows = lengths.pop() if lengths else 0
+    if rows > max_rows:
+        raise WireError(f"{where} has {rows} rows; the limit is {max_rows}", status=413)
+    return columns
+
+
+# Per GPU field: (minimum, maximum, integer?)
+_GPU_BOUNDS: dict[str, tuple[float, float, bool]] = {
+    "power_w": (0.0, MAX_POWER_W, False),
+    "energy_j": (0.0, 1.9e16, False),  # NVML's counter is a uint64 of mJ
+    "util_pct": (0, 100, True),
+    "mem_util_pct": (0, 100, True),
+    "mem_used_bytes": (0, 2**50, True),
+    "temp_c": (-40, MAX_TEMP_C, True),
+}
+
+
+def _gpu_samples(doc: Any, gpus: Sequence[GpuRef]) -> dict[str, list[Any]]:
+    columns = _columns(doc, "gpu_samples", ("gpu", "ts", *GPU_FIELDS), MAX_GPU_ROWS)
+    _check_refs(columns["gpu"], len(gpus), "gpu_samples.gpu")
+    _check_timestamps(columns["ts"], "gpu_samples.ts")
+    for name, (low, high, integer) in _GPU_BOUNDS.items():
+        _check_nullable(columns[name], f"gpu_samples.{name}", low, high, integer)
+    return columns
+
+
+def _serving_samples(doc: Any, endpoints: Sequence[EndpointRef]) -> dict[str, list[Any]]:
+    names = ("endpoint", "ts", *SERVING_COUNTERS, "ttft_bucket_counts", "ttft_sum_s")
+    columns = _columns(doc, "serving_samples", names, MAX_SERVING_ROWS)
+    _check_refs(columns["endpoint"], len(endpoints), "serving_samples.endpoint")
+    _check_timestamps(columns["ts"], "serving_samples.ts")
+    for name in SERVING_COUNTERS:
+        _check_nullable(columns[name], f"serving_samples.{name}", 0, 2**63 - 1, True)
+    _check_nullable(columns["ttft_sum_s"], "serving_samples.ttft_sum_s", 0.0, math.inf, False)
+    for row, (ref, counts) in enumerate(zip(columns["endpoint"], columns["ttft_bucket_counts"], strict=True)):
+        _check_buckets(counts, endpoints[ref], f"serving_samples.ttft_bucket_counts[{row}]")
+    return columns
+
+
+def _check_refs(column: list[Any], size: int, where: str) -> None:
+    for row, value in enumerate(column):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < size:
+            raise WireError(f"{where}[{row}]={value!r} does not name an entry of the {size} declared")
+
+
+def _check_timestamps(column: list[Any], where: str) -> None:
+    for row, value in enumerate(column):
+        _number(value, f"{where}[{row}]", minimum=1.0e9)  # after 2001: catches ms or zero clocks
+
+
+def _check_nullable(column: list[Any], where: str, low: float, high: float, integer: bool) -> None:
+    for row, value in enumerate(column):
+        if value is None:
+            continue
+        if integer:
+            _int(value, f"{where}[{row}]", minimum=int(low), maximum=int(high))
+        else:
+            _number(value, f"{where}[{row}]", minimum=low, maximum=high)
+
+
+def _check_buckets(counts: Any, endpoint: EndpointRef, where: str) -> None:
+    if counts is None:
+        return
+    expected = len(endpoint.ttft_bucket_bounds_s) + 1
+    if not isinstance(counts, list) or len(counts) != expected:
+        raise WireError(f"{where} must list {expected} cumulative counts (one per bound, then +Inf)")
+    previous = 0
+    for i, value in enumerate(counts):
+        _int(value, f"{where}[{i}]")
+        if value < previous:
+            raise WireError(f"{where} must be cumulative (non-decreasing)")
+        previous = value
