@@ -30,14 +30,43 @@ def scope_to_admin(queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[An
     return queryset.filter(**{f"{path}__in": admin_organizations_for_user(user=request.user)})
 
 
-class OrganizationScopedAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+def is_organization_admin(request: HttpRequest) -> bool:
+    return admin_organizations_for_user(user=request.user).exists()
+
+
+class OrganizationScopedAdmin(admin.ModelAdmin):
+    """Organization admins manage their own organizations' rows; nobody else's.
+
+    Permission comes from the membership role, not from Django's per-model
+    permissions, and every object is checked against the scoped queryset.
+    """
+
+    def _in_scope(self, request: HttpRequest, obj: Any) -> bool:
+        return obj is None or self.get_queryset(request).filter(pk=obj.pk).exists()
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_organization_admin(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_organization_admin(request) and self._in_scope(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_organization_admin(request) and self._in_scope(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_organization_admin(request) and self._in_scope(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return is_organization_admin(request)
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return scope_to_admin(super().get_queryset(request), request)
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         field = super().formfield_for_foreignkey(db_field, request, **kwargs)
-        if field is not None and hasattr(field, "queryset"):
-            field.queryset = scope_to_admin(field.queryset, request)
+        queryset = getattr(field, "queryset", None)
+        if field is not None and queryset is not None:
+            field.queryset = scope_to_admin(queryset, request)
         return field
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
+from typing import Any
+
 from django.db.models import QuerySet
 
 from fleets.models import Fleet, Gpu, Membership, Node, NodeCredential, Organization, Role, Site
 
-AnyUser = AbstractBaseUser | AnonymousUser
+# Request users: a real user or AnonymousUser (which belongs to nothing).
+AnyUser = Any
 
 
 def organizations_for_user(*, user: AnyUser, roles: set[str] | None = None) -> QuerySet[Organization]:

@@ -54,11 +54,7 @@ def node_enroll(
     """
     organization, org_created = organization_get_or_create(name=organization_name)
     fleet, fleet_created = Fleet.objects.get_or_create(organization=organization, name=fleet_name)
-    site, site_created = Site.objects.get_or_create(
-        organization=organization, name=site_name, defaults=site_defaults or {}
-    )
-    if site_created:
-        site.full_clean()
+    site, site_created = _site_get_or_create(organization=organization, name=site_name, defaults=site_defaults)
     node, node_created = Node.objects.get_or_create(
         fleet=fleet,
         hostname=hostname,
@@ -70,6 +66,18 @@ def node_enroll(
     token = credential_issue(node=node)
     created = {"organization": org_created, "fleet": fleet_created, "site": site_created, "node": node_created}
     return Enrollment(node=node, token=token, created=created, revoked_count=revoked)
+
+
+def _site_get_or_create(
+    *, organization: Organization, name: str, defaults: dict[str, object] | None
+) -> tuple[Site, bool]:
+    site = Site.objects.filter(organization=organization, name=name).first()
+    if site is not None:
+        return site, False
+    site = Site(organization=organization, name=name, **(defaults or {}))
+    site.full_clean()  # raises ValidationError before anything is written
+    site.save()
+    return site, True
 
 
 def credential_issue(*, node: Node) -> str:

@@ -1,0 +1,46 @@
+# Wattledger: `make demo` runs the product, `make test` runs the suite. Both set themselves up.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+# Services for `make test-services` (CI points these at the machine's PostgreSQL and Redis).
+SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
+SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
+
+.PHONY: demo test test-services lint typecheck check migrations-check compose-check serve clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+demo: $(STAMP)
+	DEBUG=1 $(BIN)/python manage.py migrate --noinput
+	DEBUG=1 $(BIN)/python manage.py seed_demo
+	DEBUG=1 PATH="$(CURDIR)/$(BIN):$$PATH" bin/run-demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-services: $(STAMP)
+	DATABASE_URL=$(SERVICES_DATABASE_URL) CELERY_BROKER_URL=$(SERVICES_BROKER_URL) \
+		$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy .
+
+migrations-check: $(STAMP)
+	DEBUG=1 $(BIN)/python manage.py makemigrations --check --dry-run
+
+check: lint typecheck migrations-check test
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

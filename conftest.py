@@ -1,0 +1,72 @@
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleets.models import Role
+from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+
+
+@pytest.fixture
+def org_a(db: Any) -> Any:
+    return OrganizationFactory(name="Org A", slug="org-a")
+
+
+@pytest.fixture
+def org_b(db: Any) -> Any:
+    return OrganizationFactory(name="Org B", slug="org-b")
+
+
+@pytest.fixture
+def user_a(org_a: Any) -> Any:
+    """An admin of Org A, with staff access to the admin site."""
+    user = UserFactory(username="alice", is_staff=True)
+    MembershipFactory(user=user, organization=org_a, role=Role.ADMIN)
+    return user
+
+
+@pytest.fixture
+def user_b(org_b: Any) -> Any:
+    user = UserFactory(username="bob", is_staff=True)
+    MembershipFactory(user=user, organization=org_b, role=Role.ADMIN)
+    return user
+
+
+def test_database_url() -> str:
+    """A DATABASE_URL naming the test database, for processes started by the tests."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(db['NAME']).resolve()}"
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{auth}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Iterator[subprocess.Popen]:
+    """A real ``celery worker`` process on the configured broker, using the test database.
+
+    The embedded default's broker is kombu's filesystem transport under the test
+    var/ directory; with ``CELERY_BROKER_URL=redis://...`` it is Redis. Tests that
+    rely on it use ``transactional_db`` so the worker sees their committed rows.
+    """
+    from config.celery import ping_task
+
+    env = {**os.environ, "DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "config.settings_test"}
+    command = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads", "--concurrency", "2"]
+    worker = subprocess.Popen([*command, "--loglevel", "WARNING"], env=env, cwd=Path(__file__).parent)
+    try:
+        assert ping_task.delay().get(timeout=60) == "pong", "the Celery worker did not start"
+        yield worker
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)

@@ -1,0 +1,104 @@
+"""enroll_node: a token shown once, stored hashed, and a clear rule for re-enrollment."""
+
+from __future__ import annotations
+
+import hashlib
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from fleets.models import Fleet, Node, NodeCredential, Organization, Site
+from fleets.services import credential_authenticate
+
+ARGS = ["--organization", "Acme AI", "--fleet", "enterprise", "--site", "sjc-1", "--hostname", "gpu-01"]
+
+
+def enroll(*extra: str) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command("enroll_node", *ARGS, *extra, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.mark.django_db
+def test_enroll_creates_inventory_and_prints_token_alone_on_last_line():
+    out, err = enroll("--grid-zone", "US-CAL-CISO", "--country", "us", "--pue", "1.2", "--tenure", "owned")
+
+    token = out.strip().splitlines()[-1]
+    node = Node.objects.get(hostname="gpu-01")
+    assert token.startswith("wln_") and " " not in token and len(token) > 40
+    assert node.fleet == Fleet.objects.get(name="enterprise", organization__name="Acme AI")
+    assert (node.site.grid_zone, node.site.country, str(node.site.pue), node.tenure) == (
+        "US-CAL-CISO",
+        "US",
+        "1.20",
+        "owned",
+    )
+    assert Organization.objects.get().slug == "acme-ai"
+    assert err == ""
+
+
+@pytest.mark.django_db
+def test_token_is_stored_only_as_its_hash():
+    out, _ = enroll("--grid-zone", "DE")
+    token = out.strip().splitlines()[-1]
+
+    credential = NodeCredential.objects.get()
+    assert credential.token_sha256 == hashlib.sha256(token.encode()).hexdigest()
+    assert token not in {credential.token_sha256, credential.prefix}
+    assert credential_authenticate(token=token).node.hostname == "gpu-01"
+    assert credential_authenticate(token=token + "x") is None
+
+
+@pytest.mark.django_db
+def test_reenrolling_revokes_earlier_tokens_by_default():
+    first = enroll("--grid-zone", "DE")[0].strip().splitlines()[-1]
+    out, _ = enroll()
+    second = out.strip().splitlines()[-1]
+
+    assert "revoked 1 earlier token" in out
+    assert credential_authenticate(token=first) is None
+    assert credential_authenticate(token=second) is not None
+    assert Node.objects.count() == 1 and Site.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_keep_existing_tokens_adds_a_second_active_token():
+    first = enroll("--grid-zone", "DE")[0].strip().splitlines()[-1]
+    second = enroll("--keep-existing-tokens")[0].strip().splitlines()[-1]
+
+    assert credential_authenticate(token=first) is not None
+    assert credential_authenticate(token=second) is not None
+
+
+@pytest.mark.django_db
+def test_new_site_without_grid_zone_warns():
+    _, err = enroll()
+
+    assert "no grid zone" in err
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--pue", "abc"], "--pue 'abc' is not a number"),
+        (["--pue", "0.8"], "invalid site"),
+        (["--time-zone", "Mars/Olympus"], "is not an IANA time zone"),
+        (["--grid-zone", "not a zone!"], "invalid site"),
+    ],
+)
+def test_bad_site_values_are_refused_and_nothing_is_created(extra, message):
+    with pytest.raises(CommandError, match=message):
+        enroll(*extra)
+
+    assert not Organization.objects.exists()
+    assert not NodeCredential.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_node_cannot_move_site_by_reenrollment():
+    enroll("--grid-zone", "DE")
+
+    with pytest.raises(CommandError, match="already enrolled at site 'sjc-1'"):
+        call_command("enroll_node", *ARGS[:5], "other-site", *ARGS[6:], stdout=StringIO())
