@@ -130,15 +130,16 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     # kombu's filesystem transport: one folder is both in- and out-box, so the
     # web server, worker and beat of one machine exchange messages with no server.
     CELERY_BROKER_FOLDER.mkdir(parents=True, exist_ok=True)
-    (VAR_DIR / "celery" / "processed").mkdir(parents=True, exist_ok=True)
+    for folder in ("processed", "control", "results"):
+        (VAR_DIR / "celery" / folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_FOLDER),
         "data_folder_out": str(CELERY_BROKER_FOLDER),
         "processed_folder": str(VAR_DIR / "celery" / "processed"),
+        "control_folder": str(VAR_DIR / "celery" / "control"),
         "store_processed": False,
     }
     _default_result_backend = f"file://{VAR_DIR / 'celery' / 'results'}"
-    (VAR_DIR / "celery" / "results").mkdir(parents=True, exist_ok=True)
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
     _default_result_backend = CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else "rpc://"
