@@ -159,8 +159,16 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimu
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600, minimum=1)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-# Periodic work; each entry names the service its task calls.
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+# Periodic work; each task calls one service.
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "raw-partitions": {"task": "telemetry.partitions_maintain_task", "schedule": timedelta(hours=1)},
+}
+
+# --- Telemetry -----------------------------------------------------------------
+TELEMETRY_RETENTION_DAYS = env_int("TELEMETRY_RETENTION_DAYS", 30, minimum=1)
+TELEMETRY_PARTITIONS_AHEAD_DAYS = env_int("TELEMETRY_PARTITIONS_AHEAD_DAYS", 3, minimum=1)
+# A sample more than this far ahead of the server's clock is refused (a broken clock).
+TELEMETRY_MAX_FUTURE_S = env_int("TELEMETRY_MAX_FUTURE_S", 300, minimum=0)
 
 # --- Cache ---------------------------------------------------------------------
 _cache_url = env_str("CACHE_URL")
@@ -184,6 +192,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Cost and carbon ledger for GPU fleets serving LLM inference.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema is for signed-in users and report clients, not for node tokens.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_AUTHENTICATION": ["rest_framework.authentication.SessionAuthentication"],
 }
 
 # --- Logging -------------------------------------------------------------------

@@ -152,6 +152,9 @@ class Gpu(models.Model):
     uuid = models.CharField("NVML UUID", max_length=96, unique=True)
     index = models.PositiveSmallIntegerField(help_text="NVML device index on the node")
     name = models.CharField("NVML name", max_length=128, help_text="e.g. NVIDIA H100 80GB HBM3")
+    energy_counter_supported = models.BooleanField(
+        null=True, help_text="Whether NVML's total-energy counter works on this GPU, as its collector last reported"
+    )
     first_seen_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,0 +1,78 @@
+"""Grid carbon intensity: shipped annual averages and live hourly providers.
+
+Pure of Django (no ORM, no settings) so it can be imported and tested anywhere;
+persistence lives with the callers. See each module's docstring for the API
+shapes it speaks and the rules it applies.
+"""
+
+from accounting.grid.annual import AnnualIntensity, AnnualProvider, annual_intensity, marginal_intensity
+from accounting.grid.carbonintensity_uk import CarbonIntensityUKProvider
+from accounting.grid.csv_upload import CsvError, parse_intensity_csv
+from accounting.grid.electricitymaps import ElectricityMapsProvider
+from accounting.grid.errors import (
+    AuthError,
+    BadResponse,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimited,
+    RequestRejected,
+    UnsupportedZone,
+)
+from accounting.grid.intensity import (
+    AVERAGE,
+    MARGINAL,
+    HourlyIntensity,
+    IntensityProvider,
+    Kind,
+    gco2_per_kwh_from_lbs_per_mwh,
+    quantize_intensity,
+)
+from accounting.grid.registry import (
+    PROVIDER_NAMES,
+    ConfiguredProvider,
+    config_from_env,
+    parse_grid_providers,
+    provider_for,
+    providers_for_zone,
+    providers_from_env,
+)
+from accounting.grid.scheduling import HourRange, backoff_delay_s, missing_hours, retry_delay_s
+from accounting.grid.watttime import SignalIndex, WattTimeProvider
+
+__all__ = [
+    "AVERAGE",
+    "MARGINAL",
+    "PROVIDER_NAMES",
+    "AnnualIntensity",
+    "AnnualProvider",
+    "AuthError",
+    "BadResponse",
+    "CarbonIntensityUKProvider",
+    "ConfiguredProvider",
+    "CsvError",
+    "ElectricityMapsProvider",
+    "HourRange",
+    "HourlyIntensity",
+    "IntensityProvider",
+    "Kind",
+    "ProviderError",
+    "ProviderUnavailable",
+    "RateLimited",
+    "RequestRejected",
+    "SignalIndex",
+    "UnsupportedZone",
+    "WattTimeProvider",
+    "annual_intensity",
+    "backoff_delay_s",
+    "config_from_env",
+    "gco2_per_kwh_from_lbs_per_mwh",
+    "marginal_intensity",
+    "missing_hours",
+    "parse_grid_providers",
+    "parse_intensity_csv",
+    "provider_for",
+    "providers_for_zone",
+    "providers_from_env",
+    "quantize_intensity",
+    "retry_delay_s",
+]

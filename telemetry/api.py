@@ -1,0 +1,74 @@
+"""``POST /api/v1/ingest/``: a collector's batch in, the stored counts out."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.parsers import BaseParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from fleets.models import NodeCredential
+from telemetry.auth import IsNode, NodeTokenAuthentication
+from telemetry.collector.wire import CONTENT_TYPE, MAX_BODY_BYTES, WireError, batch_decode
+from telemetry.ingest import batch_ingest
+from telemetry.schema import BatchSchema, ErrorSchema, IngestAnswerSchema
+
+
+class _BatchParser(BaseParser):
+    """Declares the media type for content negotiation; the body is read raw by the view."""
+
+    media_type = CONTENT_TYPE
+
+
+class IngestView(APIView):
+    authentication_classes = [NodeTokenAuthentication]
+    permission_classes = [IsNode]
+    parser_classes = [_BatchParser]
+
+    @extend_schema(
+        operation_id="ingest_batch",
+        summary="Store a collector batch (wire format version 1)",
+        description=(
+            "Authenticated by the node's token (`Authorization: Bearer wln_...`); the node comes from the token. "
+            "The body may be gzip-compressed (`Content-Encoding: gzip`). A batch is atomic and idempotent: rows "
+            "are keyed by (GPU, ts) and (endpoint, ts), and a re-sent batch stores nothing twice. Samples older "
+            "than retention are skipped and listed under `rejected`."
+        ),
+        request={CONTENT_TYPE: BatchSchema},
+        responses={
+            200: IngestAnswerSchema,
+            400: OpenApiResponse(ErrorSchema, description="malformed body or values"),
+            401: OpenApiResponse(ErrorSchema, description="missing, unknown or revoked token"),
+            403: OpenApiResponse(ErrorSchema, description="the batch names another node's GPU"),
+            413: OpenApiResponse(ErrorSchema, description="body, inflated body or row count over the limit"),
+            415: OpenApiResponse(ErrorSchema, description="not JSON, or an unsupported Content-Encoding"),
+            422: OpenApiResponse(ErrorSchema, description="valid JSON that cannot be accepted"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        try:
+            body = _body_read(request)
+            batch = batch_decode(body, content_encoding=request.headers.get("Content-Encoding"))
+            credential = cast(NodeCredential, request.auth)  # IsNode guarantees it
+            result = batch_ingest(node=credential.node, batch=batch, received_at=timezone.now())
+        except WireError as error:
+            return Response({"error": str(error)}, status=error.status)
+        return Response(result.as_dict(batch.batch_id))
+
+
+def _body_read(request: Request) -> bytes:
+    """The raw body, refused with 413 before anything is parsed when it is too large."""
+    content_type = (request.content_type or "").split(";")[0].strip()
+    if content_type != CONTENT_TYPE:
+        raise WireError(f"Content-Type must be {CONTENT_TYPE}, got {content_type or 'none'!r}", status=415)
+    declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    if declared > MAX_BODY_BYTES:
+        raise WireError(f"body is {declared} bytes; the limit is {MAX_BODY_BYTES}", status=413)
+    body = request._request.read(MAX_BODY_BYTES + 1)
+    if len(body) > MAX_BODY_BYTES:
+        raise WireError(f"body is over the limit of {MAX_BODY_BYTES} bytes", status=413)
+    return body

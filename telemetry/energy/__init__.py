@@ -1,0 +1,50 @@
+"""Rolling raw telemetry samples up into hourly usage: pure arithmetic, no Django.
+
+- :func:`gpu_usage_by_hour`: GPU samples -> :class:`GpuHourUsage` per hour
+  (energy from the NVML counter, or integrated power where the counter is
+  missing; coverage, busy time, power, utilization, temperature, memory).
+- :func:`endpoint_usage_by_hour`: serving samples -> :class:`EndpointHourUsage`
+  per hour (tokens, requests, TTFT histogram).
+
+Both take every sample within :func:`sample_window_s` of the requested hours,
+in any order, and return the requested hours only; recomputing an hour from
+the same samples gives the same result, so rollups can replace, not increment.
+"""
+
+from telemetry.energy.counters import counter_increase, counter_restarted
+from telemetry.energy.gpu import (
+    DEFAULT_GPU_MAX_GAP_S,
+    EnergyMethod,
+    GpuHourUsage,
+    GpuPoint,
+    gpu_point_key,
+    gpu_usage_by_hour,
+)
+from telemetry.energy.hours import HOUR_S, hour_start_s_of, integer_split_by_hour, sample_window_s
+from telemetry.energy.serving import (
+    DEFAULT_SERVING_MAX_GAP_S,
+    EndpointHourUsage,
+    ServingPoint,
+    endpoint_usage_by_hour,
+    serving_point_key,
+)
+
+__all__ = [
+    "DEFAULT_GPU_MAX_GAP_S",
+    "DEFAULT_SERVING_MAX_GAP_S",
+    "HOUR_S",
+    "EndpointHourUsage",
+    "EnergyMethod",
+    "GpuHourUsage",
+    "GpuPoint",
+    "ServingPoint",
+    "counter_increase",
+    "counter_restarted",
+    "endpoint_usage_by_hour",
+    "gpu_point_key",
+    "gpu_usage_by_hour",
+    "hour_start_s_of",
+    "integer_split_by_hour",
+    "sample_window_s",
+    "serving_point_key",
+]

@@ -1,0 +1,225 @@
+"""Hourly usage of one serving endpoint from its raw samples: tokens, requests, TTFT.
+
+Samples are cut into intervals as for GPUs (sorted by time, one per
+timestamp; an interval longer than ``max_gap_s`` is a gap, not bridged, and
+shows as missing coverage). On every bridged interval each counter
+(``prompt_tokens``, ``generation_tokens``, ``requests``, each TTFT bucket)
+increases by its delta under the reset rule (an epoch change or a drop means
+a restart from zero: the new reading is the increase), and only when both
+samples carry it. The integer increase is split across hour boundaries by
+linear interpolation, rounded so that the parts add up to it exactly
+(:func:`telemetry.energy.hours.integer_split_by_hour`).
+
+An hour's TTFT histogram is the bucket-wise sum of its intervals' parts. If
+the bounds changed within the hour (a restart with a new configuration), the
+parts are coarsened onto the bounds they share
+(:func:`telemetry.histogram.histogram_merge` with ``coarsen=True``).
+
+Pure arithmetic: nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from telemetry.energy.counters import counter_increase
+from telemetry.energy.hours import (
+    HOUR_S,
+    hour_overlaps_s,
+    hour_start_s_of,
+    hours_validated,
+    integer_split_by_hour,
+    max_gap_checked,
+)
+from telemetry.energy.points import nullable_key, points_ordered
+from telemetry.histogram import Histogram, histogram_increase, histogram_merge, histogram_restarted
+
+DEFAULT_SERVING_MAX_GAP_S = 60.0  # servers are scraped every 5-15 s: a few missed scrapes are still bridged
+
+
+@dataclass(frozen=True, slots=True)
+class ServingPoint:
+    """One raw serving sample. Counters are cumulative since the server started; ``None`` = not measured.
+
+    ``ts_s``: Unix seconds. ``epoch``: names one life of the server (its start);
+    a new epoch means every counter restarted. ``ttft_since_start``: the TTFT
+    histogram since the server started, per bucket (build it from the
+    exported cumulative buckets with :func:`telemetry.histogram.histogram_from_cumulative`).
+    """
+
+    ts_s: float
+    epoch: str
+    prompt_tokens: int | None = None
+    generation_tokens: int | None = None
+    requests: int | None = None
+    ttft_since_start: Histogram | None = None
+
+
+def serving_point_key(point: ServingPoint) -> tuple[Any, ...]:
+    """The total order used to sort samples and pick one of several sharing a timestamp."""
+    ttft = point.ttft_since_start
+    return (
+        point.ts_s,
+        point.epoch,
+        *(nullable_key(value) for value in _counters(point)),
+        nullable_key(None if ttft is None else (ttft.bounds_s, ttft.counts)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointHourUsage:
+    """One endpoint's usage over the hour ``[hour_start_s, hour_start_s + 3600)``.
+
+    Token and request counts are exact integers; ``ttft`` holds the hour's
+    per-bucket TTFT counts (seconds), ``None`` where no bridged interval in
+    the hour carried the histogram. ``observed_s``: seconds of the hour inside
+    bridged intervals. ``reset_count``: server restarts seen.
+    """
+
+    hour_start_s: int
+    prompt_tokens: int
+    generation_tokens: int
+    requests: int
+    ttft: Histogram | None
+    observed_s: float
+    reset_count: int
+
+    @property
+    def missing_s(self) -> float:
+        """Seconds of the hour not observed (gaps, or no samples at all)."""
+        return HOUR_S - self.observed_s
+
+
+def endpoint_usage_by_hour(
+    points: Iterable[ServingPoint],
+    *,
+    hour_starts_s: Iterable[int],
+    max_gap_s: float = DEFAULT_SERVING_MAX_GAP_S,
+) -> tuple[EndpointHourUsage, ...]:
+    """One endpoint's usage for each requested hour, in hour order (an hour without samples reads as unobserved).
+
+    Window contract: ``points`` must hold every sample of the endpoint with
+    ``first_hour_start_s - max_gap_s <= ts_s <= last_hour_start_s + 3600 + max_gap_s``
+    (:func:`telemetry.energy.hours.sample_window_s`); samples outside it change
+    nothing. In any order, duplicates allowed; of several sharing a timestamp
+    one is kept, chosen by :func:`serving_point_key`. The result is a function
+    of the set of samples alone.
+    """
+    hours = hours_validated(hour_starts_s)
+    ordered = points_ordered(points, key=serving_point_key)
+    tallies = {hour: _ServingTally() for hour in hours}
+    for span in _serving_spans(ordered, max_gap_s=max_gap_checked(max_gap_s)):
+        _span_tallied(span, tallies)
+    return tuple(tallies[hour].usage(hour) for hour in hours)
+
+
+def _counters(point: ServingPoint) -> tuple[int | None, int | None, int | None]:
+    return (point.prompt_tokens, point.generation_tokens, point.requests)
+
+
+# --- intervals ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _ServingSpan:
+    """A bridged interval between two consecutive samples, with each counter's increase."""
+
+    start_s: float
+    end_s: float
+    counters: tuple[int | None, ...]  # in the order of _counters()
+    ttft: Histogram | None
+    restarted: bool
+
+
+def _serving_spans(points: list[ServingPoint], *, max_gap_s: float) -> Iterator[_ServingSpan]:
+    for before, after in itertools.pairwise(points):
+        if after.ts_s - before.ts_s <= max_gap_s:
+            yield _serving_span(before, after)
+
+
+def _serving_span(before: ServingPoint, after: ServingPoint) -> _ServingSpan:
+    epoch_changed = before.epoch != after.epoch
+    pairs = list(zip(_counters(before), _counters(after), strict=True))
+    return _ServingSpan(
+        start_s=before.ts_s,
+        end_s=after.ts_s,
+        counters=tuple(_increase(old, new, epoch_changed) for old, new in pairs),
+        ttft=_ttft_increase(before, after, epoch_changed),
+        restarted=epoch_changed or _dropped(pairs) or _ttft_restarted(before, after),
+    )
+
+
+def _increase(old: int | None, new: int | None, epoch_changed: bool) -> int | None:
+    return None if old is None or new is None else counter_increase(old, new, epoch_changed=epoch_changed)
+
+
+def _dropped(pairs: list[tuple[int | None, int | None]]) -> bool:
+    return any(old is not None and new is not None and new < old for old, new in pairs)
+
+
+def _ttft_increase(before: ServingPoint, after: ServingPoint, epoch_changed: bool) -> Histogram | None:
+    old, new = before.ttft_since_start, after.ttft_since_start
+    return None if old is None or new is None else histogram_increase(old, new, epoch_changed=epoch_changed)
+
+
+def _ttft_restarted(before: ServingPoint, after: ServingPoint) -> bool:
+    old, new = before.ttft_since_start, after.ttft_since_start
+    return old is not None and new is not None and histogram_restarted(old, new, epoch_changed=False)
+
+
+def _histogram_split_by_hour(histogram: Histogram, start_s: float, end_s: float) -> Iterator[tuple[int, Histogram]]:
+    """Each bucket's count split across hours like any counter; per hour, the parts add up to the whole."""
+    columns = [list(integer_split_by_hour(count, start_s, end_s)) for count in histogram.counts]
+    for row, (hour, _) in enumerate(columns[0]):
+        yield hour, Histogram(histogram.bounds_s, tuple(column[row][1] for column in columns))
+
+
+def _span_tallied(span: _ServingSpan, tallies: dict[int, _ServingTally]) -> None:
+    for hour, overlap_s in hour_overlaps_s(span.start_s, span.end_s):
+        if (tally := tallies.get(hour)) is not None:
+            tally.observed_s += overlap_s
+    for index, delta in enumerate(span.counters):
+        if delta is not None:
+            _counter_tallied(index, delta, span, tallies)
+    if span.ttft is not None:
+        _ttft_tallied(span.ttft, span, tallies)
+    if span.restarted and (tally := tallies.get(hour_start_s_of(span.end_s))) is not None:
+        tally.reset_count += 1
+
+
+def _counter_tallied(index: int, delta: int, span: _ServingSpan, tallies: dict[int, _ServingTally]) -> None:
+    for hour, part in integer_split_by_hour(delta, span.start_s, span.end_s):
+        if (tally := tallies.get(hour)) is not None:
+            tally.counters[index] += part
+
+
+def _ttft_tallied(ttft: Histogram, span: _ServingSpan, tallies: dict[int, _ServingTally]) -> None:
+    for hour, part in _histogram_split_by_hour(ttft, span.start_s, span.end_s):
+        if (tally := tallies.get(hour)) is not None:
+            tally.ttft_parts.append(part)
+
+
+# --- per-hour sums --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _ServingTally:
+    observed_s: float = 0.0
+    counters: list[int] = field(default_factory=lambda: [0, 0, 0])  # in the order of _counters()
+    ttft_parts: list[Histogram] = field(default_factory=list)
+    reset_count: int = 0
+
+    def usage(self, hour_start_s: int) -> EndpointHourUsage:
+        prompt_tokens, generation_tokens, requests = self.counters
+        return EndpointHourUsage(
+            hour_start_s=hour_start_s,
+            prompt_tokens=prompt_tokens,
+            generation_tokens=generation_tokens,
+            requests=requests,
+            ttft=histogram_merge(self.ttft_parts, coarsen=True),
+            observed_s=self.observed_s,
+            reset_count=self.reset_count,
+        )
