@@ -1,0 +1,75 @@
+"""The ledger: pure functions turning measured node-hours into cost and carbon.
+
+Nothing here imports Django or touches the database. Models, services and tasks
+build the input dataclasses and store or show what comes back.
+
+- ``build_node_hour_line(NodeHourInput) -> NodeHourLine``: one node, one UTC hour.
+- ``LedgerTotals.sum(lines)``: roll-ups with per-token metrics.
+- ``money_quantize(value, currency)``: the single place money is rounded (display).
+- ``accounting.ledger.embodied``: the remaining-life amortization rule.
+"""
+
+from accounting.ledger.embodied import EmbodiedG, embodied_co2e_g, embodied_rate_g_per_h
+from accounting.ledger.inputs import (
+    DEFAULT_POLICY,
+    AmortizationMethod,
+    EmbodiedAsset,
+    EmbodiedKg,
+    GpuHourInput,
+    IntensityFactor,
+    LedgerInputError,
+    LedgerPolicy,
+    NodeHourInput,
+    OwnedPricing,
+    Pricing,
+    RatePer,
+    RentedPricing,
+    hours_held,
+)
+from accounting.ledger.line import (
+    ElectricityStatus,
+    EnergyMethod,
+    NodeHourLine,
+    build_node_hour_line,
+    electricity_cost,
+    facility_kwh,
+    hardware_cost,
+    operational_co2e_g,
+)
+from accounting.ledger.totals import CurrencyMismatchError, LedgerTotals
+from accounting.ledger.units import H_PER_YEAR, J_PER_KWH, h_from_years, kwh_from_j, money_quantize
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "H_PER_YEAR",
+    "J_PER_KWH",
+    "AmortizationMethod",
+    "CurrencyMismatchError",
+    "ElectricityStatus",
+    "EmbodiedAsset",
+    "EmbodiedG",
+    "EmbodiedKg",
+    "EnergyMethod",
+    "GpuHourInput",
+    "IntensityFactor",
+    "LedgerInputError",
+    "LedgerPolicy",
+    "LedgerTotals",
+    "NodeHourInput",
+    "NodeHourLine",
+    "OwnedPricing",
+    "Pricing",
+    "RatePer",
+    "RentedPricing",
+    "build_node_hour_line",
+    "electricity_cost",
+    "embodied_co2e_g",
+    "embodied_rate_g_per_h",
+    "facility_kwh",
+    "h_from_years",
+    "hardware_cost",
+    "hours_held",
+    "kwh_from_j",
+    "money_quantize",
+    "operational_co2e_g",
+]

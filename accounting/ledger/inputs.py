@@ -1,0 +1,237 @@
+"""What the ledger needs to price and weigh one node-hour, as frozen dataclasses.
+
+The caller (a service reading hourly rollups, sites, prices and grid intensity)
+builds these; the ledger reads nothing else. Units are in every name and
+docstring: energy J, money in the site's currency, intensity gCO2e/kWh, carbon
+kgCO2e for embodied inventories and g for results, time in hours.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from accounting.ledger.units import ONE, PERCENT, ZERO
+from accounting.tariff import TariffPrice
+
+HOUR = timedelta(hours=1)
+_MICROSECONDS_PER_HOUR = Decimal(3_600_000_000)
+
+
+class LedgerInputError(ValueError):
+    """An input the ledger refuses to price (naive time, negative energy, held > 1 h...)."""
+
+
+def require_utc_hour(hour_start: datetime) -> None:
+    """Raise unless ``hour_start`` is an aware UTC datetime on a whole hour."""
+    if hour_start.tzinfo is None or hour_start.utcoffset() != timedelta(0):
+        raise LedgerInputError(f"hour_start must be aware UTC, got {hour_start.isoformat()}")
+    if (hour_start.minute, hour_start.second, hour_start.microsecond) != (0, 0, 0):
+        raise LedgerInputError(f"hour_start must be on the hour, got {hour_start.isoformat()}")
+
+
+def _require_non_negative(**values: Decimal | int) -> None:
+    for name, value in values.items():
+        if value < 0:
+            raise LedgerInputError(f"{name} must not be negative, got {value}")
+
+
+def hours_held(hour_start: datetime, commissioned_at: datetime | None, decommissioned_at: datetime | None) -> Decimal:
+    """Hours (0 to 1, exact) of the UTC hour at ``hour_start`` during which the node was held.
+
+    A node commissioned or decommissioned mid-hour is held for part of it; outside
+    ``[commissioned_at, decommissioned_at)`` it is held for 0 hours.
+    """
+    require_utc_hour(hour_start)
+    if any(at is not None and at.utcoffset() is None for at in (commissioned_at, decommissioned_at)):
+        raise LedgerInputError("commissioned_at and decommissioned_at must be aware datetimes")
+    start = max(hour_start, commissioned_at or hour_start)
+    end = min(hour_start + HOUR, decommissioned_at or hour_start + HOUR)
+    held = max(end - start, timedelta(0))
+    return Decimal(held // timedelta(microseconds=1)) / _MICROSECONDS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class EmbodiedKg:
+    """Embodied emissions of one asset in kgCO2e, as a range (low <= central <= high)."""
+
+    low: Decimal
+    central: Decimal
+    high: Decimal
+
+    def __post_init__(self) -> None:
+        _require_non_negative(low=self.low)
+        if not self.low <= self.central <= self.high:
+            raise LedgerInputError(f"embodied range out of order: {self.low} / {self.central} / {self.high}")
+
+
+class AmortizationMethod(enum.StrEnum):
+    """How an asset's embodied emissions are spread over the hours it is held.
+
+    TIME (default, SCI): embodied x hours held / life, whatever the asset did.
+    UTILIZATION: the time-based share x the hour's utilization (0-1), so a
+    workload bears only the share it used; the rest is not attributed to any
+    line. Use TIME for inventories; UTILIZATION only for workload comparisons.
+    """
+
+    TIME = "time"
+    UTILIZATION = "utilization"
+
+
+@dataclass(frozen=True)
+class EmbodiedAsset:
+    """A physical asset (a GPU card, or a node's host share) whose embodied carbon we amortize.
+
+    ``total_life_h``: expected service life from new, in hours.
+    ``prior_use_h``: hours of service before we acquired it (0 when bought new).
+    ``own_life_h``: hours of service we expect to get from it; ``None`` means
+    the rest of its expected life, ``total_life_h - prior_use_h``.
+    See ``accounting.ledger.embodied`` for the remaining-life rule.
+    """
+
+    embodied_kgco2e: EmbodiedKg
+    total_life_h: Decimal
+    prior_use_h: Decimal = ZERO
+    own_life_h: Decimal | None = None
+
+    def __post_init__(self) -> None:
+        if self.total_life_h <= 0:
+            raise LedgerInputError(f"total_life_h must be positive, got {self.total_life_h}")
+        _require_non_negative(prior_use_h=self.prior_use_h, own_life_h=self.own_life_h or ZERO)
+
+
+@dataclass(frozen=True)
+class GpuHourInput:
+    """One GPU during one node-hour.
+
+    ``energy_j``: energy it drew in the hour (counter delta), J.
+    ``tokens_served``: tokens (prompt + generation) of endpoints running on it.
+    ``mean_util_pct``: mean utilization 0-100, ``None`` if not sampled.
+    ``embodied``: its embodied-carbon asset; ``None`` when the model is unknown,
+    which the line reports as hours without embodied data, never as zero.
+    """
+
+    gpu_id: str
+    energy_j: Decimal
+    tokens_served: int
+    mean_util_pct: Decimal | None
+    embodied: EmbodiedAsset | None
+
+    def __post_init__(self) -> None:
+        _require_non_negative(energy_j=self.energy_j, tokens_served=self.tokens_served)
+        if self.mean_util_pct is not None and not ZERO <= self.mean_util_pct <= PERCENT:
+            raise LedgerInputError(f"mean_util_pct must be 0-100, got {self.mean_util_pct}")
+
+
+class RatePer(enum.StrEnum):
+    NODE = "node"
+    GPU = "gpu"
+
+
+@dataclass(frozen=True)
+class RentedPricing:
+    """A rented node: ``rate_per_h`` (currency per hour) per node or per GPU.
+
+    ``includes_power``: the rent covers electricity, so the line has no
+    electricity cost (shown as included, not as zero-priced energy).
+    """
+
+    rate_per_h: Decimal
+    per: RatePer
+    includes_power: bool
+    price_id: str = "rent"
+
+
+@dataclass(frozen=True)
+class OwnedPricing:
+    """An owned node: ``capex`` straight-line over ``lifetime_h`` plus ``opex_per_h``.
+
+    Money in the site's currency. A fully depreciated node is passed with capex 0.
+    """
+
+    capex: Decimal
+    lifetime_h: Decimal
+    opex_per_h: Decimal
+    price_id: str = "owned"
+
+    def __post_init__(self) -> None:
+        if self.lifetime_h <= 0:
+            raise LedgerInputError(f"lifetime_h must be positive, got {self.lifetime_h}")
+
+
+Pricing = RentedPricing | OwnedPricing
+
+
+@dataclass(frozen=True)
+class IntensityFactor:
+    """Carbon intensity of electricity, gCO2e/kWh, tagged with where it came from.
+
+    ``source`` examples: ``"electricitymaps:live"``, ``"ember:annual-2023"``,
+    ``"contract:ppa-7"``, ``"residual-mix:aib-2023"``.
+    """
+
+    g_per_kwh: Decimal
+    source: str
+
+    def __post_init__(self) -> None:
+        _require_non_negative(g_per_kwh=self.g_per_kwh)
+
+
+@dataclass(frozen=True)
+class NodeHourInput:
+    """Everything the ledger needs for one node during one UTC hour.
+
+    ``node_energy_j``: the node's whole IT energy if measured (GPUs and host),
+    else ``None`` and the GPUs' sum is used. ``observed_s``: seconds of the held
+    time covered by samples (coverage, reported, never extrapolated).
+    ``held_h``: hours of this hour the node was held (see ``hours_held``).
+    ``tariff``: ``None`` when no tariff is in force (electricity left unpriced).
+    ``location``/``market``: ``None`` when no factor is known for the hour.
+    ``host_embodied``: the node's host (chassis, CPUs, RAM, disks) embodied share.
+    """
+
+    node_id: str
+    hour_start: datetime
+    currency: str
+    gpus: tuple[GpuHourInput, ...]
+    node_energy_j: Decimal | None
+    observed_s: Decimal
+    held_h: Decimal
+    prompt_tokens: int
+    generation_tokens: int
+    pue: Decimal
+    tariff: TariffPrice | None
+    pricing: Pricing
+    location: IntensityFactor | None
+    market: IntensityFactor | None
+    host_embodied: EmbodiedAsset | None = None
+
+    def __post_init__(self) -> None:
+        require_utc_hour(self.hour_start)
+        if not ZERO <= self.held_h <= ONE:
+            raise LedgerInputError(f"held_h must be within 0-1, got {self.held_h}")
+        if self.pue < ONE:
+            raise LedgerInputError(f"pue must be at least 1, got {self.pue}")
+        _require_non_negative(observed_s=self.observed_s, prompt_tokens=self.prompt_tokens)
+        _require_non_negative(generation_tokens=self.generation_tokens, node_energy_j=self.node_energy_j or ZERO)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.generation_tokens
+
+
+@dataclass(frozen=True)
+class LedgerPolicy:
+    """Choices an organization may make; the defaults are what reports show unless changed.
+
+    ``idle_util_threshold_pct``: a GPU that served no tokens and whose mean
+    utilization is below this (0-100) is idle for the hours it was held.
+    """
+
+    idle_util_threshold_pct: Decimal = Decimal(5)
+    amortization: AmortizationMethod = AmortizationMethod.TIME
+
+
+DEFAULT_POLICY = LedgerPolicy()

@@ -1,0 +1,244 @@
+"""One node-hour priced and weighed: the ``NodeHourLine`` and the formulas behind it.
+
+Formulas (DESIGN.md, "Money and carbon"), all in ``Decimal``, nothing rounded::
+
+    it_kwh        = energy_j / 3.6e6
+    facility_kwh  = it_kwh x pue
+    electricity   = facility_kwh x tariff price       (0, shown INCLUDED, when the rent includes power;
+                                                      None, shown UNPRICED, when no tariff is in force)
+    hardware      = rate x held_h [x GPUs]            (rented, per node or per GPU)
+                  | capex / lifetime_h x held_h + opex_per_h x held_h   (owned)
+    cost          = electricity + hardware            (an unpriced electricity line adds nothing)
+    location_g    = facility_kwh x location intensity   (None when no intensity is known)
+    market_g      = facility_kwh x market factor        (None when no factor is known)
+    embodied_g    = see ``accounting.ledger.embodied``, per GPU plus the host share
+
+Energy: the node's metered IT energy when given, else the sum of its GPUs.
+
+Idle: a GPU is idle for the hours the node was held when it served no tokens and
+its mean utilization is below the policy threshold (unknown utilization: tokens
+alone decide). **Share rule**: each GPU carries an equal share of the node's
+hardware cost (``hardware / GPUs``) plus the electricity of its own energy and an
+equal share of the host's (node IT energy minus all GPUs'), at the line's PUE and
+price. Those shares add up to the line's cost, so idle cost is the part of the
+cost paid by idle GPUs, never more than the line. (Electricity included in the
+rent or unpriced adds nothing to idle cost, as it adds nothing to cost.)
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from accounting.ledger.embodied import EmbodiedG, embodied_co2e_g, utilization_weight
+from accounting.ledger.inputs import (
+    DEFAULT_POLICY,
+    AmortizationMethod,
+    GpuHourInput,
+    IntensityFactor,
+    LedgerInputError,
+    LedgerPolicy,
+    NodeHourInput,
+    Pricing,
+    RatePer,
+    RentedPricing,
+)
+from accounting.ledger.units import ZERO, kwh_from_j
+from accounting.tariff import TariffPrice
+
+
+class EnergyMethod(enum.StrEnum):
+    NODE_METER = "node_meter"
+    GPU_SUM = "gpu_sum"
+
+
+class ElectricityStatus(enum.StrEnum):
+    PRICED = "priced"
+    INCLUDED = "included"
+    UNPRICED = "unpriced"
+
+
+@dataclass(frozen=True)
+class NodeHourLine:
+    """Cost and carbon of one node during one UTC hour, unrounded.
+
+    Money in ``currency``; energy kWh; carbon gCO2e; time hours (``observed_s``
+    in seconds). ``cost`` includes ``electricity_cost`` only when it is known.
+    ``embodied_unknown_gpu_h``: GPU-hours held whose model has no embodied data.
+    Trace fields say which method, price and factors produced the numbers.
+    """
+
+    node_id: str
+    hour_start: datetime
+    currency: str
+    held_h: Decimal
+    observed_s: Decimal
+    gpu_count: int
+    it_kwh: Decimal
+    facility_kwh: Decimal
+    electricity_cost: Decimal | None
+    hardware_cost: Decimal
+    cost: Decimal
+    location_co2e_g: Decimal | None
+    market_co2e_g: Decimal | None
+    embodied_co2e_g: EmbodiedG
+    embodied_unknown_gpu_h: Decimal
+    prompt_tokens: int
+    generation_tokens: int
+    idle_gpu_h: Decimal
+    idle_cost: Decimal
+    idle_facility_kwh: Decimal
+    # trace
+    energy_method: EnergyMethod
+    electricity_status: ElectricityStatus
+    tariff_price_per_kwh: Decimal | None
+    tariff_price_id: str | None
+    pricing_price_id: str
+    location_source: str | None
+    market_source: str | None
+    amortization: AmortizationMethod
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.generation_tokens
+
+    @property
+    def gpu_h(self) -> Decimal:
+        """GPU-hours held: held hours x GPUs on the node."""
+        return self.held_h * self.gpu_count
+
+
+def node_it_energy_j(node: NodeHourInput) -> tuple[Decimal, EnergyMethod]:
+    """The node's IT energy in J and how it was obtained; a meter below its GPUs' sum raises."""
+    gpu_j = sum((gpu.energy_j for gpu in node.gpus), ZERO)
+    if node.node_energy_j is None:
+        return gpu_j, EnergyMethod.GPU_SUM
+    if node.node_energy_j < gpu_j:
+        raise LedgerInputError(f"{node.node_id} {node.hour_start}: node meter {node.node_energy_j} J < GPUs {gpu_j} J")
+    return node.node_energy_j, EnergyMethod.NODE_METER
+
+
+def facility_kwh(it_kwh: Decimal, pue: Decimal) -> Decimal:
+    """Facility energy in kWh: IT energy in kWh x PUE."""
+    return it_kwh * pue
+
+
+def electricity_cost(
+    facility_kwh: Decimal, pricing: Pricing, tariff: TariffPrice | None
+) -> tuple[Decimal | None, ElectricityStatus]:
+    """Electricity cost (currency) of ``facility_kwh`` and whether it is priced, included or unpriced."""
+    if isinstance(pricing, RentedPricing) and pricing.includes_power:
+        return ZERO, ElectricityStatus.INCLUDED
+    if tariff is None:
+        return None, ElectricityStatus.UNPRICED
+    return facility_kwh * tariff.price_per_kwh, ElectricityStatus.PRICED
+
+
+def hardware_cost(pricing: Pricing, held_h: Decimal, gpu_count: int) -> Decimal:
+    """Hardware cost (currency) of holding the node ``held_h`` hours."""
+    if isinstance(pricing, RentedPricing):
+        units = gpu_count if pricing.per is RatePer.GPU else 1
+        return pricing.rate_per_h * held_h * units
+    return pricing.capex / pricing.lifetime_h * held_h + pricing.opex_per_h * held_h
+
+
+def operational_co2e_g(facility_kwh: Decimal, factor: IntensityFactor | None) -> Decimal | None:
+    """gCO2e of ``facility_kwh`` at ``factor`` (gCO2e/kWh); ``None`` when the factor is unknown."""
+    return None if factor is None else facility_kwh * factor.g_per_kwh
+
+
+def node_embodied_co2e_g(node: NodeHourInput, method: AmortizationMethod) -> EmbodiedG:
+    """Embodied gCO2e of the node's GPUs and host share over its held hours."""
+    total = EmbodiedG()
+    for gpu in node.gpus:
+        if gpu.embodied is not None:
+            weight = utilization_weight(method, gpu.mean_util_pct)
+            total += embodied_co2e_g(gpu.embodied, node.held_h, weight)
+    if node.host_embodied is not None:
+        total += embodied_co2e_g(node.host_embodied, node.held_h, utilization_weight(method, _mean_util_pct(node)))
+    return total
+
+
+def _mean_util_pct(node: NodeHourInput) -> Decimal | None:
+    known = [gpu.mean_util_pct for gpu in node.gpus if gpu.mean_util_pct is not None]
+    return sum(known, ZERO) / len(known) if known else None
+
+
+def is_idle(gpu: GpuHourInput, policy: LedgerPolicy) -> bool:
+    """No tokens served and utilization below the threshold (or unknown)."""
+    if gpu.tokens_served:
+        return False
+    return gpu.mean_util_pct is None or gpu.mean_util_pct < policy.idle_util_threshold_pct
+
+
+def gpu_share_facility_kwh(node: NodeHourInput, gpu: GpuHourInput, it_energy_j: Decimal) -> Decimal:
+    """Facility kWh carried by ``gpu``: its own energy plus an equal share of the host's."""
+    host_j = it_energy_j - sum((other.energy_j for other in node.gpus), ZERO)
+    return facility_kwh(kwh_from_j(gpu.energy_j + host_j / len(node.gpus)), node.pue)
+
+
+@dataclass(frozen=True)
+class _Idle:
+    gpu_h: Decimal = ZERO
+    cost: Decimal = ZERO
+    facility_kwh: Decimal = ZERO
+
+
+def _idle(
+    node: NodeHourInput, it_energy_j: Decimal, hardware: Decimal, charged: TariffPrice | None, policy: LedgerPolicy
+) -> _Idle:
+    """Idle GPU-hours, cost and facility kWh of the node-hour, under the share rule above."""
+    price_per_kwh = charged.price_per_kwh if charged is not None else ZERO
+    idle = _Idle()
+    for gpu in (gpu for gpu in node.gpus if is_idle(gpu, policy)):
+        kwh = gpu_share_facility_kwh(node, gpu, it_energy_j)
+        cost = hardware / len(node.gpus) + kwh * price_per_kwh
+        idle = _Idle(idle.gpu_h + node.held_h, idle.cost + cost, idle.facility_kwh + kwh)
+    return idle
+
+
+def _charged_tariff(node: NodeHourInput, status: ElectricityStatus) -> TariffPrice | None:
+    """The tariff price actually charged on the line: none when power is included or unpriced."""
+    return node.tariff if status is ElectricityStatus.PRICED else None
+
+
+def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POLICY) -> NodeHourLine:
+    """Price and weigh one node-hour. Pure: same input, same line, to the last digit."""
+    it_energy_j, energy_method = node_it_energy_j(node)
+    facility = facility_kwh(kwh_from_j(it_energy_j), node.pue)
+    electricity, status = electricity_cost(facility, node.pricing, node.tariff)
+    hardware = hardware_cost(node.pricing, node.held_h, len(node.gpus))
+    charged = _charged_tariff(node, status)
+    idle = _idle(node, it_energy_j, hardware, charged, policy)
+    return NodeHourLine(
+        node_id=node.node_id,
+        hour_start=node.hour_start,
+        currency=node.currency,
+        held_h=node.held_h,
+        observed_s=node.observed_s,
+        gpu_count=len(node.gpus),
+        it_kwh=kwh_from_j(it_energy_j),
+        facility_kwh=facility,
+        electricity_cost=electricity,
+        hardware_cost=hardware,
+        cost=hardware + (electricity or ZERO),
+        location_co2e_g=operational_co2e_g(facility, node.location),
+        market_co2e_g=operational_co2e_g(facility, node.market),
+        embodied_co2e_g=node_embodied_co2e_g(node, policy.amortization),
+        embodied_unknown_gpu_h=node.held_h * sum(1 for gpu in node.gpus if gpu.embodied is None),
+        prompt_tokens=node.prompt_tokens,
+        generation_tokens=node.generation_tokens,
+        idle_gpu_h=idle.gpu_h,
+        idle_cost=idle.cost,
+        idle_facility_kwh=idle.facility_kwh,
+        energy_method=energy_method,
+        electricity_status=status,
+        tariff_price_per_kwh=charged.price_per_kwh if charged else None,
+        tariff_price_id=charged.price_id if charged else None,
+        pricing_price_id=node.pricing.price_id,
+        location_source=node.location.source if node.location else None,
+        market_source=node.market.source if node.market else None,
+        amortization=policy.amortization,
+    )

@@ -1,0 +1,161 @@
+"""The shipped GPU catalog: every entry loads with sources, real NVML names find their profile."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal as D
+from typing import Any
+
+import pytest
+
+from accounting.hardware import (
+    CATALOG_PATH,
+    REQUIRED_SOURCES,
+    CatalogError,
+    GpuClass,
+    HardwareProfile,
+    load_catalog,
+    normalize_nvml_name,
+    parse_catalog,
+    profile_for_key,
+    profile_for_nvml_name,
+)
+from accounting.ledger import embodied_rate_g_per_h
+
+PROFILES = load_catalog()
+
+
+def raw_catalog() -> dict[str, Any]:
+    return json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
+
+
+def test_catalog_has_the_models_the_fleets_run() -> None:
+    keys = {profile.key for profile in PROFILES}
+
+    assert keys >= {
+        "h100-sxm",
+        "h100-pcie",
+        "h200-sxm",
+        "a100-sxm4-40gb",
+        "a100-sxm4-80gb",
+        "a100-pcie-40gb",
+        "a100-pcie-80gb",
+        "l40s",
+        "l4",
+        "rtx-4090",
+        "rtx-3090",
+    }
+
+
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.key)
+def test_every_entry_is_complete_and_cites_a_source_for_each_figure(profile: HardwareProfile) -> None:
+    cited = {source.what for source in profile.sources}
+
+    assert cited >= REQUIRED_SOURCES
+    for source in profile.sources:
+        assert source.title
+        assert source.url is None or source.url.startswith(("https://", "http://"))
+        assert source.url or source.note, f"{profile.key}: {source.title} needs a URL or a note"
+        assert source.year is None or 2000 <= source.year <= 2030
+        assert source.year is not None or source.note
+    assert 0 < profile.idle_w < profile.tdp_w
+    assert profile.memory_gb > 0
+    assert 0 < profile.embodied_kgco2e.low <= profile.embodied_kgco2e.central <= profile.embodied_kgco2e.high
+    assert profile.host_embodied_kgco2e_per_gpu > 0
+    assert profile.lifetime_years == 4
+
+
+@pytest.mark.parametrize(
+    ("key", "tdp_w", "memory_gb", "gpu_class"),
+    [
+        ("h100-sxm", 700, 80, GpuClass.ENTERPRISE),
+        ("h100-pcie", 350, 80, GpuClass.ENTERPRISE),
+        ("h200-sxm", 700, 141, GpuClass.ENTERPRISE),
+        ("a100-sxm4-40gb", 400, 40, GpuClass.ENTERPRISE),
+        ("a100-sxm4-80gb", 400, 80, GpuClass.ENTERPRISE),
+        ("a100-pcie-40gb", 250, 40, GpuClass.ENTERPRISE),
+        ("a100-pcie-80gb", 300, 80, GpuClass.ENTERPRISE),
+        ("l40s", 350, 48, GpuClass.ENTERPRISE),
+        ("l4", 72, 24, GpuClass.ENTERPRISE),
+        ("rtx-4090", 450, 24, GpuClass.CONSUMER),
+        ("rtx-3090", 350, 24, GpuClass.CONSUMER),
+    ],
+)
+def test_datasheet_power_and_memory(key: str, tdp_w: int, memory_gb: int, gpu_class: GpuClass) -> None:
+    profile = profile_for_key(key)
+
+    assert profile is not None
+    assert (profile.tdp_w, profile.memory_gb, profile.gpu_class) == (tdp_w, memory_gb, gpu_class)
+
+
+@pytest.mark.parametrize(
+    ("nvml_name", "key"),
+    [
+        ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H200", "h200-sxm"),
+        ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
+        ("NVIDIA A100-SXM4-40GB", "a100-sxm4-40gb"),
+        ("NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"),
+        ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
+        ("NVIDIA L40S", "l40s"),
+        ("NVIDIA L4", "l4"),
+        ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+        ("NVIDIA GeForce RTX 3090", "rtx-3090"),
+    ],
+)
+def test_real_nvml_names_map_to_their_profile(nvml_name: str, key: str) -> None:
+    profile = profile_for_nvml_name(nvml_name)
+
+    assert profile is not None
+    assert profile.key == key
+
+
+@pytest.mark.parametrize(
+    ("nvml_name", "key"),
+    [
+        ("GeForce RTX 3090", "rtx-3090"),  # older drivers leave out the vendor
+        ("nvidia h100 pcie", "h100-pcie"),
+        ("  NVIDIA   L40S ", "l40s"),
+    ],
+)
+def test_names_match_after_documented_normalisation(nvml_name: str, key: str) -> None:
+    profile = profile_for_nvml_name(nvml_name)
+
+    assert profile is not None
+    assert profile.key == key
+
+
+@pytest.mark.parametrize(
+    "nvml_name",
+    ["NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA GeForce RTX 3090 Ti", "NVIDIA L40", "Tesla T4", "NVIDIA", ""],
+)
+def test_unknown_names_return_none(nvml_name: str) -> None:
+    assert profile_for_nvml_name(nvml_name) is None
+
+
+def test_normalisation() -> None:
+    assert normalize_nvml_name("  NVIDIA  GeForce RTX 4090\n") == "geforce rtx 4090"
+
+
+def test_profiles_become_ledger_assets() -> None:
+    # H100: 197 kg over 4 x 8760 = 35,040 h; host 312.5 kg per GPU x 8
+    h100 = profile_for_key("h100-sxm")
+    assert h100 is not None
+
+    assert h100.expected_life_h == D(35040)
+    assert embodied_rate_g_per_h(h100.gpu_asset()).central == D(197_000) / D(35040)
+    assert h100.host_asset(8).embodied_kgco2e.central == D(2500)
+    assert h100.gpu_asset(prior_use_h=D(8760)).prior_use_h == D(8760)
+
+
+def test_duplicate_keys_or_names_and_missing_sources_are_refused() -> None:
+    document = raw_catalog()
+    duplicated = {"profiles": [*document["profiles"], document["profiles"][0]]}
+    renamed = {"profiles": [*document["profiles"], {**document["profiles"][0], "key": "copy"}]}
+    unsourced = {"profiles": [{**document["profiles"][0], "sources": []}]}
+    broken = {"profiles": [{**document["profiles"][0], "tdp_w": None}]}
+
+    for bad in (duplicated, renamed, unsourced, broken):
+        with pytest.raises(CatalogError):
+            parse_catalog(bad)
