@@ -162,6 +162,9 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Periodic work; each task calls one service.
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "raw-partitions": {"task": "telemetry.partitions_maintain_task", "schedule": timedelta(hours=1)},
+    "hourly-rollup": {"task": "telemetry.rollup_pending_task", "schedule": timedelta(minutes=1)},
+    "grid-intensity-fetch": {"task": "accounting.grid_fetch_task", "schedule": timedelta(hours=1)},
+    "ledger-recompute": {"task": "accounting.ledger_pending_task", "schedule": timedelta(minutes=1)},
 }
 
 # --- Telemetry -----------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Grid carbon intensity per zone-hour (filled in by the grid persistence work)."""

@@ -1,0 +1,1 @@
+"""Grid-intensity tasks (filled in by the grid persistence work)."""
