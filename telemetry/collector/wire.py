@@ -334,7 +334,7 @@ def _columns(doc: Any, where: str, names: Sequence[str], max_rows: int) -> dict[
 
 
 # Per GPU field: (minimum, maximum, integer?)
-_GPU_BOUNDS: dict[str, tuple[float, float, bool]] = {
+GPU_BOUNDS: dict[str, tuple[float, float, bool]] = {
     "power_w": (0.0, MAX_POWER_W, False),
     "energy_j": (0.0, 1.9e16, False),  # NVML's counter is a uint64 of mJ
     "util_pct": (0, 100, True),
@@ -348,7 +348,7 @@ def _gpu_samples(doc: Any, gpus: Sequence[GpuRef]) -> dict[str, list[Any]]:
     columns = _columns(doc, "gpu_samples", ("gpu", "ts", *GPU_FIELDS), MAX_GPU_ROWS)
     _check_refs(columns["gpu"], len(gpus), "gpu_samples.gpu")
     _check_timestamps(columns["ts"], "gpu_samples.ts")
-    for name, (low, high, integer) in _GPU_BOUNDS.items():
+    for name, (low, high, integer) in GPU_BOUNDS.items():
         _check_nullable(columns[name], f"gpu_samples.{name}", low, high, integer)
     return columns
 

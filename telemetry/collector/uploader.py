@@ -1,0 +1,236 @@
+"""Sends spooled batches to the server, oldest first, and removes them once acknowledged.
+
+``POST {server}/api/v1/ingest/`` with the node's bearer token and the gzipped
+batch. The answers:
+
+* ``200``: acknowledged (whatever the JSON says; rows it refused are logged):
+  the batch leaves the spool.
+* ``400 401 403 404 413 415 422`` and every other 4xx but 408 and 429: refused
+  for good; resending cannot help, so the batch moves to ``rejected/`` with a
+  ``.reason`` file and the next one is sent.
+* ``408``, ``429``, ``5xx``, connection errors, timeouts, and anything
+  unexpected (a redirect, another 2xx): retried, forever, after an exponential
+  backoff with full jitter capped at ``max_backoff_s``; a ``Retry-After``
+  (seconds or HTTP-date) is honoured instead.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import logging
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from . import wire
+from .spool import Spool, SpooledBatch
+
+log = logging.getLogger(__name__)
+
+INGEST_PATH = "/api/v1/ingest/"
+RETRIED_4XX = frozenset({408, 429})
+MAX_RETRY_AFTER_S = 3600.0
+
+
+class Headers(Protocol):
+    def get(self, name: str, /) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str  # "ack" | "reject" | "retry" | "gone"
+    status: int | None
+    detail: str
+    retry_after_s: float | None = None
+    answer: Any = None
+
+
+def ingest_url(server: str) -> str:
+    return server.rstrip("/") + INGEST_PATH
+
+
+def parse_retry_after(value: str | None, *, now: float) -> float | None:
+    """``Retry-After`` in seconds from ``now``: delta-seconds or an HTTP-date; ``None`` if absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return min(float(value), MAX_RETRY_AFTER_S)
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return min(max(0.0, moment.timestamp() - now), MAX_RETRY_AFTER_S)
+
+
+def classify(status: int, headers: Headers | Mapping[str, str], body: bytes, *, now: float) -> Outcome:
+    text = body[:2000].decode("utf-8", errors="replace")
+    if status == 200:
+        return Outcome("ack", status, text, answer=_json_or_none(body))
+    if 400 <= status < 500 and status not in RETRIED_4XX:
+        return Outcome("reject", status, text)
+    return Outcome("retry", status, text, parse_retry_after(headers.get("Retry-After"), now=now))
+
+
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirected POST would lose its body (urllib turns it into a GET): treat 3xx as a failure."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect())
+
+
+def post_batch(url: str, token: str, body: bytes, *, timeout_s: float, now: Callable[[], float] = time.time) -> Outcome:
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": wire.CONTENT_TYPE,
+        "Content-Encoding": "gzip",
+    }
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310 - http(s) only, checked in config
+    try:
+        with _OPENER.open(request, timeout=timeout_s) as response:
+            return classify(response.status, response.headers, response.read(1 << 20), now=now())
+    except urllib.error.HTTPError as exc:
+        return classify(exc.code, exc.headers, exc.read(1 << 16), now=now())
+    except (OSError, http.client.HTTPException) as exc:  # refused, reset, DNS, timeout (URLError is an OSError)
+        return Outcome("retry", None, f"{type(exc).__name__}: {exc}")
+
+
+class Backoff:
+    """Exponential backoff with full jitter: a delay drawn from [0, min(cap, base x 2^failures)]."""
+
+    def __init__(self, *, base_s: float = 0.5, cap_s: float = 60.0, rand: Callable[[], float] | None = None):
+        self.base_s = base_s
+        self.cap_s = cap_s
+        self._rand = rand or random.SystemRandom().random
+        self.failures = 0
+
+    def next_delay(self, retry_after_s: float | None = None) -> float:
+        self.failures += 1
+        if retry_after_s is not None:
+            return retry_after_s * (1 + 0.1 * self._rand())  # honoured, spread a little
+        return self._rand() * min(self.cap_s, self.base_s * 2 ** min(self.failures - 1, 30))
+
+    def reset(self) -> None:
+        self.failures = 0
+
+
+@dataclass
+class UploadStats:
+    acknowledged: int = 0
+    rejected: int = 0
+    retries: int = 0
+
+
+Post = Callable[[bytes, float], Outcome]
+
+
+class Uploader:
+    """Drains the spool; :meth:`run` is a thread's body, :meth:`drain` the bounded final try."""
+
+    def __init__(
+        self,
+        spool: Spool,
+        *,
+        post: Post,
+        timeout_s: float = 10.0,
+        backoff: Backoff | None = None,
+        sleep: Callable[[float], Any] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        on_ack: Callable[[SpooledBatch], None] | None = None,
+    ) -> None:
+        self.spool = spool
+        self._post = post
+        self._timeout_s = timeout_s
+        self.backoff = backoff or Backoff()
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self.on_ack = on_ack
+        self.stats = UploadStats()
+
+    def run(self, stop: threading.Event) -> None:
+        sleep = self._sleep or stop.wait  # stop interrupts a backoff at once
+        while not stop.is_set():
+            self.spool.changed.clear()
+            item = self.spool.oldest()
+            if item is None:
+                self.spool.changed.wait(1.0)
+                continue
+            outcome = self.attempt(item, timeout_s=self._timeout_s)
+            if outcome.kind == "retry":
+                sleep(self._delay(item, outcome))
+
+    def drain(self, *, deadline: float) -> bool:
+        """Send what is pending until ``deadline`` (monotonic) or a failure; True if the spool emptied."""
+        while (item := self.spool.oldest()) is not None:
+            remaining = deadline - self._monotonic()
+            if remaining <= 0.05:
+                return False
+            if self.attempt(item, timeout_s=min(self._timeout_s, remaining)).kind == "retry":
+                return False
+        return True
+
+    def attempt(self, item: SpooledBatch, *, timeout_s: float) -> Outcome:
+        """One try at sending ``item``; the spool is updated by what the server answered."""
+        body = item.read()
+        if body is None:  # dropped meanwhile (the spool overflowed), or deleted by hand
+            self.spool.acknowledge(item)
+            log.warning("batch %s left the spool before it was sent", item.batch_id)
+            return Outcome("gone", None, "not in the spool any more")
+        outcome = self._post(body, timeout_s)
+        if outcome.kind == "ack":
+            self._acknowledged(item, outcome)
+        elif outcome.kind == "reject":
+            self._rejected(item, outcome)
+        return outcome
+
+    def _acknowledged(self, item: SpooledBatch, outcome: Outcome) -> None:
+        self.spool.acknowledge(item)
+        self.backoff.reset()
+        self.stats.acknowledged += 1
+        answer = outcome.answer if isinstance(outcome.answer, dict) else {}
+        log.debug(
+            "batch %s acknowledged: stored %s, duplicates %s",
+            item.batch_id,
+            answer.get("stored"),
+            answer.get("duplicates"),
+        )
+        if answer.get("rejected"):
+            log.warning("batch %s: the server refused some rows: %s", item.batch_id, str(answer["rejected"])[:500])
+        if self.on_ack is not None:
+            self.on_ack(item)
+
+    def _rejected(self, item: SpooledBatch, outcome: Outcome) -> None:
+        reason = f"HTTP {outcome.status}: {outcome.detail}"
+        self.spool.reject(item, reason)
+        self.backoff.reset()
+        self.stats.rejected += 1
+        log.error("batch %s refused, not retried, kept in %s: %s", item.batch_id, self.spool.rejected_dir, reason[:500])
+
+    def _delay(self, item: SpooledBatch, outcome: Outcome) -> float:
+        delay = self.backoff.next_delay(outcome.retry_after_s)
+        self.stats.retries += 1
+        what = f"HTTP {outcome.status}" if outcome.status is not None else outcome.detail
+        level = (
+            logging.WARNING if self.backoff.failures in (1, 10) or self.backoff.failures % 100 == 0 else logging.INFO
+        )
+        log.log(
+            level, "batch %s not sent (%s); retry %d in %.1f s", item.batch_id, what[:300], self.backoff.failures, delay
+        )
+        return delay
