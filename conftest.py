@@ -40,7 +40,17 @@ def user_b(org_b: Any) -> Any:
     return user
 
 
-def test_database_url() -> str:
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove this run's var/ folder (test database, broker and results)."""
+    import shutil
+
+    from django.conf import settings
+
+    if settings.VAR_DIR.name.startswith("run-"):
+        shutil.rmtree(settings.VAR_DIR, ignore_errors=True)
+
+
+def database_url_for_subprocesses() -> str:
     """A DATABASE_URL naming the test database, for processes started by the tests."""
     from django.db import connection
 
@@ -49,6 +59,12 @@ def test_database_url() -> str:
         return f"sqlite:///{Path(db['NAME']).resolve()}"
     auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
     return f"postgres://{auth}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def subprocess_env() -> dict[str, str]:
+    """The environment for a server or worker process that the tests start on the test database."""
+    database_url = database_url_for_subprocesses()
+    return {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "config.settings_test"}
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +77,7 @@ def celery_worker_process(django_db_setup: Any, django_db_blocker: Any) -> Itera
     """
     from config.celery import ping_task
 
-    env = {**os.environ, "DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "config.settings_test"}
+    env = subprocess_env()
     command = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "threads", "--concurrency", "2"]
     worker = subprocess.Popen([*command, "--loglevel", "WARNING"], env=env, cwd=Path(__file__).parent)
     try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import database_from_url, env_bool, env_int, env_list, env_str
+from telemetry.energy import DEFAULT_GPU_MAX_GAP_S, DEFAULT_SERVING_MAX_GAP_S
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("WATTLEDGER_VAR_DIR") or BASE_DIR / "var")
@@ -165,10 +166,14 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "hourly-rollup": {"task": "telemetry.rollup_pending_task", "schedule": timedelta(minutes=1)},
     "grid-intensity-fetch": {"task": "accounting.grid_fetch_task", "schedule": timedelta(hours=1)},
     "ledger-recompute": {"task": "accounting.ledger_pending_task", "schedule": timedelta(minutes=1)},
+    "ledger-held-hours": {"task": "accounting.ledger_held_hours_task", "schedule": timedelta(hours=1)},
 }
 
 # --- Telemetry -----------------------------------------------------------------
 TELEMETRY_RETENTION_DAYS = env_int("TELEMETRY_RETENTION_DAYS", 30, minimum=1)
+# Longest gap between two samples still bridged (seconds); longer ones show as missing coverage.
+TELEMETRY_GPU_MAX_GAP_S = env_int("TELEMETRY_GPU_MAX_GAP_S", int(DEFAULT_GPU_MAX_GAP_S), minimum=1)
+TELEMETRY_SERVING_MAX_GAP_S = env_int("TELEMETRY_SERVING_MAX_GAP_S", int(DEFAULT_SERVING_MAX_GAP_S), minimum=1)
 TELEMETRY_PARTITIONS_AHEAD_DAYS = env_int("TELEMETRY_PARTITIONS_AHEAD_DAYS", 3, minimum=1)
 # A sample more than this far ahead of the server's clock is refused (a broken clock).
 TELEMETRY_MAX_FUTURE_S = env_int("TELEMETRY_MAX_FUTURE_S", 300, minimum=0)

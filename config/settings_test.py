@@ -3,8 +3,11 @@
 import os
 from pathlib import Path
 
-# Tests keep their SQLite file, broker folder and results apart from a running demo's.
-os.environ.setdefault("WATTLEDGER_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test"))
+# Each test run keeps its SQLite file, broker folder and results apart from a running
+# demo's and from another run's; processes the tests start inherit the same folder.
+os.environ.setdefault(
+    "WATTLEDGER_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test" / f"run-{os.getpid()}")
+)
 
 os.environ.setdefault("SECRET_KEY", "test-only-key-" + "x7Qp2Lr9Vz4Nc8Tb1Wm6Hd3Jf5Kg0Sy" * 2)
 os.environ.setdefault("SECURE_SSL_REDIRECT", "0")

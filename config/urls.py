@@ -9,4 +9,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/", include("telemetry.urls")),
+    path("api/v1/", include("accounting.urls")),
 ]

@@ -23,6 +23,11 @@ ORGANIZATION_PATHS: dict[type[Model], str] = {
 }
 
 
+def organization_path_register(model: type[Model], path: str) -> None:
+    """Let another app's models be scoped like the inventory's (``path`` leads to their organization)."""
+    ORGANIZATION_PATHS[model] = path
+
+
 def scope_to_admin(queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
     path = ORGANIZATION_PATHS.get(queryset.model)
     if path is None:

@@ -4,7 +4,8 @@ The node comes from the caller (its token), never from the batch. Rows are
 keyed by (GPU, ts) and (endpoint, ts); a row already stored is counted as a
 duplicate and left as it is, so a re-sent batch changes nothing. Samples older
 than retention are skipped and reported as rejected; everything else either
-goes in with the batch or not at all.
+goes in with the batch or not at all. The hours that new samples change are
+marked for the hourly rollup in the same transaction.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
 
 from fleets.models import Gpu, Node
 from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
 from telemetry.partitions import partitions_ensure
 from telemetry.rawstore import GPU_COLUMNS, SERVING_COLUMNS, rows_insert
+from telemetry.rollup import rollup_pending_mark
 
 
 @dataclass
@@ -61,6 +64,7 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
         _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_rows))
         _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows)
         _insert(result, "serving_samples", SERVING_COLUMNS, serving_rows)
+        _rollup_mark(node, result, gpu_rows, serving_rows)
         _status_update(node, batch, received_at)
     return result
 
@@ -199,6 +203,17 @@ def _insert(result: IngestResult, kind: str, columns: Sequence[str], rows: list)
     stored = rows_insert(kind=kind, columns=columns, rows=rows)
     result.stored[kind] = stored
     result.duplicates[kind] = len(rows) - stored
+
+
+def _rollup_mark(node: Node, result: IngestResult, gpu_rows: list, serving_rows: list) -> None:
+    """Mark for the hourly rollup the hours that newly stored samples change; a pure re-send marks nothing."""
+    kinds = (("gpu_samples", gpu_rows), ("serving_samples", serving_rows))
+    stored = [rows for kind, rows in kinds if result.stored[kind]]
+    if not stored:
+        return
+    # A partial re-send marks the span of the whole kind: which rows were new is not known here.
+    stamps = [row[0] for rows in stored for row in rows]
+    rollup_pending_mark(node_id=node.pk, first_ts=min(stamps), last_ts=max(stamps), now=timezone.now())
 
 
 def _status_update(node: Node, batch: Batch, received_at: datetime) -> None:

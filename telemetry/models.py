@@ -1,9 +1,14 @@
-"""Raw telemetry as collectors report it, and what the server knows about each collector.
+"""Raw telemetry as collectors report it, what the server knows about each collector, and hourly usage.
 
 Raw sample tables are keyed by their natural key, (GPU, timestamp) and
 (endpoint, timestamp), so a re-sent batch stores nothing twice. On PostgreSQL
 they are partitioned by day (see ``telemetry.partitions``); the migration
 creates them by hand there, with the same columns Django expects.
+
+Hourly usage (``GpuHourUsage``, ``EndpointHourUsage``) is computed from raw
+samples by ``telemetry.rollup`` and replaced whole, never incremented.
+``RollupPending`` is its work queue (filled by ingest); ``UsageChanged`` tells
+the accounting app which node-hours to recompute (it reads and deletes them).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from django.db import models
 
 from fleets.models import Gpu, Node
+from telemetry.energy import EnergyMethod
 from telemetry.fields import Float32Field
 
 
@@ -126,3 +132,104 @@ class CollectorStatus(models.Model):
 
     def __str__(self) -> str:
         return f"collector of {self.node_id}, last report {self.last_report_at.isoformat()}"
+
+
+class GpuHourUsage(models.Model):
+    """One GPU's usage over one UTC hour, as ``telemetry.energy.gpu_usage_by_hour`` computes it.
+
+    A row exists for an hour with at least one sample or observed second; an
+    hour without a row had no data at all. Units are in the names (J, s, W, %, degC).
+    """
+
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="hour_usage")
+    hour_start = models.DateTimeField(help_text="start of the UTC hour")
+    energy_j = models.FloatField(help_text="energy_counter_j + energy_integrated_j")
+    energy_counter_j = models.FloatField()
+    energy_integrated_j = models.FloatField()
+    energy_method = models.CharField(max_length=10, choices=[(m.value, m.value) for m in EnergyMethod])
+    observed_s = models.FloatField(help_text="seconds of the hour inside bridged sample intervals")
+    energy_covered_s = models.FloatField(help_text="observed seconds with a known energy")
+    busy_s = models.FloatField()
+    mean_power_w = models.FloatField(null=True)
+    max_power_w = models.FloatField(null=True)
+    mean_util_pct = models.FloatField(null=True)
+    mean_mem_util_pct = models.FloatField(null=True)
+    mean_temp_c = models.FloatField(null=True)
+    max_temp_c = models.SmallIntegerField(null=True)
+    max_mem_used_bytes = models.BigIntegerField(null=True)
+    reset_count = models.IntegerField(help_text="energy counter restarts seen in the hour")
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["gpu", "hour_start"], name="gpuhourusage_unique_gpu_hour")]
+        indexes = [
+            # Fleet-wide reports and dashboards: every GPU's usage over a period. Per-GPU
+            # and per-node ranges use the unique constraint's (gpu, hour_start) index.
+            models.Index(fields=["hour_start"], name="gpuhourusage_hour"),
+        ]
+
+    def __str__(self) -> str:
+        return f"GPU {self.gpu_id} {self.hour_start:%Y-%m-%d %H:00}"
+
+
+class EndpointHourUsage(models.Model):
+    """One serving endpoint's tokens, requests and TTFT histogram over one UTC hour.
+
+    ``ttft_bucket_counts``: the hour's per-bucket (not cumulative) counts, one per
+    bound in ``ttft_bucket_bounds_s`` then +Inf; ``None`` when the hour had no histogram.
+    """
+
+    endpoint = models.ForeignKey(ServingEndpoint, on_delete=models.CASCADE, related_name="hour_usage")
+    hour_start = models.DateTimeField(help_text="start of the UTC hour")
+    prompt_tokens = models.BigIntegerField()
+    generation_tokens = models.BigIntegerField()
+    requests = models.BigIntegerField()
+    ttft_bucket_bounds_s = models.JSONField(default=list)
+    ttft_bucket_counts = models.JSONField(null=True)
+    observed_s = models.FloatField(help_text="seconds of the hour inside bridged sample intervals")
+    reset_count = models.IntegerField(help_text="server restarts seen in the hour")
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["endpoint", "hour_start"], name="endpointhourusage_unique_endpoint_hour")
+        ]
+        indexes = [
+            # Token reports over a period across fleets (cost and CO2e per 1M tokens).
+            models.Index(fields=["hour_start"], name="endpointhourusage_hour"),
+        ]
+
+    def __str__(self) -> str:
+        return f"endpoint {self.endpoint_id} {self.hour_start:%Y-%m-%d %H:00}"
+
+
+class RollupPending(models.Model):
+    """A node-hour whose raw samples changed and whose usage must be (re)computed.
+
+    Ingest upserts ``marked_at``; the rollup deletes a row only if it was not
+    marked again after the rollup claimed it.
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    hour_start = models.DateTimeField()
+    marked_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "hour_start"], name="rolluppending_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
+
+
+class UsageChanged(models.Model):
+    """A node-hour whose usage rows were (re)written; the accounting app consumes and deletes these."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    hour_start = models.DateTimeField()
+    changed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "hour_start"], name="usagechanged_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"

@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -44,7 +45,7 @@ def partitions_ensure(*, days: Iterable[date]) -> int:
                 continue
             created += _partition_create(table, day)
             # Remembered once committed: a rolled-back creation must be retried.
-            transaction.on_commit(lambda key=(table, day): _known.add(key))
+            transaction.on_commit(partial(_known.add, (table, day)))
     return created
 
 

@@ -4,9 +4,16 @@ from celery import shared_task
 from django.utils import timezone
 
 from telemetry.partitions import partitions_maintain
+from telemetry.rollup import rollup_pending_run
 
 
 @shared_task(name="telemetry.partitions_maintain_task")
 def partitions_maintain_task() -> dict[str, object]:
     """Create raw-sample partitions ahead and apply retention. Idempotent."""
     return partitions_maintain(now=timezone.now())
+
+
+@shared_task(name="telemetry.rollup_pending_task")
+def rollup_pending_task() -> int:
+    """Recompute the hourly usage of node-hours with new samples; return how many. Idempotent."""
+    return rollup_pending_run(now=timezone.now())

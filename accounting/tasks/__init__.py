@@ -1,3 +1,3 @@
 """Celery tasks of the accounting app; each module registers its own."""
 
-from accounting.tasks import grid  # noqa: F401
+from accounting.tasks import grid, ledger  # noqa: F401

@@ -1,1 +1,22 @@
-"""Grid-intensity tasks (filled in by the grid persistence work)."""
+"""Grid-intensity tasks: the hourly fetch from live providers."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.utils import timezone
+
+from accounting.intensity import intensity_fetch_all
+from accounting.ledger_store import ledger_mark_intensity_since
+
+
+@shared_task(name="accounting.grid_fetch_task")
+def grid_fetch_task() -> dict[str, object]:
+    """Fetch the recent hours not yet stored from every configured provider.
+
+    Idempotent: stored hours are not asked for again, and a pair backing off or
+    held by another worker is skipped, so a re-delivered run only repeats what is missing.
+    """
+    started = timezone.now()
+    result = intensity_fetch_all(now=started)
+    result["ledger_hours_marked"] = ledger_mark_intensity_since(since=started, now=timezone.now())
+    return result

@@ -1,0 +1,332 @@
+"""Compute and store ledger lines for node-hours, from hourly usage, prices and grid intensity.
+
+``ledger_node_hours_compute`` recomputes and replaces whole lines (never
+increments), so running it twice, or on two workers, gives the same table.
+``ledger_pending_run`` consumes the node-hours whose inputs changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection, transaction
+
+from accounting.intensity import intensity_for_hours
+from accounting.ledger import (
+    GpuHourInput,
+    IntensityFactor,
+    NodeHourInput,
+    NodeHourLine,
+    RatePer,
+    RentedPricing,
+    build_node_hour_line,
+    hours_held,
+)
+from accounting.models import GridIntensity, LedgerPending, NodeHourLedger
+from accounting.prices import market_periods, pricing_at, pricing_periods, tariff_periods, tariff_price
+from accounting.profiles import UNKNOWN_MODEL, gpu_embodied_asset, hardware_profiles, profile_for_gpu
+from accounting.tariff import in_force
+from fleets.models import Gpu, Node
+from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
+
+logger = logging.getLogger(__name__)
+
+HOUR = timedelta(hours=1)
+UNPRICED = "unpriced"
+# A node without a price in force is charged nothing for hardware and its lines say so.
+_NO_PRICE = RentedPricing(Decimal(0), RatePer.NODE, False, UNPRICED)
+
+
+@dataclass(frozen=True)
+class _NodeContext:
+    """What stays the same across the hours of one node: inventory, assets, prices, intensity."""
+
+    node: Node
+    gpus: list[Gpu]
+    gpu_embodied: dict[int, Any]
+    host_embodied: Any
+    gpu_model: str
+    tariffs: list[Any]
+    market: list[Any]
+    pricing: tuple[list[Any], ...]
+    intensity: dict[datetime, Any]
+
+
+def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) -> int:
+    """(Re)compute the ledger lines of ``node_id`` for ``hour_starts``; return how many were written."""
+    hours = sorted(set(hour_starts))
+    if not hours:
+        return 0
+    context = _context(node_id, hours)
+    usage = _gpu_usage(context.gpus, hours)
+    tokens = _tokens(context.node, hours)
+    lines = [_line(context, hour, usage, tokens) for hour in hours]
+    _lines_store(context, lines, usage)
+    return len(lines)
+
+
+def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
+    node = Node.objects.select_related("site", "fleet").get(pk=node_id)
+    gpus = list(Gpu.objects.filter(node=node).select_related("asset").order_by("index"))
+    profiles = hardware_profiles(organization_id=node.fleet.organization_id)
+    by_gpu = {gpu.pk: profile_for_gpu(gpu, profiles) for gpu in gpus}
+    keys = {p.key if p else UNKNOWN_MODEL for p in by_gpu.values()}
+    first_known = next((p for p in by_gpu.values() if p is not None), None)
+    start, end = hours[0], hours[-1] + HOUR
+    return _NodeContext(
+        node=node,
+        gpus=gpus,
+        gpu_embodied={gpu.pk: gpu_embodied_asset(gpu, by_gpu[gpu.pk]) for gpu in gpus},
+        host_embodied=first_known.host_asset(len(gpus)) if first_known and gpus else None,
+        gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
+        tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
+        market=market_periods(site_id=node.site_id, start=start, end=end),
+        pricing=pricing_periods(node=node, start=start, end=end),
+        intensity=_intensity(node, hours),
+    )
+
+
+def _intensity(node: Node, hours: list[datetime]) -> dict[datetime, Any]:
+    if not node.site.grid_zone:
+        return {}
+    return intensity_for_hours(zone=node.site.grid_zone, hours=hours, organization=node.site.organization)
+
+
+def _gpu_usage(gpus: list[Gpu], hours: list[datetime]) -> dict[tuple[int, datetime], GpuHourUsage]:
+    rows = GpuHourUsage.objects.filter(gpu__in=gpus, hour_start__gte=hours[0], hour_start__lte=hours[-1])
+    return {(row.gpu_id, row.hour_start): row for row in rows}
+
+
+def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]:
+    """Per hour: prompt and generation tokens of the node, and tokens served per GPU id."""
+    endpoint_gpus = defaultdict(list)
+    for endpoint_id, gpu_id in ServingEndpoint.gpus.through.objects.filter(servingendpoint__node=node).values_list(
+        "servingendpoint_id", "gpu_id"
+    ):
+        endpoint_gpus[endpoint_id].append(gpu_id)
+    per_hour: dict[datetime, dict[str, Any]] = defaultdict(lambda: {"prompt": 0, "generation": 0, "by_gpu": {}})
+    rows = EndpointHourUsage.objects.filter(
+        endpoint__node=node, hour_start__gte=hours[0], hour_start__lte=hours[-1]
+    ).values_list("endpoint_id", "hour_start", "prompt_tokens", "generation_tokens")
+    for endpoint_id, hour, prompt, generation in rows:
+        entry = per_hour[hour]
+        entry["prompt"] += prompt
+        entry["generation"] += generation
+        for gpu_id in endpoint_gpus[endpoint_id]:
+            entry["by_gpu"][gpu_id] = entry["by_gpu"].get(gpu_id, 0) + prompt + generation
+    return per_hour
+
+
+def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> NodeHourLine:
+    node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "by_gpu": {}})
+    gpu_inputs = tuple(_gpu_input(context, gpu, usage.get((gpu.pk, hour)), served["by_gpu"]) for gpu in context.gpus)
+    observed = max((usage[(g.pk, hour)].observed_s for g in context.gpus if (g.pk, hour) in usage), default=0.0)
+    return build_node_hour_line(
+        NodeHourInput(
+            node_id=str(node.pk),
+            hour_start=hour,
+            currency=node.site.currency,
+            gpus=gpu_inputs,
+            node_energy_j=None,
+            observed_s=Decimal(str(observed)),
+            held_h=hours_held(hour, node.commissioned_at, node.decommissioned_at),
+            prompt_tokens=served["prompt"],
+            generation_tokens=served["generation"],
+            pue=Decimal(node.site.pue),
+            tariff=tariff_price(context.tariffs, hour),
+            pricing=pricing_at(context.pricing, hour) or _NO_PRICE,
+            location=_location(context.intensity.get(hour)),
+            market=in_force(context.market, hour),
+            host_embodied=context.host_embodied,
+        )
+    )
+
+
+def _gpu_input(context: _NodeContext, gpu: Gpu, usage: GpuHourUsage | None, served: dict[int, int]) -> GpuHourInput:
+    return GpuHourInput(
+        gpu_id=str(gpu.pk),
+        energy_j=Decimal(str(usage.energy_j)) if usage else Decimal(0),
+        tokens_served=served.get(gpu.pk, 0),
+        mean_util_pct=Decimal(str(usage.mean_util_pct)) if usage and usage.mean_util_pct is not None else None,
+        embodied=context.gpu_embodied[gpu.pk],
+    )
+
+
+def _location(resolved: Any) -> IntensityFactor | None:
+    if resolved is None or resolved.gco2e_per_kwh is None:
+        return None
+    return IntensityFactor(Decimal(resolved.gco2e_per_kwh), resolved.source)
+
+
+def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict) -> None:
+    rows = [_row(context, line, usage) for line in lines]
+    NodeHourLedger.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["node", "hour_start"],
+        update_fields=[
+            f.name for f in NodeHourLedger._meta.concrete_fields if f.name not in {"id", "node", "hour_start"}
+        ],
+    )
+
+
+def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedger:
+    node, hour = context.node, line.hour_start
+    gpu_usage = [usage[(g.pk, hour)] for g in context.gpus if (g.pk, hour) in usage]
+    resolved = context.intensity.get(hour)
+    return NodeHourLedger(
+        node=node,
+        hour_start=hour,
+        organization_id=node.fleet.organization_id,
+        fleet_id=node.fleet_id,
+        site_id=node.site_id,
+        gpu_model=context.gpu_model,
+        currency=line.currency,
+        held_h=line.held_h,
+        observed_s=line.observed_s,
+        gpu_count=line.gpu_count,
+        it_kwh=line.it_kwh,
+        facility_kwh=line.facility_kwh,
+        pue=node.site.pue,
+        electricity_cost=line.electricity_cost,
+        hardware_cost=line.hardware_cost,
+        cost=line.cost,
+        location_co2e_g=line.location_co2e_g,
+        market_co2e_g=line.market_co2e_g,
+        embodied_co2e_g_low=line.embodied_co2e_g.low,
+        embodied_co2e_g_central=line.embodied_co2e_g.central,
+        embodied_co2e_g_high=line.embodied_co2e_g.high,
+        embodied_unknown_gpu_h=line.embodied_unknown_gpu_h,
+        prompt_tokens=line.prompt_tokens,
+        generation_tokens=line.generation_tokens,
+        idle_gpu_h=line.idle_gpu_h,
+        idle_cost=line.idle_cost,
+        idle_facility_kwh=line.idle_facility_kwh,
+        energy_method=line.energy_method.value,
+        energy_counter_j=sum(u.energy_counter_j for u in gpu_usage),
+        energy_integrated_j=sum(u.energy_integrated_j for u in gpu_usage),
+        electricity_status=line.electricity_status.value,
+        tariff_price_per_kwh=line.tariff_price_per_kwh,
+        tariff_price_id=line.tariff_price_id or "",
+        pricing_price_id=line.pricing_price_id,
+        location_gco2e_per_kwh=resolved.gco2e_per_kwh if resolved else None,
+        location_source=line.location_source or "",
+        location_is_fallback=bool(resolved and resolved.is_fallback),
+        market_source=line.market_source or "",
+        amortization=line.amortization.value,
+    )
+
+
+# --- what to recompute ---------------------------------------------------------
+
+
+def ledger_mark(*, node_ids: Iterable[int], start: datetime, end: datetime, now: datetime) -> int:
+    """Mark every hour of ``[start, end)`` of ``node_ids`` for recomputation (after a price change, say)."""
+    hours = _hours(_floor_hour(start), end)
+    rows = [LedgerPending(node_id=n, hour_start=h, marked_at=now) for n in node_ids for h in hours]
+    LedgerPending.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["marked_at"], batch_size=2000
+    )
+    return len(rows)
+
+
+def ledger_mark_held_hours(*, now: datetime, horizon: timedelta = timedelta(days=2)) -> int:
+    """Mark complete hours of held nodes that have no line yet, so hardware cost accrues without telemetry.
+
+    Only the last ``horizon`` is looked at: older hours are covered by earlier runs
+    (and by usage, which marks its own hours).
+    """
+    last_complete = now.replace(minute=0, second=0, microsecond=0) - HOUR
+    start = last_complete - horizon + HOUR
+    nodes = Node.objects.exclude(decommissioned_at__lt=start).exclude(commissioned_at__gt=last_complete)
+    existing = set(NodeHourLedger.objects.filter(hour_start__gte=start).values_list("node_id", "hour_start"))
+    marked = 0
+    for node_id, commissioned_at in nodes.values_list("id", "commissioned_at"):
+        begin = max(start, _floor_hour(commissioned_at)) if commissioned_at else start
+        missing = [h for h in _hours(begin, last_complete + HOUR) if (node_id, h) not in existing]
+        if missing:
+            marked += ledger_mark(node_ids=[node_id], start=missing[0], end=missing[-1] + HOUR, now=now)
+    return marked
+
+
+def _floor_hour(at: datetime) -> datetime:
+    return at.replace(minute=0, second=0, microsecond=0)
+
+
+def _hours(start: datetime, end: datetime) -> list[datetime]:
+    """Hour starts from ``start`` (on an hour) up to, not including, ``end``."""
+    count = max(0, -(-(end - start) // HOUR))  # ceiling: a partial last hour counts
+    return [start + HOUR * n for n in range(count)]
+
+
+# Node-hours computed per transaction: a node's month of hours in a few seconds,
+# short enough not to hold SQLite's write lock against ingest for long.
+HOURS_PER_CLAIM = 500
+
+
+def ledger_pending_run(*, now: datetime, limit: int = 20_000) -> int:
+    """Recompute the node-hours whose usage or inputs changed; return how many lines were written.
+
+    Work is claimed one node at a time, each in its own transaction; a mark made
+    after ``now`` (new data during the run) survives for the next run.
+    """
+    _usage_changes_take(now=now)
+    written = 0
+    while written < limit:
+        with transaction.atomic():
+            pending = LedgerPending.objects.filter(marked_at__lte=now)
+            first = _claim(pending.order_by("node_id", "hour_start"), 1)
+            if not first:
+                break
+            claimed = _claim(pending.filter(node_id=first[0].node_id).order_by("hour_start"), HOURS_PER_CLAIM)
+            hours = [row.hour_start for row in claimed]
+            written += ledger_node_hours_compute(node_id=first[0].node_id, hour_starts=hours)
+            LedgerPending.objects.filter(pk__in=[row.pk for row in claimed], marked_at__lte=now).delete()
+    return written
+
+
+def _usage_changes_take(*, now: datetime) -> None:
+    """Move telemetry's "usage changed" marks into the ledger's own queue."""
+    with transaction.atomic():
+        changes = _claim(UsageChanged.objects.filter(changed_at__lte=now), 10_000)
+        LedgerPending.objects.bulk_create(
+            [LedgerPending(node_id=c.node_id, hour_start=c.hour_start, marked_at=now) for c in changes],
+            update_conflicts=True,
+            unique_fields=["node", "hour_start"],
+            update_fields=["marked_at"],
+        )
+        UsageChanged.objects.filter(pk__in=[c.pk for c in changes], changed_at__lte=now).delete()
+
+
+def _claim(queryset: Any, limit: int) -> list[Any]:
+    """Rows no other worker holds: ``SKIP LOCKED`` on PostgreSQL; SQLite's write lock serializes workers."""
+    if connection.vendor == "postgresql":
+        queryset = queryset.select_for_update(skip_locked=True)
+    return list(queryset[:limit])
+
+
+def ledger_mark_intensity_since(*, since: datetime, now: datetime) -> int:
+    """Mark existing lines whose zone-hour got a new or better intensity value at or after ``since``.
+
+    Public values touch every site in the zone; an organization's upload only its own sites.
+    Hours with no line yet need nothing: they are computed when their usage arrives.
+    """
+    changed = GridIntensity.objects.filter(fetched_at__gte=since).values_list("zone", "hour_start", "organization_id")
+    marks = []
+    for zone, hour, organization_id in changed.distinct():
+        lines = NodeHourLedger.objects.filter(site__grid_zone=zone, hour_start=hour)
+        if organization_id is not None:
+            lines = lines.filter(organization_id=organization_id)
+        marks += [
+            LedgerPending(node_id=n, hour_start=hour, marked_at=now) for n in lines.values_list("node_id", flat=True)
+        ]
+    LedgerPending.objects.bulk_create(
+        marks, update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["marked_at"], batch_size=2000
+    )
+    return len(marks)

@@ -1,0 +1,91 @@
+"""The stored ledger: one line per node-hour, recomputed when its inputs change.
+
+Reports and dashboards read these lines (and hourly usage), never raw samples.
+Money and carbon are stored unrounded (rounded once, when shown). The
+organization, fleet, site and GPU model are copied onto each line so that
+reports group and filter on one table with its indexes.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from fleets.models import Fleet, Node, Organization, Site
+
+__all__ = ["LedgerPending", "NodeHourLedger"]
+
+
+def _amount(*, null: bool = False) -> models.DecimalField:
+    """An unrounded quantity: money, kWh, gCO2e or hours (rounded once, when shown)."""
+    return models.DecimalField(max_digits=28, decimal_places=12, null=null)
+
+
+class NodeHourLedger(models.Model):
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="ledger_lines")
+    hour_start = models.DateTimeField()
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="+")
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="+")
+    gpu_model = models.CharField(max_length=64, help_text="profile key of the node's GPUs; 'unknown' or 'mixed'")
+    currency = models.CharField(max_length=3)
+
+    held_h = _amount()
+    observed_s = _amount()
+    gpu_count = models.PositiveIntegerField()
+    it_kwh = _amount()
+    facility_kwh = _amount()
+    pue = models.DecimalField(max_digits=4, decimal_places=2)
+    electricity_cost = _amount(null=True)
+    hardware_cost = _amount()
+    cost = _amount()
+    location_co2e_g = _amount(null=True)
+    market_co2e_g = _amount(null=True)
+    embodied_co2e_g_low = _amount()
+    embodied_co2e_g_central = _amount()
+    embodied_co2e_g_high = _amount()
+    embodied_unknown_gpu_h = _amount()
+    prompt_tokens = models.BigIntegerField()
+    generation_tokens = models.BigIntegerField()
+    idle_gpu_h = _amount()
+    idle_cost = _amount()
+    idle_facility_kwh = _amount()
+
+    # Trace: where each number came from.
+    energy_method = models.CharField(max_length=16, help_text="node_meter or gpu_sum")
+    energy_counter_j = models.FloatField(help_text="part of the GPUs' energy measured by the NVML counter")
+    energy_integrated_j = models.FloatField(help_text="part of the GPUs' energy integrated from power samples")
+    electricity_status = models.CharField(max_length=10, help_text="priced, included (in rent) or unpriced")
+    tariff_price_per_kwh = models.DecimalField(null=True, max_digits=14, decimal_places=6)
+    tariff_price_id = models.CharField(max_length=64, blank=True)
+    pricing_price_id = models.CharField(max_length=64, blank=True)
+    location_gco2e_per_kwh = models.DecimalField(null=True, max_digits=9, decimal_places=3)
+    location_source = models.CharField(max_length=64, blank=True)
+    location_is_fallback = models.BooleanField(help_text="the annual average stood in for a missing live hour")
+    market_source = models.CharField(max_length=128, blank=True)
+    amortization = models.CharField(max_length=12)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "hour_start"], name="ledger_unique_node_hour")]
+        indexes = [
+            # Reports: an organization's lines over a period, grouped by fleet/site/model.
+            models.Index(fields=["organization", "hour_start"], name="ledger_org_hour"),
+            # Node pages: one node's recent lines (the unique constraint serves node + hour too).
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
+
+
+class LedgerPending(models.Model):
+    """Node-hours whose ledger lines must be (re)computed: new usage, or a changed price or intensity."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    hour_start = models.DateTimeField()
+    marked_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "hour_start"], name="ledgerpending_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"

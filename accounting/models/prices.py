@@ -1,0 +1,146 @@
+"""Prices with validity periods: what a node costs to hold, and a site's electricity and market factor.
+
+A change is a new row from its date (``valid_from``); earlier hours keep the
+price they had, so history is never rewritten. Periods of one subject must not
+overlap (checked in ``clean``, used by the admin and the services).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from fleets.models import Fleet, Node, Site
+
+__all__ = ["NodePrice", "SiteMarketFactor", "SiteTariff"]
+
+
+def _money(verbose_name: str | None = None, **options: Any) -> models.DecimalField:
+    """A price, unrounded to 6 places, never negative."""
+    validators = [MinValueValidator(Decimal(0))]
+    return models.DecimalField(verbose_name, max_digits=14, decimal_places=6, validators=validators, **options)
+
+
+class ValidityPeriod(models.Model):
+    valid_from = models.DateTimeField()
+    valid_to = models.DateTimeField(null=True, blank=True, help_text="exclusive; empty: still in force")
+
+    class Meta:
+        abstract = True
+
+    def subject_filter(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def clean(self) -> None:
+        if self.valid_to is not None and self.valid_from is not None and self.valid_to <= self.valid_from:
+            raise ValidationError({"valid_to": "must be after valid_from"})
+        if self.valid_from is None:
+            return
+        overlapping = type(self)._default_manager.filter(**self.subject_filter()).exclude(pk=self.pk)
+        overlapping = overlapping.filter(models.Q(valid_to__isnull=True) | models.Q(valid_to__gt=self.valid_from))
+        if self.valid_to is not None:
+            overlapping = overlapping.filter(valid_from__lt=self.valid_to)
+        if overlapping.exists():
+            raise ValidationError("this period overlaps another one; end the earlier period first")
+
+
+class NodePrice(ValidityPeriod):
+    """What holding a node costs: rent, or capex over a lifetime plus opex.
+
+    With ``node`` empty it is the fleet's default; a node's own price wins where
+    both are in force. Money in the node's site currency.
+    """
+
+    class Kind(models.TextChoices):
+        RENTED = "rented", "Rented"
+        OWNED = "owned", "Owned"
+
+    class RatePer(models.TextChoices):
+        NODE = "node", "per node-hour"
+        GPU = "gpu", "per GPU-hour"
+
+    fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="prices")
+    node = models.ForeignKey(
+        Node, on_delete=models.CASCADE, null=True, blank=True, related_name="prices", help_text="empty: fleet default"
+    )
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    rate_per_h = _money("Rent per hour", null=True, blank=True)
+    rate_per = models.CharField(max_length=4, choices=RatePer.choices, default=RatePer.GPU)
+    includes_power = models.BooleanField(default=False, help_text="the rent covers electricity")
+    capex = _money("Purchase price", null=True, blank=True)
+    lifetime_years = models.DecimalField(
+        max_digits=5, decimal_places=2, null=True, blank=True, validators=[MinValueValidator(Decimal("0.1"))]
+    )
+    opex_per_h = _money("Other running cost per hour", default=Decimal(0))
+
+    class Meta:
+        ordering = ["valid_from"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} price of {self.node or self.fleet} from {self.valid_from:%Y-%m-%d}"
+
+    def subject_filter(self) -> dict[str, Any]:
+        return {"node_id": self.node_id} if self.node_id else {"fleet_id": self.fleet_id, "node__isnull": True}
+
+    def clean(self) -> None:
+        if self.node is not None and self.node.fleet_id != self.fleet_id:
+            raise ValidationError({"node": "the node must belong to the price's fleet"})
+        if self.kind == self.Kind.RENTED and self.rate_per_h is None:
+            raise ValidationError({"rate_per_h": "a rented node needs a rent per hour"})
+        if self.kind == self.Kind.OWNED and (self.capex is None or self.lifetime_years is None):
+            raise ValidationError("an owned node needs a purchase price and a lifetime")
+        super().clean()
+
+
+class SiteTariff(ValidityPeriod):
+    """A site's electricity price per kWh: flat, or time-of-use windows in the site's time zone.
+
+    ``windows``: ``[{"name": "peak", "start": "07:00", "end": "23:00", "price_per_kwh": "0.31",
+    "days": [0, 1, 2, 3, 4]}, ...]`` (days: Monday = 0; omitted: every day; a window
+    may cross midnight). Windows must cover every hour of every day once.
+    """
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="tariffs")
+    flat_price_per_kwh = _money(null=True, blank=True)
+    windows = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["valid_from"]
+
+    def __str__(self) -> str:
+        return f"tariff of {self.site} from {self.valid_from:%Y-%m-%d}"
+
+    def subject_filter(self) -> dict[str, Any]:
+        return {"site_id": self.site_id}
+
+    def clean(self) -> None:
+        from accounting.prices import tariff_from_model  # parsing lives with the services
+
+        if (self.flat_price_per_kwh is None) == (not self.windows):
+            raise ValidationError("give either a flat price or time-of-use windows")
+        try:
+            tariff_from_model(self)
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValidationError({"windows": str(error)}) from None
+        super().clean()
+
+
+class SiteMarketFactor(ValidityPeriod):
+    """The market-based emission factor of a site's electricity (contracts, or a residual mix)."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="market_factors")
+    gco2e_per_kwh = models.DecimalField(max_digits=9, decimal_places=3, validators=[MinValueValidator(Decimal(0))])
+    source = models.CharField(max_length=128, help_text="e.g. contract:PPA-2026-01 or residual-mix:AIB-2024")
+
+    class Meta:
+        ordering = ["valid_from"]
+
+    def __str__(self) -> str:
+        return f"market factor of {self.site} from {self.valid_from:%Y-%m-%d}"
+
+    def subject_filter(self) -> dict[str, Any]:
+        return {"site_id": self.site_id}

@@ -1,0 +1,99 @@
+"""From stored prices to the ledger's pure inputs: tariffs, node pricing, market factors.
+
+Selectors load every period touching a range in one query per kind; the pure
+``accounting.tariff.in_force`` then picks the one in force at each hour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from accounting.ledger import IntensityFactor, OwnedPricing, Pricing, RatePer, RentedPricing, h_from_years
+from accounting.models import NodePrice, SiteMarketFactor, SiteTariff
+from accounting.tariff import (
+    FlatTariff,
+    Tariff,
+    TariffPrice,
+    TimeOfUseTariff,
+    TouWindow,
+    Validity,
+    in_force,
+    price_at,
+)
+from fleets.models import Node
+
+# Any Monday, to check that time-of-use windows cover each hour of a week exactly once.
+_REFERENCE_MONDAY = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def tariff_from_model(row: SiteTariff) -> Tariff:
+    """The pure tariff of a stored row; raises ``ValueError`` naming the problem."""
+    tariff_id = f"tariff-{row.pk or 'new'}"
+    if row.flat_price_per_kwh is not None:
+        return FlatTariff(Decimal(row.flat_price_per_kwh), tariff_id)
+    windows = tuple(_window(raw) for raw in row.windows)
+    tariff = TimeOfUseTariff(row.site.time_zone, windows, tariff_id)
+    for hour in range(7 * 24):
+        price_at(tariff, _REFERENCE_MONDAY + timedelta(hours=hour))  # raises on a gap or an overlap
+    return tariff
+
+
+def _window(raw: dict[str, Any]) -> TouWindow:
+    days = frozenset(raw.get("days", range(7)))
+    price = Decimal(str(raw["price_per_kwh"]))
+    if price < 0:
+        raise ValueError(f"window {raw.get('name')!r}: the price must not be negative")
+    return TouWindow(time.fromisoformat(raw["start"]), time.fromisoformat(raw["end"]), price, raw["name"], days)
+
+
+def _overlapping(queryset: QuerySet[Any], start: datetime, end: datetime) -> QuerySet[Any]:
+    return queryset.filter(Q(valid_to__isnull=True) | Q(valid_to__gt=start), valid_from__lt=end)
+
+
+def tariff_periods(*, site_id: int, start: datetime, end: datetime) -> list[Validity[Tariff]]:
+    rows = _overlapping(SiteTariff.objects.filter(site_id=site_id).select_related("site"), start, end)
+    return [Validity(row.valid_from, row.valid_to, tariff_from_model(row)) for row in rows]
+
+
+def tariff_price(periods: Iterable[Validity[Tariff]], hour_start: datetime) -> TariffPrice | None:
+    tariff = in_force(periods, hour_start)
+    return None if tariff is None else price_at(tariff, hour_start)
+
+
+def market_periods(*, site_id: int, start: datetime, end: datetime) -> list[Validity[IntensityFactor]]:
+    rows = _overlapping(SiteMarketFactor.objects.filter(site_id=site_id), start, end)
+    return [
+        Validity(row.valid_from, row.valid_to, IntensityFactor(Decimal(row.gco2e_per_kwh), row.source)) for row in rows
+    ]
+
+
+def pricing_periods(*, node: Node, start: datetime, end: datetime) -> tuple[list[Validity[Pricing]], ...]:
+    """The node's own prices and its fleet's defaults; the node's win where both are in force."""
+    own = _overlapping(NodePrice.objects.filter(node=node), start, end)
+    fleet = _overlapping(NodePrice.objects.filter(fleet_id=node.fleet_id, node__isnull=True), start, end)
+    return [_pricing_validity(row) for row in own], [_pricing_validity(row) for row in fleet]
+
+
+def pricing_at(periods: tuple[list[Validity[Pricing]], ...], hour_start: datetime) -> Pricing | None:
+    for candidates in periods:
+        pricing = in_force(candidates, hour_start)
+        if pricing is not None:
+            return pricing
+    return None
+
+
+def _pricing_validity(row: NodePrice) -> Validity[Pricing]:
+    price_id = f"price-{row.pk}"
+    pricing: Pricing
+    if row.kind == NodePrice.Kind.RENTED:
+        per = RatePer.GPU if row.rate_per == NodePrice.RatePer.GPU else RatePer.NODE
+        pricing = RentedPricing(Decimal(row.rate_per_h or 0), per, row.includes_power, price_id)
+    else:
+        lifetime_h = h_from_years(Decimal(row.lifetime_years or 0))
+        pricing = OwnedPricing(Decimal(row.capex or 0), lifetime_h, Decimal(row.opex_per_h), price_id)
+    return Validity(row.valid_from, row.valid_to, pricing)

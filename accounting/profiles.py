@@ -1,0 +1,75 @@
+"""Which hardware profile (and so which embodied figures) applies to a GPU."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from accounting.hardware import (
+    GpuClass,
+    HardwareProfile,
+    Source,
+    load_catalog,
+    profile_for_key,
+    profile_for_nvml_name,
+)
+from accounting.ledger import EmbodiedAsset, EmbodiedKg, h_from_years
+from accounting.models import GpuAsset
+from accounting.models import HardwareProfile as HardwareProfileRow
+from fleets.models import Gpu
+
+UNKNOWN_MODEL = "unknown"
+
+
+def hardware_profiles(*, organization_id: int) -> tuple[HardwareProfile, ...]:
+    """The shipped catalog followed by the organization's own profiles (later entries win a match)."""
+    own = tuple(_profile(row) for row in HardwareProfileRow.objects.filter(organization_id=organization_id))
+    overridden = {profile.key for profile in own}
+    return tuple(p for p in load_catalog() if p.key not in overridden) + own
+
+
+def _profile(row: HardwareProfileRow) -> HardwareProfile:
+    return HardwareProfile(
+        key=row.key,
+        display_name=row.display_name,
+        nvml_names=tuple(row.nvml_names),
+        tdp_w=row.tdp_w,
+        idle_w=row.idle_w,
+        memory_gb=row.memory_gb,
+        gpu_class=GpuClass(row.gpu_class),
+        embodied_kgco2e=EmbodiedKg(
+            Decimal(row.embodied_low_kgco2e), Decimal(row.embodied_central_kgco2e), Decimal(row.embodied_high_kgco2e)
+        ),
+        host_embodied_kgco2e_per_gpu=Decimal(row.host_embodied_kgco2e_per_gpu),
+        lifetime_years=Decimal(row.lifetime_years),
+        sources=tuple(
+            Source(s.get("what", ""), s.get("title", ""), s.get("url"), s.get("year"), s.get("note"))
+            for s in row.sources
+        ),
+    )
+
+
+def profile_for_gpu(gpu: Gpu, profiles: tuple[HardwareProfile, ...]) -> HardwareProfile | None:
+    """The asset's explicit profile key if set, else a match on the NVML name; ``None`` when unknown."""
+    asset = _asset(gpu)
+    if asset is not None and asset.profile_key:
+        return profile_for_key(asset.profile_key, profiles)
+    return profile_for_nvml_name(gpu.name, profiles)
+
+
+def gpu_embodied_asset(gpu: Gpu, profile: HardwareProfile | None) -> EmbodiedAsset | None:
+    """The card's embodied asset over its own life (second-hand cards: the remaining life)."""
+    if profile is None:
+        return None
+    asset = _asset(gpu)
+    if asset is None:
+        return profile.gpu_asset()
+    own_life_h = h_from_years(Decimal(asset.expected_own_years)) if asset.expected_own_years else None
+    return profile.gpu_asset(h_from_years(Decimal(asset.prior_use_years)), own_life_h)
+
+
+def _asset(gpu: Gpu) -> GpuAsset | None:
+    try:
+        asset: GpuAsset = gpu.asset  # type: ignore[attr-defined]  # reverse one-to-one from accounting
+    except GpuAsset.DoesNotExist:
+        return None
+    return asset

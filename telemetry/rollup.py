@@ -1,0 +1,332 @@
+"""Hourly usage from raw samples: mark the hours new samples change, claim them, recompute and replace.
+
+Ingest calls :func:`rollup_pending_mark` for the hours its new samples can
+change. The beat task calls :func:`rollup_pending_run`, which claims marked
+node-hours one node at a time and calls :func:`rollup_node_hours`: it reads the
+node's raw samples in the hours' sample window
+(:func:`telemetry.energy.sample_window_s`), computes with the pure functions of
+``telemetry.energy`` and replaces the usage rows, so running it twice, or on two
+workers, gives the same table. Every node-hour it writes is recorded in
+``UsageChanged`` for the accounting app.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from itertools import groupby
+from operator import itemgetter
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, models, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from fleets.models import Gpu
+from telemetry import energy
+from telemetry.energy.hours import hours_validated
+from telemetry.histogram import histogram_from_cumulative
+from telemetry.models import (
+    EndpointEpoch,
+    EndpointHourUsage,
+    GpuHourUsage,
+    GpuSample,
+    RollupPending,
+    ServingEndpoint,
+    ServingSample,
+    UsageChanged,
+)
+
+logger = logging.getLogger(__name__)
+
+# Node-hours per transaction. One node-hour of 8 GPUs at 1 Hz is ~29k samples and
+# ~0.45 s to read and compute (SQLite or PostgreSQL, one core), so a claim of 6 holds
+# its locks ~3 s: ingest of that node waits for it when it re-marks a claimed hour
+# (and on SQLite every writer waits), so it must stay short.
+HOURS_PER_CLAIM = 6
+
+# Raw columns in GpuPoint's field order after (owner, ts, epoch): rows become points positionally.
+_GPU_COLUMNS = (
+    "gpu_id",
+    "ts",
+    "epoch_id",
+    "energy_j",
+    "power_w",
+    "util_pct",
+    "mem_util_pct",
+    "mem_used_bytes",
+    "temp_c",
+)
+_SERVING_COLUMNS = (
+    "endpoint_id",
+    "ts",
+    "epoch_id",
+    "prompt_tokens",
+    "generation_tokens",
+    "requests",
+    "ttft_bucket_counts",
+)
+_KEY_FIELDS = {"id", "gpu", "endpoint", "hour_start"}
+
+
+def _utc(ts_s: float) -> datetime:
+    return datetime.fromtimestamp(ts_s, tz=UTC)
+
+
+def _hour_s(at: datetime) -> int:
+    """Unix seconds of an aware datetime that starts an hour; raise otherwise."""
+    if timezone.is_naive(at) or not at.timestamp().is_integer():
+        raise ValueError(f"{at!r} is not an aware datetime on a whole second")
+    return hours_validated([int(at.timestamp())])[0]
+
+
+# --- marking (called by ingest, inside its transaction) ----------------------------
+
+
+def rollup_pending_mark(*, node_id: int, first_ts: datetime, last_ts: datetime, now: datetime) -> int:
+    """Mark every hour that samples in ``[first_ts, last_ts]`` can change; return how many.
+
+    A sample changes the intervals to its neighbours, up to the larger max gap
+    away, so the hours from ``first_ts - gap`` to ``last_ts + gap`` are marked.
+    An hour already pending gets the new ``marked_at``, so a rollup running on
+    it now does not delete its mark (see :func:`rollup_pending_run`).
+    """
+    gap = timedelta(seconds=max(settings.TELEMETRY_GPU_MAX_GAP_S, settings.TELEMETRY_SERVING_MAX_GAP_S))
+    first_s = energy.hour_start_s_of((first_ts - gap).timestamp())
+    last_s = energy.hour_start_s_of((last_ts + gap).timestamp())
+    # In hour order, so concurrent ingests of one node lock the rows in the same order.
+    hours = range(first_s, last_s + 1, energy.HOUR_S)
+    rows = [RollupPending(node_id=node_id, hour_start=_utc(hour), marked_at=now) for hour in hours]
+    RollupPending.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["marked_at"]
+    )
+    return len(rows)
+
+
+# --- computing one node's hours ----------------------------------------------------
+
+
+def rollup_node_hours(*, node_id: int, hour_starts: list[datetime]) -> int:
+    """Recompute and replace the usage of the node's GPUs and endpoints for ``hour_starts``.
+
+    Rows of GPUs and endpoints that now have no data in an hour are deleted.
+    Each hour where a row was written or deleted is marked in ``UsageChanged``.
+    ``hour_starts``: aware datetimes on UTC hours. Returns the usage rows written.
+    """
+    hours_s = hours_validated(_hour_s(h) for h in hour_starts)
+    if not hours_s:
+        return 0
+    computed_at = timezone.now()
+    gpu_rows = _gpu_usage_rows(node_id, hours_s, computed_at)
+    endpoint_rows = _endpoint_usage_rows(node_id, hours_s, computed_at)
+    with transaction.atomic():
+        changed = _usage_replace(GpuHourUsage, "gpu", gpu_rows, Q(gpu__node_id=node_id), hours_s)
+        changed |= _usage_replace(EndpointHourUsage, "endpoint", endpoint_rows, Q(endpoint__node_id=node_id), hours_s)
+        _usage_changed_mark(node_id, changed, computed_at)
+    return len(gpu_rows) + len(endpoint_rows)
+
+
+def _hour_runs(hours_s: Sequence[int]) -> list[list[int]]:
+    """Sorted hours cut into runs of consecutive hours: each run is read and computed as one window."""
+    runs: list[list[int]] = []
+    for hour in hours_s:
+        if runs and hour == runs[-1][-1] + energy.HOUR_S:
+            runs[-1].append(hour)
+        else:
+            runs.append([hour])
+    return runs
+
+
+def _ts_within(windows: list[tuple[float, float]]) -> Q:
+    condition = Q()
+    for first_s, last_s in windows:
+        condition |= Q(ts__gte=_utc(first_s), ts__lte=_utc(last_s))
+    return condition
+
+
+@dataclass(frozen=True)
+class _Source:
+    """How to read and compute one kind of owner (GPU or endpoint)."""
+
+    samples: models.QuerySet[Any]  # the raw table
+    columns: tuple[str, ...]  # (owner, ts, ...): what ``point`` takes
+    max_gap_s: float
+    point: Callable[[tuple[Any, ...]], Any]
+    usage: Callable[[list[Any], list[int]], Iterable[Any]]  # (points, hour run) -> pure usage per hour
+
+
+def _owner_usage(source: _Source, owner_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, Any]]:
+    """``(owner, pure usage)`` for each requested hour with data (a sample in it, or observed time).
+
+    One query for every owner, ordered by owner and time; each run of hours is
+    computed from the samples of its own window, as the pure functions require.
+    """
+    runs = _hour_runs(hours_s)
+    windows = [energy.sample_window_s(run, max_gap_s=source.max_gap_s) for run in runs]
+    rows = source.samples.filter(_ts_within(windows), **{f"{source.columns[0]}__in": owner_ids})
+    usages: list[tuple[int, Any]] = []
+    for owner, owner_rows in groupby(rows.order_by(*source.columns[:2]).values_list(*source.columns), itemgetter(0)):
+        points = [source.point(row) for row in owner_rows]
+        sample_hours = {energy.hour_start_s_of(p.ts_s) for p in points}
+        for run, (first_s, last_s) in zip(runs, windows, strict=True):
+            usage = source.usage([p for p in points if first_s <= p.ts_s <= last_s], run)
+            usages += [(owner, u) for u in usage if u.observed_s > 0 or u.hour_start_s in sample_hours]
+    return usages
+
+
+def _gpu_point(row: tuple[Any, ...]) -> energy.GpuPoint:
+    return energy.GpuPoint(row[1].timestamp(), str(row[2]), *row[3:])
+
+
+def _gpu_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime) -> list[GpuHourUsage]:
+    gap_s = settings.TELEMETRY_GPU_MAX_GAP_S
+    source = _Source(
+        samples=GpuSample.objects.all(),
+        columns=_GPU_COLUMNS,
+        max_gap_s=gap_s,
+        point=_gpu_point,
+        usage=lambda points, run: energy.gpu_usage_by_hour(points, hour_starts_s=run, max_gap_s=gap_s),
+    )
+    gpu_ids = list(Gpu.objects.filter(node_id=node_id).values_list("id", flat=True))
+    return [_gpu_usage_model(gpu_id, usage, computed_at) for gpu_id, usage in _owner_usage(source, gpu_ids, hours_s)]
+
+
+def _gpu_usage_model(gpu_id: int, usage: energy.GpuHourUsage, computed_at: datetime) -> GpuHourUsage:
+    values = {name: getattr(usage, name) for name in _value_fields(GpuHourUsage) if name != "computed_at"}
+    values["energy_method"] = usage.energy_method.value
+    return GpuHourUsage(gpu_id=gpu_id, hour_start=_utc(usage.hour_start_s), computed_at=computed_at, **values)
+
+
+def _endpoint_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime) -> list[EndpointHourUsage]:
+    gap_s = settings.TELEMETRY_SERVING_MAX_GAP_S
+    endpoint_ids = list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True))
+    bounds = {
+        epoch_id: tuple(bounds_s)
+        for epoch_id, bounds_s in EndpointEpoch.objects.filter(endpoint_id__in=endpoint_ids).values_list(
+            "id", "ttft_bucket_bounds_s"
+        )
+    }
+    source = _Source(
+        samples=ServingSample.objects.all(),
+        columns=_SERVING_COLUMNS,
+        max_gap_s=gap_s,
+        point=lambda row: _serving_point(row, bounds),
+        usage=lambda points, run: energy.endpoint_usage_by_hour(points, hour_starts_s=run, max_gap_s=gap_s),
+    )
+    usages = _owner_usage(source, endpoint_ids, hours_s)
+    return [_endpoint_usage_model(endpoint_id, usage, computed_at) for endpoint_id, usage in usages]
+
+
+def _serving_point(row: tuple[Any, ...], bounds: dict[int, tuple[float, ...]]) -> energy.ServingPoint:
+    _, ts, epoch_id, prompt, generation, requests, cumulative = row
+    ttft = None if cumulative is None else histogram_from_cumulative(bounds[epoch_id], cumulative)
+    return energy.ServingPoint(ts.timestamp(), str(epoch_id), prompt, generation, requests, ttft)
+
+
+def _endpoint_usage_model(
+    endpoint_id: int, usage: energy.EndpointHourUsage, computed_at: datetime
+) -> EndpointHourUsage:
+    return EndpointHourUsage(
+        endpoint_id=endpoint_id,
+        hour_start=_utc(usage.hour_start_s),
+        prompt_tokens=usage.prompt_tokens,
+        generation_tokens=usage.generation_tokens,
+        requests=usage.requests,
+        ttft_bucket_bounds_s=list(usage.ttft.bounds_s) if usage.ttft else [],
+        ttft_bucket_counts=list(usage.ttft.counts) if usage.ttft else None,
+        observed_s=usage.observed_s,
+        reset_count=usage.reset_count,
+        computed_at=computed_at,
+    )
+
+
+# --- replacing rows -----------------------------------------------------------------
+
+
+def _value_fields(model: type[models.Model]) -> list[str]:
+    return [f.name for f in model._meta.concrete_fields if f.name not in _KEY_FIELDS]
+
+
+def _usage_replace(
+    model: type[GpuHourUsage | EndpointHourUsage], owner: str, rows: list[Any], of_node: Q, hours_s: Sequence[int]
+) -> set[datetime]:
+    """Upsert ``rows`` and delete the node's other rows of these hours; return the hours touched."""
+    hour_starts = [_utc(h) for h in hours_s]
+    written = {(getattr(row, f"{owner}_id"), row.hour_start) for row in rows}
+    existing = model.objects.filter(of_node, hour_start__in=hour_starts).values_list("pk", f"{owner}_id", "hour_start")
+    stale = [(pk, hour) for pk, owner_id, hour in existing if (owner_id, hour) not in written]
+    if stale:
+        model.objects.filter(pk__in=[pk for pk, _ in stale]).delete()
+    model.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=[owner, "hour_start"], update_fields=_value_fields(model)
+    )
+    return {hour for _, hour in written} | {hour for _, hour in stale}
+
+
+def _usage_changed_mark(node_id: int, hours: set[datetime], now: datetime) -> None:
+    rows = [UsageChanged(node_id=node_id, hour_start=hour, changed_at=now) for hour in sorted(hours)]
+    UsageChanged.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["changed_at"]
+    )
+
+
+# --- the queue ------------------------------------------------------------------------
+
+
+def rollup_pending_run(*, now: datetime, limit: int = 500) -> int:
+    """Roll up node-hours marked at or before ``now``, up to ``limit`` of them; return how many were done.
+
+    Each node's hours (up to ``HOURS_PER_CLAIM``) are claimed, computed and
+    unmarked in one transaction: on PostgreSQL the claimed rows stay locked, so
+    another worker skips them (``SKIP LOCKED``) and an ingest re-marking one waits
+    for the commit, then marks it afresh; on SQLite the database lock serializes
+    all of it. A node whose data fails to compute is logged and left marked for the next run.
+    """
+    done = 0
+    failed: set[int] = set()
+    while done < limit:
+        claimed = _claimed_rollup(now=now, limit=min(HOURS_PER_CLAIM, limit - done), skip_nodes=failed)
+        if claimed is None:
+            break
+        node_id, count = claimed
+        if count is None:
+            failed.add(node_id)
+        else:
+            done += count
+    return done
+
+
+def _claimed_rollup(*, now: datetime, limit: int, skip_nodes: set[int]) -> tuple[int, int | None] | None:
+    """Claim and roll up one node's pending hours: ``(node, hours done or None if it failed)``; None when idle."""
+    node_id = None
+    try:
+        with transaction.atomic():
+            pending = RollupPending.objects.filter(marked_at__lte=now).exclude(node_id__in=skip_nodes)
+            # Oldest marks first, so no hour starves behind hours that keep being re-marked.
+            first = _claim(pending.order_by("marked_at", "pk"), 1)
+            if not first:
+                return None
+            node_id = first[0].node_id
+            rows = _claim(pending.filter(node_id=node_id).order_by("marked_at", "hour_start"), limit)
+            rollup_node_hours(node_id=node_id, hour_starts=[row.hour_start for row in rows])
+            # The claimed rows are locked until commit, so none was re-marked meanwhile; the
+            # condition keeps this delete correct on its own should the claim ever be shortened.
+            RollupPending.objects.filter(pk__in=[row.pk for row in rows], marked_at__lte=now).delete()
+    # Data a rollup cannot compute must not stop every other node's; database errors
+    # and Celery's time limits are not about one node and end the run.
+    except (ValueError, LookupError, ArithmeticError):
+        if node_id is None:
+            raise
+        logger.exception("hourly rollup of node %s failed; its hours stay pending", node_id)
+        return node_id, None
+    return node_id, len(rows)
+
+
+def _claim(queryset: models.QuerySet[RollupPending], limit: int) -> list[RollupPending]:
+    """Rows no other worker holds: ``SKIP LOCKED`` on PostgreSQL; SQLite's write lock serializes workers."""
+    if connection.vendor == "postgresql":
+        queryset = queryset.select_for_update(skip_locked=True)
+    return list(queryset[:limit])

@@ -1,0 +1,148 @@
+"""Uploading an organization's hourly intensities as CSV: REST endpoint and management command."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import include, path, reverse
+from rest_framework.test import APIClient
+
+from accounting.models import GridIntensity
+from fleets.models import Role
+from tests.factories import MembershipFactory, UserFactory
+
+# Until config/urls.py includes accounting.urls, these tests mount it themselves, at the same place.
+urlpatterns = [path("api/v1/", include("accounting.urls"))]
+pytestmark = [pytest.mark.urls(__name__), pytest.mark.django_db]
+
+GOOD = "zone,hour_start,gco2e_per_kwh,kind\nDE,2024-05-01T13:00:00Z,312.5,average\nde,2024-05-01T16:00:00+02:00,298,\n"
+BAD = (
+    "zone,hour_start,gco2e_per_kwh\n"
+    "DE,2024-05-01T13:00:00Z,312.5\n"
+    "DE,2024-05-01T13:30:00Z,300\n"
+    "DE,2024-05-01T15:00:00Z,lots\n"
+)
+
+
+def upload(client: APIClient, body: str, *, organization: str = "org-a", content_type: str = "text/csv") -> Any:
+    url = reverse("grid-intensity-csv") + f"?organization={organization}&source_name=acme"
+    return client.generic("POST", url, body.encode(), content_type=content_type)
+
+
+def member(organization: Any, role: str) -> APIClient:
+    client = APIClient()
+    user = UserFactory(username=f"{role}-of-{organization.slug}")
+    MembershipFactory(user=user, organization=organization, role=role)
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def admin_a(user_a: Any) -> APIClient:
+    client = APIClient()
+    client.force_login(user_a)
+    return client
+
+
+def test_url_is_api_v1_grid_intensity_csv() -> None:
+    assert reverse("grid-intensity-csv") == "/api/v1/grid/intensity.csv"
+
+
+def test_good_file_is_stored_for_the_organization(admin_a: APIClient, org_a: Any) -> None:
+    response = upload(admin_a, GOOD)
+
+    assert response.status_code == 201, response.content
+    assert response.json() == {"organization": "org-a", "source_name": "acme", "stored": 2}
+    rows = GridIntensity.objects.order_by("hour_start").values_list(
+        "zone", "kind", "source", "gco2e_per_kwh", "is_estimated", "organization_id"
+    )
+    assert [(row[0], row[1], row[2], str(row[3]), row[4], row[5]) for row in rows] == [
+        ("DE", "average", "csv:acme", "312.500", False, org_a.pk),
+        ("DE", "average", "csv:acme", "298.000", False, org_a.pk),
+    ]
+
+
+def test_sustainability_members_may_upload(org_a: Any) -> None:
+    assert upload(member(org_a, Role.SUSTAINABILITY), GOOD).status_code == 201
+
+
+def test_bad_file_lists_line_numbers_and_stores_nothing(admin_a: APIClient) -> None:
+    response = upload(admin_a, BAD)
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["problem_count"] == 2
+    assert [problem.split(":")[0] for problem in body["problems"]] == ["line 3", "line 4"]
+    assert "not the start of a UTC hour" in body["problems"][0]
+    assert not GridIntensity.objects.exists()
+
+
+def test_user_of_another_organization_gets_404_and_nothing_is_stored(user_b: Any, org_a: Any) -> None:
+    client = APIClient()
+    client.force_login(user_b)
+
+    assert upload(client, GOOD, organization="org-a").status_code == 404
+    assert upload(client, GOOD, organization="no-such-org").status_code == 404
+    assert not GridIntensity.objects.exists()
+
+
+def test_viewer_gets_403_and_nothing_is_stored(org_a: Any) -> None:
+    for role in (Role.VIEWER, Role.FINANCE, Role.ENGINEER):
+        assert upload(member(org_a, role), GOOD).status_code == 403
+    assert not GridIntensity.objects.exists()
+
+
+def test_anonymous_is_refused(org_a: Any) -> None:
+    assert upload(APIClient(), GOOD).status_code == 403
+    assert not GridIntensity.objects.exists()
+
+
+def test_not_csv_is_415_and_missing_source_name_is_400(admin_a: APIClient) -> None:
+    assert upload(admin_a, GOOD, content_type="application/json").status_code == 415
+    response = admin_a.generic("POST", reverse("grid-intensity-csv") + "?organization=org-a", GOOD.encode(), "text/csv")
+    assert response.status_code == 400
+    assert "source_name" in response.json()
+    assert not GridIntensity.objects.exists()
+
+
+# --- the management command ------------------------------------------------------
+
+
+def test_command_stores_a_good_file_and_says_how_many_hours(org_a: Any, tmp_path: Path) -> None:
+    csv_file = tmp_path / "acme.csv"
+    csv_file.write_text(GOOD)
+    out = StringIO()
+
+    call_command("import_grid_csv", "--organization", "org-a", "--source", "acme", str(csv_file), stdout=out)
+
+    assert out.getvalue().strip() == "stored 2 hour(s) for org-a as csv:acme"
+    assert set(GridIntensity.objects.values_list("organization_id", "source")) == {(org_a.pk, "csv:acme")}
+
+
+def test_command_lists_line_numbered_problems_fails_and_stores_nothing(org_a: Any, tmp_path: Path) -> None:
+    csv_file = tmp_path / "bad.csv"
+    csv_file.write_text(BAD)
+
+    with pytest.raises(CommandError) as caught:
+        call_command("import_grid_csv", "--organization", "org-a", "--source", "acme", str(csv_file))
+
+    assert "line 3: hour_start" in str(caught.value) and "line 4: gco2e_per_kwh" in str(caught.value)
+    assert not GridIntensity.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("organization", "source", "message"),
+    [("no-such-org", "acme", "no organization"), ("org-a", "bad name!", "source name")],
+)
+def test_command_refuses_unknown_organization_and_bad_source_name(
+    org_a: Any, tmp_path: Path, organization: str, source: str, message: str
+) -> None:
+    csv_file = tmp_path / "acme.csv"
+    csv_file.write_text(GOOD)
+    with pytest.raises(CommandError, match=message):
+        call_command("import_grid_csv", "--organization", organization, "--source", source, str(csv_file))
+    assert not GridIntensity.objects.exists()

@@ -1,0 +1,298 @@
+"""Stored ledger lines from usage, prices, tariffs and intensity, worked by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from accounting.grid import annual_intensity
+from accounting.ledger_store import (
+    ledger_mark,
+    ledger_mark_held_hours,
+    ledger_mark_intensity_since,
+    ledger_node_hours_compute,
+    ledger_pending_run,
+)
+from accounting.models import (
+    GpuAsset,
+    GridIntensity,
+    LedgerPending,
+    NodeHourLedger,
+    NodePrice,
+    SiteMarketFactor,
+    SiteTariff,
+)
+from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
+from tests.factories import GpuFactory, NodeFactory
+
+HOUR = datetime(2026, 11, 2, 14, tzinfo=UTC)
+LONG_AGO = datetime(2026, 1, 1, tzinfo=UTC)
+# H100 SXM catalog figures: 197 kg central (78.8 / 315.2), host 312.5 kg per GPU, 4 years.
+LIFE_H = Decimal(4 * 8760)
+
+
+@pytest.fixture
+def node(db):
+    node = NodeFactory(
+        hostname="h100-a", site__pue=Decimal("1.20"), site__grid_zone="DE", site__currency="EUR",
+        commissioned_at=LONG_AGO,
+    )  # fmt: skip
+    for index in range(2):
+        GpuFactory(node=node, index=index, uuid=f"GPU-ledger-{index}", name="NVIDIA H100 80GB HBM3")
+    NodePrice.objects.create(
+        fleet=node.fleet, node=node, kind="rented", rate_per_h=Decimal("2.50"), rate_per="gpu", valid_from=LONG_AGO
+    )
+    SiteTariff.objects.create(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=LONG_AGO)
+    return node
+
+
+def usage(node, hour=HOUR, *, energies_j=(1_800_000.0, 3_600_000.0), utils=(80.0, 2.0), tokens=(1_000_000, 500_000)):
+    gpus = list(node.gpus.order_by("index"))
+    for gpu, energy, util in zip(gpus, energies_j, utils, strict=True):
+        GpuHourUsage.objects.update_or_create(
+            gpu=gpu, hour_start=hour,
+            defaults=dict(
+                energy_j=energy, energy_counter_j=energy, energy_integrated_j=0.0, energy_method="counter",
+                observed_s=3600.0, energy_covered_s=3600.0, busy_s=3600.0, mean_util_pct=util, reset_count=0,
+                computed_at=hour,
+            ),
+        )  # fmt: skip
+    endpoint, _ = ServingEndpoint.objects.get_or_create(node=node, url="http://127.0.0.1:8000/metrics", kind="vllm")
+    endpoint.gpus.set([gpus[0]])  # only the first GPU serves
+    EndpointHourUsage.objects.update_or_create(
+        endpoint=endpoint, hour_start=hour,
+        defaults=dict(prompt_tokens=tokens[0], generation_tokens=tokens[1], requests=100, observed_s=3600.0,
+                      reset_count=0, computed_at=hour),
+    )  # fmt: skip
+
+
+def line(node, hour=HOUR):
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[hour])
+    return NodeHourLedger.objects.get(node=node, hour_start=hour)
+
+
+def test_rented_node_hour_is_priced_and_weighed_by_hand(node):
+    usage(node)
+
+    row = line(node)
+
+    # 1.8 MJ + 3.6 MJ = 1.5 kWh IT; x PUE 1.2 = 1.8 kWh facility
+    assert (row.it_kwh, row.facility_kwh) == (Decimal("1.5"), Decimal("1.8"))
+    assert row.electricity_cost == Decimal("0.54")  # 1.8 kWh x 0.30
+    assert row.hardware_cost == Decimal("5.00")  # 2.50 per GPU-hour x 2 GPUs
+    assert row.cost == Decimal("5.54")
+    assert (row.currency, row.electricity_status, row.pricing_price_id) == (
+        "EUR",
+        "priced",
+        f"price-{NodePrice.objects.get().pk}",
+    )
+    assert (row.prompt_tokens, row.generation_tokens) == (1_000_000, 500_000)
+
+
+def test_location_carbon_uses_the_annual_average_as_fallback_and_says_so(node):
+    usage(node)
+    annual = annual_intensity("DE", 2026)
+
+    row = line(node)
+
+    assert row.location_co2e_g == Decimal("1.8") * annual.gco2e_per_kwh
+    assert (row.location_source, row.location_is_fallback) == (annual.source, True)
+    assert row.market_co2e_g is None and row.market_source == ""
+
+
+def test_a_live_hourly_value_wins_over_the_annual_average(node):
+    usage(node)
+    GridIntensity.objects.create(
+        zone="DE", hour_start=HOUR, kind="average", source="electricitymaps", gco2e_per_kwh=Decimal("250"),
+        fetched_at=HOUR,
+    )  # fmt: skip
+
+    row = line(node)
+
+    assert row.location_co2e_g == Decimal("450")  # 1.8 kWh x 250 g/kWh
+    assert (row.location_source, row.location_is_fallback) == ("electricitymaps", False)
+
+
+def test_market_factor_in_force_gives_market_based_carbon(node):
+    usage(node)
+    SiteMarketFactor.objects.create(
+        site=node.site, gco2e_per_kwh=Decimal("20"), source="contract:PPA-7", valid_from=LONG_AGO
+    )
+
+    row = line(node)
+
+    assert (row.market_co2e_g, row.market_source) == (Decimal("36"), "contract:PPA-7")
+
+
+def test_embodied_carbon_is_amortized_per_gpu_and_host_with_its_range(node):
+    usage(node)
+
+    row = line(node)
+
+    per_gpu_central = Decimal(197) * 1000 / LIFE_H
+    host = Decimal("312.5") * 2 * 1000 / LIFE_H
+    assert row.embodied_co2e_g_central == pytest.approx(2 * per_gpu_central + host, rel=Decimal("1e-12"))
+    assert row.embodied_co2e_g_low == pytest.approx(2 * Decimal("78.8") * 1000 / LIFE_H + host, rel=Decimal("1e-12"))
+    assert row.embodied_co2e_g_high == pytest.approx(2 * Decimal("315.2") * 1000 / LIFE_H + host, rel=Decimal("1e-12"))
+    assert row.gpu_model == "h100-sxm"
+
+
+def test_second_hand_gpu_amortizes_over_its_remaining_life(node):
+    usage(node)
+    second = node.gpus.get(index=1)
+    GpuAsset.objects.create(
+        gpu=second, condition="second_hand", prior_use_years=Decimal(2), expected_own_years=Decimal(3)
+    )
+
+    row = line(node)
+
+    # Bought at 2 of 4 years and kept 3: the unallocated half of 197 kg over our 3 years.
+    new_card = Decimal(197) * 1000 / LIFE_H
+    second_hand = Decimal(197) * 1000 / 2 / Decimal(3 * 8760)
+    host = Decimal("312.5") * 2 * 1000 / LIFE_H
+    assert row.embodied_co2e_g_central == pytest.approx(new_card + second_hand + host, rel=Decimal("1e-12"))
+
+
+def test_idle_gpu_hour_and_its_cost(node):
+    usage(node)
+
+    row = line(node)
+
+    # GPU 2 served no tokens at 2 % utilization: idle for the hour.
+    assert row.idle_gpu_h == Decimal(1)
+    # its share: hardware 2.50 + its own electricity 1 kWh x 1.2 x 0.30
+    assert row.idle_cost == Decimal("2.86")
+    assert row.idle_facility_kwh == Decimal("1.2")
+
+
+def test_rent_that_includes_power_has_no_electricity_line(node):
+    usage(node)
+    NodePrice.objects.update(includes_power=True)
+
+    row = line(node)
+
+    assert (row.electricity_cost, row.electricity_status, row.cost) == (Decimal(0), "included", Decimal("5.00"))
+
+
+def test_owned_node_mid_lifetime(node):
+    usage(node)
+    NodePrice.objects.all().delete()
+    NodePrice.objects.create(
+        fleet=node.fleet, kind="owned", capex=Decimal("350400"), lifetime_years=Decimal(4), opex_per_h=Decimal("1.5"),
+        valid_from=LONG_AGO,
+    )  # fmt: skip
+
+    row = line(node)
+
+    assert row.hardware_cost == Decimal("11.5")  # 350400 / 35040 h = 10 per hour, + opex 1.5
+
+
+def test_unpriced_node_is_labelled_not_silently_free(node):
+    usage(node)
+    NodePrice.objects.all().delete()
+
+    row = line(node)
+
+    assert (row.hardware_cost, row.pricing_price_id) == (Decimal(0), "unpriced")
+
+
+def test_price_change_mid_period_applies_from_its_date(node):
+    change = HOUR + timedelta(hours=1)
+    NodePrice.objects.update(valid_to=change)
+    NodePrice.objects.create(
+        fleet=node.fleet, node=node, kind="rented", rate_per_h=Decimal("3.00"), rate_per="gpu", valid_from=change
+    )
+    usage(node, HOUR)
+    usage(node, change)
+
+    before, after = line(node, HOUR), line(node, change)
+
+    assert (before.hardware_cost, after.hardware_cost) == (Decimal("5.00"), Decimal("6.00"))
+
+
+def test_node_decommissioned_mid_hour_is_charged_for_the_time_held(node):
+    node.decommissioned_at = HOUR + timedelta(minutes=15)
+    node.save()
+    usage(node)
+
+    row = line(node)
+
+    assert row.held_h == Decimal("0.25")
+    assert row.hardware_cost == Decimal("1.25")
+
+
+def test_time_of_use_tariff_across_midnight_in_the_sites_zone(node):
+    node.site.time_zone = "Europe/Berlin"
+    node.site.save()
+    SiteTariff.objects.all().delete()
+    windows = [
+        {"name": "day", "start": "07:00", "end": "22:00", "price_per_kwh": "0.40"},
+        {"name": "night", "start": "22:00", "end": "07:00", "price_per_kwh": "0.10"},
+    ]
+    SiteTariff.objects.create(site=node.site, windows=windows, valid_from=LONG_AGO)
+    late = datetime(2026, 11, 2, 23, tzinfo=UTC)  # 00:00 in Berlin (CET): night
+    usage(node, HOUR)  # 15:00 in Berlin: day
+    usage(node, late)
+
+    day, night = line(node, HOUR), line(node, late)
+
+    assert (day.electricity_cost, day.tariff_price_id.split(":")[-1]) == (Decimal("0.72"), "day")
+    assert (night.electricity_cost, night.tariff_price_id.split(":")[-1]) == (Decimal("0.18"), "night")
+
+
+def test_recomputing_replaces_lines_and_never_adds(node):
+    usage(node)
+    line(node)
+    usage(node, energies_j=(3_600_000.0, 3_600_000.0))
+
+    row = line(node)
+
+    assert NodeHourLedger.objects.count() == 1
+    assert row.it_kwh == Decimal(2)
+
+
+def test_usage_changes_flow_into_the_ledger_through_the_pending_queue(node):
+    usage(node)
+    UsageChanged.objects.create(node=node, hour_start=HOUR, changed_at=HOUR)
+
+    written = ledger_pending_run(now=datetime.now(UTC))
+
+    assert written == 1
+    assert NodeHourLedger.objects.get().cost == Decimal("5.54")
+    assert not UsageChanged.objects.exists() and not LedgerPending.objects.exists()
+
+
+def test_a_mark_newer_than_the_run_survives_for_the_next_run(node):
+    usage(node)
+    now = datetime.now(UTC)
+    ledger_mark(node_ids=[node.pk], start=HOUR, end=HOUR + timedelta(hours=1), now=now + timedelta(seconds=5))
+
+    assert ledger_pending_run(now=now) == 0
+    assert LedgerPending.objects.count() == 1
+
+
+def test_held_hours_without_telemetry_still_accrue_hardware_cost(node):
+    now = datetime(2026, 11, 3, 10, 30, tzinfo=UTC)
+
+    ledger_mark_held_hours(now=now, horizon=timedelta(hours=3))
+    ledger_pending_run(now=now)
+
+    hours = list(NodeHourLedger.objects.order_by("hour_start").values_list("hour_start", "hardware_cost", "it_kwh"))
+    assert [h for h, _, _ in hours] == [datetime(2026, 11, 3, h, tzinfo=UTC) for h in (7, 8, 9)]
+    assert all(cost == Decimal("5.00") and kwh == 0 for _, cost, kwh in hours)
+
+
+def test_a_new_intensity_value_marks_the_lines_it_changes(node):
+    usage(node)
+    line(node)
+    since = datetime.now(UTC)
+    GridIntensity.objects.create(
+        zone="DE", hour_start=HOUR, kind="average", source="electricitymaps", gco2e_per_kwh=Decimal("100"),
+        fetched_at=since,
+    )  # fmt: skip
+
+    assert ledger_mark_intensity_since(since=since, now=since) == 1
+    ledger_pending_run(now=since)
+    assert NodeHourLedger.objects.get().location_co2e_g == Decimal("180")
