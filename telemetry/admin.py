@@ -1,0 +1,32 @@
+"""Read-only admin views of collector health and serving endpoints, scoped like the inventory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from fleets.admin import OrganizationScopedAdmin, organization_path_register
+from telemetry.models import CollectorStatus, ServingEndpoint
+
+organization_path_register(CollectorStatus, "node__fleet__organization")
+organization_path_register(ServingEndpoint, "node__fleet__organization")
+
+
+class ReadOnlyScopedAdmin(OrganizationScopedAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(CollectorStatus)
+class CollectorStatusAdmin(ReadOnlyScopedAdmin):
+    list_display = ["node", "last_report_at", "newest_sample_at", "lag_s", "dropped_batches", "collector_version"]
+
+
+@admin.register(ServingEndpoint)
+class ServingEndpointAdmin(ReadOnlyScopedAdmin):
+    list_display = ["node", "kind", "url", "model_name", "first_seen_at"]

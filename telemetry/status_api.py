@@ -1,0 +1,108 @@
+"""Collector health per node, for engineers: ``GET /api/v1/nodes/`` and ``GET /api/v1/nodes/<id>/``.
+
+Freshness and losses come from what each collector last reported
+(``CollectorStatus``); gaps come from hourly usage, never from raw samples.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from fleets.models import Gpu, Node
+from fleets.selectors import nodes_for_user
+from telemetry.models import CollectorStatus
+from telemetry.selectors import node_gaps
+
+GAP_WINDOW = timedelta(hours=24)
+
+
+def node_statuses(*, user: Any) -> QuerySet[Node]:
+    """The user's nodes with their collector status and GPUs, in three queries whatever their number."""
+    return (
+        nodes_for_user(user=user)
+        .select_related("fleet", "site", "collector_status")
+        .prefetch_related(Prefetch("gpus", queryset=Gpu.objects.order_by("index")))
+        .order_by("fleet__name", "hostname")
+    )
+
+
+class GpuOut(serializers.Serializer):
+    uuid = serializers.CharField()
+    index = serializers.IntegerField()
+    name = serializers.CharField()
+    energy_counter_supported = serializers.BooleanField(allow_null=True)
+
+
+class NodeStatusOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    hostname = serializers.CharField()
+    fleet = serializers.CharField(source="fleet.name")
+    site = serializers.CharField(source="site.name")
+    last_report_at = serializers.DateTimeField(allow_null=True)
+    newest_sample_at = serializers.DateTimeField(allow_null=True)
+    staleness_s = serializers.FloatField(allow_null=True, help_text="seconds from the newest sample to now")
+    lag_s = serializers.FloatField(allow_null=True, help_text="delivery delay of the last batch, seconds")
+    dropped_batches = serializers.IntegerField(help_text="batches the collector's full spool dropped")
+    spool_bytes = serializers.IntegerField()
+    collector_version = serializers.CharField()
+    gpus = GpuOut(many=True)
+
+
+class GapOut(serializers.Serializer):
+    hour_start = serializers.DateTimeField()
+    missing_s = serializers.FloatField()
+
+
+class NodeDetailOut(NodeStatusOut):
+    gaps_last_24h = GapOut(many=True)
+
+
+def node_status_data(node: Node, *, now: Any) -> dict[str, Any]:
+    status: CollectorStatus | None = getattr(node, "collector_status", None)
+    newest = status.newest_sample_at if status else None
+    return {
+        "id": node.pk,
+        "hostname": node.hostname,
+        "fleet": node.fleet,
+        "site": node.site,
+        "last_report_at": status.last_report_at if status else None,
+        "newest_sample_at": newest,
+        "staleness_s": (now - newest).total_seconds() if newest else None,
+        "lag_s": status.lag_s if status else None,
+        "dropped_batches": status.dropped_batches if status else 0,
+        "spool_bytes": status.spool_bytes if status else 0,
+        "collector_version": status.collector_version if status else "",
+        "gpus": list(node.gpus.all()),
+    }
+
+
+class NodeStatusListView(APIView):
+    @extend_schema(operation_id="nodes_status_list", responses=NodeStatusOut(many=True))
+    def get(self, request: Request) -> Response:
+        now = timezone.now()
+        rows = [node_status_data(node, now=now) for node in node_statuses(user=request.user)]
+        return Response(NodeStatusOut(rows, many=True).data)
+
+
+class NodeStatusDetailView(APIView):
+    @extend_schema(operation_id="nodes_status_detail", responses=NodeDetailOut)
+    def get(self, request: Request, node_id: int) -> Response:
+        node = get_object_or_404(node_statuses(user=request.user), pk=node_id)
+        now = timezone.now()
+        gaps = node_gaps(node_id=node.pk, start=_hour(now - GAP_WINDOW), end=_hour(now))
+        data = {**node_status_data(node, now=now), "gaps_last_24h": gaps}
+        return Response(NodeDetailOut(data).data)
+
+
+def _hour(at: Any) -> Any:
+    return at.replace(minute=0, second=0, microsecond=0)
