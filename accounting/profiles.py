@@ -68,8 +68,6 @@ def gpu_embodied_asset(gpu: Gpu, profile: HardwareProfile | None) -> EmbodiedAss
 
 
 def _asset(gpu: Gpu) -> GpuAsset | None:
-    try:
-        asset: GpuAsset = gpu.asset  # type: ignore[attr-defined]  # reverse one-to-one from accounting
-    except GpuAsset.DoesNotExist:
-        return None
+    # A missing reverse one-to-one raises RelatedObjectDoesNotExist, an AttributeError.
+    asset: GpuAsset | None = getattr(gpu, "asset", None)
     return asset
