@@ -9,7 +9,8 @@ PYTEST_ARGS ?=
 SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test test-services lint typecheck check migrations-check compose-check serve clean
+.PHONY: demo test test-services lint typecheck check migrations-check clean \
+	bench bench-ingest bench-rollup bench-pages bench-collector bench-storage
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
@@ -41,6 +42,14 @@ migrations-check: $(STAMP)
 	DEBUG=1 $(BIN)/python manage.py makemigrations --check --dry-run
 
 check: lint typecheck migrations-check test
+
+# Benchmarks (not tests): each prints a table and writes bench/results/NAME.json; see bench/README.md.
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger_bench
+
+bench: bench-ingest bench-rollup bench-pages bench-collector bench-storage
+
+bench-ingest bench-rollup bench-pages bench-collector bench-storage: bench-%: $(STAMP)
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python -m bench.$*
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
