@@ -13,8 +13,16 @@ from django.db.models import Model
 from django.http import HttpRequest
 from django.utils import timezone
 
-from accounting.ledger_store import ledger_mark
-from accounting.models import GpuAsset, HardwareProfile, NodeHourLedger, NodePrice, SiteMarketFactor, SiteTariff
+from accounting.ledger_store import ledger_mark, ledger_mark_existing
+from accounting.models import (
+    GpuAsset,
+    HardwareProfile,
+    LedgerSettings,
+    NodeHourLedger,
+    NodePrice,
+    SiteMarketFactor,
+    SiteTariff,
+)
 from fleets.admin import OrganizationScopedAdmin, organization_path_register
 from fleets.models import Node
 
@@ -25,6 +33,7 @@ for _model, _path in (
     (SiteTariff, "site__organization"),
     (SiteMarketFactor, "site__organization"),
     (NodeHourLedger, "organization"),
+    (LedgerSettings, "organization"),
 ):
     organization_path_register(_model, _path)
 
@@ -72,14 +81,37 @@ class SiteMarketFactorAdmin(PricedAdmin):
     list_display = ["site", "gco2e_per_kwh", "source", "valid_from", "valid_to"]
 
 
+@admin.register(LedgerSettings)
+class LedgerSettingsAdmin(OrganizationScopedAdmin):
+    """A change of policy recomputes every line of the organization."""
+
+    list_display = ["organization", "amortization", "idle_util_threshold_pct"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        nodes = Node.objects.filter(fleet__organization_id=obj.organization_id).values_list("id", flat=True)
+        ledger_mark_existing(node_ids=nodes, now=timezone.now())
+
+
 @admin.register(HardwareProfile)
 class HardwareProfileAdmin(OrganizationScopedAdmin):
+    """Embodied figures feed every line of the organization: a change recomputes them."""
+
     list_display = ["key", "display_name", "organization", "tdp_w", "embodied_central_kgco2e", "lifetime_years"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        nodes = Node.objects.filter(fleet__organization_id=obj.organization_id).values_list("id", flat=True)
+        ledger_mark_existing(node_ids=nodes, now=timezone.now())
 
 
 @admin.register(GpuAsset)
 class GpuAssetAdmin(OrganizationScopedAdmin):
     list_display = ["gpu", "acquired_on", "condition", "prior_use_years", "profile_key"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        ledger_mark_existing(node_ids=[obj.gpu.node_id], now=timezone.now())
 
 
 @admin.register(NodeHourLedger)

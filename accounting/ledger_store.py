@@ -19,8 +19,12 @@ from django.db import connection, transaction
 
 from accounting.intensity import intensity_for_hours
 from accounting.ledger import (
+    AmortizationMethod,
+    EmbodiedAsset,
+    EmbodiedKg,
     GpuHourInput,
     IntensityFactor,
+    LedgerPolicy,
     NodeHourInput,
     NodeHourLine,
     RatePer,
@@ -28,9 +32,15 @@ from accounting.ledger import (
     build_node_hour_line,
     hours_held,
 )
-from accounting.models import GridIntensity, LedgerPending, NodeHourLedger
+from accounting.models import GridIntensity, LedgerPending, LedgerSettings, NodeHourLedger
 from accounting.prices import market_periods, pricing_at, pricing_periods, tariff_periods, tariff_price
-from accounting.profiles import UNKNOWN_MODEL, gpu_embodied_asset, hardware_profiles, profile_for_gpu
+from accounting.profiles import (
+    UNKNOWN_MODEL,
+    gpu_embodied_asset,
+    gpu_embodied_until,
+    hardware_profiles,
+    profile_for_gpu,
+)
 from accounting.tariff import in_force
 from fleets.models import Gpu, Node
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
@@ -41,6 +51,8 @@ HOUR = timedelta(hours=1)
 UNPRICED = "unpriced"
 # A node without a price in force is charged nothing for hardware and its lines say so.
 _NO_PRICE = RentedPricing(Decimal(0), RatePer.NODE, False, UNPRICED)
+# A card past the end of its own life carries no more embodied carbon (known, not unknown).
+_FULLY_AMORTIZED = EmbodiedAsset(EmbodiedKg(Decimal(0), Decimal(0), Decimal(0)), Decimal(1))
 
 
 @dataclass(frozen=True)
@@ -50,12 +62,21 @@ class _NodeContext:
     node: Node
     gpus: list[Gpu]
     gpu_embodied: dict[int, Any]
+    gpu_embodied_until: dict[int, datetime | None]
     host_embodied: Any
     gpu_model: str
     tariffs: list[Any]
     market: list[Any]
     pricing: tuple[list[Any], ...]
     intensity: dict[datetime, Any]
+    policy: LedgerPolicy
+
+
+def ledger_policy(*, organization_id: int) -> LedgerPolicy:
+    settings = LedgerSettings.objects.filter(organization_id=organization_id).first()
+    if settings is None:
+        return LedgerPolicy()
+    return LedgerPolicy(Decimal(settings.idle_util_threshold_pct), AmortizationMethod(settings.amortization))
 
 
 def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) -> int:
@@ -83,12 +104,14 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         node=node,
         gpus=gpus,
         gpu_embodied={gpu.pk: gpu_embodied_asset(gpu, by_gpu[gpu.pk]) for gpu in gpus},
+        gpu_embodied_until={gpu.pk: gpu_embodied_until(gpu, by_gpu[gpu.pk]) for gpu in gpus},
         host_embodied=first_known.host_asset(len(gpus)) if first_known and gpus else None,
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
         market=market_periods(site_id=node.site_id, start=start, end=end),
         pricing=pricing_periods(node=node, start=start, end=end),
         intensity=_intensity(node, hours),
+        policy=ledger_policy(organization_id=node.fleet.organization_id),
     )
 
 
@@ -125,7 +148,9 @@ def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]
 
 def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> NodeHourLine:
     node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "by_gpu": {}})
-    gpu_inputs = tuple(_gpu_input(context, gpu, usage.get((gpu.pk, hour)), served["by_gpu"]) for gpu in context.gpus)
+    gpu_inputs = tuple(
+        _gpu_input(context, gpu, hour, usage.get((gpu.pk, hour)), served["by_gpu"]) for gpu in context.gpus
+    )
     observed = max((usage[(g.pk, hour)].observed_s for g in context.gpus if (g.pk, hour) in usage), default=0.0)
     return build_node_hour_line(
         NodeHourInput(
@@ -144,18 +169,26 @@ def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> N
             location=_location(context.intensity.get(hour)),
             market=in_force(context.market, hour),
             host_embodied=context.host_embodied,
-        )
+        ),
+        context.policy,
     )
 
 
-def _gpu_input(context: _NodeContext, gpu: Gpu, usage: GpuHourUsage | None, served: dict[int, int]) -> GpuHourInput:
+def _gpu_input(
+    context: _NodeContext, gpu: Gpu, hour: datetime, usage: GpuHourUsage | None, served: dict[int, int]
+) -> GpuHourInput:
     return GpuHourInput(
         gpu_id=str(gpu.pk),
         energy_j=Decimal(str(usage.energy_j)) if usage else Decimal(0),
         tokens_served=served.get(gpu.pk, 0),
         mean_util_pct=Decimal(str(usage.mean_util_pct)) if usage and usage.mean_util_pct is not None else None,
-        embodied=context.gpu_embodied[gpu.pk],
+        embodied=_embodied_in_hour(context, gpu, hour),
     )
+
+
+def _embodied_in_hour(context: _NodeContext, gpu: Gpu, hour: datetime) -> EmbodiedAsset | None:
+    until = context.gpu_embodied_until[gpu.pk]
+    return _FULLY_AMORTIZED if until is not None and hour >= until else context.gpu_embodied[gpu.pk]
 
 
 def _location(resolved: Any) -> IntensityFactor | None:
@@ -330,3 +363,24 @@ def ledger_mark_intensity_since(*, since: datetime, now: datetime) -> int:
         marks, update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["marked_at"], batch_size=2000
     )
     return len(marks)
+
+
+def ledger_mark_existing(*, node_ids: Iterable[int], now: datetime) -> int:
+    """Mark every stored line of ``node_ids`` (a policy or profile change touches them all).
+
+    One ``INSERT ... SELECT``: a year of a large fleet is millions of node-hours,
+    which must not pass through Python objects.
+    """
+    ids = [int(node_id) for node_id in node_ids]
+    if not ids:
+        return 0
+    pending, ledger = LedgerPending._meta.db_table, NodeHourLedger._meta.db_table
+    placeholders = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {pending} (node_id, hour_start, marked_at) "  # noqa: S608 - table names are constants
+            f"SELECT node_id, hour_start, %s FROM {ledger} WHERE node_id IN ({placeholders}) "
+            "ON CONFLICT (node_id, hour_start) DO UPDATE SET marked_at = excluded.marked_at",
+            [now, *ids],
+        )
+        return cursor.rowcount

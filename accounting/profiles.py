@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 
 from accounting.hardware import (
@@ -13,6 +14,7 @@ from accounting.hardware import (
     profile_for_nvml_name,
 )
 from accounting.ledger import EmbodiedAsset, EmbodiedKg, h_from_years
+from accounting.ledger.embodied import own_life_h
 from accounting.models import GpuAsset
 from accounting.models import HardwareProfile as HardwareProfileRow
 from fleets.models import Gpu
@@ -61,10 +63,23 @@ def gpu_embodied_asset(gpu: Gpu, profile: HardwareProfile | None) -> EmbodiedAss
     if profile is None:
         return None
     asset = _asset(gpu)
-    if asset is None:
-        return profile.gpu_asset()
-    own_life_h = h_from_years(Decimal(asset.expected_own_years)) if asset.expected_own_years else None
-    return profile.gpu_asset(h_from_years(Decimal(asset.prior_use_years)), own_life_h)
+    return profile.gpu_asset() if asset is None else profile.gpu_asset(*_asset_hours(asset))
+
+
+def _asset_hours(asset: GpuAsset) -> tuple[Decimal, Decimal | None]:
+    """Prior use and our own expected use of the card, in hours."""
+    own_h = h_from_years(Decimal(asset.expected_own_years)) if asset.expected_own_years else None
+    return h_from_years(Decimal(asset.prior_use_years)), own_h
+
+
+def gpu_embodied_until(gpu: Gpu, profile: HardwareProfile | None) -> datetime | None:
+    """When the card's own life ends (acquired + own life): after it, its embodied carbon is fully allocated."""
+    asset = _asset(gpu)
+    if profile is None or asset is None or asset.acquired_on is None:
+        return None
+    own_h = own_life_h(profile.gpu_asset(*_asset_hours(asset)))
+    acquired = datetime.combine(asset.acquired_on, time.min, tzinfo=UTC)
+    return acquired + timedelta(hours=float(own_h))
 
 
 def _asset(gpu: Gpu) -> GpuAsset | None:

@@ -8,11 +8,12 @@ reports group and filter on one table with its indexes.
 
 from __future__ import annotations
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from fleets.models import Fleet, Node, Organization, Site
 
-__all__ = ["LedgerPending", "NodeHourLedger"]
+__all__ = ["LedgerPending", "LedgerSettings", "NodeHourLedger"]
 
 
 def _amount(*, null: bool = False) -> models.DecimalField:
@@ -89,3 +90,28 @@ class LedgerPending(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
+
+
+class LedgerSettings(models.Model):
+    """An organization's ledger choices; without a row the defaults apply (time-based, 5 %)."""
+
+    class Amortization(models.TextChoices):
+        TIME = "time", "Time-based (SCI: embodied x time held / life)"
+        UTILIZATION = "utilization", "Utilization-weighted (workload comparisons only)"
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="ledger_settings")
+    amortization = models.CharField(max_length=12, choices=Amortization.choices, default=Amortization.TIME)
+    idle_util_threshold_pct = models.DecimalField(
+        "Idle below utilization (%)",
+        max_digits=5,
+        decimal_places=2,
+        default=5,
+        validators=[MinValueValidator(0), MaxValueValidator(100)],
+        help_text="a GPU-hour that served no tokens and averaged below this is idle",
+    )
+
+    class Meta:
+        verbose_name_plural = "ledger settings"
+
+    def __str__(self) -> str:
+        return f"ledger settings of {self.organization}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -10,6 +10,7 @@ import pytest
 from accounting.grid import annual_intensity
 from accounting.ledger_store import (
     ledger_mark,
+    ledger_mark_existing,
     ledger_mark_held_hours,
     ledger_mark_intensity_since,
     ledger_node_hours_compute,
@@ -19,6 +20,7 @@ from accounting.models import (
     GpuAsset,
     GridIntensity,
     LedgerPending,
+    LedgerSettings,
     NodeHourLedger,
     NodePrice,
     SiteMarketFactor,
@@ -296,3 +298,54 @@ def test_a_new_intensity_value_marks_the_lines_it_changes(node):
     assert ledger_mark_intensity_since(since=since, now=since) == 1
     ledger_pending_run(now=since)
     assert NodeHourLedger.objects.get().location_co2e_g == Decimal("180")
+
+
+def test_utilization_weighted_amortization_is_an_organization_choice(node):
+    usage(node)  # GPU utilizations 80 % and 2 %
+    LedgerSettings.objects.create(organization=node.fleet.organization, amortization="utilization")
+
+    row = line(node)
+
+    per_gpu = Decimal(197) * 1000 / LIFE_H
+    host = Decimal("312.5") * 2 * 1000 / LIFE_H
+    # Each card by its own utilization; the host by the GPUs' mean, (80 + 2) / 2 = 41 %.
+    expected = per_gpu * Decimal("0.80") + per_gpu * Decimal("0.02") + host * Decimal("0.41")
+    assert row.amortization == "utilization"
+    assert row.embodied_co2e_g_central == pytest.approx(expected, rel=Decimal("1e-12"))
+
+
+def test_idle_threshold_is_an_organization_choice(node):
+    usage(node, utils=(80.0, 10.0))
+    assert line(node).idle_gpu_h == 0  # 10 % is busy under the default 5 %
+
+    LedgerSettings.objects.create(organization=node.fleet.organization, idle_util_threshold_pct=Decimal(20))
+
+    assert line(node).idle_gpu_h == 1
+
+
+def test_a_card_past_its_own_life_carries_no_more_embodied_carbon(node):
+    usage(node)
+    first, second = node.gpus.order_by("index")
+    GpuAsset.objects.create(gpu=first, acquired_on=date(2021, 1, 1))  # 4 years ended 2024-12-31
+    GpuAsset.objects.create(gpu=second, acquired_on=date(2025, 6, 1))
+
+    row = line(node)
+
+    per_gpu = Decimal(197) * 1000 / LIFE_H
+    host = Decimal("312.5") * 2 * 1000 / LIFE_H
+    assert row.embodied_co2e_g_central == pytest.approx(per_gpu + host, rel=Decimal("1e-12"))
+    assert row.embodied_unknown_gpu_h == 0
+
+
+def test_marking_existing_lines_queues_every_stored_hour_of_the_nodes(node):
+    for hour in (HOUR, HOUR + timedelta(hours=1)):
+        usage(node, hour)
+        line(node, hour)
+    other = NodeFactory(hostname="other")
+
+    assert ledger_mark_existing(node_ids=[node.pk, other.pk], now=datetime.now(UTC)) == 2
+    assert ledger_mark_existing(node_ids=[node.pk], now=datetime.now(UTC)) == 2  # re-marking updates, adds nothing
+    assert set(LedgerPending.objects.values_list("node_id", "hour_start")) == {
+        (node.pk, HOUR),
+        (node.pk, HOUR + timedelta(hours=1)),
+    }
