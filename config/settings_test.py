@@ -18,3 +18,4 @@ os.environ.setdefault("SECURE_HSTS_SECONDS", "0")
 from config.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+WHITENOISE_AUTOREFRESH = True  # serve from the finders: tests run without collectstatic

@@ -1,13 +1,20 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.health import healthz
+from fleets.views import organization_switch
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # Swagger UI, its assets served from our own static files (drf-spectacular-sidecar), no CDN.
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("telemetry.urls")),
     path("api/v1/", include("accounting.urls")),
+    path("api/v1/", include("accounting.reports.urls")),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("organization/", organization_switch, name="organization-switch"),
+    path("", include("accounting.dashboards.urls")),
 ]

@@ -7,8 +7,9 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
-from fleets.models import Fleet, Gpu, Membership, Node, NodeCredential, Organization, Site
+from fleets.models import Fleet, Gpu, Membership, Node, NodeCredential, Organization, PersonalToken, Site
 from fleets.selectors import admin_organizations_for_user
 
 # Path from each model (and each model a form may point at) to its organization.
@@ -125,3 +126,46 @@ class NodeCredentialAdmin(OrganizationScopedAdmin):
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(PersonalToken)
+class PersonalTokenAdmin(admin.ModelAdmin):
+    """Personal API tokens: issued at ``POST /api/v1/tokens/`` (shown once); here only seen and revoked.
+
+    Tokens belong to people, not organizations: staff see their own tokens, superusers everyone's.
+    """
+
+    list_display = ["prefix", "name", "user", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    readonly_fields = ["user", "name", "prefix", "created_at", "last_used_at", "expires_at"]
+    fields = ["user", "name", "prefix", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    actions = ["revoke"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        tokens = super().get_queryset(request)
+        return tokens if request.user.is_superuser else tokens.filter(user_id=request.user.pk)
+
+    def _own_or_superuser(self, request: HttpRequest, obj: Any) -> bool:
+        if not request.user.is_active or not request.user.is_staff:
+            return False
+        return obj is None or request.user.is_superuser or obj.user_id == request.user.pk
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return self._own_or_superuser(request, None)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._own_or_superuser(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self._own_or_superuser(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # revoke instead: the row stays as a record of the token
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"{revoked} token(s) revoked")

@@ -181,3 +181,27 @@ class NodeCredential(models.Model):
     def __str__(self) -> str:
         state = "revoked" if self.revoked_at else "active"
         return f"{self.prefix}… for {self.node} ({state})"
+
+
+class PersonalToken(models.Model):
+    """A person's bearer token for report clients (``wlp_...``), shown once; only its SHA-256 is stored.
+
+    It speaks for its user with the user's own memberships, on the reports API
+    only; it cannot mint other tokens (that needs a browser session).
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="personal_tokens")
+    name = models.CharField(max_length=100, help_text="what the token is for, e.g. 'carbon reporting tool'")
+    token_sha256 = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=16, editable=False, help_text="First characters, to tell tokens apart")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="empty: until revoked")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "active"
+        return f"{self.prefix}… {self.name} of {self.user} ({state})"

@@ -1,0 +1,93 @@
+"""What a report request may see: its period, and its organizations and filters among the user's own.
+
+The scoping rule, the same on every report endpoint: a report covers only the
+organizations the user is a member of (any role, viewer included). Naming an
+organization, fleet, site, node or baseline fleet that is not among them
+answers 404, whether it exists or not (its existence is not revealed); without
+an ``organization`` parameter the report covers all of the user's organizations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from rest_framework.exceptions import NotFound, ValidationError
+
+from accounting.reports.periods import PeriodError, period_parse, range_check
+from accounting.reports.selectors import ReportFilters
+from fleets.models import Fleet, Node, Organization, Site
+from fleets.selectors import organizations_for_user
+
+
+def report_period(params: Mapping[str, Any]) -> tuple[datetime, datetime]:
+    """``[start, end)`` from ``period``, or from ``start`` and ``end``; 400 for anything else."""
+    period, start, end = params.get("period"), params.get("start"), params.get("end")
+    try:
+        if period and (start or end):
+            raise PeriodError("give period, or start and end, not both")
+        if period:
+            return period_parse(period)
+        if start is None or end is None:
+            raise PeriodError("give period (2026, 2026-Q3, 2026-11), or both start and end")
+        return range_check(start, end)
+    except PeriodError as error:
+        raise ValidationError({"period": [str(error)]}) from error
+
+
+def _organization(organizations: QuerySet[Organization], ref: str) -> Organization:
+    match = Q(pk=int(ref)) if ref.isdigit() else Q(slug=ref)
+    organization = organizations.filter(match).first()
+    if organization is None:
+        raise NotFound(f"no organization {ref!r} among yours")
+    return organization
+
+
+def report_organization_ids(*, user: Any, refs: Iterable[str]) -> list[int]:
+    """Ids of the organizations asked for (ids or slugs), all of the user's when none; 404 for one not theirs."""
+    mine = organizations_for_user(user=user)
+    refs = list(refs)
+    if not refs:
+        return list(mine.values_list("id", flat=True))
+    return sorted({_organization(mine, ref).pk for ref in refs})
+
+
+def report_organization(*, user: Any, ref: str | None) -> Organization:
+    """The one organization a report is about: the one asked for, or the user's only one."""
+    mine = organizations_for_user(user=user)
+    if ref:
+        return _organization(mine, ref)
+    only = list(mine[:2])
+    if not only:
+        raise NotFound("you belong to no organization")
+    if len(only) > 1:
+        raise ValidationError({"organization": ["you belong to several organizations: name one (id or slug)"]})
+    return only[0]
+
+
+def _owned_ids(queryset: QuerySet[Any], ids: Iterable[int], what: str) -> frozenset[int]:
+    wanted = set(ids)
+    found = set(queryset.filter(pk__in=wanted).values_list("pk", flat=True))
+    missing = sorted(wanted - found)
+    if missing:
+        raise NotFound(f"no {what} {missing[0]} in the organizations of this report")
+    return frozenset(wanted)
+
+
+def report_fleet_ids(*, organization_ids: Collection[int], ids: Iterable[int]) -> frozenset[int]:
+    return _owned_ids(Fleet.objects.filter(organization_id__in=organization_ids), ids, "fleet")
+
+
+def report_filters(*, organization_ids: Collection[int], params: Mapping[str, Any]) -> ReportFilters:
+    """Filters of a report request, each id checked to belong to the report's organizations."""
+    return ReportFilters(
+        fleet_ids=report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", [])),
+        site_ids=_owned_ids(Site.objects.filter(organization_id__in=organization_ids), params.get("site", []), "site"),
+        node_ids=_owned_ids(
+            Node.objects.filter(fleet__organization_id__in=organization_ids), params.get("node", []), "node"
+        ),
+        gpu_models=frozenset(params.get("gpu_model", [])),
+        currencies=frozenset(params.get("currency", [])),
+    )

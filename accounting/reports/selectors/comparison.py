@@ -1,0 +1,254 @@
+"""Fleet comparison: per fleet (or fleet x GPU model) figures and their ratios to a baseline fleet."""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Collection
+from datetime import datetime
+from typing import Any
+
+from django.db.models import BigIntegerField, F, FilteredRelation, FloatField, Q, QuerySet, Sum
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+
+from accounting.ledger import CurrencyMismatchError
+from accounting.models import NodeHourLedger
+from accounting.reports.aggregates import ledger_sums, ledger_sums_from
+from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums, ServingSums, UtilizationSums
+from accounting.reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles, ledger_lines
+from fleets.models import Fleet
+from telemetry.histogram import Histogram, histogram_merge
+from telemetry.models import EndpointHourUsage, GpuHourUsage
+
+_Key = tuple[int, str | None]  # fleet id, GPU model key (None per fleet)
+
+
+def fleet_comparison(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    baseline_fleet_id: int | None = None,
+    by_model: bool = False,
+    fleet_ids: Collection[int] = (),
+) -> list[ComparisonRow]:
+    """Each fleet's (or fleet x GPU model's) figures over the period, ordered by fleet name then model.
+
+    The baseline is always the baseline fleet as a whole (all its models); its
+    ratios are ``None`` when it has no data. Raises ``CurrencyMismatchError`` for a
+    row whose lines are in two currencies. Fleets without any data are left out.
+    """
+    scope: dict[str, Any] = {"organization_ids": organization_ids, "start": start, "end": end}
+    stats = _comparison_stats(**scope, by_model=by_model, fleet_ids=fleet_ids)
+    baseline = None
+    if baseline_fleet_id is not None:
+        parts = [row for row in stats if row.fleet_id == baseline_fleet_id]
+        if not parts and fleet_ids and baseline_fleet_id not in fleet_ids:  # filtered out: read it on its own
+            parts = _comparison_stats(**scope, by_model=False, fleet_ids=[baseline_fleet_id])
+        baseline = _stats_merge(parts) if parts else None
+    ordered = sorted(stats, key=lambda s: (s.fleet_name, s.fleet_id, s.gpu_model or ""))
+    return [ComparisonRow(stats=row, baseline=baseline) for row in ordered]
+
+
+def _comparison_stats(
+    *, organization_ids: Collection[int], start: datetime, end: datetime, by_model: bool, fleet_ids: Collection[int]
+) -> list[ComparisonStats]:
+    filters = ReportFilters(fleet_ids=frozenset(fleet_ids))
+    ledger = _comparison_ledger(ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters))
+    endpoint_hours = EndpointHourUsage.objects.filter(
+        endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    )
+    gpu_hours = GpuHourUsage.objects.filter(
+        gpu__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    )
+    if fleet_ids:
+        endpoint_hours = endpoint_hours.filter(endpoint__node__fleet_id__in=fleet_ids)
+        gpu_hours = gpu_hours.filter(gpu__node__fleet_id__in=fleet_ids)
+    endpoint_hours, keys = _keyed_usage(endpoint_hours, "endpoint__node", by_model)
+    serving = _serving(endpoint_hours, keys)
+    ttft = _ttft(endpoint_hours, keys)
+    utilization = _utilization(*_keyed_usage(gpu_hours, "gpu__node", by_model))
+    return _stats_assemble(organization_ids, by_model, ledger, serving, ttft, utilization)
+
+
+def _comparison_ledger(lines: QuerySet[NodeHourLedger]) -> dict[_Key, tuple[LedgerSums, str | None]]:
+    """Ledger sums per fleet and model; per fleet, the model is its only one or "mixed"."""
+    rows = (
+        lines.values("fleet_id", "gpu_model", "currency")
+        .annotate(**ledger_sums())
+        .order_by("fleet_id", "gpu_model", "currency")
+    )
+    return _by_fleet_or_model(rows)
+
+
+def _by_fleet_or_model(rows: QuerySet[Any]) -> dict[_Key, tuple[LedgerSums, str | None]]:
+    # Rows come per fleet x model x currency; the caller wants per fleet x model, or per fleet:
+    # the fleet-level roll-up merges the (few) model rows with LedgerTotals.merge, which
+    # refuses mixed currencies itself.
+    per_model: dict[_Key, tuple[LedgerSums, str | None]] = {}
+    for values in rows:
+        key = (values["fleet_id"], values["gpu_model"])
+        if key in per_model:
+            raise CurrencyMismatchError(
+                f"fleet {key[0]} ({key[1]}) holds lines in {per_model[key][0].totals.currency} and "
+                f"{values['currency']}; money in different currencies is never added: filter by fleet"
+            )
+        per_model[key] = (ledger_sums_from(values, currency=values["currency"]), key[1])
+    return per_model
+
+
+def _keyed_usage(usage: QuerySet[Any], node_path: str, by_model: bool) -> tuple[QuerySet[Any], list[str]]:
+    """Hourly usage keyed by fleet and, per model, by the GPU model on its node-hour's ledger line."""
+    usage = usage.annotate(k_fleet=F(f"{node_path}__fleet_id"))
+    if not by_model:
+        return usage, ["k_fleet"]
+    # A LEFT JOIN on the ledger's unique (node, hour_start): hours without a line keep a NULL model.
+    lines = f"{node_path}__ledger_lines"
+    same_hour = FilteredRelation(lines, condition=Q(**{f"{lines}__hour_start": F("hour_start")}))
+    return usage.annotate(k_line=same_hour, k_model=F("k_line__gpu_model")), ["k_fleet", "k_model"]
+
+
+def _usage_key(values: dict[str, Any]) -> _Key:
+    return (values["k_fleet"], values.get("k_model"))
+
+
+def _serving(usage: QuerySet[EndpointHourUsage], keys: list[str]) -> dict[_Key, dict[str, Any]]:
+    served = Q(prompt_tokens__gt=0) | Q(generation_tokens__gt=0)
+    rows = (
+        usage.values(*keys)
+        .annotate(
+            s_serving_s=Sum("observed_s", filter=served),
+            s_prompt=Sum("prompt_tokens"),
+            s_generation=Sum("generation_tokens"),
+        )
+        .order_by()
+    )
+    return {_usage_key(row): row for row in rows}
+
+
+def _ttft(usage: QuerySet[EndpointHourUsage], keys: list[str]) -> dict[_Key, Histogram]:
+    """Merged TTFT histograms per key: bucket counts summed in SQL per bucket layout, layouts merged here.
+
+    Histograms of different bucket bounds are merged onto the bounds they share
+    (``histogram_merge(coarsen=True)``): exact, only coarser.
+    """
+    with_histogram = usage.filter(ttft_bucket_counts__isnull=False)
+    layouts = with_histogram.order_by().values_list("ttft_bucket_bounds_s", flat=True).distinct()
+    width = max((len(bounds) + 1 for bounds in layouts), default=0)
+    if width == 0:
+        return {}
+    buckets = {f"s_b{i}": Sum(Cast(KT(f"ttft_bucket_counts__{i}"), BigIntegerField())) for i in range(width)}
+    rows = with_histogram.values(*keys, "ttft_bucket_bounds_s").annotate(**buckets).order_by()
+    parts: dict[_Key, list[Histogram]] = defaultdict(list)
+    for row in rows:
+        bounds = tuple(float(bound) for bound in row["ttft_bucket_bounds_s"])
+        counts = tuple(int(row[f"s_b{i}"] or 0) for i in range(len(bounds) + 1))
+        parts[_usage_key(row)].append(Histogram(bounds, counts))
+    return {key: merged for key, hs in parts.items() if (merged := histogram_merge(hs, coarsen=True)) is not None}
+
+
+def _utilization(usage: QuerySet[GpuHourUsage], keys: list[str]) -> dict[_Key, UtilizationSums]:
+    known = Q(mean_util_pct__isnull=False)
+    rows = (
+        usage.values(*keys)
+        .annotate(
+            s_pct_s=Sum(F("mean_util_pct") * F("observed_s"), filter=known, output_field=FloatField()),
+            s_util_s=Sum("observed_s", filter=known),
+        )
+        .order_by()
+    )
+    return {_usage_key(row): UtilizationSums(row["s_pct_s"] or 0.0, row["s_util_s"] or 0.0) for row in rows}
+
+
+def _stats_assemble(
+    organization_ids: Collection[int],
+    by_model: bool,
+    ledger: dict[_Key, tuple[LedgerSums, str | None]],
+    serving: dict[_Key, dict[str, Any]],
+    ttft: dict[_Key, Histogram],
+    utilization: dict[_Key, UtilizationSums],
+) -> list[ComparisonStats]:
+    if not by_model:
+        ledger = _per_fleet(ledger)
+    names = dict(Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name"))
+    profiles = gpu_model_profiles(organization_ids=organization_ids)
+    stats = []
+    for key in ledger.keys() | serving.keys() | ttft.keys() | utilization.keys():
+        sums, model = ledger.get(key, (LedgerSums(), None))
+        served = serving.get(key, {})
+        stats.append(
+            ComparisonStats(
+                fleet_id=key[0],
+                fleet_name=names.get(key[0], str(key[0])),
+                gpu_model=model if model is not None else key[1],
+                gpu_class=profiles.get(model or key[1] or "", ("", None))[1],
+                sums=sums,
+                serving=ServingSums(
+                    serving_s=float(served.get("s_serving_s") or 0.0),
+                    prompt_tokens=int(served.get("s_prompt") or 0),
+                    generation_tokens=int(served.get("s_generation") or 0),
+                    ttft=ttft.get(key),
+                ),
+                utilization=utilization.get(key, UtilizationSums()),
+            )
+        )
+    return stats
+
+
+def _per_fleet(per_model: dict[_Key, tuple[LedgerSums, str | None]]) -> dict[_Key, tuple[LedgerSums, str | None]]:
+    """Model rows rolled up per fleet; the fleet's model is its only one, or "mixed"."""
+    per_fleet: dict[_Key, tuple[LedgerSums, str | None]] = {}
+    for (fleet_id, model), (sums, _) in per_model.items():
+        key = (fleet_id, None)
+        if key not in per_fleet:
+            per_fleet[key] = (sums, model)
+            continue
+        merged, first_model = per_fleet[key]
+        per_fleet[key] = (_sums_merge(merged, sums), first_model if first_model == model else MIXED_MODEL)
+    return per_fleet
+
+
+def _stats_merge(parts: list[ComparisonStats]) -> ComparisonStats:
+    """One fleet's model rows as one row: the fleet as a whole (histograms merged, sums added)."""
+    if len(parts) == 1:
+        return parts[0]
+    models = {part.gpu_model for part in parts}
+    histograms = [part.serving.ttft for part in parts if part.serving.ttft is not None]
+    return ComparisonStats(
+        fleet_id=parts[0].fleet_id,
+        fleet_name=parts[0].fleet_name,
+        gpu_model=models.pop() if len(models) == 1 else MIXED_MODEL,
+        gpu_class=parts[0].gpu_class if len(models) == 1 else None,
+        sums=functools.reduce(_sums_merge, (part.sums for part in parts)),
+        serving=ServingSums(
+            serving_s=sum(part.serving.serving_s for part in parts),
+            prompt_tokens=sum(part.serving.prompt_tokens for part in parts),
+            generation_tokens=sum(part.serving.generation_tokens for part in parts),
+            ttft=histogram_merge(histograms, coarsen=True),
+        ),
+        utilization=UtilizationSums(
+            pct_s=sum(part.utilization.pct_s for part in parts),
+            observed_s=sum(part.utilization.observed_s for part in parts),
+        ),
+    )
+
+
+def _sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
+    """Two ``LedgerSums`` added (``LedgerTotals.merge`` raises on mixed currencies)."""
+    try:
+        totals = a.totals.merge(b.totals)
+    except CurrencyMismatchError as error:
+        raise CurrencyMismatchError(
+            f"{error}: a fleet holds lines in two currencies; money in different currencies is never added"
+        ) from error
+    return LedgerSums(
+        totals=totals,
+        electricity_known=a.electricity_known or b.electricity_known,
+        location_known=a.location_known or b.location_known,
+        market_known=a.market_known or b.market_known,
+        hardware_unpriced_h=a.hardware_unpriced_h + b.hardware_unpriced_h,
+        electricity_unpriced_h=a.electricity_unpriced_h + b.electricity_unpriced_h,
+        energy_counter_j=a.energy_counter_j + b.energy_counter_j,
+        energy_integrated_j=a.energy_integrated_j + b.energy_integrated_j,
+    )

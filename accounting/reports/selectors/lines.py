@@ -1,0 +1,62 @@
+"""The ledger lines a report reads, its filters, and GPU model names shared by every report."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from accounting.hardware import load_catalog
+from accounting.models import HardwareProfile, NodeHourLedger
+from accounting.profiles import UNKNOWN_MODEL
+
+# The ledger's label for a node whose GPUs are of several models (accounting.ledger_store).
+MIXED_MODEL = "mixed"
+
+
+@dataclass(frozen=True)
+class ReportFilters:
+    """Narrowing inside ``organization_ids``; an empty set does not filter. Ids, model keys, ISO currency codes."""
+
+    fleet_ids: frozenset[int] = frozenset()
+    site_ids: frozenset[int] = frozenset()
+    node_ids: frozenset[int] = frozenset()
+    gpu_models: frozenset[str] = frozenset()
+    currencies: frozenset[str] = frozenset()
+
+
+NO_FILTERS = ReportFilters()
+
+
+def ledger_lines(
+    *, organization_ids: Collection[int], start: datetime, end: datetime, filters: ReportFilters = NO_FILTERS
+) -> QuerySet[NodeHourLedger]:
+    """The ledger lines of the organizations in ``[start, end)``, filtered (served by the ledger_org_hour index)."""
+    lines = NodeHourLedger.objects.filter(
+        organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    )
+    narrowing = (
+        ("fleet_id", filters.fleet_ids),
+        ("site_id", filters.site_ids),
+        ("node_id", filters.node_ids),
+        ("gpu_model", filters.gpu_models),
+        ("currency", filters.currencies),
+    )
+    for field, values in narrowing:
+        if values:
+            lines = lines.filter(**{f"{field}__in": values})
+    return lines
+
+
+def gpu_model_profiles(*, organization_ids: Collection[int]) -> dict[str, tuple[str, str | None]]:
+    """GPU model key → (display name, class: enterprise / consumer), the organizations' own profiles winning."""
+    profiles: dict[str, tuple[str, str | None]] = {
+        UNKNOWN_MODEL: ("unknown model", None),
+        MIXED_MODEL: ("mixed models", None),
+    }
+    profiles |= {profile.key: (profile.display_name, profile.gpu_class.value) for profile in load_catalog()}
+    own = HardwareProfile.objects.filter(organization_id__in=organization_ids).order_by("organization_id", "key")
+    profiles |= {key: (name, gpu_class) for key, name, gpu_class in own.values_list("key", "display_name", "gpu_class")}
+    return profiles

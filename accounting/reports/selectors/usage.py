@@ -1,0 +1,246 @@
+"""The usage report: cost, energy, carbon and tokens per period bucket x group."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db.models import Count, F, Q, QuerySet
+from django.db.models.functions import TruncDay, TruncMonth
+
+from accounting.ledger import CurrencyMismatchError
+from accounting.models import NodeHourLedger
+from accounting.reports.aggregates import ledger_sums, ledger_sums_from
+from accounting.reports.metrics import LedgerSums
+from accounting.reports.periods import Granularity, bucket_end
+from accounting.reports.selectors.lines import NO_FILTERS, ReportFilters, gpu_model_profiles, ledger_lines
+from fleets.models import Fleet, Node, Organization, Site
+
+# Rows fetched per round trip when streaming a report (CSV): a few hundred kB each.
+STREAM_CHUNK_ROWS = 2000
+
+
+class GroupBy(enum.StrEnum):
+    NONE = "none"
+    ORGANIZATION = "organization"
+    FLEET = "fleet"
+    SITE = "site"
+    NODE = "node"
+    GPU_MODEL = "gpu_model"
+    CURRENCY = "currency"
+
+
+_GROUP_FIELDS = {
+    GroupBy.ORGANIZATION: "organization_id",
+    GroupBy.FLEET: "fleet_id",
+    GroupBy.SITE: "site_id",
+    GroupBy.NODE: "node_id",
+    GroupBy.GPU_MODEL: "gpu_model",
+    GroupBy.CURRENCY: "currency",
+}
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One bucket x group of the usage report. The bucket is cut to the period asked for.
+
+    ``group_key``: the id (organization, fleet, site, node), model key or currency
+    code as text; ``None`` without grouping. ``sums`` holds the unrounded totals
+    and their per-token figures (``sums.totals.cost_per_1m_tokens`` ...).
+    """
+
+    period_start: datetime
+    period_end: datetime
+    group_key: str | None
+    group_label: str | None
+    sums: LedgerSums
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    """One page of usage rows and the number of rows in all pages."""
+
+    count: int
+    rows: list[ReportRow]
+
+
+@dataclass(frozen=True)
+class _UsageQuery:
+    """The lines of one usage report, their bucket annotated, and the fields a row is keyed by (currency aside)."""
+
+    lines: QuerySet[NodeHourLedger]
+    keys: list[str]
+    organization_ids: Collection[int]
+    start: datetime
+    end: datetime
+    granularity: Granularity
+    group_by: GroupBy
+
+    def rows(self, offset: int, limit: int | None) -> QuerySet[Any]:
+        # Currency is in the GROUP BY so that money of two currencies can never be summed,
+        # even if the check were skipped; after the check it splits no row.
+        aggregated = self.lines.values(*self.keys, "currency").annotate(**ledger_sums())
+        ordered = aggregated.order_by(*self.keys, "currency")
+        return ordered[offset : None if limit is None else offset + limit]
+
+    def row(self, values: dict[str, Any], labels: dict[str, str]) -> ReportRow:
+        bucket = values.get("bucket") or self.start
+        key = None if self.group_by is GroupBy.NONE else str(values[_GROUP_FIELDS[self.group_by]])
+        return ReportRow(
+            period_start=max(bucket, self.start),
+            period_end=bucket_end(bucket, self.granularity, self.end),
+            group_key=key,
+            group_label=None if key is None else labels.get(key, key),
+            sums=ledger_sums_from(values, currency=values["currency"]),
+        )
+
+    def labels(self) -> dict[str, str]:
+        return _group_labels(self.group_by, self.organization_ids)
+
+
+def _usage_query(
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters,
+) -> _UsageQuery:
+    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+    keys = []
+    if granularity is Granularity.HOUR:
+        lines, keys = lines.annotate(bucket=F("hour_start")), ["bucket"]
+    elif granularity is Granularity.DAY:
+        lines, keys = lines.annotate(bucket=TruncDay("hour_start", tzinfo=UTC)), ["bucket"]
+    elif granularity is Granularity.MONTH:
+        lines, keys = lines.annotate(bucket=TruncMonth("hour_start", tzinfo=UTC)), ["bucket"]
+    if group_by is not GroupBy.NONE:
+        keys.append(_GROUP_FIELDS[group_by])
+    return _UsageQuery(lines, keys, organization_ids, start, end, granularity, group_by)
+
+
+def report_rows(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters = NO_FILTERS,
+    offset: int = 0,
+    limit: int | None = None,
+) -> list[ReportRow]:
+    """Cost, energy, carbon and tokens per bucket x group, ordered by bucket then group key.
+
+    ``offset`` / ``limit`` page through the rows in SQL. Raises ``CurrencyMismatchError``
+    when a row would add money in different currencies. Three queries.
+    """
+    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    _currency_check(query.lines, query.keys)
+    labels = query.labels()
+    return [query.row(values, labels) for values in query.rows(offset, limit)]
+
+
+def report_page(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters = NO_FILTERS,
+    offset: int = 0,
+    limit: int | None = None,
+) -> ReportPage:
+    """As ``report_rows``, with the number of rows in all pages (counted with the currency check)."""
+    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    count = _rows_counted_and_checked(query.lines, query.keys)
+    labels = query.labels()
+    return ReportPage(count=count, rows=[query.row(values, labels) for values in query.rows(offset, limit)])
+
+
+def report_rows_iter(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters = NO_FILTERS,
+) -> Iterator[ReportRow]:
+    """Every row of ``report_rows``, streamed from the database in chunks (for CSV of any length).
+
+    The currency check runs now, before the first row, so that a caller can still
+    answer with an error; the rows are read as they are consumed.
+    """
+    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    _currency_check(query.lines, query.keys)
+    labels = query.labels()
+    return (query.row(values, labels) for values in query.rows(0, None).iterator(chunk_size=STREAM_CHUNK_ROWS))
+
+
+def report_rows_count(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters = NO_FILTERS,
+) -> int:
+    """How many rows ``report_rows`` gives without paging; raises ``CurrencyMismatchError`` as it does."""
+    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    return _rows_counted_and_checked(query.lines, query.keys)
+
+
+def _rows_counted_and_checked(lines: QuerySet[NodeHourLedger], keys: list[str]) -> int:
+    """The number of report rows, and whether one mixes currencies, in one query over the grouped lines."""
+    if not keys:
+        _currency_check(lines, keys)
+        return 1 if lines.exists() else 0
+    per_row = lines.values(*keys).annotate(s_currencies=Count("currency", distinct=True)).order_by()
+    counted = per_row.aggregate(
+        s_rows=Count("s_currencies"), s_mixed=Count("s_currencies", filter=Q(s_currencies__gt=1))
+    )
+    if counted["s_mixed"]:
+        _currency_check(lines, keys)  # names the first mixed row
+    return int(counted["s_rows"])
+
+
+def _currency_check(lines: QuerySet[NodeHourLedger], keys: list[str]) -> None:
+    """Raise ``CurrencyMismatchError`` naming the first row whose lines are in more than one currency."""
+    where: dict[str, Any] = {}
+    if keys:
+        per_row = lines.values(*keys).annotate(s_currencies=Count("currency", distinct=True))
+        mixed = per_row.filter(s_currencies__gt=1).order_by(*keys).first()
+        if mixed is None:
+            return
+        where = {key: mixed[key] for key in keys}
+    currencies = sorted(lines.filter(**where).order_by().values_list("currency", flat=True).distinct())
+    if len(currencies) > 1:
+        row = ", ".join(f"{key}={value}" for key, value in where.items()) or "the whole period"
+        raise CurrencyMismatchError(
+            f"a report row ({row}) holds lines in {' and '.join(currencies)}; money in different currencies "
+            "is never added: filter by currency (currency=...) or group by site or currency"
+        )
+
+
+def _group_labels(group_by: GroupBy, organization_ids: Collection[int]) -> dict[str, str]:
+    """Display names of every possible group key of the organizations (one small query)."""
+    pairs: Any
+    if group_by is GroupBy.ORGANIZATION:
+        pairs = Organization.objects.filter(id__in=organization_ids).values_list("id", "name")
+    elif group_by is GroupBy.FLEET:
+        pairs = Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name")
+    elif group_by is GroupBy.SITE:
+        pairs = Site.objects.filter(organization_id__in=organization_ids).values_list("id", "name")
+    elif group_by is GroupBy.NODE:
+        pairs = Node.objects.filter(fleet__organization_id__in=organization_ids).values_list("id", "hostname")
+    elif group_by is GroupBy.GPU_MODEL:
+        pairs = [(key, name) for key, (name, _) in gpu_model_profiles(organization_ids=organization_ids).items()]
+    else:
+        pairs = []
+    return {str(key): label for key, label in pairs}

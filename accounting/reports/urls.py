@@ -1,0 +1,12 @@
+from django.urls import path
+
+from accounting.reports.token_views import PersonalTokenRevokeView, PersonalTokensView
+from accounting.reports.views import FleetComparisonView, SustainabilityReportView, UsageReportView
+
+urlpatterns = [
+    path("reports/usage/", UsageReportView.as_view(), name="reports-usage"),
+    path("reports/comparison/", FleetComparisonView.as_view(), name="reports-comparison"),
+    path("reports/sustainability/", SustainabilityReportView.as_view(), name="reports-sustainability"),
+    path("tokens/", PersonalTokensView.as_view(), name="personal-tokens"),
+    path("tokens/<int:token_id>/", PersonalTokenRevokeView.as_view(), name="personal-token-revoke"),
+]

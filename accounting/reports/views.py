@@ -1,0 +1,327 @@
+"""``/api/v1/reports/...``: usage, fleet comparison and sustainability, as JSON or CSV.
+
+Authentication: a browser session, or a personal token (``Authorization: Bearer
+wlp_...``); a node token is refused (403). Any member of an organization may read
+its reports, viewers included. Scoping: ``accounting.reports.scope``. Errors are
+answered in JSON whatever format was asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import APIException
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
+from rest_framework.views import APIView
+
+from accounting.ledger import CurrencyMismatchError
+from accounting.reports.authentication import PersonalTokenAuthentication
+from accounting.reports.output import comparison_row_output, sustainability_output, usage_row_output
+from accounting.reports.periods import Granularity
+from accounting.reports.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_response
+from accounting.reports.scope import (
+    report_filters,
+    report_fleet_ids,
+    report_organization,
+    report_organization_ids,
+    report_period,
+)
+from accounting.reports.selectors import (
+    GroupBy,
+    fleet_comparison,
+    report_page,
+    report_rows_iter,
+    sustainability_report,
+)
+from accounting.reports.serializers import (
+    ComparisonRowSerializer,
+    FactorSerializer,
+    PeriodInputSerializer,
+    ScopeInputSerializer,
+    UsageRowSerializer,
+    number,
+)
+
+# Usage rows per page: a month of daily rows for 16 groups; CSV is never paged.
+DEFAULT_PAGE_ROWS = 500
+MAX_PAGE_ROWS = 5000
+
+
+class MixedCurrencies(APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "mixed_currencies"
+    default_detail = "money in different currencies is never added: filter by currency or group by site or currency"
+
+
+_ERRORS = {
+    400: OpenApiResponse(description="bad parameters, or money in two currencies in one row"),
+    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
+    403: OpenApiResponse(description="a node token: node tokens are for the ingest API only"),
+    404: OpenApiResponse(description="an organization, fleet, site or node that is not among yours"),
+}
+
+
+class ReportView(APIView):
+    """What every report shares: authentication, JSON or CSV, and errors in JSON."""
+
+    authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, CurrencyMismatchError):
+            exc = MixedCurrencies(str(exc))
+        response = super().handle_exception(exc)
+        # A CSV holding an error message helps no client: errors are JSON whatever was asked.
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
+
+    @staticmethod
+    def wants_csv(request: Request) -> bool:
+        return request.accepted_renderer.format == CSVRenderer.format
+
+    @staticmethod
+    def params(serializer: serializers.Serializer) -> dict[str, Any]:
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+
+def _csv_name(report: str, start: datetime, end: datetime) -> str:
+    return f"wattledger-{report}-{start:%Y%m%dT%H}-{end:%Y%m%dT%H}.csv"
+
+
+def _page_links(request: Request, *, count: int, offset: int, limit: int) -> tuple[str | None, str | None]:
+    url = request.build_absolute_uri()
+    following = replace_query_param(url, "offset", offset + limit) if offset + limit < count else None
+    if offset <= 0:
+        return following, None
+    earlier = max(offset - limit, 0)
+    return following, remove_query_param(url, "offset") if earlier == 0 else replace_query_param(url, "offset", earlier)
+
+
+class UsageReportView(ReportView):
+    class InputSerializer(ScopeInputSerializer):
+        granularity = serializers.ChoiceField(
+            choices=[g.value for g in Granularity],
+            default=Granularity.DAY.value,
+            help_text="UTC buckets: hour, day, month, or total (one row per group for the whole period)",
+        )
+        group_by = serializers.ChoiceField(choices=[g.value for g in GroupBy], default=GroupBy.NONE.value)
+        site = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
+        node = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
+        gpu_model = serializers.ListField(
+            child=serializers.SlugField(max_length=64), required=False, help_text="GPU model key, e.g. h100-sxm"
+        )
+        currency = serializers.ListField(
+            child=serializers.RegexField(r"^[A-Z]{3}$"), required=False, help_text="ISO 4217 code, e.g. USD"
+        )
+        limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE_ROWS, default=DEFAULT_PAGE_ROWS)
+        offset = serializers.IntegerField(min_value=0, default=0)
+
+    @extend_schema_serializer(component_name="UsageReport")
+    class OutputSerializer(serializers.Serializer):
+        start = serializers.DateTimeField()
+        end = serializers.DateTimeField()
+        granularity = serializers.CharField()
+        group_by = serializers.CharField()
+        count = serializers.IntegerField(help_text="rows in all pages")
+        next = serializers.URLField(allow_null=True)
+        previous = serializers.URLField(allow_null=True)
+        results = UsageRowSerializer(many=True)
+
+    @extend_schema(
+        operation_id="reports_usage",
+        summary="Cost, energy, carbon and tokens per period bucket and group",
+        description=(
+            "Rows are period buckets (UTC) x group, ordered by bucket then group key, paged with limit/offset. "
+            "Money is rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
+            "refused (400): filter by currency or group by site or currency. With `Accept: text/csv` or "
+            "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields."
+        ),
+        parameters=[InputSerializer],
+        responses={
+            (200, "application/json"): OutputSerializer,
+            (200, CSV_MEDIA_TYPE): OpenApiTypes.STR,
+            **_ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Any:
+        params = self.params(self.InputSerializer(data=request.query_params))
+        start, end = report_period(params)
+        organization_ids = report_organization_ids(user=request.user, refs=params.get("organization", []))
+        query: dict[str, Any] = {
+            "organization_ids": organization_ids,
+            "start": start,
+            "end": end,
+            "granularity": Granularity(params["granularity"]),
+            "group_by": GroupBy(params["group_by"]),
+            "filters": report_filters(organization_ids=organization_ids, params=params),
+        }
+        if self.wants_csv(request):
+            rows: Iterator[Any] = (usage_row_output(row) for row in report_rows_iter(**query))
+            return csv_response(list(UsageRowSerializer().fields), rows, filename=_csv_name("usage", start, end))
+        offset, limit = params["offset"], params["limit"]
+        page = report_page(**query, offset=offset, limit=limit)
+        following, previous = _page_links(request, count=page.count, offset=offset, limit=limit)
+        answer = {
+            "start": start,
+            "end": end,
+            "granularity": params["granularity"],
+            "group_by": params["group_by"],
+            "count": page.count,
+            "next": following,
+            "previous": previous,
+            "results": [usage_row_output(row) for row in page.rows],
+        }
+        return Response(self.OutputSerializer(answer).data)
+
+
+class FleetComparisonView(ReportView):
+    class InputSerializer(ScopeInputSerializer):
+        by = serializers.ChoiceField(
+            choices=["fleet", "gpu_model"], default="fleet", help_text="one row per fleet, or per fleet and GPU model"
+        )
+        baseline = serializers.IntegerField(
+            min_value=1, required=False, help_text="fleet id whose figures the ratios (*_vs_baseline) divide by"
+        )
+
+    @extend_schema_serializer(component_name="FleetComparison")
+    class OutputSerializer(serializers.Serializer):
+        start = serializers.DateTimeField()
+        end = serializers.DateTimeField()
+        by = serializers.CharField()
+        baseline_fleet_id = serializers.IntegerField(allow_null=True)
+        results = ComparisonRowSerializer(many=True)
+
+    @extend_schema(
+        operation_id="reports_comparison",
+        summary="Fleets side by side: throughput, TTFT, cost, energy and carbon per token, utilization",
+        description=(
+            "Throughput is tokens per second of endpoint-hours that served tokens; TTFT P50/P99 come from the "
+            "period's histograms merged (bucket layouts coarsened onto their shared bounds). With `baseline`, "
+            "each figure is also given as a ratio to the baseline fleet as a whole (null where undefined, and "
+            "for money in another currency). CSV: `Accept: text/csv` or `?format=csv`."
+        ),
+        parameters=[InputSerializer],
+        responses={
+            (200, "application/json"): OutputSerializer,
+            (200, CSV_MEDIA_TYPE): OpenApiTypes.STR,
+            **_ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Any:
+        params = self.params(self.InputSerializer(data=request.query_params))
+        start, end = report_period(params)
+        organization_ids = report_organization_ids(user=request.user, refs=params.get("organization", []))
+        fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))
+        baseline = params.get("baseline")
+        if baseline is not None:
+            report_fleet_ids(organization_ids=organization_ids, ids=[baseline])
+        comparison = fleet_comparison(
+            organization_ids=organization_ids,
+            start=start,
+            end=end,
+            baseline_fleet_id=baseline,
+            by_model=params["by"] == "gpu_model",
+            fleet_ids=fleet_ids,
+        )
+        rows = [comparison_row_output(row) for row in comparison]
+        if self.wants_csv(request):
+            columns = list(ComparisonRowSerializer().fields)
+            return csv_response(columns, rows, filename=_csv_name("comparison", start, end))
+        answer = {"start": start, "end": end, "by": params["by"], "baseline_fleet_id": baseline, "results": rows}
+        return Response(self.OutputSerializer(answer).data)
+
+
+def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The report as ``metric,value`` lines: each figure, then each factor's fields."""
+    for name, value in shown.items():
+        if name != "factors":
+            yield {"metric": name, "value": value}
+    for factor in shown["factors"]:
+        prefix = f"factor:{factor['scope']}:{factor['source']}"
+        for name in ("origin", "licence", "attribution", "facility_kwh", "held_h"):
+            yield {"metric": f"{prefix}:{name}", "value": factor[name]}
+
+
+class SustainabilityReportView(ReportView):
+    class InputSerializer(PeriodInputSerializer):
+        organization = serializers.CharField(
+            required=False, max_length=200, help_text="organization id or slug; optional if you belong to one only"
+        )
+
+    @extend_schema_serializer(component_name="SustainabilityReport")
+    class OutputSerializer(serializers.Serializer):
+        organization_id = serializers.IntegerField()
+        organization = serializers.SlugField()
+        start = serializers.DateTimeField()
+        end = serializers.DateTimeField()
+        location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
+        location_tco2e = number("the same in tCO2e")
+        market_kgco2e = number("Scope 2, market-based: facility kWh x the sites' market factors; null when none")
+        market_tco2e = number("the same in tCO2e")
+        location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_*)")
+        market_unknown_facility_kwh = number("facility kWh without a market factor (not in market_*)")
+        embodied_kgco2e_central = number("Scope 3 share attributable to the period: embodied carbon amortized")
+        embodied_kgco2e_low = number("embodied, low estimate")
+        embodied_kgco2e_high = number("embodied, high estimate")
+        embodied_tco2e_central = number("embodied central, tCO2e")
+        unknown_model_gpu_h = number("GPU-hours of models without a hardware profile (no embodied figure)")
+        it_kwh = number("IT energy, kWh")
+        facility_kwh = number("facility energy, kWh")
+        pue = number("PUE used, energy-weighted: facility kWh / IT kWh")
+        tokens = serializers.IntegerField()
+        sci_gco2e_per_1k_tokens = number("SCI: (location-based + embodied central) gCO2e / tokens x 1000")
+        energy_counter_share = number("share of GPU energy measured by the NVML energy counter (0-1)")
+        energy_integrated_share = number("share of GPU energy integrated from power samples (0-1)")
+        grid_hourly_energy_share = number("share of facility energy weighed with a live or uploaded hourly value")
+        grid_annual_energy_share = number("share of facility energy weighed with the annual-average fallback")
+        grid_unknown_energy_share = number("share of facility energy with no grid intensity at all")
+        grid_hourly_h = number("node-hours with a live or uploaded hourly grid value")
+        grid_annual_h = number("node-hours with the annual-average fallback")
+        grid_unknown_h = number("node-hours with no grid intensity")
+        held_h = number("node-hours held")
+        observed_h = number("node-hours observed by the collectors")
+        missing_h = number("held but not observed: coverage gaps, hours")
+        coverage = number("observed / held (0-1)")
+        hardware_unpriced_h = number("node-hours with no price in force")
+        electricity_unpriced_h = number("node-hours with no tariff in force")
+        factors = FactorSerializer(many=True, help_text="every emission factor source used, with its licence")
+
+    @extend_schema(
+        operation_id="reports_sustainability",
+        summary="Scope 2 (location and market based), embodied carbon, energy, PUE, SCI and data quality",
+        description=(
+            "One organization over a period (`period=2026`, `2026-Q4`, `2026-11`, or start/end). Lists every "
+            "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
+            "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`."
+        ),
+        parameters=[InputSerializer],
+        responses={
+            (200, "application/json"): OutputSerializer,
+            (200, CSV_MEDIA_TYPE): OpenApiTypes.STR,
+            **_ERRORS,
+        },
+    )
+    def get(self, request: Request) -> Any:
+        params = self.params(self.InputSerializer(data=request.query_params))
+        start, end = report_period(params)
+        organization = report_organization(user=request.user, ref=params.get("organization"))
+        report = sustainability_report(organization_id=organization.pk, start=start, end=end)
+        shown = sustainability_output(report, organization)
+        if self.wants_csv(request):
+            return csv_response(
+                ["metric", "value"], _sustainability_metrics(shown), filename=_csv_name("sustainability", start, end)
+            )
+        return Response(self.OutputSerializer(shown).data)

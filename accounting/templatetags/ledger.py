@@ -1,0 +1,49 @@
+"""Display filters: money rounded once here (``money_quantize``), units shown with every number."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django import template
+
+from accounting.ledger import money_quantize
+
+register = template.Library()
+
+
+@register.filter
+def money(value: Any, currency: str = "USD") -> str:
+    if value is None:
+        return "—"
+    amount = money_quantize(Decimal(value), currency or "USD")
+    return f"{amount:,} {currency}"
+
+
+@register.filter
+def number(value: Any, places: int = 1) -> str:
+    if value is None:
+        return "—"
+    return f"{float(value):,.{int(places)}f}"
+
+
+@register.filter
+def kg_from_g(value: Any, places: int = 1) -> str:
+    return number(None if value is None else Decimal(value) / 1000, places)
+
+
+@register.filter
+def percent(value: Any, places: int = 0) -> str:
+    """A share 0-1 shown as a percentage."""
+    return "—" if value is None else f"{float(value) * 100:.{int(places)}f} %"
+
+
+@register.filter
+def duration(seconds: Any) -> str:
+    if seconds is None:
+        return "—"
+    seconds = float(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"

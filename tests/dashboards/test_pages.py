@@ -1,0 +1,175 @@
+"""Every dashboard page, with data and without, as each role: what a user would read on it."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import pytest
+
+from accounting.charts import figure_html, series_lines
+from fleets.models import Role
+from tests.dashboards.data import two_fleets
+from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+
+PAGES = ["/finance/", "/sustainability/", "/compare/", "/nodes/"]
+ROLES = [r.value for r in Role]
+
+
+@pytest.fixture
+def organization(db):
+    return OrganizationFactory(name="Acme AI", slug="acme-ai")
+
+
+def member(organization, role):
+    user = UserFactory(username=f"{role}-user")
+    MembershipFactory(user=user, organization=organization, role=role)
+    return user
+
+
+@pytest.fixture
+def fleets(organization):
+    return two_fleets(organization)
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_renders_with_data_for_every_role(client, organization, fleets, path, role):
+    client.force_login(member(organization, role))
+
+    response = client.get(path)
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "No data for this period yet" not in html
+    assert "Acme AI" in html
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_shows_an_empty_state_without_data(client, organization, path):
+    client.force_login(member(organization, "viewer"))
+
+    response = client.get(path)
+
+    assert response.status_code == 200
+    assert re.search(r"No (data for this period yet|nodes yet)", response.content.decode())
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_ask_anonymous_users_to_log_in(client, path):
+    response = client.get(path)
+
+    assert response.status_code == 302 and response.url.startswith("/accounts/login/")
+
+
+def test_finance_tiles_match_the_report_api_for_the_same_period(client, organization, fleets):
+    client.force_login(member(organization, "finance"))
+    page = client.get("/finance/?period=7d").content.decode()
+    period = client.get("/finance/?period=7d").context["period"]
+
+    api = client.get(
+        "/api/v1/reports/usage/",
+        {"start": period.start.isoformat(), "end": period.end.isoformat(), "granularity": "total", "currency": "USD"},
+    ).json()["results"][0]
+
+    assert _tile(page, "tile-cost") == Decimal(str(api["cost"]))
+    assert _tile(page, "tile-cost-per-1m") == Decimal(str(api["cost_per_1m_tokens"]))
+    assert _tile(page, "tile-idle") == Decimal(str(api["idle_cost"]))
+
+
+def test_sustainability_tiles_match_the_report_api(client, organization, fleets):
+    client.force_login(member(organization, "sustainability"))
+    response = client.get("/sustainability/?period=7d")
+    period = response.context["period"]
+
+    api = client.get(
+        "/api/v1/reports/sustainability/",
+        {"start": period.start.isoformat(), "end": period.end.isoformat(), "organization": "acme-ai"},
+    ).json()
+
+    assert _tile(response.content.decode(), "tile-location") == Decimal(str(api["location_tco2e"]))
+    assert _tile(response.content.decode(), "tile-sci") == Decimal(str(api["sci_gco2e_per_1k_tokens"]))
+    assert "annual" in response.content.decode()  # fallback hours are labelled in the data-quality panel
+
+
+def test_comparison_shows_consumer_cheaper_and_enterprise_faster_and_leaner(client, organization, fleets):
+    client.force_login(member(organization, "engineer"))
+    enterprise, _ = fleets
+
+    rows = client.get(f"/compare/?baseline={enterprise.pk}").context["rows"]
+
+    by_fleet = {row["fleet_name"]: row for row in rows}
+    assert by_fleet["consumer"]["cost_per_1m_tokens"] < by_fleet["enterprise"]["cost_per_1m_tokens"]
+    assert by_fleet["enterprise"]["ttft_p99_ms"] < by_fleet["consumer"]["ttft_p99_ms"]
+    assert by_fleet["enterprise"]["it_j_per_token"] < by_fleet["consumer"]["it_j_per_token"]
+    assert by_fleet["enterprise"]["cost_per_1m_tokens_vs_baseline"] == 1.0
+
+
+def test_the_period_picker_changes_the_figures(client, organization, fleets):
+    client.force_login(member(organization, "finance"))
+
+    week = client.get("/finance/?period=7d").context["total"]
+    last_month = client.get("/finance/?period=last-month").context.get("total")
+
+    assert week["cost"] > 0
+    assert last_month is None or last_month["cost"] != week["cost"]
+
+
+def test_a_bad_period_is_explained_and_the_default_shown(client, organization, fleets):
+    client.force_login(member(organization, "finance"))
+
+    response = client.get("/finance/?start=2026-13-01&end=2026-11-30")
+
+    assert response.status_code == 200
+    assert "start and end must be dates like 2026-11-01" in response.content.decode()
+
+
+def test_users_see_only_their_organizations_data(client, organization, fleets):
+    stranger = member(OrganizationFactory(name="Other Co", slug="other-co"), "admin")
+    client.force_login(stranger)
+
+    for path in PAGES:
+        html = client.get(path).content.decode()
+        assert "enterprise" not in html and "Acme AI" not in html
+    node_id = fleets[0].nodes.get().pk
+    assert client.get(f"/nodes/{node_id}/").status_code == 404
+
+
+def test_node_page_shows_gpus_serving_and_the_hourly_ledger(client, organization, fleets):
+    client.force_login(member(organization, "engineer"))
+    node = fleets[0].nodes.get()
+
+    response = client.get(f"/nodes/{node.pk}/")
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert html.count("GPU-enterprise-") == 8
+    for chart in ("chart-power", "chart-energy", "chart-util", "chart-memory", "chart-temp", "chart-tokens", "chart-ttft"):
+        assert f'id="{chart}"' in html
+    assert len(response.context["ledger"]) == 3
+
+
+def test_organization_switcher_only_accepts_the_users_organizations(client, organization, fleets):
+    user = member(organization, "viewer")
+    other = OrganizationFactory(name="Beta", slug="beta")
+    MembershipFactory(user=user, organization=other, role="viewer")
+    foreign = OrganizationFactory(name="Foreign", slug="foreign")
+    client.force_login(user)
+
+    assert client.post("/organization/", {"organization": foreign.pk, "next": "/finance/"}).status_code == 400
+    switched = client.post("/organization/", {"organization": other.pk, "next": "/finance/"})
+    assert switched.status_code == 302
+    assert "No data for this period yet" in client.get("/finance/").content.decode()
+
+
+def test_charts_are_built_in_python_without_http():
+    figure = series_lines("Power", "W", {"GPU 0": [(1, 100.0), (2, 200.0)]})
+
+    assert [trace.y for trace in figure.data] == [(100.0, 200.0)]
+    assert 'id="chart-x"' in figure_html(figure, div_id="chart-x")
+
+
+def _tile(html: str, tile_id: str) -> Decimal:
+    match = re.search(rf'id="{tile_id}">.*?data-value="([^"]*)"', html, re.S)
+    assert match, f"tile {tile_id} not on the page"
+    return Decimal(match.group(1))
