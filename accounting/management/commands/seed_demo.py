@@ -1,33 +1,105 @@
-"""``manage.py seed_demo``: the demo organization and its admin login (idempotent)."""
+"""``manage.py seed_demo``: the demo organization, its two fleets and their history, through the real path.
+
+Safe to run again: it updates the inventory in place and sends only the
+history that is missing. See ``accounting.demo`` for what it creates.
+"""
 
 from __future__ import annotations
 
+import argparse
+import os
+import time
+from datetime import UTC, datetime
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
-from django.db import transaction
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from fleets.models import Membership, Role
-from fleets.services import organization_get_or_create
+from accounting.demo import spec
+from accounting.demo.backfill import BackfillError
+from accounting.demo.seed import SeedOptions, SeedReport, demo_seed, history_settings, window
+from accounting.demo.server import ServerError
+from accounting.demo.summary import fleet_figures
+from accounting.demo.tokens import demo_dir
 
-DEMO_ORGANIZATION = "Demo AI"
-DEMO_USERNAME = "admin"
-DEMO_PASSWORD = "wattledger-demo"  # noqa: S105 - a local demo login, printed on purpose
+
+def _aware(value: str) -> datetime:
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{value!r} must say its time zone, e.g. 2026-01-01T12:00:00Z")
+    return moment.astimezone(UTC)
 
 
 class Command(BaseCommand):
-    help = "Create the demo organization with an admin login. Safe to run again."
+    help = (
+        "Create (or update) the demo organization 'Demo AI' with an enterprise (H100) and a consumer (RTX 4090) "
+        "fleet, and backfill their history through simulated collectors, the ingest API, rollups and the ledger. "
+        "Safe to run again: it resumes without duplicating data."
+    )
 
-    @transaction.atomic
-    def handle(self, *args: Any, **options: Any) -> None:
-        organization, _ = organization_get_or_create(name=DEMO_ORGANIZATION)
-        user, created = get_user_model().objects.get_or_create(
-            username=DEMO_USERNAME, defaults={"is_staff": True, "is_superuser": True}
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--days", type=float, default=14, help="days of history to backfill (default 14)")
+        parser.add_argument("--no-backfill", action="store_true", help="only the inventory, prices and intensity")
+        parser.add_argument(
+            "--server", metavar="URL", help="send the history to this server (default: a temporary one on 127.0.0.1)"
         )
-        if created:
-            user.set_password(DEMO_PASSWORD)
-            user.save()
-        Membership.objects.get_or_create(user=user, organization=organization, defaults={"role": Role.ADMIN})
-        self.stdout.write(f"Demo organization: {organization.name}")
-        self.stdout.write(f"Login: {DEMO_USERNAME} / {DEMO_PASSWORD}  (local demo only)")
+        # For tests and benchmarks: a fixed window, a shorter one, another sample interval.
+        parser.add_argument("--end", type=_aware, help=argparse.SUPPRESS)
+        parser.add_argument("--hours", type=float, help=argparse.SUPPRESS)
+        parser.add_argument("--sample-interval", type=float, help=argparse.SUPPRESS)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        days = options["hours"] / 24 if options["hours"] else options["days"]
+        if not 0 < days <= 28:
+            raise CommandError("--days must be more than 0 and at most 28 (raw samples are kept 30 days)")
+        start, end = window(end=options["end"], days=days)
+        seed_options = SeedOptions(
+            start=start,
+            end=end,
+            backfill=not options["no_backfill"],
+            server_url=options["server"],
+            history=history_settings(options["sample_interval"]),
+        )
+        started = time.monotonic()
+        self.stdout.ending = ""  # progress bars end their own lines, or redraw them with "\r"
+        try:
+            report = demo_seed(options=seed_options, stream=self.stdout)
+        except (BackfillError, ServerError) as error:
+            raise CommandError(str(error)) from None
+        except KeyboardInterrupt:
+            raise CommandError("interrupted; run seed_demo again to resume where it stopped") from None
+        finally:
+            self.stdout.ending = "\n"
+        self._summary(report, seed_options, time.monotonic() - started)
+
+    def _summary(self, report: SeedReport, options: SeedOptions, elapsed_s: float) -> None:
+        out = self.stdout
+        out.write(
+            f"Demo organization: {report.organization.name}: {len(report.nodes)} nodes in 2 fleets, "
+            f"history from {report.since:%Y-%m-%d %H:%M} UTC"
+        )
+        if options.backfill:
+            steps = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.timings_s.items())
+            out.write(
+                f"Seeded in {elapsed_s:.1f} s ({steps}); {report.node_days_sent:.2f} node-days sent "
+                f"from {report.backfilled_nodes} node(s)"
+            )
+            self._figures(report, options)
+        out.write(f"Collector tokens and node list: {demo_dir()}/ (bin/demo-collectors reads them)")
+        host, port = os.environ.get("DEMO_HOST", "127.0.0.1"), os.environ.get("DEMO_PORT", "8000")
+        out.write(self.style.SUCCESS(f"Open http://{host}:{port}/  (admin: http://{host}:{port}/admin/)"))
+        out.write(self.style.SUCCESS(f"Login: {spec.USERNAME} / {spec.PASSWORD}  (local demo only)"))
+
+    def _figures(self, report: SeedReport, options: SeedOptions) -> None:
+        self.stdout.write(f"{'fleet':<12}{'cost/1M tokens':>16}{'P99 TTFT':>11}{'J/token':>10}{'gCO2e/1k tok':>14}")
+        for figures in fleet_figures(organization=report.organization, start=report.since, end=options.end):
+            cost = figures.cost_per_1m_tokens
+            p99 = figures.p99_ttft_s
+            joules = figures.j_per_token
+            grams = figures.g_per_1k_tokens
+            self.stdout.write(
+                f"{figures.fleet:<12}"
+                + (f"{cost:>12.4f} {figures.currency}" if cost is not None else f"{'-':>16}")
+                + (f"{p99 * 1000:>8.0f} ms" if p99 is not None else f"{'-':>11}")
+                + (f"{joules:>10.4f}" if joules is not None else f"{'-':>10}")
+                + (f"{grams:>14.4f}" if grams is not None else f"{'-':>14}")
+            )

@@ -1,0 +1,157 @@
+"""``seed_demo``'s steps: inventory, tokens, simulated grid intensity, backfill, rollups and ledger.
+
+Every step is idempotent, so running it again resumes: the inventory is
+updated in place (a changed price recomputes the stored lines), a node's
+history is sent only where it is missing (see ``backfill.missing_ranges``), and
+the queues hold only what changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounting.demo import spec
+from accounting.demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges
+from accounting.demo.intensity import shaped_hours
+from accounting.demo.inventory import DemoNode, demo_inventory_seed
+from accounting.demo.progress import Progress, Stream
+from accounting.demo.queues import ledger_drain, ledger_missing_mark, rollup_drain
+from accounting.demo.server import temporary_server
+from accounting.demo.tokens import node_list_write, node_token_ensure
+from accounting.intensity import intensity_store
+from accounting.ledger_store import ledger_mark
+from fleets.models import Organization
+
+# Simulated intensity runs this far past the window, as a forecast, so a running demo keeps it.
+INTENSITY_AHEAD = timedelta(days=2)
+# The history's sample interval: coarse enough to send two weeks of 8 nodes in a couple of
+# minutes on two cores, fine enough that every interval is bridged (TELEMETRY_GPU_MAX_GAP_S).
+HISTORY_SAMPLE_INTERVAL_S = 30.0
+# One hour per batch: ~960 GPU rows for 8 GPUs at 30 s, well inside the wire's limits;
+# fewer, larger requests are what makes the backfill fast.
+HISTORY_BATCH_SECONDS = 3600.0
+# Serving counters are cumulative, so a coarser scrape loses no token; the TTFT histogram
+# is cumulative too. Half the serving rows of a 30 s scrape: the rollup's largest cost.
+HISTORY_SERVING_INTERVAL_S = 60.0
+
+
+@dataclass(frozen=True)
+class SeedOptions:
+    start: datetime
+    end: datetime
+    backfill: bool = True
+    server_url: str | None = None
+    history: BackfillSettings = field(default_factory=lambda: history_settings())
+
+
+@dataclass
+class SeedReport:
+    organization: Organization
+    nodes: list[DemoNode]
+    since: datetime
+    backfilled_nodes: int = 0
+    node_days_sent: float = 0.0
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+
+def history_settings(sample_interval_s: float | None = None) -> BackfillSettings:
+    interval = sample_interval_s or min(HISTORY_SAMPLE_INTERVAL_S, float(settings.TELEMETRY_GPU_MAX_GAP_S))
+    serving = min(HISTORY_SERVING_INTERVAL_S, float(settings.TELEMETRY_SERVING_MAX_GAP_S))
+    return BackfillSettings(interval, max(interval, HISTORY_BATCH_SECONDS), max(interval, serving))
+
+
+def window(*, end: datetime | None, days: float) -> tuple[datetime, datetime]:
+    """``[start, end)``: ``end`` defaults to now (to the minute); ``start`` is ``days`` before, on an hour."""
+    end = (end or timezone.now()).replace(second=0, microsecond=0)
+    start = (end - timedelta(days=days)).replace(minute=0, second=0, microsecond=0)
+    return start, end
+
+
+def demo_seed(*, options: SeedOptions, stream: Stream) -> SeedReport:
+    timings: dict[str, float] = {}
+    with _timed(timings, "inventory"):
+        inventory = demo_inventory_seed(window_start=options.start)
+        organization, nodes = inventory.organization, inventory.nodes
+        _tokens_ensure(nodes)
+        since = min(node.node.commissioned_at or options.start for node in nodes)
+        _intensity_seed(organization, nodes, since=since, end=options.end)
+        if inventory.changed:  # a price or an asset changed: recompute the lines already stored
+            ledger_mark(node_ids=[node.node.pk for node in nodes], start=since, end=options.end, now=timezone.now())
+    report = SeedReport(organization, nodes, since, timings_s=timings)
+    if options.backfill:
+        _history_seed(report, options, stream)
+    return report
+
+
+@contextmanager
+def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
+    started = time.monotonic()
+    yield
+    timings[name] = time.monotonic() - started
+
+
+@transaction.atomic
+def _tokens_ensure(nodes: list[DemoNode]) -> None:
+    for node in nodes:
+        node_token_ensure(node=node.node)
+    node_list_write(rows=[(n.node.hostname, n.spec.simulate, spec.SEED) for n in nodes])
+
+
+def _intensity_seed(organization: Organization, nodes: list[DemoNode], *, since: datetime, end: datetime) -> int:
+    """The demo zones' hours from ``since`` to a little past ``end``, as the organization's own simulated source."""
+    zones = {node.node.site.grid_zone: node.node.site.time_zone for node in nodes if node.node.site.grid_zone}
+    start, stop, now = since.replace(minute=0, second=0, microsecond=0), end + INTENSITY_AHEAD, timezone.now()
+    values = [
+        value
+        for zone, time_zone in sorted(zones.items())
+        for value in shaped_hours(
+            zone=zone, time_zone=time_zone, start=start, end=stop, now=now, source=spec.SIMULATED_INTENSITY_SOURCE
+        )
+    ]
+    return intensity_store(values=values, organization=organization, now=now)
+
+
+def _history_seed(report: SeedReport, options: SeedOptions, stream: Stream) -> None:
+    jobs = _jobs(report.nodes, options, stream)
+    report.backfilled_nodes = len({job.node.node.pk for job in jobs})
+    report.node_days_sent = sum(job.days for job in jobs)
+    skipped = len(report.nodes) - len({job.node.node.pk for job in jobs})
+    if skipped:
+        stream.write(f"{skipped} node(s) already hold their whole window (or send it live): nothing to send\n")
+    if jobs:
+        server = nullcontext(options.server_url) if options.server_url else temporary_server(log_path=_log_path())
+        with _timed(report.timings_s, "backfill"), server as url:
+            progress = Progress(stream, "backfill", report.node_days_sent, "node-days acknowledged")
+            collectors_run(jobs=jobs, server_url=str(url), options=options.history, on_progress=progress.update)
+            progress.finish()
+    with _timed(report.timings_s, "rollup"):
+        rollup_drain(stream=stream)
+    with _timed(report.timings_s, "ledger"):
+        ledger_drain(stream=stream)
+        nodes = [node.node for node in report.nodes]
+        if ledger_missing_mark(nodes=nodes, start=report.since, end=options.end):
+            ledger_drain(stream=stream)
+
+
+def _jobs(nodes: list[DemoNode], options: SeedOptions, stream: Stream) -> list[Job]:
+    interval_s, jobs = options.history.sample_interval_s, []
+    for node in nodes:
+        ranges = missing_ranges(node=node, start=options.start, end=options.end, sample_interval_s=interval_s)
+        if ranges and ranges[-1][1] == options.end and not live_spool_settle(node.node.hostname):
+            stream.write(f"{node.node.hostname}: its live collector is running and sends the present itself\n")
+            ranges.pop()
+        jobs += [Job(node, first, last) for first, last in ranges]
+    return jobs
+
+
+def _log_path() -> Path:
+    return Path(settings.VAR_DIR) / "log" / "seed-demo-server.log"

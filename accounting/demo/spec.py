@@ -1,0 +1,239 @@
+"""The demo organization as data: sites, fleets, nodes, prices, tariffs and market factors, with their basis.
+
+Pure data (no ORM): ``accounting.demo.inventory`` writes it. Every site bills in
+USD, so fleet totals add up without exchange rates; European prices are
+converted once, here, at the rates below, and each comment gives the local figure.
+Prices are approximate public figures from 2025, for a demo, not quotes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+ORGANIZATION = "Demo AI"
+USERNAME = "admin"
+PASSWORD = "wattledger-demo"  # noqa: S105 - a local demo login, printed on purpose
+SEED = 2025  # the collectors' --seed: the same seed and hostname give the same GPUs and samples
+SIMULATED_INTENSITY_SOURCE = "simulated:annual-shaped"
+
+# Approximate 2025 averages; converting once keeps every site in USD.
+USD_PER_EUR = Decimal("1.10")
+USD_PER_SEK = Decimal("0.100")
+USD_PER_PLN = Decimal("0.265")
+
+
+def usd(amount: str, rate: Decimal = Decimal(1)) -> Decimal:
+    """A local price in USD, to 1/100 cent."""
+    return (Decimal(amount) * rate).quantize(Decimal("0.0001"))
+
+
+@dataclass(frozen=True)
+class Window:
+    """A time-of-use window in the site's local time (see ``accounting.tariff``)."""
+
+    name: str
+    start: str
+    end: str
+    price_per_kwh: Decimal
+    days: tuple[int, ...] | None = None  # Monday = 0; None: every day
+
+    def as_json(self) -> dict[str, object]:
+        raw: dict[str, object] = {
+            "name": self.name,
+            "start": self.start,
+            "end": self.end,
+            "price_per_kwh": str(self.price_per_kwh),
+        }
+        if self.days is not None:
+            raw["days"] = list(self.days)
+        return raw
+
+
+@dataclass(frozen=True)
+class MarketFactor:
+    gco2e_per_kwh: Decimal
+    source: str
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    name: str
+    grid_zone: str
+    country: str
+    pue: Decimal
+    time_zone: str
+    windows: tuple[Window, ...] = ()  # empty: no tariff (power is paid in the rent)
+    market: MarketFactor | None = None
+    currency: str = "USD"
+
+
+@dataclass(frozen=True)
+class PriceSpec:
+    """A ``NodePrice``: rented per GPU-hour, or owned (capex over a lifetime, plus opex per node-hour)."""
+
+    kind: str  # "rented" or "owned"
+    rate_per_gpu_h: Decimal | None = None
+    includes_power: bool = False
+    capex: Decimal | None = None
+    lifetime_years: Decimal | None = None
+    opex_per_h: Decimal = Decimal(0)
+
+
+@dataclass(frozen=True)
+class AssetSpec:
+    """How a node's cards were acquired: ``acquired_days_before`` the backfill window starts."""
+
+    acquired_days_before: int
+    prior_use_years: Decimal = Decimal(0)  # 0: bought new
+    expected_own_years: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    hostname: str
+    site: str
+    model: str  # the collector's --simulate model key
+    gpu_count: int
+    tenure: str
+    price: PriceSpec | None = None  # None: the fleet's default price
+    assets: tuple[AssetSpec, ...] = ()  # one per GPU, in index order; empty: no asset rows
+
+    @property
+    def simulate(self) -> str:
+        return f"{self.model}:{self.gpu_count}"
+
+
+@dataclass(frozen=True)
+class FleetSpec:
+    name: str
+    description: str
+    price: PriceSpec
+    nodes: tuple[NodeSpec, ...] = field(default_factory=tuple)
+
+
+# --- prices ----------------------------------------------------------------------
+
+# Lambda on-demand 8x H100 SXM, USD 2.99 per GPU-hour (2025 list price); power,
+# cooling and the host are in the rent, as with every cloud GPU rental.
+H100_RENT = PriceSpec("rented", rate_per_gpu_h=Decimal("2.99"), includes_power=True)
+# A rented RTX 4090 on a GPU marketplace: RunPod community cloud ~0.34, Vast.ai asks
+# mostly 0.35-0.50 USD per GPU-hour (2025); the host pays the electricity.
+RTX4090_RENT = PriceSpec("rented", rate_per_gpu_h=Decimal("0.40"), includes_power=True)
+# An owned 4 x RTX 4090 box: cards ~1,800 USD each (2025 street price; MSRP 1,599),
+# host (CPU, board, 128 GB RAM, 2 PSUs, chassis) ~2,400 USD, over 4 years; opex
+# 0.04 USD/h (~29 USD a month: internet share, spares, upkeep). Power is billed by the tariff.
+RTX4090_OWNED = PriceSpec(
+    "owned", capex=Decimal(4 * 1800 + 2400), lifetime_years=Decimal(4), opex_per_h=Decimal("0.04")
+)
+# The same box with second-hand cards (~1,300 USD each, 2025 used market), kept 3 years.
+RTX4090_OWNED_USED = PriceSpec(
+    "owned", capex=Decimal(4 * 1300 + 2400), lifetime_years=Decimal(3), opex_per_h=Decimal("0.04")
+)
+
+# --- sites -----------------------------------------------------------------------
+
+_WEEKDAYS = (0, 1, 2, 3, 4)
+_WEEKEND = (5, 6)
+
+SITES = (
+    SiteSpec(
+        "dc-sjc",
+        "US-CAL-CISO",
+        "US",
+        Decimal("1.20"),
+        "America/Los_Angeles",
+        # Illustrative: a solar PPA matching ~80 % of the load at 0 g, the rest at a
+        # CAISO residual mix of ~250 g.
+        market=MarketFactor(Decimal(50), "contract:sjc-solar-ppa-2025"),
+    ),
+    SiteSpec(
+        "home-sto",
+        "SE-SE3",
+        "SE",
+        Decimal("1.02"),
+        "Europe/Stockholm",
+        # Stockholm household, all-in (SE3 spot + grid fee + energy tax + VAT), with a
+        # time-of-use grid tariff ("tidstariff": high-load hours weekdays 06-22):
+        # ~2.30 SEK/kWh peak, ~1.50 SEK/kWh otherwise.
+        windows=(
+            Window("peak", "06:00", "22:00", usd("2.30", USD_PER_SEK), _WEEKDAYS),
+            Window("night", "22:00", "06:00", usd("1.50", USD_PER_SEK), _WEEKDAYS),
+            Window("weekend", "06:00", "06:00", usd("1.50", USD_PER_SEK), _WEEKEND),
+        ),
+        # A hydro contract backed by guarantees of origin counts as 0 g (GHG Protocol Scope 2).
+        market=MarketFactor(Decimal(0), "contract:hydro-guarantees-of-origin"),
+    ),
+    SiteSpec(
+        "home-ber",
+        "DE",
+        "DE",
+        Decimal("1.03"),
+        "Europe/Berlin",
+        # Berlin household, all-in ~0.39 EUR/kWh on average (BDEW 2025), with the
+        # time-variable grid fee of EnWG section 14a (module 3): high 17-21, low 23-06.
+        windows=(
+            Window("high", "17:00", "21:00", usd("0.44", USD_PER_EUR)),
+            Window("standard-day", "06:00", "17:00", usd("0.38", USD_PER_EUR)),
+            Window("standard-evening", "21:00", "23:00", usd("0.38", USD_PER_EUR)),
+            Window("low", "23:00", "06:00", usd("0.31", USD_PER_EUR)),
+        ),
+        # A standard supply contract: the residual mix (illustrative, of the order of the
+        # AIB residual mix for Germany; use the current AIB report for real reporting).
+        market=MarketFactor(Decimal(700), "residual-mix:AIB-DE-approx"),
+    ),
+    SiteSpec(
+        "home-waw",
+        "PL",
+        "PL",
+        Decimal("1.05"),
+        "Europe/Warsaw",
+        # Warsaw household on the two-zone G12 tariff, all-in (energy + distribution
+        # + VAT): ~1.10 PLN/kWh by day, ~0.70 PLN/kWh 13-15 and 22-06.
+        windows=(
+            Window("day", "06:00", "13:00", usd("1.10", USD_PER_PLN)),
+            Window("afternoon-off-peak", "13:00", "15:00", usd("0.70", USD_PER_PLN)),
+            Window("evening", "15:00", "22:00", usd("1.10", USD_PER_PLN)),
+            Window("night", "22:00", "06:00", usd("0.70", USD_PER_PLN)),
+        ),
+        # No green contract: the residual mix (illustrative, of the order of the AIB
+        # residual mix for Poland; use the current AIB report for real reporting).
+        market=MarketFactor(Decimal(800), "residual-mix:AIB-PL-approx"),
+    ),
+)
+
+# --- fleets and nodes --------------------------------------------------------------
+
+_NEW = AssetSpec(acquired_days_before=400)
+_NEWER = AssetSpec(acquired_days_before=150)
+# Ex-gaming cards bought after 1.5 years of use, kept 2.5 more.
+_USED = AssetSpec(acquired_days_before=200, prior_use_years=Decimal("1.5"), expected_own_years=Decimal("2.5"))
+
+FLEETS = (
+    FleetSpec(
+        "enterprise",
+        "Rented H100 SXM nodes in a San Jose data centre: low latency, power in the rent.",
+        H100_RENT,
+        (
+            NodeSpec("sjc-h100-01", "dc-sjc", "h100-sxm", 8, "rented"),
+            NodeSpec("sjc-h100-02", "dc-sjc", "h100-sxm", 8, "rented"),
+        ),
+    ),
+    FleetSpec(
+        "consumer",
+        "RTX 4090 boxes, owned at home sites and rented on a marketplace: cheap tokens, slower first token.",
+        RTX4090_OWNED,
+        (
+            NodeSpec("sto-4090-01", "home-sto", "rtx-4090", 4, "owned", assets=(_NEW,) * 4),
+            NodeSpec("sto-4090-02", "home-sto", "rtx-4090", 4, "rented", price=RTX4090_RENT),
+            NodeSpec("ber-4090-01", "home-ber", "rtx-4090", 4, "owned", assets=(_NEWER,) * 4),
+            NodeSpec("ber-4090-02", "home-ber", "rtx-4090", 4, "owned", price=RTX4090_OWNED_USED, assets=(_USED,) * 4),
+            NodeSpec("waw-4090-01", "home-waw", "rtx-4090", 4, "owned", assets=(_NEW, _NEW, _USED, _USED)),
+            NodeSpec("waw-4090-02", "home-waw", "rtx-4090", 4, "rented", price=RTX4090_RENT),
+        ),
+    ),
+)
+
+
+def all_nodes() -> list[tuple[FleetSpec, NodeSpec]]:
+    return [(fleet, node) for fleet in FLEETS for node in fleet.nodes]
