@@ -53,7 +53,7 @@ MODELS: dict[str, GpuModel] = {
     m.key: m
     for m in (
         GpuModel("h100-sxm", "NVIDIA H100 80GB HBM3", 700, 70, 80 * GIB, 6000, (0.035, 0.075), (32, 68)),
-        GpuModel("h100-pcie", "NVIDIA H100 PCIe", 350, 48, 80 * GIB, 4000, (0.045, 0.095), (34, 72)),
+        GpuModel("h100-pcie", "NVIDIA H100 PCIe", 350, 48, 80 * GIB, 5400, (0.040, 0.078), (34, 72)),
         GpuModel("a100-sxm", "NVIDIA A100-SXM4-80GB", 400, 55, 80 * GIB, 3600, (0.050, 0.120), (33, 70)),
         GpuModel("a100-pcie", "NVIDIA A100 80GB PCIe", 300, 45, 80 * GIB, 3100, (0.055, 0.130), (35, 74)),
         GpuModel("l40s", "NVIDIA L40S", 350, 35, 48 * GIB, 2600, (0.070, 0.180), (33, 75)),

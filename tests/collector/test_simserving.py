@@ -24,7 +24,7 @@ def p99_s(bounds: tuple[float, ...], before: tuple[int, ...], after: tuple[int, 
     return next(bound for bound, count in zip(bounds, deltas, strict=False) if count >= 0.99 * deltas[-1])
 
 
-@pytest.mark.parametrize(("spec", "per_gpu"), [("h100-sxm:8", 6000), ("rtx-4090:4", 3300)])
+@pytest.mark.parametrize(("spec", "per_gpu"), [("h100-sxm:8", 6000), ("h100-pcie:4", 5400), ("rtx-4090:4", 3300)])
 def test_generation_throughput_follows_the_model_and_the_load(spec: str, per_gpu: float) -> None:
     ep = endpoint(spec)
     ts = START + 16 * 3600  # the daily peak
@@ -52,7 +52,9 @@ def test_counters_are_cumulative_integers_and_the_histogram_is_consistent() -> N
     assert last.endpoint.epoch == str(float(START))
 
 
-@pytest.mark.parametrize(("spec", "low", "high"), [("h100-sxm:8", 0.04, 0.08), ("rtx-4090:4", 0.1, 0.5)])
+@pytest.mark.parametrize(
+    ("spec", "low", "high"), [("h100-sxm:8", 0.04, 0.08), ("h100-pcie:4", 0.04, 0.08), ("rtx-4090:4", 0.1, 0.5)]
+)
 def test_p99_ttft_under_peak_load_is_plausible_for_the_model(spec: str, low: float, high: float) -> None:
     ep = endpoint(spec)
     peak = START + 15 * 3600
