@@ -90,8 +90,13 @@ def scatter_points(
                 text=[label],
                 textposition="top center",
                 marker={"size": 14},
+                cliponaxis=False,
             )
         )
+    # From zero, with room at the sides: the labels of the extreme points stay inside the card.
+    figure.update_xaxes(rangemode="tozero")
+    figure.update_yaxes(rangemode="tozero")
+    figure.update_layout(margin={"l": 70, "r": 70, "t": 50, "b": 40})
     return figure
 
 
