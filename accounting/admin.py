@@ -81,28 +81,23 @@ class SiteMarketFactorAdmin(PricedAdmin):
     list_display = ["site", "gco2e_per_kwh", "source", "valid_from", "valid_to"]
 
 
-@admin.register(LedgerSettings)
-class LedgerSettingsAdmin(OrganizationScopedAdmin):
-    """A change of policy recomputes every line of the organization."""
-
-    list_display = ["organization", "amortization", "idle_util_threshold_pct"]
+class OrganizationWideAdmin(OrganizationScopedAdmin):
+    """For rows that feed every line of their organization: a change recomputes them all."""
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
         nodes = Node.objects.filter(fleet__organization_id=obj.organization_id).values_list("id", flat=True)
         ledger_mark_existing(node_ids=nodes, now=timezone.now())
+
+
+@admin.register(LedgerSettings)
+class LedgerSettingsAdmin(OrganizationWideAdmin):
+    list_display = ["organization", "amortization", "idle_util_threshold_pct"]
 
 
 @admin.register(HardwareProfile)
-class HardwareProfileAdmin(OrganizationScopedAdmin):
-    """Embodied figures feed every line of the organization: a change recomputes them."""
-
+class HardwareProfileAdmin(OrganizationWideAdmin):
     list_display = ["key", "display_name", "organization", "tdp_w", "embodied_central_kgco2e", "lifetime_years"]
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        nodes = Node.objects.filter(fleet__organization_id=obj.organization_id).values_list("id", flat=True)
-        ledger_mark_existing(node_ids=nodes, now=timezone.now())
 
 
 @admin.register(GpuAsset)

@@ -10,23 +10,13 @@ import pytest
 from django.utils import timezone
 
 from fleets.models import Gpu
-from fleets.services import credential_issue, credentials_revoke
+from fleets.services import credentials_revoke
 from telemetry.collector import wire
 from telemetry.models import CollectorStatus, GpuSample, ServingEndpoint, ServingSample
 from tests.factories import GpuFactory, NodeFactory
 from tests.telemetry.batches import make_batch
 
 URL = "/api/v1/ingest/"
-
-
-@pytest.fixture
-def node(db):
-    return NodeFactory(hostname="gpu-01")
-
-
-@pytest.fixture
-def token(node):
-    return credential_issue(node=node)
 
 
 def post(client, body, token, *, gzip_it=True, content_type="application/json", **headers):

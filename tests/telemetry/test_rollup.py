@@ -24,16 +24,6 @@ H = (int(time.time()) // HOUR_S - 2) * HOUR_S
 GIB = 2**30
 
 
-@pytest.fixture
-def node(db):
-    return NodeFactory(hostname="gpu-01")
-
-
-@pytest.fixture
-def token(node):
-    return credential_issue(node=node)
-
-
 def at(ts_s: float) -> datetime:
     return datetime.fromtimestamp(ts_s, tz=UTC)
 
