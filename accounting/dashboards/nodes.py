@@ -8,11 +8,12 @@ samples), bounded in time.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Sum
+from django.db.models import Avg, Max, Sum
+from django.db.models.functions import TruncDay, TruncHour, TruncMonth
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -29,6 +30,7 @@ from telemetry.status_api import node_status_data, node_statuses
 RECENT_RAW = timedelta(minutes=10)
 LEDGER_ROWS = 168  # a week of hours: the table is for reading, the API for exporting
 GIB = 1024**3
+_TRUNC = {"hour": TruncHour, "day": TruncDay, "month": TruncMonth}
 
 
 @login_required
@@ -60,7 +62,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     if node is None:
         raise Http404("no such node in your organizations")
     period, now = context["period"], timezone.now()
-    usage = list(gpu_hour_usage_for_node(node_id=node.pk, start=period.start, end=period.end))
+    usage = gpu_usage_by_bucket(node_id=node.pk, start=period.start, end=period.end, granularity=period.granularity)
     serving = list(endpoint_hour_usage_for_node(node_id=node.pk, start=period.start, end=period.end))
     return render(
         request,
@@ -70,7 +72,9 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             "section": "nodes",
             "node": node,
             "status": node_status_data(node, now=now),
-            "charts": _gpu_charts(usage) + _serving_charts(serving) + [_recent_raw_chart(node, now)],
+            "charts": _gpu_charts(usage, period.granularity)
+            + _serving_charts(serving)
+            + [_recent_raw_chart(node, now)],
             "has_usage": bool(usage),
             "gaps": node_gaps(node_id=node.pk, start=period.start, end=min(period.end, _hour(now))),
             "ledger": _ledger_rows(node, period.start, period.end),
@@ -82,25 +86,46 @@ def _hour(at: datetime) -> datetime:
     return at.replace(minute=0, second=0, microsecond=0)
 
 
-def _per_gpu(usage: list[Any], value: Any) -> dict[str, list[tuple[datetime, float | None]]]:
+def gpu_usage_by_bucket(*, node_id: int, start: datetime, end: datetime, granularity: str) -> list[dict[str, Any]]:
+    """Per GPU and hour, day or month: the period's hourly usage summed or averaged in SQL.
+
+    A quarter at daily granularity is 90 points per GPU and chart, not 2,160.
+    """
+    rows = gpu_hour_usage_for_node(node_id=node_id, start=start, end=end).order_by()
+    buckets = (
+        rows.annotate(bucket=_TRUNC[granularity]("hour_start", tzinfo=UTC))
+        .values("gpu__index", "bucket")
+        .annotate(
+            energy_j=Sum("energy_j"),
+            mean_power_w=Avg("mean_power_w"),
+            mean_util_pct=Avg("mean_util_pct"),
+            max_mem_used_bytes=Max("max_mem_used_bytes"),
+            mean_temp_c=Avg("mean_temp_c"),
+        )
+        .order_by("gpu__index", "bucket")
+    )
+    return [dict(row) for row in buckets]
+
+
+def _per_gpu(usage: list[dict[str, Any]], value: Any) -> dict[str, list[tuple[datetime, float | None]]]:
     series: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     for row in usage:
-        series[f"GPU {row.gpu.index}"].append((row.hour_start, value(row)))
+        series[f"GPU {row['gpu__index']}"].append((row["bucket"], value(row)))
     return dict(series)
 
 
-def _gpu_charts(usage: list[Any]) -> list[str]:
+def _memory_gib(row: dict[str, Any]) -> float | None:
+    return row["max_mem_used_bytes"] / GIB if row["max_mem_used_bytes"] else None
+
+
+def _gpu_charts(usage: list[dict[str, Any]], granularity: str) -> list[str]:
+    mean = f"mean per {granularity}"
     specs = [
-        ("power", "Mean power per GPU (hourly)", "W", lambda r: r.mean_power_w),
-        ("energy", "Energy per GPU", "kWh per hour", lambda r: r.energy_j / 3.6e6),
-        ("util", "GPU utilization (hourly mean)", "%", lambda r: r.mean_util_pct),
-        (
-            "memory",
-            "Memory used (hourly max)",
-            "GiB",
-            lambda r: r.max_mem_used_bytes / GIB if r.max_mem_used_bytes else None,
-        ),
-        ("temp", "Temperature (hourly mean)", "°C", lambda r: r.mean_temp_c),
+        ("power", f"Power per GPU ({mean})", "W", lambda r: r["mean_power_w"]),
+        ("energy", "Energy per GPU", f"kWh per {granularity}", lambda r: r["energy_j"] / 3.6e6),
+        ("util", f"GPU utilization ({mean})", "%", lambda r: r["mean_util_pct"]),
+        ("memory", f"Memory used (max per {granularity})", "GiB", _memory_gib),
+        ("temp", f"Temperature ({mean})", "°C", lambda r: r["mean_temp_c"]),
     ]
     return [
         figure_html(series_lines(title, unit, _per_gpu(usage, value)), div_id=f"chart-{key}")
@@ -133,11 +158,10 @@ def _histogram(row: Any) -> Histogram | None:
 
 def _recent_raw_chart(node: Node, now: datetime) -> str:
     """The last minutes of raw 1 Hz power: bounded in time, so it stays cheap on any fleet size."""
-    rows = (
-        GpuSample.objects.filter(gpu__node=node, ts__gte=now - RECENT_RAW)
-        .order_by("ts")
-        .values_list("gpu__index", "ts", "power_w")
-    )
+    recent = GpuSample.objects.filter(gpu__node=node, ts__gte=now - RECENT_RAW).order_by("-ts")
+    # At most a sample a second per GPU, whatever rate the collector runs at.
+    limit = int(RECENT_RAW.total_seconds()) * max(1, node.gpus.count())
+    rows = reversed(list(recent.values_list("gpu__index", "ts", "power_w")[:limit]))
     series: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     for index, ts, power_w in rows:
         series[f"GPU {index}"].append((ts, power_w))
