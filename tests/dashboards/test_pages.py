@@ -144,7 +144,15 @@ def test_node_page_shows_gpus_serving_and_the_hourly_ledger(client, organization
     html = response.content.decode()
     assert response.status_code == 200
     assert html.count("GPU-enterprise-") == 8
-    for chart in ("chart-power", "chart-energy", "chart-util", "chart-memory", "chart-temp", "chart-tokens", "chart-ttft"):
+    for chart in (
+        "chart-power",
+        "chart-energy",
+        "chart-util",
+        "chart-memory",
+        "chart-temp",
+        "chart-tokens",
+        "chart-ttft",
+    ):
         assert f'id="{chart}"' in html
     assert len(response.context["ledger"]) == 3
 
