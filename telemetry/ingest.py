@@ -10,15 +10,16 @@ marked for the hourly rollup in the same transaction.
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce, Greatest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from fleets.models import Gpu, Node
@@ -47,7 +48,12 @@ class ForeignGpu(WireError):
 
 
 def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestResult:
-    """Validate what needs the database, then store the batch in one transaction."""
+    """Validate what needs the database, then store the batch in one transaction.
+
+    The hot path (known GPUs and epochs, new samples) costs a handful of
+    statements whatever the batch size: one to resolve the GPUs, a binary COPY
+    per sample kind, one to mark the rollup, one for the collector status.
+    """
     _check_not_future(batch, received_at)
     oldest_s = (received_at - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)).timestamp()
     result = IngestResult()
@@ -55,11 +61,11 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
     # would hold a lock on the parent table until the batch commits.
     partitions_ensure(days=_batch_days(batch, oldest_s))
     with transaction.atomic():
-        gpu_ids = _gpus_resolve(node, batch.gpus)
-        gpu_epoch_ids = _gpu_epochs_resolve(batch.gpus, gpu_ids)
-        endpoint_ids, endpoint_epoch_ids = _endpoints_resolve(node, batch.endpoints, gpu_ids)
-        gpu_rows = _gpu_rows(batch, gpu_ids, gpu_epoch_ids, oldest_s)
-        serving_rows = _serving_rows(batch, endpoint_ids, endpoint_epoch_ids, oldest_s)
+        known = _gpu_refs_known(node, batch.gpus)
+        gpu_refs = known if known is not None else _gpu_refs_resolve(node, batch.gpus)
+        serving_refs = _endpoints_resolve(node, batch.endpoints) if batch.endpoints else []
+        gpu_rows = _gpu_rows(batch, gpu_refs, oldest_s)
+        serving_rows = _serving_rows(batch, serving_refs, oldest_s)
         _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_rows))
         _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_rows))
         _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows)
@@ -79,6 +85,37 @@ def _check_not_future(batch: Batch, received_at: datetime) -> None:
             "check the host's clock",
             status=422,
         )
+
+
+def _gpu_refs_known(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int]] | None:
+    """``(gpu id, epoch id)`` per entry of ``refs`` in one read, when every GPU is this node's, unchanged,
+    and every epoch known (a collector's steady state); ``None`` when anything is to write or refuse."""
+    if not refs:
+        return []
+    gpu, epoch = Gpu._meta.db_table, GpuEpoch._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'SELECT g.uuid, g.id, g.node_id, g."index", g.name, g.energy_counter_supported, e.epoch, e.id '  # noqa: S608
+            f'FROM "{gpu}" g JOIN "{epoch}" e ON e.gpu_id = g.id '
+            f"WHERE g.uuid IN ({', '.join(['%s'] * len(refs))}) AND e.epoch IN ({', '.join(['%s'] * len(refs))})",
+            [*(ref.uuid for ref in refs), *(ref.epoch for ref in refs)],
+        )
+        found = {(row[0], row[6]): row for row in cursor.fetchall()}
+    known = []
+    for ref in refs:
+        row = found.get((ref.uuid, ref.epoch))
+        fresh = (node.pk, ref.index, ref.name, ref.energy_counter_supported)
+        if row is None or row[2:6] != fresh:
+            return None
+        known.append((row[1], row[7]))
+    return known
+
+
+def _gpu_refs_resolve(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int]]:
+    """``(gpu id, epoch id)`` per entry of ``refs``, adding GPUs and epochs first seen and refreshing changed GPUs."""
+    gpu_ids = _gpus_resolve(node, refs)
+    epoch_ids = _gpu_epochs_resolve(refs, gpu_ids)
+    return [(gpu_ids[ref.uuid], epoch_ids[(ref.uuid, ref.epoch)]) for ref in refs]
 
 
 def _gpus_resolve(node: Node, refs: Sequence[GpuRef]) -> dict[str, int]:
@@ -119,12 +156,10 @@ def _gpu_epochs_resolve(refs: Sequence[GpuRef], gpu_ids: dict[str, int]) -> dict
     return {(by_gpu[r.gpu_id], r.epoch): r.id for r in rows}
 
 
-def _endpoints_resolve(
-    node: Node, refs: Sequence[EndpointRef], gpu_ids: dict[str, int]
-) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
-    node_gpu_ids = dict(Gpu.objects.filter(node=node).values_list("uuid", "id")) | gpu_ids
-    endpoint_ids: dict[str, int] = {}
-    epoch_ids: dict[tuple[str, str], int] = {}
+def _endpoints_resolve(node: Node, refs: Sequence[EndpointRef]) -> list[tuple[int, int]]:
+    """``(endpoint id, epoch id)`` per entry of ``refs``, adding or refreshing endpoints and epochs."""
+    node_gpu_ids = dict(Gpu.objects.filter(node=node).values_list("uuid", "id"))
+    resolved: list[tuple[int, int]] = []
     for ref in refs:
         unknown = [u for u in ref.gpu_uuids if u not in node_gpu_ids]
         if unknown:
@@ -132,14 +167,13 @@ def _endpoints_resolve(
                 f"endpoint {ref.url} names GPUs that are not on this node: {', '.join(unknown)}", status=422
             )
         endpoint = _endpoint_upsert(node, ref, [node_gpu_ids[u] for u in ref.gpu_uuids])
-        endpoint_ids[ref.url] = endpoint.pk
         epoch, _ = EndpointEpoch.objects.get_or_create(
             endpoint=endpoint, epoch=ref.epoch, defaults={"ttft_bucket_bounds_s": list(ref.ttft_bucket_bounds_s)}
         )
         if epoch.ttft_bucket_bounds_s != list(ref.ttft_bucket_bounds_s):
             raise WireError(f"endpoint {ref.url} changed its TTFT buckets within epoch {ref.epoch!r}", status=422)
-        epoch_ids[(ref.url, ref.epoch)] = epoch.pk
-    return endpoint_ids, epoch_ids
+        resolved.append((endpoint.pk, epoch.pk))
+    return resolved
 
 
 def _endpoint_upsert(node: Node, ref: EndpointRef, gpu_ids: list[int]) -> ServingEndpoint:
@@ -158,32 +192,42 @@ def _utc(ts_s: float) -> datetime:
     return datetime.fromtimestamp(ts_s, tz=UTC)
 
 
-def _gpu_rows(batch: Batch, gpu_ids: dict[str, int], epoch_ids: dict[tuple[str, str], int], oldest_s: float) -> list:
-    cols = batch.gpu_samples
-    refs = [(gpu_ids[r.uuid], epoch_ids[(r.uuid, r.epoch)]) for r in batch.gpus]
-    return [
-        (_utc(ts), *refs[ref], energy, mem, power, util, mem_util, temp)
-        for ref, ts, energy, mem, power, util, mem_util, temp in zip(
-            cols["gpu"], cols["ts"], cols["energy_j"], cols["mem_used_bytes"], cols["power_w"],
-            cols["util_pct"], cols["mem_util_pct"], cols["temp_c"], strict=True,
-        )
-        if ts >= oldest_s
-    ]  # fmt: skip
+_utc_fast = functools.partial(datetime.fromtimestamp, tz=UTC)  # _utc without a Python frame per call
 
 
-def _serving_rows(
-    batch: Batch, endpoint_ids: dict[str, int], epoch_ids: dict[tuple[str, str], int], oldest_s: float
-) -> list:
-    cols = batch.serving_samples
-    refs = [(endpoint_ids[r.url], epoch_ids[(r.url, r.epoch)]) for r in batch.endpoints]
-    return [
-        (_utc(ts), *refs[ref], prompt, generation, requests, buckets, ttft_sum)
-        for ref, ts, prompt, generation, requests, buckets, ttft_sum in zip(
-            cols["endpoint"], cols["ts"], cols["prompt_tokens"], cols["generation_tokens"], cols["requests"],
-            cols["ttft_bucket_counts"], cols["ttft_sum_s"], strict=True,
-        )
-        if ts >= oldest_s
-    ]  # fmt: skip
+def _kept(columns: dict[str, list[Any]], oldest_s: float) -> dict[str, list[Any]]:
+    """The columns without the rows older than retention (the same columns when none is)."""
+    stamps = columns["ts"]
+    if not stamps or min(stamps) >= oldest_s:
+        return columns
+    keep = [ts >= oldest_s for ts in stamps]
+    return {name: list(itertools.compress(column, keep)) for name, column in columns.items()}
+
+
+# Rows are built column-wise, with C-level ``map``/``zip``: no Python call per sample
+# but the datetime of each timestamp (which the binary COPY needs).
+
+
+def _gpu_rows(batch: Batch, refs: list[tuple[int, int]], oldest_s: float) -> list[tuple[Any, ...]]:
+    cols = _kept(batch.gpu_samples, oldest_s)
+    gpu_ids = [ref[0] for ref in refs]
+    epoch_ids = [ref[1] for ref in refs]
+    return list(zip(
+        map(_utc_fast, cols["ts"]), map(gpu_ids.__getitem__, cols["gpu"]), map(epoch_ids.__getitem__, cols["gpu"]),
+        cols["energy_j"], cols["mem_used_bytes"], cols["power_w"], cols["util_pct"], cols["mem_util_pct"],
+        cols["temp_c"], strict=True,
+    ))  # fmt: skip
+
+
+def _serving_rows(batch: Batch, refs: list[tuple[int, int]], oldest_s: float) -> list[tuple[Any, ...]]:
+    cols = _kept(batch.serving_samples, oldest_s)
+    endpoint_ids = [ref[0] for ref in refs]
+    epoch_ids = [ref[1] for ref in refs]
+    return list(zip(
+        map(_utc_fast, cols["ts"]), map(endpoint_ids.__getitem__, cols["endpoint"]),
+        map(epoch_ids.__getitem__, cols["endpoint"]), cols["prompt_tokens"], cols["generation_tokens"],
+        cols["requests"], cols["ttft_bucket_counts"], cols["ttft_sum_s"], strict=True,
+    ))  # fmt: skip
 
 
 def _batch_days(batch: Batch, oldest_s: float) -> set[date]:
@@ -212,26 +256,37 @@ def _rollup_mark(node: Node, result: IngestResult, gpu_rows: list, serving_rows:
     if not stored:
         return
     # A partial re-send marks the span of the whole kind: which rows were new is not known here.
-    stamps = [row[0] for rows in stored for row in rows]
-    rollup_pending_mark(node_id=node.pk, first_ts=min(stamps), last_ts=max(stamps), now=timezone.now())
+    first = min(min(rows, key=_row_ts)[0] for rows in stored)
+    last = max(max(rows, key=_row_ts)[0] for rows in stored)
+    rollup_pending_mark(node_id=node.pk, first_ts=first, last_ts=last, now=timezone.now())
+
+
+_row_ts = operator.itemgetter(0)
 
 
 def _status_update(node: Node, batch: Batch, received_at: datetime) -> None:
-    newest = max([*batch.gpu_samples["ts"], *batch.serving_samples["ts"]], default=None)
+    """Record what the batch says about its collector: one UPDATE, after the node's first batch."""
+    newest = max((max(c) for c in (batch.gpu_samples["ts"], batch.serving_samples["ts"]) if c), default=None)
     info = batch.collector
-    values = {
-        "last_report_at": received_at,
-        "collector_version": info.version,
-        "reported_hostname": info.hostname,
-        "dropped_batches": info.dropped_batches,
-        "spool_bytes": info.spool_bytes,
-        "sample_interval_s": info.sample_interval_s,
-    }
-    status, _ = CollectorStatus.objects.get_or_create(node=node, defaults={"last_report_at": received_at})
-    update: dict[str, Any] = {**values, "batches_accepted": F("batches_accepted") + 1}
-    if newest is not None:
-        # A backfill of old data must not make the node look stale: newest only moves forward.
-        newest_at = _utc(newest)
-        update["newest_sample_at"] = Greatest(Coalesce(F("newest_sample_at"), Value(newest_at)), Value(newest_at))
-        update["lag_s"] = max(0.0, received_at.timestamp() - newest)
-    CollectorStatus.objects.filter(pk=status.pk).update(**update)
+    newest_at = None if newest is None else _utc(newest)
+    # A backfill of old data must not make the node look stale: newest only moves forward.
+    lag_s = None if newest is None else max(0.0, received_at.timestamp() - newest)
+    table = CollectorStatus._meta.db_table
+    sql = (
+        f'UPDATE "{table}" SET last_report_at = %s, collector_version = %s, reported_hostname = %s, '  # noqa: S608
+        "dropped_batches = %s, spool_bytes = %s, sample_interval_s = %s, batches_accepted = batches_accepted + 1, "
+        "newest_sample_at = CASE WHEN %s IS NULL OR newest_sample_at >= %s THEN newest_sample_at ELSE %s END, "
+        "lag_s = COALESCE(%s, lag_s) WHERE node_id = %s"
+    )
+    at = connection.ops.adapt_datetimefield_value
+    params = [
+        at(received_at), info.version, info.hostname, info.dropped_batches, info.spool_bytes,
+        info.sample_interval_s, at(newest_at), at(newest_at), at(newest_at), lag_s, node.pk,
+    ]  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if cursor.rowcount:
+            return
+    CollectorStatus.objects.get_or_create(node=node, defaults={"last_report_at": received_at})
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)

@@ -13,11 +13,24 @@ the accounting app which node-hours to recompute (it reads and deletes them).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 
 from fleets.models import Gpu, Node
 from telemetry.energy import EnergyMethod
 from telemetry.fields import Float32Field
+
+
+class Int4ForeignKey(models.ForeignKey):
+    """A foreign key stored as a 4-byte ``integer`` whatever the target's key type.
+
+    For raw sample rows, where every byte is paid once per sample: GPU and epoch
+    ids stay far below 2**31, and 4 bytes less per id is ~8 % of a GPU sample on disk.
+    """
+
+    def db_type(self, connection: Any) -> str | None:
+        return str(connection.data_types["IntegerField"])
 
 
 class GpuEpoch(models.Model):
@@ -76,16 +89,16 @@ class GpuSample(models.Model):
 
     No foreign-key constraints: rows are loaded by COPY at high rate, and the
     ingest service has already resolved ``gpu_id`` and ``epoch_id`` itself.
+    Column types are the narrowest that hold the values (4-byte ids, ``real``
+    power, ``smallint`` percentages): bytes per row are paid billions of times.
     """
 
     pk = models.CompositePrimaryKey("gpu_id", "ts")
     ts = models.DateTimeField()
-    gpu = models.ForeignKey(Gpu, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
+    gpu = Int4ForeignKey(Gpu, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
     energy_j = models.FloatField(null=True, help_text="NVML total-energy counter, cumulative, J")
     mem_used_bytes = models.BigIntegerField(null=True)
-    epoch = models.ForeignKey(
-        GpuEpoch, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
-    )
+    epoch = Int4ForeignKey(GpuEpoch, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
     power_w = Float32Field(null=True)
     util_pct = models.SmallIntegerField(null=True)
     mem_util_pct = models.SmallIntegerField(null=True)

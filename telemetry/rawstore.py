@@ -1,19 +1,25 @@
 """Bulk insert of raw sample rows that skips rows already stored, per database.
 
-PostgreSQL: COPY into a session-local staging table, then one
-``INSERT ... SELECT ... ON CONFLICT DO NOTHING`` into the partitioned table;
-COPY is the fastest way in, and the conflict clause makes re-sent rows no-ops.
+PostgreSQL: a binary ``COPY`` straight into the partitioned table, inside a
+savepoint. That is the fastest way in, and the common case: a batch of new
+samples. If a row is already stored (a re-sent batch), the primary key refuses
+the COPY; the savepoint is rolled back and the rows go the careful way: COPY
+into a session-local staging table, then one ``INSERT ... SELECT ... ON
+CONFLICT DO NOTHING``, so stored rows are skipped.
 SQLite: ``INSERT OR IGNORE`` with ``executemany``. Both return the number of
 rows actually inserted.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from django.db import connection
+import psycopg.errors
+from django.db import connection, models, transaction
+from psycopg.types.json import Jsonb
 
 from telemetry.models import GpuSample, ServingSample
 
@@ -38,17 +44,27 @@ SERVING_COLUMNS = (
     "ttft_bucket_counts",
     "ttft_sum_s",
 )
-_TABLES = {"gpu_samples": GpuSample._meta.db_table, "serving_samples": ServingSample._meta.db_table}
+_MODELS: dict[str, type[models.Model]] = {"gpu_samples": GpuSample, "serving_samples": ServingSample}
 _JSON_COLUMNS = {"ttft_bucket_counts"}
 
 
 def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> int:
-    """Insert ``rows`` (tuples in ``columns`` order) into the raw table for ``kind``; return how many were new."""
-    table = _TABLES[kind]
-    rows = _json_encoded(columns, rows)
-    if connection.vendor == "postgresql":
-        return _insert_postgres(table, columns, rows)
-    return _insert_plain(table, columns, rows)
+    """Insert ``rows`` (tuples in ``columns`` order) into the raw table for ``kind``; return how many were new.
+
+    ``ts`` values are aware datetimes; JSON columns hold Python lists (or ``None``).
+    """
+    model = _MODELS[kind]
+    if connection.vendor != "postgresql":
+        return _insert_plain(model._meta.db_table, columns, _json_encoded(columns, rows))
+    if not rows:
+        return 0
+    types = _column_types(model, tuple(columns))
+    try:
+        with transaction.atomic():  # a savepoint: a refused COPY undoes only itself
+            _copy(model._meta.db_table, types, columns, rows)
+    except psycopg.errors.UniqueViolation:
+        return _insert_staged(model, types, columns, rows)
+    return len(rows)
 
 
 def _json_encoded(columns: Sequence[str], rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -64,23 +80,54 @@ def _json_encoded(columns: Sequence[str], rows: list[tuple[Any, ...]]) -> list[t
     return encoded
 
 
-def _insert_postgres(table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> int:
+def _insert_staged(
+    model: type[models.Model], types: list[str], columns: Sequence[str], rows: list[tuple[Any, ...]]
+) -> int:
+    table = model._meta.db_table
     stage = f"{table}_stage"
     column_list = ", ".join(f'"{c}"' for c in columns)
     with connection.cursor() as cursor:
-        # Lives as long as the connection; emptied at each commit.
+        # Lives as long as the connection; emptied at each commit (and here, for a second call in one).
         cursor.execute(
             f'CREATE TEMP TABLE IF NOT EXISTS "{stage}" (LIKE "{table}" INCLUDING DEFAULTS) ON COMMIT DELETE ROWS'
         )
-        with cursor.cursor.copy(f'COPY "{stage}" ({column_list}) FROM STDIN') as copy:
-            for row in rows:
-                copy.write_row(row)
+        cursor.execute(f'DELETE FROM "{stage}"')  # noqa: S608
+    _copy(stage, types, columns, rows)
+    with connection.cursor() as cursor:
         cursor.execute(
             f'INSERT INTO "{table}" ({column_list}) SELECT {column_list} FROM "{stage}" ON CONFLICT DO NOTHING'  # noqa: S608
         )
-        inserted = cursor.rowcount
-        cursor.execute(f'TRUNCATE "{stage}"')
-    return inserted
+        return cursor.rowcount
+
+
+@functools.cache
+def _column_types(model: type[models.Model], columns: tuple[str, ...]) -> list[str]:
+    """The PostgreSQL type of each column, from the model: a binary COPY must send exactly these."""
+    fields = {field.column: field for field in model._meta.concrete_fields}
+    return [str(fields[column].db_type(connection)) for column in columns]
+
+
+def _copy(table: str, types: list[str], columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
+    json_positions = [i for i, name in enumerate(columns) if name in _JSON_COLUMNS]
+    if json_positions:
+        rows = [_json_wrapped(row, json_positions) for row in rows]
+    column_list = ", ".join(f'"{c}"' for c in columns)
+    with connection.cursor() as cursor, cursor.cursor.copy(f'COPY "{table}" ({column_list}) FROM STDIN BINARY') as copy:
+        copy.set_types(types)
+        for row in rows:
+            copy.write_row(row)
+
+
+def _json_wrapped(row: tuple[Any, ...], positions: list[int]) -> tuple[Any, ...]:
+    values = list(row)
+    for i in positions:
+        if values[i] is not None:
+            values[i] = Jsonb(values[i], dumps=_json_dumps)
+    return tuple(values)
+
+
+def _json_dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
 
 
 def _insert_plain(table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> int:

@@ -26,7 +26,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from fleets.models import Gpu
-from telemetry import energy
+from telemetry import energy, rollup_sql
 from telemetry.energy.hours import hours_validated
 from telemetry.histogram import histogram_from_cumulative
 from telemetry.models import (
@@ -42,10 +42,11 @@ from telemetry.models import (
 
 logger = logging.getLogger(__name__)
 
-# Node-hours per transaction. One node-hour of 8 GPUs at 1 Hz is ~29k samples and
-# ~0.45 s to read and compute (SQLite or PostgreSQL, one core), so a claim of 6 holds
-# its locks ~3 s: ingest of that node waits for it when it re-marks a claimed hour
-# (and on SQLite every writer waits), so it must stay short.
+# Node-hours per transaction. One node-hour of 8 GPUs at 1 Hz is ~29k samples: ~0.1 s
+# to compute in PostgreSQL (``telemetry.rollup_sql``), ~0.45 s read and computed in
+# Python (SQLite), one core. A claim of 6 holds its locks ~0.6 s (~3 s on SQLite):
+# ingest of that node waits for it when it re-marks a claimed hour (and on SQLite
+# every writer waits), so it must stay short.
 HOURS_PER_CLAIM = 6
 
 # Raw columns in GpuPoint's field order after (owner, ts, epoch): rows become points positionally.
@@ -99,11 +100,17 @@ def rollup_pending_mark(*, node_id: int, first_ts: datetime, last_ts: datetime, 
     last_s = energy.hour_start_s_of((last_ts + gap).timestamp())
     # In hour order, so concurrent ingests of one node lock the rows in the same order.
     hours = range(first_s, last_s + 1, energy.HOUR_S)
-    rows = [RollupPending(node_id=node_id, hour_start=_utc(hour), marked_at=now) for hour in hours]
-    RollupPending.objects.bulk_create(
-        rows, update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["marked_at"]
-    )
-    return len(rows)
+    # One plain upsert (PostgreSQL and SQLite alike): it runs in every ingest request.
+    adapt = connection.ops.adapt_datetimefield_value
+    params = [value for hour in hours for value in (node_id, adapt(_utc(hour)), adapt(now))]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f'INSERT INTO "{RollupPending._meta.db_table}" (node_id, hour_start, marked_at) '  # noqa: S608
+            f"VALUES {', '.join(['(%s, %s, %s)'] * len(hours))} "
+            "ON CONFLICT (node_id, hour_start) DO UPDATE SET marked_at = excluded.marked_at",
+            params,
+        )
+    return len(hours)
 
 
 # --- computing one node's hours ----------------------------------------------------
@@ -182,6 +189,20 @@ def _gpu_point(row: tuple[Any, ...]) -> energy.GpuPoint:
 
 
 def _gpu_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime) -> list[GpuHourUsage]:
+    gpu_ids = list(Gpu.objects.filter(node_id=node_id).values_list("id", flat=True))
+    return [_gpu_usage_model(gpu_id, usage, computed_at) for gpu_id, usage in _gpu_usages(gpu_ids, hours_s)]
+
+
+def _gpu_usages(gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, energy.GpuHourUsage]]:
+    """``(gpu, pure usage)`` per hour with data. On PostgreSQL computed in the database, no sample read
+    into Python (``telemetry.rollup_sql``, equal to the pure function to the last bit); elsewhere by it."""
+    gap_s = settings.TELEMETRY_GPU_MAX_GAP_S
+    if connection.vendor == "postgresql" and gap_s <= rollup_sql.MAX_GAP_S:
+        return rollup_sql.gpu_usage_by_hour_sql(gpu_ids=gpu_ids, hour_runs=_hour_runs(hours_s), max_gap_s=gap_s)
+    return _gpu_usages_python(gpu_ids, hours_s)
+
+
+def _gpu_usages_python(gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, energy.GpuHourUsage]]:
     gap_s = settings.TELEMETRY_GPU_MAX_GAP_S
     source = _Source(
         samples=GpuSample.objects.all(),
@@ -190,8 +211,7 @@ def _gpu_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime)
         point=_gpu_point,
         usage=lambda points, run: energy.gpu_usage_by_hour(points, hour_starts_s=run, max_gap_s=gap_s),
     )
-    gpu_ids = list(Gpu.objects.filter(node_id=node_id).values_list("id", flat=True))
-    return [_gpu_usage_model(gpu_id, usage, computed_at) for gpu_id, usage in _owner_usage(source, gpu_ids, hours_s)]
+    return _owner_usage(source, gpu_ids, hours_s)
 
 
 def _gpu_usage_model(gpu_id: int, usage: energy.GpuHourUsage, computed_at: datetime) -> GpuHourUsage:

@@ -366,18 +366,55 @@ def _serving_samples(doc: Any, endpoints: Sequence[EndpointRef]) -> dict[str, li
     return columns
 
 
+# Column checks: a fast whole-column test (C-level ``map``/``min``/``max``, no Python call
+# per value) accepts a valid column; only a column that fails it is walked value by
+# value, which finds and names the first bad value. Same rules either way.
+_NUMBER_TYPES = frozenset({int, float})
+_INT_TYPES = frozenset({int})
+_NONE_TYPE = type(None)
+
+
+def _column_ok(column: list[Any], low: float, high: float, *, integer: bool, nullable: bool = True) -> bool:
+    """Whether every value is ``None`` (if ``nullable``) or a number within ``[low, high]`` (an int if ``integer``)."""
+    if not column:
+        return True
+    types = set(map(type, column))  # bool is its own type, so True/False fail here as they should
+    values = column
+    if _NONE_TYPE in types:
+        if not nullable:
+            return False
+        types.discard(_NONE_TYPE)
+        values = [value for value in column if value is not None]
+        if not values:
+            return True
+    if not types <= (_INT_TYPES if integer else _NUMBER_TYPES):
+        return False
+    try:
+        if not integer and not all(map(math.isfinite, values)):
+            return False
+        return low <= min(values) and max(values) <= high
+    except (OverflowError, TypeError):  # an int too large for a float: let the value-by-value walk decide
+        return False
+
+
 def _check_refs(column: list[Any], size: int, where: str) -> None:
+    if _column_ok(column, 0, size - 1, integer=True, nullable=False):
+        return
     for row, value in enumerate(column):
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < size:
             raise WireError(f"{where}[{row}]={value!r} does not name an entry of the {size} declared")
 
 
 def _check_timestamps(column: list[Any], where: str) -> None:
+    if _column_ok(column, 1.0e9, math.inf, integer=False, nullable=False):
+        return
     for row, value in enumerate(column):
         _number(value, f"{where}[{row}]", minimum=1.0e9)  # after 2001: catches ms or zero clocks
 
 
 def _check_nullable(column: list[Any], where: str, low: float, high: float, integer: bool) -> None:
+    if _column_ok(column, low, high, integer=integer):
+        return
     for row, value in enumerate(column):
         if value is None:
             continue

@@ -1,0 +1,430 @@
+"""bench-pages: dashboards and report endpoints over 90 days x 500 GPUs of hourly data.
+
+Seeds (once; ``--reseed`` to rebuild) an organization with two fleets (H100
+and RTX 4090 nodes, 8 GPUs each, 500 GPUs in all, one serving endpoint per
+node) and 90 days of hourly rows written straight by SQL: GPU-hour usage
+(~1.08M rows), endpoint-hour usage and the node-hour ledger (~140k rows each).
+Then every dashboard page and report endpoint that exists in the URL conf is
+requested up to ``--requests`` times within ``--budget-s`` seconds (at least 5
+times), in process (Django test client, a signed-in admin of the organization),
+for the 90-day period; median and p95 per URL.
+
+The 10x check: the pages are timed with raw GPU samples behind the last hours
+at 0.1 Hz, then again with the same hours at 1 Hz (10x the rows); pages read
+hourly rollups, so their p95 must not grow by more than 20 %.
+
+URLs that do not exist (yet) are listed as skipped, so the benchmark can be
+run again as pages land.
+
+    python -m bench.pages [--gpus 500] [--days 90] [--requests 20] [--budget-s 6] [--raw-hours 1] [--reseed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bench.common import django_setup, median, percentile, results_write, table_print, target, targets_print
+
+TARGET_P95_MS = 500
+TARGET_RAW_GROWTH = 0.20
+MIN_REQUESTS = 5
+ORG = "Bench Pages"
+GPUS_PER_NODE = 8
+FLEETS = (("enterprise", "NVIDIA H100 80GB HBM3", "h100-sxm"), ("consumer", "NVIDIA GeForce RTX 4090", "rtx-4090"))
+
+# Candidate URLs: (name, path, query). ``{node}`` is a bench node's id.
+DASHBOARDS = (
+    ("finance", "/finance/", "period=90d"),
+    ("sustainability", "/sustainability/", "period=90d"),
+    ("compare", "/compare/", "period=90d"),
+    ("nodes", "/nodes/", "period=90d"),
+    ("node", "/nodes/{node}/", "period=90d"),
+)
+REPORTS = (
+    ("reports/usage by fleet, daily", "/api/v1/reports/usage/", "{period}&group_by=fleet&granularity=day"),
+    ("reports/usage by node, total", "/api/v1/reports/usage/", "{period}&group_by=node&granularity=total"),
+    ("reports/usage, hourly", "/api/v1/reports/usage/", "{period}&granularity=hour"),
+    (
+        "reports/usage CSV by fleet, daily",
+        "/api/v1/reports/usage/",
+        "{period}&group_by=fleet&granularity=day&format=csv",
+    ),
+    ("reports/comparison", "/api/v1/reports/comparison/", "{period}"),
+    ("reports/sustainability", "/api/v1/reports/sustainability/", "{period}"),
+)
+
+
+# --- seeding -------------------------------------------------------------------------------------
+
+
+def inventory(gpus: int) -> dict[str, Any]:
+    """The bench organization, its fleets, nodes, GPUs and endpoints, and an admin user."""
+    from django.contrib.auth import get_user_model
+
+    from fleets.models import Gpu, Membership, Role
+    from fleets.services import node_enroll
+    from telemetry.models import EndpointEpoch, ServingEndpoint
+
+    nodes = []
+    for n in range((gpus + GPUS_PER_NODE - 1) // GPUS_PER_NODE):
+        fleet, name, _ = FLEETS[n % len(FLEETS)]
+        enrollment = node_enroll(
+            organization_name=ORG,
+            fleet_name=fleet,
+            site_name=f"site-{n % 3}",
+            hostname=f"pages-{n:03d}",
+            site_defaults={"grid_zone": "DE", "country": "DE"},
+        )
+        node = enrollment.node
+        count = min(GPUS_PER_NODE, gpus - n * GPUS_PER_NODE)
+        for i in range(count):
+            Gpu.objects.get_or_create(uuid=f"GPU-pages-{n:03d}-{i}", defaults={"node": node, "index": i, "name": name})
+        endpoint, _ = ServingEndpoint.objects.get_or_create(
+            node=node, url="http://127.0.0.1:8000/metrics", defaults={"kind": "vllm", "model_name": "llama-3.1-8b"}
+        )
+        endpoint.gpus.set(Gpu.objects.filter(node=node))
+        EndpointEpoch.objects.get_or_create(endpoint=endpoint, epoch="1", defaults={"ttft_bucket_bounds_s": [0.1, 1]})
+        nodes.append(node)
+    organization = nodes[0].fleet.organization
+    user, _ = get_user_model().objects.get_or_create(username="bench-pages", defaults={"is_staff": True})
+    Membership.objects.get_or_create(user=user, organization=organization, defaults={"role": Role.ADMIN})
+    return {"organization": organization, "nodes": nodes, "user": user}
+
+
+def seeded(nodes: list[Any], start: datetime, end: datetime) -> bool:
+    from accounting.models import NodeHourLedger
+
+    hours = int((end - start).total_seconds() // 3600)
+    return NodeHourLedger.objects.filter(node__in=nodes, hour_start__gte=start, hour_start__lt=end).count() == (
+        len(nodes) * hours
+    )
+
+
+def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
+    """Hourly usage and ledger rows for every node and hour of ``[start, end)``, by SQL."""
+    from django.db import connection
+
+    from accounting.models import NodeHourLedger
+    from telemetry.models import EndpointHourUsage, GpuHourUsage
+
+    node_ids = [node.pk for node in nodes]
+    with connection.cursor() as cursor:
+        for model in (GpuHourUsage, EndpointHourUsage):
+            owner = "gpu" if model is GpuHourUsage else "endpoint"
+            cursor.execute(
+                f"DELETE FROM {model._meta.db_table} WHERE {owner}_id IN "
+                f"(SELECT id FROM {'fleets_gpu' if owner == 'gpu' else 'telemetry_servingendpoint'} "
+                "WHERE node_id = ANY(%s))",
+                [node_ids],
+            )
+        cursor.execute(f"DELETE FROM {NodeHourLedger._meta.db_table} WHERE node_id = ANY(%s)", [node_ids])
+        hours = "generate_series(%(start)s::timestamptz, %(end)s::timestamptz - interval '1 hour', interval '1 hour') h"
+        load = "(0.5 + 0.35 * sin(extract(epoch FROM h) / 13751.0 + o.id))"
+        params = {"start": start, "end": end, "nodes": node_ids}
+        _insert(
+            cursor,
+            GpuHourUsage,
+            f"fleets_gpu o, {hours}",
+            "o.node_id = ANY(%(nodes)s)",
+            params,
+            {
+                "gpu_id": "o.id",
+                "hour_start": "h",
+                "energy_j": f"3600 * (70 + 630 * {load})",
+                "energy_counter_j": f"3600 * (70 + 630 * {load})",
+                "energy_integrated_j": "0",
+                "energy_method": "'counter'",
+                "observed_s": "3600",
+                "energy_covered_s": "3600",
+                "busy_s": f"3600 * {load}",
+                "mean_power_w": f"70 + 630 * {load}",
+                "max_power_w": f"90 + 630 * {load}",
+                "mean_util_pct": f"100 * {load}",
+                "mean_mem_util_pct": f"70 * {load}",
+                "mean_temp_c": f"32 + 36 * {load}",
+                "max_temp_c": "70",
+                "max_mem_used_bytes": "77309411328",
+                "reset_count": "0",
+                "computed_at": "now()",
+            },
+        )
+        _insert(
+            cursor,
+            EndpointHourUsage,
+            f"telemetry_servingendpoint o, {hours}",
+            "o.node_id = ANY(%(nodes)s)",
+            params,
+            {
+                "endpoint_id": "o.id",
+                "hour_start": "h",
+                "prompt_tokens": f"(2 * 8 * 6000 * 3600 * {load})::bigint",
+                "generation_tokens": f"(8 * 6000 * 3600 * {load})::bigint",
+                "requests": f"(8 * 6000 * 3600 * {load} / 256)::bigint",
+                "ttft_bucket_bounds_s": "'[0.1, 1]'::jsonb",
+                "ttft_bucket_counts": "'[900, 80, 20]'::jsonb",
+                "observed_s": "3600",
+                "reset_count": "0",
+                "computed_at": "now()",
+            },
+        )
+        _insert(
+            cursor,
+            NodeHourLedger,
+            f"fleets_node o JOIN fleets_fleet f ON f.id = o.fleet_id, {hours}",
+            "o.id = ANY(%(nodes)s)",
+            params,
+            {
+                "node_id": "o.id",
+                "hour_start": "h",
+                "organization_id": "f.organization_id",
+                "fleet_id": "o.fleet_id",
+                "site_id": "o.site_id",
+                "gpu_model": "CASE WHEN f.name = 'enterprise' THEN 'h100-sxm' ELSE 'rtx-4090' END",
+                "currency": "'USD'",
+                "held_h": "1",
+                "observed_s": "28800",
+                "gpu_count": "8",
+                "it_kwh": f"8 * (0.07 + 0.63 * {load})",
+                "facility_kwh": f"8 * 1.2 * (0.07 + 0.63 * {load})",
+                "pue": "1.2",
+                "electricity_cost": f"8 * 1.2 * (0.07 + 0.63 * {load}) * 0.25",
+                "hardware_cost": "8 * 2.5",
+                "cost": f"8 * 2.5 + 8 * 1.2 * (0.07 + 0.63 * {load}) * 0.25",
+                "location_co2e_g": f"8 * 1.2 * (0.07 + 0.63 * {load}) * 380",
+                "market_co2e_g": "NULL",
+                "embodied_co2e_g_low": "8 * 15",
+                "embodied_co2e_g_central": "8 * 20",
+                "embodied_co2e_g_high": "8 * 30",
+                "embodied_unknown_gpu_h": "0",
+                "prompt_tokens": f"(2 * 8 * 6000 * 3600 * {load})::bigint",
+                "generation_tokens": f"(8 * 6000 * 3600 * {load})::bigint",
+                "idle_gpu_h": "0",
+                "idle_cost": "0",
+                "idle_facility_kwh": "0",
+                "energy_method": "'gpu_sum'",
+                "energy_counter_j": f"8 * 3600 * (70 + 630 * {load})",
+                "energy_integrated_j": "0",
+                "electricity_status": "'priced'",
+                "tariff_price_per_kwh": "0.25",
+                "location_gco2e_per_kwh": "380",
+                "location_source": "'annual:DE'",
+                "location_is_fallback": "true",
+                "amortization": "'time'",
+                "computed_at": "now()",
+            },
+        )
+
+
+def _analyze() -> None:
+    """Planner statistics as autovacuum keeps them in a running system (fresh rows have none)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+
+def _insert(cursor: Any, model: Any, from_sql: str, where: str, params: dict[str, Any], values: dict[str, str]) -> None:
+    """INSERT ... SELECT over every concrete column: ``values`` where given, else a default for the column's kind."""
+    columns, expressions = [], []
+    for field in model._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        columns.append(f'"{field.column}"')
+        expressions.append(values.get(field.column) or _default(field))
+    cursor.execute(
+        f"INSERT INTO {model._meta.db_table} ({', '.join(columns)}) "
+        f"SELECT {', '.join(expressions)} FROM {from_sql} WHERE {where}",
+        params,
+    )
+
+
+def _default(field: Any) -> str:
+    if field.null:
+        return "NULL"
+    kind = field.get_internal_type()
+    if kind in ("CharField", "TextField", "SlugField"):
+        return "''"
+    if kind == "BooleanField":
+        return "false"
+    if kind == "DateTimeField":
+        return "now()"
+    if kind == "JSONField":
+        return "'[]'::jsonb"
+    return "0"
+
+
+# --- raw samples behind the last hours -------------------------------------------------------------
+
+
+def raw_load(nodes: list[Any], end: datetime, hours: int, *, every_s: int) -> int:
+    """Raw GPU samples for the last ``hours`` before ``end``, one every ``every_s`` seconds; return the rows."""
+    from django.db import connection
+
+    from telemetry.models import GpuEpoch
+    from telemetry.partitions import partitions_ensure
+
+    start = end - timedelta(hours=hours)
+    partitions_ensure(days={start.date(), (end - timedelta(seconds=1)).date()})
+    for node in nodes:
+        for gpu in node.gpus.all():
+            GpuEpoch.objects.get_or_create(gpu=gpu, epoch="boot/1")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO telemetry_gpusample (ts, gpu_id, epoch_id, energy_j, mem_used_bytes, power_w, util_pct, "
+            "mem_util_pct, temp_c) "
+            "SELECT %(start)s::timestamptz + make_interval(secs => s), g.id, e.id, 1e9 + 400 * s, 77309411328, "
+            "400, 60, 40, 55 FROM generate_series(0, %(seconds)s - 1, %(every)s) s, fleets_gpu g "
+            "JOIN telemetry_gpuepoch e ON e.gpu_id = g.id WHERE g.node_id = ANY(%(nodes)s) "
+            "ON CONFLICT DO NOTHING",
+            {"start": start, "seconds": hours * 3600, "every": every_s, "nodes": [n.pk for n in nodes]},
+        )
+        inserted = cursor.rowcount
+    _settle()
+    return inserted
+
+
+def _settle() -> None:
+    """Let the new rows' background work (hint bits, statistics, dirty pages) finish before timing."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE telemetry_gpusample")
+        cursor.execute("CHECKPOINT")
+
+
+def raw_clear(end: datetime, hours: int) -> None:
+    from bench.common import raw_days_empty
+
+    raw_days_empty({(end - timedelta(hours=hours)).date(), (end - timedelta(seconds=1)).date()})
+
+
+# --- timing ----------------------------------------------------------------------------------------
+
+
+def urls(node_id: int, start: datetime, end: datetime) -> tuple[list[tuple[str, str]], list[str]]:
+    """The candidate URLs that resolve, and the names of those that do not (yet)."""
+    from django.urls import Resolver404, resolve
+
+    period = f"start={start:%Y-%m-%dT%H:%M:%SZ}&end={end:%Y-%m-%dT%H:%M:%SZ}"
+    found, missing = [], []
+    for name, path, query in (*DASHBOARDS, *REPORTS):
+        path = path.format(node=node_id)
+        try:
+            resolve(path)
+        except Resolver404:
+            missing.append(f"{name} ({path})")
+            continue
+        found.append((name, f"{path}?{query.format(period=period)}"))
+    return found, missing
+
+
+def time_urls(client: Any, found: list[tuple[str, str]], requests: int, budget_s: float) -> dict[str, dict[str, Any]]:
+    """Median and p95 of each URL: ``requests`` timed requests, fewer (but ``MIN_REQUESTS``) past ``budget_s``."""
+    results = {}
+    for name, url in found:
+        response = client.get(url)  # warm-up (and the status check)
+        if response.status_code != 200:
+            results[name] = {"url": url, "status": response.status_code, "error": _body(response)[:300].decode()}
+            continue
+        samples: list[float] = []
+        deadline = time.perf_counter() + budget_s
+        while len(samples) < requests and (len(samples) < MIN_REQUESTS or time.perf_counter() < deadline):
+            begun = time.perf_counter()
+            response = client.get(url)
+            body = _body(response)  # a streamed (CSV) answer is produced as it is read
+            samples.append((time.perf_counter() - begun) * 1000)
+        results[name] = {
+            "url": url,
+            "status": response.status_code,
+            "median_ms": round(median(samples), 1),
+            "p95_ms": round(percentile(samples, 95), 1),
+            "requests": len(samples),
+            "bytes": len(body),
+        }
+    return results
+
+
+def _body(response: Any) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gpus", type=int, default=500)
+    parser.add_argument("--days", type=int, default=90)
+    parser.add_argument("--requests", type=int, default=20, help="timed requests per URL (after one warm-up)")
+    parser.add_argument(
+        "--budget-s", type=float, default=6.0, help=f"per URL: stop after this, {MIN_REQUESTS} at least"
+    )
+    parser.add_argument("--raw-hours", type=int, default=1, help="hours of raw samples behind the period's end")
+    parser.add_argument("--reseed", action="store_true")
+    args = parser.parse_args(argv)
+    django_setup()
+    from django.test import Client
+
+    now = datetime.now(tz=UTC)
+    end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    start = end - timedelta(days=args.days)
+    inv = inventory(args.gpus)
+    nodes = inv["nodes"]
+    if args.reseed or not seeded(nodes, start, end):
+        print(f"seeding {args.days} days x {args.gpus} GPUs of hourly rows ...", flush=True)
+        begun = time.perf_counter()
+        # A day more on each side, so that the rows stay valid for reruns over the next day.
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        seed(nodes, midnight - timedelta(days=args.days + 1), midnight + timedelta(days=2))
+        print(f"  seeded in {time.perf_counter() - begun:.0f} s", flush=True)
+    _analyze()
+    found, missing = urls(nodes[0].pk, start, end)
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(inv["user"])
+
+    raw_clear(end, args.raw_hours)
+    raw_rows = raw_load(nodes, end, args.raw_hours, every_s=10)
+    base = time_urls(client, found, args.requests, args.budget_s)
+    raw_rows_10x = raw_rows + raw_load(nodes, end, args.raw_hours, every_s=1)
+    tenfold = time_urls(client, found, args.requests, args.budget_s)
+
+    rows, metrics, targets = [], {"pages": {}}, {}
+    for name, _ in found:
+        first, second = base[name], tenfold[name]
+        if "p95_ms" not in first:
+            rows.append((name, f"HTTP {first['status']}", "", "", ""))
+            metrics["pages"][name] = first
+            continue
+        growth = second["p95_ms"] / first["p95_ms"] - 1
+        metrics["pages"][name] = {**first, "p95_ms_raw_10x": second["p95_ms"], "raw_10x_growth": round(growth, 3)}
+        rows.append((name, first["median_ms"], first["p95_ms"], second["p95_ms"], f"{100 * growth:+.0f} %"))
+        targets[f"p95_ms {name}"] = target(first["p95_ms"], TARGET_P95_MS)
+        # Tiny pages vary by a few ms either way: growth is judged beyond 20 ms of noise.
+        targets[f"raw_10x_growth {name}"] = target(
+            round(growth, 3) if second["p95_ms"] - first["p95_ms"] > 20 else 0.0, TARGET_RAW_GROWTH
+        )
+    metrics["skipped"] = missing
+    metrics["raw_rows"] = raw_rows
+    metrics["raw_rows_10x"] = raw_rows_10x
+    table_print(
+        "bench-pages (90-day period)", rows, header=("page", "median ms", "p95 ms", "p95 ms, raw x10", "growth")
+    )
+    if missing:
+        print("  skipped (not in the URL conf yet): " + ", ".join(missing))
+    targets_print(targets)
+    run = {
+        "gpus": args.gpus,
+        "nodes": len(nodes),
+        "days": args.days,
+        "requests_per_url": args.requests,
+        "budget_s_per_url": args.budget_s,
+        "raw_hours": args.raw_hours,
+        "raw_every_s": [10, 1],
+        "client": "Django test client, in process",
+        "user": "organization admin (session)",
+    }
+    print(f"\nwrote {results_write('pages', metrics=metrics, targets=targets, run=run)}")
+
+
+if __name__ == "__main__":
+    main()

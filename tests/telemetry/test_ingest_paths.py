@@ -1,0 +1,75 @@
+"""Ingest's fast paths give the same answers as the careful ones: known GPUs, optimistic COPY, one-statement updates."""
+
+from __future__ import annotations
+
+import time
+
+from fleets.models import Gpu
+from telemetry.models import CollectorStatus, GpuEpoch, GpuSample, RollupPending
+from tests.telemetry.batches import gpu_ref, make_batch
+from tests.telemetry.test_ingest import post
+
+NOW_S = float(int(time.time()) - 600)
+
+
+def test_a_known_gpu_that_reports_a_new_name_and_index_is_updated(client, node, token):
+    post(client, make_batch(gpus=1, seconds=2, start_s=NOW_S), token)
+    renamed = make_batch(gpus=1, seconds=2, start_s=NOW_S + 2)
+    renamed["gpus"][0] |= {"name": "NVIDIA H200", "index": 3, "energy_counter_supported": False}
+
+    response = post(client, renamed, token)
+
+    assert response.status_code == 200
+    gpu = Gpu.objects.get(node=node)
+    assert (gpu.name, gpu.index, gpu.energy_counter_supported) == ("NVIDIA H200", 3, False)
+
+
+def test_a_new_epoch_of_a_known_gpu_is_recorded_and_its_samples_point_to_it(client, node, token):
+    post(client, make_batch(gpus=1, seconds=2, start_s=NOW_S), token)
+    rebooted = make_batch(gpus=1, seconds=2, start_s=NOW_S + 2)
+    rebooted["gpus"] = [gpu_ref(0, epoch="boot-2/driver-1")]
+
+    post(client, rebooted, token)
+
+    epochs = dict(GpuEpoch.objects.values_list("epoch", "id"))
+    assert set(epochs) == {"boot-1/driver-1", "boot-2/driver-1"}
+    by_second = dict(GpuSample.objects.values_list("ts", "epoch_id"))
+    assert sorted(by_second.values()) == sorted([epochs["boot-1/driver-1"]] * 2 + [epochs["boot-2/driver-1"]] * 2)
+
+
+def test_a_partial_resend_stores_only_the_new_rows(client, node, token):
+    post(client, make_batch(gpus=2, seconds=5, start_s=NOW_S), token)
+
+    response = post(client, make_batch(gpus=2, seconds=10, start_s=NOW_S), token)
+
+    assert response.json()["stored"]["gpu_samples"] == 10
+    assert response.json()["duplicates"]["gpu_samples"] == 10
+    assert GpuSample.objects.count() == 20
+
+
+def test_a_batch_repeating_a_row_stores_it_once(client, node, token):
+    batch = make_batch(gpus=1, seconds=3, start_s=NOW_S)
+    for column in batch["gpu_samples"].values():
+        column.append(column[0])
+
+    response = post(client, batch, token)
+
+    assert response.json()["stored"]["gpu_samples"] == 3
+    assert response.json()["duplicates"]["gpu_samples"] == 1
+
+
+def test_collector_status_counts_every_batch_and_keeps_the_newest_sample(client, node, token):
+    post(client, make_batch(gpus=1, seconds=3, start_s=NOW_S), token)
+    post(client, make_batch(gpus=1, seconds=3, start_s=NOW_S - 300), token)  # a backfill of older data
+
+    status = CollectorStatus.objects.get(node=node)
+    assert status.batches_accepted == 2
+    assert status.newest_sample_at.timestamp() == NOW_S + 2
+
+
+def test_the_rollup_mark_spans_the_new_samples_hours(client, node, token, settings):
+    start_s = (int(NOW_S) // 3600 - 3) * 3600 + 3590.0  # ten seconds before an hour boundary
+    post(client, make_batch(gpus=1, seconds=20, start_s=start_s), token)
+
+    hours = sorted(int(h.timestamp()) for h in RollupPending.objects.values_list("hour_start", flat=True))
+    assert hours == [int(start_s) // 3600 * 3600, int(start_s) // 3600 * 3600 + 3600]

@@ -1,0 +1,75 @@
+"""Column validation of the wire format: the whole-column fast check accepts exactly what the per-value rules do."""
+
+from __future__ import annotations
+
+import math
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from telemetry.collector import wire
+from tests.telemetry.batches import make_batch
+
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=3),
+)
+
+
+def per_value_ok(column: list, low: float, high: float, integer: bool) -> bool:
+    """The per-value rules (``wire._int`` / ``wire._number``) on every non-null value."""
+    try:
+        for value in column:
+            if value is not None:
+                (wire._int if integer else wire._number)(value, "x", minimum=low, maximum=high)
+    except wire.WireError:
+        return False
+    return True
+
+
+@given(st.lists(values, max_size=8), st.booleans())
+def test_the_fast_column_check_accepts_exactly_what_the_per_value_rules_accept(column, integer):
+    low, high = (0, 100) if integer else (0.0, 5000.0)
+
+    try:
+        expected = per_value_ok(column, low, high, integer)
+    except OverflowError:  # an int too large for a float: the per-value rules cannot decide it either
+        return
+    assert wire._column_ok(column, low, high, integer=integer) == expected
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("util_pct", True, "gpu_samples.util_pct[3] must be an integer, got True"),
+        ("util_pct", 50.0, "gpu_samples.util_pct[3] must be an integer, got 50.0"),
+        ("power_w", "300", "gpu_samples.power_w[3] must be a number"),
+        ("temp_c", 151, "gpu_samples.temp_c[3]=151 is outside -40..150"),
+        ("gpu", 0.0, "gpu_samples.gpu[3]=0.0 does not name"),
+        ("ts", None, "gpu_samples.ts[3] must be a number, got None"),
+    ],
+)
+def test_a_bad_value_is_named_by_its_row(column, value, message):
+    batch = make_batch(gpus=1, seconds=5)
+    batch["gpu_samples"][column][3] = value
+
+    with pytest.raises(wire.WireError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        wire.batch_decode(orjson.dumps(batch))
+
+
+def test_valid_columns_pass_unchanged_nulls_and_integers_included():
+    batch = make_batch(gpus=2, seconds=3)
+    batch["gpu_samples"]["power_w"] = [None, 0, 412.5, 5000, 1.5, None]
+    batch["gpu_samples"]["temp_c"] = [-40, None, 0, 150, 61, None]
+
+    decoded = wire.batch_decode(orjson.dumps(batch))
+
+    assert decoded.gpu_samples["power_w"] == [None, 0, 412.5, 5000, 1.5, None]
+    assert [type(v) for v in decoded.gpu_samples["power_w"]] == [type(None), int, float, int, float, type(None)]
+    assert decoded.gpu_samples["temp_c"] == [-40, None, 0, 150, 61, None]
+    assert not math.isnan(decoded.sent_at)
