@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from accounting.grid.hours import floor_hour
 from accounting.intensity import intensity_for_hours
 from accounting.ledger import (
     AmortizationMethod,
@@ -44,6 +45,7 @@ from accounting.profiles import (
 from accounting.tariff import in_force
 from fleets.models import Gpu, Node
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
+from telemetry.rollup import rows_claim
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +263,7 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
 
 def ledger_mark(*, node_ids: Iterable[int], start: datetime, end: datetime, now: datetime) -> int:
     """Mark every hour of ``[start, end)`` of ``node_ids`` for recomputation (after a price change, say)."""
-    hours = _hours(_floor_hour(start), end)
+    hours = _hours(floor_hour(start), end)
     rows = [LedgerPending(node_id=n, hour_start=h, marked_at=now) for n in node_ids for h in hours]
     LedgerPending.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["marked_at"], batch_size=2000
@@ -275,21 +277,17 @@ def ledger_mark_held_hours(*, now: datetime, horizon: timedelta = timedelta(days
     Only the last ``horizon`` is looked at: older hours are covered by earlier runs
     (and by usage, which marks its own hours).
     """
-    last_complete = now.replace(minute=0, second=0, microsecond=0) - HOUR
+    last_complete = floor_hour(now) - HOUR
     start = last_complete - horizon + HOUR
     nodes = Node.objects.exclude(decommissioned_at__lt=start).exclude(commissioned_at__gt=last_complete)
     existing = set(NodeHourLedger.objects.filter(hour_start__gte=start).values_list("node_id", "hour_start"))
     marked = 0
     for node_id, commissioned_at in nodes.values_list("id", "commissioned_at"):
-        begin = max(start, _floor_hour(commissioned_at)) if commissioned_at else start
+        begin = max(start, floor_hour(commissioned_at)) if commissioned_at else start
         missing = [h for h in _hours(begin, last_complete + HOUR) if (node_id, h) not in existing]
         if missing:
             marked += ledger_mark(node_ids=[node_id], start=missing[0], end=missing[-1] + HOUR, now=now)
     return marked
-
-
-def _floor_hour(at: datetime) -> datetime:
-    return at.replace(minute=0, second=0, microsecond=0)
 
 
 def _hours(start: datetime, end: datetime) -> list[datetime]:
@@ -314,10 +312,10 @@ def ledger_pending_run(*, now: datetime, limit: int = 20_000) -> int:
     while written < limit:
         with transaction.atomic():
             pending = LedgerPending.objects.filter(marked_at__lte=now)
-            first = _claim(pending.order_by("node_id", "hour_start"), 1)
+            first = rows_claim(pending.order_by("node_id", "hour_start"), 1)
             if not first:
                 break
-            claimed = _claim(pending.filter(node_id=first[0].node_id).order_by("hour_start"), HOURS_PER_CLAIM)
+            claimed = rows_claim(pending.filter(node_id=first[0].node_id).order_by("hour_start"), HOURS_PER_CLAIM)
             hours = [row.hour_start for row in claimed]
             written += ledger_node_hours_compute(node_id=first[0].node_id, hour_starts=hours)
             LedgerPending.objects.filter(pk__in=[row.pk for row in claimed], marked_at__lte=now).delete()
@@ -327,7 +325,7 @@ def ledger_pending_run(*, now: datetime, limit: int = 20_000) -> int:
 def _usage_changes_take(*, now: datetime) -> None:
     """Move telemetry's "usage changed" marks into the ledger's own queue."""
     with transaction.atomic():
-        changes = _claim(UsageChanged.objects.filter(changed_at__lte=now), 10_000)
+        changes = rows_claim(UsageChanged.objects.filter(changed_at__lte=now), 10_000)
         LedgerPending.objects.bulk_create(
             [LedgerPending(node_id=c.node_id, hour_start=c.hour_start, marked_at=now) for c in changes],
             update_conflicts=True,
@@ -335,13 +333,6 @@ def _usage_changes_take(*, now: datetime) -> None:
             update_fields=["marked_at"],
         )
         UsageChanged.objects.filter(pk__in=[c.pk for c in changes], changed_at__lte=now).delete()
-
-
-def _claim(queryset: Any, limit: int) -> list[Any]:
-    """Rows no other worker holds: ``SKIP LOCKED`` on PostgreSQL; SQLite's write lock serializes workers."""
-    if connection.vendor == "postgresql":
-        queryset = queryset.select_for_update(skip_locked=True)
-    return list(queryset[:limit])
 
 
 def ledger_mark_intensity_since(*, since: datetime, now: datetime) -> int:

@@ -326,11 +326,11 @@ def _claimed_rollup(*, now: datetime, limit: int, skip_nodes: set[int]) -> tuple
         with transaction.atomic():
             pending = RollupPending.objects.filter(marked_at__lte=now).exclude(node_id__in=skip_nodes)
             # Oldest marks first, so no hour starves behind hours that keep being re-marked.
-            first = _claim(pending.order_by("marked_at", "pk"), 1)
+            first = rows_claim(pending.order_by("marked_at", "pk"), 1)
             if not first:
                 return None
             node_id = first[0].node_id
-            rows = _claim(pending.filter(node_id=node_id).order_by("marked_at", "hour_start"), limit)
+            rows = rows_claim(pending.filter(node_id=node_id).order_by("marked_at", "hour_start"), limit)
             rollup_node_hours(node_id=node_id, hour_starts=[row.hour_start for row in rows])
             # The claimed rows are locked until commit, so none was re-marked meanwhile; the
             # condition keeps this delete correct on its own should the claim ever be shortened.
@@ -345,8 +345,11 @@ def _claimed_rollup(*, now: datetime, limit: int, skip_nodes: set[int]) -> tuple
     return node_id, len(rows)
 
 
-def _claim(queryset: models.QuerySet[RollupPending], limit: int) -> list[RollupPending]:
-    """Rows no other worker holds: ``SKIP LOCKED`` on PostgreSQL; SQLite's write lock serializes workers."""
+def rows_claim(queryset: models.QuerySet[Any], limit: int) -> list[Any]:
+    """Up to ``limit`` rows no other worker holds.
+
+    ``SKIP LOCKED`` on PostgreSQL (inside the caller's transaction); SQLite's write lock serializes workers.
+    """
     if connection.vendor == "postgresql":
         queryset = queryset.select_for_update(skip_locked=True)
     return list(queryset[:limit])

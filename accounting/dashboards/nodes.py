@@ -19,6 +19,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from accounting.charts import figure_html, series_lines
+from accounting.grid.hours import floor_hour
 from accounting.models import NodeHourLedger
 from fleets.models import Node
 from fleets.web import page_context
@@ -76,14 +77,10 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             + _serving_charts(serving)
             + [_recent_raw_chart(node, now)],
             "has_usage": bool(usage),
-            "gaps": node_gaps(node_id=node.pk, start=period.start, end=min(period.end, _hour(now))),
+            "gaps": node_gaps(node_id=node.pk, start=period.start, end=min(period.end, floor_hour(now))),
             "ledger": _ledger_rows(node, period.start, period.end),
         },
     )
-
-
-def _hour(at: datetime) -> datetime:
-    return at.replace(minute=0, second=0, microsecond=0)
 
 
 def gpu_usage_by_bucket(*, node_id: int, start: datetime, end: datetime, granularity: str) -> list[dict[str, Any]]:
