@@ -21,7 +21,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 TABLE = "bench_bare_gpusample"
-COLUMNS = "ts, gpu_id, epoch_id, energy_j, mem_used_bytes, power_w, util_pct, mem_util_pct, temp_c"
+COLUMNS = "ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, util_pct, mem_util_pct, temp_c"
 _utc = partial(datetime.fromtimestamp, tz=UTC)
 
 
@@ -32,7 +32,8 @@ def bare_ingest(request: HttpRequest) -> HttpResponse:
     epoch_base = int(request.headers["X-Bench-Epoch-Base"])
     rows = zip(
         map(_utc, columns["ts"]), (gpu_base + g for g in columns["gpu"]), (epoch_base + g for g in columns["gpu"]),
-        columns["energy_j"], columns["mem_used_bytes"], columns["power_w"], columns["util_pct"],
+        columns["energy_j"], ((b + 2**19) >> 20 for b in columns["mem_used_bytes"]), columns["power_w"],
+        columns["util_pct"],
         columns["mem_util_pct"], columns["temp_c"], strict=True,
     )  # fmt: skip
     with transaction.atomic(), connection.cursor() as cursor:

@@ -259,7 +259,7 @@ COPY_COLUMNS = (
     "gpu_id",
     "epoch_id",
     "energy_j",
-    "mem_used_bytes",
+    "mem_used_mib",
     "power_w",
     "util_pct",
     "mem_util_pct",
@@ -277,7 +277,7 @@ def copy_table_create(days: set[Any], table: str = COPY_TABLE) -> None:
             f"CREATE TABLE {table} (LIKE telemetry_gpusample INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
             'PARTITION BY RANGE ("ts")'
         )
-        conn.execute(f'ALTER TABLE {table} ADD PRIMARY KEY ("gpu_id", "ts")')
+        conn.execute(f'ALTER TABLE {table} ADD PRIMARY KEY ("gpu_id", "ts") WITH (fillfactor = 100)')
         conn.execute(f'CREATE INDEX {table}_ts_brin ON {table} USING brin ("ts")')
         for day in sorted(days):
             start = datetime(day.year, day.month, day.day, tzinfo=UTC)
@@ -297,8 +297,8 @@ def copy_text(batches: list[dict[str, Any]], ids: dict[str, tuple[int, int]]) ->
             gpu_id, epoch_id = refs[c["gpu"][r]]
             ts = datetime.fromtimestamp(c["ts"][r], tz=UTC).isoformat()
             out.write(
-                f"{ts}\t{gpu_id}\t{epoch_id}\t{c['energy_j'][r]}\t{c['mem_used_bytes'][r]}\t{c['power_w'][r]}\t"
-                f"{c['util_pct'][r]}\t{c['mem_util_pct'][r]}\t{c['temp_c'][r]}\n"
+                f"{ts}\t{gpu_id}\t{epoch_id}\t{c['energy_j'][r]}\t{(c['mem_used_bytes'][r] + 2**19) >> 20}\t"
+                f"{c['power_w'][r]}\t{c['util_pct'][r]}\t{c['mem_util_pct'][r]}\t{c['temp_c'][r]}\n"
             )
         if out.tell() > 2**20:
             chunks.append(out.getvalue().encode())

@@ -273,9 +273,9 @@ def raw_load(nodes: list[Any], end: datetime, hours: int, *, every_s: int) -> in
             GpuEpoch.objects.get_or_create(gpu=gpu, epoch="boot/1")
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO telemetry_gpusample (ts, gpu_id, epoch_id, energy_j, mem_used_bytes, power_w, util_pct, "
+            "INSERT INTO telemetry_gpusample (ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, util_pct, "
             "mem_util_pct, temp_c) "
-            "SELECT %(start)s::timestamptz + make_interval(secs => s), g.id, e.id, 1e9 + 400 * s, 77309411328, "
+            "SELECT %(start)s::timestamptz + make_interval(secs => s), g.id, e.id, 1e9 + 400 * s, 73728, "
             "400, 60, 40, 55 FROM generate_series(0, %(seconds)s - 1, %(every)s) s, fleets_gpu g "
             "JOIN telemetry_gpuepoch e ON e.gpu_id = g.id WHERE g.node_id = ANY(%(nodes)s) "
             "ON CONFLICT DO NOTHING",

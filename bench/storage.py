@@ -89,7 +89,7 @@ def _load(day: datetime, *, nodes: int, gpus: int, seconds: int) -> int:
                             gpu_id,
                             gpu_id,
                             round(energy[gpu_id - 1], 3),
-                            int(80 * 2**30 * (0.9 + 0.02 * load)),
+                            round(80 * 1024 * (0.9 + 0.02 * load)),  # MiB
                             power,
                             round(100 * load),
                             round(70 * load),

@@ -214,9 +214,17 @@ def _gpu_rows(batch: Batch, refs: list[tuple[int, int]], oldest_s: float) -> lis
     epoch_ids = [ref[1] for ref in refs]
     return list(zip(
         map(_utc_fast, cols["ts"]), map(gpu_ids.__getitem__, cols["gpu"]), map(epoch_ids.__getitem__, cols["gpu"]),
-        cols["energy_j"], cols["mem_used_bytes"], cols["power_w"], cols["util_pct"], cols["mem_util_pct"],
+        cols["energy_j"], _mib(cols["mem_used_bytes"]), cols["power_w"], cols["util_pct"], cols["mem_util_pct"],
         cols["temp_c"], strict=True,
     ))  # fmt: skip
+
+
+def _mib(column: list[int | None]) -> list[int | None]:
+    """Bytes to whole MiB, rounded (raw rows keep memory in MiB: 4 bytes, not 8)."""
+    return [None if value is None else (value + _HALF_MIB) >> 20 for value in column]
+
+
+_HALF_MIB = 1 << 19
 
 
 def _serving_rows(batch: Batch, refs: list[tuple[int, int]], oldest_s: float) -> list[tuple[Any, ...]]:

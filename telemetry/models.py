@@ -90,15 +90,18 @@ class GpuSample(models.Model):
     No foreign-key constraints: rows are loaded by COPY at high rate, and the
     ingest service has already resolved ``gpu_id`` and ``epoch_id`` itself.
     Column types are the narrowest that hold the values (4-byte ids, ``real``
-    power, ``smallint`` percentages): bytes per row are paid billions of times.
+    power, memory in whole MiB, ``smallint`` percentages), in an order that
+    leaves no alignment padding (8-byte columns first): bytes per row are paid
+    billions of times. On PostgreSQL the table is laid out by migration 0004
+    (``telemetry.migration_ops.RAW_GPU_COLUMNS``): 40 bytes of data per row.
     """
 
     pk = models.CompositePrimaryKey("gpu_id", "ts")
     ts = models.DateTimeField()
-    gpu = Int4ForeignKey(Gpu, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
     energy_j = models.FloatField(null=True, help_text="NVML total-energy counter, cumulative, J")
-    mem_used_bytes = models.BigIntegerField(null=True)
+    gpu = Int4ForeignKey(Gpu, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
     epoch = Int4ForeignKey(GpuEpoch, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
+    mem_used_mib = models.IntegerField(null=True, help_text="memory used, MiB (the collector's bytes, rounded)")
     power_w = Float32Field(null=True)
     util_pct = models.SmallIntegerField(null=True)
     mem_util_pct = models.SmallIntegerField(null=True)

@@ -28,7 +28,7 @@ GPU_COLUMNS = (
     "gpu_id",
     "epoch_id",
     "energy_j",
-    "mem_used_bytes",
+    "mem_used_mib",
     "power_w",
     "util_pct",
     "mem_util_pct",
