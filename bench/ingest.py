@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import http.client
 import io
 import random
+import socket
 import threading
 import time
 import uuid
@@ -181,47 +181,49 @@ def phase_send(
     path: str = "/api/v1/ingest/",
     extra_headers: dict[int, dict[str, str]] | None = None,
 ) -> SendResult:
-    """Send every body, each node's in order, ``concurrency`` requests at a time (one per node at most)."""
-    lanes: list[list[int]] = [[] for _ in range(concurrency)]
+    """Send every body, each node's in order, ``concurrency`` requests at a time (one per node at most).
+
+    The load generator shares the machine's two cores with the server, so it is
+    kept lean: each request's bytes (request line, headers, body) are built
+    before the clock starts, and a lane thread only connects, sends and reads
+    the answer to its end (gunicorn's sync workers close the connection after
+    each answer, as they do for a real collector).
+    """
+    lanes: list[list[tuple[int, bytes]]] = [[] for _ in range(concurrency)]
     for node in nodes:
-        lanes[node.index % concurrency].append(node.index)
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Content-Encoding: gzip\r\nAuthorization: Bearer {node.token}\r\nConnection: close\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in (extra_headers or {}).get(node.index, {}).items())
+        )
+        lane = lanes[node.index % concurrency]
+        for body in phase.per_node[node.index]:
+            lane.append((node.index, f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body))
     latencies: list[float] = []
     totals = {"stored": 0, "duplicates": 0}
     errors: list[str] = []
     lock = threading.Lock()
 
-    def lane(node_ids: list[int]) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    def lane_send(requests: list[tuple[int, bytes]]) -> None:
         local: list[float] = []
         stored = duplicates = 0
-        rounds = max(len(phase.per_node[i]) for i in node_ids) if node_ids else 0
-        for k in range(rounds):
-            for i in node_ids:
-                if k >= len(phase.per_node[i]):
-                    continue
-                headers = {
-                    "Content-Type": "application/json",
-                    "Content-Encoding": "gzip",
-                    "Authorization": f"Bearer {nodes[i].token}",
-                    **(extra_headers or {}).get(i, {}),
-                }
-                begun = time.perf_counter()
-                conn, status, body = _post(conn, port, path, phase.per_node[i][k], headers)
-                local.append(time.perf_counter() - begun)
-                if status != 200:
-                    with lock:
-                        errors.append(f"{status}: {body[:200]!r}")
-                    continue
-                answer = orjson.loads(body)
-                stored += answer["stored"]["gpu_samples"]
-                duplicates += answer["duplicates"]["gpu_samples"]
-        conn.close()
+        for _, request in _interleaved(requests):
+            begun = time.perf_counter()
+            status, body = _exchange(port, request)
+            local.append(time.perf_counter() - begun)
+            if status != 200:
+                with lock:
+                    errors.append(f"{status}: {body[:200]!r}")
+                continue
+            answer = orjson.loads(body)
+            stored += answer["stored"]["gpu_samples"]
+            duplicates += answer["duplicates"]["gpu_samples"]
         with lock:
             latencies.extend(local)
             totals["stored"] += stored
             totals["duplicates"] += duplicates
 
-    threads = [threading.Thread(target=lane, args=(ids,)) for ids in lanes if ids]
+    threads = [threading.Thread(target=lane_send, args=(requests,)) for requests in lanes if requests]
     begun = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -231,21 +233,28 @@ def phase_send(
     return SendResult(latencies, totals["stored"], totals["duplicates"], errors, wall)
 
 
-def _post(
-    conn: http.client.HTTPConnection, port: int, path: str, body: bytes, headers: dict[str, str]
-) -> tuple[http.client.HTTPConnection, int, bytes]:
+def _interleaved(requests: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """Round-robin over the lane's nodes, each node's requests in their order."""
+    by_node: dict[int, list[tuple[int, bytes]]] = {}
+    for item in requests:
+        by_node.setdefault(item[0], []).append(item)
+    queues = list(by_node.values())
+    return [queue[k] for k in range(max(map(len, queues))) for queue in queues if k < len(queue)]
+
+
+def _exchange(port: int, request: bytes) -> tuple[int, bytes]:
+    """One request on a fresh connection; the status and the body, read to the connection's end."""
     for attempt in range(2):
         try:
-            conn.request("POST", path, body=body, headers=headers)
-            response = conn.getresponse()
-            data = response.read()
-            if response.will_close:
-                conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-            return conn, response.status, data
-        except (ConnectionError, http.client.HTTPException):
-            conn.close()
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
+                sock.sendall(request)
+                chunks = []
+                while chunk := sock.recv(65536):
+                    chunks.append(chunk)
+            answer = b"".join(chunks)
+            head, _, body = answer.partition(b"\r\n\r\n")
+            return int(head.split(b" ", 2)[1]), body
+        except (ConnectionError, IndexError, ValueError):
             if attempt:
                 raise
     raise AssertionError("unreachable")

@@ -103,7 +103,7 @@ def _postgres_database(url: str, parts: SplitResult) -> dict[str, object]:
     options: dict[str, object] = {"connect_timeout": 5}
     options.update(dict(parse_qsl(parts.query)))
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "config.postgresql",  # Django's, health checks once a second (config/postgresql)
         "NAME": name,
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),

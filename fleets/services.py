@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connection, models, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -15,6 +17,7 @@ from fleets.tokens import PREFIX_CHARS, token_generate, token_sha256
 # A used token's last_used_at is written at most this often, so that every
 # ingest request does not turn into an extra UPDATE.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+ModelT = TypeVar("ModelT", bound=models.Model)
 
 
 @dataclass(frozen=True)
@@ -87,19 +90,48 @@ def credential_issue(*, node: Node) -> str:
     return token
 
 
+@functools.cache
+def _fields(model: type[models.Model]) -> tuple[str, ...]:
+    return tuple(field.attname for field in model._meta.concrete_fields)
+
+
+def _instance(model: type[ModelT], row: tuple[object, ...], start: int) -> ModelT:
+    return model.from_db(DEFAULT_DB_ALIAS, _fields(model), row[start : start + len(_fields(model))])
+
+
+@functools.cache
+def _credential_sql() -> str:
+    def columns(model: type[models.Model], alias: str) -> str:
+        names = (field.column for field in model._meta.concrete_fields)
+        return ", ".join(f'{alias}."{name}"' for name in names)
+
+    credential, node, fleet = (m._meta.db_table for m in (NodeCredential, Node, Fleet))
+    return (
+        f"SELECT {columns(NodeCredential, 'c')}, {columns(Node, 'n')}, {columns(Fleet, 'f')} "  # noqa: S608
+        f'FROM "{credential}" c JOIN "{node}" n ON n.id = c.node_id JOIN "{fleet}" f ON f.id = n.fleet_id '
+        "WHERE c.token_sha256 = %s AND c.revoked_at IS NULL LIMIT 1"
+    )
+
+
 def credentials_revoke(*, node: Node) -> int:
     return NodeCredential.objects.filter(node=node, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
 def credential_authenticate(*, token: str, now: datetime | None = None) -> NodeCredential | None:
-    """The active credential for ``token``, with its node; ``None`` if unknown or revoked."""
-    credential = (
-        NodeCredential.objects.select_related("node", "node__fleet")
-        .filter(token_sha256=token_sha256(token), revoked_at__isnull=True)
-        .first()
-    )
-    if credential is None:
+    """The active credential for ``token``, with its node and fleet; ``None`` if unknown or revoked.
+
+    Every ingest request pays for this lookup, so it is one prepared statement
+    (``select_related`` by hand: compiling the ORM query cost more than running it).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(_credential_sql(), [token_sha256(token)])
+        row = cursor.fetchone()
+    if row is None:
         return None
+    credential = _instance(NodeCredential, row, 0)
+    node = _instance(Node, row, len(_fields(NodeCredential)))
+    node.fleet = _instance(Fleet, row, len(_fields(NodeCredential)) + len(_fields(Node)))
+    credential.node = node
     now = now or timezone.now()
     if credential.last_used_at is None or now - credential.last_used_at >= LAST_USED_RESOLUTION:
         NodeCredential.objects.filter(pk=credential.pk).update(last_used_at=now)

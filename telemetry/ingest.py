@@ -26,7 +26,7 @@ from fleets.models import Gpu, Node
 from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
 from telemetry.partitions import partitions_ensure
-from telemetry.rawstore import GPU_COLUMNS, SERVING_COLUMNS, rows_insert
+from telemetry.rawstore import GPU_COLUMNS, SERVING_COLUMNS, RowsAlreadyStored, rows_insert
 from telemetry.rollup import rollup_pending_mark
 
 
@@ -56,10 +56,20 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
     """
     _check_not_future(batch, received_at)
     oldest_s = (received_at - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)).timestamp()
-    result = IngestResult()
     # Partitions first, in their own commit: DDL inside the batch's transaction
     # would hold a lock on the parent table until the batch commits.
     partitions_ensure(days=_batch_days(batch, oldest_s))
+    try:
+        return _batch_store(node, batch, received_at, oldest_s, new_rows_expected=True)
+    except RowsAlreadyStored:
+        # A re-sent batch: the first try is rolled back whole; again, skipping the stored rows.
+        return _batch_store(node, batch, received_at, oldest_s, new_rows_expected=False)
+
+
+def _batch_store(
+    node: Node, batch: Batch, received_at: datetime, oldest_s: float, *, new_rows_expected: bool
+) -> IngestResult:
+    result = IngestResult()
     with transaction.atomic():
         known = _gpu_refs_known(node, batch.gpus)
         gpu_refs = known if known is not None else _gpu_refs_resolve(node, batch.gpus)
@@ -68,8 +78,8 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
         serving_rows = _serving_rows(batch, serving_refs, oldest_s)
         _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_rows))
         _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_rows))
-        _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows)
-        _insert(result, "serving_samples", SERVING_COLUMNS, serving_rows)
+        _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows, new_rows_expected)
+        _insert(result, "serving_samples", SERVING_COLUMNS, serving_rows, new_rows_expected)
         _rollup_mark(node, result, gpu_rows, serving_rows)
         _status_update(node, batch, received_at)
     return result
@@ -249,10 +259,10 @@ def _skipped_report(result: IngestResult, kind: str, count: int) -> None:
         result.rejected.append({"kind": kind, "rows": count, "reason": reason})
 
 
-def _insert(result: IngestResult, kind: str, columns: Sequence[str], rows: list) -> None:
+def _insert(result: IngestResult, kind: str, columns: Sequence[str], rows: list, new_rows_expected: bool) -> None:
     if not rows:
         return
-    stored = rows_insert(kind=kind, columns=columns, rows=rows)
+    stored = rows_insert(kind=kind, columns=columns, rows=rows, new_rows_expected=new_rows_expected)
     result.stored[kind] = stored
     result.duplicates[kind] = len(rows) - stored
 

@@ -1,11 +1,14 @@
 """Bulk insert of raw sample rows that skips rows already stored, per database.
 
-PostgreSQL: a binary ``COPY`` straight into the partitioned table, inside a
-savepoint. That is the fastest way in, and the common case: a batch of new
-samples. If a row is already stored (a re-sent batch), the primary key refuses
-the COPY; the savepoint is rolled back and the rows go the careful way: COPY
-into a session-local staging table, then one ``INSERT ... SELECT ... ON
-CONFLICT DO NOTHING``, so stored rows are skipped.
+PostgreSQL: a binary ``COPY`` straight into the partitioned table. That is the
+fastest way in, and the common case: a batch of new samples. If a row is
+already stored (a re-sent batch), the primary key refuses the COPY, and the rows
+go the careful way: COPY into a session-local staging table, then one
+``INSERT ... SELECT ... ON CONFLICT DO NOTHING``, so stored rows are skipped.
+By default the first COPY runs in a savepoint, so only it is undone; with
+``new_rows_expected`` it runs bare and a refusal raises :class:`RowsAlreadyStored`
+(the transaction is then aborted): ingest retries the whole batch the careful
+way, and saves the savepoint's two round trips on every other request.
 SQLite: ``INSERT OR IGNORE`` with ``executemany``. Both return the number of
 rows actually inserted.
 """
@@ -48,10 +51,18 @@ _MODELS: dict[str, type[models.Model]] = {"gpu_samples": GpuSample, "serving_sam
 _JSON_COLUMNS = {"ttft_bucket_counts"}
 
 
-def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> int:
+class RowsAlreadyStored(Exception):
+    """A bare COPY met rows already stored; the transaction it ran in can only be rolled back."""
+
+
+def rows_insert(
+    *, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]], new_rows_expected: bool = False
+) -> int:
     """Insert ``rows`` (tuples in ``columns`` order) into the raw table for ``kind``; return how many were new.
 
     ``ts`` values are aware datetimes; JSON columns hold Python lists (or ``None``).
+    ``new_rows_expected``: on PostgreSQL, raise :class:`RowsAlreadyStored` instead
+    of skipping stored rows (see the module's docstring).
     """
     model = _MODELS[kind]
     if connection.vendor != "postgresql":
@@ -59,6 +70,12 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
     if not rows:
         return 0
     types = _column_types(model, tuple(columns))
+    if new_rows_expected:
+        try:
+            _copy(model._meta.db_table, types, columns, rows)
+        except psycopg.errors.UniqueViolation as error:
+            raise RowsAlreadyStored(str(error)) from error
+        return len(rows)
     try:
         with transaction.atomic():  # a savepoint: a refused COPY undoes only itself
             _copy(model._meta.db_table, types, columns, rows)

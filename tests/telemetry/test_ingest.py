@@ -288,11 +288,11 @@ def test_batch_is_atomic_when_a_later_part_fails(client, node, token, monkeypatc
     original = ingest.rows_insert
     calls = []
 
-    def insert_then_fail(*, kind, columns, rows):
+    def insert_then_fail(*, kind, columns, rows, **options):
         calls.append(kind)
         if kind == "serving_samples":
             fail()
-        return original(kind=kind, columns=columns, rows=rows)
+        return original(kind=kind, columns=columns, rows=rows, **options)
 
     monkeypatch.setattr(ingest, "rows_insert", insert_then_fail)
     client.raise_request_exception = False
