@@ -9,6 +9,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.parsers import BaseParser
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -29,6 +30,7 @@ class IngestView(APIView):
     authentication_classes = [NodeTokenAuthentication]
     permission_classes = [IsNode]
     parser_classes = [_BatchParser]
+    renderer_classes = [JSONRenderer]  # errors only (answers are written directly): negotiation is one lookup
 
     @extend_schema(
         operation_id="ingest_batch",

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from config.postgresql import prepared
 from fleets.models import Gpu, Node
 from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
@@ -103,14 +104,13 @@ def _gpu_refs_known(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int]]
     if not refs:
         return []
     gpu, epoch = Gpu._meta.db_table, GpuEpoch._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f'SELECT g.uuid, g.id, g.node_id, g."index", g.name, g.energy_counter_supported, e.epoch, e.id '  # noqa: S608
-            f'FROM "{gpu}" g JOIN "{epoch}" e ON e.gpu_id = g.id '
-            f"WHERE g.uuid IN ({', '.join(['%s'] * len(refs))}) AND e.epoch IN ({', '.join(['%s'] * len(refs))})",
-            [*(ref.uuid for ref in refs), *(ref.epoch for ref in refs)],
-        )
-        found = {(row[0], row[6]): row for row in cursor.fetchall()}
+    rows = prepared.fetch_all(
+        f'SELECT g.uuid, g.id, g.node_id, g."index", g.name, g.energy_counter_supported, e.epoch, e.id '  # noqa: S608
+        f'FROM "{gpu}" g JOIN "{epoch}" e ON e.gpu_id = g.id '
+        f"WHERE g.uuid IN ({', '.join(['%s'] * len(refs))}) AND e.epoch IN ({', '.join(['%s'] * len(refs))})",
+        [*(ref.uuid for ref in refs), *(ref.epoch for ref in refs)],
+    )
+    found = {(row[0], row[6]): row for row in rows}
     known = []
     for ref in refs:
         row = found.get((ref.uuid, ref.epoch))
@@ -293,18 +293,15 @@ def _status_update(node: Node, batch: Batch, received_at: datetime) -> None:
     sql = (
         f'UPDATE "{table}" SET last_report_at = %s, collector_version = %s, reported_hostname = %s, '  # noqa: S608
         "dropped_batches = %s, spool_bytes = %s, sample_interval_s = %s, batches_accepted = batches_accepted + 1, "
-        "newest_sample_at = CASE WHEN %s IS NULL OR newest_sample_at >= %s THEN newest_sample_at ELSE %s END, "
-        "lag_s = COALESCE(%s, lag_s) WHERE node_id = %s"
+        "newest_sample_at = CASE WHEN CAST(%s AS timestamp) IS NULL OR newest_sample_at >= %s "
+        "THEN newest_sample_at ELSE %s END, lag_s = COALESCE(CAST(%s AS double precision), lag_s) WHERE node_id = %s"
     )
     at = connection.ops.adapt_datetimefield_value
     params = [
         at(received_at), info.version, info.hostname, info.dropped_batches, info.spool_bytes,
         info.sample_interval_s, at(newest_at), at(newest_at), at(newest_at), lag_s, node.pk,
     ]  # fmt: skip
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        if cursor.rowcount:
-            return
+    if prepared.execute(sql, params):
+        return
     CollectorStatus.objects.get_or_create(node=node, defaults={"last_report_at": received_at})
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    prepared.execute(sql, params)

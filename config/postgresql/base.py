@@ -20,6 +20,8 @@ HEALTH_CHECK_INTERVAL_S = 1.0
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    health_check_enabled: bool  # Django's, set on connecting (not in the type stubs)
+    health_check_done: bool
     _health_checked_at = float("-inf")
 
     def close_if_health_check_failed(self) -> None:
