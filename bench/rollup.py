@@ -77,11 +77,11 @@ def day_load(day: datetime, nodes: dict[int, list[int]], hours: int, *, reload: 
         cursor.execute(f'DROP TABLE "{name}"')
         cursor.execute(f'CREATE TABLE "{name}" (LIKE telemetry_gpusample INCLUDING DEFAULTS)')
         cursor.execute(
-            f'INSERT INTO "{name}" (ts, gpu_id, epoch_id, energy_j, mem_used_bytes, power_w, util_pct, '
+            f'INSERT INTO "{name}" (ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, util_pct, '
             "mem_util_pct, temp_c) "
             "SELECT %s::timestamptz + make_interval(secs => s), g.id, e.id, "
             "round((1e9 + g.id * 1e6 + 400 * s + 6000 * sin(s / 60.0 + g.id))::numeric, 3), "
-            "(77e9 + 1e9 * sin(s / 900.0 + g.id))::bigint, "
+            "round((77e9 + 1e9 * sin(s / 900.0 + g.id)) / 1048576)::int, "
             "round((400 + 100 * cos(s / 60.0 + g.id))::numeric, 3), "
             "(50 + 45 * sin(s / 300.0 + g.id))::int, (40 + 30 * sin(s / 300.0 + g.id))::int, "
             "(55 + 10 * sin(s / 600.0 + g.id))::int "
@@ -155,7 +155,7 @@ def group_by_run(day: datetime) -> float:
     with timed() as elapsed, connection.cursor() as cursor:
         cursor.execute(
             "SELECT gpu_id, date_trunc('hour', ts, 'UTC'), count(*), avg(power_w), max(power_w), min(energy_j), "
-            "max(energy_j), avg(util_pct), avg(mem_util_pct), avg(temp_c), max(temp_c), max(mem_used_bytes) "
+            "max(energy_j), avg(util_pct), avg(mem_util_pct), avg(temp_c), max(temp_c), max(mem_used_mib) "
             "FROM telemetry_gpusample WHERE ts >= %s AND ts < %s GROUP BY 1, 2",
             [day, day + timedelta(days=1)],
         )

@@ -25,6 +25,7 @@ from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.postgresql import prepared
 from fleets.models import Gpu
 from telemetry import energy, rollup_sql
 from telemetry.energy.hours import hours_validated
@@ -42,14 +43,15 @@ from telemetry.models import (
 
 logger = logging.getLogger(__name__)
 
-# Node-hours per transaction. One node-hour of 8 GPUs at 1 Hz is ~29k samples: ~0.1 s
-# to compute in PostgreSQL (``telemetry.rollup_sql``), ~0.45 s read and computed in
-# Python (SQLite), one core. A claim of 6 holds its locks ~0.6 s (~3 s on SQLite):
-# ingest of that node waits for it when it re-marks a claimed hour (and on SQLite
-# every writer waits), so it must stay short.
-HOURS_PER_CLAIM = 6
+# Node-hours per transaction. One node-hour of 8 GPUs at 1 Hz is ~29k samples: ~25 ms
+# of one core on PostgreSQL (``telemetry.rollup_sql``: the query ~15 ms, numpy ~10 ms,
+# plus ~3 ms a claim for claiming and writing), ~0.45 s read and computed in Python
+# (SQLite). A claim of 12 holds its locks ~0.35 s (~6 s on SQLite): ingest of that node
+# waits for it when it re-marks a claimed hour (and on SQLite every writer waits), so
+# it must stay short; larger claims save little more.
+HOURS_PER_CLAIM = 12
 
-# Raw columns in GpuPoint's field order after (owner, ts, epoch): rows become points positionally.
+# Raw columns read for GpuPoints (``_gpu_point``): memory is stored in MiB, points carry bytes.
 _GPU_COLUMNS = (
     "gpu_id",
     "ts",
@@ -58,9 +60,10 @@ _GPU_COLUMNS = (
     "power_w",
     "util_pct",
     "mem_util_pct",
-    "mem_used_bytes",
+    "mem_used_mib",
     "temp_c",
 )
+_MIB = 1 << 20
 _SERVING_COLUMNS = (
     "endpoint_id",
     "ts",
@@ -100,16 +103,15 @@ def rollup_pending_mark(*, node_id: int, first_ts: datetime, last_ts: datetime, 
     last_s = energy.hour_start_s_of((last_ts + gap).timestamp())
     # In hour order, so concurrent ingests of one node lock the rows in the same order.
     hours = range(first_s, last_s + 1, energy.HOUR_S)
-    # One plain upsert (PostgreSQL and SQLite alike): it runs in every ingest request.
+    # One plain upsert (PostgreSQL and SQLite alike), prepared: it runs in every ingest request.
     adapt = connection.ops.adapt_datetimefield_value
     params = [value for hour in hours for value in (node_id, adapt(_utc(hour)), adapt(now))]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f'INSERT INTO "{RollupPending._meta.db_table}" (node_id, hour_start, marked_at) '  # noqa: S608
-            f"VALUES {', '.join(['(%s, %s, %s)'] * len(hours))} "
-            "ON CONFLICT (node_id, hour_start) DO UPDATE SET marked_at = excluded.marked_at",
-            params,
-        )
+    prepared.execute(
+        f'INSERT INTO "{RollupPending._meta.db_table}" (node_id, hour_start, marked_at) '  # noqa: S608
+        f"VALUES {', '.join(['(%s, %s, %s)'] * len(hours))} "
+        "ON CONFLICT (node_id, hour_start) DO UPDATE SET marked_at = excluded.marked_at",
+        params,
+    )
     return len(hours)
 
 
@@ -185,7 +187,11 @@ def _owner_usage(source: _Source, owner_ids: list[int], hours_s: Sequence[int]) 
 
 
 def _gpu_point(row: tuple[Any, ...]) -> energy.GpuPoint:
-    return energy.GpuPoint(row[1].timestamp(), str(row[2]), *row[3:])
+    _, ts, epoch_id, energy_j, power_w, util_pct, mem_util_pct, mem_used_mib, temp_c = row
+    mem_used_bytes = None if mem_used_mib is None else mem_used_mib * _MIB  # raw rows keep whole MiB
+    return energy.GpuPoint(
+        ts.timestamp(), str(epoch_id), energy_j, power_w, util_pct, mem_util_pct, mem_used_bytes, temp_c
+    )
 
 
 def _gpu_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime) -> list[GpuHourUsage]:
@@ -195,10 +201,17 @@ def _gpu_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime)
 
 def _gpu_usages(gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, energy.GpuHourUsage]]:
     """``(gpu, pure usage)`` per hour with data. On PostgreSQL computed in the database, no sample read
-    into Python (``telemetry.rollup_sql``, equal to the pure function to the last bit); elsewhere by it."""
+    into Python objects (``telemetry.rollup_sql``: columns into numpy, equal to the pure function to the last
+    bit); elsewhere by it."""
     gap_s = settings.TELEMETRY_GPU_MAX_GAP_S
     if connection.vendor == "postgresql" and gap_s <= rollup_sql.MAX_GAP_S:
-        return rollup_sql.gpu_usage_by_hour_sql(gpu_ids=gpu_ids, hour_runs=_hour_runs(hours_s), max_gap_s=gap_s)
+        runs = _hour_runs(hours_s)
+        usages = rollup_sql.gpu_usage_by_hour_sql(gpu_ids=gpu_ids, hour_runs=runs, max_gap_s=gap_s)
+        if usages is not None:
+            return usages
+        logger.warning(
+            "GPUs %s store a reading that stands for NULL in the SQL rollup; hours computed in Python", gpu_ids
+        )
     return _gpu_usages_python(gpu_ids, hours_s)
 
 

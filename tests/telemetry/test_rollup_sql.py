@@ -47,7 +47,7 @@ def awkward_samples(seed: int, gpus: list[int]) -> list[tuple]:
             rows.append((
                 datetime.fromtimestamp(ts, tz=UTC), gpu, epoch,
                 None if rng.random() < 0.05 else round(energy_j, 3),
-                None if rng.random() < 0.05 else rng.randrange(0, 80 * 2**30),
+                None if rng.random() < 0.05 else rng.randrange(0, 80 * 1024),  # MiB
                 None if rng.random() < 0.05 else power,
                 None if rng.random() < 0.05 else rng.choice([0, 0, 1, 37, 99, 100]),
                 None if rng.random() < 0.05 else rng.randrange(0, 101),
@@ -104,3 +104,34 @@ def test_the_awkward_data_exercises_every_branch():
     assert sum(u.reset_count for u in usages) > 0
     assert all(0 < u.observed_s < 3600 for u in usages)  # gaps show as missing coverage
     assert all(u.mean_util_pct is not None and u.max_power_w is not None for u in usages)
+
+
+def test_a_gpu_with_one_epoch_in_the_window_and_one_with_several_both_equal_the_pure_function():
+    # GPU 41 keeps its epoch (epochs not fetched per sample); GPU 42's driver reloads mid-hour.
+    rows = [
+        (datetime.fromtimestamp(H + s, tz=UTC), gpu, 1 if gpu == 41 or s < 1800 else 2, 1e6 + 300.0 * s, 3, 300.0, 50,
+         20, 60)
+        for gpu in (41, 42) for s in range(3600)
+    ]  # fmt: skip
+    partitions_ensure(days={row[0].date() for row in rows})
+    rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
+
+    sql = gpu_usage_by_hour_sql(gpu_ids=[41, 42], hour_runs=[[H]], max_gap_s=GAP_S)
+
+    assert sql == python_usages([41, 42], [H])
+    assert [usage.reset_count for _, usage in sql] == [0, 1]
+
+
+def test_a_stored_reading_equal_to_a_null_stand_in_leaves_the_hours_to_the_pure_function(caplog):
+    # No ingest stores it (utilization is 0..100), but a row written by hand may: -32768 reads as NULL
+    # in the records, and the query's count of NULLs gives it away.
+    rows = [(datetime.fromtimestamp(H + s, tz=UTC), 51, 1, 1e6 + s, 3, 300.0, -32768, 20, 60) for s in range(60)]
+    partitions_ensure(days={row[0].date() for row in rows})
+    rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
+
+    assert gpu_usage_by_hour_sql(gpu_ids=[51], hour_runs=[[H]], max_gap_s=GAP_S) is None
+    usages = rollup._gpu_usages([51], [H])
+
+    assert usages == python_usages([51], [H])
+    assert usages[0][1].mean_util_pct == -32768
+    assert "stands for NULL" in caplog.text
