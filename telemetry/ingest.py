@@ -28,7 +28,7 @@ from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
 from telemetry.partitions import partitions_ensure
 from telemetry.rawstore import GPU_COLUMNS, SERVING_COLUMNS, RowsAlreadyStored, rows_insert
-from telemetry.rollup import rollup_pending_mark
+from telemetry.rollup import rollup_pending_mark, rollup_pending_mark_statement
 
 
 @dataclass
@@ -51,15 +51,20 @@ class ForeignGpu(WireError):
 def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestResult:
     """Validate what needs the database, then store the batch in one transaction.
 
-    The hot path (known GPUs and epochs, new samples) costs a handful of
-    statements whatever the batch size: one to resolve the GPUs, a binary COPY
-    per sample kind, one to mark the rollup, one for the collector status.
+    The hot path (known GPUs and epochs, new samples) costs a few round trips
+    whatever the batch size: one for the GPU lookup, the collector status and the
+    rollup mark together (a pipeline on PostgreSQL), a binary COPY per sample
+    kind, the commit. A re-sent batch (rows already stored) is rolled back and
+    stored again the careful way, skipping the stored rows and marking the
+    rollup only if something was new.
     """
     _check_not_future(batch, received_at)
     oldest_s = (received_at - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)).timestamp()
     # Partitions first, in their own commit: DDL inside the batch's transaction
     # would hold a lock on the parent table until the batch commits.
     partitions_ensure(days=_batch_days(batch, oldest_s))
+    if connection.vendor != "postgresql":  # INSERT OR IGNORE: stored rows are skipped, never refused
+        return _batch_store(node, batch, received_at, oldest_s, new_rows_expected=False)
     try:
         return _batch_store(node, batch, received_at, oldest_s, new_rows_expected=True)
     except RowsAlreadyStored:
@@ -71,19 +76,39 @@ def _batch_store(
     node: Node, batch: Batch, received_at: datetime, oldest_s: float, *, new_rows_expected: bool
 ) -> IngestResult:
     result = IngestResult()
+    gpu_columns = _kept(batch.gpu_samples, oldest_s)
+    serving_columns = _kept(batch.serving_samples, oldest_s)
     with transaction.atomic():
-        known = _gpu_refs_known(node, batch.gpus)
+        # Statements that need nothing from one another, in one round trip. The rollup mark goes
+        # ahead of the rows only when every row is expected to be new: if one is not, the COPY
+        # fails and all this is rolled back.
+        statements = [_status_statement(node, batch, received_at)]
+        span = _ts_span(gpu_columns["ts"], serving_columns["ts"]) if new_rows_expected else None
+        if span is not None:
+            statements.append(rollup_pending_mark_statement(node_id=node.pk, first_ts=span[0], last_ts=span[1]))
+        if batch.gpus:
+            statements.append(_gpu_lookup_statement(batch.gpus))
+        answers = prepared.run_together(statements)
+        known = _gpu_refs_known(node, batch.gpus, answers[-1] if batch.gpus else [])
         gpu_refs = known if known is not None else _gpu_refs_resolve(node, batch.gpus)
         serving_refs = _endpoints_resolve(node, batch.endpoints) if batch.endpoints else []
-        gpu_rows = _gpu_rows(batch, gpu_refs, oldest_s)
-        serving_rows = _serving_rows(batch, serving_refs, oldest_s)
+        gpu_rows = _gpu_rows(gpu_columns, gpu_refs)
+        serving_rows = _serving_rows(serving_columns, serving_refs)
         _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_rows))
         _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_rows))
         _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows, new_rows_expected)
         _insert(result, "serving_samples", SERVING_COLUMNS, serving_rows, new_rows_expected)
-        _rollup_mark(node, result, gpu_rows, serving_rows)
-        _status_update(node, batch, received_at)
+        if not new_rows_expected:
+            _rollup_mark(node, result, gpu_rows, serving_rows)
     return result
+
+
+def _ts_span(*stamps: list[float]) -> tuple[datetime, datetime] | None:
+    """The first and last of the batch's kept timestamps (``None`` when there is none)."""
+    present = [column for column in stamps if column]
+    if not present:
+        return None
+    return _utc(min(map(min, present))), _utc(max(map(max, present)))
 
 
 def _check_not_future(batch: Batch, received_at: datetime) -> None:
@@ -98,18 +123,20 @@ def _check_not_future(batch: Batch, received_at: datetime) -> None:
         )
 
 
-def _gpu_refs_known(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int]] | None:
-    """``(gpu id, epoch id)`` per entry of ``refs`` in one read, when every GPU is this node's, unchanged,
-    and every epoch known (a collector's steady state); ``None`` when anything is to write or refuse."""
-    if not refs:
-        return []
+def _gpu_lookup_statement(refs: Sequence[GpuRef]) -> prepared.Statement:
+    """The stored GPUs and epochs that ``refs`` name (for :func:`_gpu_refs_known`)."""
     gpu, epoch = Gpu._meta.db_table, GpuEpoch._meta.db_table
-    rows = prepared.fetch_all(
+    return (
         f'SELECT g.uuid, g.id, g.node_id, g."index", g.name, g.energy_counter_supported, e.epoch, e.id '  # noqa: S608
         f'FROM "{gpu}" g JOIN "{epoch}" e ON e.gpu_id = g.id '
         f"WHERE g.uuid IN ({', '.join(['%s'] * len(refs))}) AND e.epoch IN ({', '.join(['%s'] * len(refs))})",
         [*(ref.uuid for ref in refs), *(ref.epoch for ref in refs)],
     )
+
+
+def _gpu_refs_known(node: Node, refs: Sequence[GpuRef], rows: list[tuple[Any, ...]]) -> list[tuple[int, int]] | None:
+    """``(gpu id, epoch id)`` per entry of ``refs`` from the lookup's ``rows``, when every GPU is this node's,
+    unchanged, and every epoch known (a collector's steady state); ``None`` when anything is to write or refuse."""
     found = {(row[0], row[6]): row for row in rows}
     known = []
     for ref in refs:
@@ -218,8 +245,7 @@ def _kept(columns: dict[str, list[Any]], oldest_s: float) -> dict[str, list[Any]
 # but the datetime of each timestamp (which the binary COPY needs).
 
 
-def _gpu_rows(batch: Batch, refs: list[tuple[int, int]], oldest_s: float) -> list[tuple[Any, ...]]:
-    cols = _kept(batch.gpu_samples, oldest_s)
+def _gpu_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[tuple[Any, ...]]:
     gpu_ids = [ref[0] for ref in refs]
     epoch_ids = [ref[1] for ref in refs]
     return list(zip(
@@ -237,8 +263,7 @@ def _mib(column: list[int | None]) -> list[int | None]:
 _HALF_MIB = 1 << 19
 
 
-def _serving_rows(batch: Batch, refs: list[tuple[int, int]], oldest_s: float) -> list[tuple[Any, ...]]:
-    cols = _kept(batch.serving_samples, oldest_s)
+def _serving_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[tuple[Any, ...]]:
     endpoint_ids = [ref[0] for ref in refs]
     epoch_ids = [ref[1] for ref in refs]
     return list(zip(
@@ -282,8 +307,8 @@ def _rollup_mark(node: Node, result: IngestResult, gpu_rows: list, serving_rows:
 _row_ts = operator.itemgetter(0)
 
 
-def _status_update(node: Node, batch: Batch, received_at: datetime) -> None:
-    """Record what the batch says about its collector: one UPDATE, after the node's first batch."""
+def _status_statement(node: Node, batch: Batch, received_at: datetime) -> prepared.Statement:
+    """Record what the batch says about its collector: one upsert."""
     newest = max((max(c) for c in (batch.gpu_samples["ts"], batch.serving_samples["ts"]) if c), default=None)
     info = batch.collector
     newest_at = None if newest is None else _utc(newest)
@@ -291,17 +316,21 @@ def _status_update(node: Node, batch: Batch, received_at: datetime) -> None:
     lag_s = None if newest is None else max(0.0, received_at.timestamp() - newest)
     table = CollectorStatus._meta.db_table
     sql = (
-        f'UPDATE "{table}" SET last_report_at = %s, collector_version = %s, reported_hostname = %s, '  # noqa: S608
-        "dropped_batches = %s, spool_bytes = %s, sample_interval_s = %s, batches_accepted = batches_accepted + 1, "
-        "newest_sample_at = CASE WHEN CAST(%s AS timestamp) IS NULL OR newest_sample_at >= %s "
-        "THEN newest_sample_at ELSE %s END, lag_s = COALESCE(CAST(%s AS double precision), lag_s) WHERE node_id = %s"
+        f'INSERT INTO "{table}" (node_id, last_report_at, collector_version, reported_hostname, '  # noqa: S608
+        "dropped_batches, spool_bytes, sample_interval_s, batches_accepted, newest_sample_at, lag_s) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, 1, %s, CAST(%s AS double precision)) "
+        "ON CONFLICT (node_id) DO UPDATE SET last_report_at = excluded.last_report_at, "
+        "collector_version = excluded.collector_version, reported_hostname = excluded.reported_hostname, "
+        "dropped_batches = excluded.dropped_batches, spool_bytes = excluded.spool_bytes, "
+        "sample_interval_s = excluded.sample_interval_s, "
+        f'batches_accepted = "{table}".batches_accepted + 1, '
+        f'newest_sample_at = CASE WHEN excluded.newest_sample_at IS NULL OR "{table}".newest_sample_at '
+        f'>= excluded.newest_sample_at THEN "{table}".newest_sample_at ELSE excluded.newest_sample_at END, '
+        f'lag_s = COALESCE(excluded.lag_s, "{table}".lag_s)'
     )
     at = connection.ops.adapt_datetimefield_value
     params = [
-        at(received_at), info.version, info.hostname, info.dropped_batches, info.spool_bytes,
-        info.sample_interval_s, at(newest_at), at(newest_at), at(newest_at), lag_s, node.pk,
+        node.pk, at(received_at), info.version, info.hostname, info.dropped_batches, info.spool_bytes,
+        info.sample_interval_s, at(newest_at), lag_s,
     ]  # fmt: skip
-    if prepared.execute(sql, params):
-        return
-    CollectorStatus.objects.get_or_create(node=node, defaults={"last_report_at": received_at})
-    prepared.execute(sql, params)
+    return sql, params

@@ -98,21 +98,32 @@ def rollup_pending_mark(*, node_id: int, first_ts: datetime, last_ts: datetime, 
     An hour already pending gets the new ``marked_at``, so a rollup running on
     it now does not delete its mark (see :func:`rollup_pending_run`).
     """
+    sql, params = rollup_pending_mark_statement(node_id=node_id, first_ts=first_ts, last_ts=last_ts, now=now)
+    prepared.execute(sql, params)
+    return len(params) // 3
+
+
+def rollup_pending_mark_statement(
+    *, node_id: int, first_ts: datetime, last_ts: datetime, now: datetime | None = None
+) -> prepared.Statement:
+    """The statement of :func:`rollup_pending_mark`, for a caller that runs it with others (ingest).
+
+    ``now`` (the mark's time) defaults to the current time.
+    """
     gap = timedelta(seconds=max(settings.TELEMETRY_GPU_MAX_GAP_S, settings.TELEMETRY_SERVING_MAX_GAP_S))
     first_s = energy.hour_start_s_of((first_ts - gap).timestamp())
     last_s = energy.hour_start_s_of((last_ts + gap).timestamp())
     # In hour order, so concurrent ingests of one node lock the rows in the same order.
     hours = range(first_s, last_s + 1, energy.HOUR_S)
-    # One plain upsert (PostgreSQL and SQLite alike), prepared: it runs in every ingest request.
+    # One plain upsert (PostgreSQL and SQLite alike): it runs in every ingest request.
     adapt = connection.ops.adapt_datetimefield_value
-    params = [value for hour in hours for value in (node_id, adapt(_utc(hour)), adapt(now))]
-    prepared.execute(
+    params = [value for hour in hours for value in (node_id, adapt(_utc(hour)), adapt(now or timezone.now()))]
+    sql = (
         f'INSERT INTO "{RollupPending._meta.db_table}" (node_id, hour_start, marked_at) '  # noqa: S608
         f"VALUES {', '.join(['(%s, %s, %s)'] * len(hours))} "
-        "ON CONFLICT (node_id, hour_start) DO UPDATE SET marked_at = excluded.marked_at",
-        params,
+        "ON CONFLICT (node_id, hour_start) DO UPDATE SET marked_at = excluded.marked_at"
     )
-    return len(hours)
+    return sql, params
 
 
 # --- computing one node's hours ----------------------------------------------------

@@ -13,10 +13,12 @@ infer them (``%s::timestamptz IS NULL``). On SQLite they run on Django's cursor.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import psycopg
 from django.db import connection
+
+Statement: TypeAlias = tuple[str, Sequence[Any]]
 
 
 def fetch_all(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -39,3 +41,29 @@ def execute(sql: str, params: Sequence[Any]) -> int:
         with connection.wrap_database_errors, psycopg.Cursor(cursor.cursor.connection) as prepared:
             prepared.execute(sql, params, prepare=True)
             return prepared.rowcount
+
+
+def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
+    """Run ``statements`` in order in one round trip (a psycopg pipeline); the rows each returned.
+
+    For statements that need nothing from one another's results. A statement
+    that returns no rows gives ``[]``. On SQLite they run one after the other.
+    """
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            answers = []
+            for sql, params in statements:
+                cursor.execute(sql, params)
+                answers.append(cursor.fetchall() if cursor.description else [])
+            return answers
+        raw = cursor.cursor.connection
+        with connection.wrap_database_errors:
+            cursors = [psycopg.Cursor(raw) for _ in statements]
+            try:
+                with raw.pipeline():
+                    for each, (sql, params) in zip(cursors, statements, strict=True):
+                        each.execute(sql, params, prepare=True)
+                return [each.fetchall() if each.description else [] for each in cursors]
+            finally:
+                for each in cursors:
+                    each.close()
