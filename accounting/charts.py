@@ -7,6 +7,7 @@ served from the app's static files (``plotly/plotly.min.js``), never a CDN.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -15,19 +16,33 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
+# Plotly validates and deep-copies a named template into every figure built with it: ~35 ms
+# a figure, most of a dashboard's time in Python. Figures are built with the empty "none"
+# template instead, and ``figure_html`` writes the real one, resolved once, into each
+# figure's JSON: the same HTML, several times faster.
+_TEMPLATE = "plotly_white"
 _LAYOUT: dict[str, Any] = {
     "autosize": True,
     "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
     "height": 340,
-    "template": "plotly_white",
+    "template": "none",
     "legend": {"orientation": "h", "y": -0.2},
 }
 
 
+@functools.cache
+def _template_json() -> dict[str, Any]:
+    template: dict[str, Any] = go.Figure(layout={"template": _TEMPLATE}).to_dict()["layout"]["template"]
+    return template
+
+
 def figure_html(figure: go.Figure, *, div_id: str) -> str:
     """The figure as an HTML fragment, without plotly.js (the page loads it once, from static)."""
+    spec = figure.to_dict()
+    spec["layout"]["template"] = _template_json()
     return pio.to_html(
-        figure,
+        spec,
+        validate=False,
         include_plotlyjs=False,
         full_html=False,
         div_id=div_id,

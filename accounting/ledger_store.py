@@ -215,6 +215,7 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
     node, hour = context.node, line.hour_start
     gpu_usage = [usage[(g.pk, hour)] for g in context.gpus if (g.pk, hour) in usage]
     resolved = context.intensity.get(hour)
+    util_pct_s, util_observed_s = _utilization_sums(gpu_usage)
     return NodeHourLedger(
         node=node,
         hour_start=hour,
@@ -246,6 +247,8 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         energy_method=line.energy_method.value,
         energy_counter_j=sum(u.energy_counter_j for u in gpu_usage),
         energy_integrated_j=sum(u.energy_integrated_j for u in gpu_usage),
+        util_pct_s=util_pct_s,
+        util_observed_s=util_observed_s,
         electricity_status=line.electricity_status.value,
         tariff_price_per_kwh=line.tariff_price_per_kwh,
         tariff_price_id=line.tariff_price_id or "",
@@ -256,6 +259,12 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         market_source=line.market_source or "",
         amortization=line.amortization.value,
     )
+
+
+def _utilization_sums(gpu_usage: list[GpuHourUsage]) -> tuple[float, float]:
+    """sum(mean_util_pct x observed_s) and sum(observed_s) over the GPU-hours whose utilization is known."""
+    pct_s = sum(u.mean_util_pct * u.observed_s for u in gpu_usage if u.mean_util_pct is not None)
+    return pct_s, sum(u.observed_s for u in gpu_usage if u.mean_util_pct is not None)
 
 
 # --- what to recompute ---------------------------------------------------------

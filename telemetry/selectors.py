@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import QuerySet
+from django.db.models import Count, F, Min, Q, QuerySet
 
 from fleets.models import Gpu
 from telemetry.models import EndpointHourUsage, GpuHourUsage
@@ -33,6 +34,17 @@ def endpoint_hour_usage_for_node(*, node_id: int, start: datetime, end: datetime
     )
 
 
+def gpu_hour_usage_for_gpus(*, gpu_ids: Collection[int], start: datetime, end: datetime) -> QuerySet[GpuHourUsage]:
+    """The GPU-hours of ``gpu_ids`` with ``start <= hour_start < end`` (unordered).
+
+    Given the ids (a node's GPUs, already at hand), PostgreSQL reads each GPU's range
+    of the (gpu, hour_start) index: for a node over a quarter, ~20 ms. Filtered by a
+    join on the node instead, it cannot tell that the node has a handful of GPUs and
+    scans every GPU-hour of the period (~200 ms at 500 GPUs).
+    """
+    return GpuHourUsage.objects.filter(gpu_id__in=list(gpu_ids), hour_start__gte=start, hour_start__lt=end)
+
+
 @dataclass(frozen=True)
 class NodeGap:
     """An hour the node's telemetry did not fully cover: ``missing_s`` of its least-covered GPU."""
@@ -47,19 +59,29 @@ def node_gaps(*, node_id: int, start: datetime, end: datetime) -> list[NodeGap]:
     A GPU without a usage row in an hour observed nothing. A GPU counts from
     the hour it was first seen (earlier only where it has rows), so one added
     later does not open gaps in the past; an hour with no GPU at all is missing whole.
-    ``start`` and ``end`` bound the work: one row per GPU-hour of the period is read.
+    ``start`` and ``end`` bound the work: one row per hour of the period is read,
+    the node's GPU-hours counted and their least coverage taken in SQL.
     """
     gpus = list(Gpu.objects.filter(node_id=node_id).values_list("id", "first_seen_at"))
-    observed = {
-        (gpu_id, hour): observed_s
-        for gpu_id, hour, observed_s in GpuHourUsage.objects.filter(
-            gpu__node_id=node_id, hour_start__gte=start, hour_start__lt=end
-        ).values_list("gpu_id", "hour_start", "observed_s")
+    per_hour = {
+        hour: (seen_rows, least_s)
+        for hour, seen_rows, least_s in gpu_hour_usage_for_gpus(
+            gpu_ids=[gpu_id for gpu_id, _ in gpus], start=start, end=end
+        )
+        .values("hour_start")
+        .annotate(
+            seen_rows=Count("gpu_id", filter=Q(gpu__first_seen_at__lt=F("hour_start") + HOUR)),
+            least_s=Min("observed_s"),
+        )
+        .values_list("hour_start", "seen_rows", "least_s")
+        .order_by()
     }
     gaps = []
     for hour in _hour_starts(start, end):
-        expected = [gpu_id for gpu_id, seen in gpus if seen < hour + HOUR or (gpu_id, hour) in observed]
-        least_s = min((observed.get((gpu_id, hour), 0.0) for gpu_id in expected), default=0.0)
+        seen = sum(1 for _, first_seen in gpus if first_seen < hour + HOUR)
+        seen_rows, least_s = per_hour.get(hour, (0, 0.0))
+        # Every GPU with a row is expected; one seen by then without a row observed nothing.
+        least_s = least_s if seen_rows == seen else 0.0
         if least_s < HOUR_S:
             gaps.append(NodeGap(hour_start=hour, missing_s=HOUR_S - least_s))
     return gaps

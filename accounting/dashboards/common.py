@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.http import HttpRequest
 
-from accounting.reports.selectors import NO_FILTERS, ReportFilters, ledger_lines
+from accounting.reports.selectors import NO_FILTERS, ReportFilters
 from fleets.models import Organization
 from fleets.web import Period
 
@@ -16,11 +17,10 @@ def organization_ids(organization: Organization | None) -> list[int]:
 
 
 def currency_choice(
-    request: HttpRequest, organization: Organization | None, period: Period
+    request: HttpRequest, in_period: Iterable[str | None]
 ) -> tuple[str | None, list[str], ReportFilters]:
-    """The currency shown (money of two currencies is never added) and the others available."""
-    lines = ledger_lines(organization_ids=organization_ids(organization), start=period.start, end=period.end)
-    currencies = sorted(lines.order_by().values_list("currency", flat=True).distinct())
+    """The currency shown (money of two currencies is never added) and the others of the period's lines."""
+    currencies = sorted(currency for currency in set(in_period) if currency is not None)
     if not currencies:
         return None, [], NO_FILTERS
     asked = request.GET.get("currency")

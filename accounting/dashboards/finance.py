@@ -1,8 +1,9 @@
 """The finance dashboard: cost, cost per 1M tokens, idle cost, rented vs owned vs electricity, by fleet.
 
-Tiles and table use the same selectors and output formatting as the REST
-reports (``accounting.reports``), so a number here equals the API's for the
-same period.
+Tiles, table and charts are roll-ups of one query (``ledger_parts``: the
+period's lines summed per day x fleet x GPU model x tenure x currency), made
+into the usage report's rows (``report_row``) and shown with the REST reports'
+output functions, so a number here equals the API's for the same period.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -19,67 +19,100 @@ from django.utils import timezone
 from accounting.charts import figure_html, grouped_bars, pivot, stacked_bars
 from accounting.dashboards.common import api_query, currency_choice, organization_ids
 from accounting.ledger import money_quantize
-from accounting.reports.output import comparison_row_output, usage_row_output
+from accounting.ledger.units import ZERO
+from accounting.reports.aggregates import amount_sum
+from accounting.reports.output import money, usage_row_output
 from accounting.reports.periods import Granularity
-from accounting.reports.selectors import GroupBy, ReportFilters, fleet_comparison, ledger_lines, report_rows
+from accounting.reports.selectors import (
+    BUCKET,
+    GroupBy,
+    LedgerPart,
+    LedgerSums,
+    ReportFilters,
+    ReportRow,
+    group_labels,
+    ledger_lines,
+    ledger_parts,
+    parts_sum,
+    parts_total,
+    report_row,
+)
 from fleets.web import Period, page_context
+
+# The finest grain the page shows: every tile, table row and chart is a sum of these parts
+# (one query over the period's lines, a few hundred parts for a quarter).
+_KEYS = ("fleet_id", "gpu_model", "node__tenure")
 
 
 @login_required
 def finance_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     organization, period = context["organization"], context["period"]
-    currency, currencies, filters = currency_choice(request, organization, period)
+    ids = organization_ids(organization)
+    granularity = Granularity(period.granularity)
+    every_currency = ledger_parts(
+        organization_ids=ids, start=period.start, end=period.end, keys=_KEYS, granularity=granularity
+    )
+    currency, currencies, filters = currency_choice(request, {p.sums.totals.currency for p in every_currency})
     page = {**context, "section": "finance", "currency": currency, "currencies": currencies}
     if currency is None:
         return render(request, "accounting/finance.html", page)
-    ids = organization_ids(organization)
-    total = _total(ids, period, filters)
-    previous = _total(ids, period.previous(), filters)
-    by_fleet = [usage_row_output(row) for row in _rows(ids, period, Granularity.TOTAL, GroupBy.FLEET, filters)]
+    parts = [p for p in every_currency if p.sums.totals.currency == currency]
+    total = _total(parts, period)
+    previous_cost = _previous_cost(ids, period, filters, currency)
+    labels = group_labels(GroupBy.FLEET, ids)
+    by_fleet = [
+        usage_row_output(_row(sums, period, Granularity.TOTAL, group_key=fleet_id, labels=labels))
+        for fleet_id, sums in parts_sum(parts, lambda p: p.key["fleet_id"]).items()
+    ]
     return render(
         request,
         "accounting/finance.html",
         {
             **page,
             "total": total,
-            "previous": previous,
-            "change": _change(total, previous),
+            "previous_cost": previous_cost,
+            "change": _change(total, previous_cost),
             "by_fleet": by_fleet,
-            "charts": _charts(ids, period, filters, currency),
+            "charts": _charts(parts, period, labels, currency),
             "csv_query": api_query(period, organization, group_by="fleet", granularity="total", currency=currency),
         },
     )
 
 
-def _rows(
-    ids: list[int], period: Period, granularity: Granularity, group_by: GroupBy, filters: ReportFilters
-) -> list[Any]:
-    return report_rows(
-        organization_ids=ids,
-        start=period.start,
-        end=period.end,
-        granularity=granularity,
-        group_by=group_by,
-        filters=filters,
-    )
+def _previous_cost(ids: list[int], period: Period, filters: ReportFilters, currency: str) -> Decimal | None:
+    """Total cost of the previous period of the same length, as the usage report shows it; ``None`` without lines.
+
+    Only the cost is compared: one sum, not the report's thirty (a quarter of lines either way).
+    """
+    previous = period.previous()
+    lines = ledger_lines(organization_ids=ids, start=previous.start, end=previous.end, filters=filters)
+    return money(lines.aggregate(s_cost=amount_sum("cost"))["s_cost"], currency)
 
 
-def _total(ids: list[int], period: Period, filters: ReportFilters) -> dict[str, Any] | None:
-    rows = _rows(ids, period, Granularity.TOTAL, GroupBy.NONE, filters)
-    return usage_row_output(rows[0]) if rows else None
+def _row(sums: LedgerSums, period: Period, granularity: Granularity, **where: Any) -> ReportRow:
+    """The usage report's row of these sums: ``report_rows`` over the same lines gives the same row."""
+    return report_row(sums, start=period.start, end=period.end, granularity=granularity, **where)
 
 
-def _change(total: dict[str, Any] | None, previous: dict[str, Any] | None) -> float | None:
+def _total(parts: list[LedgerPart], period: Period) -> dict[str, Any] | None:
+    sums = parts_total(parts)
+    return None if sums is None else usage_row_output(_row(sums, period, Granularity.TOTAL))
+
+
+def _change(total: dict[str, Any] | None, previous_cost: Decimal | None) -> float | None:
     """Relative change of total cost against the previous period of the same length."""
-    if not total or not previous or not previous["cost"]:
+    if not total or not previous_cost:
         return None
-    return float((Decimal(total["cost"]) - Decimal(previous["cost"])) / Decimal(previous["cost"]))
+    return float((Decimal(total["cost"]) - previous_cost) / previous_cost)
 
 
-def _charts(ids: list[int], period: Period, filters: ReportFilters, currency: str) -> list[str]:
+def _charts(parts: list[LedgerPart], period: Period, labels: dict[str, str], currency: str) -> list[str]:
+    granularity = Granularity(period.granularity)
+    per_bucket = parts_sum(parts, lambda p: (p.key[BUCKET], p.key["fleet_id"]))
     over_time = [
-        usage_row_output(r) for r in _rows(ids, period, Granularity(period.granularity), GroupBy.FLEET, filters)
+        usage_row_output(_row(sums, period, granularity, bucket=bucket, group_key=fleet_id, labels=labels))
+        for (bucket, fleet_id), sums in per_bucket.items()
     ]
     cost_series = pivot(
         [{**r, "cost": float(r["cost"])} for r in over_time],
@@ -89,39 +122,36 @@ def _charts(ids: list[int], period: Period, filters: ReportFilters, currency: st
     )
     return [
         figure_html(stacked_bars(f"Cost by fleet ({currency})", currency, cost_series), div_id="chart-cost-by-fleet"),
-        figure_html(_cost_per_token_chart(ids, period, currency), div_id="chart-cost-per-token"),
-        figure_html(_cost_split_chart(ids, period, filters, currency), div_id="chart-cost-split"),
+        figure_html(_cost_per_token_chart(parts, labels, currency), div_id="chart-cost-per-token"),
+        figure_html(_cost_split_chart(parts, currency), div_id="chart-cost-split"),
     ]
 
 
-def _cost_per_token_chart(ids: list[int], period: Period, currency: str) -> Any:
-    rows = [
-        comparison_row_output(r)
-        for r in fleet_comparison(organization_ids=ids, start=period.start, end=period.end, by_model=True)
-    ]
-    rows = [r for r in rows if r["currency"] == currency]
-    models = sorted({r["gpu_model"] or "unknown" for r in rows})
-    fleets = sorted({r["fleet_name"] for r in rows})
-    values = {(r["fleet_name"], r["gpu_model"] or "unknown"): r["cost_per_1m_tokens"] for r in rows}
+def _cost_per_token_chart(parts: list[LedgerPart], labels: dict[str, str], currency: str) -> Any:
+    """Cost per 1M tokens per fleet and GPU model, as the comparison report shows it."""
+    per_model = parts_sum(parts, lambda p: (p.key["fleet_id"], p.key["gpu_model"]))
+    values = {
+        (labels.get(str(fleet_id), str(fleet_id)), model): money(sums.totals.cost_per_1m_tokens, currency)
+        for (fleet_id, model), sums in per_model.items()
+    }
+    models = sorted({model for _, model in values})
+    fleets = sorted({fleet for fleet, _ in values})
     series = {model: [_float(values.get((fleet, model))) for fleet in fleets] for model in models}
     return grouped_bars(f"Cost per 1M tokens by fleet and GPU model ({currency})", currency, fleets, series)
 
 
-def cost_split(ids: list[int], period: Period, filters: ReportFilters) -> dict[str, Decimal]:
-    """Hardware cost of rented and of owned nodes, and electricity, over the period (one query)."""
-    lines = ledger_lines(organization_ids=ids, start=period.start, end=period.end, filters=filters)
-    split = {"Rented hardware": Decimal(0), "Owned hardware": Decimal(0), "Electricity": Decimal(0)}
-    for row in lines.values("node__tenure").annotate(
-        hardware=Sum("hardware_cost"), electricity=Sum("electricity_cost")
-    ):
-        label = "Rented hardware" if row["node__tenure"] == "rented" else "Owned hardware"
-        split[label] += row["hardware"] or 0
-        split["Electricity"] += row["electricity"] or 0
+def cost_split(parts: list[LedgerPart]) -> dict[str, Decimal]:
+    """Hardware cost of rented and of owned nodes, and electricity, over the parts (keyed by node tenure)."""
+    split = {"Rented hardware": ZERO, "Owned hardware": ZERO, "Electricity": ZERO}
+    for tenure, sums in parts_sum(parts, lambda p: p.key["node__tenure"]).items():
+        label = "Rented hardware" if tenure == "rented" else "Owned hardware"
+        split[label] += sums.totals.hardware_cost
+        split["Electricity"] += sums.totals.electricity_cost
     return split
 
 
-def _cost_split_chart(ids: list[int], period: Period, filters: ReportFilters, currency: str) -> Any:
-    split = cost_split(ids, period, filters)
+def _cost_split_chart(parts: list[LedgerPart], currency: str) -> Any:
+    split = cost_split(parts)
     values = [float(money_quantize(value, currency)) for value in split.values()]
     return grouped_bars(f"Rented vs owned vs electricity ({currency})", currency, list(split), {"cost": values})
 

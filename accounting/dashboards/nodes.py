@@ -1,8 +1,9 @@
 """Node pages for engineers: collector health, per-GPU telemetry, serving latency and the node's ledger.
 
 Everything is read from hourly usage and the stored ledger, bounded by the
-period; the one exception is the recent raw view (the last few minutes of 1 Hz
-samples), bounded in time.
+period and summed to the period's granularity (a quarter: a point per day); the
+one exception is the recent raw view (the last few minutes of raw samples),
+bounded in time and thinned in SQL to a fixed number of points per GPU.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Avg, Max, Sum
+from django.db.models import Avg, Func, IntegerField, Max, Sum
 from django.db.models.functions import TruncDay, TruncHour, TruncMonth
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -21,14 +22,15 @@ from django.utils import timezone
 from accounting.charts import figure_html, series_lines
 from accounting.grid.hours import floor_hour
 from accounting.models import NodeHourLedger
-from fleets.models import Node
+from fleets.models import Gpu, Node
 from fleets.web import page_context
-from telemetry.histogram import Histogram, histogram_quantile
+from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
 from telemetry.models import GpuSample
-from telemetry.selectors import endpoint_hour_usage_for_node, gpu_hour_usage_for_node, node_gaps
+from telemetry.selectors import endpoint_hour_usage_for_node, gpu_hour_usage_for_gpus, node_gaps
 from telemetry.status_api import node_status_data, node_statuses
 
 RECENT_RAW = timedelta(minutes=10)
+RECENT_SLOT_S = 10  # the recent view's resolution: 60 points per GPU at 0.1 Hz and up, whatever the rate
 LEDGER_ROWS = 168  # a week of hours: the table is for reading, the API for exporting
 GIB = 1024**3
 _TRUNC = {"hour": TruncHour, "day": TruncDay, "month": TruncMonth}
@@ -63,8 +65,9 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     if node is None:
         raise Http404("no such node in your organizations")
     period, now = context["period"], timezone.now()
-    usage = gpu_usage_by_bucket(node_id=node.pk, start=period.start, end=period.end, granularity=period.granularity)
-    serving = list(endpoint_hour_usage_for_node(node_id=node.pk, start=period.start, end=period.end))
+    gpus = list(node.gpus.all())  # prefetched, by index
+    usage = gpu_usage_by_bucket(gpus=gpus, start=period.start, end=period.end, granularity=period.granularity)
+    serving = serving_by_bucket(node_id=node.pk, start=period.start, end=period.end, granularity=period.granularity)
     return render(
         request,
         "accounting/node.html",
@@ -74,8 +77,8 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             "node": node,
             "status": node_status_data(node, now=now),
             "charts": _gpu_charts(usage, period.granularity)
-            + _serving_charts(serving)
-            + [_recent_raw_chart(node, now)],
+            + _serving_charts(serving, period.granularity)
+            + [_recent_raw_chart(gpus, now)],
             "has_usage": bool(usage),
             "gaps": node_gaps(node_id=node.pk, start=period.start, end=min(period.end, floor_hour(now))),
             "ledger": _ledger_rows(node, period.start, period.end),
@@ -83,15 +86,16 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     )
 
 
-def gpu_usage_by_bucket(*, node_id: int, start: datetime, end: datetime, granularity: str) -> list[dict[str, Any]]:
+def gpu_usage_by_bucket(*, gpus: list[Gpu], start: datetime, end: datetime, granularity: str) -> list[dict[str, Any]]:
     """Per GPU and hour, day or month: the period's hourly usage summed or averaged in SQL.
 
     A quarter at daily granularity is 90 points per GPU and chart, not 2,160.
     """
-    rows = gpu_hour_usage_for_node(node_id=node_id, start=start, end=end).order_by()
+    index = {gpu.pk: gpu.index for gpu in gpus}
     buckets = (
-        rows.annotate(bucket=_TRUNC[granularity]("hour_start", tzinfo=UTC))
-        .values("gpu__index", "bucket")
+        gpu_hour_usage_for_gpus(gpu_ids=index, start=start, end=end)
+        .annotate(bucket=_TRUNC[granularity]("hour_start", tzinfo=UTC))
+        .values("gpu_id", "bucket")
         .annotate(
             energy_j=Sum("energy_j"),
             mean_power_w=Avg("mean_power_w"),
@@ -99,9 +103,49 @@ def gpu_usage_by_bucket(*, node_id: int, start: datetime, end: datetime, granula
             max_mem_used_bytes=Max("max_mem_used_bytes"),
             mean_temp_c=Avg("mean_temp_c"),
         )
-        .order_by("gpu__index", "bucket")
+        .order_by()
     )
-    return [dict(row) for row in buckets]
+    rows = [{**row, "gpu__index": index[row["gpu_id"]]} for row in buckets]
+    return sorted(rows, key=lambda row: (row["gpu__index"], row["bucket"]))
+
+
+def serving_by_bucket(*, node_id: int, start: datetime, end: datetime, granularity: str) -> list[dict[str, Any]]:
+    """Per endpoint and hour, day or month: tokens, observed seconds and the merged TTFT histogram.
+
+    Read as plain values (one small tuple per endpoint-hour) and added here: the
+    histograms of one bucket may have different bounds, which SQL cannot merge.
+    """
+    hours = endpoint_hour_usage_for_node(node_id=node_id, start=start, end=end).values_list(
+        "endpoint__url",
+        "hour_start",
+        "prompt_tokens",
+        "generation_tokens",
+        "observed_s",
+        "ttft_bucket_bounds_s",
+        "ttft_bucket_counts",
+    )
+    buckets: dict[tuple[str, datetime], dict[str, Any]] = {}
+    for url, hour, prompt, generation, observed_s, bounds, counts in hours:
+        bucket = buckets.setdefault(
+            (url, _bucket_start(hour, granularity)), {"tokens": 0, "observed_s": 0.0, "ttft": []}
+        )
+        bucket["tokens"] += prompt + generation
+        bucket["observed_s"] += observed_s
+        if counts:
+            bucket["ttft"].append(Histogram(tuple(bounds), tuple(counts)))
+    return [
+        {"endpoint": url, "bucket": bucket, **sums, "ttft": histogram_merge(sums["ttft"], coarsen=True)}
+        for (url, bucket), sums in buckets.items()
+    ]
+
+
+def _bucket_start(hour: datetime, granularity: str) -> datetime:
+    """The start of the UTC day or month of ``hour`` (as ``TruncDay`` / ``TruncMonth`` in SQL)."""
+    if granularity == "day":
+        return hour.replace(hour=0)
+    if granularity == "month":
+        return hour.replace(day=1, hour=0)
+    return hour
 
 
 def _per_gpu(usage: list[dict[str, Any]], value: Any) -> dict[str, list[tuple[datetime, float | None]]]:
@@ -130,40 +174,65 @@ def _gpu_charts(usage: list[dict[str, Any]], granularity: str) -> list[str]:
     ]
 
 
-def _serving_charts(serving: list[Any]) -> list[str]:
+def _serving_charts(serving: list[dict[str, Any]], granularity: str) -> list[str]:
     throughput: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     latency: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     for row in serving:
-        name = row.endpoint.url
-        tokens = row.prompt_tokens + row.generation_tokens
-        throughput[name].append((row.hour_start, tokens / row.observed_s if row.observed_s else None))
-        histogram = _histogram(row)
+        name, bucket, histogram = row["endpoint"], row["bucket"], row["ttft"]
+        throughput[name].append((bucket, row["tokens"] / row["observed_s"] if row["observed_s"] else None))
         for q, label in ((0.5, "P50"), (0.99, "P99")):
             value = histogram_quantile(q, histogram) if histogram else None
-            latency[f"{label} {name}"].append((row.hour_start, value * 1000 if value is not None else None))
+            latency[f"{label} {name}"].append((bucket, value * 1000 if value is not None else None))
     return [
-        figure_html(series_lines("Tokens per second (hourly mean)", "tokens/s", throughput), div_id="chart-tokens"),
-        figure_html(series_lines("Time to first token", "ms", latency), div_id="chart-ttft"),
+        figure_html(
+            series_lines(f"Tokens per second (mean per {granularity})", "tokens/s", throughput), div_id="chart-tokens"
+        ),
+        figure_html(series_lines(f"Time to first token (per {granularity})", "ms", latency), div_id="chart-ttft"),
     ]
 
 
-def _histogram(row: Any) -> Histogram | None:
-    if not row.ttft_bucket_counts:
-        return None
-    return Histogram(tuple(row.ttft_bucket_bounds_s), tuple(row.ttft_bucket_counts))
+def recent_power_by_slot(*, gpus: list[Gpu], now: datetime) -> dict[str, list[tuple[datetime, float | None]]]:
+    """Per GPU, its raw power over ``[now - RECENT_RAW, now)``, a mean per ``RECENT_SLOT_S`` (slot start, W).
 
-
-def _recent_raw_chart(node: Node, now: datetime) -> str:
-    """The last minutes of raw 1 Hz power: bounded in time, so it stays cheap on any fleet size."""
-    recent = GpuSample.objects.filter(gpu__node=node, ts__gte=now - RECENT_RAW).order_by("-ts")
-    # At most a sample a second per GPU, whatever rate the collector runs at.
-    limit = int(RECENT_RAW.total_seconds()) * max(1, node.gpus.count())
-    rows = reversed(list(recent.values_list("gpu__index", "ts", "power_w")[:limit]))
+    The same few points per GPU at any sample rate: an index range per GPU of the
+    raw table (primary key gpu, ts; today's partition) averaged in SQL, so neither
+    the rows sent nor the chart grow with the collectors' rate.
+    """
+    index = {gpu.pk: gpu.index for gpu in gpus}
+    # Bounded on both sides: samples stamped ahead of the server's clock would add slots.
+    recent = GpuSample.objects.filter(gpu_id__in=list(index), ts__gte=now - RECENT_RAW, ts__lt=now)
+    slots = (
+        recent.annotate(slot=_EpochSlot("ts", seconds=RECENT_SLOT_S))
+        .values("gpu_id", "slot")
+        .annotate(power_w=Avg("power_w"))
+        .order_by("gpu_id", "slot")
+    )
     series: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
-    for index, ts, power_w in rows:
-        series[f"GPU {index}"].append((ts, power_w))
-    title = f"Power, last {int(RECENT_RAW.total_seconds() // 60)} minutes (raw samples)"
-    return figure_html(series_lines(title, "W", dict(series)), div_id="chart-recent")
+    for row in slots:
+        slot_start = datetime.fromtimestamp(row["slot"] * RECENT_SLOT_S, tz=UTC)
+        series[f"GPU {index[row['gpu_id']]}"].append((slot_start, row["power_w"]))
+    return dict(series)
+
+
+def _recent_raw_chart(gpus: list[Gpu], now: datetime) -> str:
+    minutes = int(RECENT_RAW.total_seconds() // 60)
+    title = f"Power, last {minutes} minutes (raw samples, mean per {RECENT_SLOT_S} s)"
+    return figure_html(series_lines(title, "W", recent_power_by_slot(gpus=gpus, now=now)), div_id="chart-recent")
+
+
+class _EpochSlot(Func):
+    """The number of the ``seconds``-long slot since the Unix epoch that a timestamp falls in."""
+
+    template = "FLOOR(EXTRACT(EPOCH FROM %(expressions)s) / %(seconds)d)::bigint"  # PostgreSQL
+    output_field = IntegerField()
+
+    def __init__(self, expression: str, *, seconds: int) -> None:
+        super().__init__(expression, seconds=int(seconds))
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        # SQLite keeps timestamps as UTC text; julianday() reads them (to ~50 µs, plenty for slots of seconds).
+        template = "CAST((julianday(%(expressions)s) - 2440587.5) * 86400.0 / %(seconds)d AS INTEGER)"
+        return self.as_sql(compiler, connection, template=template, **extra_context)
 
 
 def _ledger_rows(node: Node, start: datetime, end: datetime) -> list[NodeHourLedger]:

@@ -1,29 +1,39 @@
 """The sustainability dashboard: Scope 2 (location and market based), embodied with its range,
 carbon per token over time, energy per token by GPU model, grid intensity per zone, data quality.
 
-Totals and data quality come from the same report as ``/api/v1/reports/sustainability/``.
+Totals and data quality are the report of ``/api/v1/reports/sustainability/``
+(``sustainability_report_from``), built from the same single query as the charts.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Avg
-from django.db.models.functions import TruncDay, TruncHour, TruncMonth
+from django.db.models import Count, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from accounting.charts import figure_html, grouped_bars, series_lines
 from accounting.dashboards.common import api_query, organization_ids
-from accounting.reports.output import comparison_row_output, sustainability_output, usage_row_output
+from accounting.reports.output import rounded, sustainability_output
 from accounting.reports.periods import Granularity
-from accounting.reports.selectors import GroupBy, fleet_comparison, ledger_lines, report_rows, sustainability_report
+from accounting.reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
+from accounting.reports.selectors.sustainability import (
+    REPORT_ANNOTATIONS,
+    REPORT_KEYS,
+    sustainability_report_from,
+)
 from fleets.web import Period, page_context
 
-_TRUNC = {"hour": TruncHour, "day": TruncDay, "month": TruncMonth}
+# The report's groups, split further for the charts: one query gives the tiles, the
+# data-quality table and every chart (the same report as the API's, added from finer parts).
+_KEYS = (*REPORT_KEYS, "fleet_id", "gpu_model", "site__grid_zone")
+_INTENSITY = {"s_intensity": Sum("location_gco2e_per_kwh"), "s_intensity_n": Count("location_gco2e_per_kwh")}
 
 
 @login_required
@@ -31,13 +41,10 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     organization, period = context["organization"], context["period"]
     page = {**context, "section": "sustainability"}
-    if (
-        organization is None
-        or not ledger_lines(organization_ids=[organization.pk], start=period.start, end=period.end).exists()
-    ):
+    parts = _parts(organization_ids(organization), period) if organization is not None else []
+    if not parts:
         return render(request, "accounting/sustainability.html", page)
-    report = sustainability_report(organization_id=organization.pk, start=period.start, end=period.end)
-    ids = organization_ids(organization)
+    report = sustainability_report_from(parts, organization_id=organization.pk, start=period.start, end=period.end)
     return render(
         request,
         "accounting/sustainability.html",
@@ -45,51 +52,59 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
             **page,
             "report": sustainability_output(report, organization),
             "charts": [
-                figure_html(_sci_over_time(ids, period), div_id="chart-sci"),
-                figure_html(_energy_per_token_by_model(ids, period), div_id="chart-j-per-token"),
-                figure_html(_grid_intensity(ids, period), div_id="chart-grid"),
+                figure_html(_sci_over_time(parts, period), div_id="chart-sci"),
+                figure_html(_energy_per_token_by_model(parts), div_id="chart-j-per-token"),
+                figure_html(_grid_intensity(parts), div_id="chart-grid"),
             ],
             "api_query": api_query(period, organization),
         },
     )
 
 
-def _sci_over_time(ids: list[int], period: Period) -> Any:
-    rows = report_rows(
+def _parts(ids: list[int], period: Period) -> list[LedgerPart]:
+    return ledger_parts(
         organization_ids=ids,
         start=period.start,
         end=period.end,
+        keys=_KEYS,
         granularity=Granularity(period.granularity),
-        group_by=GroupBy.CURRENCY,
+        money=False,
+        annotations=REPORT_ANNOTATIONS,
+        extra=_INTENSITY,
     )
-    points: dict[Any, float | None] = {}
-    for row in rows:  # carbon adds across currencies; the rows differ only in the money they carry
-        value = usage_row_output(row)["gco2e_per_1k_tokens"]
-        points.setdefault(row.period_start, value)
-    series = {"gCO2e per 1k tokens (SCI)": sorted(points.items())}
+
+
+def _sci_over_time(parts: list[LedgerPart], period: Period) -> Any:
+    """The SCI of each bucket, as the usage report's ``gco2e_per_1k_tokens`` (carbon adds across currencies)."""
+    points = [
+        (max(bucket, period.start), rounded(sums.sci_g_per_1k_tokens, "g_per_tokens"))
+        for bucket, sums in parts_sum(parts, lambda p: p.key[BUCKET]).items()
+    ]
+    series = {"gCO2e per 1k tokens (SCI)": points}
     return series_lines("Carbon per 1k tokens (location-based + embodied)", "gCO2e / 1k tokens", series)
 
 
-def _energy_per_token_by_model(ids: list[int], period: Period) -> Any:
-    rows = [
-        comparison_row_output(r)
-        for r in fleet_comparison(organization_ids=ids, start=period.start, end=period.end, by_model=True)
-    ]
+def _energy_per_token_by_model(parts: list[LedgerPart]) -> Any:
+    """Each GPU model's IT energy per token in its most efficient fleet (the comparison report's figure)."""
     per_model: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        if row["it_j_per_token"] is not None:
-            per_model[row["gpu_model"] or "unknown"].append(row["it_j_per_token"])
+    for (_, model), sums in parts_sum(parts, lambda p: (p.key["fleet_id"], p.key["gpu_model"])).items():
+        j_per_token = rounded(sums.totals.it_j_per_token, "j_per_token")
+        if j_per_token is not None:
+            per_model[model or "unknown"].append(j_per_token)
     models = sorted(per_model)
     fleets = {"J per token": [min(per_model[m]) for m in models]}
     return grouped_bars("Energy per token by GPU model (IT energy)", "J / token", models, fleets)
 
 
-def _grid_intensity(ids: list[int], period: Period) -> Any:
-    """Hourly intensity each zone's lines were weighed with, labelled with the sources used."""
-    lines = ledger_lines(organization_ids=ids, start=period.start, end=period.end).exclude(location_gco2e_per_kwh=None)
-    trunc = _TRUNC[period.granularity]("hour_start")
-    rows = lines.values("site__grid_zone", "location_source").annotate(bucket=trunc, g=Avg("location_gco2e_per_kwh"))
+def _grid_intensity(parts: list[LedgerPart]) -> Any:
+    """Mean hourly intensity each zone's lines were weighed with, labelled with the sources used."""
+    sums: dict[tuple[str, str, datetime], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    for part in parts:
+        if part.extra["s_intensity_n"]:
+            total = sums[(part.key["site__grid_zone"], part.key["location_source"], part.key[BUCKET])]
+            total[0] += part.extra["s_intensity"]
+            total[1] += part.extra["s_intensity_n"]
     series: dict[str, list[tuple[Any, float | None]]] = defaultdict(list)
-    for row in rows.order_by("site__grid_zone", "location_source", "bucket"):
-        series[f"{row['site__grid_zone']} · {row['location_source']}"].append((row["bucket"], float(row["g"])))
+    for (zone, source, bucket), (g, n) in sorted(sums.items()):
+        series[f"{zone} · {source}"].append((bucket, float(g / n)))
     return series_lines("Grid carbon intensity by zone and source", "gCO2e / kWh", dict(series))

@@ -50,6 +50,11 @@ class NodeHourLedger(models.Model):
     idle_gpu_h = _amount()
     idle_cost = _amount()
     idle_facility_kwh = _amount()
+    # GPU utilization of the hour, so that reports need not read every GPU-hour: over the
+    # node's GPU-hours with a known mean utilization, sum(mean_util_pct x observed_s) and
+    # sum(observed_s). Their ratio is the node-hour's time-weighted mean utilization (%).
+    util_pct_s = models.FloatField(default=0.0, help_text="sum of mean_util_pct x observed_s over the GPU-hours")
+    util_observed_s = models.FloatField(default=0.0, help_text="observed seconds of GPU-hours with a utilization")
 
     # Trace: where each number came from.
     energy_method = models.CharField(max_length=16, help_text="node_meter or gpu_sum")

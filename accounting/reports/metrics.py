@@ -89,6 +89,20 @@ class LedgerSums:
         return None if whole == 0 else self.energy_counter_j / whole
 
 
+def ledger_sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
+    """Two ``LedgerSums`` added: the sums of the lines of both (``LedgerTotals.merge`` raises on mixed currencies)."""
+    return LedgerSums(
+        totals=a.totals.merge(b.totals),
+        electricity_known=a.electricity_known or b.electricity_known,
+        location_known=a.location_known or b.location_known,
+        market_known=a.market_known or b.market_known,
+        hardware_unpriced_h=a.hardware_unpriced_h + b.hardware_unpriced_h,
+        electricity_unpriced_h=a.electricity_unpriced_h + b.electricity_unpriced_h,
+        energy_counter_j=a.energy_counter_j + b.energy_counter_j,
+        energy_integrated_j=a.energy_integrated_j + b.energy_integrated_j,
+    )
+
+
 @dataclass(frozen=True)
 class ServingSums:
     """Hourly serving usage summed: tokens and seconds of endpoint-hours that served tokens, TTFT merged.

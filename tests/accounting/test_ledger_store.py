@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
@@ -349,3 +350,48 @@ def test_marking_existing_lines_queues_every_stored_hour_of_the_nodes(node):
         (node.pk, HOUR),
         (node.pk, HOUR + timedelta(hours=1)),
     }
+
+
+def test_a_line_carries_the_utilization_of_the_gpu_hours_it_covers(node):
+    # given: GPU 0 at 80 % for the whole hour, GPU 1 at 2 % for 30 minutes
+    usage(node)
+    GpuHourUsage.objects.filter(gpu__index=1).update(observed_s=1800.0)
+
+    stored = line(node)
+
+    # then: the sums of mean_util_pct x observed_s and of observed_s over the node's GPU-hours
+    assert (stored.util_pct_s, stored.util_observed_s) == (80.0 * 3600 + 2.0 * 1800, 3600.0 + 1800)
+    rows = GpuHourUsage.objects.filter(gpu__node=node, hour_start=HOUR)
+    assert stored.util_pct_s == sum(row.mean_util_pct * row.observed_s for row in rows)
+
+
+def test_a_gpu_hour_without_a_utilization_is_left_out_of_the_lines_utilization(node):
+    usage(node)
+    GpuHourUsage.objects.filter(gpu__index=1).update(mean_util_pct=None)
+
+    stored = line(node)
+
+    assert (stored.util_pct_s, stored.util_observed_s) == (80.0 * 3600, 3600.0)
+
+
+def test_a_held_hour_without_telemetry_has_no_utilization(node):
+    stored = line(node)
+
+    assert (stored.util_pct_s, stored.util_observed_s) == (0.0, 0.0)
+
+
+def test_the_migration_fills_existing_lines_with_what_the_ledger_computes(node):
+    from django.apps import apps
+
+    backfill = importlib.import_module("accounting.migrations.0004_ledger_utilization").utilization_backfill
+    usage(node)
+    usage(node, HOUR + timedelta(hours=1), utils=(50.0, 10.0))
+    GpuHourUsage.objects.filter(gpu__index=1, hour_start=HOUR).update(mean_util_pct=None)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[HOUR, HOUR + timedelta(hours=1)])
+    computed = list(NodeHourLedger.objects.order_by("hour_start").values_list("util_pct_s", "util_observed_s"))
+    NodeHourLedger.objects.update(util_pct_s=0.0, util_observed_s=0.0)
+
+    backfill(apps, None)
+
+    assert list(NodeHourLedger.objects.order_by("hour_start").values_list("util_pct_s", "util_observed_s")) == computed
+    assert computed == [(80.0 * 3600, 3600.0), (50.0 * 3600 + 10.0 * 3600, 7200.0)]

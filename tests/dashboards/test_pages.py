@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 
 from accounting.charts import figure_html, series_lines
+from accounting.models import NodeHourLedger
 from fleets.models import Role
 from tests.dashboards.data import two_fleets
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
@@ -181,3 +183,21 @@ def _tile(html: str, tile_id: str) -> Decimal:
     match = re.search(rf'id="{tile_id}">.*?data-value="([^"]*)"', html, re.S)
     assert match, f"tile {tile_id} not on the page"
     return Decimal(match.group(1))
+
+
+def test_finance_change_is_against_the_previous_periods_cost_in_the_report_api(client, organization, fleets):
+    # given: one line moved to the day before the day of the latest line
+    latest, moved = NodeHourLedger.objects.order_by("-hour_start", "pk")[:2]
+    day = latest.hour_start.date()
+    NodeHourLedger.objects.filter(pk=moved.pk).update(hour_start=latest.hour_start - timedelta(days=1))
+    client.force_login(member(organization, "finance"))
+
+    response = client.get("/finance/", {"start": day.isoformat(), "end": day.isoformat()})
+
+    def api_cost(first):
+        query = {"start": first.isoformat(), "end": (first + timedelta(days=1)).isoformat(), "granularity": "total"}
+        return Decimal(str(client.get("/api/v1/reports/usage/", query).json()["results"][0]["cost"]))
+
+    now, before = api_cost(day), api_cost(day - timedelta(days=1))
+    assert response.context["previous_cost"] == before
+    assert response.context["change"] == pytest.approx(float((now - before) / before))

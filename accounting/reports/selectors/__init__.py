@@ -1,11 +1,12 @@
 """Report selectors: what the reports API and the dashboards read.
 
-Every selector reads the stored ledger (``NodeHourLedger``) and hourly usage
-(``EndpointHourUsage``, ``GpuHourUsage``) of ``organization_ids`` over
-``[start, end)`` (aware UTC, whole hours), and aggregates in SQL: a few queries
-per call whatever the number of lines, never raw samples. Callers scope first:
-``organization_ids`` must already be the caller's own
-(``fleets.selectors.organizations_for_user``); any member may read reports.
+Every selector reads the stored ledger (``NodeHourLedger``, which carries each
+node-hour's GPU utilization too) and hourly serving usage (``EndpointHourUsage``)
+of ``organization_ids`` over ``[start, end)`` (aware UTC, whole hours), and
+aggregates in SQL: a few queries per call whatever the number of lines, never
+raw samples. Callers scope first: ``organization_ids`` must already be the
+caller's own (``fleets.selectors.organizations_for_user``); any member may read
+reports.
 
 Money is never added across currencies: a group whose lines are in two
 currencies raises ``accounting.ledger.CurrencyMismatchError`` (filter by
@@ -15,41 +16,54 @@ currency, or group by site or currency). Nothing is rounded here:
 - ``report_rows`` / ``report_page`` / ``report_rows_iter`` / ``report_rows_count``:
   cost, energy, carbon and tokens per period bucket x group (a list, a page with
   its total count, a stream for CSV, the count).
+- ``ledger_parts`` / ``parts_sum`` / ``parts_total``: the lines summed once per a
+  few keys, for a page that shows several roll-ups of them (added exactly in Python).
 - ``fleet_comparison``: per fleet (or fleet x GPU model): throughput, TTFT, cost,
   energy and carbon per token, utilization, idle share, and ratios to a baseline fleet.
 - ``sustainability_report``: one organization's Scope 2 and embodied carbon,
   energy and PUE, with the quality and sources of the data behind them.
 """
 
-from accounting.reports.metrics import ComparisonRow, ComparisonStats
+from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums
 from accounting.reports.selectors.comparison import fleet_comparison
 from accounting.reports.selectors.lines import MIXED_MODEL, NO_FILTERS, ReportFilters, gpu_model_profiles, ledger_lines
+from accounting.reports.selectors.parts import BUCKET, LedgerPart, ledger_parts, parts_sum, parts_total
 from accounting.reports.selectors.sustainability import FactorUse, SustainabilityReport, sustainability_report
 from accounting.reports.selectors.usage import (
     GroupBy,
     ReportPage,
     ReportRow,
+    group_labels,
     report_page,
+    report_row,
     report_rows,
     report_rows_count,
     report_rows_iter,
 )
 
 __all__ = [
+    "BUCKET",
     "MIXED_MODEL",
     "NO_FILTERS",
     "ComparisonRow",
     "ComparisonStats",
     "FactorUse",
     "GroupBy",
+    "LedgerPart",
+    "LedgerSums",
     "ReportFilters",
     "ReportPage",
     "ReportRow",
     "SustainabilityReport",
     "fleet_comparison",
     "gpu_model_profiles",
+    "group_labels",
     "ledger_lines",
+    "ledger_parts",
+    "parts_sum",
+    "parts_total",
     "report_page",
+    "report_row",
     "report_rows",
     "report_rows_count",
     "report_rows_iter",

@@ -8,18 +8,25 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
-from django.db.models import BigIntegerField, F, FilteredRelation, FloatField, Q, QuerySet, Sum
+from django.db.models import BigIntegerField, Count, F, FilteredRelation, Q, QuerySet, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.models import NodeHourLedger
 from accounting.reports.aggregates import ledger_sums, ledger_sums_from
-from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums, ServingSums, UtilizationSums
+from accounting.reports.metrics import (
+    ComparisonRow,
+    ComparisonStats,
+    LedgerSums,
+    ServingSums,
+    UtilizationSums,
+    ledger_sums_merge,
+)
 from accounting.reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles, ledger_lines
 from fleets.models import Fleet
 from telemetry.histogram import Histogram, histogram_merge
-from telemetry.models import EndpointHourUsage, GpuHourUsage
+from telemetry.models import EndpointEpoch, EndpointHourUsage
 
 _Key = tuple[int, str | None]  # fleet id, GPU model key (None per fleet)
 
@@ -59,34 +66,33 @@ def _comparison_stats(
     endpoint_hours = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
     )
-    gpu_hours = GpuHourUsage.objects.filter(
-        gpu__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    )
     if fleet_ids:
         endpoint_hours = endpoint_hours.filter(endpoint__node__fleet_id__in=fleet_ids)
-        gpu_hours = gpu_hours.filter(gpu__node__fleet_id__in=fleet_ids)
     endpoint_hours, keys = _keyed_usage(endpoint_hours, "endpoint__node", by_model)
-    serving = _serving(endpoint_hours, keys)
-    ttft = _ttft(endpoint_hours, keys)
-    utilization = _utilization(*_keyed_usage(gpu_hours, "gpu__node", by_model))
-    return _stats_assemble(organization_ids, by_model, ledger, serving, ttft, utilization)
+    serving, ttft = _serving_and_ttft(endpoint_hours, keys, _ttft_width_guess(organization_ids))
+    return _stats_assemble(organization_ids, by_model, ledger, serving, ttft)
 
 
-def _comparison_ledger(lines: QuerySet[NodeHourLedger]) -> dict[_Key, tuple[LedgerSums, str | None]]:
+# Per key: the ledger sums, the GPU model, and the GPU utilization of the lines (stored on each
+# line, so that a quarter of a large fleet reads its node-hours, not its millions of GPU-hours).
+_LedgerPart = tuple[LedgerSums, str | None, UtilizationSums]
+
+
+def _comparison_ledger(lines: QuerySet[NodeHourLedger]) -> dict[_Key, _LedgerPart]:
     """Ledger sums per fleet and model; per fleet, the model is its only one or "mixed"."""
     rows = (
         lines.values("fleet_id", "gpu_model", "currency")
-        .annotate(**ledger_sums())
+        .annotate(**ledger_sums(), s_util_pct_s=Sum("util_pct_s"), s_util_observed_s=Sum("util_observed_s"))
         .order_by("fleet_id", "gpu_model", "currency")
     )
     return _by_fleet_or_model(rows)
 
 
-def _by_fleet_or_model(rows: QuerySet[Any]) -> dict[_Key, tuple[LedgerSums, str | None]]:
+def _by_fleet_or_model(rows: QuerySet[Any]) -> dict[_Key, _LedgerPart]:
     # Rows come per fleet x model x currency; the caller wants per fleet x model, or per fleet:
     # the fleet-level roll-up merges the (few) model rows with LedgerTotals.merge, which
     # refuses mixed currencies itself.
-    per_model: dict[_Key, tuple[LedgerSums, str | None]] = {}
+    per_model: dict[_Key, _LedgerPart] = {}
     for values in rows:
         key = (values["fleet_id"], values["gpu_model"])
         if key in per_model:
@@ -94,7 +100,8 @@ def _by_fleet_or_model(rows: QuerySet[Any]) -> dict[_Key, tuple[LedgerSums, str 
                 f"fleet {key[0]} ({key[1]}) holds lines in {per_model[key][0].totals.currency} and "
                 f"{values['currency']}; money in different currencies is never added: filter by fleet"
             )
-        per_model[key] = (ledger_sums_from(values, currency=values["currency"]), key[1])
+        utilization = UtilizationSums(values["s_util_pct_s"] or 0.0, values["s_util_observed_s"] or 0.0)
+        per_model[key] = (ledger_sums_from(values, currency=values["currency"]), key[1], utilization)
     return per_model
 
 
@@ -113,69 +120,76 @@ def _usage_key(values: dict[str, Any]) -> _Key:
     return (values["k_fleet"], values.get("k_model"))
 
 
-def _serving(usage: QuerySet[EndpointHourUsage], keys: list[str]) -> dict[_Key, dict[str, Any]]:
+def _ttft_width_guess(organization_ids: Collection[int]) -> int:
+    """Buckets of the widest TTFT layout the organizations' endpoints declared (a small table)."""
+    epochs = EndpointEpoch.objects.filter(endpoint__node__fleet__organization_id__in=organization_ids)
+    return max((len(bounds) + 1 for bounds in epochs.values_list("ttft_bucket_bounds_s", flat=True)), default=0)
+
+
+def _serving_and_ttft(
+    usage: QuerySet[EndpointHourUsage], keys: list[str], width: int
+) -> tuple[dict[_Key, dict[str, Any]], dict[_Key, Histogram]]:
+    """Serving sums and merged TTFT histograms per key, in one pass over the endpoint-hours.
+
+    Summed in SQL per key and bucket layout (bucket counts as ``width`` columns),
+    layouts merged here onto the bounds they share (``histogram_merge(coarsen=True)``:
+    exact, only coarser). ``width`` is a guess from the declared layouts; should an
+    hour hold a wider one, the query runs again as wide as the widest it returned.
+    """
+    rows = _serving_rows(usage, keys, width)
+    needed = max((len(row["ttft_bucket_bounds_s"] or ()) + 1 for row in rows), default=0)
+    if needed > width:
+        rows = _serving_rows(usage, keys, needed)
+    serving: dict[_Key, dict[str, Any]] = {}
+    parts: dict[_Key, list[Histogram]] = defaultdict(list)
+    for row in rows:
+        key = _usage_key(row)
+        summed = serving.setdefault(key, {"s_serving_s": 0.0, "s_prompt": 0, "s_generation": 0})
+        for name in summed:
+            summed[name] += row[name] or 0
+        if row["s_histograms"]:
+            bounds = tuple(float(bound) for bound in row["ttft_bucket_bounds_s"])
+            counts = tuple(int(row[f"s_b{i}"] or 0) for i in range(len(bounds) + 1))
+            parts[key].append(Histogram(bounds, counts))
+    ttft = {key: merged for key, hs in parts.items() if (merged := histogram_merge(hs, coarsen=True)) is not None}
+    return serving, ttft
+
+
+def _serving_rows(usage: QuerySet[EndpointHourUsage], keys: list[str], width: int) -> list[dict[str, Any]]:
     served = Q(prompt_tokens__gt=0) | Q(generation_tokens__gt=0)
+    with_histogram = Q(ttft_bucket_counts__isnull=False)
+    buckets = {
+        f"s_b{i}": Sum(Cast(KT(f"ttft_bucket_counts__{i}"), BigIntegerField()), filter=with_histogram)
+        for i in range(width)
+    }
     rows = (
-        usage.values(*keys)
+        usage.values(*keys, "ttft_bucket_bounds_s")
         .annotate(
             s_serving_s=Sum("observed_s", filter=served),
             s_prompt=Sum("prompt_tokens"),
             s_generation=Sum("generation_tokens"),
+            s_histograms=Count("id", filter=with_histogram),
+            **buckets,
         )
         .order_by()
     )
-    return {_usage_key(row): row for row in rows}
-
-
-def _ttft(usage: QuerySet[EndpointHourUsage], keys: list[str]) -> dict[_Key, Histogram]:
-    """Merged TTFT histograms per key: bucket counts summed in SQL per bucket layout, layouts merged here.
-
-    Histograms of different bucket bounds are merged onto the bounds they share
-    (``histogram_merge(coarsen=True)``): exact, only coarser.
-    """
-    with_histogram = usage.filter(ttft_bucket_counts__isnull=False)
-    layouts = with_histogram.order_by().values_list("ttft_bucket_bounds_s", flat=True).distinct()
-    width = max((len(bounds) + 1 for bounds in layouts), default=0)
-    if width == 0:
-        return {}
-    buckets = {f"s_b{i}": Sum(Cast(KT(f"ttft_bucket_counts__{i}"), BigIntegerField())) for i in range(width)}
-    rows = with_histogram.values(*keys, "ttft_bucket_bounds_s").annotate(**buckets).order_by()
-    parts: dict[_Key, list[Histogram]] = defaultdict(list)
-    for row in rows:
-        bounds = tuple(float(bound) for bound in row["ttft_bucket_bounds_s"])
-        counts = tuple(int(row[f"s_b{i}"] or 0) for i in range(len(bounds) + 1))
-        parts[_usage_key(row)].append(Histogram(bounds, counts))
-    return {key: merged for key, hs in parts.items() if (merged := histogram_merge(hs, coarsen=True)) is not None}
-
-
-def _utilization(usage: QuerySet[GpuHourUsage], keys: list[str]) -> dict[_Key, UtilizationSums]:
-    known = Q(mean_util_pct__isnull=False)
-    rows = (
-        usage.values(*keys)
-        .annotate(
-            s_pct_s=Sum(F("mean_util_pct") * F("observed_s"), filter=known, output_field=FloatField()),
-            s_util_s=Sum("observed_s", filter=known),
-        )
-        .order_by()
-    )
-    return {_usage_key(row): UtilizationSums(row["s_pct_s"] or 0.0, row["s_util_s"] or 0.0) for row in rows}
+    return list(rows)
 
 
 def _stats_assemble(
     organization_ids: Collection[int],
     by_model: bool,
-    ledger: dict[_Key, tuple[LedgerSums, str | None]],
+    ledger: dict[_Key, _LedgerPart],
     serving: dict[_Key, dict[str, Any]],
     ttft: dict[_Key, Histogram],
-    utilization: dict[_Key, UtilizationSums],
 ) -> list[ComparisonStats]:
     if not by_model:
         ledger = _per_fleet(ledger)
     names = dict(Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name"))
     profiles = gpu_model_profiles(organization_ids=organization_ids)
     stats = []
-    for key in ledger.keys() | serving.keys() | ttft.keys() | utilization.keys():
-        sums, model = ledger.get(key, (LedgerSums(), None))
+    for key in ledger.keys() | serving.keys() | ttft.keys():
+        sums, model, utilization = ledger.get(key, (LedgerSums(), None, UtilizationSums()))
         served = serving.get(key, {})
         stats.append(
             ComparisonStats(
@@ -190,22 +204,26 @@ def _stats_assemble(
                     generation_tokens=int(served.get("s_generation") or 0),
                     ttft=ttft.get(key),
                 ),
-                utilization=utilization.get(key, UtilizationSums()),
+                utilization=utilization,
             )
         )
     return stats
 
 
-def _per_fleet(per_model: dict[_Key, tuple[LedgerSums, str | None]]) -> dict[_Key, tuple[LedgerSums, str | None]]:
+def _per_fleet(per_model: dict[_Key, _LedgerPart]) -> dict[_Key, _LedgerPart]:
     """Model rows rolled up per fleet; the fleet's model is its only one, or "mixed"."""
-    per_fleet: dict[_Key, tuple[LedgerSums, str | None]] = {}
-    for (fleet_id, model), (sums, _) in per_model.items():
+    per_fleet: dict[_Key, _LedgerPart] = {}
+    for (fleet_id, model), (sums, _, utilization) in per_model.items():
         key = (fleet_id, None)
         if key not in per_fleet:
-            per_fleet[key] = (sums, model)
+            per_fleet[key] = (sums, model, utilization)
             continue
-        merged, first_model = per_fleet[key]
-        per_fleet[key] = (_sums_merge(merged, sums), first_model if first_model == model else MIXED_MODEL)
+        merged, first_model, merged_utilization = per_fleet[key]
+        per_fleet[key] = (
+            _sums_merge(merged, sums),
+            first_model if first_model == model else MIXED_MODEL,
+            _utilization_merge(merged_utilization, utilization),
+        )
     return per_fleet
 
 
@@ -227,28 +245,19 @@ def _stats_merge(parts: list[ComparisonStats]) -> ComparisonStats:
             generation_tokens=sum(part.serving.generation_tokens for part in parts),
             ttft=histogram_merge(histograms, coarsen=True),
         ),
-        utilization=UtilizationSums(
-            pct_s=sum(part.utilization.pct_s for part in parts),
-            observed_s=sum(part.utilization.observed_s for part in parts),
-        ),
+        utilization=functools.reduce(_utilization_merge, (part.utilization for part in parts)),
     )
+
+
+def _utilization_merge(a: UtilizationSums, b: UtilizationSums) -> UtilizationSums:
+    return UtilizationSums(pct_s=a.pct_s + b.pct_s, observed_s=a.observed_s + b.observed_s)
 
 
 def _sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
     """Two ``LedgerSums`` added (``LedgerTotals.merge`` raises on mixed currencies)."""
     try:
-        totals = a.totals.merge(b.totals)
+        return ledger_sums_merge(a, b)
     except CurrencyMismatchError as error:
         raise CurrencyMismatchError(
             f"{error}: a fleet holds lines in two currencies; money in different currencies is never added"
         ) from error
-    return LedgerSums(
-        totals=totals,
-        electricity_known=a.electricity_known or b.electricity_known,
-        location_known=a.location_known or b.location_known,
-        market_known=a.market_known or b.market_known,
-        hardware_unpriced_h=a.hardware_unpriced_h + b.hardware_unpriced_h,
-        electricity_unpriced_h=a.electricity_unpriced_h + b.electricity_unpriced_h,
-        energy_counter_j=a.energy_counter_j + b.energy_counter_j,
-        energy_integrated_j=a.energy_integrated_j + b.energy_integrated_j,
-    )

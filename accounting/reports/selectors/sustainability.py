@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import BooleanField, ExpressionWrapper
 
-from accounting.models import NodeHourLedger
-from accounting.reports.aggregates import (
-    LOCATION_ANNUAL,
-    LOCATION_HOURLY,
-    LOCATION_UNKNOWN,
-    amount_sum,
-    ledger_sums,
-    ledger_sums_from,
-)
+from accounting.ledger.units import ZERO
+from accounting.reports.aggregates import LOCATION_UNKNOWN, ledger_sums_from
 from accounting.reports.factors import FactorOrigin, location_factor_source, market_factor_source
 from accounting.reports.metrics import GridQuality, LedgerSums
-from accounting.reports.selectors.lines import ledger_lines
+from accounting.reports.selectors.parts import LedgerPart, ledger_parts, parts_total
 
 
 @dataclass(frozen=True)
@@ -52,59 +45,84 @@ class SustainabilityReport:
     factors: tuple[FactorUse, ...]
 
 
+# The report's figures are sums over these groups of lines: by the kind of location intensity each
+# line was weighed with (hourly, annual stand-in, none) and by the factor sources used.
+REPORT_KEYS = ("location_unknown", "location_is_fallback", "location_source", "market_source")
+REPORT_ANNOTATIONS = {"location_unknown": ExpressionWrapper(LOCATION_UNKNOWN, output_field=BooleanField())}
+
+
 def sustainability_report(*, organization_id: int, start: datetime, end: datetime) -> SustainabilityReport:
     """Scope 2 (location and market based), embodied (Scope 3 share), energy, PUE, SCI and data quality.
 
-    Three queries: the sums, the location sources, the market sources.
+    One query: the lines summed per ``REPORT_KEYS`` (a handful of groups), added here.
     """
-    lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
-    values = lines.aggregate(
-        **ledger_sums(money=False),
-        s_grid_hourly_kwh=amount_sum("facility_kwh", where=LOCATION_HOURLY),
-        s_grid_annual_kwh=amount_sum("facility_kwh", where=LOCATION_ANNUAL),
-        s_grid_hourly_h=amount_sum("held_h", where=LOCATION_HOURLY),
-        s_grid_annual_h=amount_sum("held_h", where=LOCATION_ANNUAL),
-        s_grid_unknown_h=amount_sum("held_h", where=LOCATION_UNKNOWN),
+    parts = ledger_parts(
+        organization_ids=[organization_id],
+        start=start,
+        end=end,
+        keys=REPORT_KEYS,
+        money=False,
+        annotations=REPORT_ANNOTATIONS,
     )
-    sums = ledger_sums_from(values, currency=None)
+    return sustainability_report_from(parts, organization_id=organization_id, start=start, end=end)
+
+
+def sustainability_report_from(
+    parts: list[LedgerPart], *, organization_id: int, start: datetime, end: datetime
+) -> SustainabilityReport:
+    """The report of the lines in ``parts``: carbon-only parts keyed by at least ``REPORT_KEYS``.
+
+    A page keys them finer for its charts and gets the same report as the API.
+    """
+    sums = parts_total(parts) or ledger_sums_from({}, currency=None)
+    location = {
+        kind: _kwh_and_h(p for p in parts if _location_kind(p) == kind) for kind in ("hourly", "annual", "unknown")
+    }
     grid = GridQuality(
-        hourly_facility_kwh=_decimal(values["s_grid_hourly_kwh"]),
-        annual_facility_kwh=_decimal(values["s_grid_annual_kwh"]),
+        hourly_facility_kwh=location["hourly"][0],
+        annual_facility_kwh=location["annual"][0],
         unknown_facility_kwh=sums.totals.location_unknown_facility_kwh,
-        hourly_h=_decimal(values["s_grid_hourly_h"]),
-        annual_h=_decimal(values["s_grid_annual_h"]),
-        unknown_h=_decimal(values["s_grid_unknown_h"]),
+        hourly_h=location["hourly"][1],
+        annual_h=location["annual"][1],
+        unknown_h=location["unknown"][1],
     )
-    factors = _factor_uses(lines, "location_source") + _factor_uses(lines, "market_source")
+    factors = _factor_uses(parts, "location_source") + _factor_uses(parts, "market_source")
     return SustainabilityReport(organization_id, start, end, sums, grid, factors)
 
 
-def _factor_uses(lines: QuerySet[NodeHourLedger], field: str) -> tuple[FactorUse, ...]:
-    rows = (
-        lines.exclude(**{field: ""})
-        .values(field)
-        .annotate(s_kwh=amount_sum("facility_kwh"), s_h=amount_sum("held_h"))
-        .order_by(field)
-    )
+def _location_kind(part: LedgerPart) -> str:
+    if part.key["location_unknown"]:
+        return "unknown"
+    return "annual" if part.key["location_is_fallback"] else "hourly"
+
+
+def _kwh_and_h(parts: Iterable[LedgerPart]) -> tuple[Decimal, Decimal]:
+    """Facility kWh and node-hours held of the parts."""
+    kwh, held_h = ZERO, ZERO
+    for part in parts:
+        kwh += part.sums.totals.facility_kwh
+        held_h += part.sums.totals.held_h
+    return kwh, held_h
+
+
+def _factor_uses(parts: list[LedgerPart], field: str) -> tuple[FactorUse, ...]:
     scope, described = (
         ("location", location_factor_source) if field == "location_source" else ("market", market_factor_source)
     )
+    sources = sorted({part.key[field] for part in parts} - {""})
     uses = []
-    for row in rows:
-        source = described(row[field])
+    for name in sources:
+        source = described(name)
+        facility_kwh, held_h = _kwh_and_h(p for p in parts if p.key[field] == name)
         uses.append(
             FactorUse(
                 scope=scope,
-                source=row[field],
+                source=name,
                 origin=source.origin,
                 licence=source.licence,
                 attribution=source.attribution,
-                facility_kwh=_decimal(row["s_kwh"]),
-                held_h=_decimal(row["s_h"]),
+                facility_kwh=facility_kwh,
+                held_h=held_h,
             )
         )
     return tuple(uses)
-
-
-def _decimal(value: Any) -> Decimal:
-    return Decimal(0) if value is None else Decimal(value)

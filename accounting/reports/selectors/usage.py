@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, F, Q, QuerySet
-from django.db.models.functions import TruncDay, TruncMonth
+from django.db.models import Count, F, Max, Min, Q, QuerySet
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.models import NodeHourLedger
@@ -17,6 +16,7 @@ from accounting.reports.aggregates import ledger_sums, ledger_sums_from
 from accounting.reports.metrics import LedgerSums
 from accounting.reports.periods import Granularity, bucket_end
 from accounting.reports.selectors.lines import NO_FILTERS, ReportFilters, gpu_model_profiles, ledger_lines
+from accounting.reports.selectors.parts import bucket_expression
 from fleets.models import Fleet, Node, Organization, Site
 
 # Rows fetched per round trip when streaming a report (CSV): a few hundred kB each.
@@ -87,18 +87,40 @@ class _UsageQuery:
         return ordered[offset : None if limit is None else offset + limit]
 
     def row(self, values: dict[str, Any], labels: dict[str, str]) -> ReportRow:
-        bucket = values.get("bucket") or self.start
-        key = None if self.group_by is GroupBy.NONE else str(values[_GROUP_FIELDS[self.group_by]])
-        return ReportRow(
-            period_start=max(bucket, self.start),
-            period_end=bucket_end(bucket, self.granularity, self.end),
-            group_key=key,
-            group_label=None if key is None else labels.get(key, key),
-            sums=ledger_sums_from(values, currency=values["currency"]),
+        return report_row(
+            ledger_sums_from(values, currency=values["currency"]),
+            start=self.start,
+            end=self.end,
+            granularity=self.granularity,
+            bucket=values.get("bucket"),
+            group_key=None if self.group_by is GroupBy.NONE else values[_GROUP_FIELDS[self.group_by]],
+            labels=labels,
         )
 
     def labels(self) -> dict[str, str]:
-        return _group_labels(self.group_by, self.organization_ids)
+        return group_labels(self.group_by, self.organization_ids)
+
+
+def report_row(
+    sums: LedgerSums,
+    *,
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    bucket: datetime | None = None,
+    group_key: Any = None,
+    labels: Mapping[str, str] | None = None,
+) -> ReportRow:
+    """The report row of ``sums``: its bucket cut to ``[start, end)``, its group key as text and labelled."""
+    bucket = bucket or start
+    key = None if group_key is None else str(group_key)
+    return ReportRow(
+        period_start=max(bucket, start),
+        period_end=bucket_end(bucket, granularity, end),
+        group_key=key,
+        group_label=None if key is None else (labels or {}).get(key, key),
+        sums=sums,
+    )
 
 
 def _usage_query(
@@ -111,12 +133,9 @@ def _usage_query(
 ) -> _UsageQuery:
     lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
     keys = []
-    if granularity is Granularity.HOUR:
-        lines, keys = lines.annotate(bucket=F("hour_start")), ["bucket"]
-    elif granularity is Granularity.DAY:
-        lines, keys = lines.annotate(bucket=TruncDay("hour_start", tzinfo=UTC)), ["bucket"]
-    elif granularity is Granularity.MONTH:
-        lines, keys = lines.annotate(bucket=TruncMonth("hour_start", tzinfo=UTC)), ["bucket"]
+    bucket = bucket_expression(granularity)
+    if bucket is not None:
+        lines, keys = lines.annotate(bucket=bucket), ["bucket"]
     if group_by is not GroupBy.NONE:
         keys.append(_GROUP_FIELDS[group_by])
     return _UsageQuery(lines, keys, organization_ids, start, end, granularity, group_by)
@@ -201,21 +220,27 @@ def _rows_counted_and_checked(lines: QuerySet[NodeHourLedger], keys: list[str]) 
     if not keys:
         _currency_check(lines, keys)
         return 1 if lines.exists() else 0
-    per_row = lines.values(*keys).annotate(s_currencies=Count("currency", distinct=True)).order_by()
-    counted = per_row.aggregate(
-        s_rows=Count("s_currencies"), s_mixed=Count("s_currencies", filter=Q(s_currencies__gt=1))
-    )
+    per_row = _currency_range(lines, keys).order_by()
+    counted = per_row.aggregate(s_rows=Count("s_lo"), s_mixed=Count("s_lo", filter=MIXED))
     if counted["s_mixed"]:
         _currency_check(lines, keys)  # names the first mixed row
     return int(counted["s_rows"])
+
+
+# A row mixes currencies when its lines' smallest and largest currency codes differ: the same
+# test as counting distinct codes, without the sort a COUNT(DISTINCT) needs per group.
+MIXED = Q(s_lo__lt=F("s_hi"))
+
+
+def _currency_range(lines: QuerySet[NodeHourLedger], keys: list[str]) -> QuerySet[Any]:
+    return lines.values(*keys).annotate(s_lo=Min("currency"), s_hi=Max("currency"))
 
 
 def _currency_check(lines: QuerySet[NodeHourLedger], keys: list[str]) -> None:
     """Raise ``CurrencyMismatchError`` naming the first row whose lines are in more than one currency."""
     where: dict[str, Any] = {}
     if keys:
-        per_row = lines.values(*keys).annotate(s_currencies=Count("currency", distinct=True))
-        mixed = per_row.filter(s_currencies__gt=1).order_by(*keys).first()
+        mixed = _currency_range(lines, keys).filter(MIXED).order_by(*keys).first()
         if mixed is None:
             return
         where = {key: mixed[key] for key in keys}
@@ -228,7 +253,7 @@ def _currency_check(lines: QuerySet[NodeHourLedger], keys: list[str]) -> None:
         )
 
 
-def _group_labels(group_by: GroupBy, organization_ids: Collection[int]) -> dict[str, str]:
+def group_labels(group_by: GroupBy, organization_ids: Collection[int]) -> dict[str, str]:
     """Display names of every possible group key of the organizations (one small query)."""
     pairs: Any
     if group_by is GroupBy.ORGANIZATION:

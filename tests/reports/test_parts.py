@@ -1,0 +1,121 @@
+"""Ledger parts: the lines summed once at a fine grain add up to what each report's own query gives."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.models import Q
+
+from accounting.ledger import CurrencyMismatchError
+from accounting.reports.output import sustainability_output, usage_row_output
+from accounting.reports.periods import Granularity
+from accounting.reports.selectors import (
+    BUCKET,
+    GroupBy,
+    group_labels,
+    ledger_parts,
+    parts_sum,
+    parts_total,
+    report_row,
+    report_rows,
+    sustainability_report,
+)
+from accounting.reports.selectors.sustainability import (
+    REPORT_ANNOTATIONS,
+    REPORT_KEYS,
+    sustainability_report_from,
+)
+from tests.reports.conftest import END, START
+
+pytestmark = pytest.mark.django_db
+
+
+def assert_same(rows, expected, output):
+    """As shown, always; to the last digit on PostgreSQL (SQLite sums decimals as doubles: ~15 digits)."""
+    assert [output(r) for r in rows] == [output(r) for r in expected]
+    if connection.vendor == "postgresql":
+        assert rows == expected
+
+
+def fine_parts(org, **options):
+    return ledger_parts(
+        organization_ids=[org.pk],
+        start=START,
+        end=END,
+        keys=("fleet_id", "gpu_model", "site_id", "node__tenure"),
+        granularity=Granularity.HOUR,
+        **options,
+    )
+
+
+def test_parts_per_fleet_and_day_add_up_to_the_usage_reports_rows(fleets, org_a):
+    parts = fine_parts(org_a)
+    daily = report_rows(
+        organization_ids=[org_a.pk], start=START, end=END, granularity=Granularity.DAY, group_by=GroupBy.FLEET
+    )
+
+    labels = group_labels(GroupBy.FLEET, [org_a.pk])
+    per_day = parts_sum(parts, lambda p: (p.key[BUCKET].replace(hour=0), p.key["fleet_id"]))
+    rebuilt = [
+        report_row(sums, start=START, end=END, granularity=Granularity.DAY, bucket=day, group_key=fleet, labels=labels)
+        for (day, fleet), sums in per_day.items()
+    ]
+
+    assert len(parts) == 6  # 3 hours x 2 fleets
+    assert_same(rebuilt, daily, usage_row_output)
+
+
+def test_all_parts_add_up_to_the_total_row_exactly(fleets, org_a):
+    (total,) = report_rows(
+        organization_ids=[org_a.pk], start=START, end=END, granularity=Granularity.TOTAL, group_by=GroupBy.NONE
+    )
+
+    rebuilt = report_row(parts_total(fine_parts(org_a)), start=START, end=END, granularity=Granularity.TOTAL)
+
+    assert_same([rebuilt], [total], usage_row_output)
+
+
+def test_no_lines_no_parts_and_no_total(org_a):
+    assert fine_parts(org_a) == []
+    assert parts_total([]) is None
+
+
+def test_money_of_two_currencies_is_never_added(fleets, org_a):
+    fleets.rtx.site.currency = "EUR"
+    fleets.rtx.site.save()
+    from accounting.ledger_store import ledger_node_hours_compute
+    from tests.reports.conftest import HOURS
+
+    ledger_node_hours_compute(node_id=fleets.rtx.pk, hour_starts=HOURS)
+    parts = fine_parts(org_a)
+
+    assert {p.sums.totals.currency for p in parts} == {"USD", "EUR"}
+    with pytest.raises(CurrencyMismatchError):
+        parts_total(parts)
+    carbon = fine_parts(org_a, money=False)  # carbon, energy and tokens add across currencies
+    assert parts_total(carbon).totals.facility_kwh == sum(p.sums.totals.facility_kwh for p in parts)
+
+
+def test_extra_aggregates_come_with_each_part(fleets, org_a):
+    from django.db.models import Count
+
+    parts = fine_parts(org_a, extra={"s_market_lines": Count("id", filter=Q(market_co2e_g__isnull=False))})
+
+    assert sorted(p.extra["s_market_lines"] for p in parts) == [0, 0, 0, 1, 1, 1]  # the H100 site has a factor
+
+
+def test_the_sustainability_report_from_finer_parts_is_the_apis_report(fleets, org_a):
+    parts = ledger_parts(
+        organization_ids=[org_a.pk],
+        start=START,
+        end=END,
+        keys=(*REPORT_KEYS, "fleet_id", "gpu_model", "site__grid_zone"),
+        granularity=Granularity.DAY,
+        money=False,
+        annotations=REPORT_ANNOTATIONS,
+    )
+
+    from_parts = sustainability_report_from(parts, organization_id=org_a.pk, start=START, end=END)
+
+    api = sustainability_report(organization_id=org_a.pk, start=START, end=END)
+    assert_same([from_parts], [api], lambda report: sustainability_output(report, org_a))
