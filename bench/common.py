@@ -323,3 +323,19 @@ def timed() -> Iterator[list[float]]:
         yield box
     finally:
         box.append(time.perf_counter() - start)
+
+
+def background_settle(*, timeout_s: float = 300.0) -> float:
+    """Wait until no autovacuum worker runs on the cluster (a benchmark's load, or the one before it,
+    sets autovacuum off on millions of new rows, and its CPU would be charged to the next timing).
+    Return the seconds waited."""
+    import psycopg
+
+    begun = time.perf_counter()
+    with psycopg.connect(psql_url(), autocommit=True) as conn:
+        while time.perf_counter() - begun < timeout_s:
+            busy = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")
+            if busy.fetchone() == (0,):
+                break
+            time.sleep(1)
+    return time.perf_counter() - begun

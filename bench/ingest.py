@@ -35,6 +35,7 @@ import orjson
 
 from bench.common import (
     Gunicorn,
+    background_settle,
     django_setup,
     median,
     percentile,
@@ -393,6 +394,7 @@ def main(argv: list[str] | None = None) -> None:
 
     dbname = psycopg.conninfo.conninfo_to_dict(psql_url())["dbname"]
     figures: dict[int, dict[str, list[float]]] = {b: {} for b in batch_sizes}
+    background_settle()  # autovacuum of an earlier benchmark's rows would be charged to this one
     with Gunicorn(workers=args.workers, worker_class=args.worker_class) as server:
         warm = phase_send(warmup, nodes, port=server.port, concurrency=args.concurrency)  # GPUs join the inventory
         assert not warm.errors, warm.errors[:3]
