@@ -100,8 +100,18 @@ def _postgres_database(url: str, parts: SplitResult) -> dict[str, object]:
         port = parts.port
     except ValueError:
         raise ImproperlyConfigured(f"DATABASE_URL={_redact(url)!r} has a port that is not a number") from None
-    options: dict[str, object] = {"connect_timeout": 5}
+    # prepare_threshold: Django turns psycopg's prepared statements off unless it is given. Django's own
+    # cursors bind on the client and never prepare; the ingest hot path's do (config/postgresql/prepared.py).
+    options: dict[str, object] = {"connect_timeout": 5, "prepare_threshold": 5}
     options.update(dict(parse_qsl(parts.query)))
+    threshold = options["prepare_threshold"]
+    if isinstance(threshold, str):  # ?prepare_threshold=none turns them off (a transaction-pooling PgBouncer < 1.21)
+        try:
+            options["prepare_threshold"] = None if threshold.lower() in ("", "none") else int(threshold)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"DATABASE_URL={_redact(url)!r}: prepare_threshold must be a number or 'none'"
+            ) from None
     return {
         "ENGINE": "config.postgresql",  # Django's, health checks once a second (config/postgresql)
         "NAME": name,

@@ -87,7 +87,7 @@ def _batch_store(
         if span is not None:
             statements.append(rollup_pending_mark_statement(node_id=node.pk, first_ts=span[0], last_ts=span[1]))
         if batch.gpus:
-            statements.append(_gpu_lookup_statement(batch.gpus))
+            statements.append(_gpu_lookup_statement(node, batch.gpus))
         answers = prepared.run_together(statements)
         known = _gpu_refs_known(node, batch.gpus, answers[-1] if batch.gpus else [])
         gpu_refs = known if known is not None else _gpu_refs_resolve(node, batch.gpus)
@@ -123,14 +123,20 @@ def _check_not_future(batch: Batch, received_at: datetime) -> None:
         )
 
 
-def _gpu_lookup_statement(refs: Sequence[GpuRef]) -> prepared.Statement:
-    """The stored GPUs and epochs that ``refs`` name (for :func:`_gpu_refs_known`)."""
+def _gpu_lookup_statement(node: Node, refs: Sequence[GpuRef]) -> prepared.Statement:
+    """The node's stored GPUs and epochs that ``refs`` name (for :func:`_gpu_refs_known`).
+
+    By the node first: its few GPUs by index, whatever the size of the fleet (a GPU
+    of another node is not found, and the slow path refuses it).
+    """
     gpu, epoch = Gpu._meta.db_table, GpuEpoch._meta.db_table
+    uuids = sorted({ref.uuid for ref in refs})
+    epochs = sorted({ref.epoch for ref in refs})
     return (
         f'SELECT g.uuid, g.id, g.node_id, g."index", g.name, g.energy_counter_supported, e.epoch, e.id '  # noqa: S608
-        f'FROM "{gpu}" g JOIN "{epoch}" e ON e.gpu_id = g.id '
-        f"WHERE g.uuid IN ({', '.join(['%s'] * len(refs))}) AND e.epoch IN ({', '.join(['%s'] * len(refs))})",
-        [*(ref.uuid for ref in refs), *(ref.epoch for ref in refs)],
+        f'FROM "{gpu}" g JOIN "{epoch}" e ON e.gpu_id = g.id WHERE g.node_id = %s '
+        f"AND g.uuid IN ({', '.join(['%s'] * len(uuids))}) AND e.epoch IN ({', '.join(['%s'] * len(epochs))})",
+        [node.pk, *uuids, *epochs],
     )
 
 

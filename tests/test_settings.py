@@ -90,7 +90,19 @@ def test_postgres_url_is_split_into_django_fields(tmp_path):
         "6432",
         "wattledger",
     )
-    assert db["OPTIONS"] == {"connect_timeout": 5, "sslmode": "require"}
+    assert db["OPTIONS"] == {"connect_timeout": 5, "prepare_threshold": 5, "sslmode": "require"}
+
+
+@pytest.mark.parametrize(("query", "threshold"), [("prepare_threshold=none", None), ("prepare_threshold=0", 0)])
+def test_prepared_statements_can_be_turned_off_or_on_from_the_url(tmp_path, query, threshold):
+    db = database_from_url(f"postgres://db.internal/wattledger?{query}", var_dir=tmp_path)
+
+    assert db["OPTIONS"]["prepare_threshold"] == threshold
+
+
+def test_a_prepare_threshold_that_is_not_a_number_is_refused(tmp_path):
+    with pytest.raises(ImproperlyConfigured, match="prepare_threshold"):
+        database_from_url("postgres://db.internal/wattledger?prepare_threshold=often", var_dir=tmp_path)
 
 
 def test_env_helpers_use_defaults_and_reject_garbage(monkeypatch):

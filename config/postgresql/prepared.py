@@ -8,6 +8,9 @@ server-binding psycopg cursor of Django's own connection (same transaction,
 same checks: Django's cursor is opened first) with ``prepare=True``: parsed and
 planned once per connection. Parameters must be typed where PostgreSQL cannot
 infer them (``%s::timestamptz IS NULL``). On SQLite they run on Django's cursor.
+Django turns psycopg's prepared statements off unless ``prepare_threshold`` is in
+the database options: ``config.env`` sets it (``?prepare_threshold=none`` in
+``DATABASE_URL`` turns them off, and these statements run unprepared).
 """
 
 from __future__ import annotations
