@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, cast
 
 import orjson
 from django.http import HttpResponse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import BaseParser
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -26,11 +28,25 @@ class _BatchParser(BaseParser):
     media_type = CONTENT_TYPE
 
 
+class _JsonOnly(BaseContentNegotiation):
+    """The view speaks JSON only: nothing to negotiate (DRF's negotiation parses the Accept header each time)."""
+
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser:
+        return next(iter(parsers))
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
+
+
 class IngestView(APIView):
     authentication_classes = [NodeTokenAuthentication]
     permission_classes = [IsNode]
     parser_classes = [_BatchParser]
-    renderer_classes = [JSONRenderer]  # errors only (answers are written directly): negotiation is one lookup
+    renderer_classes = [JSONRenderer]  # errors only: answers are written directly (``_json_response``)
+    content_negotiation_class = _JsonOnly
 
     @extend_schema(
         operation_id="ingest_batch",

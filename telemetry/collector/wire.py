@@ -50,9 +50,9 @@ whose epoch changes within a batch simply appears twice in its list.
 from __future__ import annotations
 
 import gzip
-import io
 import itertools
 import math
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -176,8 +176,9 @@ def empty_serving_samples() -> dict[str, list[Any]]:
 def body_inflate(body: bytes, *, content_encoding: str | None) -> bytes:
     """Return the raw JSON bytes, refusing (413) anything that inflates too far.
 
-    Decompression is streamed in bounded chunks, so a gzip bomb costs at most
-    ``MAX_DECOMPRESSED_BYTES`` of memory before it is refused.
+    Decompression is bounded (zlib's ``max_length``), so a gzip bomb costs at most
+    ``MAX_DECOMPRESSED_BYTES`` of memory before it is refused. Several gzip members
+    one after the other (RFC 1952) are one body.
     """
     if len(body) > MAX_BODY_BYTES:
         raise WireError(f"body is {len(body)} bytes; the limit is {MAX_BODY_BYTES}", status=413)
@@ -186,16 +187,24 @@ def body_inflate(body: bytes, *, content_encoding: str | None) -> bytes:
         return body
     if encoding != "gzip":
         raise WireError(f"Content-Encoding {encoding!r} is not supported; use gzip or none", status=415)
-    out = io.BytesIO()
+    parts: list[bytes] = []
+    inflated = 0
+    rest = body
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(body)) as stream:
-            while chunk := stream.read(1024 * 1024):
-                out.write(chunk)
-                if out.tell() > MAX_DECOMPRESSED_BYTES:
-                    raise WireError(f"body inflates past {MAX_DECOMPRESSED_BYTES} bytes", status=413)
-    except (OSError, EOFError) as exc:
+        while True:
+            member = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)  # one gzip member
+            part = member.decompress(rest, MAX_DECOMPRESSED_BYTES + 1 - inflated)
+            inflated += len(part)
+            if inflated > MAX_DECOMPRESSED_BYTES:
+                raise WireError(f"body inflates past {MAX_DECOMPRESSED_BYTES} bytes", status=413)
+            if not member.eof:
+                raise WireError("body is not valid gzip: it ends before the end of its stream")
+            parts.append(part)
+            rest = member.unused_data
+            if not rest:
+                return b"".join(parts)
+    except zlib.error as exc:
         raise WireError(f"body is not valid gzip: {exc}") from None
-    return out.getvalue()
 
 
 def batch_decode(body: bytes, *, content_encoding: str | None = None) -> Batch:

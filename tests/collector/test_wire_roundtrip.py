@@ -6,6 +6,8 @@ import gzip
 import json
 from dataclasses import replace
 
+import pytest
+
 from telemetry.collector import wire
 from telemetry.collector.backend import GpuReading
 from telemetry.collector.batching import BatchBuilder, SpoolState
@@ -120,3 +122,27 @@ def test_default_spool_holds_more_than_a_day_of_8_gpus_at_1_hz() -> None:
     assert max(len(body) for body in bodies) < 4096  # one block per batch
     assert per_batch * batches_per_day * 1.0 < DEFAULT_MAX_BYTES
     assert DEFAULT_MAX_BYTES / (per_batch * batches_per_day) > 7  # more than a week, in fact
+
+
+def test_a_gzip_body_inflates_to_its_json_and_several_members_are_one_body():
+    body = b'{"version": 1, "gpus": []}'
+
+    assert wire.body_inflate(gzip.compress(body), content_encoding="gzip") == body
+    assert wire.body_inflate(gzip.compress(body[:10]) + gzip.compress(body[10:]), content_encoding="gzip") == body
+
+
+def test_a_truncated_or_corrupt_gzip_body_is_refused_with_a_message():
+    whole = gzip.compress(b'{"version": 1, "gpus": []}' * 50)
+
+    for broken in (whole[: len(whole) // 2], b"\x1f\x8b" + bytes(40)):
+        with pytest.raises(wire.WireError, match="not valid gzip") as refused:
+            wire.body_inflate(broken, content_encoding="gzip")
+        assert refused.value.status == 400
+
+
+def test_a_gzip_bomb_is_refused_after_the_limit_without_inflating_it_whole():
+    bomb = gzip.compress(bytes(wire.MAX_DECOMPRESSED_BYTES + 1024 * 1024), compresslevel=9)
+
+    with pytest.raises(wire.WireError, match="inflates past") as refused:
+        wire.body_inflate(bomb, content_encoding="gzip")
+    assert refused.value.status == 413
