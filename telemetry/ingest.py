@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -27,7 +28,14 @@ from fleets.models import Gpu, Node
 from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
 from telemetry.partitions import partitions_ensure
-from telemetry.rawstore import GPU_COLUMNS, SERVING_COLUMNS, RowsAlreadyStored, rows_insert
+from telemetry.rawstore import (
+    GPU_COLUMNS,
+    SERVING_COLUMNS,
+    RowsAlreadyStored,
+    gpu_rows_copy,
+    gpu_rows_copy_payload,
+    rows_insert,
+)
 from telemetry.rollup import rollup_pending_mark, rollup_pending_mark_statement
 
 
@@ -92,11 +100,16 @@ def _batch_store(
         known = _gpu_refs_known(node, batch.gpus, answers[-1] if batch.gpus else [])
         gpu_refs = known if known is not None else _gpu_refs_resolve(node, batch.gpus)
         serving_refs = _endpoints_resolve(node, batch.endpoints) if batch.endpoints else []
-        gpu_rows = _gpu_rows(gpu_columns, gpu_refs)
         serving_rows = _serving_rows(serving_columns, serving_refs)
-        _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_rows))
+        _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_columns["ts"]))
         _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_rows))
-        _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows, new_rows_expected)
+        payload = _gpu_payload(gpu_columns, gpu_refs) if new_rows_expected and gpu_columns["ts"] else None
+        if payload is not None:  # the common case: new rows, no NULL; built from the columns by numpy
+            result.stored["gpu_samples"] = gpu_rows_copy(payload, rows=len(gpu_columns["ts"]))
+            gpu_rows: list[tuple[Any, ...]] = []
+        else:
+            gpu_rows = _gpu_rows(gpu_columns, gpu_refs)
+            _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows, new_rows_expected)
         _insert(result, "serving_samples", SERVING_COLUMNS, serving_rows, new_rows_expected)
         if not new_rows_expected:
             _rollup_mark(node, result, gpu_rows, serving_rows)
@@ -259,6 +272,19 @@ def _gpu_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[t
         cols["energy_j"], _mib(cols["mem_used_bytes"]), cols["power_w"], cols["util_pct"], cols["mem_util_pct"],
         cols["temp_c"], strict=True,
     ))  # fmt: skip
+
+
+def _gpu_payload(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> bytes | None:
+    """The rows of :func:`_gpu_rows` as one binary COPY payload (PostgreSQL; ``None`` if a value is NULL)."""
+    if connection.vendor != "postgresql" or None in cols["mem_used_bytes"]:
+        return None
+    which = np.asarray(cols["gpu"], dtype=np.intp)
+    ids = np.asarray(refs, dtype=np.int64).reshape(-1, 2)
+    values: dict[str, Any] = {
+        name: cols[name] for name in ("energy_j", "power_w", "util_pct", "mem_util_pct", "temp_c")
+    }
+    values["mem_used_mib"] = (np.asarray(cols["mem_used_bytes"], dtype=np.int64) + _HALF_MIB) >> 20
+    return gpu_rows_copy_payload(ts_s=cols["ts"], gpu_ids=ids[which, 0], epoch_ids=ids[which, 1], values=values)
 
 
 def _mib(column: list[int | None]) -> list[int | None]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import orjson
+
 from fleets.models import Gpu
 from telemetry.models import CollectorStatus, GpuEpoch, GpuSample, RollupPending
 from tests.telemetry.batches import gpu_ref, make_batch
@@ -73,3 +75,41 @@ def test_the_rollup_mark_spans_the_new_samples_hours(client, node, token, settin
 
     hours = sorted(int(h.timestamp()) for h in RollupPending.objects.values_list("hour_start", flat=True))
     assert hours == [int(start_s) // 3600 * 3600, int(start_s) // 3600 * 3600 + 3600]
+
+
+def test_rows_built_from_columns_are_stored_exactly_as_row_by_row(client, node, token):
+    """On PostgreSQL a new batch with no NULL is one binary COPY written by numpy; the careful path writes
+    row by row. Both must store the same values: timestamps rounded to the microsecond as datetime does
+    (halves to even), power as real, memory in MiB."""
+    from django.db import transaction
+
+    from telemetry import ingest
+    from telemetry.collector.wire import batch_decode
+    from telemetry.rawstore import GPU_COLUMNS, rows_insert
+
+    batch = make_batch(gpus=2, seconds=6, start_s=NOW_S)
+    samples = batch["gpu_samples"]
+    fractions = [0.0, 0.5e-6, 1.5e-6, 0.3333333, 0.9999995, 0.123456789]
+    samples["ts"] = [NOW_S + i // 2 + fractions[i // 2] for i in range(len(samples["ts"]))]
+    samples["power_w"] = [412.123456789 + i for i in range(len(samples["ts"]))]
+    samples["mem_used_bytes"] = [2**30 + i * 524_288 for i in range(len(samples["ts"]))]
+
+    assert post(client, batch, token).status_code == 200
+
+    other = Gpu.objects.bulk_create(
+        [Gpu(node=node, uuid=f"GPU-other-{g}", index=8 + g, name="NVIDIA H100") for g in range(2)]
+    )
+    epochs = GpuEpoch.objects.bulk_create([GpuEpoch(gpu=gpu, epoch="boot-1/driver-1") for gpu in other])
+    decoded = batch_decode(orjson.dumps(batch))
+    with transaction.atomic():
+        rows = ingest._gpu_rows(decoded.gpu_samples, [(g.pk, e.pk) for g, e in zip(other, epochs, strict=True)])
+        rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
+
+    fields = ("ts", "energy_j", "mem_used_mib", "power_w", "util_pct", "mem_util_pct", "temp_c")
+
+    def stored(gpus):
+        return list(GpuSample.objects.filter(gpu__in=gpus).order_by("gpu__index", "ts").values_list(*fields))
+
+    posted = stored(Gpu.objects.filter(uuid__in=[ref["uuid"] for ref in batch["gpus"]]))
+    assert len(posted) == 12
+    assert posted == stored(other)
