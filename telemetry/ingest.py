@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import numpy as np
+import orjson
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -94,12 +95,21 @@ def _batch_store(
         span = _ts_span(gpu_columns["ts"], serving_columns["ts"]) if new_rows_expected else None
         if span is not None:
             statements.append(rollup_pending_mark_statement(node_id=node.pk, first_ts=span[0], last_ts=span[1]))
+        lookups = {}
         if batch.gpus:
+            lookups["gpus"] = len(statements)
             statements.append(_gpu_lookup_statement(node, batch.gpus))
+        if batch.endpoints and connection.vendor == "postgresql":
+            lookups["endpoints"] = len(statements)
+            statements.append(_endpoint_lookup_statement(node, batch.endpoints))
         answers = prepared.run_together(statements)
-        known = _gpu_refs_known(node, batch.gpus, answers[-1] if batch.gpus else [])
+        known = _gpu_refs_known(node, batch.gpus, answers[lookups["gpus"]] if "gpus" in lookups else [])
         gpu_refs = known if known is not None else _gpu_refs_resolve(node, batch.gpus)
-        serving_refs = _endpoints_resolve(node, batch.endpoints) if batch.endpoints else []
+        serving_refs: list[tuple[int, int]] = []
+        if batch.endpoints:
+            rows = answers[lookups["endpoints"]] if "endpoints" in lookups else None
+            known = None if rows is None else _endpoint_refs_known(batch.endpoints, rows)
+            serving_refs = known if known is not None else _endpoints_resolve(node, batch.endpoints)
         serving_rows = _serving_rows(serving_columns, serving_refs)
         _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_columns["ts"]))
         _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_rows))
@@ -210,6 +220,40 @@ def _gpu_epochs_resolve(refs: Sequence[GpuRef], gpu_ids: dict[str, int]) -> dict
     by_gpu = {gpu_id: uuid for uuid, gpu_id in gpu_ids.items()}
     rows = GpuEpoch.objects.filter(gpu_id__in=gpu_ids.values(), epoch__in={e for _, e in wanted})
     return {(by_gpu[r.gpu_id], r.epoch): r.id for r in rows}
+
+
+def _endpoint_lookup_statement(node: Node, refs: Sequence[EndpointRef]) -> prepared.Statement:
+    """The node's stored endpoints and epochs that ``refs`` name, each with its GPUs' UUIDs (PostgreSQL)."""
+    endpoint, epoch, gpu = ServingEndpoint._meta.db_table, EndpointEpoch._meta.db_table, Gpu._meta.db_table
+    links = ServingEndpoint.gpus.through._meta.db_table
+    urls = sorted({ref.url for ref in refs})
+    epochs = sorted({ref.epoch for ref in refs})
+    return (
+        f"SELECT s.url, s.id, s.kind, s.model_name, e.epoch, e.id, e.ttft_bucket_bounds_s, "  # noqa: S608
+        f'ARRAY(SELECT g.uuid FROM "{links}" m JOIN "{gpu}" g ON g.id = m.gpu_id '
+        f"WHERE m.servingendpoint_id = s.id ORDER BY g.uuid) "
+        f'FROM "{endpoint}" s JOIN "{epoch}" e ON e.endpoint_id = s.id WHERE s.node_id = %s '
+        f"AND s.url IN ({', '.join(['%s'] * len(urls))}) AND e.epoch IN ({', '.join(['%s'] * len(epochs))})",
+        [node.pk, *urls, *epochs],
+    )
+
+
+def _endpoint_refs_known(refs: Sequence[EndpointRef], rows: list[tuple[Any, ...]]) -> list[tuple[int, int]] | None:
+    """``(endpoint id, epoch id)`` per entry of ``refs`` from the lookup's ``rows``, when every endpoint and
+    epoch is stored and unchanged (kind, model, GPUs, TTFT buckets); ``None`` when anything is to write or
+    refuse (then :func:`_endpoints_resolve` does it, with its checks and messages)."""
+    found = {(row[0], row[4]): row for row in rows}
+    known = []
+    for ref in refs:
+        row = found.get((ref.url, ref.epoch))
+        if row is None:
+            return None
+        bounds = orjson.loads(row[6]) if isinstance(row[6], str | bytes) else row[6]
+        stored = (row[2], row[3], list(row[7]), bounds)
+        if stored != (ref.kind, ref.model, sorted(ref.gpu_uuids), list(ref.ttft_bucket_bounds_s)):
+            return None
+        known.append((row[1], row[5]))
+    return known
 
 
 def _endpoints_resolve(node: Node, refs: Sequence[EndpointRef]) -> list[tuple[int, int]]:

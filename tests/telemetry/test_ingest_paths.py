@@ -113,3 +113,29 @@ def test_rows_built_from_columns_are_stored_exactly_as_row_by_row(client, node, 
     posted = stored(Gpu.objects.filter(uuid__in=[ref["uuid"] for ref in batch["gpus"]]))
     assert len(posted) == 12
     assert posted == stored(other)
+
+
+def test_a_known_endpoint_is_found_in_one_read_and_a_changed_one_is_updated(client, node, token):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from telemetry.models import EndpointEpoch, ServingEndpoint
+
+    post(client, make_batch(gpus=2, seconds=5, start_s=NOW_S, endpoint=True), token)
+    endpoint = ServingEndpoint.objects.get()
+
+    with CaptureQueriesContext(connection) as steady:
+        response = post(client, make_batch(gpus=2, seconds=5, start_s=NOW_S + 5, endpoint=True), token)
+    assert response.status_code == 200
+    assert response.json()["stored"]["serving_samples"] > 0
+    if connection.vendor == "postgresql":  # found by the pipelined lookup: no ORM query for it
+        assert not [q for q in steady.captured_queries if "servingendpoint" in q["sql"]]
+
+    changed = make_batch(gpus=1, seconds=5, start_s=NOW_S + 10, endpoint=True)
+    changed["endpoints"][0]["model"] = "another-model"
+    assert post(client, changed, token).status_code == 200
+
+    endpoint.refresh_from_db()
+    assert endpoint.model_name == "another-model"
+    assert list(endpoint.gpus.values_list("uuid", flat=True)) == [changed["gpus"][0]["uuid"]]
+    assert EndpointEpoch.objects.filter(endpoint=endpoint).count() == 1
