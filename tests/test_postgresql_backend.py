@@ -16,8 +16,7 @@ pytestmark = [
 @pytest.fixture
 def fresh():
     """A connection of its own, so the test's transaction is not the one checked or killed."""
-    conn = connections.create_connection("default")
-    conn.settings_dict["CONN_HEALTH_CHECKS"] = True
+    conn = backend.DatabaseWrapper({**connections["default"].settings_dict, "CONN_HEALTH_CHECKS": True}, "default")
     conn.ensure_connection()
     yield conn
     conn.close()
