@@ -15,8 +15,9 @@ rows actually inserted.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -72,10 +73,8 @@ def rows_insert(
         return 0
     types = _column_types(model, tuple(columns))
     if new_rows_expected:
-        try:
+        with _stored_rows_refused():
             _copy(model._meta.db_table, types, columns, rows)
-        except psycopg.errors.UniqueViolation as error:
-            raise RowsAlreadyStored(str(error)) from error
         return len(rows)
     try:
         with transaction.atomic():  # a savepoint: a refused COPY undoes only itself
@@ -129,11 +128,27 @@ def _copy(table: str, types: list[str], columns: Sequence[str], rows: list[tuple
     json_positions = [i for i, name in enumerate(columns) if name in _JSON_COLUMNS]
     if json_positions:
         rows = [_json_wrapped(row, json_positions) for row in rows]
-    column_list = ", ".join(f'"{c}"' for c in columns)
-    with connection.cursor() as cursor, cursor.cursor.copy(f'COPY "{table}" ({column_list}) FROM STDIN BINARY') as copy:
+    with _copy_in(table, columns) as copy:
         copy.set_types(types)
         for row in rows:
             copy.write_row(row)
+
+
+@contextlib.contextmanager
+def _copy_in(table: str, columns: Sequence[str]) -> Iterator[psycopg.Copy]:
+    """A binary ``COPY ... FROM STDIN`` into ``table`` on Django's connection."""
+    column_list = ", ".join(f'"{c}"' for c in columns)
+    with connection.cursor() as cursor, cursor.cursor.copy(f'COPY "{table}" ({column_list}) FROM STDIN BINARY') as copy:
+        yield copy
+
+
+@contextlib.contextmanager
+def _stored_rows_refused() -> Iterator[None]:
+    """A bare COPY refused by the primary key: :class:`RowsAlreadyStored`."""
+    try:
+        yield
+    except psycopg.errors.UniqueViolation as error:
+        raise RowsAlreadyStored(str(error)) from error
 
 
 def _json_wrapped(row: tuple[Any, ...], positions: list[int]) -> tuple[Any, ...]:
@@ -214,14 +229,6 @@ def gpu_rows_copy_payload(
 def gpu_rows_copy(payload: bytes, *, rows: int) -> int:
     """COPY a :func:`gpu_rows_copy_payload` into the raw table, bare: :class:`RowsAlreadyStored`
     if a row is stored already (PostgreSQL only). Return ``rows``."""
-    table = GpuSample._meta.db_table
-    column_list = ", ".join(f'"{c}"' for c in GPU_COLUMNS)
-    try:
-        with (
-            connection.cursor() as cursor,
-            cursor.cursor.copy(f'COPY "{table}" ({column_list}) FROM STDIN BINARY') as copy,
-        ):
-            copy.write(payload)
-    except psycopg.errors.UniqueViolation as error:
-        raise RowsAlreadyStored(str(error)) from error
+    with _stored_rows_refused(), _copy_in(GpuSample._meta.db_table, GPU_COLUMNS) as copy:
+        copy.write(payload)
     return rows

@@ -15,7 +15,8 @@ the database options: ``config.env`` sets it (``?prepare_threshold=none`` in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeAlias
 
 import psycopg
@@ -26,24 +27,27 @@ Statement: TypeAlias = tuple[str, Sequence[Any]]
 
 def fetch_all(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     """The rows of ``sql``."""
-    with connection.cursor() as cursor:  # health check, connection, thread and transaction checks
-        if connection.vendor != "postgresql":
-            cursor.execute(sql, params)
-            return cursor.fetchall()
-        with connection.wrap_database_errors, psycopg.Cursor(cursor.cursor.connection) as prepared:
-            prepared.execute(sql, params, prepare=True)
-            return prepared.fetchall()
+    with _executed(sql, params) as cursor:
+        return cursor.fetchall()
 
 
 def execute(sql: str, params: Sequence[Any]) -> int:
     """Run ``sql``; the number of rows it changed."""
-    with connection.cursor() as cursor:
+    with _executed(sql, params) as cursor:
+        return cursor.rowcount
+
+
+@contextlib.contextmanager
+def _executed(sql: str, params: Sequence[Any]) -> Iterator[Any]:
+    """A cursor that has run ``sql``: prepared on PostgreSQL, Django's own elsewhere."""
+    with connection.cursor() as cursor:  # health check, connection, thread and transaction checks
         if connection.vendor != "postgresql":
             cursor.execute(sql, params)
-            return cursor.rowcount
+            yield cursor
+            return
         with connection.wrap_database_errors, psycopg.Cursor(cursor.cursor.connection) as prepared:
             prepared.execute(sql, params, prepare=True)
-            return prepared.rowcount
+            yield prepared
 
 
 def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]:
