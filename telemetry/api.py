@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import orjson
@@ -46,7 +46,7 @@ class IngestView(APIView):
     authentication_classes = [NodeTokenAuthentication]
     permission_classes = [IsNode]
     parser_classes = [_BatchParser]
-    renderer_classes = [JSONRenderer]  # errors only: answers are written directly (``_json_response``)
+    renderer_classes = [JSONRenderer]  # errors only: answers are written directly (``batch_answer``)
     content_negotiation_class = _JsonOnly
 
     @extend_schema(
@@ -82,41 +82,69 @@ class IngestView(APIView):
         which answers it exactly as before (401 with ``WWW-Authenticate``, 405, ...).
         """
         if request.method == "POST":
-            try:
-                accepted = self._authenticator.authenticate(request)  # type: ignore[arg-type]
-            except AuthenticationFailed:
-                accepted = None
-            if accepted is not None:
-                return _batch_store(request, accepted[1])
+            credential = self.node_authenticate(request)
+            if credential is not None:
+                return _batch_store(request, credential)
         return super().dispatch(request, *args, **kwargs)
+
+    @classmethod
+    def node_authenticate(cls, request: HttpRequest) -> NodeCredential | None:
+        """The credential of a valid node token; ``None`` for a request DRF must answer (401 and its headers)."""
+        try:
+            accepted = cls._authenticator.authenticate(request)  # type: ignore[arg-type]
+        except AuthenticationFailed:
+            return None
+        return None if accepted is None else accepted[1]
 
     _authenticator = NodeTokenAuthentication()
 
 
 def _batch_store(request: HttpRequest, credential: NodeCredential) -> HttpResponse:
+    status, body = batch_answer(
+        credential,
+        content_type=request.META.get("CONTENT_TYPE"),
+        content_length=request.META.get("CONTENT_LENGTH"),
+        content_encoding=request.META.get("HTTP_CONTENT_ENCODING"),
+        read=request.read,
+    )
+    return HttpResponse(body, status=status, content_type="application/json")
+
+
+def batch_answer(
+    credential: NodeCredential,
+    *,
+    content_type: str | None,
+    content_length: str | None,
+    content_encoding: str | None,
+    read: Callable[[int], bytes],
+) -> tuple[int, bytes]:
+    """Store an authenticated node's batch: the HTTP status and the JSON answer.
+
+    The request's body is read with ``read`` once its headers are acceptable. Shared
+    by the view and by the WSGI route that serves valid batches without Django's
+    request cycle (``telemetry.route``), so both answer alike.
+    """
     try:
-        body = _body_read(request)
-        batch = batch_decode(body, content_encoding=request.headers.get("Content-Encoding"))
+        body = _body_read(content_type, content_length, read)
+        batch = batch_decode(body, content_encoding=content_encoding)
         result = batch_ingest(node=credential.node, batch=batch, received_at=timezone.now())
     except WireError as error:
-        return _json_response({"error": str(error)}, status=error.status)
-    return _json_response(result.as_dict(batch.batch_id))
+        return error.status, orjson.dumps({"error": str(error)})
+    return 200, orjson.dumps(result.as_dict(batch.batch_id))
 
 
-def _json_response(body: dict[str, Any], *, status: int = 200) -> HttpResponse:
-    """The answer as JSON, serialized once with orjson (no renderer or content negotiation on this hot path)."""
-    return HttpResponse(orjson.dumps(body), status=status, content_type="application/json")
-
-
-def _body_read(request: HttpRequest) -> bytes:
+def _body_read(content_type: str | None, content_length: str | None, read: Callable[[int], bytes]) -> bytes:
     """The raw body, refused with 413 before anything is parsed when it is too large."""
-    content_type = (request.content_type or "").split(";")[0].strip()
-    if content_type != CONTENT_TYPE:
-        raise WireError(f"Content-Type must be {CONTENT_TYPE}, got {content_type or 'none'!r}", status=415)
-    declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    media_type = (content_type or "").split(";")[0].strip().lower()
+    if media_type != CONTENT_TYPE:
+        raise WireError(f"Content-Type must be {CONTENT_TYPE}, got {media_type or 'none'!r}", status=415)
+    try:
+        declared = int(content_length or 0)
+    except ValueError:
+        declared = 0  # as Django reads a malformed Content-Length: no body
     if declared > MAX_BODY_BYTES:
         raise WireError(f"body is {declared} bytes; the limit is {MAX_BODY_BYTES}", status=413)
-    body = request.read(MAX_BODY_BYTES + 1)
+    body = read(MAX_BODY_BYTES + 1)
     if len(body) > MAX_BODY_BYTES:
         raise WireError(f"body is over the limit of {MAX_BODY_BYTES} bytes", status=413)
     return body

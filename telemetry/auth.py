@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
@@ -29,7 +29,8 @@ class NodePrincipal:
 
 class NodeTokenAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[NodePrincipal, NodeCredential] | None:
-        parts = get_authorization_header(request).split()
+        header = request.META.get("HTTP_AUTHORIZATION", b"")  # DRF's get_authorization_header, without request.headers
+        parts = (header.encode("iso-8859-1") if isinstance(header, str) else header).split()
         if not parts or parts[0].lower() != b"bearer":
             return None
         if len(parts) != 2:

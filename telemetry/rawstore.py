@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import orjson
 import psycopg.errors
-from django.db import connection, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 from psycopg.types.json import Jsonb
 
+from config.postgresql import prepared
 from telemetry.models import GpuSample, ServingSample
 
 GPU_COLUMNS = (
@@ -147,7 +148,9 @@ def _stored_rows_refused() -> Iterator[None]:
     """A bare COPY refused by the primary key: :class:`RowsAlreadyStored`."""
     try:
         yield
-    except psycopg.errors.UniqueViolation as error:
+    except (psycopg.errors.UniqueViolation, IntegrityError) as error:
+        if psycopg.errors.UniqueViolation not in (type(error), type(error.__cause__)):
+            raise
         raise RowsAlreadyStored(str(error)) from error
 
 
@@ -229,6 +232,7 @@ def gpu_rows_copy_payload(
 def gpu_rows_copy(payload: bytes, *, rows: int) -> int:
     """COPY a :func:`gpu_rows_copy_payload` into the raw table, bare: :class:`RowsAlreadyStored`
     if a row is stored already (PostgreSQL only). Return ``rows``."""
-    with _stored_rows_refused(), _copy_in(GpuSample._meta.db_table, GPU_COLUMNS) as copy:
-        copy.write(payload)
+    column_list = ", ".join(f'"{c}"' for c in GPU_COLUMNS)
+    with _stored_rows_refused():
+        prepared.copy_in(f'COPY "{GpuSample._meta.db_table}" ({column_list}) FROM STDIN BINARY', payload)
     return rows

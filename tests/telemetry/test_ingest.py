@@ -15,6 +15,7 @@ from telemetry.collector import wire
 from telemetry.models import CollectorStatus, GpuSample, ServingEndpoint, ServingSample
 from tests.factories import GpuFactory, NodeFactory
 from tests.telemetry.batches import make_batch
+from tests.telemetry.wsgi_client import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
 
 URL = "/api/v1/ingest/"
 

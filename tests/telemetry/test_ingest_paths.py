@@ -10,6 +10,7 @@ from fleets.models import Gpu
 from telemetry.models import CollectorStatus, GpuEpoch, GpuSample, RollupPending
 from tests.telemetry.batches import gpu_ref, make_batch
 from tests.telemetry.test_ingest import post
+from tests.telemetry.wsgi_client import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
 
 NOW_S = float(int(time.time()) - 600)
 

@@ -1,0 +1,113 @@
+"""The WSGI route for collector batches: a valid batch is stored without Django's request cycle.
+
+Every collector POSTs a batch every few seconds, so the ingest request is the
+one a Wattledger server answers most, and Django's cycle around it (the
+middleware chain, URL resolving, the class-based view) cost as much CPU as
+storing an 80-row batch. :class:`IngestRoute` wraps the Django application:
+a ``POST`` to the ingest URL that Django would pass through untouched (an
+allowed ``Host``, HTTPS where it is required) and whose node token is valid is
+answered here, by the same code as the view (:func:`telemetry.api.batch_answer`),
+with the headers Django's security and clickjacking middleware would add.
+Everything else (another URL or method, a missing or refused token, a
+redirect to HTTPS, a bad ``Host``) goes to Django unchanged and gets Django's
+answer. Django's request signals are sent as usual, so persistent database
+connections are checked and closed as in any request; an unexpected error is
+logged and answered as Django does (``response_for_exception``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from django.conf import settings
+from django.core import signals
+from django.core.exceptions import DisallowedHost
+from django.core.handlers.exception import response_for_exception
+from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
+from django.http import HttpResponse, HttpResponseBase
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.security import SecurityMiddleware
+from django.urls import reverse
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class IngestRoute:
+    """A WSGI application: valid collector batches here, every other request to ``django``."""
+
+    def __init__(self, django: WsgiApp) -> None:
+        self.django = django
+        self._path: str | None = None
+        self._security = SecurityMiddleware(_unused)
+        self._xframe = XFrameOptionsMiddleware(_unused)
+
+    @property
+    def path(self) -> str:
+        """The ingest URL's path (resolved on first use: the URLconf is not loaded at import)."""
+        if self._path is None:
+            self._path = reverse("ingest", urlconf=settings.ROOT_URLCONF)
+        return self._path
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") != self.path:
+            return self.django(environ, start_response)
+        signals.request_started.send(sender=WSGIHandler, environ=environ)  # connections checked, as by Django
+        request = WSGIRequest(environ)
+        try:
+            response = self._answer(request)
+        except Exception as error:  # noqa: BLE001 - answered and logged as Django answers an unhandled error
+            response = response_for_exception(request, error)
+        if response is None:  # Django's way: it sends its own request signals
+            return self.django(environ, start_response)
+        return self._send(request, response, start_response)
+
+    def _answer(self, request: WSGIRequest) -> HttpResponse | None:
+        """The answer to a valid batch, or ``None`` for a request Django must answer."""
+        from telemetry.api import IngestView, batch_answer
+
+        if not self._passes_middleware(request):
+            return None
+        accepted = IngestView.node_authenticate(request)
+        if accepted is None:
+            return None
+        status, body = batch_answer(
+            accepted,
+            content_type=request.META.get("CONTENT_TYPE"),
+            content_length=request.META.get("CONTENT_LENGTH"),
+            content_encoding=request.META.get("HTTP_CONTENT_ENCODING"),
+            read=request.read,
+        )
+        return HttpResponse(body, status=status, content_type="application/json")
+
+    def _passes_middleware(self, request: WSGIRequest) -> bool:
+        """Whether Django's middleware would let the request through to the view unchanged."""
+        try:
+            request.get_host()  # CommonMiddleware's check of ALLOWED_HOSTS
+        except DisallowedHost:
+            return False
+        return self._security.process_request(request) is None  # no redirect to HTTPS
+
+    def _send(
+        self, request: WSGIRequest, response: HttpResponseBase, start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        response = self._xframe.process_response(request, response)  # type: ignore[arg-type]
+        response = self._security.process_response(request, response)
+        if isinstance(response, HttpResponse) and not response.has_header("Content-Length"):
+            response.headers["Content-Length"] = str(len(response.content))
+        start_response(f"{response.status_code} {response.reason_phrase}", list(response.items()))
+        return _Body(response.content if isinstance(response, HttpResponse) else b"")
+
+
+class _Body(list[bytes]):
+    """The answer's bytes; closed by the server once sent, which ends the request as Django's does."""
+
+    def __init__(self, content: bytes) -> None:
+        super().__init__([content])
+
+    def close(self) -> None:
+        signals.request_finished.send(sender=WSGIHandler)
+
+
+def _unused(request: Any) -> Any:  # the middleware's get_response: only its hooks are called here
+    raise AssertionError("not called")

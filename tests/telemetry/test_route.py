@@ -1,0 +1,155 @@
+"""The WSGI ingest route: valid batches answered without Django's request cycle, exactly as Django would."""
+
+from __future__ import annotations
+
+import gzip
+import logging
+
+import orjson
+import pytest
+from django.core import signals
+from django.core.handlers.wsgi import WSGIHandler
+
+from config.wsgi import application, django_application
+from telemetry import ingest
+from telemetry.models import GpuSample
+from telemetry.route import IngestRoute
+from tests.telemetry.batches import make_batch
+from tests.telemetry.wsgi_client import WsgiClient
+
+URL = "/api/v1/ingest/"
+
+
+def send(client: WsgiClient, batch: dict | bytes, token: str | None, **headers: str):
+    body = batch if isinstance(batch, bytes) else gzip.compress(orjson.dumps(batch))
+    headers = {"Content-Encoding": "gzip", **headers}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return client.post(URL, body, headers=headers)
+
+
+def through_django_only(environ, start_response):
+    raise AssertionError("a valid batch went to Django")
+
+
+def test_a_valid_batch_is_stored_by_the_route_alone(token, monkeypatch):
+    monkeypatch.setattr(application, "django", through_django_only)
+
+    response = send(WsgiClient(), make_batch(gpus=2, seconds=5), token)
+
+    assert response.status_code == 200, response.content
+    assert response.json()["stored"] == {"gpu_samples": 10, "serving_samples": 0}
+    assert GpuSample.objects.count() == 10
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_the_routes_answer_has_the_headers_djangos_middleware_adds(token, settings, scheme):
+    settings.SECURE_HSTS_SECONDS = 3600  # sent over HTTPS only, by both
+    django_app, route = fresh_apps()
+
+    by_django = send(WsgiClient(django_app, scheme=scheme), make_batch(gpus=1, seconds=3), token)
+    by_route = send(WsgiClient(route, scheme=scheme), make_batch(gpus=1, seconds=3, start_s=by_django_end()), token)
+
+    assert (by_django.status_code, by_route.status_code) == (200, 200)
+    assert by_route.headers == by_django.headers
+    assert ("strict-transport-security" in by_route.headers) == (scheme == "https")
+    assert by_route.headers["content-length"] == str(len(by_route.content))
+
+
+def fresh_apps() -> tuple[WSGIHandler, IngestRoute]:
+    """Django's application and the route around it, loaded now (middleware reads its settings when loaded)."""
+    django_app = WSGIHandler()
+    return django_app, IngestRoute(django_app)
+
+
+def by_django_end() -> float:
+    return float(GpuSample.objects.latest("ts").ts.timestamp() + 1)
+
+
+def test_a_refused_batch_gets_the_same_answer_both_ways(token):
+    bad = make_batch(gpus=1, seconds=2)
+    bad["gpu_samples"]["power_w"][0] = -1.0
+
+    by_django = send(WsgiClient(django_application), bad, token)
+    by_route = send(WsgiClient(), bad, token)
+
+    assert by_route.status_code == by_django.status_code == 400
+    assert by_route.content == by_django.content
+    assert by_route.headers == by_django.headers
+    assert GpuSample.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("case", "change", "status"),
+    [
+        ("no token", {"token": None}, 401),
+        ("unknown token", {"token": "wln_" + "x" * 40}, 401),
+        ("not a bearer token", {"token": None, "headers": {"Authorization": "Basic dXNlcjpwYXNz"}}, 401),
+        ("a host not allowed", {"host": "evil.example"}, 400),
+        ("plain HTTP where HTTPS is required", {"redirect": True}, 301),
+    ],
+)
+def test_what_the_route_does_not_accept_gets_djangos_own_answer(token, settings, case, change, status):
+    settings.SECURE_SSL_REDIRECT = change.get("redirect", False)
+    host = change.get("host", "testserver")
+    used = change.get("token", token)
+    headers = change.get("headers", {})
+    batch = make_batch(gpus=1, seconds=2)
+    django_app, route = fresh_apps()
+
+    by_django = send(WsgiClient(django_app, host=host), batch, used, **headers)
+    by_route = send(WsgiClient(route, host=host), batch, used, **headers)
+
+    assert by_route.status_code == by_django.status_code == status, case
+    assert by_route.content == by_django.content
+    assert by_route.headers == by_django.headers
+    assert GpuSample.objects.count() == 0
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", URL), ("PUT", URL), ("POST", "/api/v1/ingest")])
+def test_other_methods_and_paths_go_to_django(token, monkeypatch, method, path):
+    reached = []
+
+    def django_app(environ, start_response):
+        reached.append(environ)
+        start_response("204 No Content", [])
+        return []
+
+    monkeypatch.setattr(application, "django", django_app)
+
+    WsgiClient().request(method, path, b"{}", content_type="application/json")
+
+    assert [environ["PATH_INFO"] for environ in reached] == [path]
+
+
+def test_an_unexpected_error_is_answered_500_logged_and_stores_nothing(token, monkeypatch, caplog):
+    def failing(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(ingest, "_status_statement", failing)
+
+    with caplog.at_level(logging.ERROR, logger="django.request"):
+        response = send(WsgiClient(), make_batch(gpus=1, seconds=2), token)
+
+    assert response.status_code == 500
+    assert any("disk on fire" in (record.exc_text or str(record.exc_info)) for record in caplog.records)
+    assert GpuSample.objects.count() == 0
+    assert send(WsgiClient(), make_batch(gpus=1, seconds=2), token).status_code == 500  # and the next one too
+    monkeypatch.undo()
+    assert send(WsgiClient(), make_batch(gpus=1, seconds=2), token).status_code == 200  # the connection still works
+
+
+def test_the_request_ends_as_a_django_request_does(token):
+    finished = []
+
+    def receiver(**kwargs):
+        finished.append(kwargs)
+
+    signals.request_finished.connect(receiver)
+    try:
+        response = send(WsgiClient(), make_batch(gpus=1, seconds=2), token)
+    finally:
+        signals.request_finished.disconnect(receiver)
+
+    assert response.status_code == 200
+    assert len(finished) == 1
