@@ -126,6 +126,22 @@ def _credential_sql() -> str:
     )
 
 
+def credential_check_statement(*, digest: str, now: datetime) -> prepared.Statement:
+    """A statement that finds the active credential of a token's ``digest`` (its id and node id, or no row),
+    and writes its ``last_used_at`` as :func:`credential_authenticate` does, for a caller that runs it
+    in the same round trip as its other statements, in its transaction (see ``telemetry.ingest``)."""
+    table = NodeCredential._meta.db_table
+    sql = (
+        f'WITH c AS (SELECT id, node_id, last_used_at FROM "{table}" '  # noqa: S608
+        "WHERE token_sha256 = %s AND revoked_at IS NULL LIMIT 1), "
+        f'touched AS (UPDATE "{table}" SET last_used_at = %s '
+        "WHERE id IN (SELECT id FROM c WHERE last_used_at IS NULL OR last_used_at <= %s)) "
+        "SELECT id, node_id FROM c"
+    )
+    at = connection.ops.adapt_datetimefield_value
+    return sql, [digest, at(now), at(now - LAST_USED_RESOLUTION)]
+
+
 def credentials_revoke(*, node: Node) -> int:
     return NodeCredential.objects.filter(node=node, revoked_at__isnull=True).update(revoked_at=timezone.now())
 

@@ -117,17 +117,19 @@ def batch_answer(
     content_length: str | None,
     content_encoding: str | None,
     read: Callable[[int], bytes],
+    token_digest: str | None = None,
 ) -> tuple[int, bytes]:
     """Store an authenticated node's batch: the HTTP status and the JSON answer.
 
     The request's body is read with ``read`` once its headers are acceptable. Shared
     by the view and by the WSGI route that serves valid batches without Django's
-    request cycle (``telemetry.route``), so both answer alike.
+    request cycle (``telemetry.route``), so both answer alike. ``token_digest``: the
+    token is to be checked with the batch (``batch_ingest``; ``TokenRefused``).
     """
     try:
         body = _body_read(content_type, content_length, read)
         batch = batch_decode(body, content_encoding=content_encoding)
-        result = batch_ingest(node=credential.node, batch=batch, received_at=timezone.now())
+        result = batch_ingest(node=credential.node, batch=batch, received_at=timezone.now(), token_digest=token_digest)
     except WireError as error:
         return error.status, orjson.dumps({"error": str(error)})
     return 200, orjson.dumps(result.as_dict(batch.batch_id))

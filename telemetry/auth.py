@@ -27,17 +27,54 @@ class NodePrincipal:
     is_superuser: bool = False
 
 
+def node_token(header: str | bytes) -> str | None:
+    """The node token of an ``Authorization`` header; ``None`` if it offers none (not a bearer token).
+
+    Raises ``AuthenticationFailed`` for a malformed one. (The header is read from
+    ``META``, as DRF's ``get_authorization_header`` reads it, without building
+    ``request.headers``.)
+    """
+    parts = (header.encode("iso-8859-1") if isinstance(header, str) else header).split()
+    if not parts or parts[0].lower() != b"bearer":
+        return None
+    if len(parts) != 2:
+        raise AuthenticationFailed("Authorization must be 'Bearer <node token>'")
+    token = parts[1].decode(errors="replace")
+    if not token.startswith(TOKEN_PREFIX):
+        raise AuthenticationFailed("not a node token")
+    return token
+
+
+class KnownTokens:
+    """Node tokens this process has seen accepted, by digest, with their credential.
+
+    A hint, never proof: a batch sent with a known token has the token checked in
+    the batch's own transaction (``batch_ingest(token_digest=...)``) instead of in a
+    lookup of its own before it, one round trip fewer. A refused one is forgotten.
+    """
+
+    LIMIT = 10_000  # tokens per process; beyond, it starts again (each is looked up once more)
+
+    def __init__(self) -> None:
+        self._credentials: dict[str, NodeCredential] = {}
+
+    def get(self, digest: str) -> NodeCredential | None:
+        return self._credentials.get(digest)
+
+    def remember(self, digest: str, credential: NodeCredential) -> None:
+        if len(self._credentials) >= self.LIMIT:
+            self._credentials.clear()
+        self._credentials[digest] = credential
+
+    def forget(self, digest: str) -> None:
+        self._credentials.pop(digest, None)
+
+
 class NodeTokenAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[NodePrincipal, NodeCredential] | None:
-        header = request.META.get("HTTP_AUTHORIZATION", b"")  # DRF's get_authorization_header, without request.headers
-        parts = (header.encode("iso-8859-1") if isinstance(header, str) else header).split()
-        if not parts or parts[0].lower() != b"bearer":
+        token = node_token(request.META.get("HTTP_AUTHORIZATION", b""))
+        if token is None:
             return None
-        if len(parts) != 2:
-            raise AuthenticationFailed("Authorization must be 'Bearer <node token>'")
-        token = parts[1].decode(errors="replace")
-        if not token.startswith(TOKEN_PREFIX):
-            raise AuthenticationFailed("not a node token")
         credential = credential_authenticate(token=token)
         if credential is None:
             raise AuthenticationFailed("unknown or revoked node token")

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from config.postgresql import prepared
 from fleets.models import Gpu, Node
+from fleets.services import credential_check_statement
 from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
 from telemetry.partitions import partitions_ensure
@@ -57,15 +58,24 @@ class ForeignGpu(WireError):
         super().__init__(f"GPU {uuid} is registered to another node; this token may only report its own", status=403)
 
 
-def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestResult:
+class TokenRefused(Exception):
+    """The token checked in the batch's transaction is unknown or revoked: nothing was stored."""
+
+
+def batch_ingest(*, node: Node, batch: Batch, received_at: datetime, token_digest: str | None = None) -> IngestResult:
     """Validate what needs the database, then store the batch in one transaction.
 
     The hot path (known GPUs and epochs, new samples) costs a few round trips
     whatever the batch size: one for the GPU lookup, the collector status and the
     rollup mark together (a pipeline on PostgreSQL), a binary COPY per sample
-    kind, the commit. A re-sent batch (rows already stored) is rolled back and
-    stored again the careful way, skipping the stored rows and marking the
-    rollup only if something was new.
+    kind, the last with the commit. A re-sent batch (rows already stored) is
+    rolled back and stored again the careful way, skipping the stored rows and
+    marking the rollup only if something was new.
+
+    ``token_digest``: the caller has not checked the node's token against the
+    database (it knows it from an earlier request); it is checked in the batch's
+    own transaction, with the lookups, and :class:`TokenRefused` is raised, with
+    nothing stored, unless it is active and ``node``'s.
     """
     _check_not_future(batch, received_at)
     oldest_s = (received_at - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)).timestamp()
@@ -73,16 +83,22 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
     # would hold a lock on the parent table until the batch commits.
     partitions_ensure(days=_batch_days(batch, oldest_s))
     if connection.vendor != "postgresql":  # INSERT OR IGNORE: stored rows are skipped, never refused
-        return _batch_store(node, batch, received_at, oldest_s, new_rows_expected=False)
+        return _batch_store(node, batch, received_at, oldest_s, token_digest, new_rows_expected=False)
     try:
-        return _batch_store(node, batch, received_at, oldest_s, new_rows_expected=True)
+        return _batch_store(node, batch, received_at, oldest_s, token_digest, new_rows_expected=True)
     except RowsAlreadyStored:
         # A re-sent batch: the first try is rolled back whole; again, skipping the stored rows.
-        return _batch_store(node, batch, received_at, oldest_s, new_rows_expected=False)
+        return _batch_store(node, batch, received_at, oldest_s, token_digest, new_rows_expected=False)
 
 
 def _batch_store(
-    node: Node, batch: Batch, received_at: datetime, oldest_s: float, *, new_rows_expected: bool
+    node: Node,
+    batch: Batch,
+    received_at: datetime,
+    oldest_s: float,
+    token_digest: str | None,
+    *,
+    new_rows_expected: bool,
 ) -> IngestResult:
     result = IngestResult()
     gpu_columns = _kept(batch.gpu_samples, oldest_s)
@@ -92,6 +108,8 @@ def _batch_store(
         # ahead of the rows only when every row is expected to be new: if one is not, the COPY
         # fails and all this is rolled back.
         statements = [_status_statement(node, batch, received_at)]
+        if token_digest is not None:  # first: the token's check, whose refusal undoes the rest
+            statements.insert(0, credential_check_statement(digest=token_digest, now=received_at))
         span = _ts_span(gpu_columns["ts"], serving_columns["ts"]) if new_rows_expected else None
         if span is not None:
             statements.append(rollup_pending_mark_statement(node_id=node.pk, first_ts=span[0], last_ts=span[1]))
@@ -103,6 +121,8 @@ def _batch_store(
             lookups["endpoints"] = len(statements)
             statements.append(_endpoint_lookup_statement(node, batch.endpoints))
         answers = prepared.run_together(statements)
+        if token_digest is not None and [row[1] for row in answers[0]] != [node.pk]:
+            raise TokenRefused
         known = _gpu_refs_known(node, batch.gpus, answers[lookups["gpus"]] if "gpus" in lookups else [])
         gpu_refs = known if known is not None else _gpu_refs_resolve(node, batch.gpus)
         serving_refs: list[tuple[int, int]] = []
@@ -114,13 +134,14 @@ def _batch_store(
         _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_columns["ts"]))
         _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_rows))
         payload = _gpu_payload(gpu_columns, gpu_refs) if new_rows_expected and gpu_columns["ts"] else None
-        if payload is not None:  # the common case: new rows, no NULL; built from the columns by numpy
-            result.stored["gpu_samples"] = gpu_rows_copy(payload, rows=len(gpu_columns["ts"]))
-            gpu_rows: list[tuple[Any, ...]] = []
-        else:
+        gpu_rows: list[tuple[Any, ...]] = []
+        if payload is None:
             gpu_rows = _gpu_rows(gpu_columns, gpu_refs)
             _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows, new_rows_expected)
         _insert(result, "serving_samples", SERVING_COLUMNS, serving_rows, new_rows_expected)
+        if payload is not None:  # the common case: new rows, no NULL; built from the columns by numpy
+            # Last in the transaction: the COMMIT goes in the same round trip.
+            result.stored["gpu_samples"] = gpu_rows_copy(payload, rows=len(gpu_columns["ts"]), last_in_transaction=True)
         if not new_rows_expected:
             _rollup_mark(node, result, gpu_rows, serving_rows)
     return result

@@ -229,10 +229,15 @@ def gpu_rows_copy_payload(
     return _BINARY_SIGNATURE + records.tobytes() + _BINARY_TRAILER
 
 
-def gpu_rows_copy(payload: bytes, *, rows: int) -> int:
+def gpu_rows_copy(payload: bytes, *, rows: int, last_in_transaction: bool = False) -> int:
     """COPY a :func:`gpu_rows_copy_payload` into the raw table, bare: :class:`RowsAlreadyStored`
-    if a row is stored already (PostgreSQL only). Return ``rows``."""
+    if a row is stored already (PostgreSQL only). Return ``rows``. ``last_in_transaction``: see
+    :func:`config.postgresql.prepared.copy_in` (the commit in the same round trip)."""
     column_list = ", ".join(f'"{c}"' for c in GPU_COLUMNS)
     with _stored_rows_refused():
-        prepared.copy_in(f'COPY "{GpuSample._meta.db_table}" ({column_list}) FROM STDIN BINARY', payload)
+        prepared.copy_in(
+            f'COPY "{GpuSample._meta.db_table}" ({column_list}) FROM STDIN BINARY',
+            payload,
+            last_in_transaction=last_in_transaction,
+        )
     return rows

@@ -17,6 +17,7 @@ logged and answered as Django does (``response_for_exception``).
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -25,10 +26,16 @@ from django.core import signals
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.exception import response_for_exception
 from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
+from django.db import connection
 from django.http import HttpResponse, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import reverse
+from rest_framework.exceptions import AuthenticationFailed
+
+from fleets.services import credential_authenticate
+from fleets.tokens import token_sha256
+from telemetry.auth import KnownTokens, node_token
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -39,6 +46,7 @@ class IngestRoute:
     def __init__(self, django: WsgiApp) -> None:
         self.django = django
         self._path: str | None = None
+        self._known = KnownTokens()
         self._security = SecurityMiddleware(_unused)
         self._xframe = XFrameOptionsMiddleware(_unused)
 
@@ -63,22 +71,50 @@ class IngestRoute:
         return self._send(request, response, start_response)
 
     def _answer(self, request: WSGIRequest) -> HttpResponse | None:
-        """The answer to a valid batch, or ``None`` for a request Django must answer."""
+        """The answer to a valid batch, or ``None`` for a request Django must answer.
+
+        A token this process has seen accepted is checked in the batch's own
+        transaction (:class:`~telemetry.auth.KnownTokens`); any other is looked up
+        first, as the view does, before the body is read.
+        """
         from telemetry.api import IngestView, batch_answer
+        from telemetry.ingest import TokenRefused
 
         if not self._passes_middleware(request):
             return None
-        accepted = IngestView.node_authenticate(request)
-        if accepted is None:
+        try:
+            token = node_token(request.META.get("HTTP_AUTHORIZATION", b""))
+        except AuthenticationFailed:
             return None
-        status, body = batch_answer(
-            accepted,
-            content_type=request.META.get("CONTENT_TYPE"),
-            content_length=request.META.get("CONTENT_LENGTH"),
-            content_encoding=request.META.get("HTTP_CONTENT_ENCODING"),
-            read=request.read,
-        )
-        return HttpResponse(body, status=status, content_type="application/json")
+        if token is None:
+            return None
+        digest = token_sha256(token)
+        # On PostgreSQL the check joins the batch's pipeline; SQLite (the embedded default) looks it up first.
+        credential = self._known.get(digest) if connection.vendor == "postgresql" else None
+        checked_with_batch = credential is not None
+        if credential is None:
+            credential = IngestView.node_authenticate(request)
+            if credential is None:
+                return None
+            self._known.remember(digest, credential)
+        body = _Recorded(request.read)
+        try:
+            status, answer = batch_answer(
+                credential,
+                content_type=request.META.get("CONTENT_TYPE"),
+                content_length=request.META.get("CONTENT_LENGTH"),
+                content_encoding=request.META.get("HTTP_CONTENT_ENCODING"),
+                read=body.read,
+                token_digest=digest if checked_with_batch else None,
+            )
+            # A batch refused before it reached the database: the token is checked before answering.
+            if status != 200 and checked_with_batch and credential_authenticate(token=token) is None:
+                raise TokenRefused
+        except TokenRefused:
+            self._known.forget(digest)
+            request.environ["wsgi.input"] = io.BytesIO(body.recorded())  # Django reads it again, and refuses
+            return None
+        return HttpResponse(answer, status=status, content_type="application/json")
 
     def _passes_middleware(self, request: WSGIRequest) -> bool:
         """Whether Django's middleware would let the request through to the view unchanged."""
@@ -97,6 +133,22 @@ class IngestRoute:
             response.headers["Content-Length"] = str(len(response.content))
         start_response(f"{response.status_code} {response.reason_phrase}", list(response.items()))
         return _Body(response.content if isinstance(response, HttpResponse) else b"")
+
+
+class _Recorded:
+    """A body reader that keeps what it read, for Django to read again."""
+
+    def __init__(self, read: Callable[[int], bytes]) -> None:
+        self._read = read
+        self._chunks: list[bytes] = []
+
+    def read(self, size: int) -> bytes:
+        chunk = self._read(size)
+        self._chunks.append(chunk)
+        return chunk
+
+    def recorded(self) -> bytes:
+        return b"".join(self._chunks)
 
 
 class _Body(list[bytes]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import DatabaseError, IntegrityError, connection, transaction
+from psycopg import pq
 
 from config.postgresql import prepared
 
@@ -121,3 +122,32 @@ def test_statements_the_server_forgot_are_prepared_again(table):
     with pytest.raises(DatabaseError, match="does not exist"):
         prepared.fetch_all(sql, [0])
     assert prepared.fetch_all(sql, [0]) == [(0,)]
+
+
+def test_the_last_copy_of_the_outermost_block_commits_with_it(table):
+    with transaction.atomic():
+        prepared.run_together([(f"INSERT INTO {table} (id) VALUES (%s)", [1])])
+        prepared.copy_in(f"COPY {table} (id) FROM STDIN", b"2\n", last_in_transaction=True)
+        assert connection.connection.pgconn.transaction_status == pq.TransactionStatus.IDLE  # committed already
+
+    assert count(table) == 2
+
+
+def test_inside_a_nested_block_the_commit_is_left_to_django(table):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        with transaction.atomic():
+            prepared.copy_in(f"COPY {table} (id) FROM STDIN", b"1\n", last_in_transaction=True)
+        assert connection.connection.pgconn.transaction_status != pq.TransactionStatus.IDLE
+        raise RuntimeError("roll back the outer block")
+
+    assert count(table) == 0
+
+
+def test_a_refused_last_copy_commits_nothing(table):
+    prepared.execute(f"INSERT INTO {table} (id) VALUES (%s)", [1])
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        prepared.run_together([(f"INSERT INTO {table} (id) VALUES (%s)", [5])])
+        prepared.copy_in(f"COPY {table} (id) FROM STDIN", b"6\n1\n", last_in_transaction=True)
+
+    assert prepared.fetch_all(f"SELECT id FROM {table}", []) == [(1,)]

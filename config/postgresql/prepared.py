@@ -80,11 +80,18 @@ def run_together(statements: Sequence[Statement]) -> list[list[tuple[Any, ...]]]
     return [rows for rows, _ in _Pipeline(db, _connection(db)).run(statements)]
 
 
-def copy_in(sql: str, payload: bytes) -> int:
+def copy_in(sql: str, payload: bytes, *, last_in_transaction: bool = False) -> int:
     """Run ``sql`` (a ``COPY ... FROM STDIN``) with ``payload`` as all its data; the rows it stored.
 
     A refused COPY raises psycopg's own error (``UniqueViolation`` for a row already
     stored), and the transaction is left to be rolled back, as with a cursor.
+
+    ``last_in_transaction``: the caller runs nothing else before its outermost
+    ``transaction.atomic()`` block ends, so the COMMIT goes with the COPY, in the
+    same round trip (``COPY ...; COMMIT`` in one query: a refused COPY skips the
+    COMMIT). Django's own commit at the end of the block then finds nothing to
+    do. Inside a nested block (a savepoint, or an outer block such as a test's)
+    the COMMIT is left to Django, as usual.
     """
     db = _database()
     raw = _connection(db)
@@ -92,6 +99,8 @@ def copy_in(sql: str, payload: bytes) -> int:
     command = sql.encode()
     if _transaction_to_begin(raw):
         command = _begin(raw) + b"; " + command
+    if last_in_transaction and _outermost_block(db):
+        command += b"; COMMIT"
     with db.wrap_database_errors:
         pgconn.send_query(command)
         _flush(pgconn)
@@ -107,8 +116,12 @@ def copy_in(sql: str, payload: bytes) -> int:
             _wait(pgconn, select.POLLOUT)
         _flush(pgconn)
         result = _next_result(pgconn)
+        after = _next_result(pgconn)  # the COMMIT's, if there is one
         _drain(pgconn)
-        if result is None or result.status != pq.ExecStatus.COMMAND_OK:
+        for each in (result, after):
+            if each is not None and each.status != pq.ExecStatus.COMMAND_OK:
+                raise _error(raw, each)
+        if result is None:
             raise _error(raw, result)
         return result.command_tuples or 0
 
@@ -132,6 +145,17 @@ def _connection(db: BaseDatabaseWrapper) -> psycopg.Connection[Any]:
 def _transaction_to_begin(raw: psycopg.Connection[Any]) -> bool:
     """Inside ``transaction.atomic()`` with no statement run yet: the first one opens the transaction."""
     return not raw.autocommit and raw.pgconn.transaction_status == _IDLE
+
+
+def _outermost_block(db: BaseDatabaseWrapper) -> bool:
+    """Inside exactly one ``transaction.atomic()`` block, which commits on exit and has nothing to undo."""
+    return (
+        db.in_atomic_block
+        and len(db.atomic_blocks) == 1
+        and not db.savepoint_ids
+        and db.commit_on_exit
+        and not db.needs_rollback
+    )
 
 
 def _begin(raw: psycopg.Connection[Any]) -> bytes:

@@ -283,25 +283,27 @@ def test_wrong_content_type_is_415(client, node, token):
 def test_batch_is_atomic_when_a_later_part_fails(client, node, token, monkeypatch):
     from telemetry import ingest
 
-    def fail(**kwargs):
-        raise RuntimeError("disk full")
+    written_before_failure = []
 
-    original = ingest.rows_insert
-    gpu_rows_written = []
+    def second_part_fails(original):
+        def store(*args, **kwargs):
+            if written_before_failure:  # the second kind of rows: the first is in, inside the transaction
+                raise RuntimeError("disk full")
+            result = original(*args, **kwargs)
+            written_before_failure.append(stored_counts())
+            return result
 
-    def insert_then_fail(*, kind, columns, rows, **options):
-        if kind == "serving_samples":
-            gpu_rows_written.append(GpuSample.objects.count())  # inside the batch's transaction
-            fail()
-        return original(kind=kind, columns=columns, rows=rows, **options)
+        return store
 
-    monkeypatch.setattr(ingest, "rows_insert", insert_then_fail)
+    # GPU rows go first on SQLite (row by row) and last on PostgreSQL (one COPY that commits).
+    monkeypatch.setattr(ingest, "rows_insert", second_part_fails(ingest.rows_insert))
+    monkeypatch.setattr(ingest, "gpu_rows_copy", second_part_fails(ingest.gpu_rows_copy))
     client.raise_request_exception = False
 
     response = post(client, make_batch(gpus=2, seconds=5, endpoint=True), token)
 
     assert response.status_code == 500
-    assert gpu_rows_written == [10]  # the GPU rows were in, and are gone with the failure
+    assert written_before_failure in ([(10, 0)], [(0, 1)])  # one part was in, and is gone with the failure
     assert stored_counts() == (0, 0)
     assert not CollectorStatus.objects.exists()
     assert timezone.now()

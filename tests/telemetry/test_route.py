@@ -4,20 +4,29 @@ from __future__ import annotations
 
 import gzip
 import logging
+import time
+from datetime import timedelta
 
 import orjson
 import pytest
 from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
+from django.db import connection
+from django.utils import timezone
 
 from config.wsgi import application, django_application
+from fleets.models import NodeCredential
+from fleets.services import credentials_revoke
+from fleets.tokens import token_sha256
 from telemetry import ingest
-from telemetry.models import GpuSample
+from telemetry.api import IngestView
+from telemetry.models import CollectorStatus, GpuSample
 from telemetry.route import IngestRoute
 from tests.telemetry.batches import make_batch
 from tests.telemetry.wsgi_client import WsgiClient
 
 URL = "/api/v1/ingest/"
+NOW_S = float(int(time.time()) - 600)
 
 
 def send(client: WsgiClient, batch: dict | bytes, token: str | None, **headers: str):
@@ -153,3 +162,68 @@ def test_the_request_ends_as_a_django_request_does(token):
 
     assert response.status_code == 200
     assert len(finished) == 1
+
+
+# --- a token this process knows: checked in the batch's own transaction ------------------------------
+
+needs_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the check joins the batch's pipeline on PostgreSQL only"
+)
+
+
+@pytest.fixture
+def lookups(monkeypatch):
+    """The token lookups made before a batch is read (the view's authentication)."""
+    made = []
+    original = IngestView.node_authenticate.__func__
+
+    def counted(cls, request):
+        made.append(request.path)
+        return original(cls, request)
+
+    monkeypatch.setattr(IngestView, "node_authenticate", classmethod(counted))
+    return made
+
+
+@needs_postgresql
+def test_a_known_tokens_batch_is_stored_without_a_lookup_of_its_own(token, lookups):
+    route = fresh_apps()[1]
+
+    first = send(WsgiClient(route), make_batch(gpus=1, seconds=2, start_s=NOW_S), token)
+    second = send(WsgiClient(route), make_batch(gpus=1, seconds=2, start_s=NOW_S + 2), token)
+
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert len(lookups) == 1
+    assert GpuSample.objects.count() == 4
+    assert CollectorStatus.objects.get().batches_accepted == 2
+
+
+@needs_postgresql
+@pytest.mark.parametrize("bad_batch", [False, True])
+def test_a_known_token_revoked_since_is_refused_as_django_refuses_it_and_stores_nothing(node, token, bad_batch):
+    django_app, route = fresh_apps()
+    assert send(WsgiClient(route), make_batch(gpus=1, seconds=2, start_s=NOW_S), token).status_code == 200
+    credentials_revoke(node=node)
+    batch = make_batch(gpus=1, seconds=2, start_s=NOW_S + 2)
+    if bad_batch:  # refused before the database: the token is checked before the batch's error is told
+        batch["gpu_samples"]["temp_c"][0] = 900
+
+    by_route = send(WsgiClient(route), batch, token)
+    by_django = send(WsgiClient(django_app), batch, token)
+
+    assert by_route.status_code == by_django.status_code == 401
+    assert (by_route.content, by_route.headers) == (by_django.content, by_django.headers)
+    assert GpuSample.objects.count() == 2
+    assert CollectorStatus.objects.get().batches_accepted == 1
+    assert route._known.get(token_sha256(token)) is None
+
+
+@needs_postgresql
+def test_a_known_tokens_use_is_still_recorded(node, token):
+    route = fresh_apps()[1]
+    send(WsgiClient(route), make_batch(gpus=1, seconds=2, start_s=NOW_S), token)
+    NodeCredential.objects.update(last_used_at=timezone.now() - timedelta(hours=1))
+
+    send(WsgiClient(route), make_batch(gpus=1, seconds=2, start_s=NOW_S + 2), token)
+
+    assert timezone.now() - NodeCredential.objects.get().last_used_at < timedelta(minutes=1)
