@@ -17,8 +17,10 @@ logged and answered as Django does (``response_for_exception``).
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable, Iterable
+from http import HTTPStatus
 from typing import Any
 
 from django.conf import settings
@@ -47,6 +49,7 @@ class IngestRoute:
         self.django = django
         self._path: str | None = None
         self._known = KnownTokens()
+        self._headers: dict[bool, list[tuple[str, str]]] = {}
         self._security = SecurityMiddleware(_unused)
         self._xframe = XFrameOptionsMiddleware(_unused)
 
@@ -63,15 +66,17 @@ class IngestRoute:
         signals.request_started.send(sender=WSGIHandler, environ=environ)  # connections checked, as by Django
         request = WSGIRequest(environ)
         try:
-            response = self._answer(request)
+            answer = self._answer(request)
         except Exception as error:  # noqa: BLE001 - answered and logged as Django answers an unhandled error
-            response = response_for_exception(request, error)
-        if response is None:  # Django's way: it sends its own request signals
+            return self._send(request, response_for_exception(request, error), start_response)
+        if answer is None:  # Django's way: it sends its own request signals
             return self.django(environ, start_response)
-        return self._send(request, response, start_response)
+        status, body = answer
+        start_response(_status_line(status), [*self._json_headers(request), ("Content-Length", str(len(body)))])
+        return _Body(body)
 
-    def _answer(self, request: WSGIRequest) -> HttpResponse | None:
-        """The answer to a valid batch, or ``None`` for a request Django must answer.
+    def _answer(self, request: WSGIRequest) -> tuple[int, bytes] | None:
+        """The status and JSON body for a valid batch, or ``None`` for a request Django must answer.
 
         A token this process has seen accepted is checked in the batch's own
         transaction (:class:`~telemetry.auth.KnownTokens`); any other is looked up
@@ -114,7 +119,7 @@ class IngestRoute:
             self._known.forget(digest)
             request.environ["wsgi.input"] = io.BytesIO(body.recorded())  # Django reads it again, and refuses
             return None
-        return HttpResponse(answer, status=status, content_type="application/json")
+        return status, answer
 
     def _passes_middleware(self, request: WSGIRequest) -> bool:
         """Whether Django's middleware would let the request through to the view unchanged."""
@@ -124,15 +129,36 @@ class IngestRoute:
             return False
         return self._security.process_request(request) is None  # no redirect to HTTPS
 
-    def _send(
-        self, request: WSGIRequest, response: HttpResponseBase, start_response: Callable[..., Any]
-    ) -> Iterable[bytes]:
+    def _json_headers(self, request: WSGIRequest) -> list[tuple[str, str]]:
+        """A JSON answer's headers but its length: worked out once (for plain and for secure requests) by
+        Django's middleware itself, on an empty answer; they depend on nothing else of the request."""
+        secure = request.is_secure()
+        headers = self._headers.get(secure)
+        if headers is None:
+            probe = self._middleware_applied(request, HttpResponse(b"", content_type="application/json"))
+            headers = [(name, value) for name, value in probe.items() if name.lower() != "content-length"]
+            self._headers[secure] = headers
+        return headers
+
+    def _middleware_applied(self, request: WSGIRequest, response: HttpResponseBase) -> HttpResponseBase:
+        """``response`` with the headers of Django's clickjacking and security middleware, and its length."""
         response = self._xframe.process_response(request, response)  # type: ignore[arg-type]
         response = self._security.process_response(request, response)
         if isinstance(response, HttpResponse) and not response.has_header("Content-Length"):
             response.headers["Content-Length"] = str(len(response.content))
+        return response
+
+    def _send(
+        self, request: WSGIRequest, response: HttpResponseBase, start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        response = self._middleware_applied(request, response)
         start_response(f"{response.status_code} {response.reason_phrase}", list(response.items()))
         return _Body(response.content if isinstance(response, HttpResponse) else b"")
+
+
+@functools.cache
+def _status_line(status: int) -> str:
+    return f"{status} {HTTPStatus(status).phrase}"
 
 
 class _Recorded:

@@ -219,7 +219,9 @@ def batch_decode(body: bytes, *, content_encoding: str | None = None) -> Batch:
     version = doc.get("version")
     if version != WIRE_VERSION:
         raise WireError(f"unsupported wire version {version!r}; this server speaks version {WIRE_VERSION}")
-    gpus = tuple(_gpu_ref(item, f"gpus[{i}]") for i, item in enumerate(_list(doc, "gpus", MAX_GPUS)))
+    gpus = tuple(
+        _gpu_ref_valid(item) or _gpu_ref(item, f"gpus[{i}]") for i, item in enumerate(_list(doc, "gpus", MAX_GPUS))
+    )
     endpoints = tuple(
         _endpoint_ref(item, f"endpoints[{i}]") for i, item in enumerate(_list(doc, "endpoints", MAX_ENDPOINTS))
     )
@@ -268,6 +270,28 @@ def _int(value: Any, where: str, *, minimum: int = 0, maximum: int = 2**63 - 1) 
     if value < minimum or value > maximum:
         raise WireError(f"{where}={value!r} is outside {minimum}..{maximum}")
     return value
+
+
+def _gpu_ref_valid(item: Any) -> GpuRef | None:
+    """The reference when every field is valid, checked without building a message (the common case);
+    ``None`` otherwise, and :func:`_gpu_ref` finds and names what is wrong. Same rules."""
+    if type(item) is not dict:
+        return None
+    uuid, name, epoch = item.get("uuid"), item.get("name"), item.get("epoch")
+    index, supported = item.get("index"), item.get("energy_counter_supported")
+    if (
+        type(uuid) is str
+        and 0 < len(uuid) <= 96
+        and type(name) is str
+        and 0 < len(name) <= 128
+        and type(epoch) is str
+        and 0 < len(epoch) <= 128
+        and type(index) is int
+        and 0 <= index <= 255
+        and type(supported) is bool
+    ):
+        return GpuRef(uuid=uuid, index=index, name=name, energy_counter_supported=supported, epoch=epoch)
+    return None
 
 
 def _gpu_ref(item: Any, where: str) -> GpuRef:

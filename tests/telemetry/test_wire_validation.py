@@ -6,7 +6,7 @@ import math
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from telemetry.collector import wire
@@ -73,3 +73,42 @@ def test_valid_columns_pass_unchanged_nulls_and_integers_included():
     assert [type(v) for v in decoded.gpu_samples["power_w"]] == [type(None), int, float, int, float, type(None)]
     assert decoded.gpu_samples["temp_c"] == [-40, None, 0, 150, 61, None]
     assert not math.isnan(decoded.sent_at)
+
+
+field_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-3, max_value=300),
+    st.floats(allow_nan=False, max_value=300),
+    st.text(max_size=3),
+    st.text(min_size=90, max_size=140),
+    st.just(["list"]),
+)
+
+
+@given(
+    st.one_of(
+        st.dictionaries(
+            st.sampled_from(["uuid", "index", "name", "energy_counter_supported", "epoch"]), field_values, max_size=5
+        ),
+        st.fixed_dictionaries(
+            {"uuid": field_values, "index": field_values, "name": field_values, "epoch": field_values},
+            optional={"energy_counter_supported": field_values},
+        ),
+        field_values,
+    )
+)
+@example({"uuid": "GPU-1", "index": 0, "name": "H100", "energy_counter_supported": True, "epoch": "boot-1"})
+@example({"uuid": "GPU-1", "index": 255, "name": "H", "energy_counter_supported": False, "epoch": "e" * 128})
+@example({"uuid": "GPU-1", "index": True, "name": "H100", "energy_counter_supported": True, "epoch": "boot-1"})
+@example({"uuid": "GPU-1", "index": 256, "name": "H100", "energy_counter_supported": True, "epoch": "boot-1"})
+@example({"uuid": "G" * 97, "index": 0, "name": "H100", "energy_counter_supported": True, "epoch": "boot-1"})
+@example({"uuid": "GPU-1", "index": 0, "name": "H100", "energy_counter_supported": 1, "epoch": "boot-1"})
+@example({"uuid": "GPU-1", "index": 0, "name": "", "energy_counter_supported": True, "epoch": "boot-1"})
+def test_the_quick_gpu_reference_check_accepts_exactly_what_the_full_one_accepts(item):
+    try:
+        expected = wire._gpu_ref(item, "gpus[0]")
+    except wire.WireError:
+        expected = None
+
+    assert wire._gpu_ref_valid(item) == expected
