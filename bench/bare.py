@@ -2,8 +2,8 @@
 
 The reference for ``bench.ingest``: what Django, gunicorn and PostgreSQL cost on
 this machine with nothing of Wattledger's own on the path. It parses the gzipped
-wire batch, takes GPU ids from the ``X-Bench-Gpu-Base`` header (the node's first
-GPU id) and epoch ids from ``X-Bench-Epoch-Base``, COPYs the rows into a
+wire batch, takes the node's GPU ids from the ``X-Bench-Gpu-Ids`` header and their
+epoch ids from ``X-Bench-Epoch-Ids`` (comma-separated, by GPU index), COPYs the rows into a
 session-local staging table and moves them with ``INSERT ... ON CONFLICT DO
 NOTHING`` into ``bench_bare_gpusample`` (a copy of the raw table), in one
 transaction.
@@ -28,10 +28,10 @@ _utc = partial(datetime.fromtimestamp, tz=UTC)
 @csrf_exempt
 def bare_ingest(request: HttpRequest) -> HttpResponse:
     columns = orjson.loads(gzip.decompress(request.body))["gpu_samples"]
-    gpu_base = int(request.headers["X-Bench-Gpu-Base"])
-    epoch_base = int(request.headers["X-Bench-Epoch-Base"])
+    gpu_ids = [int(i) for i in request.headers["X-Bench-Gpu-Ids"].split(",")]
+    epoch_ids = [int(i) for i in request.headers["X-Bench-Epoch-Ids"].split(",")]
     rows = zip(
-        map(_utc, columns["ts"]), (gpu_base + g for g in columns["gpu"]), (epoch_base + g for g in columns["gpu"]),
+        map(_utc, columns["ts"]), map(gpu_ids.__getitem__, columns["gpu"]), map(epoch_ids.__getitem__, columns["gpu"]),
         columns["energy_j"], ((b + 2**19) >> 20 for b in columns["mem_used_bytes"]), columns["power_w"],
         columns["util_pct"],
         columns["mem_util_pct"], columns["temp_c"], strict=True,

@@ -507,8 +507,8 @@ def reference_run(
     ids = gpu_ids()
     headers = {
         node.index: {
-            "X-Bench-Gpu-Base": str(ids[node.uuid(0)][0]),
-            "X-Bench-Epoch-Base": str(ids[node.uuid(0)][1]),
+            "X-Bench-Gpu-Ids": ",".join(str(ids[node.uuid(g)][0]) for g in range(node.gpus)),
+            "X-Bench-Epoch-Ids": ",".join(str(ids[node.uuid(g)][1]) for g in range(node.gpus)),
         }
         for node in nodes
     }

@@ -20,6 +20,7 @@ from fleets.models import NodeCredential
 from telemetry.auth import IsNode, NodeTokenAuthentication
 from telemetry.collector.wire import CONTENT_TYPE, MAX_BODY_BYTES, WireError, batch_decode
 from telemetry.ingest import batch_ingest
+from telemetry.rawstore import column_array
 from telemetry.schema import BatchSchema, ErrorSchema, IngestAnswerSchema
 
 
@@ -128,7 +129,7 @@ def batch_answer(
     """
     try:
         body = _body_read(content_type, content_length, read)
-        batch = batch_decode(body, content_encoding=content_encoding)
+        batch = batch_decode(body, content_encoding=content_encoding, column_array=column_array)
         result = batch_ingest(node=credential.node, batch=batch, received_at=timezone.now(), token_digest=token_digest)
     except WireError as error:
         return error.status, orjson.dumps({"error": str(error)})

@@ -133,7 +133,8 @@ def _batch_store(
         serving_rows = _serving_rows(serving_columns, serving_refs)
         _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_columns["ts"]))
         _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_rows))
-        payload = _gpu_payload(gpu_columns, gpu_refs) if new_rows_expected and gpu_columns["ts"] else None
+        arrays = batch.gpu_arrays if gpu_columns is batch.gpu_samples else {}  # not if retention dropped rows
+        payload = _gpu_payload(gpu_columns, gpu_refs, arrays) if new_rows_expected and gpu_columns["ts"] else None
         gpu_rows: list[tuple[Any, ...]] = []
         if payload is None:
             gpu_rows = _gpu_rows(gpu_columns, gpu_refs)
@@ -339,17 +340,27 @@ def _gpu_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[t
     ))  # fmt: skip
 
 
-def _gpu_payload(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> bytes | None:
-    """The rows of :func:`_gpu_rows` as one binary COPY payload (PostgreSQL; ``None`` if a value is NULL)."""
-    if connection.vendor != "postgresql" or None in cols["mem_used_bytes"]:
+def _gpu_payload(cols: dict[str, list[Any]], refs: list[tuple[int, int]], arrays: dict[str, Any]) -> bytes | None:
+    """The rows of :func:`_gpu_rows` as one binary COPY payload (PostgreSQL; ``None`` if a value is NULL).
+
+    ``arrays``: the columns decoding already turned into numpy arrays (``Batch.gpu_arrays``).
+    """
+    if connection.vendor != "postgresql":
         return None
-    which = np.asarray(cols["gpu"], dtype=np.intp)
+    memory = arrays.get("mem_used_bytes")
+    if memory is None:
+        if None in cols["mem_used_bytes"]:
+            return None
+        memory = np.asarray(cols["mem_used_bytes"], dtype=np.int64)
+    which = arrays["gpu"] if "gpu" in arrays else np.asarray(cols["gpu"], dtype=np.intp)
     ids = np.asarray(refs, dtype=np.int64).reshape(-1, 2)
     values: dict[str, Any] = {
-        name: cols[name] for name in ("energy_j", "power_w", "util_pct", "mem_util_pct", "temp_c")
+        name: arrays.get(name, cols[name]) for name in ("energy_j", "power_w", "util_pct", "mem_util_pct", "temp_c")
     }
-    values["mem_used_mib"] = (np.asarray(cols["mem_used_bytes"], dtype=np.int64) + _HALF_MIB) >> 20
-    return gpu_rows_copy_payload(ts_s=cols["ts"], gpu_ids=ids[which, 0], epoch_ids=ids[which, 1], values=values)
+    values["mem_used_mib"] = (memory + _HALF_MIB) >> 20
+    return gpu_rows_copy_payload(
+        ts_s=arrays.get("ts", cols["ts"]), gpu_ids=ids[which, 0], epoch_ids=ids[which, 1], values=values
+    )
 
 
 def _mib(column: list[int | None]) -> list[int | None]:

@@ -211,7 +211,7 @@ def gpu_rows_copy_payload(
     does (the fraction rounded half to even), so the rows equal those of :func:`rows_insert`.
     ``values``: energy_j, mem_used_mib, power_w, util_pct, mem_util_pct, temp_c.
     """
-    if any(None in column for column in values.values()):
+    if any(not isinstance(column, np.ndarray) and None in column for column in values.values()):
         return None
     records = np.empty(len(ts_s), _GPU_RECORD)
     records["fields"] = len(_GPU_FIELDS)
@@ -227,6 +227,32 @@ def gpu_rows_copy_payload(
     for name, _ in _GPU_FIELDS[3:]:
         records[name] = values[name]
     return _BINARY_SIGNATURE + records.tobytes() + _BINARY_TRAILER
+
+
+def column_array(column: list[Any], low: float, high: float, integer: bool) -> np.ndarray | None:
+    """A GPU sample column as a numpy array, when every value is an int (``integer``) or every value a finite
+    float (not ``integer``), within ``[low, high]``; ``None`` for any other column (with a None, a bool, mixed
+    kinds, ...), which the wire format then checks value by value, accepting or refusing it as ever.
+
+    The ``column_array`` of :func:`telemetry.collector.wire.batch_decode`: the arrays it returns are
+    the checked columns and the binary COPY's input at once.
+    """
+    kinds = set(map(type, column))
+    if kinds != (_INT_ONLY if integer else _FLOAT_ONLY):
+        return None
+    try:
+        values = np.array(column, dtype=np.int64 if integer else np.float64)
+    except OverflowError:  # an int beyond 64 bits
+        return None
+    if not integer and not np.isfinite(values).all():
+        return None
+    if values.min() < low or values.max() > high:
+        return None
+    return values
+
+
+_INT_ONLY = {int}
+_FLOAT_ONLY = {float}
 
 
 def gpu_rows_copy(payload: bytes, *, rows: int, last_in_transaction: bool = False) -> int:

@@ -53,8 +53,8 @@ import gzip
 import itertools
 import math
 import zlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 try:  # orjson is faster; the collector works without it.
@@ -143,6 +143,8 @@ class Batch:
     gpu_samples: dict[str, list[Any]]
     endpoints: tuple[EndpointRef, ...]
     serving_samples: dict[str, list[Any]]
+    # GPU sample columns also as arrays, by name: those ``batch_decode``'s ``column_array`` converted.
+    gpu_arrays: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def gpu_row_count(self) -> int:
@@ -207,8 +209,19 @@ def body_inflate(body: bytes, *, content_encoding: str | None) -> bytes:
         raise WireError(f"body is not valid gzip: {exc}") from None
 
 
-def batch_decode(body: bytes, *, content_encoding: str | None = None) -> Batch:
-    """Parse and validate a batch; raise :class:`WireError` with a precise message."""
+# A column converter (the server's numpy one): the column as an array when every value is a number
+# of the column's kind within bounds, else None. See ``batch_decode``.
+ColumnArray = Callable[[list[Any], float, float, bool], Any]
+
+
+def batch_decode(body: bytes, *, content_encoding: str | None = None, column_array: ColumnArray | None = None) -> Batch:
+    """Parse and validate a batch; raise :class:`WireError` with a precise message.
+
+    ``column_array(column, low, high, integer)``: the server's converter of GPU
+    sample columns to arrays (this module stays standard library only, for the
+    collector). A column it converts is valid, and kept as that array too, in
+    ``Batch.gpu_arrays``; one it does not is checked here, value by value.
+    """
     raw = body_inflate(body, content_encoding=content_encoding)
     try:
         doc = _loads(raw)
@@ -225,14 +238,16 @@ def batch_decode(body: bytes, *, content_encoding: str | None = None) -> Batch:
     endpoints = tuple(
         _endpoint_ref(item, f"endpoints[{i}]") for i, item in enumerate(_list(doc, "endpoints", MAX_ENDPOINTS))
     )
+    gpu_samples, gpu_arrays = _gpu_samples(doc.get("gpu_samples"), gpus, column_array)
     return Batch(
         batch_id=_str(doc, "batch_id", "batch_id", max_len=64),
         sent_at=_number(doc.get("sent_at"), "sent_at"),
         collector=_collector(doc.get("collector"), "collector"),
         gpus=gpus,
-        gpu_samples=_gpu_samples(doc.get("gpu_samples"), gpus),
+        gpu_samples=gpu_samples,
         endpoints=endpoints,
         serving_samples=_serving_samples(doc.get("serving_samples"), endpoints),
+        gpu_arrays=gpu_arrays,
     )
 
 
@@ -377,13 +392,26 @@ GPU_BOUNDS: dict[str, tuple[float, float, bool]] = {
 }
 
 
-def _gpu_samples(doc: Any, gpus: Sequence[GpuRef]) -> dict[str, list[Any]]:
+def _gpu_samples(
+    doc: Any, gpus: Sequence[GpuRef], column_array: ColumnArray | None
+) -> tuple[dict[str, list[Any]], dict[str, Any]]:
     columns = _columns(doc, "gpu_samples", ("gpu", "ts", *GPU_FIELDS), MAX_GPU_ROWS)
-    _check_refs(columns["gpu"], len(gpus), "gpu_samples.gpu")
-    _check_timestamps(columns["ts"], "gpu_samples.ts")
+    arrays: dict[str, Any] = {}
+
+    def converted(name: str, low: float, high: float, integer: bool) -> bool:
+        array = None if column_array is None else column_array(columns[name], low, high, integer)
+        if array is not None:
+            arrays[name] = array
+        return array is not None
+
+    if not converted("gpu", 0, len(gpus) - 1, True):
+        _check_refs(columns["gpu"], len(gpus), "gpu_samples.gpu")
+    if not converted("ts", 1.0e9, math.inf, False):
+        _check_timestamps(columns["ts"], "gpu_samples.ts")
     for name, (low, high, integer) in GPU_BOUNDS.items():
-        _check_nullable(columns[name], f"gpu_samples.{name}", low, high, integer)
-    return columns
+        if not converted(name, low, high, integer):
+            _check_nullable(columns[name], f"gpu_samples.{name}", low, high, integer)
+    return columns, arrays
 
 
 def _serving_samples(doc: Any, endpoints: Sequence[EndpointRef]) -> dict[str, list[Any]]:

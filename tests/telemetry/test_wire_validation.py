@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from telemetry import rawstore
 from telemetry.collector import wire
 from tests.telemetry.batches import make_batch
 
@@ -112,3 +113,32 @@ def test_the_quick_gpu_reference_check_accepts_exactly_what_the_full_one_accepts
         expected = None
 
     assert wire._gpu_ref_valid(item) == expected
+
+
+@given(st.lists(values, max_size=8), st.booleans())
+@example([1, 2, 3], True)
+@example([0.5, 100.0], False)
+@example([2**63, 1], True)
+@example([1.0, 2], False)
+def test_a_column_converted_to_an_array_is_one_the_per_value_rules_accept_with_the_same_values(column, integer):
+    low, high = (0, 100) if integer else (0.0, 5000.0)
+
+    array = rawstore.column_array(column, low, high, integer)
+
+    if array is not None:
+        assert per_value_ok(column, low, high, integer)
+        assert array.tolist() == column
+        assert all(type(v) is (int if integer else float) for v in array.tolist())
+
+
+def test_decoding_with_arrays_keeps_the_columns_and_converts_the_clean_ones():
+    batch = make_batch(gpus=2, seconds=3)
+    batch["gpu_samples"]["power_w"][1] = None  # this column is checked value by value instead
+
+    decoded = wire.batch_decode(orjson.dumps(batch), column_array=rawstore.column_array)
+
+    assert decoded.gpu_samples == wire.batch_decode(orjson.dumps(batch)).gpu_samples
+    assert "power_w" not in decoded.gpu_arrays
+    assert {"gpu", "ts", "energy_j", "temp_c"} <= set(decoded.gpu_arrays)
+    for name, array in decoded.gpu_arrays.items():
+        assert array.tolist() == decoded.gpu_samples[name]
