@@ -33,6 +33,7 @@ from django.http import HttpResponse, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import reverse
+from django.utils.log import log_response
 from rest_framework.exceptions import AuthenticationFailed
 
 from fleets.services import credential_authenticate
@@ -72,6 +73,9 @@ class IngestRoute:
         if answer is None:  # Django's way: it sends its own request signals
             return self.django(environ, start_response)
         status, body = answer
+        if status >= 400:  # logged as Django logs a refused request ("Bad Request: /api/v1/ingest/")
+            refused = HttpResponse(body, status=status)
+            log_response("%s: %s", refused.reason_phrase, request.path, response=refused, request=request)
         start_response(_status_line(status), [*self._json_headers(request), ("Content-Length", str(len(body)))])
         return _Body(body)
 

@@ -75,13 +75,15 @@ def by_django_end() -> float:
     return float(GpuSample.objects.latest("ts").ts.timestamp() + 1)
 
 
-def test_a_refused_batch_gets_the_same_answer_both_ways(token):
+def test_a_refused_batch_gets_the_same_answer_both_ways(token, caplog):
     bad = make_batch(gpus=1, seconds=2)
     bad["gpu_samples"]["power_w"][0] = -1.0
 
-    by_django = send(WsgiClient(django_application), bad, token)
-    by_route = send(WsgiClient(), bad, token)
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        by_django = send(WsgiClient(django_application), bad, token)
+        by_route = send(WsgiClient(), bad, token)
 
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [("WARNING", "Bad Request: /api/v1/ingest/")] * 2
     assert by_route.status_code == by_django.status_code == 400
     assert by_route.content == by_django.content
     assert by_route.headers == by_django.headers
