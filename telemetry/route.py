@@ -32,7 +32,7 @@ from django.db import connection
 from django.http import HttpResponse, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
-from django.urls import reverse
+from django.urls import get_resolver
 from django.utils.log import log_response
 from rest_framework.exceptions import AuthenticationFailed
 
@@ -56,9 +56,10 @@ class IngestRoute:
 
     @property
     def path(self) -> str:
-        """The ingest URL's path (resolved on first use: the URLconf is not loaded at import)."""
+        """The ingest URL's path below the application's mount point (``PATH_INFO``, whatever ``SCRIPT_NAME``),
+        resolved on first use: the URLconf is not loaded at import."""
         if self._path is None:
-            self._path = reverse("ingest", urlconf=settings.ROOT_URLCONF)
+            self._path = "/" + get_resolver(settings.ROOT_URLCONF).reverse("ingest").lstrip("/")
         return self._path
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:

@@ -12,6 +12,7 @@ import pytest
 from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import connection
+from django.urls import set_script_prefix
 from django.utils import timezone
 
 from config.wsgi import application, django_application
@@ -131,6 +132,24 @@ def test_other_methods_and_paths_go_to_django(token, monkeypatch, method, path):
     WsgiClient().request(method, path, b"{}", content_type="application/json")
 
     assert [environ["PATH_INFO"] for environ in reached] == [path]
+
+
+def test_the_route_is_found_below_any_mount_point(token):
+    set_script_prefix("/wattledger/")  # as a request under SCRIPT_NAME=/wattledger leaves it
+    try:
+        route = fresh_apps()[1]
+        assert route.path == "/api/v1/ingest/"
+        headers = {"Content-Encoding": "gzip", "Authorization": f"Bearer {token}"}
+        client = WsgiClient(route)
+        response = client.request(
+            "POST", URL, gzip.compress(orjson.dumps(make_batch(gpus=1, seconds=2))),
+            content_type="application/json", headers=headers, script_name="/wattledger",
+        )  # fmt: skip
+    finally:
+        set_script_prefix("/")
+
+    assert response.status_code == 200
+    assert GpuSample.objects.count() == 2
 
 
 def test_an_unexpected_error_is_answered_500_logged_and_stores_nothing(token, monkeypatch, caplog):

@@ -62,11 +62,12 @@ class WsgiClient:
         *,
         content_type: str | None = None,
         headers: dict[str, str] | None = None,
+        script_name: str = "",
     ) -> WsgiResponse:
         parts = urlsplit(path)
         environ: dict[str, Any] = {
             "REQUEST_METHOD": method,
-            "SCRIPT_NAME": "",
+            "SCRIPT_NAME": script_name,
             "PATH_INFO": parts.path,
             "QUERY_STRING": parts.query,
             "SERVER_NAME": "testserver",
