@@ -151,3 +151,19 @@ def test_a_refused_last_copy_commits_nothing(table):
         prepared.copy_in(f"COPY {table} (id) FROM STDIN", b"6\n1\n", last_in_transaction=True)
 
     assert prepared.fetch_all(f"SELECT id FROM {table}", []) == [(1,)]
+
+
+def test_placeholders_are_numbered_and_a_doubled_percent_is_a_percent(table):
+    prepared.execute(f"INSERT INTO {table} (id, label) VALUES (%s, %s)", [1, "50%"])
+
+    assert prepared.fetch_all(f"SELECT id FROM {table} WHERE label LIKE %s || '%%'", ["50"]) == [(1,)]
+
+
+def test_past_the_limit_statements_run_unprepared(table, monkeypatch):
+    monkeypatch.setattr(prepared, "PREPARED_MAX", len(prepared._names.get(connection.connection, {})) + 2)
+    before = our_statements()
+
+    answers = [prepared.fetch_all(f"SELECT %s::int + {n}", [1]) for n in range(5)]
+
+    assert answers == [[(1 + n,)] for n in range(5)]
+    assert len(our_statements() - before) == 2

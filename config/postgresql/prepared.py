@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 import select
 import weakref
 from collections.abc import Sequence
@@ -45,6 +46,9 @@ _UNKNOWN_STATEMENT = b"26000"  # invalid_sql_statement_name: no prepared stateme
 _names: weakref.WeakKeyDictionary[psycopg.Connection[Any], dict[tuple[str, tuple[int, ...]], bytes]]
 _names = weakref.WeakKeyDictionary()
 _name_numbers = itertools.count()  # never reused: a name the server may still hold is not taken again
+# Statements prepared per connection at most: the hot path's are few, but lookups have a placeholder per
+# GPU or endpoint named, so an unusual batch makes a new statement; past this many they are not prepared.
+PREPARED_MAX = 100
 
 
 def fetch_all(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -110,10 +114,12 @@ def copy_in(sql: str, payload: bytes, *, last_in_transaction: bool = False) -> i
         if result is None or result.status != pq.ExecStatus.COPY_IN:
             _drain(pgconn)
             raise _error(raw, result)
-        while pgconn.put_copy_data(payload) == 0:
+        while pgconn.put_copy_data(payload) == 0:  # libpq's buffer is full: send some, then again
             _wait(pgconn, select.POLLOUT)
+            pgconn.flush()
         while pgconn.put_copy_end() == 0:
             _wait(pgconn, select.POLLOUT)
+            pgconn.flush()
         _flush(pgconn)
         result = _next_result(pgconn)
         after = _next_result(pgconn)  # the COMMIT's, if there is one
@@ -211,6 +217,10 @@ class _Pipeline:
                 pgconn.send_query_params(query, values, param_types=types, param_formats=formats)
             else:
                 name = names.get((sql, types))
+                if name is None and len(names) >= PREPARED_MAX:  # an unusual statement: parsed each time
+                    pgconn.send_query_params(query, values, param_types=types, param_formats=formats)
+                    expected.append(True)
+                    continue
                 if name is None:
                     name = names[(sql, types)] = b"wattledger_%d" % next(_name_numbers)
                     pgconn.send_prepare(name, query, param_types=types)
@@ -246,9 +256,12 @@ class _Pipeline:
 
 @functools.lru_cache(maxsize=256)
 def _numbered(sql: str) -> bytes:
-    """``%s`` placeholders as ``$1``, ``$2``, ... (the statements here have no other ``%``)."""
-    parts = sql.split("%s")
-    return "".join(part + (f"${i}" if i < len(parts) else "") for i, part in enumerate(parts, 1)).encode()
+    """``%s`` placeholders as ``$1``, ``$2``, ... and ``%%`` as ``%``, as psycopg reads a query."""
+    numbers = itertools.count(1)
+    return _PLACEHOLDER.sub(lambda found: "%" if found[0] == "%%" else f"${next(numbers)}", sql).encode()
+
+
+_PLACEHOLDER = re.compile(r"%%|%s")
 
 
 # --- libpq, non-blocking --------------------------------------------------------------------------
