@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 from fleets.models import Role
 from tests.dashboards.data import two_fleets
@@ -42,6 +43,9 @@ def browser_page(monkeypatch):
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.console_errors = errors  # type: ignore[attr-defined]
         yield page
+        # Inside Playwright's sync API the ORM calls run in another context, so on a connection of their own:
+        # closed here, or PostgreSQL would refuse to drop the test database while it is open.
+        connections.close_all()
         browser.close()
 
 
