@@ -135,18 +135,17 @@ def test_other_methods_and_paths_go_to_django(token, monkeypatch, method, path):
 
 
 def test_the_route_is_found_below_any_mount_point(token):
-    set_script_prefix("/wattledger/")  # as a request under SCRIPT_NAME=/wattledger leaves it
+    route = fresh_apps()[1]  # loaded first: what loads here keeps the prefix it sees (static files' base URL)
+    set_script_prefix("/wattledger/")  # as a request under SCRIPT_NAME=/wattledger leaves it in this thread
     try:
-        route = fresh_apps()[1]
         assert route.path == "/api/v1/ingest/"
-        headers = {"Content-Encoding": "gzip", "Authorization": f"Bearer {token}"}
-        client = WsgiClient(route)
-        response = client.request(
-            "POST", URL, gzip.compress(orjson.dumps(make_batch(gpus=1, seconds=2))),
-            content_type="application/json", headers=headers, script_name="/wattledger",
-        )  # fmt: skip
     finally:
         set_script_prefix("/")
+
+    response = WsgiClient(route).request(
+        "POST", URL, gzip.compress(orjson.dumps(make_batch(gpus=1, seconds=2))), content_type="application/json",
+        headers={"Content-Encoding": "gzip", "Authorization": f"Bearer {token}"}, script_name="/wattledger",
+    )  # fmt: skip
 
     assert response.status_code == 200
     assert GpuSample.objects.count() == 2
