@@ -129,7 +129,10 @@ def _credential_sql() -> str:
 def credential_check_statement(*, digest: str, now: datetime) -> prepared.Statement:
     """A statement that finds the active credential of a token's ``digest`` (its id and node id, or no row),
     and writes its ``last_used_at`` as :func:`credential_authenticate` does, for a caller that runs it
-    in the same round trip as its other statements, in its transaction (see ``telemetry.ingest``)."""
+    in the same round trip as its other statements, in its transaction (see ``telemetry.ingest``).
+
+    When it writes ``last_used_at`` (once a minute) it holds the credential's row lock until that
+    transaction ends: another batch of the same node, or a revocation, waits for one batch's commit."""
     table = NodeCredential._meta.db_table
     sql = (
         f'WITH c AS (SELECT id, node_id, last_used_at FROM "{table}" '  # noqa: S608

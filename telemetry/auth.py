@@ -50,7 +50,10 @@ class KnownTokens:
 
     A hint, never proof: a batch sent with a known token has the token checked in
     the batch's own transaction (``batch_ingest(token_digest=...)``) instead of in a
-    lookup of its own before it, one round trip fewer. A refused one is forgotten.
+    lookup of its own before it, one round trip fewer. A refused one is forgotten, and
+    the request gets Django's 401. (Until its batch reaches that check, a token revoked
+    since it was remembered has its body decoded and the day's raw partitions created if
+    missing: nothing else.)
     """
 
     LIMIT = 10_000  # tokens per process; beyond, it starts again (each is looked up once more)

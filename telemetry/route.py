@@ -117,10 +117,12 @@ class IngestRoute:
                 read=body.read,
                 token_digest=digest if checked_with_batch else None,
             )
-            # A batch refused before it reached the database: the token is checked before answering.
-            if status != 200 and checked_with_batch and credential_authenticate(token=token) is None:
+            # A batch refused, or an error, before the batch's own check: the token is checked before answering.
+            if status != 200 and checked_with_batch and _token_refused(token):
                 raise TokenRefused
-        except TokenRefused:
+        except Exception as error:
+            if not isinstance(error, TokenRefused) and not (checked_with_batch and _token_refused(token)):
+                raise
             self._known.forget(digest)
             request.environ["wsgi.input"] = io.BytesIO(body.recorded())  # Django reads it again, and refuses
             return None
@@ -159,6 +161,14 @@ class IngestRoute:
         response = self._middleware_applied(request, response)
         start_response(f"{response.status_code} {response.reason_phrase}", list(response.items()))
         return _Body(response.content if isinstance(response, HttpResponse) else b"")
+
+
+def _token_refused(token: str) -> bool:
+    """Whether the token is now unknown or revoked (``False`` if that cannot be told: the database is down)."""
+    try:
+        return credential_authenticate(token=token) is None
+    except Exception:  # noqa: BLE001 - the error being answered is the request's own
+        return False
 
 
 @functools.cache

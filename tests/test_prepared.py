@@ -167,3 +167,13 @@ def test_past_the_limit_statements_run_unprepared(table, monkeypatch):
 
     assert answers == [[(1 + n,)] for n in range(5)]
     assert len(our_statements() - before) == 2
+
+
+def test_a_statement_skipped_by_an_earlier_failure_is_prepared_next_time(table):
+    prepared.execute(f"INSERT INTO {table} (id) VALUES (%s)", [1])
+    new = f"SELECT count(*) FROM {table} WHERE label IS NULL AND id > %s"
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        prepared.run_together([(f"INSERT INTO {table} (id) VALUES (%s)", [1]), (new, [0])])  # the PREPARE is skipped
+
+    assert prepared.fetch_all(new, [0]) == [(1,)]

@@ -29,7 +29,7 @@ import re
 import select
 import weakref
 from collections.abc import Sequence
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import psycopg
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -38,6 +38,8 @@ from psycopg import errors, pq
 from psycopg.adapt import PyFormat, Transformer
 
 Statement: TypeAlias = tuple[str, Sequence[Any]]
+# What a pipelined result is: a statement's (None), a BEGIN's (False), a PREPARE's (its key and name).
+_Expected: TypeAlias = "Literal[False] | tuple[tuple[str, tuple[int, ...]], bytes] | None"
 
 _OK = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
 _IDLE = pq.TransactionStatus.IDLE
@@ -201,49 +203,51 @@ class _Pipeline:
                 except psycopg.Error:  # results left unread (the link failed): not a connection to reuse
                     self.db.errors_occurred = True  # Django checks it at the end of the request
 
-    def _send(self, statements: Sequence[Statement]) -> list[bool]:
-        """Queue the statements; per result to come, whether it is a statement's (else a BEGIN or PREPARE)."""
+    def _send(self, statements: Sequence[Statement]) -> list[_Expected]:
+        """Queue the statements; what each result to come is: a statement's (``None``), a BEGIN's
+        (``False``), or a PREPARE's (its key and name, kept once the server has prepared it)."""
         pgconn, transformer = self.pgconn, self.transformer
-        expected = []
+        expected: list[_Expected] = []
         if _transaction_to_begin(self.raw):
             pgconn.send_query_params(_begin(self.raw), None)
             expected.append(False)
         names = None if self.raw.prepare_threshold is None else _names.setdefault(self.raw, {})
+        preparing: dict[tuple[str, tuple[int, ...]], bytes] = {}  # in this pipeline
         for sql, params in statements:
             query = _numbered(sql)
             values = transformer.dump_sequence(params, [PyFormat.AUTO] * len(params))
             types, formats = transformer.types or (), transformer.formats
-            if names is None:
+            key = (sql, types)
+            name = None if names is None else names.get(key) or preparing.get(key)
+            if name is None and names is not None and len(names) + len(preparing) < PREPARED_MAX:
+                name = preparing[key] = b"wattledger_%d" % next(_name_numbers)
+                pgconn.send_prepare(name, query, param_types=types)
+                expected.append((key, name))
+            if name is None:  # prepared statements off, or an unusual statement past the limit: parsed each time
                 pgconn.send_query_params(query, values, param_types=types, param_formats=formats)
             else:
-                name = names.get((sql, types))
-                if name is None and len(names) >= PREPARED_MAX:  # an unusual statement: parsed each time
-                    pgconn.send_query_params(query, values, param_types=types, param_formats=formats)
-                    expected.append(True)
-                    continue
-                if name is None:
-                    name = names[(sql, types)] = b"wattledger_%d" % next(_name_numbers)
-                    pgconn.send_prepare(name, query, param_types=types)
-                    expected.append(False)
                 pgconn.send_query_prepared(name, values, param_formats=formats)
-            expected.append(True)
+            expected.append(None)
         return expected
 
-    def _receive(self, expected: list[bool]) -> list[tuple[list[tuple[Any, ...]], int]]:
+    def _receive(self, expected: list[_Expected]) -> list[tuple[list[tuple[Any, ...]], int]]:
         pgconn, transformer = self.pgconn, self.transformer
         answers: list[tuple[list[tuple[Any, ...]], int]] = []
         failure = None
-        for is_statement in expected:
+        for what in expected:
             result = _next_result(pgconn)
             if _next_result(pgconn) is not None:  # each command's results end with a None
                 raise errors.InternalError("a pipelined statement returned more than one result")
             if result is None or result.status not in _OK:
                 if failure is None and result is not None and result.status == pq.ExecStatus.FATAL_ERROR:
                     failure = result
-                continue
-            if is_statement:
+                continue  # a PREPARE skipped after a failure is not kept: the next pipeline sends it again
+            if what is None:
                 transformer.set_pgresult(result)
                 answers.append((transformer.load_rows(0, result.ntuples, tuple), result.command_tuples or 0))
+            elif what:
+                key, name = what
+                _names.setdefault(self.raw, {})[key] = name
         sync = _next_result(pgconn)
         if sync is None or sync.status != pq.ExecStatus.PIPELINE_SYNC:
             raise errors.InternalError("the pipeline ended without its sync")

@@ -14,6 +14,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import connection
 from django.urls import set_script_prefix
 from django.utils import timezone
+from psycopg import pq
 
 from config.wsgi import application, django_application
 from fleets.models import NodeCredential
@@ -247,3 +248,40 @@ def test_a_known_tokens_use_is_still_recorded(node, token):
     send(WsgiClient(route), make_batch(gpus=1, seconds=2, start_s=NOW_S + 2), token)
 
     assert timezone.now() - NodeCredential.objects.get().last_used_at < timedelta(minutes=1)
+
+
+@needs_postgresql
+@pytest.mark.parametrize("revoked", [False, True])
+def test_an_error_before_a_known_tokens_check_is_answered_after_checking_it(node, token, monkeypatch, revoked):
+    route = fresh_apps()[1]
+    assert send(WsgiClient(route), make_batch(gpus=1, seconds=2, start_s=NOW_S), token).status_code == 200
+    if revoked:
+        credentials_revoke(node=node)
+
+    def failing(**kwargs):
+        raise RuntimeError("no space left for a partition")
+
+    monkeypatch.setattr(ingest, "partitions_ensure", failing)
+    response = send(WsgiClient(route), make_batch(gpus=1, seconds=2, start_s=NOW_S + 2), token)
+
+    assert response.status_code == (401 if revoked else 500)
+    assert GpuSample.objects.count() == 2
+
+
+@needs_postgresql
+@pytest.mark.django_db(transaction=True)
+def test_with_real_commits_a_known_tokens_batches_and_a_resend_are_stored_once(node, token):
+    route = fresh_apps()[1]
+    batch = make_batch(gpus=2, seconds=5, start_s=NOW_S)
+
+    answers = [send(WsgiClient(route), batch, token) for _ in range(2)]  # the second is a re-send
+    later = send(WsgiClient(route), make_batch(gpus=2, seconds=5, start_s=NOW_S + 5), token)
+
+    assert [a.json()["stored"]["gpu_samples"] for a in (*answers, later)] == [10, 0, 10]
+    assert answers[1].json()["duplicates"]["gpu_samples"] == 10
+    assert GpuSample.objects.count() == 20
+    assert CollectorStatus.objects.get().batches_accepted == 3
+    # Each batch's COMMIT went with its COPY: the connection is idle, back in autocommit, and usable.
+    assert connection.get_autocommit()
+    assert connection.connection.pgconn.transaction_status == pq.TransactionStatus.IDLE
+    assert not connection.in_atomic_block
