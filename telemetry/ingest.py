@@ -77,18 +77,20 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime, token_diges
     own transaction, with the lookups, and :class:`TokenRefused` is raised, with
     nothing stored, unless it is active and ``node``'s.
     """
-    _check_not_future(batch, received_at)
+    bounds = _ts_bounds(batch)
+    _check_not_future(bounds, received_at)
     oldest_s = (received_at - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)).timestamp()
     # Partitions first, in their own commit: DDL inside the batch's transaction
     # would hold a lock on the parent table until the batch commits.
-    partitions_ensure(days=_batch_days(batch, oldest_s))
+    partitions_ensure(days=_batch_days(batch, bounds, oldest_s))
+    store = functools.partial(_batch_store, node, batch, received_at, oldest_s, bounds, token_digest)
     if connection.vendor != "postgresql":  # INSERT OR IGNORE: stored rows are skipped, never refused
-        return _batch_store(node, batch, received_at, oldest_s, token_digest, new_rows_expected=False)
+        return store(new_rows_expected=False)
     try:
-        return _batch_store(node, batch, received_at, oldest_s, token_digest, new_rows_expected=True)
+        return store(new_rows_expected=True)
     except RowsAlreadyStored:
         # A re-sent batch: the first try is rolled back whole; again, skipping the stored rows.
-        return _batch_store(node, batch, received_at, oldest_s, token_digest, new_rows_expected=False)
+        return store(new_rows_expected=False)
 
 
 def _batch_store(
@@ -96,21 +98,28 @@ def _batch_store(
     batch: Batch,
     received_at: datetime,
     oldest_s: float,
+    bounds: tuple[float, float] | None,
     token_digest: str | None,
     *,
     new_rows_expected: bool,
 ) -> IngestResult:
     result = IngestResult()
-    gpu_columns = _kept(batch.gpu_samples, oldest_s)
-    serving_columns = _kept(batch.serving_samples, oldest_s)
+    if bounds is None or bounds[0] >= oldest_s:  # nothing older than retention (the usual case)
+        gpu_columns, serving_columns = batch.gpu_samples, batch.serving_samples
+    else:
+        gpu_columns, serving_columns = _kept(batch.gpu_samples, oldest_s), _kept(batch.serving_samples, oldest_s)
     with transaction.atomic():
         # Statements that need nothing from one another, in one round trip. The rollup mark goes
         # ahead of the rows only when every row is expected to be new: if one is not, the COPY
         # fails and all this is rolled back.
-        statements = [_status_statement(node, batch, received_at)]
+        statements = [_status_statement(node, batch, received_at, newest_s=None if bounds is None else bounds[1])]
         if token_digest is not None:  # first: the token's check, whose refusal undoes the rest
             statements.insert(0, credential_check_statement(digest=token_digest, now=received_at))
-        span = _ts_span(gpu_columns["ts"], serving_columns["ts"]) if new_rows_expected else None
+        span = None
+        if new_rows_expected and gpu_columns is batch.gpu_samples and bounds is not None:
+            span = _utc(bounds[0]), _utc(bounds[1])
+        elif new_rows_expected:
+            span = _ts_span(gpu_columns["ts"], serving_columns["ts"])
         if span is not None:
             statements.append(rollup_pending_mark_statement(node_id=node.pk, first_ts=span[0], last_ts=span[1]))
         lookups = {}
@@ -156,9 +165,22 @@ def _ts_span(*stamps: list[float]) -> tuple[datetime, datetime] | None:
     return _utc(min(map(min, present))), _utc(max(map(max, present)))
 
 
-def _check_not_future(batch: Batch, received_at: datetime) -> None:
+def _ts_bounds(batch: Batch) -> tuple[float, float] | None:
+    """The first and last timestamps of the batch's samples, GPU and serving together (``None`` if none)."""
+    ends: list[float] = []
+    gpu_ts = batch.gpu_arrays.get("ts")
+    if gpu_ts is not None and len(gpu_ts):
+        ends += (float(gpu_ts.min()), float(gpu_ts.max()))
+    elif batch.gpu_samples["ts"]:
+        ends += (min(batch.gpu_samples["ts"]), max(batch.gpu_samples["ts"]))
+    if batch.serving_samples["ts"]:
+        ends += (min(batch.serving_samples["ts"]), max(batch.serving_samples["ts"]))
+    return (min(ends), max(ends)) if ends else None
+
+
+def _check_not_future(bounds: tuple[float, float] | None, received_at: datetime) -> None:
     limit_s = received_at.timestamp() + settings.TELEMETRY_MAX_FUTURE_S
-    newest = max([*batch.gpu_samples["ts"], *batch.serving_samples["ts"]], default=0.0)
+    newest = 0.0 if bounds is None else bounds[1]
     if newest > limit_s:
         ahead = newest - received_at.timestamp()
         raise WireError(
@@ -381,7 +403,13 @@ def _serving_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> li
     ))  # fmt: skip
 
 
-def _batch_days(batch: Batch, oldest_s: float) -> set[date]:
+def _batch_days(batch: Batch, bounds: tuple[float, float] | None, oldest_s: float) -> set[date]:
+    """The UTC days of the batch's samples within retention."""
+    if bounds is None:
+        return set()
+    first, last = _utc(bounds[0]).date(), _utc(bounds[1]).date()
+    if bounds[0] >= oldest_s and (last - first).days <= 1:  # the usual case: one day, or two
+        return {first, last}
     stamps = (*batch.gpu_samples["ts"], *batch.serving_samples["ts"])
     return {_utc(day_s).date() for day_s in {ts - ts % 86400 for ts in stamps if ts >= oldest_s}}
 
@@ -415,9 +443,9 @@ def _rollup_mark(node: Node, result: IngestResult, gpu_rows: list, serving_rows:
 _row_ts = operator.itemgetter(0)
 
 
-def _status_statement(node: Node, batch: Batch, received_at: datetime) -> prepared.Statement:
-    """Record what the batch says about its collector: one upsert."""
-    newest = max((max(c) for c in (batch.gpu_samples["ts"], batch.serving_samples["ts"]) if c), default=None)
+def _status_statement(node: Node, batch: Batch, received_at: datetime, *, newest_s: float | None) -> prepared.Statement:
+    """Record what the batch says about its collector (its newest sample: ``newest_s``): one upsert."""
+    newest = newest_s
     info = batch.collector
     newest_at = None if newest is None else _utc(newest)
     # A backfill of old data must not make the node look stale: newest only moves forward.

@@ -140,3 +140,22 @@ def test_a_known_endpoint_is_found_in_one_read_and_a_changed_one_is_updated(clie
     assert endpoint.model_name == "another-model"
     assert list(endpoint.gpus.values_list("uuid", flat=True)) == [changed["gpus"][0]["uuid"]]
     assert EndpointEpoch.objects.filter(endpoint=endpoint).count() == 1
+
+
+def test_the_days_a_batch_needs_partitions_for_are_those_of_its_kept_samples():
+    from datetime import UTC, datetime
+
+    from telemetry import ingest
+    from telemetry.collector import wire
+
+    def days_of(*stamps, oldest_s=0.0):
+        batch = make_batch(gpus=1, seconds=len(stamps))
+        batch["gpu_samples"]["ts"] = list(stamps)
+        decoded = wire.batch_decode(orjson.dumps(batch))
+        return sorted(str(d) for d in ingest._batch_days(decoded, ingest._ts_bounds(decoded), oldest_s))
+
+    day_s = datetime(2026, 11, 1, tzinfo=UTC).timestamp()
+    assert days_of(day_s + 10, day_s + 20) == ["2026-11-01"]
+    assert days_of(day_s + 86390, day_s + 86410) == ["2026-11-01", "2026-11-02"]
+    assert days_of(day_s + 10, day_s + 3 * 86400 + 10) == ["2026-11-01", "2026-11-04"]  # not the days between
+    assert days_of(day_s + 10, day_s + 86400 + 10, oldest_s=day_s + 86400) == ["2026-11-02"]  # past retention
