@@ -11,7 +11,10 @@ for the 90-day period; median and p95 per URL.
 
 The 10x check: the pages are timed with raw GPU samples behind the last hours
 at 0.1 Hz, then again with the same hours at 1 Hz (10x the rows); pages read
-hourly rollups, so their p95 must not grow by more than 20 %.
+hourly rollups, so they must not grow by more than 20 %. Growth is judged on
+the median request: the p95 of 20 requests on a shared 2-core VM is one or two
+slow requests, and swings by a third between identical runs (a page that reads
+no raw sample at all once read +72 %); it is reported too.
 
 URLs that do not exist (yet) are listed as skipped, so the benchmark can be
 run again as pages land.
@@ -445,22 +448,34 @@ def main(argv: list[str] | None = None) -> None:
     for name, _ in found:
         first, second = base[name], tenfold[name]
         if "p95_ms" not in first:
-            rows.append((name, f"HTTP {first['status']}", "", "", ""))
+            rows.append((name, f"HTTP {first['status']}", "", "", "", "", ""))
             metrics["pages"][name] = first
             continue
-        growth = second["p95_ms"] / first["p95_ms"] - 1
-        metrics["pages"][name] = {**first, "p95_ms_raw_10x": second["p95_ms"], "raw_10x_growth": round(growth, 3)}
-        rows.append((name, first["median_ms"], first["p95_ms"], second["p95_ms"], f"{100 * growth:+.0f} %"))
+        growth = second["median_ms"] / first["median_ms"] - 1
+        p95_growth = second["p95_ms"] / first["p95_ms"] - 1
+        metrics["pages"][name] = {
+            **first,
+            "median_ms_raw_10x": second["median_ms"],
+            "p95_ms_raw_10x": second["p95_ms"],
+            "raw_10x_growth": round(growth, 3),
+            "raw_10x_p95_growth": round(p95_growth, 3),
+        }
+        rows.append((
+            name, first["median_ms"], first["p95_ms"], second["median_ms"], second["p95_ms"],
+            f"{100 * growth:+.0f} %", f"{100 * p95_growth:+.0f} %",
+        ))  # fmt: skip
         targets[f"p95_ms {name}"] = target(first["p95_ms"], TARGET_P95_MS)
-        # Tiny pages vary by a few ms either way: growth is judged beyond 20 ms of noise.
+        # Tiny pages vary by a few ms either way: growth is judged beyond 10 ms of noise.
         targets[f"raw_10x_growth {name}"] = target(
-            round(growth, 3) if second["p95_ms"] - first["p95_ms"] > 20 else 0.0, TARGET_RAW_GROWTH
+            round(growth, 3) if second["median_ms"] - first["median_ms"] > 10 else 0.0, TARGET_RAW_GROWTH
         )
     metrics["skipped"] = missing
     metrics["raw_rows"] = raw_rows
     metrics["raw_rows_10x"] = raw_rows_10x
     table_print(
-        "bench-pages (90-day period)", rows, header=("page", "median ms", "p95 ms", "p95 ms, raw x10", "growth")
+        "bench-pages (90-day period)",
+        rows,
+        header=("page", "median ms", "p95 ms", "median, raw x10", "p95, raw x10", "growth", "p95 growth"),
     )
     if missing:
         print("  skipped (not in the URL conf yet): " + ", ".join(missing))
