@@ -101,35 +101,29 @@ class IngestView(APIView):
 
 
 def _batch_store(request: HttpRequest, credential: NodeCredential) -> HttpResponse:
-    status, body = batch_answer(
-        credential,
-        content_type=request.META.get("CONTENT_TYPE"),
-        content_length=request.META.get("CONTENT_LENGTH"),
-        content_encoding=request.META.get("HTTP_CONTENT_ENCODING"),
-        read=request.read,
-    )
+    status, body = batch_answer(request, credential)
     return HttpResponse(body, status=status, content_type="application/json")
 
 
 def batch_answer(
+    request: HttpRequest,
     credential: NodeCredential,
     *,
-    content_type: str | None,
-    content_length: str | None,
-    content_encoding: str | None,
-    read: Callable[[int], bytes],
+    read: Callable[[int], bytes] | None = None,
     token_digest: str | None = None,
 ) -> tuple[int, bytes]:
     """Store an authenticated node's batch: the HTTP status and the JSON answer.
 
-    The request's body is read with ``read`` once its headers are acceptable. Shared
-    by the view and by the WSGI route that serves valid batches without Django's
-    request cycle (``telemetry.route``), so both answer alike. ``token_digest``: the
-    token is to be checked with the batch (``batch_ingest``; ``TokenRefused``).
+    The body is read (with ``read``, by default ``request.read``) once the request's
+    headers are acceptable. Shared by the view and by the WSGI route that serves
+    valid batches without Django's request cycle (``telemetry.route``), so both
+    answer alike. ``token_digest``: the token is to be checked with the batch
+    (``batch_ingest``; ``TokenRefused``).
     """
+    meta = request.META
     try:
-        body = _body_read(content_type, content_length, read)
-        batch = batch_decode(body, content_encoding=content_encoding, column_array=column_array)
+        body = _body_read(meta.get("CONTENT_TYPE"), meta.get("CONTENT_LENGTH"), read or request.read)
+        batch = batch_decode(body, content_encoding=meta.get("HTTP_CONTENT_ENCODING"), column_array=column_array)
         result = batch_ingest(node=credential.node, batch=batch, received_at=timezone.now(), token_digest=token_digest)
     except WireError as error:
         return error.status, orjson.dumps({"error": str(error)})

@@ -110,12 +110,7 @@ class IngestRoute:
         body = _Recorded(request.read)
         try:
             status, answer = batch_answer(
-                credential,
-                content_type=request.META.get("CONTENT_TYPE"),
-                content_length=request.META.get("CONTENT_LENGTH"),
-                content_encoding=request.META.get("HTTP_CONTENT_ENCODING"),
-                read=body.read,
-                token_digest=digest if checked_with_batch else None,
+                request, credential, read=body.read, token_digest=digest if checked_with_batch else None
             )
             # A batch refused, or an error, before the batch's own check: the token is checked before answering.
             if status != 200 and checked_with_batch and _token_refused(token):
