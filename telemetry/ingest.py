@@ -105,9 +105,10 @@ def _batch_store(
 ) -> IngestResult:
     result = IngestResult()
     if bounds is None or bounds[0] >= oldest_s:  # nothing older than retention (the usual case)
-        gpu_columns, serving_columns = batch.gpu_samples, batch.serving_samples
+        gpu_columns, serving_columns, kept_bounds = batch.gpu_samples, batch.serving_samples, bounds
     else:
         gpu_columns, serving_columns = _kept(batch.gpu_samples, oldest_s), _kept(batch.serving_samples, oldest_s)
+        kept_bounds = _ts_span(gpu_columns["ts"], serving_columns["ts"])
     with transaction.atomic():
         # Statements that need nothing from one another, in one round trip. The rollup mark goes
         # ahead of the rows only when every row is expected to be new: if one is not, the COPY
@@ -115,13 +116,9 @@ def _batch_store(
         statements = [_status_statement(node, batch, received_at, newest_s=None if bounds is None else bounds[1])]
         if token_digest is not None:  # first: the token's check, whose refusal undoes the rest
             statements.insert(0, credential_check_statement(digest=token_digest, now=received_at))
-        span = None
-        if new_rows_expected and gpu_columns is batch.gpu_samples and bounds is not None:
-            span = _utc(bounds[0]), _utc(bounds[1])
-        elif new_rows_expected:
-            span = _ts_span(gpu_columns["ts"], serving_columns["ts"])
-        if span is not None:
-            statements.append(rollup_pending_mark_statement(node_id=node.pk, first_ts=span[0], last_ts=span[1]))
+        if new_rows_expected and kept_bounds is not None:
+            first_ts, last_ts = _utc(kept_bounds[0]), _utc(kept_bounds[1])
+            statements.append(rollup_pending_mark_statement(node_id=node.pk, first_ts=first_ts, last_ts=last_ts))
         lookups = {}
         if batch.gpus:
             lookups["gpus"] = len(statements)
@@ -157,12 +154,12 @@ def _batch_store(
     return result
 
 
-def _ts_span(*stamps: list[float]) -> tuple[datetime, datetime] | None:
+def _ts_span(*stamps: list[float]) -> tuple[float, float] | None:
     """The first and last of the batch's kept timestamps (``None`` when there is none)."""
     present = [column for column in stamps if column]
     if not present:
         return None
-    return _utc(min(map(min, present))), _utc(max(map(max, present)))
+    return min(map(min, present)), max(map(max, present))
 
 
 def _ts_bounds(batch: Batch) -> tuple[float, float] | None:

@@ -38,7 +38,9 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from fleets.services import credential_authenticate
 from fleets.tokens import token_sha256
+from telemetry.api import IngestView, batch_answer
 from telemetry.auth import KnownTokens, node_token
+from telemetry.ingest import TokenRefused
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -87,9 +89,6 @@ class IngestRoute:
         transaction (:class:`~telemetry.auth.KnownTokens`); any other is looked up
         first, as the view does, before the body is read.
         """
-        from telemetry.api import IngestView, batch_answer
-        from telemetry.ingest import TokenRefused
-
         if not self._passes_middleware(request):
             return None
         try:
