@@ -18,7 +18,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from accounting.grid.hours import floor_hour
-from accounting.intensity import intensity_for_hours
+from accounting.grid.store import intensity_for_hours
 from accounting.ledger import (
     AmortizationMethod,
     EmbodiedAsset,

@@ -7,7 +7,7 @@ Selectors load every period touching a range in one query per kind; the pure
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -16,39 +16,24 @@ from django.db.models import Q, QuerySet
 from accounting.ledger import IntensityFactor, OwnedPricing, Pricing, RatePer, RentedPricing, h_from_years
 from accounting.models import NodePrice, SiteMarketFactor, SiteTariff
 from accounting.tariff import (
-    FlatTariff,
     Tariff,
     TariffPrice,
-    TimeOfUseTariff,
-    TouWindow,
     Validity,
     in_force,
     price_at,
+    tariff_from_fields,
 )
 from fleets.models import Node
-
-# Any Monday, to check that time-of-use windows cover each hour of a week exactly once.
-_REFERENCE_MONDAY = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def tariff_from_model(row: SiteTariff) -> Tariff:
     """The pure tariff of a stored row; raises ``ValueError`` naming the problem."""
-    tariff_id = f"tariff-{row.pk or 'new'}"
-    if row.flat_price_per_kwh is not None:
-        return FlatTariff(Decimal(row.flat_price_per_kwh), tariff_id)
-    windows = tuple(_window(raw) for raw in row.windows)
-    tariff = TimeOfUseTariff(row.site.time_zone, windows, tariff_id)
-    for hour in range(7 * 24):
-        price_at(tariff, _REFERENCE_MONDAY + timedelta(hours=hour))  # raises on a gap or an overlap
-    return tariff
-
-
-def _window(raw: dict[str, Any]) -> TouWindow:
-    days = frozenset(raw.get("days", range(7)))
-    price = Decimal(str(raw["price_per_kwh"]))
-    if price < 0:
-        raise ValueError(f"window {raw.get('name')!r}: the price must not be negative")
-    return TouWindow(time.fromisoformat(raw["start"]), time.fromisoformat(raw["end"]), price, raw["name"], days)
+    return tariff_from_fields(
+        flat_price_per_kwh=row.flat_price_per_kwh,
+        windows=row.windows,
+        time_zone=row.site.time_zone,
+        tariff_id=f"tariff-{row.pk or 'new'}",
+    )
 
 
 def _overlapping(queryset: QuerySet[Any], start: datetime, end: datetime) -> QuerySet[Any]:

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 T = TypeVar("T")
@@ -185,3 +185,31 @@ def tariff_price_at(periods: Iterable[Validity[Tariff]], hour_start: datetime) -
 def local_midnight(day: date, time_zone: str) -> datetime:
     """The aware instant at which ``day`` begins in ``time_zone``: where a dated price change starts."""
     return datetime.combine(day, time.min, tzinfo=_zone(time_zone))
+
+
+# Any Monday, to check that time-of-use windows cover each hour of a week exactly once.
+_REFERENCE_MONDAY = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def tariff_from_fields(
+    *, flat_price_per_kwh: Decimal | None, windows: list[dict[str, Any]], time_zone: str, tariff_id: str
+) -> Tariff:
+    """The tariff that stored fields describe; raises ``ValueError`` naming the problem.
+
+    ``windows`` is the JSON a site tariff stores (see ``accounting.models.SiteTariff``);
+    a time-of-use tariff must price every hour of a week exactly once.
+    """
+    if flat_price_per_kwh is not None:
+        return FlatTariff(Decimal(flat_price_per_kwh), tariff_id)
+    tariff = TimeOfUseTariff(time_zone, tuple(_window(raw) for raw in windows), tariff_id)
+    for hour in range(7 * 24):
+        price_at(tariff, _REFERENCE_MONDAY + timedelta(hours=hour))  # raises on a gap or an overlap
+    return tariff
+
+
+def _window(raw: dict[str, Any]) -> TouWindow:
+    days = frozenset(raw.get("days", range(7)))
+    price = Decimal(str(raw["price_per_kwh"]))
+    if price < 0:
+        raise ValueError(f"window {raw.get('name')!r}: the price must not be negative")
+    return TouWindow(time.fromisoformat(raw["start"]), time.fromisoformat(raw["end"]), price, raw["name"], days)

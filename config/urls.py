@@ -12,7 +12,7 @@ urlpatterns = [
     # Swagger UI, its assets served from our own static files (drf-spectacular-sidecar), no CDN.
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("telemetry.urls")),
-    path("api/v1/", include("accounting.urls")),
+    path("api/v1/", include("accounting.grid.urls")),
     path("api/v1/", include("accounting.reports.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("organization/", organization_switch, name="organization-switch"),

@@ -27,7 +27,7 @@ from accounting.demo.progress import Progress, Stream
 from accounting.demo.queues import ledger_drain, ledger_missing_mark, rollup_drain
 from accounting.demo.server import temporary_server
 from accounting.demo.tokens import node_list_write, node_token_ensure
-from accounting.intensity import intensity_store
+from accounting.grid.store import intensity_store
 from accounting.ledger_store import ledger_mark
 from fleets.models import Organization
 

@@ -1,8 +1,16 @@
 """Grid carbon intensity: shipped annual averages and live hourly providers.
 
-Pure of Django (no ORM, no settings) so it can be imported and tested anywhere;
-persistence lives with the callers. See each module's docstring for the API
-shapes it speaks and the rules it applies.
+Everything about grid intensity lives in this package. The package and the
+provider modules are pure of Django (no ORM, no settings), so they can be
+imported and tested anywhere; an import-linter contract keeps them so. The
+Django parts are submodules their users import by name, never re-exported here:
+
+- ``models``: stored hourly values and the fetch bookkeeping (app label ``accounting``);
+- ``store``: services that store and fetch, and the selector ``intensity_for_hours``;
+- ``api``: the CSV upload endpoint; ``urls``: its route;
+- ``tasks``: the hourly Celery fetch.
+
+See each module's docstring for the API shapes it speaks and the rules it applies.
 """
 
 from accounting.grid.annual import AnnualIntensity, AnnualProvider, annual_intensity, marginal_intensity

@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from accounting.tariff import tariff_from_fields
 from fleets.models import Fleet, Node, Site
 
 __all__ = ["NodePrice", "SiteMarketFactor", "SiteTariff"]
@@ -118,12 +119,15 @@ class SiteTariff(ValidityPeriod):
         return {"site_id": self.site_id}
 
     def clean(self) -> None:
-        from accounting.prices import tariff_from_model  # parsing lives with the services
-
         if (self.flat_price_per_kwh is None) == (not self.windows):
             raise ValidationError("give either a flat price or time-of-use windows")
         try:
-            tariff_from_model(self)
+            tariff_from_fields(
+                flat_price_per_kwh=self.flat_price_per_kwh,
+                windows=self.windows,
+                time_zone=self.site.time_zone,
+                tariff_id=f"tariff-{self.pk or 'new'}",
+            )
         except (ValueError, KeyError, TypeError) as error:
             raise ValidationError({"windows": str(error)}) from None
         super().clean()

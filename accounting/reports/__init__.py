@@ -8,5 +8,5 @@
 - ``output``: the one place report figures are rounded for display (money with
   ``accounting.ledger.money_quantize``).
 - ``views``, ``scope``, ``serializers``, ``renderers`` (CSV), ``urls``: the HTTP edge.
-- ``tokens``, ``authentication``, ``token_views``: personal API tokens (``wlp_...``).
+- ``tokens``, ``authentication``, ``tokens_api``: personal API tokens (``wlp_...``).
 """

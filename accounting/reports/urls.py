@@ -1,7 +1,7 @@
 from django.urls import path
 
-from accounting.reports.token_views import PersonalTokenRevokeView, PersonalTokensView
-from accounting.reports.views import FleetComparisonView, SustainabilityReportView, UsageReportView
+from accounting.reports.api import FleetComparisonView, SustainabilityReportView, UsageReportView
+from accounting.reports.tokens_api import PersonalTokenRevokeView, PersonalTokensView
 
 urlpatterns = [
     path("reports/usage/", UsageReportView.as_view(), name="reports-usage"),

@@ -1,3 +1,4 @@
-"""Celery tasks of the accounting app; each module registers its own."""
+"""Celery tasks of the accounting app; each module registers its own (grid tasks live with the grid)."""
 
-from accounting.tasks import grid, ledger  # noqa: F401
+from accounting.grid import tasks as grid  # noqa: F401
+from accounting.tasks import ledger  # noqa: F401

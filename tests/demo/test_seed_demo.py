@@ -22,7 +22,7 @@ from django.utils import timezone
 from accounting.demo import spec
 from accounting.demo.summary import fleet_figures
 from accounting.demo.tokens import demo_dir
-from accounting.intensity import intensity_for_hours
+from accounting.grid.store import intensity_for_hours
 from accounting.models import GridIntensity, NodeHourLedger
 from fleets.models import Node, Organization
 from telemetry.collector.simulated import MODELS, SimulatedBackend, parse_simulate_spec

@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounting.grid import CsvError
-from accounting.intensity import intensity_csv_import
+from accounting.grid.store import intensity_csv_import
 from accounting.ledger_store import ledger_mark_intensity_since
 from fleets.models import Organization
 

@@ -18,15 +18,15 @@ from django.db import IntegrityError, transaction
 import conftest as root_conftest
 from accounting.grid import ConfiguredProvider, ElectricityMapsProvider, HourlyIntensity, annual_intensity
 from accounting.grid.hours import hour_starts, iso_z, parse_timestamp
-from accounting.intensity import (
+from accounting.grid.store import (
     intensity_csv_import,
     intensity_fetch,
     intensity_fetch_all,
     intensity_for_hours,
     intensity_store,
 )
+from accounting.grid.tasks import grid_fetch_task
 from accounting.models import GridFetchState, GridIntensity
-from accounting.tasks.grid import grid_fetch_task
 from config.celery import ping_task
 from tests.accounting.grid.conftest import FakeProvider, Reply, Seen
 from tests.factories import SiteFactory
@@ -200,7 +200,7 @@ def test_refused_credentials_are_not_retried_until_the_configuration_changes(
     # given
     fake.on(PAST_RANGE, Reply(401, {"status": "error", "message": "Invalid auth-token"}))
     # when
-    with caplog.at_level(logging.ERROR, logger="accounting.intensity"):
+    with caplog.at_level(logging.ERROR, logger="accounting.grid.store"):
         fetch(fake, fingerprint="config-1")
     # then: recorded and logged
     assert "Invalid auth-token" in state().last_error

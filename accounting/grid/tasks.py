@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
-from accounting.intensity import intensity_fetch_all
+from accounting.grid.store import intensity_fetch_all
 from accounting.ledger_store import ledger_mark_intensity_since
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from accounting.grid_api import IntensityCsvUploadView
+from accounting.grid.api import IntensityCsvUploadView
 
 urlpatterns = [
     path("grid/intensity.csv", IntensityCsvUploadView.as_view(), name="grid-intensity-csv"),

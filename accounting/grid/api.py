@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounting.grid import CsvError
-from accounting.intensity import SOURCE_NAME_PATTERN, intensity_csv_import
+from accounting.grid.store import SOURCE_NAME_PATTERN, intensity_csv_import
 from accounting.ledger_store import ledger_mark_intensity_since
 from fleets.models import Organization, Role
 from fleets.selectors import organizations_for_user

@@ -1,7 +1,8 @@
 """Grid carbon intensity per zone-hour, and the bookkeeping of the hourly fetch.
 
-Rows are written by ``accounting.intensity`` (services) and read there too
-(selectors); the arithmetic and the provider clients live in ``accounting.grid``.
+Rows are written by ``accounting.grid.store`` (services) and read there too
+(selectors); the arithmetic and the provider clients live in the pure submodules
+of ``accounting.grid``. The app label stays ``accounting`` (tables ``accounting_*``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from fleets.models import Role
 from tests.factories import MembershipFactory, UserFactory
 
 # Until config/urls.py includes accounting.urls, these tests mount it themselves, at the same place.
-urlpatterns = [path("api/v1/", include("accounting.urls"))]
+urlpatterns = [path("api/v1/", include("accounting.grid.urls"))]
 pytestmark = [pytest.mark.urls(__name__), pytest.mark.django_db]
 
 GOOD = "zone,hour_start,gco2e_per_kwh,kind\nDE,2024-05-01T13:00:00Z,312.5,average\nde,2024-05-01T16:00:00+02:00,298,\n"
