@@ -15,7 +15,6 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from config.env import database_from_url, env_bool, env_int, env_list, env_str
-from telemetry.energy import DEFAULT_GPU_MAX_GAP_S, DEFAULT_SERVING_MAX_GAP_S
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("WATTLEDGER_VAR_DIR") or BASE_DIR / "var")
@@ -182,8 +181,10 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 # --- Telemetry -----------------------------------------------------------------
 TELEMETRY_RETENTION_DAYS = env_int("TELEMETRY_RETENTION_DAYS", 30, minimum=1)
 # Longest gap between two samples still bridged (seconds); longer ones show as missing coverage.
-TELEMETRY_GPU_MAX_GAP_S = env_int("TELEMETRY_GPU_MAX_GAP_S", int(DEFAULT_GPU_MAX_GAP_S), minimum=1)
-TELEMETRY_SERVING_MAX_GAP_S = env_int("TELEMETRY_SERVING_MAX_GAP_S", int(DEFAULT_SERVING_MAX_GAP_S), minimum=1)
+# The defaults are telemetry.energy's (config imports no app; tests/telemetry/test_rollup.py
+# checks that the two agree).
+TELEMETRY_GPU_MAX_GAP_S = env_int("TELEMETRY_GPU_MAX_GAP_S", 30, minimum=1)
+TELEMETRY_SERVING_MAX_GAP_S = env_int("TELEMETRY_SERVING_MAX_GAP_S", 60, minimum=1)
 TELEMETRY_PARTITIONS_AHEAD_DAYS = env_int("TELEMETRY_PARTITIONS_AHEAD_DAYS", 3, minimum=1)
 # A sample more than this far ahead of the server's clock is refused (a broken clock).
 TELEMETRY_MAX_FUTURE_S = env_int("TELEMETRY_MAX_FUTURE_S", 300, minimum=0)

@@ -3,7 +3,6 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.health import healthz
-from fleets.views import organization_switch
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -15,6 +14,6 @@ urlpatterns = [
     path("api/v1/", include("accounting.grid.urls")),
     path("api/v1/", include("accounting.reports.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("organization/", organization_switch, name="organization-switch"),
+    path("", include("fleets.urls")),
     path("", include("accounting.dashboards.urls")),
 ]
