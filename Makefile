@@ -1,4 +1,4 @@
-# Wattledger: `make demo` runs the product, `make test` runs the suite. Both set themselves up.
+# Wattledger: `make demo` runs the product (the `demo` app seeds it), `make test` runs the suite. Both set themselves up.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "fleets",
     "telemetry",
     "accounting",
+    "demo",  # the demo organization and `manage.py seed_demo`; no other app imports it
 ]
 
 MIDDLEWARE = [

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("config", "fleets", "telemetry", "accounting")
+PACKAGES = ("config", "fleets", "telemetry", "accounting", "demo")
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 # One import per contract (module that imports, what it imports), each breaking exactly that contract.
 VIOLATIONS = {
     "fleets imports neither telemetry nor accounting": ("fleets/_probe.py", "import telemetry.models"),
+    "no app imports the demo": ("accounting/_probe.py", "import demo.spec"),
     "telemetry does not import accounting": ("telemetry/_probe.py", "import accounting.ledger"),
     "config imports no app module": ("config/_probe.py", "import fleets.models"),
     "the apps import nothing of config": ("accounting/_probe.py", "import config.env"),

@@ -7,12 +7,12 @@ from decimal import Decimal
 
 import pytest
 
-from accounting.demo import spec
-from accounting.demo.intensity import shaped_hours
-from accounting.demo.progress import Progress
 from accounting.grid import annual_intensity
 from accounting.models import SiteTariff
 from accounting.prices import tariff_from_model
+from demo import spec
+from demo.intensity import shaped_hours
+from demo.progress import Progress
 from fleets.models import Site
 
 DAY_START = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday, away from clock changes

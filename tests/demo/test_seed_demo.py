@@ -19,11 +19,11 @@ from django.apps import apps
 from django.core.management import call_command
 from django.utils import timezone
 
-from accounting.demo import spec
-from accounting.demo.summary import fleet_figures
-from accounting.demo.tokens import demo_dir
 from accounting.grid.store import intensity_for_hours
 from accounting.models import GridIntensity, NodeHourLedger
+from demo import spec
+from demo.summary import fleet_figures
+from demo.tokens import demo_dir
 from fleets.models import Node, Organization
 from telemetry.collector.simulated import MODELS, SimulatedBackend, parse_simulate_spec
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile

@@ -1,7 +1,7 @@
 """``manage.py seed_demo``: the demo organization, its two fleets and their history, through the real path.
 
 Safe to run again: it updates the inventory in place and sends only the
-history that is missing. See ``accounting.demo`` for what it creates.
+history that is missing. See ``demo`` for what it creates.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounting.demo import spec
-from accounting.demo.backfill import BackfillError
-from accounting.demo.seed import SeedOptions, SeedReport, demo_seed, history_settings, window
-from accounting.demo.server import ServerError
-from accounting.demo.summary import fleet_figures
-from accounting.demo.tokens import demo_dir
+from demo import spec
+from demo.backfill import BackfillError
+from demo.seed import SeedOptions, SeedReport, demo_seed, history_settings, window
+from demo.server import ServerError
+from demo.summary import fleet_figures
+from demo.tokens import demo_dir
 
 
 def _aware(value: str) -> datetime:

@@ -1,6 +1,6 @@
 """The demo organization as data: sites, fleets, nodes, prices, tariffs and market factors, with their basis.
 
-Pure data (no ORM): ``accounting.demo.inventory`` writes it. Every site bills in
+Pure data (no ORM): ``demo.inventory`` writes it. Every site bills in
 USD, so fleet totals add up without exchange rates; European prices are
 converted once, here, at the rates below, and each comment gives the local figure.
 Prices are approximate public figures from 2025, for a demo, not quotes.

@@ -1,4 +1,4 @@
-"""Writes the demo organization from ``accounting.demo.spec``: safe to run again, it updates in place.
+"""Writes the demo organization from ``demo.spec``: safe to run again, it updates in place.
 
 Nodes are commissioned when the backfill window starts (never later on a
 re-run), and every price, tariff and market factor is valid from then. The
@@ -16,10 +16,10 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from accounting.demo import spec
-from accounting.demo.spec import FleetSpec, NodeSpec
 from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SiteTariff
 from accounting.models.prices import ValidityPeriod
+from demo import spec
+from demo.spec import FleetSpec, NodeSpec
 from fleets.models import Fleet, Gpu, Membership, Node, Organization, Role, Site
 from fleets.services import organization_get_or_create
 from telemetry.collector.simulated import SimulatedBackend, parse_simulate_spec

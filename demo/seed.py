@@ -19,16 +19,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounting.demo import spec
-from accounting.demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges
-from accounting.demo.intensity import shaped_hours
-from accounting.demo.inventory import DemoNode, demo_inventory_seed
-from accounting.demo.progress import Progress, Stream
-from accounting.demo.queues import ledger_drain, ledger_missing_mark, rollup_drain
-from accounting.demo.server import temporary_server
-from accounting.demo.tokens import node_list_write, node_token_ensure
 from accounting.grid.store import intensity_store
 from accounting.ledger_store import ledger_mark
+from demo import spec
+from demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges
+from demo.intensity import shaped_hours
+from demo.inventory import DemoNode, demo_inventory_seed
+from demo.progress import Progress, Stream
+from demo.queues import ledger_drain, ledger_missing_mark, rollup_drain
+from demo.server import temporary_server
+from demo.tokens import node_list_write, node_token_ensure
 from fleets.models import Organization
 
 # Simulated intensity runs this far past the window, as a forecast, so a running demo keeps it.

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from accounting.demo.progress import Progress, Stream
 from accounting.ledger_store import ledger_mark, ledger_pending_run
 from accounting.models import LedgerPending, NodeHourLedger
+from demo.progress import Progress, Stream
 from fleets.models import Node
 from telemetry.models import RollupPending, UsageChanged
 from telemetry.rollup import rollup_pending_run

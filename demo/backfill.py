@@ -26,9 +26,9 @@ from pathlib import Path
 from django.conf import settings
 from django.db.models import Max, Min
 
-from accounting.demo import spec
-from accounting.demo.inventory import DemoNode
-from accounting.demo.tokens import demo_dir, token_path
+from demo import spec
+from demo.inventory import DemoNode
+from demo.tokens import demo_dir, token_path
 from telemetry.models import GpuSample, ServingSample
 
 _PROGRESS = re.compile(r"backfill:\s*([\d.]+)% acknowledged")
