@@ -1,0 +1,8 @@
+"""Market-based Scope 2 from contractual instruments (GHG Protocol Scope 2 Guidance, ch. 6-7).
+
+- ``models``: the register (PPAs, guarantees of origin, RECs, supplier-specific
+  rates), their hourly profiles and an organization's residual-mix factors.
+- ``quality``, ``allocation``, ``cfe``, ``claims``: the arithmetic, pure (no Django).
+- ``residual``: the shipped residual-mix table (see ``data/README.md``).
+- ``services`` write, ``selectors`` read; ``api`` and ``report_views`` are the REST doors.
+"""
