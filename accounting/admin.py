@@ -13,6 +13,7 @@ from django.db.models import Model
 from django.http import HttpRequest
 from django.utils import timezone
 
+import accounting.instruments.admin  # noqa: F401  (registers the instrument register's admin)
 from accounting.ledger_store import ledger_mark, ledger_mark_existing
 from accounting.models import (
     GpuAsset,

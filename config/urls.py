@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/v1/", include("telemetry.urls")),
     path("api/v1/", include("accounting.grid.urls")),
     path("api/v1/", include("accounting.reports.urls")),
+    path("api/v1/", include("accounting.instruments.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("fleets.urls")),
     path("", include("accounting.dashboards.urls")),

@@ -124,7 +124,9 @@ def _window(instrument: Instrument, start: datetime, end: datetime) -> tuple[dat
     return (low, high) if low < high else None
 
 
-def _use(instrument: Instrument, *, site_zone: str, start: datetime, end: datetime, matching: Matching) -> InstrumentUse:
+def _use(
+    instrument: Instrument, *, site_zone: str, start: datetime, end: datetime, matching: Matching
+) -> InstrumentUse:
     window = _window(instrument, start, end)
     criteria = criteria_check(
         site_zone=site_zone,
@@ -151,18 +153,16 @@ def _volume_in(instrument: Instrument, low: datetime, high: datetime) -> Decimal
     """kWh an instrument delivers in [low, high): its profile's hours, or its volume pro rata temporis."""
     if instrument.profile_kwh is not None:
         return sum((kwh for hour, kwh in instrument.profile_kwh.items() if low <= hour < high), ZERO)
-    assert instrument.volume_kwh is not None
     delivery_s = Decimal((instrument.delivery_end - instrument.delivery_start).total_seconds())
-    return instrument.volume_kwh * Decimal((high - low).total_seconds()) / delivery_s
+    return (instrument.volume_kwh or ZERO) * Decimal((high - low).total_seconds()) / delivery_s
 
 
 def _match_hourly(
     use: InstrumentUse, window: tuple[datetime, datetime], left: dict[datetime, Decimal], carbon_free: dict
 ) -> None:
     """Each hour's generation covers that hour's consumption; an hour without consumption wastes it."""
-    assert use.instrument.profile_kwh is not None
     low, high = window
-    for hour, generated_kwh in use.instrument.profile_kwh.items():
+    for hour, generated_kwh in (use.instrument.profile_kwh or {}).items():
         if not low <= hour < high:
             continue
         matched = min(generated_kwh, left.get(hour, ZERO))
@@ -189,8 +189,9 @@ def _match_pooled(use: InstrumentUse, available_kwh: Decimal, window_hours: list
 def _shares_check(uses: Sequence[InstrumentUse]) -> None:
     shares = [use.instrument for use in uses if use.matching == "share"]
     for index, instrument in enumerate(shares):
-        assert instrument.share is not None
-        claim = Claim(instrument.id, instrument.name, instrument.delivery_start, instrument.delivery_end, instrument.share)
+        claim = Claim(
+            instrument.id, instrument.name, instrument.delivery_start, instrument.delivery_end, instrument.share or ZERO
+        )
         others = [
             Claim(other.id, other.name, other.delivery_start, other.delivery_end, other.share or ZERO)
             for other in shares[:index]

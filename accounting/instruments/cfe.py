@@ -38,7 +38,10 @@ class CfeScore:
 
 
 def cfe_hourly(
-    *, consumption_kwh: Mapping[datetime, Decimal], contracted_kwh: Mapping[datetime, Decimal], grid_share: Decimal | None
+    *,
+    consumption_kwh: Mapping[datetime, Decimal],
+    contracted_kwh: Mapping[datetime, Decimal],
+    grid_share: Decimal | None,
 ) -> CfeScore:
     """``contracted_kwh``: per hour, carbon-free instrument energy matched in that very hour (≤ consumption)."""
     total = sum(consumption_kwh.values(), ZERO)

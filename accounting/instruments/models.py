@@ -38,11 +38,18 @@ class ContractualInstrument(models.Model):
     kind = models.CharField(max_length=16, choices=Kind.choices)
     name = models.CharField(max_length=200, help_text="e.g. 'Solar PPA Brandenburg 2025'")
     volume_mwh = models.DecimalField(
-        max_digits=16, decimal_places=6, null=True, blank=True, validators=[MinValueValidator(0)],
+        max_digits=16,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
         help_text="MWh delivered over the delivery period; empty when the instrument covers a share",
     )
     share_of_consumption = models.DecimalField(
-        max_digits=7, decimal_places=6, null=True, blank=True,
+        max_digits=7,
+        decimal_places=6,
+        null=True,
+        blank=True,
         validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="share (0-1) of the site's consumption covered; empty when the instrument has a volume",
     )
@@ -52,12 +59,21 @@ class ContractualInstrument(models.Model):
     generation_zone = models.CharField(max_length=64, help_text="zone or country of the generator, e.g. DE, SE-SE3")
     technology = models.CharField(max_length=16, choices=Technology.choices)
     emission_factor_gco2e_per_kwh = models.DecimalField(
-        "gCO2e/kWh", max_digits=9, decimal_places=3, null=True, blank=True, validators=[MinValueValidator(0)],
+        "gCO2e/kWh",
+        max_digits=9,
+        decimal_places=3,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
         help_text="as stated by the instrument; empty means 0 for renewable and nuclear technologies",
     )
     certificate_ref = models.CharField(max_length=200, blank=True, help_text="registry id of the certificates")
     certificate_mwh = models.DecimalField(
-        max_digits=16, decimal_places=6, null=True, blank=True, validators=[MinValueValidator(0)],
+        max_digits=16,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
         help_text="MWh the certificate batch holds, across every row that claims it",
     )
     evidence_reference = models.TextField(blank=True, help_text="contract or cancellation statement reference")

@@ -26,9 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-EU_EEA_CH = frozenset(
-    "AT BE BG CY CZ DE DK EE ES FI FR GR HR HU IE IT LT LU LV MT NL PL PT RO SE SI SK IS LI NO CH".split()
-)
+# fmt: off
+EU_EEA_CH = frozenset({
+    "AT", "BE", "BG", "CY", "CZ", "DE", "DK", "EE", "ES", "FI", "FR", "GR", "HR", "HU", "IE", "IT",
+    "LT", "LU", "LV", "MT", "NL", "PL", "PT", "RO", "SE", "SI", "SK", "IS", "LI", "NO", "CH",
+})
+# fmt: on
 NORTH_AMERICA = frozenset({"US", "CA"})
 ZERO_DIRECT_EMISSIONS = frozenset({"solar", "wind", "hydro", "geothermal", "biomass", "nuclear"})
 CARBON_FREE = frozenset({"solar", "wind", "hydro", "geothermal", "nuclear"})

@@ -23,16 +23,31 @@ from tests.instruments.worked import (
 CONSUMPTION = [SiteHour(hour, LOAD_KWH, LOAD_KWH * LOCATION_G_PER_KWH, LOAD_KWH) for hour in HOURS]
 RESIDUAL = ResidualMix(Decimal(400), "test residual mix")
 PPA = Instrument(
-    id=1, kind="ppa", name="solar PPA", volume_kwh=PPA_KWH, share=None, delivery_start=YEAR_START,
-    delivery_end=YEAR_END, vintage_year=2025, generation_zone="DE", technology="solar", stated_factor=None,
-    has_evidence=True, profile_kwh=solar_profile_kwh(),
+    id=1,
+    kind="ppa",
+    name="solar PPA",
+    volume_kwh=PPA_KWH,
+    share=None,
+    delivery_start=YEAR_START,
+    delivery_end=YEAR_END,
+    vintage_year=2025,
+    generation_zone="DE",
+    technology="solar",
+    stated_factor=None,
+    has_evidence=True,
+    profile_kwh=solar_profile_kwh(),
 )
 
 
 def allocate(*instruments: Instrument, residual: ResidualMix | None = RESIDUAL, matching: str = "auto"):
     return site_allocate(
-        hours=CONSUMPTION, instruments=instruments, site_zone="DE", start=YEAR_START, end=YEAR_END,
-        residual=residual, matching=matching,  # type: ignore[arg-type]
+        hours=CONSUMPTION,
+        instruments=instruments,
+        site_zone="DE",
+        start=YEAR_START,
+        end=YEAR_END,
+        residual=residual,
+        matching=matching,  # type: ignore[arg-type]
     )
 
 
@@ -70,8 +85,9 @@ def test_without_a_residual_mix_the_location_factor_stands_in_labelled() -> None
 
 
 def test_a_guarantee_of_origin_from_another_market_or_an_old_vintage_is_not_used() -> None:
-    norwegian = replace(PPA, id=2, kind="go", name="NO hydro", profile_kwh=None, generation_zone="US-CAL-CISO",
-                        technology="hydro")
+    norwegian = replace(
+        PPA, id=2, kind="go", name="NO hydro", profile_kwh=None, generation_zone="US-CAL-CISO", technology="hydro"
+    )
     old = replace(norwegian, id=3, name="2022 hydro", generation_zone="NO", vintage_year=2022)
     allocation = allocate(norwegian, old)
     assert [use.matching for use in allocation.uses] == ["not_used", "not_used"]
@@ -81,24 +97,48 @@ def test_a_guarantee_of_origin_from_another_market_or_an_old_vintage_is_not_used
 
 
 def test_a_norwegian_guarantee_of_origin_serves_a_german_site_in_the_same_market() -> None:
-    go = replace(PPA, id=2, kind="go", name="NO hydro", profile_kwh=None, generation_zone="NO",
-                 technology="hydro", volume_kwh=Decimal(10_000))
+    go = replace(
+        PPA,
+        id=2,
+        kind="go",
+        name="NO hydro",
+        profile_kwh=None,
+        generation_zone="NO",
+        technology="hydro",
+        volume_kwh=Decimal(10_000),
+    )
     allocation = allocate(PPA, go)
     assert [(use.matching, use.matched_kwh) for use in allocation.uses] == [("hourly", 132 * 365), ("annual", 10_000)]
     assert allocation.residual_mix_kwh == 108 * 365 - 10_000
 
 
 def test_a_supplier_rate_covers_its_share_of_what_is_left_at_its_factor() -> None:
-    tariff = replace(PPA, id=5, kind="supplier_rate", name="green tariff", volume_kwh=None, share=Decimal("0.5"),
-                     profile_kwh=None, technology="mixed", stated_factor=Decimal(100))
+    tariff = replace(
+        PPA,
+        id=5,
+        kind="supplier_rate",
+        name="green tariff",
+        volume_kwh=None,
+        share=Decimal("0.5"),
+        profile_kwh=None,
+        technology="mixed",
+        stated_factor=Decimal(100),
+    )
     allocation = allocate(tariff)
     assert allocation.uses[0].matched_kwh == 43_800
     assert allocation.market_co2e_g == 43_800 * 100 + 43_800 * 400
 
 
 def test_shares_above_100_percent_of_a_site_are_refused() -> None:
-    first = replace(PPA, id=5, kind="supplier_rate", volume_kwh=None, share=Decimal("0.7"), profile_kwh=None,
-                    stated_factor=Decimal(100))
+    first = replace(
+        PPA,
+        id=5,
+        kind="supplier_rate",
+        volume_kwh=None,
+        share=Decimal("0.7"),
+        profile_kwh=None,
+        stated_factor=Decimal(100),
+    )
     second = replace(first, id=6, name="second tariff", share=Decimal("0.4"))
     with pytest.raises(OverAllocationError, match="would cover 110 %"):
         allocate(first, second)

@@ -26,4 +26,6 @@ PPA_KWH = Decimal(192 * 365)  # 70,080 kWh
 
 
 def solar_profile_kwh() -> dict[datetime, Decimal]:
-    return {hour: Decimal(SOLAR_KWH_BY_HOUR_OF_DAY[hour.hour]) for hour in HOURS if hour.hour in SOLAR_KWH_BY_HOUR_OF_DAY}
+    return {
+        hour: Decimal(SOLAR_KWH_BY_HOUR_OF_DAY[hour.hour]) for hour in HOURS if hour.hour in SOLAR_KWH_BY_HOUR_OF_DAY
+    }
