@@ -25,7 +25,7 @@ from rest_framework.views import APIView
 
 from accounting.instruments.claims import OverAllocationError
 from accounting.instruments.models import ContractualInstrument
-from accounting.instruments.selectors import instrument_for_user, instrument_profile, instruments_for_user
+from accounting.instruments.selectors import instrument_for_user, instruments_for_user
 from accounting.instruments.services import (
     EVIDENCE_MAX_BYTES,
     InstrumentInvalid,
@@ -116,10 +116,8 @@ class InstrumentOutputSerializer(serializers.Serializer):
     hourly_profile_hours = serializers.IntegerField(help_text="hours in the hourly profile (0: annual matching)")
 
 
-def _output(instrument: ContractualInstrument) -> dict[str, Any]:
-    shown = InstrumentOutputSerializer(instrument).data
-    shown["hourly_profile_hours"] = len(instrument_profile(instrument_id=instrument.pk))
-    return shown
+def _output(user: Any, instrument_id: int) -> dict[str, Any]:
+    return dict(InstrumentOutputSerializer(instrument_for_user(user=user, instrument_id=instrument_id)).data)
 
 
 def _writable(user: Any, organization: Organization) -> None:
@@ -154,7 +152,7 @@ class InstrumentsView(InstrumentView):
         responses={200: InstrumentOutputSerializer(many=True), **_ERRORS},
     )  # fmt: skip
     def get(self, request: Request) -> Response:
-        return Response([_output(instrument) for instrument in instruments_for_user(user=request.user)])
+        return Response(InstrumentOutputSerializer(instruments_for_user(user=request.user), many=True).data)
 
     @extend_schema(
         operation_id="instruments_create",
@@ -172,13 +170,13 @@ class InstrumentsView(InstrumentView):
             instrument = instrument_create(organization=organization, data=data, profile=hours)
         except (InstrumentInvalid, OverAllocationError) as error:
             raise _refusing(error) from error
-        return Response(_output(instrument), status=status.HTTP_201_CREATED)
+        return Response(_output(request.user, instrument.pk), status=status.HTTP_201_CREATED)
 
 
 class InstrumentDetailView(InstrumentView):
     @extend_schema(operation_id="instruments_read", responses={200: InstrumentOutputSerializer, **_ERRORS})
     def get(self, request: Request, instrument_id: int) -> Response:
-        return Response(_output(instrument_for_user(user=request.user, instrument_id=instrument_id)))
+        return Response(_output(request.user, instrument_id))
 
     @extend_schema(
         operation_id="instruments_update",
@@ -196,7 +194,7 @@ class InstrumentDetailView(InstrumentView):
             instrument = instrument_update(instrument=instrument, data=data, profile=hours)
         except (InstrumentInvalid, OverAllocationError) as error:
             raise _refusing(error) from error
-        return Response(_output(instrument))
+        return Response(_output(request.user, instrument.pk))
 
 
 class InstrumentEvidenceView(InstrumentView):
@@ -233,4 +231,4 @@ class InstrumentEvidenceView(InstrumentView):
             instrument_evidence_attach(instrument=instrument, name=upload.name or "evidence", content=upload.read())
         except InstrumentInvalid as error:
             raise _refusing(error) from error
-        return Response(_output(instrument_for_user(user=request.user, instrument_id=instrument_id)))
+        return Response(_output(request.user, instrument_id))

@@ -8,7 +8,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Case, DecimalField, F, QuerySet, Sum, Value, When
+from django.db.models import Case, Count, DecimalField, F, QuerySet, Sum, Value, When
 from rest_framework.exceptions import NotFound
 
 from accounting.instruments.allocation import (
@@ -29,8 +29,11 @@ from fleets.selectors import organizations_for_user
 
 
 def instruments_for_user(*, user: Any) -> QuerySet[ContractualInstrument]:
-    return ContractualInstrument.objects.filter(organization__in=organizations_for_user(user=user)).select_related(
-        "site", "organization"
+    return (
+        ContractualInstrument.objects.filter(organization__in=organizations_for_user(user=user))
+        .select_related("site", "organization")
+        .defer("evidence_file")
+        .annotate(hourly_profile_hours=Count("hours"))
     )
 
 
@@ -40,12 +43,6 @@ def instrument_for_user(*, user: Any, instrument_id: int) -> ContractualInstrume
     if instrument is None:
         raise NotFound(f"no instrument {instrument_id} among yours")
     return instrument
-
-
-def instrument_profile(*, instrument_id: int) -> list[tuple[datetime, Decimal]]:
-    return list(InstrumentHour.objects.filter(instrument_id=instrument_id).order_by("hour_start").values_list(
-        "hour_start", "mwh"
-    ))  # fmt: skip
 
 
 @dataclass
