@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from accounting.instruments.models import ResidualMixFactor
 from accounting.models import NodeHourLedger
 from accounting.reports.tokens import personal_token_create
 from fleets.models import Node, Organization, Role, Site
 from tests.factories import MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
-from tests.instruments.worked import HOURS, LOAD_KWH, LOCATION_G_PER_KWH
+from tests.instruments.worked import HOURS, LOAD_KWH, LOCATION_G_PER_KWH, PPA_KWH, solar_profile_kwh
 
 
 def ledger_hours(node: Node, hours: list[datetime], *, facility_kwh: Decimal, location_g_per_kwh: Decimal) -> None:
@@ -74,3 +75,29 @@ def client_as(org_a: Organization) -> Callable[..., APIClient]:
 @pytest.fixture
 def sustainability_a(client_as: Callable[..., APIClient]) -> APIClient:
     return client_as(Role.SUSTAINABILITY)
+
+
+def ppa_body(site: Site, **changes: Any) -> dict[str, Any]:
+    profile = [{"hour_start": hour.isoformat(), "mwh": str(kwh / 1000)} for hour, kwh in solar_profile_kwh().items()]
+    body = {
+        "site": site.pk, "kind": "ppa", "name": "Solar PPA Brandenburg", "volume_mwh": str(PPA_KWH / 1000),
+        "delivery_start": "2025-01-01T00:00:00Z", "delivery_end": "2026-01-01T00:00:00Z", "vintage_year": 2025,
+        "generation_zone": "DE", "technology": "solar", "evidence_reference": "PPA-2024-117, signed 2024-11-02",
+        "hourly_profile": profile,
+    }  # fmt: skip
+    return body | changes
+
+
+@pytest.fixture
+def residual_de(org_a: Any) -> None:
+    """Org A's residual mix for DE 2025: 400 gCO2e/kWh, a test input, not a published figure."""
+    ResidualMixFactor.objects.create(
+        organization=org_a, zone="DE", year=2025, gco2e_per_kwh=Decimal(400), source="test figure"
+    )
+
+
+@pytest.fixture
+def ppa(sustainability_a: APIClient, site_a: Site) -> dict[str, Any]:
+    response = sustainability_a.post("/api/v1/instruments/", ppa_body(site_a), format="json")
+    assert response.status_code == 201, response.content
+    return response.json()

@@ -12,44 +12,17 @@ from __future__ import annotations
 
 import csv
 import io
-from decimal import Decimal
 from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
 
-from accounting.instruments.models import ResidualMixFactor
 from fleets.models import Site
-from tests.instruments.worked import PPA_KWH, solar_profile_kwh
+from tests.instruments.conftest import ppa_body
 
 pytestmark = pytest.mark.django_db
 
 YEAR = {"period": "2025"}
-
-
-def ppa_body(site: Site, **changes: Any) -> dict[str, Any]:
-    profile = [{"hour_start": hour.isoformat(), "mwh": str(kwh / 1000)} for hour, kwh in solar_profile_kwh().items()]
-    body = {
-        "site": site.pk, "kind": "ppa", "name": "Solar PPA Brandenburg", "volume_mwh": str(PPA_KWH / 1000),
-        "delivery_start": "2025-01-01T00:00:00Z", "delivery_end": "2026-01-01T00:00:00Z", "vintage_year": 2025,
-        "generation_zone": "DE", "technology": "solar", "evidence_reference": "PPA-2024-117, signed 2024-11-02",
-        "hourly_profile": profile,
-    }  # fmt: skip
-    return body | changes
-
-
-@pytest.fixture
-def residual_de(org_a: Any) -> None:
-    ResidualMixFactor.objects.create(
-        organization=org_a, zone="DE", year=2025, gco2e_per_kwh=Decimal(400), source="test figure"
-    )
-
-
-@pytest.fixture
-def ppa(sustainability_a: APIClient, site_a: Site) -> dict[str, Any]:
-    response = sustainability_a.post("/api/v1/instruments/", ppa_body(site_a), format="json")
-    assert response.status_code == 201, response.content
-    return response.json()
 
 
 def test_dual_reporting_with_a_ppa_hourly_and_annually_matched(
