@@ -4,5 +4,5 @@
   rates), their hourly profiles and an organization's residual-mix factors.
 - ``quality``, ``allocation``, ``cfe``, ``claims``: the arithmetic, pure (no Django).
 - ``residual``: the shipped residual-mix table (see ``data/README.md``).
-- ``services`` write, ``selectors`` read; ``api`` and ``report_views`` are the REST doors.
+- ``services`` write, ``selectors`` read; ``api`` (the register) and ``reports_api`` (the reports) are the REST doors.
 """

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from accounting.instruments.api import InstrumentDetailView, InstrumentEvidenceView, InstrumentsView
-from accounting.instruments.report_views import Scope2EsrsView, Scope2GhgTableView, Scope2ReportView
+from accounting.instruments.reports_api import Scope2EsrsView, Scope2GhgTableView, Scope2ReportView
 
 urlpatterns = [
     path("instruments/", InstrumentsView.as_view(), name="instruments"),

@@ -22,10 +22,10 @@ from rest_framework.response import Response
 from accounting.instruments.disclosures import GHG_COLUMNS, esrs_datapoints, ghg_table
 from accounting.instruments.exports import csv_escaped, scope2_csv_rows, scope2_output
 from accounting.instruments.selectors import Scope2Report, scope2_report
+from accounting.reports.api import ReportView
 from accounting.reports.renderers import CSV_MEDIA_TYPE, csv_response
 from accounting.reports.scope import report_organization, report_period
 from accounting.reports.serializers import PeriodInputSerializer
-from accounting.reports.views import ReportView
 from fleets.models import Organization
 
 CSV_COLUMNS = ["level", "site", "instrument", "metric", "value"]
