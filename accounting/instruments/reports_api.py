@@ -16,6 +16,7 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -93,6 +94,7 @@ class Scope2GhgTableView(Scope2View):
 
 class Scope2EsrsView(Scope2View):
     name = "scope2-esrs"
+    renderer_classes = [JSONRenderer]  # datapoints with their units and notes: JSON only
 
     @extend_schema(
         operation_id="reports_scope2_esrs",
