@@ -1,8 +1,8 @@
 """Contractual instruments for the demo organization, so the sustainability page shows dual reporting.
 
 ``demo_instruments_seed`` is meant to be called by the demo seed after the
-history backfill (it sizes the instruments from the GPU energy already rolled
-up). It goes through ``instrument_create``, so the demo's instruments pass the
+history backfill and the ledger drain (it sizes the instruments from the
+facility energy of the stored ledger lines). It goes through ``instrument_create``, so the demo's instruments pass the
 same checks as anyone's, and it replaces the demo instruments of an earlier run.
 
 - ``dc-sjc`` (US-CAL-CISO): a solar PPA with an hourly profile, a sine over the
@@ -27,24 +27,21 @@ from decimal import Decimal
 
 from django.db.models import Sum
 
+from accounting.instruments.allocation import KWH_PER_MWH
 from accounting.instruments.models import ContractualInstrument
 from accounting.instruments.services import instrument_create
+from accounting.models import NodeHourLedger
 from fleets.models import Organization, Site
-from telemetry.models import GpuHourUsage
 
 DEMO_REF_PREFIX = "demo:"
-J_PER_MWH = Decimal(3_600_000_000)
 PPA_SHARE = Decimal("0.8")
 EVIDENCE = "illustrative demo instrument: no contract or certificate stands behind it"
 
 
-def _facility_mwh_by_hour(site: Site, start: datetime, end: datetime) -> dict[datetime, Decimal]:
-    rows = (
-        GpuHourUsage.objects.filter(gpu__node__site=site, hour_start__gte=start, hour_start__lt=end)
-        .values("hour_start")
-        .annotate(energy_j=Sum("energy_j"))
-    )
-    return {row["hour_start"]: Decimal(str(row["energy_j"])) * site.pue / J_PER_MWH for row in rows}
+def _facility_mwh(site: Site, start: datetime, end: datetime) -> Decimal:
+    """The site's facility energy in the stored ledger (what the Scope 2 report allocates), MWh."""
+    lines = NodeHourLedger.objects.filter(site=site, hour_start__gte=start, hour_start__lt=end)
+    return (lines.aggregate(kwh=Sum("facility_kwh"))["kwh"] or Decimal(0)) / KWH_PER_MWH
 
 
 def _solar_weights(site: Site, start: datetime, end: datetime) -> dict[datetime, Decimal]:
@@ -75,7 +72,7 @@ def demo_instruments_seed(*, organization: Organization, start: datetime, end: d
     created = []
     sites = {site.name: site for site in Site.objects.filter(organization=organization)}
     if (sjc := sites.get("dc-sjc")) is not None:
-        consumed = sum(_facility_mwh_by_hour(sjc, start, end).values(), Decimal(0))
+        consumed = _facility_mwh(sjc, start, end)
         weights = _solar_weights(sjc, start, end)
         total_weight = sum(weights.values(), Decimal(0))
         if consumed and total_weight:
@@ -87,7 +84,7 @@ def demo_instruments_seed(*, organization: Organization, start: datetime, end: d
             }  # fmt: skip
             created.append(instrument_create(organization=organization, data=data, profile=profile))
     if (sto := sites.get("home-sto")) is not None:
-        consumed = sum(_facility_mwh_by_hour(sto, start, end).values(), Decimal(0))
+        consumed = _facility_mwh(sto, start, end)
         if consumed:
             data = _base(sto, start, end, "Hydro guarantees of origin (demo)") | {
                 "kind": "go", "generation_zone": "NO", "technology": "hydro",

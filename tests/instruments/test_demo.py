@@ -1,6 +1,6 @@
 """The demo's instruments: a solar PPA at dc-sjc for 80 % of its energy, hydro GOs at home-sto for all of it.
 
-Two days, one GPU per site drawing 3.6 MJ (1 kWh) every hour, PUE 1.0: 48 kWh per site.
+Two days, one node per site with 1 kWh of facility energy every hour in the ledger: 48 kWh per site.
 """
 
 from __future__ import annotations
@@ -9,14 +9,12 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from django.utils import timezone
 
 from accounting.instruments.demo import demo_instruments_seed
 from accounting.instruments.models import ContractualInstrument
 from accounting.instruments.selectors import scope2_report
 from fleets.models import Organization
-from telemetry.models import GpuHourUsage
-from tests.factories import GpuFactory, NodeFactory, OrganizationFactory, SiteFactory
+from tests.factories import NodeFactory, OrganizationFactory, SiteFactory
 from tests.instruments.conftest import ledger_hours
 
 pytestmark = pytest.mark.django_db
@@ -28,18 +26,8 @@ END = START + timedelta(days=2)
 
 def demo_site(organization: Organization, name: str, zone: str, time_zone: str) -> None:
     site = SiteFactory(organization=organization, name=name, grid_zone=zone, pue=Decimal(1), time_zone=time_zone)
-    gpu = GpuFactory(node=NodeFactory(fleet__organization=organization, site=site), index=0)
-    GpuHourUsage.objects.bulk_create(
-        [
-            GpuHourUsage(
-                gpu=gpu, hour_start=hour, energy_j=3.6e6, energy_counter_j=3.6e6, energy_integrated_j=0.0,
-                energy_method="counter", observed_s=3600.0, energy_covered_s=3600.0, busy_s=3600.0,
-                reset_count=0, computed_at=timezone.now(),
-            )
-            for hour in HOURS
-        ]
-    )  # fmt: skip
-    ledger_hours(gpu.node, HOURS, facility_kwh=Decimal(1), location_g_per_kwh=Decimal(200))
+    node = NodeFactory(fleet__organization=organization, site=site)
+    ledger_hours(node, HOURS, facility_kwh=Decimal(1), location_g_per_kwh=Decimal(200))
 
 
 def test_demo_instruments_give_dual_reporting_and_a_cfe_score() -> None:
