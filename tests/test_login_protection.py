@@ -35,6 +35,20 @@ def signed_in(response: Any) -> bool:
     return response.status_code == 302 and "login" not in response["Location"]
 
 
+def carol_locked_out_at_start() -> None:
+    """Carol exists, and five wrong passwords for her are tried at START."""
+    UserFactory(username="carol")
+    with time_machine.travel(START, tick=False):
+        for n in range(5):
+            sign_in("/accounts/login/", "carol", f"guess-{n}")
+
+
+def carol_at(minutes: float) -> Any:
+    """Carol's right password, tried ``minutes`` after START."""
+    with time_machine.travel(START + timedelta(minutes=minutes), tick=False):
+        return sign_in("/accounts/login/", "carol", PASSWORD)
+
+
 @pytest.mark.parametrize("url", LOGIN_PAGES)
 def test_five_wrong_passwords_lock_the_user_out_even_with_the_right_one(url: str) -> None:
     UserFactory(username="carol", is_staff=True)
@@ -48,25 +62,17 @@ def test_five_wrong_passwords_lock_the_user_out_even_with_the_right_one(url: str
 
 
 def test_the_lockout_ends_after_the_cool_off() -> None:
-    UserFactory(username="carol")
-    with time_machine.travel(START, tick=False):
-        for n in range(5):
-            sign_in("/accounts/login/", "carol", f"guess-{n}")
-    with time_machine.travel(START + timedelta(minutes=15, seconds=1), tick=False):
-        assert signed_in(sign_in("/accounts/login/", "carol", PASSWORD))
+    carol_locked_out_at_start()
+
+    assert signed_in(carol_at(15 + 1 / 60))
 
 
 def test_an_attempt_during_the_lockout_starts_the_wait_again() -> None:
-    UserFactory(username="carol")
-    with time_machine.travel(START, tick=False):
-        for n in range(5):
-            sign_in("/accounts/login/", "carol", f"guess-{n}")
-    with time_machine.travel(START + timedelta(minutes=14), tick=False):
-        assert sign_in("/accounts/login/", "carol", PASSWORD).status_code == 429
-    with time_machine.travel(START + timedelta(minutes=15, seconds=1), tick=False):
-        assert sign_in("/accounts/login/", "carol", PASSWORD).status_code == 429
-    with time_machine.travel(START + timedelta(minutes=30, seconds=2), tick=False):
-        assert signed_in(sign_in("/accounts/login/", "carol", PASSWORD))
+    carol_locked_out_at_start()
+
+    assert carol_at(14).status_code == 429
+    assert carol_at(15 + 1 / 60).status_code == 429  # 14 + 15 minutes are not over
+    assert signed_in(carol_at(30 + 2 / 60))  # 15 minutes after the last attempt
 
 
 def test_one_address_guessing_many_user_names_is_locked_out() -> None:
