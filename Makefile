@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test test-services lint typecheck check migrations-check clean \
+.PHONY: demo test test-pg test-services lint typecheck check migrations-check clean \
 	bench bench-ingest bench-rollup bench-pages bench-collector bench-storage
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -26,6 +26,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The suite on a throwaway PostgreSQL cluster that bin/test-pg starts, and removes after.
+test-pg: $(STAMP)
+	PYTHON=$(BIN)/python bin/test-pg $(PYTEST_ARGS)
 
 test-services: $(STAMP)
 	DATABASE_URL=$(SERVICES_DATABASE_URL) CELERY_BROKER_URL=$(SERVICES_BROKER_URL) \

@@ -15,6 +15,15 @@ from fleets.models import Role
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """Each test starts with an empty cache: DRF's throttle counts never carry over to the next test."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 @pytest.fixture
 def org_a(db: Any) -> Any:
     return OrganizationFactory(name="Org A", slug="org-a")

@@ -8,6 +8,7 @@ surfacing hours later as odd behaviour.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
@@ -44,6 +45,17 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} is below the minimum of {minimum}")
+    return value
+
+
+_RATE = re.compile(r"^[1-9][0-9]*/(second|minute|hour|day)$")
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate as DRF's throttles take it: ``N/second``, ``N/minute``, ``N/hour`` or ``N/day``."""
+    value = env_str(name) or default
+    if not _RATE.match(value):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate; use N/second, N/minute, N/hour or N/day")
     return value
 
 

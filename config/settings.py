@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import database_from_url, env_bool, env_int, env_list, env_str
+from config.env import database_from_url, env_bool, env_int, env_list, env_rate, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("WATTLEDGER_VAR_DIR") or BASE_DIR / "var")
@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served as our own static files
+    "axes",  # password-login protection: lockouts after repeated failures
     "fleets",
     "telemetry",
     "accounting",
@@ -69,6 +70,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: answers a locked-out login attempt with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -98,6 +101,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+# django-axes checks every password login (the sign-in page and the admin's) first.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -190,6 +198,21 @@ TELEMETRY_PARTITIONS_AHEAD_DAYS = env_int("TELEMETRY_PARTITIONS_AHEAD_DAYS", 3, 
 # A sample more than this far ahead of the server's clock is refused (a broken clock).
 TELEMETRY_MAX_FUTURE_S = env_int("TELEMETRY_MAX_FUTURE_S", 300, minimum=0)
 
+# --- Login protection (django-axes) ----------------------------------------------
+# After LOGIN_FAILURE_LIMIT wrong passwords for one user name, or from one address,
+# that user name (from anywhere) and that address (for any user) are refused with
+# 429 until LOGIN_COOLOFF_MINUTES have passed since the last attempt (an attempt
+# during the lockout starts the wait again); a success
+# before the limit clears the count. Attempts are stored in the database (the
+# admin's "Axes" section) and each failure and lockout is logged (logger "axes").
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+# Log the user name and address tried (never the password), so an operator can act on them.
+AXES_SENSITIVE_PARAMETERS: list[str] = []
+
 # --- Cache ---------------------------------------------------------------------
 _cache_url = env_str("CACHE_URL")
 CACHES = {
@@ -210,6 +233,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Per user, counted in the cache (set CACHE_URL so that every web process shares the count).
+    "DEFAULT_THROTTLE_RATES": {
+        "personal_token_create": env_rate("THROTTLE_TOKEN_CREATE_RATE", "20/hour"),
+        "reports": env_rate("THROTTLE_REPORTS_RATE", "120/minute"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Wattledger API",
@@ -238,5 +266,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # django-axes logs each failure and lockout as a warning; its INFO lines are bookkeeping.
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

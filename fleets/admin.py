@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -30,10 +31,24 @@ def organization_path_register(model: type[Model], path: str) -> None:
 
 
 def scope_to_admin(queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
+    if queryset.model is get_user_model():
+        return users_for_admin(queryset, request)
     path = ORGANIZATION_PATHS.get(queryset.model)
     if path is None:
         return queryset
     return queryset.filter(**{f"{path}__in": admin_organizations_for_user(user=request.user)})
+
+
+def users_for_admin(queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:
+    """Users an organization admin may pick: members of the organizations they administer, no superuser.
+
+    A superuser picks among everyone. Anyone else never sees another
+    organization's people, nor a superuser (not even one who is a member too).
+    """
+    if request.user.is_superuser:
+        return queryset
+    members = Membership.objects.filter(organization__in=admin_organizations_for_user(user=request.user))
+    return queryset.filter(pk__in=members.values("user_id"), is_superuser=False)
 
 
 def is_organization_admin(request: HttpRequest) -> bool:
@@ -69,11 +84,18 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
         return scope_to_admin(super().get_queryset(request), request)
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
-        queryset = getattr(field, "queryset", None)
-        if field is not None and queryset is not None:
-            field.queryset = scope_to_admin(queryset, request)
-        return field
+        return _scoped_field(super().formfield_for_foreignkey(db_field, request, **kwargs), request)
+
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        return _scoped_field(super().formfield_for_manytomany(db_field, request, **kwargs), request)
+
+
+def _scoped_field(field: Any, request: HttpRequest) -> Any:
+    """A relation's form field offering only rows in the admin's scope (users included)."""
+    queryset = getattr(field, "queryset", None)
+    if field is not None and queryset is not None:
+        field.queryset = scope_to_admin(queryset, request)
+    return field
 
 
 @admin.register(Organization)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import IO, Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import APIException, NotFound, PermissionDenied
 from rest_framework.parsers import BaseParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -19,6 +20,7 @@ from rest_framework.views import APIView
 from accounting.grid import CsvError
 from accounting.grid.store import SOURCE_NAME_PATTERN, intensity_csv_import
 from accounting.ledger_store import ledger_mark_intensity_since
+from accounting.reports.authentication import PersonalTokenAuthentication
 from fleets.models import Organization, Role
 from fleets.selectors import organizations_for_user
 
@@ -30,10 +32,34 @@ MAX_PROBLEMS_LISTED = 200
 UPLOAD_ROLES: set[str] = {Role.ADMIN, Role.SUSTAINABILITY}
 
 
-class _CsvParser(BaseParser):
-    """Declares the media type for content negotiation; the body is read raw by the view."""
+class CsvTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "too_large"
+
+
+class CsvParser(BaseParser):
+    """A ``text/csv`` body as ``{"csv": bytes}``, read from the stream up to the limit (413 past it).
+
+    Parsed when the view reads ``request.data``, or earlier when the CSRF check of
+    a session reads ``request.POST`` (which is then empty: the body is no form).
+    The stream is read, not ``request.body``, which Django caps at
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (2.5 MB).
+    """
 
     media_type = CSV_CONTENT_TYPE
+
+    def parse(
+        self, stream: IO[bytes] | None, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
+    ) -> dict[str, bytes]:
+        too_large = CsvTooLarge(f"the file is over the limit of {MAX_CSV_BYTES} bytes")
+        request = (parser_context or {}).get("request")
+        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if declared and declared.isdigit() and int(declared) > MAX_CSV_BYTES:
+            raise too_large
+        body = stream.read(MAX_CSV_BYTES + 1) if stream is not None else b""
+        if len(body) > MAX_CSV_BYTES:
+            raise too_large
+        return {"csv": bytes(body)}
 
 
 class _UploadRefused(Exception):
@@ -43,9 +69,10 @@ class _UploadRefused(Exception):
 
 
 class IntensityCsvUploadView(APIView):
-    authentication_classes = [SessionAuthentication]
+    # A personal token (wlp_...) as for the reports, or a signed-in browser with its CSRF token.
+    authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
-    parser_classes = [_CsvParser]
+    parser_classes = [CsvParser]
 
     class InputSerializer(serializers.Serializer):
         organization = serializers.SlugField(max_length=200, help_text="the organization's slug")
@@ -81,6 +108,7 @@ class IntensityCsvUploadView(APIView):
             400: OpenApiResponse(ProblemsSerializer, description="the file was rejected; nothing was stored"),
             403: OpenApiResponse(description="a member without the admin or sustainability role"),
             404: OpenApiResponse(description="no such organization among the user's"),
+            401: OpenApiResponse(description="no, or an unknown, expired or revoked, personal token or session"),
             413: OpenApiResponse(description="body over the limit"),
             415: OpenApiResponse(description="not text/csv"),
         },
@@ -116,13 +144,8 @@ def _csv_body(request: Request) -> bytes:
     content_type = (request.content_type or "").split(";")[0].strip().lower()
     if content_type != CSV_CONTENT_TYPE:
         raise _UploadRefused(f"Content-Type must be {CSV_CONTENT_TYPE}, got {content_type or 'none'!r}", status=415)
-    if int(request.META.get("CONTENT_LENGTH") or 0) > MAX_CSV_BYTES:
-        raise _UploadRefused(f"the file is over the limit of {MAX_CSV_BYTES} bytes", status=413)
-    # Read the stream, not request.body: Django caps .body at DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB).
-    body = request._request.read(MAX_CSV_BYTES + 1)
-    if len(body) > MAX_CSV_BYTES:
-        raise _UploadRefused(f"the file is over the limit of {MAX_CSV_BYTES} bytes", status=413)
-    return bytes(body)
+    data = request.data  # {} for an empty body: no parser ran
+    return bytes(data["csv"]) if isinstance(data, dict) and "csv" in data else b""
 
 
 def _problems(error: CsvError) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
@@ -72,10 +73,12 @@ _ERRORS = {
 
 
 class ReportView(APIView):
-    """What every report shares: authentication, JSON or CSV, and errors in JSON."""
+    """What every report shares: authentication, a rate per user, JSON or CSV, and errors in JSON."""
 
     authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "reports"  # THROTTLE_REPORTS_RATE
     renderer_classes = [JSONRenderer, CSVRenderer]
 
     def handle_exception(self, exc: Exception) -> Response:

@@ -17,6 +17,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied, ValidationErro
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
 from accounting.reports.authentication import PersonalTokenAuthentication
@@ -43,6 +44,11 @@ class PersonalTokensView(APIView):
 
     authentication_classes = [SessionAuthentication, PersonalTokenAuthentication]
     permission_classes = [IsAuthenticated]
+    throttle_scope = "personal_token_create"  # THROTTLE_TOKEN_CREATE_RATE, per user
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        # Only issuing is rate-limited: listing one's tokens costs nothing and mints nothing.
+        return [ScopedRateThrottle()] if self.request.method == "POST" else []
 
     @extend_schema_serializer(component_name="PersonalToken")
     class ListOutputSerializer(serializers.Serializer):

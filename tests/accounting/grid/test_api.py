@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.urls import include, path, reverse
+from django.urls import reverse
 from rest_framework.test import APIClient
 
+from accounting.grid import api as grid_api
 from accounting.models import GridIntensity
+from accounting.reports.tokens import personal_token_create
 from fleets.models import Role
 from tests.factories import MembershipFactory, UserFactory
 
-# Until config/urls.py includes accounting.urls, these tests mount it themselves, at the same place.
-urlpatterns = [path("api/v1/", include("accounting.grid.urls"))]
-pytestmark = [pytest.mark.urls(__name__), pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 GOOD = "zone,hour_start,gco2e_per_kwh,kind\nDE,2024-05-01T13:00:00Z,312.5,average\nde,2024-05-01T16:00:00+02:00,298,\n"
 BAD = (
@@ -96,8 +96,61 @@ def test_viewer_gets_403_and_nothing_is_stored(org_a: Any) -> None:
     assert not GridIntensity.objects.exists()
 
 
-def test_anonymous_is_refused(org_a: Any) -> None:
-    assert upload(APIClient(), GOOD).status_code == 403
+def test_anonymous_is_asked_to_authenticate(org_a: Any) -> None:
+    response = upload(APIClient(), GOOD)
+
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert not GridIntensity.objects.exists()
+
+
+def test_a_browser_session_with_its_csrf_token_uploads(user_a: Any, org_a: Any) -> None:
+    # given: a signed-in browser, which checks CSRF as a real one does (the test client skips it by default)
+    browser = APIClient(enforce_csrf_checks=True)
+    browser.force_login(user_a)
+    browser.get("/accounts/login/")  # any page with a form sets the CSRF cookie
+    csrf_token = browser.cookies["csrftoken"].value
+
+    # when: it posts the file with the token
+    url = reverse("grid-intensity-csv") + "?organization=org-a&source_name=acme"
+    response = browser.generic("POST", url, GOOD.encode(), content_type="text/csv", HTTP_X_CSRFTOKEN=csrf_token)
+
+    # then: stored, not a 500 from reading the CSV body as a form
+    assert response.status_code == 201, response.content
+    assert GridIntensity.objects.count() == 2
+
+
+def test_a_browser_session_without_the_csrf_token_is_refused(user_a: Any, org_a: Any) -> None:
+    browser = APIClient(enforce_csrf_checks=True)
+    browser.force_login(user_a)
+
+    response = upload(browser, GOOD)
+
+    assert response.status_code == 403
+    assert "CSRF" in response.json()["detail"]
+    assert not GridIntensity.objects.exists()
+
+
+def test_a_personal_token_uploads_as_in_the_readme(user_a: Any, org_a: Any) -> None:
+    _, token = personal_token_create(user=user_a, name="supplier sync")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    response = upload(client, GOOD)
+
+    assert response.status_code == 201, response.content
+    assert response.json()["stored"] == 2
+
+
+def test_a_file_over_the_limit_is_413_and_stores_nothing(
+    admin_a: APIClient, org_a: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grid_api, "MAX_CSV_BYTES", len(GOOD) - 1)
+
+    response = upload(admin_a, GOOD)
+
+    assert response.status_code == 413
+    assert "over the limit" in response.json()["detail"]
     assert not GridIntensity.objects.exists()
 
 
