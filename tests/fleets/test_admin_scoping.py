@@ -97,8 +97,13 @@ def _owner_fields(model: type[models.Model], organization: Organization, node: N
             target = node.fleet
         if target is not None:
             values[field.name] = target
-    if "key" in {field.name for field in model._meta.concrete_fields}:
+    names = {field.name for field in model._meta.concrete_fields}
+    if "key" in names:
         values.setdefault("key", f"custom-{organization.slug}")
+    if "volume_mwh" in names:  # an instrument has a volume or a share, never neither
+        values.setdefault("volume_mwh", Decimal(1))
+    if "delivery_end" in names:  # a delivery period ends after it starts
+        values.setdefault("delivery_end", WHEN.replace(year=WHEN.year + 1))
     return values
 
 
