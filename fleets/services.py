@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -92,16 +93,33 @@ def credentials_revoke(*, node: Node) -> int:
 
 
 def credential_authenticate(*, token: str, now: datetime | None = None) -> NodeCredential | None:
-    """The active credential for ``token``, with its node and fleet; ``None`` if unknown or revoked.
+    """The active credential for ``token``, with its node; ``None`` if unknown or revoked.
 
-    Looked up on every request (one indexed read): a revocation holds from the next request on.
+    Looked up on every ingest request (one indexed read), so a revocation holds
+    from the next request on. The statement is written once as SQL: compiling
+    the ORM's query cost four times the CPU of running it. The credential and its
+    node come back with only their ids loaded; other fields load on first use
+    (Django's deferred fields).
     """
-    active = NodeCredential.objects.select_related("node", "node__fleet").filter(revoked_at__isnull=True)
-    credential = active.filter(token_sha256=token_sha256(token)).first()
-    if credential is None:
-        return None
     now = now or timezone.now()
-    if credential.last_used_at is None or now - credential.last_used_at >= LAST_USED_RESOLUTION:
-        NodeCredential.objects.filter(pk=credential.pk).update(last_used_at=now)
-        credential.last_used_at = now
+    stale_before = connection.ops.adapt_datetimefield_value(now - LAST_USED_RESOLUTION)
+    with connection.cursor() as cursor:
+        cursor.execute(_credential_sql(), [stale_before, token_sha256(token)])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    credential_id, node_id, last_used_stale = row
+    credential = NodeCredential.from_db(DEFAULT_DB_ALIAS, ["id", "node_id"], [credential_id, node_id])
+    credential.node = Node.from_db(DEFAULT_DB_ALIAS, ["id"], [node_id])
+    if last_used_stale:
+        NodeCredential.objects.filter(pk=credential_id).update(last_used_at=now)
     return credential
+
+
+@functools.cache
+def _credential_sql() -> str:
+    table = NodeCredential._meta.db_table
+    return (
+        f'SELECT id, node_id, (last_used_at IS NULL OR last_used_at <= %s) FROM "{table}" '  # noqa: S608
+        "WHERE token_sha256 = %s AND revoked_at IS NULL"
+    )

@@ -6,7 +6,7 @@ A plain DRF view through Django's whole request cycle: every middleware in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -51,7 +51,7 @@ class IngestView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        credential: NodeCredential = request.auth  # IsNode guarantees it
+        credential = cast(NodeCredential, request.auth)  # IsNode guarantees it
         try:
             body = _body_read(request)
             batch = batch_decode(body, content_encoding=request.META.get("HTTP_CONTENT_ENCODING"))
@@ -87,7 +87,8 @@ def _body_read(request: Request) -> bytes:
     # Django reads a body by its Content-Length; a chunked one has none, and is read from the WSGI
     # stream (which the server de-chunks) until it ends. (Under ASGI the stream is the whole body.)
     stream = request.META["wsgi.input"] if chunked and not declared and "wsgi.input" in request.META else request
-    pieces, size = [], 0
+    pieces: list[bytes] = []
+    size = 0
     while size <= MAX_BODY_BYTES:
         piece = stream.read(min(_READ_BYTES, MAX_BODY_BYTES + 1 - size))
         if not piece:

@@ -1,21 +1,27 @@
-"""Insert raw sample rows, skipping rows already stored: one statement per batch and sample kind.
+"""Insert raw sample rows, skipping rows already stored; return how many were new.
 
-PostgreSQL: ``INSERT ... SELECT * FROM unnest(<one array per column>) ON CONFLICT
-DO NOTHING``: the whole batch in one statement and one round trip, whatever its
-size, with no staging table (so nothing that lives in the session, which a
-transaction-pooling PgBouncer would break). SQLite: ``INSERT ... ON CONFLICT DO
-NOTHING`` row by row (``executemany``). Both return the number of rows actually
-inserted: the primary key, (GPU, ts) or (endpoint, ts), skips the rest.
+PostgreSQL: new rows (the usual case) go in with one binary ``COPY`` (psycopg's
+``cursor.copy()``) in a savepoint (``transaction.atomic``). If the primary key,
+(GPU, ts) or (endpoint, ts), refuses it (a re-sent batch), only the savepoint is
+undone and the rows go with one ``INSERT ... SELECT * FROM unnest(<an array per
+column>) ON CONFLICT DO NOTHING``, which skips the stored ones and counts the
+others. The COPY is there for speed: it costs a fifth of the INSERT's CPU in
+the web worker (psycopg writes COPY rows in C; it dumps array parameters in
+Python) and half of PostgreSQL's. Nothing outlives the transaction, so a
+transaction-pooling PgBouncer is fine. SQLite: ``INSERT ... ON CONFLICT DO
+NOTHING`` row by row (``executemany``).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
-from django.db import connection, models
+import psycopg.errors
+from django.db import connection, models, transaction
+from psycopg.types.json import Jsonb
 
 from telemetry.models import GpuSample, ServingSample
 
@@ -53,18 +59,33 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
         return 0
     model = _MODELS[kind]
     table, names = model._meta.db_table, ", ".join(f'"{c}"' for c in columns)
-    rows = _json_encoded(columns, rows)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            arrays = ", ".join(f"%s::{db_type}[]" for db_type in _column_types(model, tuple(columns)))
-            sql = f'INSERT INTO "{table}" ({names}) SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING'  # noqa: S608
-            cursor.execute(sql, [list(column) for column in zip(*rows, strict=True)])
-        else:
-            adapt = connection.ops.adapt_datetimefield_value
-            values = ", ".join(["%s"] * len(columns))
+    if connection.vendor != "postgresql":
+        adapt = connection.ops.adapt_datetimefield_value
+        values = ", ".join(["%s"] * len(columns))
+        with connection.cursor() as cursor:
             sql = f'INSERT INTO "{table}" ({names}) VALUES ({values}) ON CONFLICT DO NOTHING'  # noqa: S608
-            cursor.executemany(sql, [(adapt(row[0]), *row[1:]) for row in rows])
-        return cursor.rowcount
+            cursor.executemany(sql, [(adapt(row[0]), *row[1:]) for row in _json_encoded(columns, rows, _json_text)])
+            return cursor.rowcount
+    types = _column_types(model, tuple(columns))
+    try:
+        # A savepoint (the inner atomic): a refused COPY undoes itself only.
+        with (
+            transaction.atomic(),
+            connection.cursor() as cursor,
+            cursor.copy(f'COPY "{table}" ({names}) FROM STDIN BINARY') as copy,
+        ):
+            copy.set_types(types)
+            for row in _json_encoded(columns, rows, _jsonb):
+                copy.write_row(row)
+        return len(rows)
+    except psycopg.errors.UniqueViolation:  # rows already stored: skip them
+        arrays = ", ".join(f"%s::{db_type}[]" for db_type in types)
+        with connection.cursor() as cursor:
+            sql = f'INSERT INTO "{table}" ({names}) SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING'  # noqa: S608
+            cursor.execute(
+                sql, [list(column) for column in zip(*_json_encoded(columns, rows, _json_text), strict=True)]
+            )
+            return cursor.rowcount
 
 
 @functools.cache
@@ -74,7 +95,10 @@ def _column_types(model: type[models.Model], columns: tuple[str, ...]) -> list[s
     return [str(fields[column].db_type(connection)) for column in columns]
 
 
-def _json_encoded(columns: Sequence[str], rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+def _json_encoded(
+    columns: Sequence[str], rows: list[tuple[Any, ...]], encode: Callable[[Any], Any]
+) -> list[tuple[Any, ...]]:
+    """``rows`` with the values of JSON columns encoded (:func:`_json_text`, :func:`_jsonb`); ``None`` stays."""
     positions = [i for i, name in enumerate(columns) if name in _JSON_COLUMNS]
     if not positions:
         return rows
@@ -82,6 +106,14 @@ def _json_encoded(columns: Sequence[str], rows: list[tuple[Any, ...]]) -> list[t
     for row in rows:
         values = list(row)
         for i in positions:
-            values[i] = None if values[i] is None else orjson.dumps(values[i]).decode()
+            values[i] = None if values[i] is None else encode(values[i])
         encoded.append(tuple(values))
     return encoded
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _jsonb(value: Any) -> Jsonb:
+    return Jsonb(value, dumps=_json_text)

@@ -34,7 +34,8 @@ def stored_counts():
 
 
 def test_batch_is_stored_and_counted(client, node, token):
-    response = post(client, make_batch(gpus=2, seconds=10, endpoint=True), token)
+    batch = make_batch(gpus=2, seconds=10, endpoint=True)
+    response = post(client, batch, token)
 
     assert response.status_code == 200, response.content
     body = response.json()
@@ -42,6 +43,9 @@ def test_batch_is_stored_and_counted(client, node, token):
     assert body["duplicates"] == {"gpu_samples": 0, "serving_samples": 0}
     assert body["rejected"] == []
     assert stored_counts() == (20, 2)
+    serving = list(ServingSample.objects.order_by("ts").values_list("ttft_bucket_counts", "generation_tokens"))
+    sent = batch["serving_samples"]
+    assert serving == list(zip(sent["ttft_bucket_counts"], sent["generation_tokens"], strict=True))
 
 
 def test_new_gpus_and_endpoints_join_the_inventory_on_first_report(client, node, token):

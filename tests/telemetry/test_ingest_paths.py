@@ -6,7 +6,7 @@ import time
 from datetime import UTC, datetime
 
 from fleets.models import Gpu
-from telemetry.models import CollectorStatus, GpuEpoch, GpuSample, RollupPending
+from telemetry.models import CollectorStatus, GpuEpoch, GpuSample, RollupPending, ServingSample
 from tests.telemetry.batches import gpu_ref, make_batch
 from tests.telemetry.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
 from tests.telemetry.test_ingest import post
@@ -47,6 +47,18 @@ def test_a_partial_resend_stores_only_the_new_rows(client, node, token):
     assert response.json()["stored"]["gpu_samples"] == 10
     assert response.json()["duplicates"]["gpu_samples"] == 10
     assert GpuSample.objects.count() == 20
+
+
+def test_a_partial_resend_of_serving_samples_stores_the_new_ones_whole(client, node, token):
+    post(client, make_batch(gpus=1, seconds=5, start_s=NOW_S, endpoint=True), token)  # one scrape
+    batch = make_batch(gpus=1, seconds=15, start_s=NOW_S, endpoint=True)  # the same scrape and two new ones
+
+    response = post(client, batch, token)
+
+    assert (response.json()["stored"]["serving_samples"], response.json()["duplicates"]["serving_samples"]) == (2, 1)
+    stored = list(ServingSample.objects.order_by("ts").values_list("ttft_bucket_counts", "requests"))
+    sent = batch["serving_samples"]
+    assert stored == list(zip(sent["ttft_bucket_counts"], sent["requests"], strict=True))
 
 
 def test_collector_status_counts_every_batch_and_keeps_the_newest_sample(client, node, token):
