@@ -112,8 +112,8 @@ def _postgres_database(url: str, parts: SplitResult) -> dict[str, object]:
         port = parts.port
     except ValueError:
         raise ImproperlyConfigured(f"DATABASE_URL={_redact(url)!r} has a port that is not a number") from None
-    # prepare_threshold: Django turns psycopg's prepared statements off unless it is given. Django's own
-    # cursors bind on the client and never prepare; the ingest hot path's do (config/postgresql/prepared.py).
+    # prepare_threshold: Django's supported option for psycopg's prepared statements (they apply to
+    # server-side binding cursors only; Django's default cursors bind on the client and never prepare).
     options: dict[str, object] = {"connect_timeout": 5, "prepare_threshold": 5}
     options.update(dict(parse_qsl(parts.query)))
     threshold = options["prepare_threshold"]
@@ -125,7 +125,7 @@ def _postgres_database(url: str, parts: SplitResult) -> dict[str, object]:
                 f"DATABASE_URL={_redact(url)!r}: prepare_threshold must be a number or 'none'"
             ) from None
     return {
-        "ENGINE": "config.postgresql",  # Django's, health checks once a second (config/postgresql)
+        "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),

@@ -2,49 +2,44 @@
 
 The node comes from the caller (its token), never from the batch. Rows are
 keyed by (GPU, ts) and (endpoint, ts); a row already stored is counted as a
-duplicate and left as it is, so a re-sent batch changes nothing. Samples older
-than retention are skipped and reported as rejected; everything else either
-goes in with the batch or not at all. The hours that new samples change are
-marked for the hourly rollup in the same transaction.
+duplicate and left as it is, so a re-sent batch changes nothing (two rows with
+one key inside a batch are refused by the wire format). Samples older than
+retention are skipped and reported as rejected; everything else either goes in
+with the batch or not at all. The hours that new samples change are marked for
+the hourly rollup in the same transaction.
+
+A collector's steady state (known GPUs, endpoints and epochs) costs one read
+for the GPUs, two for the endpoints, one ``INSERT`` per sample kind, the
+collector status and the rollup mark: a handful of statements whatever the
+batch size.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
-import orjson
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from config.postgresql import prepared
 from fleets.models import Gpu, Node
-from fleets.services import credential_check_statement
-from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError
+from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError, ts_datetime
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
 from telemetry.partitions import partitions_ensure
-from telemetry.rawstore import (
-    GPU_COLUMNS,
-    SERVING_COLUMNS,
-    RowsAlreadyStored,
-    gpu_rows_copy,
-    gpu_rows_copy_payload,
-    rows_insert,
-)
-from telemetry.rollup import rollup_pending_mark, rollup_pending_mark_statement
+from telemetry.rawstore import GPU_COLUMNS, SERVING_COLUMNS, rows_insert
+from telemetry.rollup import rollup_pending_mark
+
+KINDS = ("gpu_samples", "serving_samples")
 
 
 @dataclass
 class IngestResult:
-    stored: dict[str, int] = field(default_factory=lambda: {"gpu_samples": 0, "serving_samples": 0})
-    duplicates: dict[str, int] = field(default_factory=lambda: {"gpu_samples": 0, "serving_samples": 0})
+    stored: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    duplicates: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     rejected: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self, batch_id: str) -> dict[str, Any]:
@@ -58,128 +53,47 @@ class ForeignGpu(WireError):
         super().__init__(f"GPU {uuid} is registered to another node; this token may only report its own", status=403)
 
 
-class TokenRefused(Exception):
-    """The token checked in the batch's transaction is unknown or revoked: nothing was stored."""
-
-
-def batch_ingest(*, node: Node, batch: Batch, received_at: datetime, token_digest: str | None = None) -> IngestResult:
-    """Validate what needs the database, then store the batch in one transaction.
-
-    The hot path (known GPUs and epochs, new samples) costs a few round trips
-    whatever the batch size: one for the GPU lookup, the collector status and the
-    rollup mark together (a pipeline on PostgreSQL), a binary COPY per sample
-    kind, the last with the commit. A re-sent batch (rows already stored) is
-    rolled back and stored again the careful way, skipping the stored rows and
-    marking the rollup only if something was new.
-
-    ``token_digest``: the caller has not checked the node's token against the
-    database (it knows it from an earlier request); it is checked in the batch's
-    own transaction, with the lookups, and :class:`TokenRefused` is raised, with
-    nothing stored, unless it is active and ``node``'s.
-    """
-    bounds = _ts_bounds(batch)
-    _check_not_future(bounds, received_at)
-    oldest_s = (received_at - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)).timestamp()
+def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestResult:
+    """Check what needs the clock and the database, then store the batch in one transaction."""
+    oldest = received_at - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)
+    gpu_samples = _kept(batch.gpu_samples, oldest)
+    serving_samples = _kept(batch.serving_samples, oldest)
+    stamps = [*gpu_samples["at"], *serving_samples["at"]]
+    _check_not_future(stamps, received_at)
+    result = IngestResult()
+    _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_samples["at"]))
+    _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_samples["at"]))
     # Partitions first, in their own commit: DDL inside the batch's transaction
     # would hold a lock on the parent table until the batch commits.
-    partitions_ensure(days=_batch_days(batch, bounds, oldest_s))
-    store = functools.partial(_batch_store, node, batch, received_at, oldest_s, bounds, token_digest)
-    if connection.vendor != "postgresql":  # INSERT OR IGNORE: stored rows are skipped, never refused
-        return store(new_rows_expected=False)
-    try:
-        return store(new_rows_expected=True)
-    except RowsAlreadyStored:
-        # A re-sent batch: the first try is rolled back whole; again, skipping the stored rows.
-        return store(new_rows_expected=False)
-
-
-def _batch_store(
-    node: Node,
-    batch: Batch,
-    received_at: datetime,
-    oldest_s: float,
-    bounds: tuple[float, float] | None,
-    token_digest: str | None,
-    *,
-    new_rows_expected: bool,
-) -> IngestResult:
-    result = IngestResult()
-    if bounds is None or bounds[0] >= oldest_s:  # nothing older than retention (the usual case)
-        gpu_columns, serving_columns, kept_bounds = batch.gpu_samples, batch.serving_samples, bounds
-    else:
-        gpu_columns, serving_columns = _kept(batch.gpu_samples, oldest_s), _kept(batch.serving_samples, oldest_s)
-        kept_bounds = _ts_span(gpu_columns["ts"], serving_columns["ts"])
+    partitions_ensure(days={at.date() for at in stamps})
     with transaction.atomic():
-        # Statements that need nothing from one another, in one round trip. The rollup mark goes
-        # ahead of the rows only when every row is expected to be new: if one is not, the COPY
-        # fails and all this is rolled back.
-        statements = [_status_statement(node, batch, received_at, newest_s=None if bounds is None else bounds[1])]
-        if token_digest is not None:  # first: the token's check, whose refusal undoes the rest
-            statements.insert(0, credential_check_statement(digest=token_digest, now=received_at))
-        if new_rows_expected and kept_bounds is not None:
-            first_ts, last_ts = _utc(kept_bounds[0]), _utc(kept_bounds[1])
-            statements.append(rollup_pending_mark_statement(node_id=node.pk, first_ts=first_ts, last_ts=last_ts))
-        lookups = {}
-        if batch.gpus:
-            lookups["gpus"] = len(statements)
-            statements.append(_gpu_lookup_statement(node, batch.gpus))
-        if batch.endpoints and connection.vendor == "postgresql":
-            lookups["endpoints"] = len(statements)
-            statements.append(_endpoint_lookup_statement(node, batch.endpoints))
-        answers = prepared.run_together(statements)
-        if token_digest is not None and [row[1] for row in answers[0]] != [node.pk]:
-            raise TokenRefused
-        known = _gpu_refs_known(node, batch.gpus, answers[lookups["gpus"]] if "gpus" in lookups else [])
-        gpu_refs = known if known is not None else _gpu_refs_resolve(node, batch.gpus)
-        serving_refs: list[tuple[int, int]] = []
-        if batch.endpoints:
-            rows = answers[lookups["endpoints"]] if "endpoints" in lookups else None
-            known = None if rows is None else _endpoint_refs_known(batch.endpoints, rows)
-            serving_refs = known if known is not None else _endpoints_resolve(node, batch.endpoints)
-        serving_rows = _serving_rows(serving_columns, serving_refs)
-        _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_columns["ts"]))
-        _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_rows))
-        arrays = batch.gpu_arrays if gpu_columns is batch.gpu_samples else {}  # not if retention dropped rows
-        payload = _gpu_payload(gpu_columns, gpu_refs, arrays) if new_rows_expected and gpu_columns["ts"] else None
-        gpu_rows: list[tuple[Any, ...]] = []
-        if payload is None:
-            gpu_rows = _gpu_rows(gpu_columns, gpu_refs)
-            _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows, new_rows_expected)
-        _insert(result, "serving_samples", SERVING_COLUMNS, serving_rows, new_rows_expected)
-        if payload is not None:  # the common case: new rows, no NULL; built from the columns by numpy
-            # Last in the transaction: the COMMIT goes in the same round trip.
-            result.stored["gpu_samples"] = gpu_rows_copy(payload, rows=len(gpu_columns["ts"]), last_in_transaction=True)
-        if not new_rows_expected:
-            _rollup_mark(node, result, gpu_rows, serving_rows)
+        rows = {
+            "gpu_samples": _gpu_rows(gpu_samples, _gpu_refs(node, batch.gpus)),
+            "serving_samples": _serving_rows(serving_samples, _endpoint_refs(node, batch.endpoints)),
+        }
+        for kind, columns in (("gpu_samples", GPU_COLUMNS), ("serving_samples", SERVING_COLUMNS)):
+            result.stored[kind] = rows_insert(kind=kind, columns=columns, rows=rows[kind])
+            result.duplicates[kind] = len(rows[kind]) - result.stored[kind]
+        _status_record(node, batch, received_at, newest=max(stamps, default=None))
+        if any(result.stored.values()):  # a re-send marks nothing; a partial one, its whole span
+            rollup_pending_mark(node_id=node.pk, first_ts=min(stamps), last_ts=max(stamps), now=timezone.now())
     return result
 
 
-def _ts_span(*stamps: list[float]) -> tuple[float, float] | None:
-    """The first and last of the batch's kept timestamps (``None`` when there is none)."""
-    present = [column for column in stamps if column]
-    if not present:
-        return None
-    return min(map(min, present)), max(map(max, present))
+def _kept(columns: dict[str, list[Any]], oldest: datetime) -> dict[str, list[Any]]:
+    """The columns without the rows older than retention, with ``at``: each row's stored timestamp."""
+    stamps = list(map(ts_datetime, columns["ts"]))
+    if not stamps or min(stamps) >= oldest:
+        return {**columns, "at": stamps}
+    keep = [at >= oldest for at in stamps]
+    return {name: list(itertools.compress(column, keep)) for name, column in {**columns, "at": stamps}.items()}
 
 
-def _ts_bounds(batch: Batch) -> tuple[float, float] | None:
-    """The first and last timestamps of the batch's samples, GPU and serving together (``None`` if none)."""
-    ends: list[float] = []
-    gpu_ts = batch.gpu_arrays.get("ts")
-    if gpu_ts is not None and len(gpu_ts):
-        ends += (float(gpu_ts.min()), float(gpu_ts.max()))
-    elif batch.gpu_samples["ts"]:
-        ends += (min(batch.gpu_samples["ts"]), max(batch.gpu_samples["ts"]))
-    if batch.serving_samples["ts"]:
-        ends += (min(batch.serving_samples["ts"]), max(batch.serving_samples["ts"]))
-    return (min(ends), max(ends)) if ends else None
-
-
-def _check_not_future(bounds: tuple[float, float] | None, received_at: datetime) -> None:
-    limit_s = received_at.timestamp() + settings.TELEMETRY_MAX_FUTURE_S
-    newest = 0.0 if bounds is None else bounds[1]
-    if newest > limit_s:
-        ahead = newest - received_at.timestamp()
+def _check_not_future(stamps: list[datetime], received_at: datetime) -> None:
+    limit = received_at + timedelta(seconds=settings.TELEMETRY_MAX_FUTURE_S)
+    newest = max(stamps, default=received_at)
+    if newest > limit:
+        ahead = (newest - received_at).total_seconds()
         raise WireError(
             f"a sample is {ahead:.0f} s ahead of the server's clock (limit {settings.TELEMETRY_MAX_FUTURE_S} s); "
             "check the host's clock",
@@ -187,52 +101,60 @@ def _check_not_future(bounds: tuple[float, float] | None, received_at: datetime)
         )
 
 
-def _gpu_lookup_statement(node: Node, refs: Sequence[GpuRef]) -> prepared.Statement:
-    """The node's stored GPUs and epochs that ``refs`` name (for :func:`_gpu_refs_known`).
+def _skipped_report(result: IngestResult, kind: str, count: int) -> None:
+    if count:
+        reason = f"older than the {settings.TELEMETRY_RETENTION_DAYS}-day retention"
+        result.rejected.append({"kind": kind, "rows": count, "reason": reason})
 
-    By the node first: its few GPUs by index, whatever the size of the fleet (a GPU
-    of another node is not found, and the slow path refuses it).
+
+# --- GPUs and endpoints: found in one read when known, else added or refreshed ----------------
+
+
+def _gpu_refs(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int]]:
+    """``(gpu id, epoch id)`` per entry of ``refs``: one read when every GPU is this node's, unchanged,
+    and every epoch known (a collector's steady state); else :func:`_gpu_refs_resolve` writes or refuses.
+
+    The read is written as SQL (by the node first: its few GPUs by index, whatever the fleet's size):
+    it runs on every request, and compiling the ORM's query cost several times the CPU of running it.
     """
+    if not refs:
+        return []
+    uuids, epochs = sorted({ref.uuid for ref in refs}), sorted({ref.epoch for ref in refs})
     gpu, epoch = Gpu._meta.db_table, GpuEpoch._meta.db_table
-    uuids = sorted({ref.uuid for ref in refs})
-    epochs = sorted({ref.epoch for ref in refs})
-    return (
-        f'SELECT g.uuid, g.id, g.node_id, g."index", g.name, g.energy_counter_supported, e.epoch, e.id '  # noqa: S608
+    sql = (
+        f'SELECT g.uuid, e.epoch, g.id, e.id, g."index", g.name, g.energy_counter_supported '  # noqa: S608
         f'FROM "{gpu}" g JOIN "{epoch}" e ON e.gpu_id = g.id WHERE g.node_id = %s '
-        f"AND g.uuid IN ({', '.join(['%s'] * len(uuids))}) AND e.epoch IN ({', '.join(['%s'] * len(epochs))})",
-        [node.pk, *uuids, *epochs],
+        f"AND g.uuid IN ({', '.join(['%s'] * len(uuids))}) AND e.epoch IN ({', '.join(['%s'] * len(epochs))})"
     )
-
-
-def _gpu_refs_known(node: Node, refs: Sequence[GpuRef], rows: list[tuple[Any, ...]]) -> list[tuple[int, int]] | None:
-    """``(gpu id, epoch id)`` per entry of ``refs`` from the lookup's ``rows``, when every GPU is this node's,
-    unchanged, and every epoch known (a collector's steady state); ``None`` when anything is to write or refuse."""
-    found = {(row[0], row[6]): row for row in rows}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [node.pk, *uuids, *epochs])
+        found = {(row[0], row[1]): row[2:] for row in cursor.fetchall()}
     known = []
     for ref in refs:
         row = found.get((ref.uuid, ref.epoch))
-        fresh = (node.pk, ref.index, ref.name, ref.energy_counter_supported)
-        if row is None or row[2:6] != fresh:
-            return None
-        known.append((row[1], row[7]))
+        if row is None or row[2:] != (ref.index, ref.name, ref.energy_counter_supported):  # SQLite: 1 == True
+            return _gpu_refs_resolve(node, refs)
+        known.append((row[0], row[1]))
     return known
 
 
 def _gpu_refs_resolve(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int]]:
     """``(gpu id, epoch id)`` per entry of ``refs``, adding GPUs and epochs first seen and refreshing changed GPUs."""
     gpu_ids = _gpus_resolve(node, refs)
-    epoch_ids = _gpu_epochs_resolve(refs, gpu_ids)
-    return [(gpu_ids[ref.uuid], epoch_ids[(ref.uuid, ref.epoch)]) for ref in refs]
+    wanted = {(gpu_ids[ref.uuid], ref.epoch) for ref in refs}
+    GpuEpoch.objects.bulk_create([GpuEpoch(gpu_id=g, epoch=e) for g, e in wanted], ignore_conflicts=True)
+    rows = GpuEpoch.objects.filter(gpu_id__in=gpu_ids.values(), epoch__in={e for _, e in wanted})
+    epoch_ids = {(r.gpu_id, r.epoch): r.id for r in rows}
+    return [(gpu_ids[ref.uuid], epoch_ids[(gpu_ids[ref.uuid], ref.epoch)]) for ref in refs]
 
 
 def _gpus_resolve(node: Node, refs: Sequence[GpuRef]) -> dict[str, int]:
     """Map each UUID to its Gpu id, adding new GPUs to the node's inventory on first report."""
-    uuids = {ref.uuid for ref in refs}
-    existing = {gpu.uuid: gpu for gpu in Gpu.objects.filter(uuid__in=uuids)}
+    latest = {ref.uuid: ref for ref in refs}  # the last declaration of a UUID wins
+    existing = {gpu.uuid: gpu for gpu in Gpu.objects.filter(uuid__in=latest)}
     for gpu in existing.values():
         if gpu.node_id != node.pk:
             raise ForeignGpu(gpu.uuid)
-    latest = {ref.uuid: ref for ref in refs}  # the last declaration of a UUID wins
     new = [
         Gpu(node=node, uuid=u, index=r.index, name=r.name, energy_counter_supported=r.energy_counter_supported)
         for u, r in latest.items()
@@ -242,7 +164,10 @@ def _gpus_resolve(node: Node, refs: Sequence[GpuRef]) -> dict[str, int]:
     changed = [g for g in existing.values() if _gpu_refresh(g, latest[g.uuid])]
     if changed:
         Gpu.objects.bulk_update(changed, ["index", "name", "energy_counter_supported"])
-    return dict(Gpu.objects.filter(uuid__in=uuids, node=node).values_list("uuid", "id"))
+    gpu_ids = dict(Gpu.objects.filter(uuid__in=latest, node=node).values_list("uuid", "id"))
+    if len(gpu_ids) < len(latest):  # added by another node in the meantime
+        raise ForeignGpu(next(uuid for uuid in latest if uuid not in gpu_ids))
+    return gpu_ids
 
 
 def _gpu_refresh(gpu: Gpu, ref: GpuRef) -> bool:
@@ -253,47 +178,28 @@ def _gpu_refresh(gpu: Gpu, ref: GpuRef) -> bool:
     return True
 
 
-def _gpu_epochs_resolve(refs: Sequence[GpuRef], gpu_ids: dict[str, int]) -> dict[tuple[str, str], int]:
-    if len(gpu_ids) < len({ref.uuid for ref in refs}):
-        raise ForeignGpu(next(ref.uuid for ref in refs if ref.uuid not in gpu_ids))
-    wanted = {(gpu_ids[ref.uuid], ref.epoch) for ref in refs}
-    GpuEpoch.objects.bulk_create([GpuEpoch(gpu_id=g, epoch=e) for g, e in wanted], ignore_conflicts=True)
-    by_gpu = {gpu_id: uuid for uuid, gpu_id in gpu_ids.items()}
-    rows = GpuEpoch.objects.filter(gpu_id__in=gpu_ids.values(), epoch__in={e for _, e in wanted})
-    return {(by_gpu[r.gpu_id], r.epoch): r.id for r in rows}
-
-
-def _endpoint_lookup_statement(node: Node, refs: Sequence[EndpointRef]) -> prepared.Statement:
-    """The node's stored endpoints and epochs that ``refs`` name, each with its GPUs' UUIDs (PostgreSQL)."""
-    endpoint, epoch, gpu = ServingEndpoint._meta.db_table, EndpointEpoch._meta.db_table, Gpu._meta.db_table
-    links = ServingEndpoint.gpus.through._meta.db_table
-    urls = sorted({ref.url for ref in refs})
-    epochs = sorted({ref.epoch for ref in refs})
-    return (
-        f"SELECT s.url, s.id, s.kind, s.model_name, e.epoch, e.id, e.ttft_bucket_bounds_s, "  # noqa: S608
-        f'ARRAY(SELECT g.uuid FROM "{links}" m JOIN "{gpu}" g ON g.id = m.gpu_id '
-        f"WHERE m.servingendpoint_id = s.id ORDER BY g.uuid) "
-        f'FROM "{endpoint}" s JOIN "{epoch}" e ON e.endpoint_id = s.id WHERE s.node_id = %s '
-        f"AND s.url IN ({', '.join(['%s'] * len(urls))}) AND e.epoch IN ({', '.join(['%s'] * len(epochs))})",
-        [node.pk, *urls, *epochs],
+def _endpoint_refs(node: Node, refs: Sequence[EndpointRef]) -> list[tuple[int, int]]:
+    """``(endpoint id, epoch id)`` per entry of ``refs``: two reads when every endpoint and epoch is stored
+    and unchanged (kind, model, GPUs, TTFT buckets); else :func:`_endpoints_resolve` writes or refuses."""
+    if not refs:
+        return []
+    stored = EndpointEpoch.objects.filter(
+        endpoint__node=node, endpoint__url__in={ref.url for ref in refs}, epoch__in={ref.epoch for ref in refs}
+    ).values_list(
+        "endpoint__url", "epoch", "endpoint_id", "id", "endpoint__kind", "endpoint__model_name", "ttft_bucket_bounds_s"
     )
-
-
-def _endpoint_refs_known(refs: Sequence[EndpointRef], rows: list[tuple[Any, ...]]) -> list[tuple[int, int]] | None:
-    """``(endpoint id, epoch id)`` per entry of ``refs`` from the lookup's ``rows``, when every endpoint and
-    epoch is stored and unchanged (kind, model, GPUs, TTFT buckets); ``None`` when anything is to write or
-    refuse (then :func:`_endpoints_resolve` does it, with its checks and messages)."""
-    found = {(row[0], row[4]): row for row in rows}
+    found = {(row[0], row[1]): row[2:] for row in stored}
+    links = ServingEndpoint.gpus.through.objects.filter(servingendpoint_id__in=[row[0] for row in found.values()])
+    gpus: dict[int, list[str]] = {}
+    for endpoint_id, uuid in links.values_list("servingendpoint_id", "gpu__uuid").order_by("gpu__uuid"):
+        gpus.setdefault(endpoint_id, []).append(uuid)
     known = []
     for ref in refs:
         row = found.get((ref.url, ref.epoch))
-        if row is None:
-            return None
-        bounds = orjson.loads(row[6]) if isinstance(row[6], str | bytes) else row[6]
-        stored = (row[2], row[3], list(row[7]), bounds)
-        if stored != (ref.kind, ref.model, sorted(ref.gpu_uuids), list(ref.ttft_bucket_bounds_s)):
-            return None
-        known.append((row[1], row[5]))
+        fresh = (ref.kind, ref.model, sorted(ref.gpu_uuids), list(ref.ttft_bucket_bounds_s))
+        if row is None or (row[2], row[3], gpus.get(row[0], []), row[4]) != fresh:
+            return _endpoints_resolve(node, refs)
+        known.append((row[0], row[1]))
     return known
 
 
@@ -329,124 +235,40 @@ def _endpoint_upsert(node: Node, ref: EndpointRef, gpu_ids: list[int]) -> Servin
     return endpoint
 
 
-def _utc(ts_s: float) -> datetime:
-    return datetime.fromtimestamp(ts_s, tz=UTC)
-
-
-_utc_fast = functools.partial(datetime.fromtimestamp, tz=UTC)  # _utc without a Python frame per call
-
-
-def _kept(columns: dict[str, list[Any]], oldest_s: float) -> dict[str, list[Any]]:
-    """The columns without the rows older than retention (the same columns when none is)."""
-    stamps = columns["ts"]
-    if not stamps or min(stamps) >= oldest_s:
-        return columns
-    keep = [ts >= oldest_s for ts in stamps]
-    return {name: list(itertools.compress(column, keep)) for name, column in columns.items()}
-
-
-# Rows are built column-wise, with C-level ``map``/``zip``: no Python call per sample
-# but the datetime of each timestamp (which the binary COPY needs).
+# --- rows, built column-wise (C-level ``map``/``zip``: no Python call per sample) ---------------
 
 
 def _gpu_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[tuple[Any, ...]]:
-    gpu_ids = [ref[0] for ref in refs]
-    epoch_ids = [ref[1] for ref in refs]
+    gpu_ids, epoch_ids = [ref[0] for ref in refs], [ref[1] for ref in refs]
     return list(zip(
-        map(_utc_fast, cols["ts"]), map(gpu_ids.__getitem__, cols["gpu"]), map(epoch_ids.__getitem__, cols["gpu"]),
-        cols["energy_j"], _mib(cols["mem_used_bytes"]), cols["power_w"], cols["util_pct"], cols["mem_util_pct"],
-        cols["temp_c"], strict=True,
+        cols["at"], map(gpu_ids.__getitem__, cols["gpu"]), map(epoch_ids.__getitem__, cols["gpu"]),
+        cols["energy_j"], map(_mib, cols["mem_used_bytes"]), cols["power_w"], cols["util_pct"],
+        cols["mem_util_pct"], cols["temp_c"], strict=True,
     ))  # fmt: skip
 
 
-def _gpu_payload(cols: dict[str, list[Any]], refs: list[tuple[int, int]], arrays: dict[str, Any]) -> bytes | None:
-    """The rows of :func:`_gpu_rows` as one binary COPY payload (PostgreSQL; ``None`` if a value is NULL).
-
-    ``arrays``: the columns decoding already turned into numpy arrays (``Batch.gpu_arrays``).
-    """
-    if connection.vendor != "postgresql":
-        return None
-    memory = arrays.get("mem_used_bytes")
-    if memory is None:
-        if None in cols["mem_used_bytes"]:
-            return None
-        memory = np.asarray(cols["mem_used_bytes"], dtype=np.int64)
-    which = arrays["gpu"] if "gpu" in arrays else np.asarray(cols["gpu"], dtype=np.intp)
-    ids = np.asarray(refs, dtype=np.int64).reshape(-1, 2)
-    values: dict[str, Any] = {
-        name: arrays.get(name, cols[name]) for name in ("energy_j", "power_w", "util_pct", "mem_util_pct", "temp_c")
-    }
-    values["mem_used_mib"] = (memory + _HALF_MIB) >> 20
-    return gpu_rows_copy_payload(
-        ts_s=arrays.get("ts", cols["ts"]), gpu_ids=ids[which, 0], epoch_ids=ids[which, 1], values=values
-    )
-
-
-def _mib(column: list[int | None]) -> list[int | None]:
+def _mib(value: int | None) -> int | None:
     """Bytes to whole MiB, rounded (raw rows keep memory in MiB: 4 bytes, not 8)."""
-    return [None if value is None else (value + _HALF_MIB) >> 20 for value in column]
+    return None if value is None else (value + _HALF_MIB) >> 20
 
 
 _HALF_MIB = 1 << 19
 
 
 def _serving_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[tuple[Any, ...]]:
-    endpoint_ids = [ref[0] for ref in refs]
-    epoch_ids = [ref[1] for ref in refs]
+    endpoint_ids, epoch_ids = [ref[0] for ref in refs], [ref[1] for ref in refs]
     return list(zip(
-        map(_utc_fast, cols["ts"]), map(endpoint_ids.__getitem__, cols["endpoint"]),
-        map(epoch_ids.__getitem__, cols["endpoint"]), cols["prompt_tokens"], cols["generation_tokens"],
-        cols["requests"], cols["ttft_bucket_counts"], cols["ttft_sum_s"], strict=True,
+        cols["at"], map(endpoint_ids.__getitem__, cols["endpoint"]), map(epoch_ids.__getitem__, cols["endpoint"]),
+        cols["prompt_tokens"], cols["generation_tokens"], cols["requests"], cols["ttft_bucket_counts"],
+        cols["ttft_sum_s"], strict=True,
     ))  # fmt: skip
 
 
-def _batch_days(batch: Batch, bounds: tuple[float, float] | None, oldest_s: float) -> set[date]:
-    """The UTC days of the batch's samples within retention."""
-    if bounds is None:
-        return set()
-    first, last = _utc(bounds[0]).date(), _utc(bounds[1]).date()
-    if bounds[0] >= oldest_s and (last - first).days <= 1:  # the usual case: one day, or two
-        return {first, last}
-    stamps = (*batch.gpu_samples["ts"], *batch.serving_samples["ts"])
-    return {_utc(day_s).date() for day_s in {ts - ts % 86400 for ts in stamps if ts >= oldest_s}}
-
-
-def _skipped_report(result: IngestResult, kind: str, count: int) -> None:
-    if count:
-        reason = f"older than the {settings.TELEMETRY_RETENTION_DAYS}-day retention"
-        result.rejected.append({"kind": kind, "rows": count, "reason": reason})
-
-
-def _insert(result: IngestResult, kind: str, columns: Sequence[str], rows: list, new_rows_expected: bool) -> None:
-    if not rows:
-        return
-    stored = rows_insert(kind=kind, columns=columns, rows=rows, new_rows_expected=new_rows_expected)
-    result.stored[kind] = stored
-    result.duplicates[kind] = len(rows) - stored
-
-
-def _rollup_mark(node: Node, result: IngestResult, gpu_rows: list, serving_rows: list) -> None:
-    """Mark for the hourly rollup the hours that newly stored samples change; a pure re-send marks nothing."""
-    kinds = (("gpu_samples", gpu_rows), ("serving_samples", serving_rows))
-    stored = [rows for kind, rows in kinds if result.stored[kind]]
-    if not stored:
-        return
-    # A partial re-send marks the span of the whole kind: which rows were new is not known here.
-    first = min(min(rows, key=_row_ts)[0] for rows in stored)
-    last = max(max(rows, key=_row_ts)[0] for rows in stored)
-    rollup_pending_mark(node_id=node.pk, first_ts=first, last_ts=last, now=timezone.now())
-
-
-_row_ts = operator.itemgetter(0)
-
-
-def _status_statement(node: Node, batch: Batch, received_at: datetime, *, newest_s: float | None) -> prepared.Statement:
-    """Record what the batch says about its collector (its newest sample: ``newest_s``): one upsert."""
-    newest = newest_s
+def _status_record(node: Node, batch: Batch, received_at: datetime, *, newest: datetime | None) -> None:
+    """Record what the batch says about its collector (its newest sample: ``newest``): one upsert."""
     info = batch.collector
-    newest_at = None if newest is None else _utc(newest)
     # A backfill of old data must not make the node look stale: newest only moves forward.
-    lag_s = None if newest is None else max(0.0, received_at.timestamp() - newest)
+    lag_s = None if newest is None else max(0.0, (received_at - newest).total_seconds())
     table = CollectorStatus._meta.db_table
     sql = (
         f'INSERT INTO "{table}" (node_id, last_report_at, collector_version, reported_hostname, '  # noqa: S608
@@ -464,6 +286,7 @@ def _status_statement(node: Node, batch: Batch, received_at: datetime, *, newest
     at = connection.ops.adapt_datetimefield_value
     params = [
         node.pk, at(received_at), info.version, info.hostname, info.dropped_batches, info.spool_bytes,
-        info.sample_interval_s, at(newest_at), lag_s,
+        info.sample_interval_s, at(newest), lag_s,
     ]  # fmt: skip
-    return sql, params
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)

@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, ProgrammingError, connection, transaction
 
 from telemetry.models import GpuSample, ServingSample
 
@@ -56,12 +56,19 @@ def _partition_create(table: str, day: date) -> int:
         cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
         if cursor.fetchone()[0]:
             return 0
-        # A savepoint: a concurrent creator makes this fail harmlessly, not the caller's transaction.
-        with transaction.atomic():
-            cursor.execute(
-                f'CREATE TABLE IF NOT EXISTS "{name}" PARTITION OF "{table}" FOR VALUES FROM (%s) TO (%s)',
-                [start, start + timedelta(days=1)],
-            )
+        # A savepoint: a concurrent creator makes this fail harmlessly, not the caller's transaction
+        # (IF NOT EXISTS does not cover a creation that commits while this one runs).
+        try:
+            with transaction.atomic():
+                cursor.execute(
+                    f'CREATE TABLE IF NOT EXISTS "{name}" PARTITION OF "{table}" FOR VALUES FROM (%s) TO (%s)',
+                    [start, start + timedelta(days=1)],
+                )
+        except (ProgrammingError, IntegrityError):
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
+            if not cursor.fetchone()[0]:
+                raise
+            return 0
     logger.info("created partition %s", name)
     return 1
 

@@ -25,7 +25,6 @@ from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.postgresql import prepared
 from fleets.models import Gpu
 from telemetry import energy, rollup_sql
 from telemetry.energy.hours import hours_validated
@@ -99,13 +98,14 @@ def rollup_pending_mark(*, node_id: int, first_ts: datetime, last_ts: datetime, 
     it now does not delete its mark (see :func:`rollup_pending_run`).
     """
     sql, params = rollup_pending_mark_statement(node_id=node_id, first_ts=first_ts, last_ts=last_ts, now=now)
-    prepared.execute(sql, params)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
     return len(params) // 3
 
 
 def rollup_pending_mark_statement(
     *, node_id: int, first_ts: datetime, last_ts: datetime, now: datetime | None = None
-) -> prepared.Statement:
+) -> tuple[str, list[Any]]:
     """The statement of :func:`rollup_pending_mark`, for a caller that runs it with others (ingest).
 
     ``now`` (the mark's time) defaults to the current time.

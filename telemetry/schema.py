@@ -26,14 +26,19 @@ class GpuRefSchema(serializers.Serializer):
 class GpuSamplesSchema(serializers.Serializer):
     gpu = serializers.ListField(child=serializers.IntegerField(), help_text="index into `gpus`")
     ts = serializers.ListField(child=serializers.FloatField(), help_text="Unix seconds, UTC")
-    power_w = serializers.ListField(child=serializers.FloatField(allow_null=True, max_value=wire.MAX_POWER_W))
+    power_w = serializers.ListField(
+        child=serializers.FloatField(allow_null=True, min_value=0, max_value=wire.MAX_POWER_W),
+        help_text="W; at most the board limit",
+    )
     energy_j = serializers.ListField(
         child=serializers.FloatField(allow_null=True), help_text="NVML total-energy counter, cumulative, J"
     )
     util_pct = serializers.ListField(child=serializers.IntegerField(allow_null=True, min_value=0, max_value=100))
     mem_util_pct = serializers.ListField(child=serializers.IntegerField(allow_null=True, min_value=0, max_value=100))
     mem_used_bytes = serializers.ListField(child=serializers.IntegerField(allow_null=True, min_value=0))
-    temp_c = serializers.ListField(child=serializers.IntegerField(allow_null=True))
+    temp_c = serializers.ListField(
+        child=serializers.IntegerField(allow_null=True, min_value=-40, max_value=wire.MAX_TEMP_C)
+    )
 
 
 class EndpointRefSchema(serializers.Serializer):
@@ -45,12 +50,16 @@ class EndpointRefSchema(serializers.Serializer):
     ttft_bucket_bounds_s = serializers.ListField(child=serializers.FloatField(), help_text="+Inf implicit")
 
 
+def _counter() -> serializers.IntegerField:
+    return serializers.IntegerField(allow_null=True, min_value=0, max_value=wire.MAX_COUNTER)
+
+
 class ServingSamplesSchema(serializers.Serializer):
     endpoint = serializers.ListField(child=serializers.IntegerField(), help_text="index into `endpoints`")
     ts = serializers.ListField(child=serializers.FloatField())
-    prompt_tokens = serializers.ListField(child=serializers.IntegerField(allow_null=True, min_value=0))
-    generation_tokens = serializers.ListField(child=serializers.IntegerField(allow_null=True, min_value=0))
-    requests = serializers.ListField(child=serializers.IntegerField(allow_null=True, min_value=0))
+    prompt_tokens = serializers.ListField(child=_counter())
+    generation_tokens = serializers.ListField(child=_counter())
+    requests = serializers.ListField(child=_counter())
     ttft_bucket_counts = serializers.ListField(
         child=serializers.ListField(child=serializers.IntegerField(min_value=0), allow_null=True),
         help_text="cumulative counts per bound, +Inf last",
@@ -59,7 +68,9 @@ class ServingSamplesSchema(serializers.Serializer):
 
 
 class BatchSchema(serializers.Serializer):
-    version = serializers.IntegerField(help_text=f"wire format version; this server speaks {wire.WIRE_VERSION}")
+    version = serializers.ChoiceField(
+        choices=[wire.WIRE_VERSION], help_text=f"wire format version; this server speaks {wire.WIRE_VERSION} only"
+    )
     batch_id = serializers.CharField(max_length=64)
     sent_at = serializers.FloatField(help_text="Unix seconds")
     collector = CollectorInfoSchema()

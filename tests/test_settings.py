@@ -82,7 +82,7 @@ def test_sqlite_url_is_relative_to_var_dir_unless_absolute(tmp_path):
 def test_postgres_url_is_split_into_django_fields(tmp_path):
     db = database_from_url("postgres://led%40ger:p%2Fw@db.internal:6432/wattledger?sslmode=require", var_dir=tmp_path)
 
-    assert db["ENGINE"] == "config.postgresql"
+    assert db["ENGINE"] == "django.db.backends.postgresql"
     assert (db["USER"], db["PASSWORD"], db["HOST"], db["PORT"], db["NAME"]) == (
         "led@ger",
         "p/w",

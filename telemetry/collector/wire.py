@@ -52,9 +52,11 @@ from __future__ import annotations
 import gzip
 import itertools
 import math
+import re
 import zlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 try:  # orjson is faster; the collector works without it.
@@ -88,16 +90,36 @@ MAX_SERVING_ROWS = 5_000
 MAX_GPUS = 64
 MAX_ENDPOINTS = 64
 MAX_TTFT_BUCKETS = 64
-MAX_POWER_W = 5_000.0  # no single GPU draws more; above this is a broken reading
-MAX_TEMP_C = 150
 ENDPOINT_KINDS = ("vllm", "tgi", "sglang")
+
+# Physical bounds: what a real GPU or inference server can report. A value outside them is a
+# glitch or an attack, refused (422) at the door rather than carried into every hourly sum.
+MAX_POWER_W = 2_000.0  # the board limit: the largest GPU boards draw ~1.4 kW; more is a broken reading
+MAX_TEMP_C = 150
+TS_MIN_S, TS_MAX_S = 1.0e9, 4.1e9  # 2001 to 2099: catches milliseconds and zeroed clocks
+MAX_COUNTER = 2**53  # cumulative serving counters: exact in a JSON double, and an hour's deltas fit a bigint
+# How fast a serving counter can rise, per second and per GPU the endpoint serves from (prompt
+# tokens include cached prefixes, hence the margin); and an energy counter: the board limit.
+MAX_RISE_PER_GPU_S = {"prompt_tokens": 10_000_000, "generation_tokens": 200_000, "requests": 20_000}
+RISE_SLACK_S = 1.0  # a counter and its timestamp are read a moment apart: one more second at the limit
 
 GPU_FIELDS = ("power_w", "energy_j", "util_pct", "mem_util_pct", "mem_used_bytes", "temp_c")
 SERVING_COUNTERS = ("prompt_tokens", "generation_tokens", "requests")
+# Per GPU field: (minimum, maximum, integer?). The collector sends a reading outside them as null.
+GPU_BOUNDS: dict[str, tuple[float, float, bool]] = {
+    "power_w": (0.0, MAX_POWER_W, False),
+    "energy_j": (0.0, 1.9e16, False),  # NVML's counter is a uint64 of mJ
+    "util_pct": (0, 100, True),
+    "mem_util_pct": (0, 100, True),
+    "mem_used_bytes": (0, 2**50, True),
+    "temp_c": (-40, MAX_TEMP_C, True),
+}
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # refused in every string: PostgreSQL cannot store NUL
 
 
 class WireError(ValueError):
-    """The batch is not valid wire format; ``str()`` says where and why."""
+    """The batch is not valid wire format; ``str()`` says where and why. ``status``: 400 for what is
+    malformed, 413 for what is too large, 415 for an unknown encoding, 422 for what is out of bounds."""
 
     def __init__(self, message: str, *, status: int = 400) -> None:
         super().__init__(message)
@@ -143,8 +165,6 @@ class Batch:
     gpu_samples: dict[str, list[Any]]
     endpoints: tuple[EndpointRef, ...]
     serving_samples: dict[str, list[Any]]
-    # GPU sample columns also as arrays, by name: those ``batch_decode``'s ``column_array`` converted.
-    gpu_arrays: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def gpu_row_count(self) -> int:
@@ -153,6 +173,11 @@ class Batch:
     @property
     def serving_row_count(self) -> int:
         return len(self.serving_samples["ts"])
+
+
+def ts_datetime(ts_s: float) -> datetime:
+    """A wire timestamp (Unix seconds) as the stored aware UTC datetime, rounded to the microsecond."""
+    return datetime.fromtimestamp(ts_s, tz=UTC)
 
 
 # --- encoding (collector side) ------------------------------------------------
@@ -209,19 +234,8 @@ def body_inflate(body: bytes, *, content_encoding: str | None) -> bytes:
         raise WireError(f"body is not valid gzip: {exc}") from None
 
 
-# A column converter (the server's numpy one): the column as an array when every value is a number
-# of the column's kind within bounds, else None. See ``batch_decode``.
-ColumnArray = Callable[[list[Any], float, float, bool], Any]
-
-
-def batch_decode(body: bytes, *, content_encoding: str | None = None, column_array: ColumnArray | None = None) -> Batch:
-    """Parse and validate a batch; raise :class:`WireError` with a precise message.
-
-    ``column_array(column, low, high, integer)``: the server's converter of GPU
-    sample columns to arrays (this module stays standard library only, for the
-    collector). A column it converts is valid, and kept as that array too, in
-    ``Batch.gpu_arrays``; one it does not is checked here, value by value.
-    """
+def batch_decode(body: bytes, *, content_encoding: str | None = None) -> Batch:
+    """Parse and validate a batch; raise :class:`WireError` with a precise message naming the field."""
     raw = body_inflate(body, content_encoding=content_encoding)
     try:
         doc = _loads(raw)
@@ -230,24 +244,20 @@ def batch_decode(body: bytes, *, content_encoding: str | None = None, column_arr
     if not isinstance(doc, dict):
         raise WireError("body must be a JSON object")
     version = doc.get("version")
-    if version != WIRE_VERSION:
+    if type(version) is not int or version != WIRE_VERSION:
         raise WireError(f"unsupported wire version {version!r}; this server speaks version {WIRE_VERSION}")
-    gpus = tuple(
-        _gpu_ref_valid(item) or _gpu_ref(item, f"gpus[{i}]") for i, item in enumerate(_list(doc, "gpus", MAX_GPUS))
-    )
+    gpus = tuple(_gpu_ref(item, f"gpus[{i}]") for i, item in enumerate(_list(doc, "gpus", MAX_GPUS)))
     endpoints = tuple(
         _endpoint_ref(item, f"endpoints[{i}]") for i, item in enumerate(_list(doc, "endpoints", MAX_ENDPOINTS))
     )
-    gpu_samples, gpu_arrays = _gpu_samples(doc.get("gpu_samples"), gpus, column_array)
     return Batch(
         batch_id=_str(doc, "batch_id", "batch_id", max_len=64),
         sent_at=_number(doc.get("sent_at"), "sent_at"),
         collector=_collector(doc.get("collector"), "collector"),
         gpus=gpus,
-        gpu_samples=gpu_samples,
+        gpu_samples=_gpu_samples(doc.get("gpu_samples"), gpus),
         endpoints=endpoints,
         serving_samples=_serving_samples(doc.get("serving_samples"), endpoints),
-        gpu_arrays=gpu_arrays,
     )
 
 
@@ -261,52 +271,34 @@ def _list(doc: Mapping[str, Any], key: str, limit: int) -> list[Any]:
 
 
 def _str(doc: Mapping[str, Any], key: str, where: str, *, max_len: int = 256, allow_empty: bool = False) -> str:
-    value = doc.get(key)
+    return _text(doc.get(key), where, max_len=max_len, allow_empty=allow_empty)
+
+
+def _text(value: Any, where: str, *, max_len: int = 256, allow_empty: bool = False) -> str:
     if not isinstance(value, str) or (not value and not allow_empty):
         raise WireError(f"{where} must be a non-empty string")
     if len(value) > max_len:
         raise WireError(f"{where} is longer than {max_len} characters")
+    control = _CONTROL.search(value)
+    if control is not None:
+        raise WireError(f"{where} contains a control character (U+{ord(control[0]):04X})")
     return value
 
 
-def _number(value: Any, where: str, *, minimum: float = 0.0, maximum: float = math.inf) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise WireError(f"{where} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise WireError(f"{where} must be finite, got {value!r}")
-    if value < minimum or value > maximum:
-        raise WireError(f"{where}={value!r} is outside {minimum}..{maximum}")
+def _number(value: Any, where: str, *, minimum: float = 0.0, maximum: float = TS_MAX_S) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise WireError(f"{where} must be a finite number, got {value!r}")
+    if not minimum <= value <= maximum:
+        raise WireError(f"{where}={value!r} is outside {minimum}..{maximum}", status=422)
     return float(value)
 
 
 def _int(value: Any, where: str, *, minimum: int = 0, maximum: int = 2**63 - 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise WireError(f"{where} must be an integer, got {value!r}")
-    if value < minimum or value > maximum:
-        raise WireError(f"{where}={value!r} is outside {minimum}..{maximum}")
+    if not minimum <= value <= maximum:
+        raise WireError(f"{where}={value!r} is outside {minimum}..{maximum}", status=422)
     return value
-
-
-def _gpu_ref_valid(item: Any) -> GpuRef | None:
-    """The reference when every field is valid, checked without building a message (the common case);
-    ``None`` otherwise, and :func:`_gpu_ref` finds and names what is wrong. Same rules."""
-    if type(item) is not dict:
-        return None
-    uuid, name, epoch = item.get("uuid"), item.get("name"), item.get("epoch")
-    index, supported = item.get("index"), item.get("energy_counter_supported")
-    if (
-        type(uuid) is str
-        and 0 < len(uuid) <= 96
-        and type(name) is str
-        and 0 < len(name) <= 128
-        and type(epoch) is str
-        and 0 < len(epoch) <= 128
-        and type(index) is int
-        and 0 <= index <= 255
-        and type(supported) is bool
-    ):
-        return GpuRef(uuid=uuid, index=index, name=name, energy_counter_supported=supported, epoch=epoch)
-    return None
 
 
 def _gpu_ref(item: Any, where: str) -> GpuRef:
@@ -331,8 +323,8 @@ def _endpoint_ref(item: Any, where: str) -> EndpointRef:
     if kind not in ENDPOINT_KINDS:
         raise WireError(f"{where}.kind must be one of {', '.join(ENDPOINT_KINDS)}, got {kind!r}")
     uuids = item.get("gpu_uuids", [])
-    if not isinstance(uuids, list) or not all(isinstance(u, str) and u for u in uuids):
-        raise WireError(f"{where}.gpu_uuids must be a list of GPU UUIDs")
+    if not isinstance(uuids, list) or len(uuids) > MAX_GPUS:
+        raise WireError(f"{where}.gpu_uuids must be a list of at most {MAX_GPUS} GPU UUIDs")
     bounds = item.get("ttft_bucket_bounds_s", [])
     if not isinstance(bounds, list) or len(bounds) > MAX_TTFT_BUCKETS:
         raise WireError(f"{where}.ttft_bucket_bounds_s must be a list of at most {MAX_TTFT_BUCKETS} numbers")
@@ -343,7 +335,7 @@ def _endpoint_ref(item: Any, where: str) -> EndpointRef:
         url=_str(item, "url", f"{where}.url", max_len=512),
         kind=kind,
         model=_str(item, "model", f"{where}.model", allow_empty=True) if "model" in item else "",
-        gpu_uuids=tuple(uuids),
+        gpu_uuids=tuple(_text(u, f"{where}.gpu_uuids[{i}]", max_len=96) for i, u in enumerate(uuids)),
         epoch=_str(item, "epoch", f"{where}.epoch", max_len=128),
         ttft_bucket_bounds_s=parsed,
     )
@@ -381,105 +373,63 @@ def _columns(doc: Any, where: str, names: Sequence[str], max_rows: int) -> dict[
     return columns
 
 
-# Per GPU field: (minimum, maximum, integer?)
-GPU_BOUNDS: dict[str, tuple[float, float, bool]] = {
-    "power_w": (0.0, MAX_POWER_W, False),
-    "energy_j": (0.0, 1.9e16, False),  # NVML's counter is a uint64 of mJ
-    "util_pct": (0, 100, True),
-    "mem_util_pct": (0, 100, True),
-    "mem_used_bytes": (0, 2**50, True),
-    "temp_c": (-40, MAX_TEMP_C, True),
-}
-
-
-def _gpu_samples(
-    doc: Any, gpus: Sequence[GpuRef], column_array: ColumnArray | None
-) -> tuple[dict[str, list[Any]], dict[str, Any]]:
+def _gpu_samples(doc: Any, gpus: Sequence[GpuRef]) -> dict[str, list[Any]]:
     columns = _columns(doc, "gpu_samples", ("gpu", "ts", *GPU_FIELDS), MAX_GPU_ROWS)
-    arrays: dict[str, Any] = {}
-
-    def converted(name: str, low: float, high: float, integer: bool) -> bool:
-        array = None if column_array is None else column_array(columns[name], low, high, integer)
-        if array is not None:
-            arrays[name] = array
-        return array is not None
-
-    if not converted("gpu", 0, len(gpus) - 1, True):
-        _check_refs(columns["gpu"], len(gpus), "gpu_samples.gpu")
-    if not converted("ts", 1.0e9, math.inf, False):
-        _check_timestamps(columns["ts"], "gpu_samples.ts")
+    _check_refs(columns["gpu"], len(gpus), "gpu_samples.gpu")
+    _check_column(columns["ts"], "gpu_samples.ts", TS_MIN_S, TS_MAX_S, integer=False, nullable=False)
     for name, (low, high, integer) in GPU_BOUNDS.items():
-        if not converted(name, low, high, integer):
-            _check_nullable(columns[name], f"gpu_samples.{name}", low, high, integer)
-    return columns, arrays
+        _check_column(columns[name], f"gpu_samples.{name}", low, high, integer=integer)
+    uuids = [gpus[ref].uuid for ref in columns["gpu"]]
+    epochs = [gpus[ref].epoch for ref in columns["gpu"]]
+    for rows in _series(uuids, columns["ts"]):
+        _no_two_alike(rows, columns["ts"], "gpu_samples", f"GPU {uuids[rows[0]]}")
+        _rises_bounded(rows, epochs, columns, "gpu_samples", "energy_j", per_s=MAX_POWER_W, limit="board limit, W")
+    return columns
 
 
 def _serving_samples(doc: Any, endpoints: Sequence[EndpointRef]) -> dict[str, list[Any]]:
     names = ("endpoint", "ts", *SERVING_COUNTERS, "ttft_bucket_counts", "ttft_sum_s")
     columns = _columns(doc, "serving_samples", names, MAX_SERVING_ROWS)
     _check_refs(columns["endpoint"], len(endpoints), "serving_samples.endpoint")
-    _check_timestamps(columns["ts"], "serving_samples.ts")
+    _check_column(columns["ts"], "serving_samples.ts", TS_MIN_S, TS_MAX_S, integer=False, nullable=False)
     for name in SERVING_COUNTERS:
-        _check_nullable(columns[name], f"serving_samples.{name}", 0, 2**63 - 1, True)
-    _check_nullable(columns["ttft_sum_s"], "serving_samples.ttft_sum_s", 0.0, math.inf, False)
+        _check_column(columns[name], f"serving_samples.{name}", 0, MAX_COUNTER, integer=True)
+    _check_column(columns["ttft_sum_s"], "serving_samples.ttft_sum_s", 0.0, MAX_COUNTER, integer=False)
     for row, (ref, counts) in enumerate(zip(columns["endpoint"], columns["ttft_bucket_counts"], strict=True)):
         _check_buckets(counts, endpoints[ref], f"serving_samples.ttft_bucket_counts[{row}]")
+    urls = [endpoints[ref].url for ref in columns["endpoint"]]
+    epochs = [endpoints[ref].epoch for ref in columns["endpoint"]]
+    # The TTFT histogram counts requests that got a first token: it rises no faster than requests can.
+    rises = {**MAX_RISE_PER_GPU_S, "ttft_bucket_counts": MAX_RISE_PER_GPU_S["requests"]}
+    totals = {**columns, "ttft_bucket_counts": [None if c is None else c[-1] for c in columns["ttft_bucket_counts"]]}
+    for rows in _series(urls, columns["ts"]):
+        _no_two_alike(rows, columns["ts"], "serving_samples", f"endpoint {urls[rows[0]]}")
+        gpus = max(1, len(endpoints[columns["endpoint"][rows[0]]].gpu_uuids))
+        for name, per_gpu_s in rises.items():
+            _rises_bounded(rows, epochs, totals, "serving_samples", name, per_s=per_gpu_s * gpus, limit=f"{gpus} GPUs")
     return columns
 
 
-# Column checks: a fast whole-column test (C-level ``map``/``min``/``max``, no Python call
-# per value) accepts a valid column; only a column that fails it is walked value by
-# value, which finds and names the first bad value. Same rules either way.
-_NUMBER_TYPES = frozenset({int, float})
-_INT_TYPES = frozenset({int})
-_NONE_TYPE = type(None)
-
-
-def _column_ok(column: list[Any], low: float, high: float, *, integer: bool, nullable: bool = True) -> bool:
-    """Whether every value is ``None`` (if ``nullable``) or a number within ``[low, high]`` (an int if ``integer``)."""
-    if not column:
-        return True
-    types = set(map(type, column))  # bool is its own type, so True/False fail here as they should
-    values = column
-    if _NONE_TYPE in types:
-        if not nullable:
-            return False
-        types.discard(_NONE_TYPE)
-        values = [value for value in column if value is not None]
-        if not values:
-            return True
-    if not types <= (_INT_TYPES if integer else _NUMBER_TYPES):
-        return False
-    try:
-        if not integer and not all(map(math.isfinite, values)):
-            return False
-        return low <= min(values) and max(values) <= high
-    except (OverflowError, TypeError):  # an int too large for a float: let the value-by-value walk decide
-        return False
-
-
 def _check_refs(column: list[Any], size: int, where: str) -> None:
-    if _column_ok(column, 0, size - 1, integer=True, nullable=False):
-        return
     for row, value in enumerate(column):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < size:
+        if type(value) is not int or not 0 <= value < size:
             raise WireError(f"{where}[{row}]={value!r} does not name an entry of the {size} declared")
 
 
-def _check_timestamps(column: list[Any], where: str) -> None:
-    if _column_ok(column, 1.0e9, math.inf, integer=False, nullable=False):
-        return
-    for row, value in enumerate(column):
-        _number(value, f"{where}[{row}]", minimum=1.0e9)  # after 2001: catches ms or zero clocks
+_INTEGER, _NUMBER = frozenset({int}), frozenset({int, float})
 
 
-def _check_nullable(column: list[Any], where: str, low: float, high: float, integer: bool) -> None:
-    if _column_ok(column, low, high, integer=integer):
-        return
+def _check_column(
+    column: list[Any], where: str, low: float, high: float, *, integer: bool, nullable: bool = True
+) -> None:
+    """Every value a number of the column's kind (``None`` if ``nullable``) within ``[low, high]``."""
+    kinds = _INTEGER if integer else _NUMBER  # by exact type: a bool is no number here
     for row, value in enumerate(column):
-        if value is None:
+        if type(value) in kinds and low <= value <= high:  # NaN compares false; JSON has no infinity
             continue
-        if integer:
+        if value is None and nullable:
+            continue
+        if integer:  # raises, naming the value and why
             _int(value, f"{where}[{row}]", minimum=int(low), maximum=int(high))
         else:
             _number(value, f"{where}[{row}]", minimum=low, maximum=high)
@@ -493,7 +443,49 @@ def _check_buckets(counts: Any, endpoint: EndpointRef, where: str) -> None:
         raise WireError(f"{where} must list {expected} cumulative counts (one per bound, then +Inf)")
     previous = 0
     for i, value in enumerate(counts):
-        _int(value, f"{where}[{i}]")
+        _int(value, f"{where}[{i}]", maximum=MAX_COUNTER)
         if value < previous:
             raise WireError(f"{where} must be cumulative (non-decreasing)")
         previous = value
+
+
+def _series(keys: list[str], ts: list[float]) -> Iterator[list[int]]:
+    """The rows of each key (a GPU's UUID, an endpoint's URL), in time order."""
+    rows_of: dict[str, list[int]] = {}
+    for row, key in enumerate(keys):
+        rows_of.setdefault(key, []).append(row)
+    for rows in rows_of.values():
+        rows.sort(key=ts.__getitem__)
+        yield rows
+
+
+def _no_two_alike(rows: list[int], ts: list[float], where: str, what: str) -> None:
+    """Refuse two rows of one key at the same stored timestamp (the microsecond): one would be lost."""
+    stamps = [ts_datetime(ts[row]) for row in rows]
+    for (first, at), (second, again) in itertools.pairwise(zip(rows, stamps, strict=True)):
+        if at == again:
+            raise WireError(f"{where} rows {first} and {second} are both {what} at {at.isoformat()}", status=422)
+
+
+def _rises_bounded(
+    rows: list[int], epochs: list[str], columns: Mapping[str, list[Any]], where: str, name: str, *, per_s: float,
+    limit: str,
+) -> None:  # fmt: skip
+    """Refuse a counter that rises faster than ``per_s`` between two rows of one epoch (a drop is a reset)."""
+    ts, values = columns["ts"], columns[name]
+    last: dict[str, tuple[float, float]] = {}  # by epoch: the previous reading's ts and value
+    for row in rows:
+        value = values[row]
+        if value is None:
+            continue
+        before = last.get(epochs[row])
+        last[epochs[row]] = (ts[row], value)
+        if before is None or value < before[1]:
+            continue
+        seconds = ts[row] - before[0]
+        if value - before[1] > per_s * (seconds + RISE_SLACK_S):
+            raise WireError(
+                f"{where}.{name}[{row}] rises by {value - before[1]:g} in {seconds:g} s: "
+                f"more than {per_s:g} a second ({limit}) allows",
+                status=422,
+            )

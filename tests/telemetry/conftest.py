@@ -1,9 +1,13 @@
-"""Fixtures for the telemetry tests: a node and its token."""
+"""Fixtures for the telemetry tests: a node and its token, and a gunicorn on the test database."""
+
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from fleets.services import credential_issue
 from tests.factories import NodeFactory
+from tests.telemetry.clients import free_port, gunicorn_started
 
 
 @pytest.fixture
@@ -14,3 +18,13 @@ def node(db):
 @pytest.fixture
 def token(node):
     return credential_issue(node=node)
+
+
+@pytest.fixture(scope="session")
+def gunicorn_port(django_db_setup: Any, django_db_blocker: Any) -> Iterator[int]:
+    """One gunicorn for the session (``tests.telemetry.clients``), stopped before the test database goes."""
+    port = free_port()
+    server = gunicorn_started(port)
+    yield port
+    server.terminate()
+    server.wait(timeout=30)

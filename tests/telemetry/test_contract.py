@@ -7,19 +7,15 @@ import time
 import pytest
 
 from fleets.models import Gpu
-from fleets.services import credential_issue
 from telemetry.collector.batching import BatchBuilder, SpoolState
 from telemetry.collector.simserving import SimulatedVllmEndpoint
 from telemetry.collector.simulated import SimulatedBackend, parse_simulate_spec
 from telemetry.models import GpuSample, ServingEndpoint, ServingSample
-from tests.factories import NodeFactory
+from tests.telemetry.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
 
 
 @pytest.mark.parametrize("spec", ["h100-sxm:8", "rtx-4090:4", "l4:1"])
-@pytest.mark.django_db
-def test_a_batch_built_by_the_collector_is_stored_whole(client, spec):
-    node = NodeFactory(hostname="gpu-01")
-    token = credential_issue(node=node)
+def test_a_batch_built_by_the_collector_is_stored_whole(client, node, token, spec):
     start = float(int(time.time()) - 60)
     backend = SimulatedBackend(parse_simulate_spec(spec), hostname="gpu-01", seed=11)
     serving = SimulatedVllmEndpoint(backend, hostname="gpu-01", started_at=start - 3600)

@@ -7,7 +7,6 @@ import time
 
 import orjson
 import pytest
-from django.utils import timezone
 
 from fleets.models import Gpu
 from fleets.services import credentials_revoke
@@ -15,7 +14,7 @@ from telemetry.collector import wire
 from telemetry.models import CollectorStatus, GpuSample, ServingEndpoint, ServingSample
 from tests.factories import GpuFactory, NodeFactory
 from tests.telemetry.batches import make_batch
-from tests.telemetry.wsgi_client import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
+from tests.telemetry.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
 
 URL = "/api/v1/ingest/"
 
@@ -35,7 +34,8 @@ def stored_counts():
 
 
 def test_batch_is_stored_and_counted(client, node, token):
-    response = post(client, make_batch(gpus=2, seconds=10, endpoint=True), token)
+    batch = make_batch(gpus=2, seconds=10, endpoint=True)
+    response = post(client, batch, token)
 
     assert response.status_code == 200, response.content
     body = response.json()
@@ -43,6 +43,9 @@ def test_batch_is_stored_and_counted(client, node, token):
     assert body["duplicates"] == {"gpu_samples": 0, "serving_samples": 0}
     assert body["rejected"] == []
     assert stored_counts() == (20, 2)
+    serving = list(ServingSample.objects.order_by("ts").values_list("ttft_bucket_counts", "generation_tokens"))
+    sent = batch["serving_samples"]
+    assert serving == list(zip(sent["ttft_bucket_counts"], sent["generation_tokens"], strict=True))
 
 
 def test_new_gpus_and_endpoints_join_the_inventory_on_first_report(client, node, token):
@@ -196,14 +199,14 @@ def _mutate(path: str, value):
 
 BAD_BATCHES = [
     ("unknown version", _mutate("version", 99), 400, "unsupported wire version 99"),
-    ("negative power", _mutate("gpu_samples.power_w.0", -5.0), 400, "gpu_samples.power_w[0]=-5.0 is outside"),
-    ("power above bound", _mutate("gpu_samples.power_w.1", 9000.0), 400, "gpu_samples.power_w[1]=9000.0"),
-    ("utilization over 100", _mutate("gpu_samples.util_pct.2", 101), 400, "gpu_samples.util_pct[2]=101"),
-    ("negative energy", _mutate("gpu_samples.energy_j.0", -1.0), 400, "gpu_samples.energy_j[0]"),
+    ("negative power", _mutate("gpu_samples.power_w.0", -5.0), 422, "gpu_samples.power_w[0]=-5.0 is outside"),
+    ("power above bound", _mutate("gpu_samples.power_w.1", 9000.0), 422, "gpu_samples.power_w[1]=9000.0"),
+    ("utilization over 100", _mutate("gpu_samples.util_pct.2", 101), 422, "gpu_samples.util_pct[2]=101"),
+    ("negative energy", _mutate("gpu_samples.energy_j.0", -1.0), 422, "gpu_samples.energy_j[0]"),
     ("string as number", _mutate("gpu_samples.temp_c.0", "hot"), 400, "gpu_samples.temp_c[0] must be an integer"),
     ("ragged columns", _mutate("gpu_samples.ts", [1.8e9]), 400, "columns differ in length"),
     ("dangling gpu ref", _mutate("gpu_samples.gpu.0", 7), 400, "gpu_samples.gpu[0]=7 does not name"),
-    ("ts in milliseconds", _mutate("gpu_samples.ts.0", 5.0), 400, "gpu_samples.ts[0]"),
+    ("ts in milliseconds", _mutate("gpu_samples.ts.0", 5.0), 422, "gpu_samples.ts[0]"),
     ("bad endpoint kind", _mutate("endpoints.0.kind", "ollama"), 400, "endpoints[0].kind must be one of"),
     ("non-cumulative ttft", _mutate("serving_samples.ttft_bucket_counts.1.3", 0), 400, "must be cumulative"),
     ("missing gpu uuid", _mutate("gpus.0.uuid", ""), 400, "gpus[0].uuid must be a non-empty string"),
@@ -242,13 +245,14 @@ def test_samples_from_the_future_are_refused(client, node, token):
     assert stored_counts() == (0, 0)
 
 
-def test_too_many_rows_is_413(client, node, token, monkeypatch):
-    monkeypatch.setattr(wire, "MAX_GPU_ROWS", 10)
+def test_too_many_rows_is_413(client, node, token):
+    batch = make_batch(gpus=8, seconds=wire.MAX_GPU_ROWS // 8 + 1)  # 8 rows over the limit
 
-    response = post(client, make_batch(gpus=2, seconds=6), token)
+    response = post(client, batch, token)
 
     assert response.status_code == 413
-    assert "the limit is 10" in response.json()["error"]
+    assert f"gpu_samples has {wire.MAX_GPU_ROWS + 8} rows; the limit is {wire.MAX_GPU_ROWS}" in response.json()["error"]
+    assert stored_counts() == (0, 0)
 
 
 def test_oversized_body_is_413_before_parsing(client, node, token):
@@ -280,30 +284,26 @@ def test_wrong_content_type_is_415(client, node, token):
     assert "Content-Type must be application/json" in response.json()["error"]
 
 
-def test_batch_is_atomic_when_a_later_part_fails(client, node, token, monkeypatch):
+def test_batch_is_atomic_when_a_later_part_fails(node, token, monkeypatch):
+    """In process only: the failure is put into the server's code."""
+    from django.test import Client
+
     from telemetry import ingest
 
     written_before_failure = []
 
-    def second_part_fails(original):
-        def store(*args, **kwargs):
-            if written_before_failure:  # the second kind of rows: the first is in, inside the transaction
-                raise RuntimeError("disk full")
-            result = original(*args, **kwargs)
+    def serving_rows_fail(*, kind, columns, rows):
+        if kind == "serving_samples":  # the GPU rows are in, inside the transaction
             written_before_failure.append(stored_counts())
-            return result
+            raise RuntimeError("disk full")
+        return rows_insert(kind=kind, columns=columns, rows=rows)
 
-        return store
+    rows_insert = ingest.rows_insert
+    monkeypatch.setattr(ingest, "rows_insert", serving_rows_fail)
 
-    # GPU rows go first on SQLite (row by row) and last on PostgreSQL (one COPY that commits).
-    monkeypatch.setattr(ingest, "rows_insert", second_part_fails(ingest.rows_insert))
-    monkeypatch.setattr(ingest, "gpu_rows_copy", second_part_fails(ingest.gpu_rows_copy))
-    client.raise_request_exception = False
-
-    response = post(client, make_batch(gpus=2, seconds=5, endpoint=True), token)
+    response = post(Client(raise_request_exception=False), make_batch(gpus=2, seconds=5, endpoint=True), token)
 
     assert response.status_code == 500
-    assert written_before_failure in ([(10, 0)], [(0, 1)])  # one part was in, and is gone with the failure
+    assert written_before_failure == [(10, 0)]  # the GPU rows were in, and are gone with the failure
     assert stored_counts() == (0, 0)
     assert not CollectorStatus.objects.exists()
-    assert timezone.now()
