@@ -12,6 +12,7 @@ workers, gives the same table. Every node-hour it writes is recorded in
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -214,8 +215,9 @@ def _hours_across_gaps(node_id: int, hours_s: Sequence[int]) -> list[int]:
 
     Samples that change ``hours_s`` may open, close or split a gap that a
     counter bridges, and such a gap spreads its increase over every hour it
-    covers: those hours are recomputed with these. Only gaps longer than the
-    max gap and shorter than the bridge limit reach beyond the marked window.
+    covers: those hours are recomputed with these. Per owner and run of
+    hours, the gap across each end of the run (the samples nearest the
+    boundary on either side, more than the max gap apart) is looked up.
     """
     extra: set[int] = set()
     kinds = (
@@ -224,24 +226,21 @@ def _hours_across_gaps(node_id: int, hours_s: Sequence[int]) -> list[int]:
     )
     for source, owner_ids in kinds:
         for run in _hour_runs(hours_s):
-            first_s, last_s = energy.sample_window_s(run, max_gap_s=source.max_gap_s)
-            for owner_id in owner_ids:
-                extra |= _gap_hours(source, owner_id, first_s, last_s)
+            for owner_id, boundary_s in itertools.product(owner_ids, (run[0], run[-1] + energy.HOUR_S)):
+                extra |= _gap_hours_across(source, owner_id, boundary_s)
     return sorted(extra - set(hours_s))
 
 
-def _gap_hours(source: _Source, owner_id: int, first_s: float, last_s: float) -> set[int]:
-    hours: set[int] = set()
-    for outer, inner in (
-        (source.nearest(owner_id, first_s, later=False), source.nearest(owner_id, first_s, later=True, inclusive=True)),
-        (source.nearest(owner_id, last_s, later=True), source.nearest(owner_id, last_s, later=False, inclusive=True)),
-    ):
-        if outer is None or inner is None:
-            continue
-        start, end = sorted((outer[1].timestamp(), inner[1].timestamp()))
-        if end - start > source.max_gap_s:
-            hours.update(range(energy.hour_start_s_of(start), energy.hour_start_s_of(end) + 1, energy.HOUR_S))
-    return hours
+def _gap_hours_across(source: _Source, owner_id: int, boundary_s: int) -> set[int]:
+    """The hours of the gap across ``boundary_s`` (an hour start), if one is longer than the max gap."""
+    before = source.nearest(owner_id, boundary_s, later=False)
+    after = source.nearest(owner_id, boundary_s, later=True, inclusive=True)
+    if before is None or after is None:
+        return set()
+    start_s, end_s = before[1].timestamp(), after[1].timestamp()
+    if end_s - start_s <= source.max_gap_s:
+        return set()
+    return set(range(energy.hour_start_s_of(start_s), energy.hour_start_s_of(end_s) + 1, energy.HOUR_S))
 
 
 def _owner_usage(source: _Source, owner_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, Any]]:
