@@ -13,7 +13,7 @@ from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
 from telemetry.rollup import rollup_pending_run
 from telemetry.selectors import NodeGap, endpoint_hour_usage_for_node, gpu_hour_usage_for_node, node_gaps
 from tests.factories import GpuFactory, NodeFactory
-from tests.telemetry.batches import make_batch
+from tests.telemetry.batches import gpu_ref, make_batch
 from tests.telemetry.test_ingest import post
 from tests.telemetry.test_rollup import HOUR_S, H
 
@@ -120,8 +120,11 @@ def test_node_gaps_cover_only_hours_starting_within_the_period(node):
 
 def test_node_gaps_find_the_hour_a_collector_missed_through_the_real_path(client, node):
     token = credential_issue(node=node)
-    for hour_s in (H - 2 * HOUR_S, H):
-        post(client, make_batch(gpus=2, seconds=11, start_s=hour_s + 600), token)
+    post(client, make_batch(gpus=2, seconds=11, start_s=H - 2 * HOUR_S + 600), token)
+    # the host rebooted in between: new counter epochs, nothing bridges the gap
+    rebooted = [gpu_ref(g, epoch="boot-2/driver-1") for g in range(2)]
+    after = make_batch(gpus=2, seconds=11, start_s=H + 600)
+    post(client, after | {"gpus": rebooted}, token)
     rollup_pending_run(now=timezone.now())
 
     gaps = node_gaps(
