@@ -1,7 +1,9 @@
 """GPU hourly usage from columns of samples (numpy): the same numbers as ``telemetry.energy.gpu_usage_by_hour``.
 
 The pure function is the specification; this is its translation into array
-operations, so that a rollup makes no Python object per sample. Every float
+operations, so that a rollup makes no Python object per sample (why both
+exist: ``telemetry.rollup_sql``'s docstring; one property test runs both on
+the same random data on PostgreSQL). Every float
 operation is the pure function's own, on the same operands:
 
 1. ``ts_s`` is the float Python sees (``datetime.timestamp()``: integer
