@@ -43,7 +43,8 @@ from accounting.profiles import (
     profile_for_gpu,
 )
 from accounting.tariff import in_force
-from fleets.models import Gpu, Node
+from fleets.models import Gpu, GpuInstallation, Node
+from telemetry.installations import installations_in_hour
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
 from telemetry.rollup import rows_claim
 
@@ -63,6 +64,7 @@ class _NodeContext:
 
     node: Node
     gpus: list[Gpu]
+    installations: dict[int, list[GpuInstallation]]  # per GPU; none: installed whenever the node is held
     gpu_embodied: dict[int, Any]
     gpu_embodied_until: dict[int, datetime | None]
     host_embodied: Any
@@ -97,6 +99,10 @@ def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) 
 def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
     node = Node.objects.select_related("site", "fleet").get(pk=node_id)
     gpus = list(Gpu.objects.filter(node=node).select_related("asset").order_by("index"))
+    installations: dict[int, list[GpuInstallation]] = defaultdict(list)
+    for row in GpuInstallation.objects.filter(gpu__node=node):
+        installations[row.gpu_id].append(row)
+    current = [g for g in gpus if not installations[g.pk] or any(r.ended_at is None for r in installations[g.pk])]
     profiles = hardware_profiles(organization_id=node.fleet.organization_id)
     by_gpu = {gpu.pk: profile_for_gpu(gpu, profiles) for gpu in gpus}
     keys = {p.key if p else UNKNOWN_MODEL for p in by_gpu.values()}
@@ -105,9 +111,10 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
     return _NodeContext(
         node=node,
         gpus=gpus,
+        installations=dict(installations),
         gpu_embodied={gpu.pk: gpu_embodied_asset(gpu, by_gpu[gpu.pk]) for gpu in gpus},
         gpu_embodied_until={gpu.pk: gpu_embodied_until(gpu, by_gpu[gpu.pk]) for gpu in gpus},
-        host_embodied=first_known.host_asset(len(gpus)) if first_known and gpus else None,
+        host_embodied=first_known.host_asset(len(current)) if first_known and current else None,
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
         market=market_periods(site_id=node.site_id, start=start, end=end),
@@ -148,12 +155,34 @@ def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]
     return per_hour
 
 
+def _installed_h(context: _NodeContext, gpu: Gpu, hour: datetime, held: tuple[datetime, datetime]) -> Decimal | None:
+    """Hours of the held part of ``hour`` that ``gpu`` was installed; ``None`` for a GPU with no recorded
+    installation (installed whenever the node is held)."""
+    rows = context.installations.get(gpu.pk)
+    if not rows:
+        return None
+    return Decimal(installations_in_hour(rows, *held) // timedelta(microseconds=1)) / Decimal(3_600_000_000)
+
+
+def _held_span(node: Node, hour: datetime) -> tuple[datetime, datetime]:
+    start = max(hour, node.commissioned_at or hour)
+    return start, max(start, min(hour + HOUR, node.decommissioned_at or hour + HOUR))
+
+
 def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> NodeHourLine:
     node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "by_gpu": {}})
+    held = _held_span(node, hour)
+    installed = {gpu.pk: _installed_h(context, gpu, hour, held) for gpu in context.gpus}
+    # A GPU counts in the hours it was installed (or measured: telemetry is never dropped).
+    gpus = [g for g in context.gpus if installed[g.pk] is None or installed[g.pk] or (g.pk, hour) in usage]
     gpu_inputs = tuple(
-        _gpu_input(context, gpu, hour, usage.get((gpu.pk, hour)), served["by_gpu"]) for gpu in context.gpus
+        _gpu_input(context, gpu, hour, usage.get((gpu.pk, hour)), served["by_gpu"], installed[gpu.pk])
+        for gpu in gpus
     )
-    observed = max((usage[(g.pk, hour)].observed_s for g in context.gpus if (g.pk, hour) in usage), default=0.0)
+    rows = [usage[(g.pk, hour)] for g in context.gpus if (g.pk, hour) in usage]
+    observed = max((row.observed_s for row in rows), default=0.0)
+    covered = max((row.observed_s + row.bridged_s for row in rows), default=0.0)
+    held_h = hours_held(hour, node.commissioned_at, node.decommissioned_at)
     return build_node_hour_line(
         NodeHourInput(
             node_id=str(node.pk),
@@ -162,12 +191,14 @@ def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> N
             gpus=gpu_inputs,
             node_energy_j=None,
             observed_s=Decimal(str(observed)),
-            held_h=hours_held(hour, node.commissioned_at, node.decommissioned_at),
+            bridged_s=Decimal(str(covered)) - Decimal(str(observed)),
+            held_h=held_h,
             prompt_tokens=served["prompt"],
             generation_tokens=served["generation"],
             pue=Decimal(node.site.pue),
             tariff=tariff_price(context.tariffs, hour),
-            pricing=pricing_at(context.pricing, hour) or _NO_PRICE,
+            # Not held (before commissioning, after decommissioning): no asset in force, unpriced.
+            pricing=(pricing_at(context.pricing, hour) if held_h else None) or _NO_PRICE,
             location=_location(context.intensity.get(hour)),
             market=in_force(context.market, hour),
             host_embodied=context.host_embodied,
@@ -177,7 +208,12 @@ def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> N
 
 
 def _gpu_input(
-    context: _NodeContext, gpu: Gpu, hour: datetime, usage: GpuHourUsage | None, served: dict[int, int]
+    context: _NodeContext,
+    gpu: Gpu,
+    hour: datetime,
+    usage: GpuHourUsage | None,
+    served: dict[int, int],
+    installed_h: Decimal | None,
 ) -> GpuHourInput:
     return GpuHourInput(
         gpu_id=str(gpu.pk),
@@ -185,6 +221,7 @@ def _gpu_input(
         tokens_served=served.get(gpu.pk, 0),
         mean_util_pct=Decimal(str(usage.mean_util_pct)) if usage and usage.mean_util_pct is not None else None,
         embodied=_embodied_in_hour(context, gpu, hour),
+        installed_h=installed_h,
     )
 
 
@@ -226,7 +263,9 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         currency=line.currency,
         held_h=line.held_h,
         observed_s=line.observed_s,
+        bridged_s=line.bridged_s,
         gpu_count=line.gpu_count,
+        gpu_h=line.gpu_h,
         it_kwh=line.it_kwh,
         facility_kwh=line.facility_kwh,
         pue=node.site.pue,
@@ -245,7 +284,7 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         idle_cost=line.idle_cost,
         idle_facility_kwh=line.idle_facility_kwh,
         energy_method=line.energy_method.value,
-        energy_counter_j=sum(u.energy_counter_j for u in gpu_usage),
+        energy_counter_j=sum(u.energy_counter_j + u.energy_bridged_j for u in gpu_usage),
         energy_integrated_j=sum(u.energy_integrated_j for u in gpu_usage),
         util_pct_s=util_pct_s,
         util_observed_s=util_observed_s,

@@ -31,6 +31,7 @@ from fleets.models import Gpu
 from telemetry import energy, rollup_sql
 from telemetry.energy.hours import hours_validated
 from telemetry.histogram import histogram_from_cumulative
+from telemetry.installations import gpu_installations_refresh
 from telemetry.models import (
     EndpointEpoch,
     EndpointHourUsage,
@@ -150,6 +151,7 @@ def rollup_node_hours(*, node_id: int, hour_starts: list[datetime]) -> int:
         changed = _usage_replace(GpuHourUsage, "gpu", gpu_rows, Q(gpu__node_id=node_id), hours_s)
         changed |= _usage_replace(EndpointHourUsage, "endpoint", endpoint_rows, Q(endpoint__node_id=node_id), hours_s)
         _usage_changed_mark(node_id, changed, computed_at)
+        gpu_installations_refresh(node_id=node_id, now=computed_at)
     return len(gpu_rows) + len(endpoint_rows)
 
 

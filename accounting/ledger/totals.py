@@ -44,6 +44,7 @@ class LedgerTotals:
     held_h: Decimal = ZERO
     gpu_h: Decimal = ZERO
     observed_s: Decimal = ZERO
+    bridged_s: Decimal = ZERO
     it_kwh: Decimal = ZERO
     facility_kwh: Decimal = ZERO
     electricity_cost: Decimal = ZERO
@@ -73,6 +74,7 @@ class LedgerTotals:
             held_h=line.held_h,
             gpu_h=line.gpu_h,
             observed_s=line.observed_s,
+            bridged_s=line.bridged_s,
             it_kwh=line.it_kwh,
             facility_kwh=line.facility_kwh,
             electricity_cost=line.electricity_cost or ZERO,

@@ -32,7 +32,13 @@ class NodeHourLedger(models.Model):
 
     held_h = _amount()
     observed_s = _amount()
-    gpu_count = models.PositiveIntegerField()
+    bridged_s = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0, help_text="held seconds a counter bridged across a telemetry gap"
+    )
+    gpu_count = models.PositiveIntegerField(help_text="GPUs installed (or measured) at some time in the hour")
+    gpu_h = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0, help_text="GPU-hours installed while held: what rent per GPU-hour counts"
+    )
     it_kwh = _amount()
     facility_kwh = _amount()
     pue = models.DecimalField(max_digits=4, decimal_places=2)

@@ -82,6 +82,7 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         "cost": money(totals.cost, currency),
         "hardware_unpriced_h": rounded(sums.hardware_unpriced_h, "h"),
         "electricity_unpriced_h": rounded(sums.electricity_unpriced_h, "h"),
+        "unpriced_hours": sums.unpriced_hours,
         "prompt_tokens": totals.prompt_tokens,
         "generation_tokens": totals.generation_tokens,
         "tokens": totals.tokens,
@@ -155,7 +156,7 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
     """The sustainability report as shown (see ``SustainabilityReportView.OutputSerializer``)."""
     sums, totals, grid = report.sums, report.sums.totals, report.grid
     counter_share = sums.energy_counter_share
-    observed_h = totals.observed_s / S_PER_H
+    observed_h, bridged_h = totals.observed_s / S_PER_H, totals.bridged_s / S_PER_H
     return {
         "organization_id": organization.pk,
         "organization": organization.slug,
@@ -187,10 +188,12 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "grid_unknown_h": rounded(grid.unknown_h, "h"),
         "held_h": rounded(totals.held_h, "h"),
         "observed_h": rounded(observed_h, "h"),
-        "missing_h": rounded(max(totals.held_h - observed_h, Decimal(0)), "h"),
+        "bridged_h": rounded(bridged_h, "h"),
+        "missing_h": rounded(max(totals.held_h - observed_h - bridged_h, Decimal(0)), "h"),
         "coverage": rounded(totals.coverage, "share"),
         "hardware_unpriced_h": rounded(sums.hardware_unpriced_h, "h"),
         "electricity_unpriced_h": rounded(sums.electricity_unpriced_h, "h"),
+        "unpriced_hours": sums.unpriced_hours,
         "factors": [_factor_output(use) for use in report.factors],
     }
 

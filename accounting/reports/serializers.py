@@ -58,6 +58,10 @@ class UsageRowSerializer(serializers.Serializer):
     cost = money_field("electricity + hardware")
     hardware_unpriced_h = number("node-hours held with no price in force: their hardware cost is missing, not zero")
     electricity_unpriced_h = number("node-hours with no tariff in force: their electricity cost is missing")
+    unpriced_hours = serializers.IntegerField(
+        help_text="node-hours with telemetry but no price, asset or tariff in force (e.g. before the node's "
+        "commissioning): unpriced, never free; the totals leave them out"
+    )
     prompt_tokens = serializers.IntegerField()
     generation_tokens = serializers.IntegerField()
     tokens = serializers.IntegerField(help_text="prompt + generation")
