@@ -176,8 +176,7 @@ def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> N
     # A GPU counts in the hours it was installed (or measured: telemetry is never dropped).
     gpus = [g for g in context.gpus if installed[g.pk] is None or installed[g.pk] or (g.pk, hour) in usage]
     gpu_inputs = tuple(
-        _gpu_input(context, gpu, hour, usage.get((gpu.pk, hour)), served["by_gpu"], installed[gpu.pk])
-        for gpu in gpus
+        _gpu_input(context, gpu, hour, usage.get((gpu.pk, hour)), served["by_gpu"], installed[gpu.pk]) for gpu in gpus
     )
     rows = [usage[(g.pk, hour)] for g in context.gpus if (g.pk, hour) in usage]
     observed = max((row.observed_s for row in rows), default=0.0)

@@ -1,6 +1,8 @@
 """Which GPUs are installed in a node, and since when: hardware changes read from the samples themselves.
 
-A GPU is installed from its first sample. It is ended at the time it was last
+A GPU is installed from its first sample; the node's original cards (those
+in the first set it reported) from its commissioning, when that is earlier:
+they were there before the collector first ran. It is ended at the time it was last
 seen when the node is known to run without it:
 
 - at once, when the node reports a different set (a GPU of the node first
@@ -29,9 +31,9 @@ HOUR = timedelta(hours=1)
 
 def gpu_installations_refresh(*, node_id: int, now: datetime) -> list[GpuInstallation]:
     """Open and end the node's GPU installations as its samples show; return the installations changed."""
-    gpus = list(Gpu.objects.filter(node_id=node_id))
+    gpus = list(Gpu.objects.filter(node_id=node_id).select_related("node"))
     last_seen = {gpu.pk: _sample_ts(gpu.pk, newest=True) for gpu in gpus}
-    changed = [row for gpu in gpus if (row := _opened(gpu, last_seen[gpu.pk])) is not None]
+    changed = [row for gpu in gpus if (row := _opened(gpu, last_seen[gpu.pk], gpus)) is not None]
     open_rows = list(GpuInstallation.objects.filter(gpu__node_id=node_id, ended_at__isnull=True))
     node_newest = max((seen for seen in last_seen.values() if seen is not None), default=None)
     for row in open_rows:
@@ -53,18 +55,29 @@ def _sample_ts(gpu_id: int, *, newest: bool, after: datetime | None = None) -> d
     return rows.order_by("-ts" if newest else "ts").values_list("ts", flat=True).first()
 
 
-def _opened(gpu: Gpu, last_seen: datetime | None) -> GpuInstallation | None:
+def _opened(gpu: Gpu, last_seen: datetime | None, gpus: list[Gpu]) -> GpuInstallation | None:
     """A new installation of ``gpu`` (its first, or its return after an end), or None."""
     if last_seen is None:
         return None
     latest = GpuInstallation.objects.filter(gpu=gpu).order_by("-installed_at").first()
     if latest is None:
-        since = _sample_ts(gpu.pk, newest=False)
+        since = _first_installed_at(gpu, gpus)
     elif latest.ended_at is not None and last_seen > latest.ended_at:
         since = _sample_ts(gpu.pk, newest=False, after=latest.ended_at)
     else:
         return None
     return GpuInstallation.objects.create(gpu=gpu, installed_at=since or last_seen)
+
+
+def _first_installed_at(gpu: Gpu, gpus: list[Gpu]) -> datetime | None:
+    """A GPU's first sample; for one of the node's original cards, the node's commissioning if earlier."""
+    first = _sample_ts(gpu.pk, newest=False)
+    firsts = [ts for other in gpus if (ts := _sample_ts(other.pk, newest=False)) is not None]
+    commissioned = gpu.node.commissioned_at
+    gap = timedelta(seconds=settings.TELEMETRY_GPU_MAX_GAP_S)
+    if first is None or commissioned is None or first - min(firsts) > gap:
+        return first
+    return min(first, commissioned)
 
 
 def _end_reason(
@@ -108,4 +121,3 @@ def installations_in_hour(rows: list[GpuInstallation], start: datetime, end: dat
         stretch_end = row.ended_at if row.ended_at is not None else end
         covered += max(min(stretch_end, end) - max(row.installed_at, start), timedelta(0))
     return covered
-

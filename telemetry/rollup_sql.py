@@ -106,7 +106,8 @@ def gpu_usage_by_hour_sql(
 
     ``hour_runs``: runs of consecutive hour starts (Unix seconds); each run is
     computed from the samples of its own window (``sample_window_s``) and each
-    GPU's nearest sample beyond it within ``max_bridge_s``, as the pure function requires. PostgreSQL only, and ``max_gap_s`` at most an hour.
+    GPU's nearest sample beyond it within ``max_bridge_s``, as the pure function
+    requires. PostgreSQL only, and ``max_gap_s`` at most an hour.
     ``None`` if a stored reading takes a value that stands for NULL here (ingest
     stores none): the caller computes these hours with the pure function.
     """

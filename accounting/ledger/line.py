@@ -20,10 +20,11 @@ Idle: a GPU is idle for the hours it was installed while the node was held when
 it served no tokens and its mean utilization is below the policy threshold
 (unknown utilization: tokens alone decide). **Share rule**: each GPU carries a
 share of the node's hardware cost in proportion to its GPU-hours
-(``hardware x its hours / GPU-hours``; equal when every card was there all hour) plus the electricity of its own energy and an
-equal share of the host's (node IT energy minus all GPUs'), at the line's PUE and
-price. Those shares add up to the line's cost, so idle cost is the part of the
-cost paid by idle GPUs, never more than the line. (Electricity included in the
+(``hardware x its hours / GPU-hours``; equal when every card was there all
+hour) plus the electricity of its own energy and an equal share of the host's
+(node IT energy minus all GPUs'), at the line's PUE and price. Those shares
+add up to the line's cost, so idle cost is the part of the cost paid by idle
+GPUs, never more than the line. (Electricity included in the
 rent or unpriced adds nothing to idle cost, as it adds nothing to cost.)
 """
 

@@ -37,7 +37,10 @@ class NodeHourLedger(models.Model):
     )
     gpu_count = models.PositiveIntegerField(help_text="GPUs installed (or measured) at some time in the hour")
     gpu_h = models.DecimalField(
-        max_digits=28, decimal_places=12, default=0, help_text="GPU-hours installed while held: what rent per GPU-hour counts"
+        max_digits=28,
+        decimal_places=12,
+        default=0,
+        help_text="GPU-hours installed while held: what rent per GPU-hour counts",
     )
     it_kwh = _amount()
     facility_kwh = _amount()

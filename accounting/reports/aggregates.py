@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Aggregate, Count, DecimalField, F, FloatField, Q, Sum
+from django.db.models import Aggregate, Count, DecimalField, FloatField, Q, Sum
 
 from accounting.ledger import ElectricityStatus, EmbodiedG, LedgerTotals
 from accounting.ledger.units import ZERO

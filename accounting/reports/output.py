@@ -147,6 +147,7 @@ def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
         "gco2e_per_1m_tokens": rounded(stats.g_per_1m_tokens, "g_per_tokens"),
         "mean_util_pct": rounded(stats.mean_util_pct, "pct"),
         "idle_share": rounded(stats.idle_share, "share"),
+        "unpriced_hours": stats.sums.unpriced_hours,
     }
     ratios = row.vs_baseline
     return shown | {column: rounded(ratios[metric], "ratio") for metric, column in RATIO_COLUMNS.items()}

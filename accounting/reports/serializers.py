@@ -105,6 +105,9 @@ class ComparisonRowSerializer(serializers.Serializer):
     gco2e_per_1m_tokens = number("(location-based operational + embodied central) gCO2e / tokens x 1e6")
     mean_util_pct = number("GPU utilization, mean weighted by observed time, %")
     idle_share = number("idle GPU-hours / GPU-hours (0-1)")
+    unpriced_hours = serializers.IntegerField(
+        help_text="node-hours with telemetry but no price, asset or tariff in force: its cost figures leave them out"
+    )
     tokens_per_s_vs_baseline = number("ratio to the baseline fleet; null where undefined")
     generation_tokens_per_s_vs_baseline = number("ratio to the baseline fleet")
     ttft_p50_vs_baseline = number("ratio to the baseline fleet")

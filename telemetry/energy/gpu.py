@@ -123,7 +123,7 @@ class GpuHourUsage:
 
     @property
     def counter_share(self) -> float | None:
-        """The share (0..1) of the hour's energy measured by the NVML counter (bridged included); ``None`` without energy."""
+        """The share (0..1) of the hour's energy from the NVML counter (bridged included); ``None`` without energy."""
         return (self.energy_counter_j + self.energy_bridged_j) / self.energy_j if self.energy_j > 0 else None
 
 

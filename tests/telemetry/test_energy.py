@@ -463,7 +463,9 @@ def test_hour_by_hour_from_its_window_equals_all_hours_at_once(start_s, steps):
     one_by_one = []
     for hour in hours:
         low, high = sample_window_s([hour], max_gap_s=MAX_GAP_S)
-        window = [p for p in samples if low <= p.ts_s <= high]
+        # the window's samples and the nearest one beyond it on each side (a gap's far end)
+        before, after = [p for p in samples if p.ts_s < low][-1:], [p for p in samples if p.ts_s > high][:1]
+        window = [*before, *(p for p in samples if low <= p.ts_s <= high), *after]
         one_by_one += gpu_usage_by_hour(window, hour_starts_s=[hour])
     assert tuple(one_by_one) == at_once
     assert gpu_usage_by_hour(samples, hour_starts_s=hours) == at_once  # recomputing is identical

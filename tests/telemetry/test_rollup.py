@@ -234,7 +234,7 @@ def test_max_gaps_default_to_the_pure_package(settings):
 
 
 def _with_serving_from(batch: dict, t0_s: float) -> dict:
-    """The batch's serving counters as one server life since ``t0_s``: 1,250 generation and 500 prompt tokens a second."""
+    """The batch's serving counters as one server life since ``t0_s``: 1,250 generation, 500 prompt tokens a second."""
     serving = batch["serving_samples"]
     for i, ts in enumerate(serving["ts"]):
         serving["generation_tokens"][i] = round(1250 * (ts - t0_s))

@@ -54,7 +54,10 @@ def samples_of(draws: list[tuple]) -> list[tuple]:
         state[gpu] = [ts_us, epoch, counter]
         ts = UNIX + timedelta(microseconds=ts_us)
         readings = [round(counter, 3), 1024 * util, 100.0 + util, util, 30 + util // 2]
-        readings = [None if gone and i > 0 and util % 7 == 0 else r for i, (r, gone) in enumerate(zip(readings, missing))]
+        readings = [
+            None if gone and i > 0 and util % 7 == 0 else r
+            for i, (r, gone) in enumerate(zip(readings, missing, strict=True))
+        ]
         if missing[0] and util % 5 == 0:
             readings[0] = None  # a counterless stretch integrates power
         rows.append((ts, gpu, epoch, readings[0], readings[1], readings[2], readings[3], readings[4], 40))
