@@ -11,7 +11,7 @@ from django.utils import timezone
 from fleets.services import credential_issue
 from telemetry import rollup
 from telemetry.collector import wire
-from telemetry.energy import DEFAULT_GPU_MAX_GAP_S, DEFAULT_SERVING_MAX_GAP_S
+from telemetry.energy import DEFAULT_GPU_MAX_GAP_S, DEFAULT_MAX_BRIDGE_S, DEFAULT_SERVING_MAX_GAP_S
 from telemetry.models import EndpointHourUsage, GpuHourUsage, RollupPending, UsageChanged
 from telemetry.rollup import rollup_node_hours, rollup_pending_run
 from tests.factories import GpuFactory, NodeFactory
@@ -231,6 +231,7 @@ def test_max_gaps_default_to_the_pure_package(settings):
         DEFAULT_GPU_MAX_GAP_S,
         DEFAULT_SERVING_MAX_GAP_S,
     )
+    assert settings.TELEMETRY_MAX_BRIDGE_S == DEFAULT_MAX_BRIDGE_S
 
 
 def _with_serving_from(batch: dict, t0_s: float) -> dict:
