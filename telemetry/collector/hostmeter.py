@@ -26,7 +26,7 @@ import json
 import logging
 import re
 import shutil
-import subprocess  # noqa: S404 - ipmitool is the documented way to read DCMI
+import subprocess
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from telemetry.collector import wire
+from telemetry.collector.backend import GpuIdentity, GpuReading
+from telemetry.collector.batching import BatchBuilder, SpoolState
 from telemetry.collector.hostmeter import (
     HostReading,
     IpmiDcmiMeter,
@@ -20,6 +23,7 @@ from telemetry.collector.hostmeter import (
     dcmi_power_w,
     host_meter_from_spec,
 )
+from tests.telemetry.batches import make_batch
 
 DCMI_OUTPUT = """
     Instantaneous power reading:                   245 Watts
@@ -45,7 +49,9 @@ def test_ipmi_dcmi_reads_the_instantaneous_power_of_the_node(tmp_path):
     assert IpmiDcmiMeter(ipmitool=str(script)).read() == HostReading(power_w=245.0)
 
 
-@pytest.mark.parametrize("body", ["echo 'Error: no DCMI support' >&2; exit 1", "echo 'Power reading state is: deactivated'"])
+@pytest.mark.parametrize(
+    "body", ["echo 'Error: no DCMI support' >&2; exit 1", "echo 'Power reading state is: deactivated'"]
+)
 def test_ipmi_failures_are_no_reading_not_a_crash(tmp_path, body):
     assert IpmiDcmiMeter(ipmitool=str(fake_ipmitool(tmp_path, body))).read() is None
 
@@ -62,7 +68,7 @@ class _Bmc(BaseHTTPRequestHandler):
     watts: object = 612
     status = 200
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         expected = "Basic " + base64.b64encode(b"admin:s3cret").decode()
         if self.path != "/redfish/v1/Chassis/1/Power" or self.headers.get("Authorization") != expected:
             self.send_error(404 if self.headers.get("Authorization") == expected else 401)
@@ -139,3 +145,30 @@ def test_host_meter_option(spec, kind):
 def test_an_unknown_host_meter_option_is_refused():
     with pytest.raises(ValueError, match="--host-meter 'snmp'"):
         host_meter_from_spec("snmp")
+
+
+def test_the_builder_sends_the_node_meter_and_the_server_accepts_it():
+    builder = BatchBuilder(hostname="gpu-01", sample_interval_s=1.0, spool_state=lambda: SpoolState(0, 0))
+    gpu = GpuIdentity("GPU-1", 0, "NVIDIA H100 80GB HBM3", True, "boot-1")
+    for ts in (1_764_400_000.0, 1_764_400_001.0):
+        builder.add_gpu([GpuReading(gpu, ts, power_w=300.0, energy_j=1e6)])
+        builder.add_node_meter(ts, method="ipmi_dcmi", epoch="collector-1", power_w=612.0, energy_j=None)
+    builder.add_node_meter(1_764_400_002.0, method="ipmi_dcmi", epoch="collector-1", power_w=1e9, energy_j=None)
+
+    decoded = wire.batch_decode(builder.build(sent_at=1_764_400_003.0).encode(), content_encoding="gzip")
+
+    assert decoded.node_meter == {
+        "method": "ipmi_dcmi",
+        "epoch": "collector-1",
+        "ts": [1_764_400_000.0, 1_764_400_001.0, 1_764_400_002.0],
+        "power_w": [612.0, 612.0, None],  # a broken reading is sent as not measured
+        "energy_j": [None, None, None],
+    }
+
+
+def test_the_server_refuses_an_unknown_node_meter_method():
+    batch = make_batch(gpus=1, seconds=2) | {
+        "node_meter": {"method": "snmp", "epoch": "x", "ts": [1.8e9], "power_w": [1.0], "energy_j": [None]}
+    }
+    with pytest.raises(wire.WireError, match="node_meter.method 'snmp'"):
+        wire.batch_decode(wire.batch_encode(batch), content_encoding="gzip")
