@@ -143,7 +143,7 @@ def test_host_meter_option(spec, kind):
 
 
 def test_an_unknown_host_meter_option_is_refused():
-    with pytest.raises(ValueError, match="--host-meter 'snmp'"):
+    with pytest.raises(ValueError, match=r"--host-meter 'snmp'"):
         host_meter_from_spec("snmp")
 
 
@@ -170,5 +170,5 @@ def test_the_server_refuses_an_unknown_node_meter_method():
     batch = make_batch(gpus=1, seconds=2) | {
         "node_meter": {"method": "snmp", "epoch": "x", "ts": [1.8e9], "power_w": [1.0], "energy_j": [None]}
     }
-    with pytest.raises(wire.WireError, match="node_meter.method 'snmp'"):
+    with pytest.raises(wire.WireError, match=r"node_meter\.method 'snmp'"):
         wire.batch_decode(wire.batch_encode(batch), content_encoding="gzip")
