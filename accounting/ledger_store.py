@@ -45,7 +45,7 @@ from accounting.profiles import (
 from accounting.tariff import in_force
 from fleets.models import Gpu, GpuInstallation, Node
 from telemetry.installations import installations_in_hour
-from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
+from telemetry.models import EndpointHourUsage, GpuHourUsage, NodeHourUsage, ServingEndpoint, UsageChanged
 from telemetry.rollup import rows_claim
 
 logger = logging.getLogger(__name__)
@@ -90,8 +90,9 @@ def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) 
         return 0
     context = _context(node_id, hours)
     usage = _gpu_usage(context.gpus, hours)
+    metered = {row.hour_start: row for row in NodeHourUsage.objects.filter(node_id=node_id, hour_start__in=hours)}
     tokens = _tokens(context.node, hours)
-    lines = [_line(context, hour, usage, tokens) for hour in hours]
+    lines = [_line(context, hour, usage, tokens, metered.get(hour)) for hour in hours]
     _lines_store(context, lines, usage)
     return len(lines)
 
@@ -169,7 +170,25 @@ def _held_span(node: Node, hour: datetime) -> tuple[datetime, datetime]:
     return start, max(start, min(hour + HOUR, node.decommissioned_at or hour + HOUR))
 
 
-def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> NodeHourLine:
+def _node_energy_j(metered: NodeHourUsage | None, rows: list[GpuHourUsage]) -> Decimal | None:
+    """The node meter's energy (J) when it measured the whole node over at least the GPUs' time; else None.
+
+    A meter that covered less of the hour than the GPUs did, or read below their
+    sum (a meter on one of several supplies), does not stand for the node: the
+    line keeps the GPU boundary rather than mix the two.
+    """
+    if metered is None or metered.boundary != "node":
+        return None
+    gpu_covered_s = max((row.energy_covered_s for row in rows), default=0.0)
+    gpu_j = sum(row.energy_j for row in rows)
+    if metered.energy_covered_s + 1.0 < gpu_covered_s or metered.energy_j < gpu_j:
+        return None
+    return Decimal(str(metered.energy_j))
+
+
+def _line(
+    context: _NodeContext, hour: datetime, usage: dict, tokens: dict, metered: NodeHourUsage | None = None
+) -> NodeHourLine:
     node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "by_gpu": {}})
     held = _held_span(node, hour)
     installed = {gpu.pk: _installed_h(context, gpu, hour, held) for gpu in context.gpus}
@@ -188,7 +207,7 @@ def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> N
             hour_start=hour,
             currency=node.site.currency,
             gpus=gpu_inputs,
-            node_energy_j=None,
+            node_energy_j=_node_energy_j(metered, rows),
             observed_s=Decimal(str(observed)),
             bridged_s=Decimal(str(covered)) - Decimal(str(observed)),
             held_h=held_h,
@@ -266,6 +285,7 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         gpu_count=line.gpu_count,
         gpu_h=line.gpu_h,
         it_kwh=line.it_kwh,
+        gpu_kwh=line.gpu_kwh,
         facility_kwh=line.facility_kwh,
         pue=node.site.pue,
         electricity_cost=line.electricity_cost,

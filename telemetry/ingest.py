@@ -38,6 +38,7 @@ from telemetry.rawstore import (
     gpu_rows_copy_payload,
     rows_insert,
 )
+from telemetry.node_meter import node_meter_store
 from telemetry.rollup import rollup_pending_mark, rollup_pending_mark_statement
 
 
@@ -146,6 +147,8 @@ def _batch_store(
             gpu_rows = _gpu_rows(gpu_columns, gpu_refs)
             _insert(result, "gpu_samples", GPU_COLUMNS, gpu_rows, new_rows_expected)
         _insert(result, "serving_samples", SERVING_COLUMNS, serving_rows, new_rows_expected)
+        if batch.node_meter is not None:
+            node_meter_store(node_id=node.pk, node_meter=batch.node_meter, oldest_s=oldest_s)
         if payload is not None:  # the common case: new rows, no NULL; built from the columns by numpy
             # Last in the transaction: the COMMIT goes in the same round trip.
             result.stored["gpu_samples"] = gpu_rows_copy(payload, rows=len(gpu_columns["ts"]), last_in_transaction=True)

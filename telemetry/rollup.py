@@ -32,6 +32,7 @@ from telemetry import energy, rollup_sql
 from telemetry.energy.hours import hours_validated
 from telemetry.histogram import histogram_from_cumulative
 from telemetry.installations import gpu_installations_refresh
+from telemetry.node_meter import node_meter_usage_replace
 from telemetry.models import (
     EndpointEpoch,
     EndpointHourUsage,
@@ -150,6 +151,7 @@ def rollup_node_hours(*, node_id: int, hour_starts: list[datetime]) -> int:
     with transaction.atomic():
         changed = _usage_replace(GpuHourUsage, "gpu", gpu_rows, Q(gpu__node_id=node_id), hours_s)
         changed |= _usage_replace(EndpointHourUsage, "endpoint", endpoint_rows, Q(endpoint__node_id=node_id), hours_s)
+        changed |= node_meter_usage_replace(node_id=node_id, hour_runs=_hour_runs(hours_s), computed_at=computed_at)
         _usage_changed_mark(node_id, changed, computed_at)
         gpu_installations_refresh(node_id=node_id, now=computed_at)
     return len(gpu_rows) + len(endpoint_rows)

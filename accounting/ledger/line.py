@@ -14,7 +14,10 @@ Formulas (DESIGN.md, "Money and carbon"), all in ``Decimal``, nothing rounded::
     market_g      = facility_kwh x market factor        (None when no factor is known)
     embodied_g    = see ``accounting.ledger.embodied``, per GPU plus the host share
 
-Energy: the node's metered IT energy when given, else the sum of its GPUs.
+Energy, and its boundary: ``gpu_kwh`` is the GPU boundary (the boards, as NVML
+measures them: what the study measured); ``it_kwh`` is the node boundary when
+the node's own meter measured it (``energy_method`` ``node_meter``: GPUs, CPUs,
+memory, fans and power supplies), else the GPU boundary (``gpu_sum``).
 
 Idle: a GPU is idle for the hours it was installed while the node was held when
 it served no tokens and its mean utilization is below the policy threshold
@@ -81,6 +84,7 @@ class NodeHourLine:
     bridged_s: Decimal
     gpu_count: int
     it_kwh: Decimal
+    gpu_kwh: Decimal
     facility_kwh: Decimal
     electricity_cost: Decimal | None
     hardware_cost: Decimal
@@ -221,6 +225,7 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         bridged_s=node.bridged_s,
         gpu_count=len(node.gpus),
         it_kwh=kwh_from_j(it_energy_j),
+        gpu_kwh=kwh_from_j(sum((gpu.energy_j for gpu in node.gpus), ZERO)),
         facility_kwh=facility,
         electricity_cost=electricity,
         hardware_cost=hardware,

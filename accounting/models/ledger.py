@@ -43,6 +43,9 @@ class NodeHourLedger(models.Model):
         help_text="GPU-hours installed while held: what rent per GPU-hour counts",
     )
     it_kwh = _amount()
+    gpu_kwh = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0, help_text="GPU boundary: the boards' energy, as NVML measures it"
+    )
     facility_kwh = _amount()
     pue = models.DecimalField(max_digits=4, decimal_places=2)
     electricity_cost = _amount(null=True)

@@ -50,6 +50,7 @@ class LedgerSums:
     hardware_unpriced_h: Decimal = ZERO
     electricity_unpriced_h: Decimal = ZERO
     unpriced_hours: int = 0
+    node_metered_kwh: Decimal = ZERO
     energy_counter_j: float = 0.0
     energy_integrated_j: float = 0.0
 
@@ -101,6 +102,7 @@ def ledger_sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
         market_known=a.market_known or b.market_known,
         hardware_unpriced_h=a.hardware_unpriced_h + b.hardware_unpriced_h,
         unpriced_hours=a.unpriced_hours + b.unpriced_hours,
+        node_metered_kwh=a.node_metered_kwh + b.node_metered_kwh,
         electricity_unpriced_h=a.electricity_unpriced_h + b.electricity_unpriced_h,
         energy_counter_j=a.energy_counter_j + b.energy_counter_j,
         energy_integrated_j=a.energy_integrated_j + b.energy_integrated_j,

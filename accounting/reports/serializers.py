@@ -49,7 +49,14 @@ class UsageRowSerializer(serializers.Serializer):
     held_h = number("node-hours held")
     gpu_h = number("GPU-hours held")
     coverage = number("observed seconds / held seconds (0-1): how much of the held time was measured")
-    it_kwh = number("IT energy (GPUs and host, before PUE), kWh")
+    it_kwh = number(
+        "IT energy before PUE, kWh: at the node boundary (GPUs, CPUs, memory, fans, power supplies) for the hours "
+        "the node's own meter measured (node_metered_kwh of it), at the GPU boundary for the others"
+    )
+    gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
+    node_metered_kwh = number(
+        "the part of it_kwh measured at the node boundary by the node's meter (IPMI DCMI or Redfish)"
+    )
     facility_kwh = number("facility energy (IT x PUE), kWh")
     electricity_cost = money_field(
         "facility kWh x tariff; 0 when power is in the rent; null when no tariff was in force"
@@ -66,8 +73,9 @@ class UsageRowSerializer(serializers.Serializer):
     generation_tokens = serializers.IntegerField()
     tokens = serializers.IntegerField(help_text="prompt + generation")
     cost_per_1m_tokens = money_field("cost / tokens x 1e6; null without tokens")
-    it_j_per_token = number("IT energy per token, J; null without tokens")
-    facility_j_per_token = number("facility energy per token, J; null without tokens")
+    it_j_per_token = number("it_kwh per token (input + output), J: the node boundary where metered; null without tokens")
+    gpu_j_per_token = number("GPU-boundary energy per token (input + output), J (the study's boundary)")
+    facility_j_per_token = number("facility energy (it_kwh x PUE) per token, J; null without tokens")
     location_kgco2e = number("location-based operational kgCO2e; null when no hour had a grid intensity")
     market_kgco2e = number("market-based operational kgCO2e; null when no hour had a market factor")
     location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_kgco2e)")
