@@ -29,6 +29,7 @@ from fleets.models import Gpu, Node
 from fleets.services import credential_check_statement
 from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
+from telemetry.node_meter import node_meter_store
 from telemetry.partitions import partitions_ensure
 from telemetry.rawstore import (
     GPU_COLUMNS,
@@ -38,7 +39,6 @@ from telemetry.rawstore import (
     gpu_rows_copy_payload,
     rows_insert,
 )
-from telemetry.node_meter import node_meter_store
 from telemetry.rollup import rollup_pending_mark, rollup_pending_mark_statement
 
 

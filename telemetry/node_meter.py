@@ -46,7 +46,9 @@ def node_meter_store(*, node_id: int, node_meter: dict[str, Any], oldest_s: floa
     return len(rows)
 
 
-def node_meter_usage_replace(*, node_id: int, hour_runs: Sequence[Sequence[int]], computed_at: datetime) -> set[datetime]:
+def node_meter_usage_replace(
+    *, node_id: int, hour_runs: Sequence[Sequence[int]], computed_at: datetime
+) -> set[datetime]:
     """Recompute and replace the node's metered hours of ``hour_runs``; return the hours written or deleted."""
     gap_s, bridge_s = settings.TELEMETRY_GPU_MAX_GAP_S, settings.TELEMETRY_MAX_BRIDGE_S
     rows: list[NodeHourUsage] = []
@@ -54,7 +56,9 @@ def node_meter_usage_replace(*, node_id: int, hour_runs: Sequence[Sequence[int]]
     for run in hour_runs:
         first_s, last_s = energy.sample_window_s(run, max_gap_s=gap_s)
         samples = _samples(node_id, first_s, last_s, bridge_s)
-        points = [energy.GpuPoint(ts.timestamp(), epoch, energy_j, power_w) for ts, epoch, energy_j, power_w, _ in samples]
+        points = [
+            energy.GpuPoint(ts.timestamp(), epoch, energy_j, power_w) for ts, epoch, energy_j, power_w, _ in samples
+        ]
         method = samples[-1][4] if samples else ""
         for usage in energy.gpu_usage_by_hour(points, hour_starts_s=run, max_gap_s=gap_s, max_bridge_s=bridge_s):
             if usage.energy_covered_s > 0:

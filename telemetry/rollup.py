@@ -32,7 +32,6 @@ from telemetry import energy, rollup_sql
 from telemetry.energy.hours import hours_validated
 from telemetry.histogram import histogram_from_cumulative
 from telemetry.installations import gpu_installations_refresh
-from telemetry.node_meter import node_meter_usage_replace
 from telemetry.models import (
     EndpointEpoch,
     EndpointHourUsage,
@@ -43,6 +42,7 @@ from telemetry.models import (
     ServingSample,
     UsageChanged,
 )
+from telemetry.node_meter import node_meter_usage_replace
 
 logger = logging.getLogger(__name__)
 

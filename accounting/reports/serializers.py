@@ -73,7 +73,9 @@ class UsageRowSerializer(serializers.Serializer):
     generation_tokens = serializers.IntegerField()
     tokens = serializers.IntegerField(help_text="prompt + generation")
     cost_per_1m_tokens = money_field("cost / tokens x 1e6; null without tokens")
-    it_j_per_token = number("it_kwh per token (input + output), J: the node boundary where metered; null without tokens")
+    it_j_per_token = number(
+        "it_kwh per token (input + output), J: the node boundary where metered; null without tokens"
+    )
     gpu_j_per_token = number("GPU-boundary energy per token (input + output), J (the study's boundary)")
     facility_j_per_token = number("facility energy (it_kwh x PUE) per token, J; null without tokens")
     location_kgco2e = number("location-based operational kgCO2e; null when no hour had a grid intensity")
