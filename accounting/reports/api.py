@@ -281,7 +281,9 @@ class SustainabilityReportView(ReportView):
         embodied_kgco2e_high = number("embodied, high estimate")
         embodied_tco2e_central = number("embodied central, tCO2e")
         unknown_model_gpu_h = number("GPU-hours of models without a hardware profile (no embodied figure)")
-        it_kwh = number("IT energy, kWh")
+        it_kwh = number(
+            "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
+        )
         facility_kwh = number("facility energy, kWh")
         pue = number("PUE used, energy-weighted: facility kWh / IT kWh")
         tokens = serializers.IntegerField()

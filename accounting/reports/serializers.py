@@ -110,8 +110,12 @@ class ComparisonRowSerializer(serializers.Serializer):
     ttft_p99_ms = number("time to first token, 99th percentile, from the merged histograms, ms")
     cost = money_field("electricity + hardware")
     cost_per_1m_tokens = money_field("cost / tokens x 1e6")
-    it_kwh = number("IT energy, kWh")
-    it_j_per_token = number("IT energy per token, J")
+    it_kwh = number(
+        "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
+    )
+    it_j_per_token = number(
+        "it_kwh per token (input + output), J (see the usage report's gpu_j_per_token for the GPU boundary)"
+    )
     gco2e_per_1m_tokens = number("(location-based operational + embodied central) gCO2e / tokens x 1e6")
     mean_util_pct = number("GPU utilization, mean weighted by observed time, %")
     idle_share = number("idle GPU-hours / GPU-hours (0-1)")
