@@ -114,7 +114,8 @@ def gpu_usage_by_hour_columns(
     grid = _HourGrid(cols.gpu_id, hour_s, hours)
     with np.errstate(divide="ignore", invalid="ignore"):  # rates of spans between two GPUs: never used
         spans = _Spans(cols, ts_s, hour_s, max_gap_s, busy_above_util_pct, real_to_float)
-    sums = grid.sums(spans)
+    with np.errstate(invalid="ignore"):  # inf x 0 of spans between two GPUs: masked out, never used
+        sums = grid.sums(spans)
     bridged = _bridged_sums(grid, cols, ts_s, max_gap_s, max_bridge_s)
     resets = grid.counts(spans.restarted)
     maxima = _Maxima(grid, cols, real_to_float)
