@@ -33,6 +33,7 @@ from accounting.ledger import (
     build_node_hour_line,
     hours_held,
 )
+from accounting.ledger.units import S_PER_H
 from accounting.models import GridIntensity, LedgerPending, LedgerSettings, NodeHourLedger
 from accounting.prices import market_periods, pricing_at, pricing_periods, tariff_periods, tariff_price
 from accounting.profiles import (
@@ -68,6 +69,7 @@ class _NodeContext:
     gpu_embodied: dict[int, Any]
     gpu_embodied_until: dict[int, datetime | None]
     host_embodied: Any
+    host_power_w: Decimal | None  # modelled, from the profile; None without cited figures
     gpu_model: str
     tariffs: list[Any]
     market: list[Any]
@@ -116,6 +118,7 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         gpu_embodied={gpu.pk: gpu_embodied_asset(gpu, by_gpu[gpu.pk]) for gpu in gpus},
         gpu_embodied_until={gpu.pk: gpu_embodied_until(gpu, by_gpu[gpu.pk]) for gpu in gpus},
         host_embodied=first_known.host_asset(len(current)) if first_known and current else None,
+        host_power_w=first_known.host_power_w(len(current)) if first_known and current else None,
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
         market=market_periods(site_id=node.site_id, start=start, end=end),
@@ -186,6 +189,12 @@ def _node_energy_j(metered: NodeHourUsage | None, rows: list[GpuHourUsage]) -> D
     return Decimal(str(metered.energy_j))
 
 
+def _host_modelled_j(context: _NodeContext, held_h: Decimal) -> Decimal | None:
+    """The host's energy (J) beyond its GPUs over the held time, from the profile's idle and per-GPU power."""
+    power_w = context.host_power_w
+    return None if power_w is None else power_w * held_h * S_PER_H
+
+
 def _line(
     context: _NodeContext, hour: datetime, usage: dict, tokens: dict, metered: NodeHourUsage | None = None
 ) -> NodeHourLine:
@@ -208,6 +217,7 @@ def _line(
             currency=node.site.currency,
             gpus=gpu_inputs,
             node_energy_j=_node_energy_j(metered, rows),
+            host_modelled_j=_host_modelled_j(context, held_h),
             observed_s=Decimal(str(observed)),
             bridged_s=Decimal(str(covered)) - Decimal(str(observed)),
             held_h=held_h,

@@ -199,6 +199,8 @@ class NodeHourInput:
     ``tariff``: ``None`` when no tariff is in force (electricity left unpriced).
     ``location``/``market``: ``None`` when no factor is known for the hour.
     ``host_embodied``: the node's host (chassis, CPUs, RAM, disks) embodied share.
+    ``host_modelled_j``: without ``node_energy_j``, the host's energy beyond its
+    GPUs modelled from the hardware profile (idle + per-GPU power x held time).
     """
 
     node_id: str
@@ -217,6 +219,7 @@ class NodeHourInput:
     market: IntensityFactor | None
     host_embodied: EmbodiedAsset | None = None
     bridged_s: Decimal = ZERO
+    host_modelled_j: Decimal | None = None  # the host's energy (J) modelled from its profile, where not metered
 
     def __post_init__(self) -> None:
         require_utc_hour(self.hour_start)

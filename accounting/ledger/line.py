@@ -17,7 +17,8 @@ Formulas (DESIGN.md, "Money and carbon"), all in ``Decimal``, nothing rounded::
 Energy, and its boundary: ``gpu_kwh`` is the GPU boundary (the boards, as NVML
 measures them: what the study measured); ``it_kwh`` is the node boundary when
 the node's own meter measured it (``energy_method`` ``node_meter``: GPUs, CPUs,
-memory, fans and power supplies), else the GPU boundary (``gpu_sum``).
+memory, fans and power supplies) or the GPUs' measured energy plus the host's
+modelled from its hardware profile (``modelled``), else the GPU boundary (``gpu_sum``).
 
 Idle: a GPU is idle for the hours it was installed while the node was held when
 it served no tokens and its mean utilization is below the policy threshold
@@ -56,8 +57,9 @@ from accounting.tariff import TariffPrice
 
 
 class EnergyMethod(enum.StrEnum):
-    NODE_METER = "node_meter"
-    GPU_SUM = "gpu_sum"
+    NODE_METER = "node_meter"  # the node boundary, measured by the node's own meter
+    MODELLED = "modelled"  # the node boundary: the GPUs measured, the host modelled from its profile
+    GPU_SUM = "gpu_sum"  # the GPU boundary only
 
 
 class ElectricityStatus(enum.StrEnum):
@@ -117,6 +119,8 @@ class NodeHourLine:
 def node_it_energy_j(node: NodeHourInput) -> tuple[Decimal, EnergyMethod]:
     """The node's IT energy in J and how it was obtained; a meter below its GPUs' sum raises."""
     gpu_j = sum((gpu.energy_j for gpu in node.gpus), ZERO)
+    if node.node_energy_j is None and node.host_modelled_j is not None:
+        return gpu_j + node.host_modelled_j, EnergyMethod.MODELLED
     if node.node_energy_j is None:
         return gpu_j, EnergyMethod.GPU_SUM
     if node.node_energy_j < gpu_j:

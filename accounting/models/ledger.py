@@ -69,7 +69,11 @@ class NodeHourLedger(models.Model):
     util_observed_s = models.FloatField(default=0.0, help_text="observed seconds of GPU-hours with a utilization")
 
     # Trace: where each number came from.
-    energy_method = models.CharField(max_length=16, help_text="node_meter or gpu_sum")
+    energy_method = models.CharField(
+        max_length=16,
+        help_text="node_meter (node boundary, metered), modelled (GPUs metered, host from its profile) "
+        "or gpu_sum (GPU boundary)",
+    )
     energy_counter_j = models.FloatField(help_text="part of the GPUs' energy measured by the NVML counter")
     energy_integrated_j = models.FloatField(help_text="part of the GPUs' energy integrated from power samples")
     electricity_status = models.CharField(max_length=10, help_text="priced, included (in rent) or unpriced")

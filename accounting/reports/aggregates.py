@@ -46,6 +46,7 @@ def _carbon_energy_sums() -> dict[str, Aggregate]:
         "s_it_kwh": amount_sum("it_kwh"),
         "s_gpu_kwh": amount_sum("gpu_kwh"),
         "s_node_metered_kwh": amount_sum("it_kwh", where=Q(energy_method="node_meter")),
+        "s_node_modelled_kwh": amount_sum("it_kwh", where=Q(energy_method="modelled")),
         "s_facility_kwh": amount_sum("facility_kwh"),
         "s_location_co2e_g": amount_sum("location_co2e_g"),
         "s_location_unknown_kwh": amount_sum("facility_kwh", where=LOCATION_UNKNOWN),
@@ -127,6 +128,7 @@ def ledger_sums_from(values: Mapping[str, Any], *, currency: str | None) -> Ledg
         electricity_unpriced_h=d["s_electricity_unpriced_h"],
         unpriced_hours=int(d["s_unpriced_hours"]),
         node_metered_kwh=d["s_node_metered_kwh"],
+        node_modelled_kwh=d["s_node_modelled_kwh"],
         energy_counter_j=float(values.get("s_energy_counter_j") or 0.0),
         energy_integrated_j=float(values.get("s_energy_integrated_j") or 0.0),
     )

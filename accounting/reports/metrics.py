@@ -51,6 +51,7 @@ class LedgerSums:
     electricity_unpriced_h: Decimal = ZERO
     unpriced_hours: int = 0
     node_metered_kwh: Decimal = ZERO
+    node_modelled_kwh: Decimal = ZERO
     energy_counter_j: float = 0.0
     energy_integrated_j: float = 0.0
 
@@ -103,6 +104,7 @@ def ledger_sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
         hardware_unpriced_h=a.hardware_unpriced_h + b.hardware_unpriced_h,
         unpriced_hours=a.unpriced_hours + b.unpriced_hours,
         node_metered_kwh=a.node_metered_kwh + b.node_metered_kwh,
+        node_modelled_kwh=a.node_modelled_kwh + b.node_modelled_kwh,
         electricity_unpriced_h=a.electricity_unpriced_h + b.electricity_unpriced_h,
         energy_counter_j=a.energy_counter_j + b.energy_counter_j,
         energy_integrated_j=a.energy_integrated_j + b.energy_integrated_j,

@@ -78,6 +78,7 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         "it_kwh": rounded(totals.it_kwh, "kwh"),
         "gpu_kwh": rounded(totals.gpu_kwh, "kwh"),
         "node_metered_kwh": rounded(sums.node_metered_kwh, "kwh"),
+        "node_modelled_kwh": rounded(sums.node_modelled_kwh, "kwh"),
         "facility_kwh": rounded(totals.facility_kwh, "kwh"),
         "electricity_cost": money(sums.electricity_cost, currency),
         "hardware_cost": money(totals.hardware_cost, currency),

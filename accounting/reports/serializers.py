@@ -51,11 +51,16 @@ class UsageRowSerializer(serializers.Serializer):
     coverage = number("observed seconds / held seconds (0-1): how much of the held time was measured")
     it_kwh = number(
         "IT energy before PUE, kWh: at the node boundary (GPUs, CPUs, memory, fans, power supplies) for the hours "
-        "the node's own meter measured (node_metered_kwh of it), at the GPU boundary for the others"
+        "the node's own meter measured (node_metered_kwh of it) or its host was modelled (node_modelled_kwh), at the "
+        "GPU boundary for the others"
     )
     gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
     node_metered_kwh = number(
         "the part of it_kwh measured at the node boundary by the node's meter (IPMI DCMI or Redfish)"
+    )
+    node_modelled_kwh = number(
+        "the part of it_kwh at the node boundary with the host modelled (labelled modelled): the GPUs measured, "
+        "the host's idle + per-GPU power taken from the hardware profile"
     )
     facility_kwh = number("facility energy (IT x PUE), kWh")
     electricity_cost = money_field(

@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from accounting.ledger_store import ledger_pending_run
-from accounting.models import NodeHourLedger
+from accounting.models import HardwareProfile, NodeHourLedger
 from fleets.models import Role
 from fleets.services import credential_issue
 from telemetry.models import NodeHourUsage
@@ -97,3 +97,22 @@ def test_rapl_is_stored_as_the_cpu_packages_boundary_not_the_node(client, node):
     metered = NodeHourUsage.objects.get(node=node)
     assert (metered.boundary, metered.energy_j) == ("cpu_packages", 1000)
     assert NodeHourLedger.objects.get(node=node).energy_method == "gpu_sum"
+
+
+def test_without_a_meter_the_host_is_modelled_from_the_profile_and_labelled(client, node):
+    # given the organization's H100 profile with cited host figures: 400 W idle + 150 W per GPU
+    HardwareProfile.objects.create(
+        organization=node.fleet.organization, key="h100-sxm", display_name="H100 SXM",
+        nvml_names=["NVIDIA H100 80GB HBM3"], gpu_class="enterprise", tdp_w=700, idle_w=70, memory_gb=80,
+        embodied_low_kgco2e=Decimal(79), embodied_central_kgco2e=Decimal(197), embodied_high_kgco2e=Decimal(315),
+        host_embodied_kgco2e_per_gpu=Decimal("312.5"), host_idle_w=Decimal(400), host_per_gpu_w=Decimal(150),
+        sources=[{"what": "host_power_w", "title": "the operator's own wall-meter survey", "year": 2026}],
+    )  # fmt: skip
+    post(client, make_batch(gpus=2, seconds=11, start_s=H + 600), credential_issue(node=node))
+    roll_up()
+    line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
+    # then the GPUs' counters' 2 x 3,000 J plus the host's (400 + 2 x 150) W x the whole held hour
+    gpu_j = Decimal(2 * 3000)
+    assert line.energy_method == "modelled"
+    assert line.gpu_kwh == pytest.approx(gpu_j / 3_600_000)
+    assert line.it_kwh == pytest.approx((gpu_j + Decimal(700 * 3600)) / 3_600_000)
