@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounting', '0005_ledger_group_statistics'),
+        ('accounting', '0006_contractual_instruments'),
     ]
 
     operations = [
