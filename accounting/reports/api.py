@@ -284,6 +284,9 @@ class SustainabilityReportView(ReportView):
         it_kwh = number(
             "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
         )
+        gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
+        node_metered_kwh = number("the part of it_kwh measured at the node boundary by the node's own meter")
+        node_modelled_kwh = number("the part of it_kwh at the node boundary with the host modelled from its profile")
         facility_kwh = number("facility energy, kWh")
         pue = number("PUE used, energy-weighted: facility kWh / IT kWh")
         tokens = serializers.IntegerField()

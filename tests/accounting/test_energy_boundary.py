@@ -76,6 +76,10 @@ def test_a_node_meter_gives_the_node_boundary_and_j_per_token_at_both(client, no
     row = client.get("/api/v1/reports/usage/", period).json()["results"][0]
     assert (row["it_kwh"], row["node_metered_kwh"], row["gpu_kwh"]) == (0.0025, 0.0025, 0.000833)
     assert (row["it_j_per_token"], row["gpu_j_per_token"]) == (0.15, 0.05)
+    report = client.get("/api/v1/reports/sustainability/", period).json()
+    assert (report["it_kwh"], report["node_metered_kwh"], report["gpu_kwh"]) == (0.0025, 0.0025, 0.000833)
+    node_page = client.get(f"/nodes/{node.pk}/").content.decode()
+    assert "node boundary, metered" in node_page
 
 
 def test_a_meter_that_saw_less_than_the_gpus_keeps_the_gpu_boundary(client, node):
