@@ -33,6 +33,7 @@ from accounting.ledger import (
     build_node_hour_line,
     hours_held,
 )
+from accounting.ledger.units import S_PER_H
 from accounting.models import GridIntensity, LedgerPending, LedgerSettings, NodeHourLedger
 from accounting.prices import market_periods, pricing_at, pricing_periods, tariff_periods, tariff_price
 from accounting.profiles import (
@@ -43,8 +44,9 @@ from accounting.profiles import (
     profile_for_gpu,
 )
 from accounting.tariff import in_force
-from fleets.models import Gpu, Node
-from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
+from fleets.models import Gpu, GpuInstallation, Node
+from telemetry.installations import installations_in_hour
+from telemetry.models import EndpointHourUsage, GpuHourUsage, NodeHourUsage, ServingEndpoint, UsageChanged
 from telemetry.rollup import rows_claim
 
 logger = logging.getLogger(__name__)
@@ -63,9 +65,11 @@ class _NodeContext:
 
     node: Node
     gpus: list[Gpu]
+    installations: dict[int, list[GpuInstallation]]  # per GPU; none: installed whenever the node is held
     gpu_embodied: dict[int, Any]
     gpu_embodied_until: dict[int, datetime | None]
     host_embodied: Any
+    host_power_w: Decimal | None  # modelled, from the profile; None without cited figures
     gpu_model: str
     tariffs: list[Any]
     market: list[Any]
@@ -88,8 +92,9 @@ def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) 
         return 0
     context = _context(node_id, hours)
     usage = _gpu_usage(context.gpus, hours)
+    metered = {row.hour_start: row for row in NodeHourUsage.objects.filter(node_id=node_id, hour_start__in=hours)}
     tokens = _tokens(context.node, hours)
-    lines = [_line(context, hour, usage, tokens) for hour in hours]
+    lines = [_line(context, hour, usage, tokens, metered.get(hour)) for hour in hours]
     _lines_store(context, lines, usage)
     return len(lines)
 
@@ -97,6 +102,10 @@ def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) 
 def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
     node = Node.objects.select_related("site", "fleet").get(pk=node_id)
     gpus = list(Gpu.objects.filter(node=node).select_related("asset").order_by("index"))
+    installations: dict[int, list[GpuInstallation]] = defaultdict(list)
+    for row in GpuInstallation.objects.filter(gpu__node=node):
+        installations[row.gpu_id].append(row)
+    current = [g for g in gpus if not installations[g.pk] or any(r.ended_at is None for r in installations[g.pk])]
     profiles = hardware_profiles(organization_id=node.fleet.organization_id)
     by_gpu = {gpu.pk: profile_for_gpu(gpu, profiles) for gpu in gpus}
     keys = {p.key if p else UNKNOWN_MODEL for p in by_gpu.values()}
@@ -105,9 +114,11 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
     return _NodeContext(
         node=node,
         gpus=gpus,
+        installations=dict(installations),
         gpu_embodied={gpu.pk: gpu_embodied_asset(gpu, by_gpu[gpu.pk]) for gpu in gpus},
         gpu_embodied_until={gpu.pk: gpu_embodied_until(gpu, by_gpu[gpu.pk]) for gpu in gpus},
-        host_embodied=first_known.host_asset(len(gpus)) if first_known and gpus else None,
+        host_embodied=first_known.host_asset(len(current)) if first_known and current else None,
+        host_power_w=first_known.host_power_w(len(current)) if first_known and current else None,
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
         market=market_periods(site_id=node.site_id, start=start, end=end),
@@ -148,26 +159,74 @@ def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]
     return per_hour
 
 
-def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> NodeHourLine:
+def _installed_h(context: _NodeContext, gpu: Gpu, hour: datetime, held: tuple[datetime, datetime]) -> Decimal | None:
+    """Hours of the held part of ``hour`` that ``gpu`` was installed; ``None`` for a GPU with no recorded
+    installation (installed whenever the node is held)."""
+    rows = context.installations.get(gpu.pk)
+    if not rows:
+        return None
+    return Decimal(installations_in_hour(rows, *held) // timedelta(microseconds=1)) / Decimal(3_600_000_000)
+
+
+def _held_span(node: Node, hour: datetime) -> tuple[datetime, datetime]:
+    start = max(hour, node.commissioned_at or hour)
+    return start, max(start, min(hour + HOUR, node.decommissioned_at or hour + HOUR))
+
+
+def _node_energy_j(metered: NodeHourUsage | None, rows: list[GpuHourUsage]) -> Decimal | None:
+    """The node meter's energy (J) when it measured the whole node over at least the GPUs' time; else None.
+
+    A meter that covered less of the hour than the GPUs did, or read below their
+    sum (a meter on one of several supplies), does not stand for the node: the
+    line keeps the GPU boundary rather than mix the two.
+    """
+    if metered is None or metered.boundary != "node":
+        return None
+    gpu_covered_s = max((row.energy_covered_s for row in rows), default=0.0)
+    gpu_j = sum(row.energy_j for row in rows)
+    if metered.energy_covered_s + 1.0 < gpu_covered_s or metered.energy_j < gpu_j:
+        return None
+    return Decimal(str(metered.energy_j))
+
+
+def _host_modelled_j(context: _NodeContext, held_h: Decimal) -> Decimal | None:
+    """The host's energy (J) beyond its GPUs over the held time, from the profile's idle and per-GPU power."""
+    power_w = context.host_power_w
+    return None if power_w is None else power_w * held_h * S_PER_H
+
+
+def _line(
+    context: _NodeContext, hour: datetime, usage: dict, tokens: dict, metered: NodeHourUsage | None = None
+) -> NodeHourLine:
     node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "by_gpu": {}})
+    held = _held_span(node, hour)
+    installed = {gpu.pk: _installed_h(context, gpu, hour, held) for gpu in context.gpus}
+    # A GPU counts in the hours it was installed (or measured: telemetry is never dropped).
+    gpus = [g for g in context.gpus if installed[g.pk] is None or installed[g.pk] or (g.pk, hour) in usage]
     gpu_inputs = tuple(
-        _gpu_input(context, gpu, hour, usage.get((gpu.pk, hour)), served["by_gpu"]) for gpu in context.gpus
+        _gpu_input(context, gpu, hour, usage.get((gpu.pk, hour)), served["by_gpu"], installed[gpu.pk]) for gpu in gpus
     )
-    observed = max((usage[(g.pk, hour)].observed_s for g in context.gpus if (g.pk, hour) in usage), default=0.0)
+    rows = [usage[(g.pk, hour)] for g in context.gpus if (g.pk, hour) in usage]
+    observed = max((row.observed_s for row in rows), default=0.0)
+    covered = max((row.observed_s + row.bridged_s for row in rows), default=0.0)
+    held_h = hours_held(hour, node.commissioned_at, node.decommissioned_at)
     return build_node_hour_line(
         NodeHourInput(
             node_id=str(node.pk),
             hour_start=hour,
             currency=node.site.currency,
             gpus=gpu_inputs,
-            node_energy_j=None,
+            node_energy_j=_node_energy_j(metered, rows),
+            host_modelled_j=_host_modelled_j(context, held_h),
             observed_s=Decimal(str(observed)),
-            held_h=hours_held(hour, node.commissioned_at, node.decommissioned_at),
+            bridged_s=Decimal(str(covered)) - Decimal(str(observed)),
+            held_h=held_h,
             prompt_tokens=served["prompt"],
             generation_tokens=served["generation"],
             pue=Decimal(node.site.pue),
             tariff=tariff_price(context.tariffs, hour),
-            pricing=pricing_at(context.pricing, hour) or _NO_PRICE,
+            # Not held (before commissioning, after decommissioning): no asset in force, unpriced.
+            pricing=(pricing_at(context.pricing, hour) if held_h else None) or _NO_PRICE,
             location=_location(context.intensity.get(hour)),
             market=in_force(context.market, hour),
             host_embodied=context.host_embodied,
@@ -177,7 +236,12 @@ def _line(context: _NodeContext, hour: datetime, usage: dict, tokens: dict) -> N
 
 
 def _gpu_input(
-    context: _NodeContext, gpu: Gpu, hour: datetime, usage: GpuHourUsage | None, served: dict[int, int]
+    context: _NodeContext,
+    gpu: Gpu,
+    hour: datetime,
+    usage: GpuHourUsage | None,
+    served: dict[int, int],
+    installed_h: Decimal | None,
 ) -> GpuHourInput:
     return GpuHourInput(
         gpu_id=str(gpu.pk),
@@ -185,6 +249,7 @@ def _gpu_input(
         tokens_served=served.get(gpu.pk, 0),
         mean_util_pct=Decimal(str(usage.mean_util_pct)) if usage and usage.mean_util_pct is not None else None,
         embodied=_embodied_in_hour(context, gpu, hour),
+        installed_h=installed_h,
     )
 
 
@@ -226,8 +291,11 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         currency=line.currency,
         held_h=line.held_h,
         observed_s=line.observed_s,
+        bridged_s=line.bridged_s,
         gpu_count=line.gpu_count,
+        gpu_h=line.gpu_h,
         it_kwh=line.it_kwh,
+        gpu_kwh=line.gpu_kwh,
         facility_kwh=line.facility_kwh,
         pue=node.site.pue,
         electricity_cost=line.electricity_cost,
@@ -245,7 +313,7 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         idle_cost=line.idle_cost,
         idle_facility_kwh=line.idle_facility_kwh,
         energy_method=line.energy_method.value,
-        energy_counter_j=sum(u.energy_counter_j for u in gpu_usage),
+        energy_counter_j=sum(u.energy_counter_j + u.energy_bridged_j for u in gpu_usage),
         energy_integrated_j=sum(u.energy_integrated_j for u in gpu_usage),
         util_pct_s=util_pct_s,
         util_observed_s=util_observed_s,

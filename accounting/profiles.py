@@ -47,6 +47,8 @@ def _profile(row: HardwareProfileRow) -> HardwareProfile:
             Source(s.get("what", ""), s.get("title", ""), s.get("url"), s.get("year"), s.get("note"))
             for s in row.sources
         ),
+        host_idle_w=None if row.host_idle_w is None else Decimal(row.host_idle_w),
+        host_per_gpu_w=None if row.host_per_gpu_w is None else Decimal(row.host_per_gpu_w),
     )
 
 

@@ -194,6 +194,12 @@ TELEMETRY_RETENTION_DAYS = env_int("TELEMETRY_RETENTION_DAYS", 30, minimum=1)
 # checks that the two agree).
 TELEMETRY_GPU_MAX_GAP_S = env_int("TELEMETRY_GPU_MAX_GAP_S", 30, minimum=1)
 TELEMETRY_SERVING_MAX_GAP_S = env_int("TELEMETRY_SERVING_MAX_GAP_S", 60, minimum=1)
+# Longest gap a cumulative counter that carries on across it (same epoch, not decreased) bridges:
+# its increase is counted in full and labelled bridged. Longer gaps are missing coverage.
+TELEMETRY_MAX_BRIDGE_S = env_int("TELEMETRY_MAX_BRIDGE_S", 86_400, minimum=1)
+# A GPU its node goes on reporting without for this long is ended (removed) at its last sample;
+# a GPU replaced by another is ended at once.
+TELEMETRY_GPU_GONE_AFTER_S = env_int("TELEMETRY_GPU_GONE_AFTER_S", 900, minimum=1)
 TELEMETRY_PARTITIONS_AHEAD_DAYS = env_int("TELEMETRY_PARTITIONS_AHEAD_DAYS", 3, minimum=1)
 # A sample more than this far ahead of the server's clock is refused (a broken clock).
 TELEMETRY_MAX_FUTURE_S = env_int("TELEMETRY_MAX_FUTURE_S", 300, minimum=0)

@@ -10,7 +10,17 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from fleets.models import Fleet, Gpu, Membership, Node, NodeCredential, Organization, PersonalToken, Site
+from fleets.models import (
+    Fleet,
+    Gpu,
+    GpuInstallation,
+    Membership,
+    Node,
+    NodeCredential,
+    Organization,
+    PersonalToken,
+    Site,
+)
 from fleets.selectors import admin_organizations_for_user
 
 # Path from each model (and each model a form may point at) to its organization.
@@ -21,6 +31,7 @@ ORGANIZATION_PATHS: dict[type[Model], str] = {
     Fleet: "organization",
     Node: "fleet__organization",
     Gpu: "node__fleet__organization",
+    GpuInstallation: "gpu__node__fleet__organization",
     NodeCredential: "node__fleet__organization",
 }
 
@@ -132,10 +143,40 @@ class NodeAdmin(OrganizationScopedAdmin):
     search_fields = ["hostname"]
 
 
+class GpuInstallationInline(admin.TabularInline):
+    """Hardware changes: when the card was installed and ended, as its samples showed (read-only)."""
+
+    model = GpuInstallation
+    fields = ("installed_at", "ended_at", "ended_reason")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(Gpu)
 class GpuAdmin(OrganizationScopedAdmin):
     list_display = ["uuid", "node", "index", "name", "first_seen_at"]
     search_fields = ["uuid", "name"]
+    inlines = [GpuInstallationInline]
+
+
+@admin.register(GpuInstallation)
+class GpuInstallationAdmin(OrganizationScopedAdmin):
+    """Every GPU installed in or ended from a node: the hardware changes the ledger charges by."""
+
+    list_display = ["gpu", "uuid", "installed_at", "ended_at", "ended_reason"]
+    list_filter = ["ended_reason"]
+    readonly_fields = ["gpu", "installed_at", "ended_at", "ended_reason"]
+
+    @admin.display(description="NVML UUID")
+    def uuid(self, obj: GpuInstallation) -> str:
+        return obj.gpu.uuid
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(NodeCredential)

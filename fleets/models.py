@@ -165,6 +165,40 @@ class Gpu(models.Model):
         return f"{self.node}#{self.index} {self.name}"
 
 
+class GpuEnded(models.TextChoices):
+    MISSING = "missing", "not reported for longer than the grace period"
+    REPLACED = "replaced", "the node reported a different set of GPUs"
+
+
+class GpuInstallation(models.Model):
+    """A stretch of time a GPU was installed in its node: a hardware change on the node's record.
+
+    Opened at the GPU's first sample (again at the first after an end: a card
+    that comes back is the same GPU and the same asset); ended at the time it
+    was last seen, once it is known to be gone. The ledger charges rent,
+    embodied carbon and idle time only for GPUs installed in an hour.
+    """
+
+    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="installations")
+    installed_at = models.DateTimeField(help_text="its first sample of this stretch")
+    ended_at = models.DateTimeField(null=True, blank=True, help_text="its last sample before it went missing")
+    ended_reason = models.CharField(max_length=10, choices=GpuEnded.choices, blank=True)
+
+    class Meta:
+        ordering = ["gpu", "installed_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["gpu", "installed_at"], name="gpuinstallation_unique_gpu_start"),
+            models.CheckConstraint(
+                condition=models.Q(ended_at__isnull=True) | models.Q(ended_at__gte=models.F("installed_at")),
+                name="gpuinstallation_ended_after_installed",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        until = self.ended_at.isoformat() if self.ended_at else "now"
+        return f"{self.gpu} installed {self.installed_at.isoformat()} to {until}"
+
+
 class NodeCredential(models.Model):
     """A node's bearer token. Only its SHA-256 is stored; the token is shown once at issue."""
 

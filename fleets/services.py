@@ -46,23 +46,34 @@ def node_enroll(
     site_defaults: dict[str, object] | None = None,
     tenure: str | None = None,
     keep_existing_tokens: bool = False,
+    commissioned_at: datetime | None = None,
 ) -> Enrollment:
     """Create (or find) organization, fleet, site and node, and issue the node a token.
 
     The rule for a node that already has tokens: its active tokens are revoked,
     so that re-enrolling a host re-keys it; ``keep_existing_tokens`` adds the
-    new token beside them instead (for a rolling hand-over).
+    new token beside them instead (for a rolling hand-over). ``commissioned_at``
+    (an aware datetime, default now) is when the node entered service: hours
+    before it hold no price and are reported unpriced, never free. Given for a
+    node already enrolled, it moves the node's commissioning date.
     """
+    if commissioned_at is not None and timezone.is_naive(commissioned_at):
+        raise ValueError("commissioned_at must be an aware datetime")
     organization, org_created = organization_get_or_create(name=organization_name)
     fleet, fleet_created = Fleet.objects.get_or_create(organization=organization, name=fleet_name)
     site, site_created = _site_get_or_create(organization=organization, name=site_name, defaults=site_defaults)
     node, node_created = Node.objects.get_or_create(
         fleet=fleet,
         hostname=hostname,
-        defaults={"site": site, "tenure": tenure or "rented", "commissioned_at": timezone.now()},
+        defaults={"site": site, "tenure": tenure or "rented", "commissioned_at": commissioned_at or timezone.now()},
     )
     if not node_created and node.site_id != site.id:
         raise ValueError(f"node {hostname!r} is already enrolled at site {node.site.name!r}, not {site_name!r}")
+    if not node_created and commissioned_at is not None and commissioned_at != node.commissioned_at:
+        if node.decommissioned_at is not None and node.decommissioned_at < commissioned_at:
+            raise ValueError(f"node {hostname!r} was decommissioned before {commissioned_at.isoformat()}")
+        node.commissioned_at = commissioned_at
+        node.save(update_fields=["commissioned_at"])
     revoked = 0 if keep_existing_tokens else credentials_revoke(node=node)
     token = credential_issue(node=node)
     created = {"organization": org_created, "fleet": fleet_created, "site": site_created, "node": node_created}

@@ -29,6 +29,7 @@ from django.utils import timezone
 from fleets.models import Gpu, Node
 from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError, ts_datetime
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
+from telemetry.node_meter import node_meter_store
 from telemetry.partitions import partitions_ensure
 from telemetry.rawstore import GPU_COLUMNS, SERVING_COLUMNS, rows_insert
 from telemetry.rollup import rollup_pending_mark
@@ -74,6 +75,8 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
         for kind, columns in (("gpu_samples", GPU_COLUMNS), ("serving_samples", SERVING_COLUMNS)):
             result.stored[kind] = rows_insert(kind=kind, columns=columns, rows=rows[kind])
             result.duplicates[kind] = len(rows[kind]) - result.stored[kind]
+        if batch.node_meter is not None:
+            node_meter_store(node_id=node.pk, node_meter=batch.node_meter, oldest_s=oldest.timestamp())
         _status_record(node, batch, received_at, newest=max(stamps, default=None))
         if any(result.stored.values()):  # a re-send marks nothing; a partial one, its whole span
             rollup_pending_mark(node_id=node.pk, first_ts=min(stamps), last_ts=max(stamps), now=timezone.now())

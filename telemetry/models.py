@@ -132,6 +132,51 @@ class ServingSample(models.Model):
         return f"endpoint {self.endpoint_id} at {self.ts.isoformat()}"
 
 
+class NodeMeterSample(models.Model):
+    """One reading of a node's own power meter (``telemetry.collector.hostmeter``): the node boundary.
+
+    ``method``: ``ipmi_dcmi`` or ``redfish`` (the whole node at its supplies) or
+    ``rapl`` (its CPU packages only). ``power_w`` instantaneous; ``energy_j`` a
+    cumulative counter (RAPL), restarted with ``epoch``. ``None``: not measured.
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    ts = models.DateTimeField()
+    method = models.CharField(max_length=16)
+    epoch = models.CharField(max_length=128)
+    power_w = models.FloatField(null=True)
+    energy_j = models.FloatField(null=True)
+
+    class Meta:
+        # The (node, ts) index serves the rollup's reads of one node's window.
+        constraints = [models.UniqueConstraint(fields=["node", "ts"], name="nodemetersample_unique_node_ts")]
+
+    def __str__(self) -> str:
+        return f"node {self.node_id} meter at {self.ts.isoformat()}"
+
+
+class NodeHourUsage(models.Model):
+    """A node's metered energy over one UTC hour (``telemetry.energy.gpu_usage_by_hour`` on its meter's samples).
+
+    ``boundary``: ``node`` (IPMI DCMI, Redfish) or ``cpu_packages`` (RAPL).
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="hour_usage")
+    hour_start = models.DateTimeField()
+    method = models.CharField(max_length=16)
+    boundary = models.CharField(max_length=16)
+    energy_j = models.FloatField()
+    energy_covered_s = models.FloatField(help_text="seconds of the hour with a known energy (measured or bridged)")
+    mean_power_w = models.FloatField(null=True)
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["node", "hour_start"], name="nodehourusage_unique_node_hour")]
+
+    def __str__(self) -> str:
+        return f"node {self.node_id} {self.hour_start:%Y-%m-%d %H:00} metered"
+
+
 class CollectorStatus(models.Model):
     """What the last batch said about its collector: freshness and losses, for engineers."""
 
@@ -159,12 +204,15 @@ class GpuHourUsage(models.Model):
 
     gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="hour_usage")
     hour_start = models.DateTimeField(help_text="start of the UTC hour")
-    energy_j = models.FloatField(help_text="energy_counter_j + energy_integrated_j")
+    energy_j = models.FloatField(help_text="energy_counter_j + energy_integrated_j + energy_bridged_j")
     energy_counter_j = models.FloatField()
     energy_integrated_j = models.FloatField()
+    energy_bridged_j = models.FloatField(default=0.0, help_text="the counter's increase across bridged gaps")
     energy_method = models.CharField(max_length=10, choices=[(m.value, m.value) for m in EnergyMethod])
-    observed_s = models.FloatField(help_text="seconds of the hour inside bridged sample intervals")
-    energy_covered_s = models.FloatField(help_text="observed seconds with a known energy")
+    observed_s = models.FloatField(help_text="seconds of the hour between samples at most the max gap apart")
+    bridged_s = models.FloatField(default=0.0, help_text="seconds of the hour inside gaps the counter bridged")
+    bridged_gap_s = models.FloatField(default=0.0, help_text="length of the longest bridged gap in the hour")
+    energy_covered_s = models.FloatField(help_text="observed seconds with a known energy, plus bridged_s")
     busy_s = models.FloatField()
     mean_power_w = models.FloatField(null=True)
     max_power_w = models.FloatField(null=True)
@@ -202,7 +250,9 @@ class EndpointHourUsage(models.Model):
     requests = models.BigIntegerField()
     ttft_bucket_bounds_s = models.JSONField(default=list)
     ttft_bucket_counts = models.JSONField(null=True)
-    observed_s = models.FloatField(help_text="seconds of the hour inside bridged sample intervals")
+    observed_s = models.FloatField(help_text="seconds of the hour between samples at most the max gap apart")
+    bridged_s = models.FloatField(default=0.0, help_text="seconds of the hour inside gaps the counters bridged")
+    bridged_gap_s = models.FloatField(default=0.0, help_text="length of the longest bridged gap in the hour")
     reset_count = models.IntegerField(help_text="server restarts seen in the hour")
     computed_at = models.DateTimeField()
 

@@ -12,6 +12,7 @@ workers, gives the same table. Every node-hour it writes is recorded in
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from fleets.models import Gpu
 from telemetry import energy, rollup_sql
 from telemetry.energy.hours import hours_validated
 from telemetry.histogram import histogram_from_cumulative
+from telemetry.installations import gpu_installations_refresh
 from telemetry.models import (
     EndpointEpoch,
     EndpointHourUsage,
@@ -39,6 +41,7 @@ from telemetry.models import (
     ServingSample,
     UsageChanged,
 )
+from telemetry.node_meter import node_meter_usage_replace
 
 logger = logging.getLogger(__name__)
 
@@ -134,18 +137,23 @@ def rollup_node_hours(*, node_id: int, hour_starts: list[datetime]) -> int:
 
     Rows of GPUs and endpoints that now have no data in an hour are deleted.
     Each hour where a row was written or deleted is marked in ``UsageChanged``.
-    ``hour_starts``: aware datetimes on UTC hours. Returns the usage rows written.
+    ``hour_starts``: aware datetimes on UTC hours, with the hours of any gap
+    that reaches into them (a counter may bridge it: see ``_hours_across_gaps``).
+    Returns the usage rows written.
     """
     hours_s = hours_validated(_hour_s(h) for h in hour_starts)
     if not hours_s:
         return 0
+    hours_s = hours_validated([*hours_s, *_hours_across_gaps(node_id, hours_s)])
     computed_at = timezone.now()
     gpu_rows = _gpu_usage_rows(node_id, hours_s, computed_at)
     endpoint_rows = _endpoint_usage_rows(node_id, hours_s, computed_at)
     with transaction.atomic():
         changed = _usage_replace(GpuHourUsage, "gpu", gpu_rows, Q(gpu__node_id=node_id), hours_s)
         changed |= _usage_replace(EndpointHourUsage, "endpoint", endpoint_rows, Q(endpoint__node_id=node_id), hours_s)
+        changed |= node_meter_usage_replace(node_id=node_id, hour_runs=_hour_runs(hours_s), computed_at=computed_at)
         _usage_changed_mark(node_id, changed, computed_at)
+        gpu_installations_refresh(node_id=node_id, now=computed_at)
     return len(gpu_rows) + len(endpoint_rows)
 
 
@@ -177,6 +185,67 @@ class _Source:
     point: Callable[[tuple[Any, ...]], Any]
     usage: Callable[[list[Any], list[int]], Iterable[Any]]  # (points, hour run) -> pure usage per hour
 
+    def nearest(self, owner_id: int, at_s: float, *, later: bool, inclusive: bool = False) -> Any:
+        """The owner's row nearest ``at_s`` (before it, or ``later``), within the bridge limit; or None.
+
+        The far end of a gap a counter may bridge: one indexed lookup on (owner, ts).
+        """
+        at, bridge = _utc(at_s), timedelta(seconds=settings.TELEMETRY_MAX_BRIDGE_S)
+        rows = self.samples.filter(**{self.columns[0]: owner_id})
+        if later:
+            rows = rows.filter(ts__gte=at) if inclusive else rows.filter(ts__gt=at)
+            rows = rows.filter(ts__lte=at + bridge).order_by("ts")
+        else:
+            rows = rows.filter(ts__lte=at) if inclusive else rows.filter(ts__lt=at)
+            rows = rows.filter(ts__gte=at - bridge).order_by("-ts")
+        return rows.values_list(*self.columns).first()
+
+
+def _gpu_source() -> _Source:
+    gap_s = settings.TELEMETRY_GPU_MAX_GAP_S
+    return _Source(
+        samples=GpuSample.objects.all(),
+        columns=_GPU_COLUMNS,
+        max_gap_s=gap_s,
+        point=_gpu_point,
+        usage=lambda points, run: energy.gpu_usage_by_hour(
+            points, hour_starts_s=run, max_gap_s=gap_s, max_bridge_s=settings.TELEMETRY_MAX_BRIDGE_S
+        ),
+    )
+
+
+def _hours_across_gaps(node_id: int, hours_s: Sequence[int]) -> list[int]:
+    """The hours outside ``hours_s`` that a gap reaching into them covers.
+
+    Samples that change ``hours_s`` may open, close or split a gap that a
+    counter bridges, and such a gap spreads its increase over every hour it
+    covers: those hours are recomputed with these. Per owner and run of
+    hours, the gap across each end of the run (the samples nearest the
+    boundary on either side, more than the max gap apart) is looked up.
+    """
+    extra: set[int] = set()
+    kinds = (
+        (_gpu_source(), list(Gpu.objects.filter(node_id=node_id).values_list("id", flat=True))),
+        (_serving_source({}), list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True))),
+    )
+    for source, owner_ids in kinds:
+        for run in _hour_runs(hours_s):
+            for owner_id, boundary_s in itertools.product(owner_ids, (run[0], run[-1] + energy.HOUR_S)):
+                extra |= _gap_hours_across(source, owner_id, boundary_s)
+    return sorted(extra - set(hours_s))
+
+
+def _gap_hours_across(source: _Source, owner_id: int, boundary_s: int) -> set[int]:
+    """The hours of the gap across ``boundary_s`` (an hour start), if one is longer than the max gap."""
+    before = source.nearest(owner_id, boundary_s, later=False)
+    after = source.nearest(owner_id, boundary_s, later=True, inclusive=True)
+    if before is None or after is None:
+        return set()
+    start_s, end_s = before[1].timestamp(), after[1].timestamp()
+    if end_s - start_s <= source.max_gap_s:
+        return set()
+    return set(range(energy.hour_start_s_of(start_s), energy.hour_start_s_of(end_s) + 1, energy.HOUR_S))
+
 
 def _owner_usage(source: _Source, owner_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, Any]]:
     """``(owner, pure usage)`` for each requested hour with data (a sample in it, or observed time).
@@ -187,13 +256,20 @@ def _owner_usage(source: _Source, owner_ids: list[int], hours_s: Sequence[int]) 
     runs = _hour_runs(hours_s)
     windows = [energy.sample_window_s(run, max_gap_s=source.max_gap_s) for run in runs]
     rows = source.samples.filter(_ts_within(windows), **{f"{source.columns[0]}__in": owner_ids})
+    by_owner = {
+        owner: [source.point(row) for row in owner_rows]
+        for owner, owner_rows in groupby(rows.order_by(*source.columns[:2]).values_list(*source.columns), itemgetter(0))
+    }
     usages: list[tuple[int, Any]] = []
-    for owner, owner_rows in groupby(rows.order_by(*source.columns[:2]).values_list(*source.columns), itemgetter(0)):
-        points = [source.point(row) for row in owner_rows]
+    for owner in sorted(owner_ids):
+        points = by_owner.get(owner, [])
         sample_hours = {energy.hour_start_s_of(p.ts_s) for p in points}
         for run, (first_s, last_s) in zip(runs, windows, strict=True):
-            usage = source.usage([p for p in points if first_s <= p.ts_s <= last_s], run)
-            usages += [(owner, u) for u in usage if u.observed_s > 0 or u.hour_start_s in sample_hours]
+            # The window's samples and the far ends of gaps a counter may bridge into it.
+            ends = (source.nearest(owner, first_s, later=False), source.nearest(owner, last_s, later=True))
+            window = [p for p in points if first_s <= p.ts_s <= last_s]
+            usage = source.usage([*window, *(source.point(row) for row in ends if row is not None)], run)
+            usages += [(owner, u) for u in usage if u.observed_s + u.bridged_s > 0 or u.hour_start_s in sample_hours]
     return usages
 
 
@@ -217,7 +293,9 @@ def _gpu_usages(gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, e
     gap_s = settings.TELEMETRY_GPU_MAX_GAP_S
     if connection.vendor == "postgresql" and gap_s <= rollup_sql.MAX_GAP_S:
         runs = _hour_runs(hours_s)
-        usages = rollup_sql.gpu_usage_by_hour_sql(gpu_ids=gpu_ids, hour_runs=runs, max_gap_s=gap_s)
+        usages = rollup_sql.gpu_usage_by_hour_sql(
+            gpu_ids=gpu_ids, hour_runs=runs, max_gap_s=gap_s, max_bridge_s=settings.TELEMETRY_MAX_BRIDGE_S
+        )
         if usages is not None:
             return usages
         logger.warning(
@@ -227,15 +305,7 @@ def _gpu_usages(gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, e
 
 
 def _gpu_usages_python(gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, energy.GpuHourUsage]]:
-    gap_s = settings.TELEMETRY_GPU_MAX_GAP_S
-    source = _Source(
-        samples=GpuSample.objects.all(),
-        columns=_GPU_COLUMNS,
-        max_gap_s=gap_s,
-        point=_gpu_point,
-        usage=lambda points, run: energy.gpu_usage_by_hour(points, hour_starts_s=run, max_gap_s=gap_s),
-    )
-    return _owner_usage(source, gpu_ids, hours_s)
+    return _owner_usage(_gpu_source(), gpu_ids, hours_s)
 
 
 def _gpu_usage_model(gpu_id: int, usage: energy.GpuHourUsage, computed_at: datetime) -> GpuHourUsage:
@@ -244,8 +314,20 @@ def _gpu_usage_model(gpu_id: int, usage: energy.GpuHourUsage, computed_at: datet
     return GpuHourUsage(gpu_id=gpu_id, hour_start=_utc(usage.hour_start_s), computed_at=computed_at, **values)
 
 
-def _endpoint_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime) -> list[EndpointHourUsage]:
+def _serving_source(bounds: dict[int, tuple[float, ...]]) -> _Source:
     gap_s = settings.TELEMETRY_SERVING_MAX_GAP_S
+    return _Source(
+        samples=ServingSample.objects.all(),
+        columns=_SERVING_COLUMNS,
+        max_gap_s=gap_s,
+        point=lambda row: _serving_point(row, bounds),
+        usage=lambda points, run: energy.endpoint_usage_by_hour(
+            points, hour_starts_s=run, max_gap_s=gap_s, max_bridge_s=settings.TELEMETRY_MAX_BRIDGE_S
+        ),
+    )
+
+
+def _endpoint_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime) -> list[EndpointHourUsage]:
     endpoint_ids = list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True))
     bounds = {
         epoch_id: tuple(bounds_s)
@@ -253,14 +335,7 @@ def _endpoint_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: date
             "id", "ttft_bucket_bounds_s"
         )
     }
-    source = _Source(
-        samples=ServingSample.objects.all(),
-        columns=_SERVING_COLUMNS,
-        max_gap_s=gap_s,
-        point=lambda row: _serving_point(row, bounds),
-        usage=lambda points, run: energy.endpoint_usage_by_hour(points, hour_starts_s=run, max_gap_s=gap_s),
-    )
-    usages = _owner_usage(source, endpoint_ids, hours_s)
+    usages = _owner_usage(_serving_source(bounds), endpoint_ids, hours_s)
     return [_endpoint_usage_model(endpoint_id, usage, computed_at) for endpoint_id, usage in usages]
 
 
@@ -282,6 +357,8 @@ def _endpoint_usage_model(
         ttft_bucket_bounds_s=list(usage.ttft.bounds_s) if usage.ttft else [],
         ttft_bucket_counts=list(usage.ttft.counts) if usage.ttft else None,
         observed_s=usage.observed_s,
+        bridged_s=usage.bridged_s,
+        bridged_gap_s=usage.bridged_gap_s,
         reset_count=usage.reset_count,
         computed_at=computed_at,
     )

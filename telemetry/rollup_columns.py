@@ -1,20 +1,25 @@
 """GPU hourly usage from columns of samples (numpy): the same numbers as ``telemetry.energy.gpu_usage_by_hour``.
 
 The pure function is the specification; this is its translation into array
-operations, so that a rollup makes no Python object per sample. Every float
+operations, so that a rollup makes no Python object per sample (why both
+exist: ``telemetry.rollup_sql``'s docstring; one property test runs both on
+the same random data on PostgreSQL). Every float
 operation is the pure function's own, on the same operands:
 
 1. ``ts_s`` is the float Python sees (``datetime.timestamp()``: integer
    microseconds / 1e6, correctly rounded), the hour ``ts_s // 3600 * 3600``
    (numpy's float floor division is Python's);
-2. the span between consecutive samples of a GPU is bridged when no longer than
+2. the span between consecutive samples of a GPU is observed when no longer than
    ``max_gap_s``; its rates are the counter's increase with the reset rule
    divided by its seconds, or the trapezoid of power divided by them where a
    counter is missing, and the pair means of busy, utilization, memory
    utilization and temperature;
-3. each bridged span adds ``rate * seconds in the hour`` to the hour it starts
+3. each observed span adds ``rate * seconds in the hour`` to the hour it starts
    in and, when it crosses a boundary, to the next; restarts count in the hour
-   of the span's end; maxima are over the hour's samples.
+   of the span's end; maxima are over the hour's samples;
+4. a longer span (a gap) that the counter bridges (``energy.gaps_bridged``)
+   may cross many hours: these are few, and are added one by one in Python
+   with the pure function's own code (``_bridged_sums``), into sums of their own.
 
 The sums are sequential, in span order, from ``0.0`` as the pure function adds
 them (``np.add.accumulate`` down a grid with one column per GPU-hour; a span
@@ -39,7 +44,8 @@ import numpy as np
 import numpy.typing as npt
 
 from telemetry import energy
-from telemetry.energy.hours import HOUR_S, hours_validated, max_gap_checked, sample_window_s
+from telemetry.energy.gpu import energy_method_of
+from telemetry.energy.hours import HOUR_S, hour_overlaps_s, hours_validated, max_gap_checked, sample_window_s
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -86,11 +92,13 @@ def gpu_usage_by_hour_columns(
     hour_starts_s: Sequence[int],
     max_gap_s: float,
     real_to_float: RealToFloat,
+    max_bridge_s: float = energy.DEFAULT_MAX_BRIDGE_S,
     busy_above_util_pct: int = 0,
 ) -> list[tuple[int, energy.GpuHourUsage]]:
     """``(gpu id, usage)`` per requested hour with a sample, sorted, as the rollup gets them from the pure function.
 
-    The samples used are those in the hours' window (``sample_window_s``), as
+    The samples used are those in the hours' window (``sample_window_s``) and
+    each GPU's nearest one beyond it on either side within ``max_bridge_s``, as
     ``telemetry.rollup`` gives the pure function; ``max_gap_s`` at most an hour.
     """
     hours = hours_validated(hour_starts_s)
@@ -99,21 +107,72 @@ def gpu_usage_by_hour_columns(
     first_s, last_s = sample_window_s(hours, max_gap_s=max_gap_s)
     cols = _in_order(columns)
     ts_s = cols.ts_us / 1e6
-    inside = (ts_s >= first_s) & (ts_s <= last_s)
+    inside = _window_and_neighbours(cols.gpu_id, ts_s, first_s, last_s, max_bridge_s)
     if not inside.all():
         cols, ts_s = cols.taken(inside), ts_s[inside]
     hour_s = _hour_of(ts_s)
     grid = _HourGrid(cols.gpu_id, hour_s, hours)
     with np.errstate(divide="ignore", invalid="ignore"):  # rates of spans between two GPUs: never used
         spans = _Spans(cols, ts_s, hour_s, max_gap_s, busy_above_util_pct, real_to_float)
-    sums = grid.sums(spans)
+    with np.errstate(invalid="ignore"):  # inf x 0 of spans between two GPUs: masked out, never used
+        sums = grid.sums(spans)
+    bridged = _bridged_sums(grid, cols, ts_s, max_gap_s, max_bridge_s)
     resets = grid.counts(spans.restarted)
     maxima = _Maxima(grid, cols, real_to_float)
     return [
-        (gpu_id, _usage(hour_s, sums[g], resets[g], maxima, g))
+        (gpu_id, _usage(hour_s, sums[g], bridged.get(g), resets[g], maxima, g))
         for g, (gpu_id, hour_s) in enumerate(grid.cells())
-        if grid.samples[g] > 0 or sums[g][_OBSERVED] > 0
+        if grid.samples[g] > 0 or sums[g][_OBSERVED] > 0 or g in bridged
     ]
+
+
+def _window_and_neighbours(gpu_id: Ints, ts_s: Floats, first_s: float, last_s: float, max_bridge_s: float) -> Mask:
+    """The samples (by GPU, then time) in ``[first_s, last_s]``, and each GPU's nearest one either side within
+    ``max_bridge_s``: the far end of a gap the counter may bridge."""
+    before, after = ts_s < first_s, ts_s > last_s
+    same_next = np.append(gpu_id[1:] == gpu_id[:-1], False)
+    same_previous = np.insert(gpu_id[1:] == gpu_id[:-1], 0, False)
+    last_before = before & ~(same_next & np.append(before[1:], False)) & (ts_s >= first_s - max_bridge_s)
+    first_after = after & ~(same_previous & np.insert(after[:-1], 0, False)) & (ts_s <= last_s + max_bridge_s)
+    return ~before & ~after | last_before | first_after
+
+
+@dataclass
+class _BridgedSums:
+    """One GPU-hour's sums over the gaps the counter bridged (``_GpuTally.bridged``, ``bridged_gap_s``)."""
+
+    energy_j: float = 0.0
+    seconds: float = 0.0
+    gap_s: float = 0.0
+
+
+def _bridged_sums(
+    grid: _HourGrid, cols: GpuColumns, ts_s: Floats, max_gap_s: float, max_bridge_s: float
+) -> dict[int, _BridgedSums]:
+    """Per cell, the sums of the gaps bridged into it, added in span order as the pure function adds them."""
+    seconds = ts_s[1:] - ts_s[:-1]
+    energy_j = cols.energy_j
+    candidates = (
+        (cols.gpu_id[1:] == cols.gpu_id[:-1])
+        & (seconds > max_gap_s)
+        & (seconds <= max_bridge_s)
+        & cols.energy_known[:-1]
+        & cols.energy_known[1:]
+        & (cols.epoch_id[1:] == cols.epoch_id[:-1])
+        & (energy_j[1:] >= energy_j[:-1])
+    )
+    sums: dict[int, _BridgedSums] = {}
+    for i in np.flatnonzero(candidates).tolist():
+        start_s, end_s = float(ts_s[i]), float(ts_s[i + 1])
+        rate = (float(energy_j[i + 1]) - float(energy_j[i])) / (end_s - start_s)
+        for hour, overlap_s in hour_overlaps_s(start_s, end_s):
+            cell = int(grid.key(cols.gpu_id[i : i + 1], np.array([float(hour)]))[0])
+            if cell >= 0:
+                cell_sums = sums.setdefault(cell, _BridgedSums())
+                cell_sums.energy_j += rate * overlap_s
+                cell_sums.seconds += overlap_s
+                cell_sums.gap_s = max(cell_sums.gap_s, end_s - start_s)
+    return sums
 
 
 def _in_order(cols: GpuColumns) -> GpuColumns:
@@ -234,9 +293,9 @@ class _Spans:
         self.cols = cols
         self.start_s, self.end_s = ts_s[:-1], ts_s[1:]
         self.seconds = self.end_s - self.start_s
-        self.bridged = (cols.gpu_id[1:] == cols.gpu_id[:-1]) & (self.seconds <= max_gap_s)
+        self.observed = (cols.gpu_id[1:] == cols.gpu_id[:-1]) & (self.seconds <= max_gap_s)
         self.hour_s = hour_s[:-1]
-        self.crosses = self.bridged & (self.hour_s + HOUR_S < self.end_s)
+        self.crosses = self.observed & (self.hour_s + HOUR_S < self.end_s)
         self.rates = self._rates(busy_above, real_to_float)
         self.same_rows: dict[int, int] = {}
 
@@ -248,11 +307,11 @@ class _Spans:
         c = self.cols
         energy_j, energy_known = c.energy_j, c.energy_known
         counter_known = energy_known[:-1] & energy_known[1:]
-        self.restarted = self.bridged & (
+        self.restarted = self.observed & (
             (c.epoch_id[1:] != c.epoch_id[:-1]) | (counter_known & (energy_j[1:] < energy_j[:-1]))
         )
         increase = np.where(self.restarted, energy_j[1:], energy_j[1:] - energy_j[:-1])
-        integrated_known = self.bridged & ~counter_known & c.power_known[:-1] & c.power_known[1:]
+        integrated_known = self.observed & ~counter_known & c.power_known[:-1] & c.power_known[1:]
         rates = {"counter": (increase / self.seconds, counter_known)}
         if integrated_known.any():
             power = self._power_read(integrated_known, real_to_float)
@@ -278,19 +337,19 @@ class _Spans:
         """Per sum row, the terms of every span in the hour it starts in (0.0 if not bridged), and of the
         spans ``crossing`` in the next. A row equal to another is left out (``same_rows``)."""
         start, end, hour = self.start_s, self.end_s, self.hour_s
-        first_s = np.where(self.bridged, np.minimum(end, hour + HOUR_S) - np.maximum(start, hour), 0.0)
+        first_s = np.where(self.observed, np.minimum(end, hour + HOUR_S) - np.maximum(start, hour), 0.0)
         start, end, hour = start[crossing], end[crossing], hour[crossing]
         cross_s = np.minimum(end, hour + 2 * HOUR_S) - np.maximum(start, hour + HOUR_S)
         rows = {_OBSERVED: (first_s, cross_s)}
         for name, (rate, known) in self.rates.items():
-            on, on_cross = known & self.bridged, known[crossing]
+            on, on_cross = known & self.observed, known[crossing]
             rows[_INTEGRAL[name]] = (
                 np.where(on, rate * first_s, 0.0),
                 np.where(on_cross, rate[crossing] * cross_s, 0.0),
             )
             if name == "busy":  # busy's seconds are never used
                 continue
-            if (on | ~self.bridged).all() and on_cross.all():  # known wherever observed: the same additions
+            if (on | ~self.observed).all() and on_cross.all():  # known wherever observed: the same additions
                 self.same_rows[_KNOWN_S[name]] = _OBSERVED
             else:
                 rows[_KNOWN_S[name]] = (np.where(on, first_s, 0.0), np.where(on_cross, cross_s, 0.0))
@@ -326,18 +385,23 @@ class _Maxima:
         return [None if v == lowest else v for v in out.tolist()]
 
 
-def _usage(hour_s: int, sums: list[float], reset_count: int, maxima: _Maxima, g: int) -> energy.GpuHourUsage:
+def _usage(
+    hour_s: int, sums: list[float], bridged: _BridgedSums | None, reset_count: int, maxima: _Maxima, g: int
+) -> energy.GpuHourUsage:
     """The pure function's final step (``_GpuTally.usage``) on the sums."""
     integral = {name: sums[_INTEGRAL[name]] for name in _RATES}
     known_s = {name: sums[_KNOWN_S[name]] for name in _RATES}
-    energy_j = integral["counter"] + integral["integrated"]
-    covered_s = known_s["counter"] + known_s["integrated"]
+    bridged = bridged or _BridgedSums()
+    energy_j = integral["counter"] + integral["integrated"] + bridged.energy_j
+    covered_s = known_s["counter"] + known_s["integrated"] + bridged.seconds
     return energy.GpuHourUsage(
         hour_start_s=hour_s,
         energy_j=energy_j,
         energy_counter_j=integral["counter"],
         energy_integrated_j=integral["integrated"],
-        energy_method=_method(known_s["counter"], known_s["integrated"]),
+        energy_method=energy_method_of(
+            counter_s=known_s["counter"] + bridged.seconds, integrated_s=known_s["integrated"]
+        ),
         observed_s=sums[_OBSERVED],
         energy_covered_s=covered_s,
         busy_s=integral["busy"],
@@ -349,16 +413,11 @@ def _usage(hour_s: int, sums: list[float], reset_count: int, maxima: _Maxima, g:
         max_temp_c=maxima.temp_c[g],
         max_mem_used_bytes=maxima.mem_used_bytes[g],
         reset_count=reset_count,
+        energy_bridged_j=bridged.energy_j,
+        bridged_s=bridged.seconds,
+        bridged_gap_s=bridged.gap_s,
     )
 
 
 def _mean(integral: float, seconds: float) -> float | None:
     return integral / seconds if seconds > 0 else None
-
-
-def _method(counter_s: float, integrated_s: float) -> energy.EnergyMethod:
-    if counter_s > 0 and integrated_s > 0:
-        return energy.EnergyMethod.MIXED
-    if counter_s > 0:
-        return energy.EnergyMethod.COUNTER
-    return energy.EnergyMethod.INTEGRATED if integrated_s > 0 else energy.EnergyMethod.NONE

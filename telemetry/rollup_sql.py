@@ -1,5 +1,15 @@
 """GPU hourly usage on PostgreSQL: samples fetched as columns, computed by ``telemetry.rollup_columns``.
 
+Why the rollup keeps two implementations of one rule: the pure function
+(``telemetry.energy.gpu_usage_by_hour``) is the rule, readable and tested
+without a database, and it is what SQLite (the embedded default) runs. At
+1 Hz a node-hour of 8 GPUs is ~29k samples; as Python objects that is ~0.45 s
+of a core per node-hour, too slow for a fleet on one server, so PostgreSQL
+ships the samples as binary columns and numpy computes the same sums (~25 ms).
+The copy is kept equal, not merely close: ``tests/telemetry/test_rollup_implementations.py``
+runs both on the same random data (hypothesis, PostgreSQL only) and asserts
+equal hourly results to the last bit; any change to the rule goes into both.
+
 The pure function ``telemetry.energy.gpu_usage_by_hour`` is the
 specification; ``telemetry.rollup_columns`` is its translation into numpy,
 equal to it to the last bit. This module feeds it: one ``COPY ... TO STDOUT
@@ -21,7 +31,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -56,13 +66,27 @@ _RECORD_DTYPE = [("ts", ">i8"), *((column, dtype) for column, (_, _, dtype) in _
 # Epochs ride along only for a run where a GPU has several (a driver reload): one int4 more a sample.
 _EPOCH_RECORD = _RECORD + " || int4send(epoch_id)"
 _EPOCH_RECORD_DTYPE = [*_RECORD_DTYPE, ("epoch_id", ">i4")]
+# The window's samples, and each GPU's nearest sample either side of it within the bridge limit
+# (the far end of a gap its counter may bridge: two index lookups per GPU).
 _SQL = """
 COPY (
     SELECT gpu_id, min(epoch_id), max(epoch_id),
            sum(num_nulls({nullable})),
            string_agg({record}, '')
-    FROM {table}
-    WHERE gpu_id = ANY(%(gpu_ids)s) AND ts >= %(first_ts)s AND ts <= %(last_ts)s
+    FROM (
+        SELECT * FROM {table}
+        WHERE gpu_id = ANY(%(gpu_ids)s) AND ts >= %(first_ts)s AND ts <= %(last_ts)s
+        UNION ALL
+        SELECT n.* FROM unnest(%(gpu_ids)s::int[]) AS g (id) CROSS JOIN LATERAL (
+            SELECT * FROM {table} WHERE gpu_id = g.id AND ts < %(first_ts)s AND ts >= %(before_ts)s
+            ORDER BY ts DESC LIMIT 1
+        ) AS n
+        UNION ALL
+        SELECT n.* FROM unnest(%(gpu_ids)s::int[]) AS g (id) CROSS JOIN LATERAL (
+            SELECT * FROM {table} WHERE gpu_id = g.id AND ts > %(last_ts)s AND ts <= %(after_ts)s
+            ORDER BY ts LIMIT 1
+        ) AS n
+    ) AS samples
     GROUP BY gpu_id
 ) TO STDOUT (FORMAT binary)
 """
@@ -71,13 +95,19 @@ _COPY_ROW = struct.Struct(">hiiiiiiiqi")  # fields; (length, value) of gpu_id, m
 
 
 def gpu_usage_by_hour_sql(
-    *, gpu_ids: Sequence[int], hour_runs: Sequence[Sequence[int]], max_gap_s: float, busy_above_util_pct: int = 0
+    *,
+    gpu_ids: Sequence[int],
+    hour_runs: Sequence[Sequence[int]],
+    max_gap_s: float,
+    max_bridge_s: float = energy.DEFAULT_MAX_BRIDGE_S,
+    busy_above_util_pct: int = 0,
 ) -> list[tuple[int, energy.GpuHourUsage]] | None:
     """``(gpu id, usage)`` for every requested hour with data, as ``telemetry.rollup`` gets from the pure function.
 
     ``hour_runs``: runs of consecutive hour starts (Unix seconds); each run is
-    computed from the samples of its own window (``sample_window_s``), as the
-    pure function requires. PostgreSQL only, and ``max_gap_s`` at most an hour.
+    computed from the samples of its own window (``sample_window_s``) and each
+    GPU's nearest sample beyond it within ``max_bridge_s``, as the pure function
+    requires. PostgreSQL only, and ``max_gap_s`` at most an hour.
     ``None`` if a stored reading takes a value that stands for NULL here (ingest
     stores none): the caller computes these hours with the pure function.
     """
@@ -93,25 +123,31 @@ def gpu_usage_by_hour_sql(
         cursor.execute("SET LOCAL jit = off")
         cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         for run in hour_runs:
-            columns = _run_columns(cursor, _run_params(run, gpu_ids, max_gap_s), epochs=False)
+            columns = _run_columns(cursor, _run_params(run, gpu_ids, max_gap_s, max_bridge_s), epochs=False)
             if columns is None:
                 return None
             usages += gpu_usage_by_hour_columns(
                 columns,
                 hour_starts_s=run,
                 max_gap_s=max_gap_s,
+                max_bridge_s=max_bridge_s,
                 real_to_float=lambda values: _reals_read(cursor, values),
                 busy_above_util_pct=busy_above_util_pct,
             )
     return sorted(usages, key=lambda pair: (pair[0], pair[1].hour_start_s))
 
 
-def _run_params(run: Sequence[int], gpu_ids: Sequence[int], max_gap_s: float) -> dict[str, Any]:
-    # The bounds the Python path reads with (``rollup._ts_within``); the window's float bounds are applied after.
+def _run_params(run: Sequence[int], gpu_ids: Sequence[int], max_gap_s: float, max_bridge_s: float) -> dict[str, Any]:
+    # The bounds the Python path reads with (``rollup._ts_within``, ``_Source.nearest``); the window's
+    # float bounds are applied after.
     first_s, last_s = sample_window_s(run, max_gap_s=max_gap_s)
+    first_ts, last_ts = datetime.fromtimestamp(first_s, tz=UTC), datetime.fromtimestamp(last_s, tz=UTC)
+    bridge = timedelta(seconds=max_bridge_s)
     return {
-        "first_ts": datetime.fromtimestamp(first_s, tz=UTC),
-        "last_ts": datetime.fromtimestamp(last_s, tz=UTC),
+        "first_ts": first_ts,
+        "last_ts": last_ts,
+        "before_ts": first_ts - bridge,
+        "after_ts": last_ts + bridge,
         "gpu_ids": list(gpu_ids),
     }
 

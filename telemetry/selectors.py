@@ -7,7 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db.models import Count, F, Min, Q, QuerySet
+from django.db.models import Count, F, Max, Min, Q, QuerySet
 
 from fleets.models import Gpu
 from telemetry.models import EndpointHourUsage, GpuHourUsage
@@ -47,14 +47,19 @@ def gpu_hour_usage_for_gpus(*, gpu_ids: Collection[int], start: datetime, end: d
 
 @dataclass(frozen=True)
 class NodeGap:
-    """An hour the node's telemetry did not fully cover: ``missing_s`` of its least-covered GPU."""
+    """An hour the node's telemetry did not fully measure, as data quality: of its least-covered GPU,
+    ``measured_s`` (samples at most the max gap apart), ``bridged_s`` (gaps a counter bridged, the longest
+    ``bridged_gap_s`` long) and ``missing_s`` (what no counter proves)."""
 
     hour_start: datetime
     missing_s: float
+    measured_s: float = 0.0
+    bridged_s: float = 0.0
+    bridged_gap_s: float = 0.0
 
 
 def node_gaps(*, node_id: int, start: datetime, end: datetime) -> list[NodeGap]:
-    """The hours starting in ``[start, end)`` where some GPU of the node observed less than the whole hour.
+    """The hours starting in ``[start, end)`` where some GPU of the node measured less than the whole hour.
 
     A GPU without a usage row in an hour observed nothing. A GPU counts from
     the hour it was first seen (earlier only where it has rows), so one added
@@ -64,26 +69,30 @@ def node_gaps(*, node_id: int, start: datetime, end: datetime) -> list[NodeGap]:
     """
     gpus = list(Gpu.objects.filter(node_id=node_id).values_list("id", "first_seen_at"))
     per_hour = {
-        hour: (seen_rows, least_s)
-        for hour, seen_rows, least_s in gpu_hour_usage_for_gpus(
+        hour: (seen_rows, least_s, measured_s, bridged_s, gap_s)
+        for hour, seen_rows, least_s, measured_s, bridged_s, gap_s in gpu_hour_usage_for_gpus(
             gpu_ids=[gpu_id for gpu_id, _ in gpus], start=start, end=end
         )
         .values("hour_start")
         .annotate(
             seen_rows=Count("gpu_id", filter=Q(gpu__first_seen_at__lt=F("hour_start") + HOUR)),
-            least_s=Min("observed_s"),
+            least_s=Min(F("observed_s") + F("bridged_s")),
+            measured_s=Min("observed_s"),
+            bridged_s=Max("bridged_s"),
+            gap_s=Max("bridged_gap_s"),
         )
-        .values_list("hour_start", "seen_rows", "least_s")
+        .values_list("hour_start", "seen_rows", "least_s", "measured_s", "bridged_s", "gap_s")
         .order_by()
     }
     gaps = []
     for hour in _hour_starts(start, end):
         seen = sum(1 for _, first_seen in gpus if first_seen < hour + HOUR)
-        seen_rows, least_s = per_hour.get(hour, (0, 0.0))
+        seen_rows, least_s, measured_s, bridged_s, gap_s = per_hour.get(hour, (0, 0.0, 0.0, 0.0, 0.0))
         # Every GPU with a row is expected; one seen by then without a row observed nothing.
-        least_s = least_s if seen_rows == seen else 0.0
-        if least_s < HOUR_S:
-            gaps.append(NodeGap(hour_start=hour, missing_s=HOUR_S - least_s))
+        if seen_rows != seen:
+            least_s = measured_s = 0.0
+        if measured_s < HOUR_S:
+            gaps.append(NodeGap(hour, HOUR_S - least_s, measured_s, bridged_s, gap_s))
     return gaps
 
 

@@ -60,7 +60,10 @@ class NodeStatusOut(serializers.Serializer):
 
 class GapOut(serializers.Serializer):
     hour_start = serializers.DateTimeField()
-    missing_s = serializers.FloatField()
+    measured_s = serializers.FloatField(help_text="seconds between samples at most the max gap apart")
+    bridged_s = serializers.FloatField(help_text="seconds inside gaps a cumulative counter bridged (counted in full)")
+    bridged_gap_s = serializers.FloatField(help_text="length of the longest bridged gap in the hour")
+    missing_s = serializers.FloatField(help_text="seconds no counter or sample proves (not counted)")
 
 
 class NodeDetailOut(NodeStatusOut):

@@ -22,7 +22,8 @@ from django.utils import timezone
 from accounting.charts import figure_html, series_lines
 from accounting.grid.hours import floor_hour
 from accounting.models import NodeHourLedger
-from fleets.models import Gpu, Node
+from accounting.reports.aggregates import UNPRICED_WITH_TELEMETRY
+from fleets.models import Gpu, GpuInstallation, Node
 from fleets.web import page_context
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
 from telemetry.models import GpuSample
@@ -81,7 +82,11 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             + [_recent_raw_chart(gpus, now)],
             "has_usage": bool(usage),
             "gaps": node_gaps(node_id=node.pk, start=period.start, end=min(period.end, floor_hour(now))),
+            "hardware_changes": GpuInstallation.objects.filter(gpu__node=node).select_related("gpu"),
             "ledger": _ledger_rows(node, period.start, period.end),
+            "unpriced_hours": NodeHourLedger.objects.filter(
+                UNPRICED_WITH_TELEMETRY, node=node, hour_start__gte=period.start, hour_start__lt=period.end
+            ).count(),
         },
     )
 

@@ -68,6 +68,16 @@ class HardwareProfile:
     host_embodied_kgco2e_per_gpu: Decimal
     lifetime_years: Decimal
     sources: tuple[Source, ...]
+    # The host's power as modelled where the node has no meter: idle + per GPU carried, W. Optional,
+    # and then cited in ``sources`` ("host_power_w"); without them a line stays at the GPU boundary.
+    host_idle_w: Decimal | None = None
+    host_per_gpu_w: Decimal | None = None
+
+    def host_power_w(self, gpu_count: int) -> Decimal | None:
+        """Modelled host power (W, beyond the GPU boards) of a node carrying ``gpu_count`` of these GPUs."""
+        if self.host_idle_w is None or self.host_per_gpu_w is None:
+            return None
+        return self.host_idle_w + self.host_per_gpu_w * gpu_count
 
     @property
     def expected_life_h(self) -> Decimal:
@@ -106,6 +116,8 @@ def _profile(raw: dict[str, Any]) -> HardwareProfile:
             host_embodied_kgco2e_per_gpu=Decimal(raw["host_embodied_kgco2e_per_gpu"]),
             lifetime_years=Decimal(raw["lifetime_years"]),
             sources=tuple(_source(source) for source in raw["sources"]),
+            host_idle_w=_optional_decimal(raw.get("host_idle_w")),
+            host_per_gpu_w=_optional_decimal(raw.get("host_per_gpu_w")),
         )
     except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
         raise CatalogError(f"catalog entry {raw.get('key', '?')!r}: {exc!r}") from exc
@@ -113,8 +125,13 @@ def _profile(raw: dict[str, Any]) -> HardwareProfile:
     return profile
 
 
+def _optional_decimal(value: Any) -> Decimal | None:
+    return None if value is None else Decimal(str(value))
+
+
 def _check_sources(profile: HardwareProfile) -> None:
-    missing = REQUIRED_SOURCES - {source.what for source in profile.sources}
+    required = REQUIRED_SOURCES | ({"host_power_w"} if profile.host_idle_w is not None else set())
+    missing = required - {source.what for source in profile.sources}
     if missing:
         raise CatalogError(f"{profile.key}: no source for {sorted(missing)}")
     if not profile.nvml_names:

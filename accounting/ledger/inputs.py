@@ -111,6 +111,10 @@ class GpuHourInput:
     ``mean_util_pct``: mean utilization 0-100, ``None`` if not sampled.
     ``embodied``: its embodied-carbon asset; ``None`` when the model is unknown,
     which the line reports as hours without embodied data, never as zero.
+    ``installed_h``: hours (0-1) of the node's held time in this hour that the
+    card was installed; ``None``: all of it. Rent per GPU-hour, embodied
+    amortization and idle time count these hours only (a swapped card is not
+    charged beside its replacement).
     """
 
     gpu_id: str
@@ -118,9 +122,12 @@ class GpuHourInput:
     tokens_served: int
     mean_util_pct: Decimal | None
     embodied: EmbodiedAsset | None
+    installed_h: Decimal | None = None
 
     def __post_init__(self) -> None:
         _require_non_negative(energy_j=self.energy_j, tokens_served=self.tokens_served)
+        if self.installed_h is not None and not ZERO <= self.installed_h <= ONE:
+            raise LedgerInputError(f"installed_h must be within 0-1, got {self.installed_h}")
         if self.mean_util_pct is not None and not ZERO <= self.mean_util_pct <= PERCENT:
             raise LedgerInputError(f"mean_util_pct must be 0-100, got {self.mean_util_pct}")
 
@@ -185,11 +192,15 @@ class NodeHourInput:
 
     ``node_energy_j``: the node's whole IT energy if measured (GPUs and host),
     else ``None`` and the GPUs' sum is used. ``observed_s``: seconds of the held
-    time covered by samples (coverage, reported, never extrapolated).
+    time covered by samples (coverage, reported, never extrapolated);
+    ``bridged_s``: further seconds inside gaps whose energy and tokens a
+    counter proved (counted in full, labelled bridged); the rest is missing.
     ``held_h``: hours of this hour the node was held (see ``hours_held``).
     ``tariff``: ``None`` when no tariff is in force (electricity left unpriced).
     ``location``/``market``: ``None`` when no factor is known for the hour.
     ``host_embodied``: the node's host (chassis, CPUs, RAM, disks) embodied share.
+    ``host_modelled_j``: without ``node_energy_j``, the host's energy beyond its
+    GPUs modelled from the hardware profile (idle + per-GPU power x held time).
     """
 
     node_id: str
@@ -207,6 +218,8 @@ class NodeHourInput:
     location: IntensityFactor | None
     market: IntensityFactor | None
     host_embodied: EmbodiedAsset | None = None
+    bridged_s: Decimal = ZERO
+    host_modelled_j: Decimal | None = None  # the host's energy (J) modelled from its profile, where not metered
 
     def __post_init__(self) -> None:
         require_utc_hour(self.hour_start)
@@ -216,6 +229,18 @@ class NodeHourInput:
             raise LedgerInputError(f"pue must be at least 1, got {self.pue}")
         _require_non_negative(observed_s=self.observed_s, prompt_tokens=self.prompt_tokens)
         _require_non_negative(generation_tokens=self.generation_tokens, node_energy_j=self.node_energy_j or ZERO)
+        for gpu in self.gpus:
+            if gpu.installed_h is not None and gpu.installed_h > self.held_h:
+                raise LedgerInputError(f"GPU {gpu.gpu_id}: installed_h {gpu.installed_h} > held_h {self.held_h}")
+
+    def gpu_held_h(self, gpu: GpuHourInput) -> Decimal:
+        """Hours of this hour ``gpu`` was installed while the node was held."""
+        return self.held_h if gpu.installed_h is None else gpu.installed_h
+
+    @property
+    def gpu_h(self) -> Decimal:
+        """GPU-hours installed and held in this hour: what rent per GPU-hour and embodied amortization count."""
+        return sum((self.gpu_held_h(gpu) for gpu in self.gpus), ZERO)
 
     @property
     def tokens(self) -> int:

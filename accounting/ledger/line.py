@@ -6,22 +6,29 @@ Formulas (DESIGN.md, "Money and carbon"), all in ``Decimal``, nothing rounded::
     facility_kwh  = it_kwh x pue
     electricity   = facility_kwh x tariff price       (0, shown INCLUDED, when the rent includes power;
                                                       None, shown UNPRICED, when no tariff is in force)
-    hardware      = rate x held_h [x GPUs]            (rented, per node or per GPU)
+    hardware      = rate x held_h | rate x GPU-hours  (rented, per node or per GPU; GPU-hours: of the
+                                                      cards installed in the hour, ``NodeHourInput.gpu_h``)
                   | capex / lifetime_h x held_h + opex_per_h x held_h   (owned)
     cost          = electricity + hardware            (an unpriced electricity line adds nothing)
     location_g    = facility_kwh x location intensity   (None when no intensity is known)
     market_g      = facility_kwh x market factor        (None when no factor is known)
     embodied_g    = see ``accounting.ledger.embodied``, per GPU plus the host share
 
-Energy: the node's metered IT energy when given, else the sum of its GPUs.
+Energy, and its boundary: ``gpu_kwh`` is the GPU boundary (the boards, as NVML
+measures them: what the study measured); ``it_kwh`` is the node boundary when
+the node's own meter measured it (``energy_method`` ``node_meter``: GPUs, CPUs,
+memory, fans and power supplies) or the GPUs' measured energy plus the host's
+modelled from its hardware profile (``modelled``), else the GPU boundary (``gpu_sum``).
 
-Idle: a GPU is idle for the hours the node was held when it served no tokens and
-its mean utilization is below the policy threshold (unknown utilization: tokens
-alone decide). **Share rule**: each GPU carries an equal share of the node's
-hardware cost (``hardware / GPUs``) plus the electricity of its own energy and an
-equal share of the host's (node IT energy minus all GPUs'), at the line's PUE and
-price. Those shares add up to the line's cost, so idle cost is the part of the
-cost paid by idle GPUs, never more than the line. (Electricity included in the
+Idle: a GPU is idle for the hours it was installed while the node was held when
+it served no tokens and its mean utilization is below the policy threshold
+(unknown utilization: tokens alone decide). **Share rule**: each GPU carries a
+share of the node's hardware cost in proportion to its GPU-hours
+(``hardware x its hours / GPU-hours``; equal when every card was there all
+hour) plus the electricity of its own energy and an equal share of the host's
+(node IT energy minus all GPUs'), at the line's PUE and price. Those shares
+add up to the line's cost, so idle cost is the part of the cost paid by idle
+GPUs, never more than the line. (Electricity included in the
 rent or unpriced adds nothing to idle cost, as it adds nothing to cost.)
 """
 
@@ -50,8 +57,9 @@ from accounting.tariff import TariffPrice
 
 
 class EnergyMethod(enum.StrEnum):
-    NODE_METER = "node_meter"
-    GPU_SUM = "gpu_sum"
+    NODE_METER = "node_meter"  # the node boundary, measured by the node's own meter
+    MODELLED = "modelled"  # the node boundary: the GPUs measured, the host modelled from its profile
+    GPU_SUM = "gpu_sum"  # the GPU boundary only
 
 
 class ElectricityStatus(enum.StrEnum):
@@ -75,8 +83,10 @@ class NodeHourLine:
     currency: str
     held_h: Decimal
     observed_s: Decimal
+    bridged_s: Decimal
     gpu_count: int
     it_kwh: Decimal
+    gpu_kwh: Decimal
     facility_kwh: Decimal
     electricity_cost: Decimal | None
     hardware_cost: Decimal
@@ -85,6 +95,7 @@ class NodeHourLine:
     market_co2e_g: Decimal | None
     embodied_co2e_g: EmbodiedG
     embodied_unknown_gpu_h: Decimal
+    gpu_h: Decimal
     prompt_tokens: int
     generation_tokens: int
     idle_gpu_h: Decimal
@@ -104,15 +115,12 @@ class NodeHourLine:
     def tokens(self) -> int:
         return self.prompt_tokens + self.generation_tokens
 
-    @property
-    def gpu_h(self) -> Decimal:
-        """GPU-hours held: held hours x GPUs on the node."""
-        return self.held_h * self.gpu_count
-
 
 def node_it_energy_j(node: NodeHourInput) -> tuple[Decimal, EnergyMethod]:
     """The node's IT energy in J and how it was obtained; a meter below its GPUs' sum raises."""
     gpu_j = sum((gpu.energy_j for gpu in node.gpus), ZERO)
+    if node.node_energy_j is None and node.host_modelled_j is not None:
+        return gpu_j + node.host_modelled_j, EnergyMethod.MODELLED
     if node.node_energy_j is None:
         return gpu_j, EnergyMethod.GPU_SUM
     if node.node_energy_j < gpu_j:
@@ -136,11 +144,10 @@ def electricity_cost(
     return facility_kwh * tariff.price_per_kwh, ElectricityStatus.PRICED
 
 
-def hardware_cost(pricing: Pricing, held_h: Decimal, gpu_count: int) -> Decimal:
-    """Hardware cost (currency) of holding the node ``held_h`` hours."""
+def hardware_cost(pricing: Pricing, held_h: Decimal, gpu_h: Decimal) -> Decimal:
+    """Hardware cost (currency) of holding the node ``held_h`` hours with ``gpu_h`` GPU-hours installed."""
     if isinstance(pricing, RentedPricing):
-        units = gpu_count if pricing.per is RatePer.GPU else 1
-        return pricing.rate_per_h * held_h * units
+        return pricing.rate_per_h * (gpu_h if pricing.per is RatePer.GPU else held_h)
     return pricing.capex / pricing.lifetime_h * held_h + pricing.opex_per_h * held_h
 
 
@@ -155,7 +162,7 @@ def node_embodied_co2e_g(node: NodeHourInput, method: AmortizationMethod) -> Emb
     for gpu in node.gpus:
         if gpu.embodied is not None:
             weight = utilization_weight(method, gpu.mean_util_pct)
-            total += embodied_co2e_g(gpu.embodied, node.held_h, weight)
+            total += embodied_co2e_g(gpu.embodied, node.gpu_held_h(gpu), weight)
     if node.host_embodied is not None:
         total += embodied_co2e_g(node.host_embodied, node.held_h, utilization_weight(method, _mean_util_pct(node)))
     return total
@@ -191,11 +198,12 @@ def _idle(
 ) -> _Idle:
     """Idle GPU-hours, cost and facility kWh of the node-hour, under the share rule above."""
     price_per_kwh = charged.price_per_kwh if charged is not None else ZERO
-    idle = _Idle()
+    idle, gpu_h = _Idle(), node.gpu_h
     for gpu in (gpu for gpu in node.gpus if is_idle(gpu, policy)):
         kwh = gpu_share_facility_kwh(node, gpu, it_energy_j)
-        cost = hardware / len(node.gpus) + kwh * price_per_kwh
-        idle = _Idle(idle.gpu_h + node.held_h, idle.cost + cost, idle.facility_kwh + kwh)
+        hardware_share = hardware * node.gpu_held_h(gpu) / gpu_h if gpu_h else hardware / len(node.gpus)
+        cost = hardware_share + kwh * price_per_kwh
+        idle = _Idle(idle.gpu_h + node.gpu_held_h(gpu), idle.cost + cost, idle.facility_kwh + kwh)
     return idle
 
 
@@ -209,7 +217,7 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
     it_energy_j, energy_method = node_it_energy_j(node)
     facility = facility_kwh(kwh_from_j(it_energy_j), node.pue)
     electricity, status = electricity_cost(facility, node.pricing, node.tariff)
-    hardware = hardware_cost(node.pricing, node.held_h, len(node.gpus))
+    hardware = hardware_cost(node.pricing, node.held_h, node.gpu_h)
     charged = _charged_tariff(node, status)
     idle = _idle(node, it_energy_j, hardware, charged, policy)
     return NodeHourLine(
@@ -218,8 +226,10 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         currency=node.currency,
         held_h=node.held_h,
         observed_s=node.observed_s,
+        bridged_s=node.bridged_s,
         gpu_count=len(node.gpus),
         it_kwh=kwh_from_j(it_energy_j),
+        gpu_kwh=kwh_from_j(sum((gpu.energy_j for gpu in node.gpus), ZERO)),
         facility_kwh=facility,
         electricity_cost=electricity,
         hardware_cost=hardware,
@@ -227,7 +237,8 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         location_co2e_g=operational_co2e_g(facility, node.location),
         market_co2e_g=operational_co2e_g(facility, node.market),
         embodied_co2e_g=node_embodied_co2e_g(node, policy.amortization),
-        embodied_unknown_gpu_h=node.held_h * sum(1 for gpu in node.gpus if gpu.embodied is None),
+        embodied_unknown_gpu_h=sum((node.gpu_held_h(gpu) for gpu in node.gpus if gpu.embodied is None), ZERO),
+        gpu_h=node.gpu_h,
         prompt_tokens=node.prompt_tokens,
         generation_tokens=node.generation_tokens,
         idle_gpu_h=idle.gpu_h,

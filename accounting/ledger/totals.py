@@ -44,7 +44,9 @@ class LedgerTotals:
     held_h: Decimal = ZERO
     gpu_h: Decimal = ZERO
     observed_s: Decimal = ZERO
+    bridged_s: Decimal = ZERO
     it_kwh: Decimal = ZERO
+    gpu_kwh: Decimal = ZERO
     facility_kwh: Decimal = ZERO
     electricity_cost: Decimal = ZERO
     unpriced_facility_kwh: Decimal = ZERO
@@ -73,7 +75,9 @@ class LedgerTotals:
             held_h=line.held_h,
             gpu_h=line.gpu_h,
             observed_s=line.observed_s,
+            bridged_s=line.bridged_s,
             it_kwh=line.it_kwh,
+            gpu_kwh=line.gpu_kwh,
             facility_kwh=line.facility_kwh,
             electricity_cost=line.electricity_cost or ZERO,
             unpriced_facility_kwh=line.facility_kwh if unpriced else ZERO,
@@ -128,8 +132,13 @@ class LedgerTotals:
 
     @property
     def it_j_per_token(self) -> Decimal | None:
-        """IT energy (GPUs and host, before PUE) in J per token; ``None`` without tokens."""
+        """IT energy (before PUE) in J per token: the node boundary where metered, else the GPU boundary."""
         return _per_token(j_from_kwh(self.it_kwh), self.tokens, Decimal(1))
+
+    @property
+    def gpu_j_per_token(self) -> Decimal | None:
+        """GPU-boundary energy (the boards, as NVML measures them) in J per token; ``None`` without tokens."""
+        return _per_token(j_from_kwh(self.gpu_kwh), self.tokens, Decimal(1))
 
     @property
     def facility_j_per_token(self) -> Decimal | None:

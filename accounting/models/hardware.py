@@ -42,6 +42,15 @@ class HardwareProfile(models.Model):
         max_digits=5, decimal_places=2, default=Decimal(4), validators=[MinValueValidator(Decimal("0.1"))]
     )
     sources = models.JSONField(default=list, help_text='[{"what": ..., "title": ..., "url": ..., "year": ...}]')
+    host_idle_w = models.DecimalField(
+        "Host idle power (W)", max_digits=8, decimal_places=2, null=True, blank=True,
+        help_text="the host's power beyond its GPUs at idle; with the per-GPU figure, models host energy where "
+        "the node has no meter (cite it in sources as host_power_w)",
+    )  # fmt: skip
+    host_per_gpu_w = models.DecimalField(
+        "Host power per GPU (W)", max_digits=8, decimal_places=2, null=True, blank=True,
+        help_text="the host's power per GPU it carries (CPUs, NVSwitch, fans, power-supply losses)",
+    )  # fmt: skip
 
     class Meta:
         ordering = ["key"]

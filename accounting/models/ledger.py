@@ -32,8 +32,20 @@ class NodeHourLedger(models.Model):
 
     held_h = _amount()
     observed_s = _amount()
-    gpu_count = models.PositiveIntegerField()
+    bridged_s = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0, help_text="held seconds a counter bridged across a telemetry gap"
+    )
+    gpu_count = models.PositiveIntegerField(help_text="GPUs installed (or measured) at some time in the hour")
+    gpu_h = models.DecimalField(
+        max_digits=28,
+        decimal_places=12,
+        default=0,
+        help_text="GPU-hours installed while held: what rent per GPU-hour counts",
+    )
     it_kwh = _amount()
+    gpu_kwh = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0, help_text="GPU boundary: the boards' energy, as NVML measures it"
+    )
     facility_kwh = _amount()
     pue = models.DecimalField(max_digits=4, decimal_places=2)
     electricity_cost = _amount(null=True)
@@ -57,7 +69,11 @@ class NodeHourLedger(models.Model):
     util_observed_s = models.FloatField(default=0.0, help_text="observed seconds of GPU-hours with a utilization")
 
     # Trace: where each number came from.
-    energy_method = models.CharField(max_length=16, help_text="node_meter or gpu_sum")
+    energy_method = models.CharField(
+        max_length=16,
+        help_text="node_meter (node boundary, metered), modelled (GPUs metered, host from its profile) "
+        "or gpu_sum (GPU boundary)",
+    )
     energy_counter_j = models.FloatField(help_text="part of the GPUs' energy measured by the NVML counter")
     energy_integrated_j = models.FloatField(help_text="part of the GPUs' energy integrated from power samples")
     electricity_status = models.CharField(max_length=10, help_text="priced, included (in rent) or unpriced")

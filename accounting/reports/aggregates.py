@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Aggregate, Count, DecimalField, F, FloatField, Q, Sum
+from django.db.models import Aggregate, Count, DecimalField, FloatField, Q, Sum
 
 from accounting.ledger import ElectricityStatus, EmbodiedG, LedgerTotals
 from accounting.ledger.units import ZERO
@@ -25,6 +25,10 @@ LOCATION_KNOWN = Q(location_co2e_g__isnull=False)
 LOCATION_HOURLY = Q(location_co2e_g__isnull=False, location_is_fallback=False)
 LOCATION_ANNUAL = Q(location_co2e_g__isnull=False, location_is_fallback=True)
 LOCATION_UNKNOWN = Q(location_co2e_g__isnull=True)
+# A node-hour with telemetry and no price, asset or tariff in force: unpriced, never free.
+UNPRICED_WITH_TELEMETRY = (Q(pricing_price_id=UNPRICED) | Q(electricity_status=ElectricityStatus.UNPRICED)) & (
+    Q(observed_s__gt=0) | Q(it_kwh__gt=0) | Q(prompt_tokens__gt=0) | Q(generation_tokens__gt=0)
+)
 
 
 def amount_sum(expression: Any, *, where: Q | None = None) -> Sum:
@@ -36,9 +40,13 @@ def _carbon_energy_sums() -> dict[str, Aggregate]:
     return {
         "s_lines": Count("id"),
         "s_held_h": amount_sum("held_h"),
-        "s_gpu_h": amount_sum(F("held_h") * F("gpu_count")),
+        "s_gpu_h": amount_sum("gpu_h"),
         "s_observed_s": amount_sum("observed_s"),
+        "s_bridged_s": amount_sum("bridged_s"),
         "s_it_kwh": amount_sum("it_kwh"),
+        "s_gpu_kwh": amount_sum("gpu_kwh"),
+        "s_node_metered_kwh": amount_sum("it_kwh", where=Q(energy_method="node_meter")),
+        "s_node_modelled_kwh": amount_sum("it_kwh", where=Q(energy_method="modelled")),
         "s_facility_kwh": amount_sum("facility_kwh"),
         "s_location_co2e_g": amount_sum("location_co2e_g"),
         "s_location_unknown_kwh": amount_sum("facility_kwh", where=LOCATION_UNKNOWN),
@@ -54,6 +62,7 @@ def _carbon_energy_sums() -> dict[str, Aggregate]:
         "s_idle_facility_kwh": amount_sum("idle_facility_kwh"),
         "s_hardware_unpriced_h": amount_sum("held_h", where=Q(pricing_price_id=UNPRICED)),
         "s_electricity_unpriced_h": amount_sum("held_h", where=Q(electricity_status=ElectricityStatus.UNPRICED)),
+        "s_unpriced_hours": Count("id", filter=UNPRICED_WITH_TELEMETRY),
         "s_energy_counter_j": Sum("energy_counter_j", output_field=FloatField()),
         "s_energy_integrated_j": Sum("energy_integrated_j", output_field=FloatField()),
     }
@@ -90,7 +99,9 @@ def ledger_sums_from(values: Mapping[str, Any], *, currency: str | None) -> Ledg
         held_h=d["s_held_h"],
         gpu_h=d["s_gpu_h"],
         observed_s=d["s_observed_s"],
+        bridged_s=d["s_bridged_s"],
         it_kwh=d["s_it_kwh"],
+        gpu_kwh=d["s_gpu_kwh"],
         facility_kwh=d["s_facility_kwh"],
         electricity_cost=d["s_electricity_cost"],
         unpriced_facility_kwh=d["s_unpriced_kwh"],
@@ -115,6 +126,9 @@ def ledger_sums_from(values: Mapping[str, Any], *, currency: str | None) -> Ledg
         market_known=values.get("s_market_co2e_g") is not None,
         hardware_unpriced_h=d["s_hardware_unpriced_h"],
         electricity_unpriced_h=d["s_electricity_unpriced_h"],
+        unpriced_hours=int(d["s_unpriced_hours"]),
+        node_metered_kwh=d["s_node_metered_kwh"],
+        node_modelled_kwh=d["s_node_modelled_kwh"],
         energy_counter_j=float(values.get("s_energy_counter_j") or 0.0),
         energy_integrated_j=float(values.get("s_energy_integrated_j") or 0.0),
     )

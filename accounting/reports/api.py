@@ -281,7 +281,12 @@ class SustainabilityReportView(ReportView):
         embodied_kgco2e_high = number("embodied, high estimate")
         embodied_tco2e_central = number("embodied central, tCO2e")
         unknown_model_gpu_h = number("GPU-hours of models without a hardware profile (no embodied figure)")
-        it_kwh = number("IT energy, kWh")
+        it_kwh = number(
+            "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
+        )
+        gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
+        node_metered_kwh = number("the part of it_kwh measured at the node boundary by the node's own meter")
+        node_modelled_kwh = number("the part of it_kwh at the node boundary with the host modelled from its profile")
         facility_kwh = number("facility energy, kWh")
         pue = number("PUE used, energy-weighted: facility kWh / IT kWh")
         tokens = serializers.IntegerField()
@@ -295,11 +300,18 @@ class SustainabilityReportView(ReportView):
         grid_annual_h = number("node-hours with the annual-average fallback")
         grid_unknown_h = number("node-hours with no grid intensity")
         held_h = number("node-hours held")
-        observed_h = number("node-hours observed by the collectors")
-        missing_h = number("held but not observed: coverage gaps, hours")
+        observed_h = number("node-hours measured: samples at most the max gap apart")
+        bridged_h = number(
+            "node-hours inside telemetry gaps that a cumulative counter carried on across: "
+            "their energy and tokens are counted in full, spread over the gap in proportion to time"
+        )
+        missing_h = number("held but neither measured nor bridged: what no counter proves, hours")
         coverage = number("observed / held (0-1)")
         hardware_unpriced_h = number("node-hours with no price in force")
         electricity_unpriced_h = number("node-hours with no tariff in force")
+        unpriced_hours = serializers.IntegerField(
+            help_text="node-hours with telemetry but no price, asset or tariff in force: unpriced, never free"
+        )
         factors = FactorSerializer(many=True, help_text="every emission factor source used, with its licence")
 
     @extend_schema(

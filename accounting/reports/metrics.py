@@ -37,6 +37,8 @@ class LedgerSums:
     a location intensity, a market factor). ``hardware_unpriced_h``: node-hours
     held with no price in force (their hardware cost is missing, not zero);
     ``electricity_unpriced_h``: node-hours with no tariff in force.
+    ``unpriced_hours``: node-hours with telemetry but no price, asset (the node
+    not held: before commissioning) or tariff in force: counted, never free.
     ``energy_counter_j`` / ``energy_integrated_j``: GPU energy measured by the
     NVML counter vs integrated from power samples.
     """
@@ -47,6 +49,9 @@ class LedgerSums:
     market_known: bool = False
     hardware_unpriced_h: Decimal = ZERO
     electricity_unpriced_h: Decimal = ZERO
+    unpriced_hours: int = 0
+    node_metered_kwh: Decimal = ZERO
+    node_modelled_kwh: Decimal = ZERO
     energy_counter_j: float = 0.0
     energy_integrated_j: float = 0.0
 
@@ -97,6 +102,9 @@ def ledger_sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
         location_known=a.location_known or b.location_known,
         market_known=a.market_known or b.market_known,
         hardware_unpriced_h=a.hardware_unpriced_h + b.hardware_unpriced_h,
+        unpriced_hours=a.unpriced_hours + b.unpriced_hours,
+        node_metered_kwh=a.node_metered_kwh + b.node_metered_kwh,
+        node_modelled_kwh=a.node_modelled_kwh + b.node_modelled_kwh,
         electricity_unpriced_h=a.electricity_unpriced_h + b.electricity_unpriced_h,
         energy_counter_j=a.energy_counter_j + b.energy_counter_j,
         energy_integrated_j=a.energy_integrated_j + b.energy_integrated_j,

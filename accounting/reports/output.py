@@ -76,17 +76,22 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         "gpu_h": rounded(totals.gpu_h, "h"),
         "coverage": rounded(totals.coverage, "share"),
         "it_kwh": rounded(totals.it_kwh, "kwh"),
+        "gpu_kwh": rounded(totals.gpu_kwh, "kwh"),
+        "node_metered_kwh": rounded(sums.node_metered_kwh, "kwh"),
+        "node_modelled_kwh": rounded(sums.node_modelled_kwh, "kwh"),
         "facility_kwh": rounded(totals.facility_kwh, "kwh"),
         "electricity_cost": money(sums.electricity_cost, currency),
         "hardware_cost": money(totals.hardware_cost, currency),
         "cost": money(totals.cost, currency),
         "hardware_unpriced_h": rounded(sums.hardware_unpriced_h, "h"),
         "electricity_unpriced_h": rounded(sums.electricity_unpriced_h, "h"),
+        "unpriced_hours": sums.unpriced_hours,
         "prompt_tokens": totals.prompt_tokens,
         "generation_tokens": totals.generation_tokens,
         "tokens": totals.tokens,
         "cost_per_1m_tokens": money(totals.cost_per_1m_tokens, currency),
         "it_j_per_token": rounded(totals.it_j_per_token, "j_per_token"),
+        "gpu_j_per_token": rounded(totals.gpu_j_per_token, "j_per_token"),
         "facility_j_per_token": rounded(totals.facility_j_per_token, "j_per_token"),
         "location_kgco2e": _kg(sums.location_co2e_g),
         "market_kgco2e": _kg(sums.market_co2e_g),
@@ -146,6 +151,7 @@ def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
         "gco2e_per_1m_tokens": rounded(stats.g_per_1m_tokens, "g_per_tokens"),
         "mean_util_pct": rounded(stats.mean_util_pct, "pct"),
         "idle_share": rounded(stats.idle_share, "share"),
+        "unpriced_hours": stats.sums.unpriced_hours,
     }
     ratios = row.vs_baseline
     return shown | {column: rounded(ratios[metric], "ratio") for metric, column in RATIO_COLUMNS.items()}
@@ -155,7 +161,7 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
     """The sustainability report as shown (see ``SustainabilityReportView.OutputSerializer``)."""
     sums, totals, grid = report.sums, report.sums.totals, report.grid
     counter_share = sums.energy_counter_share
-    observed_h = totals.observed_s / S_PER_H
+    observed_h, bridged_h = totals.observed_s / S_PER_H, totals.bridged_s / S_PER_H
     return {
         "organization_id": organization.pk,
         "organization": organization.slug,
@@ -173,6 +179,9 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "embodied_tco2e_central": _t(totals.embodied_co2e_g.central),
         "unknown_model_gpu_h": rounded(totals.embodied_unknown_gpu_h, "h"),
         "it_kwh": rounded(totals.it_kwh, "kwh"),
+        "gpu_kwh": rounded(totals.gpu_kwh, "kwh"),
+        "node_metered_kwh": rounded(sums.node_metered_kwh, "kwh"),
+        "node_modelled_kwh": rounded(sums.node_modelled_kwh, "kwh"),
         "facility_kwh": rounded(totals.facility_kwh, "kwh"),
         "pue": rounded(sums.pue, "pue"),
         "tokens": totals.tokens,
@@ -187,10 +196,12 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "grid_unknown_h": rounded(grid.unknown_h, "h"),
         "held_h": rounded(totals.held_h, "h"),
         "observed_h": rounded(observed_h, "h"),
-        "missing_h": rounded(max(totals.held_h - observed_h, Decimal(0)), "h"),
+        "bridged_h": rounded(bridged_h, "h"),
+        "missing_h": rounded(max(totals.held_h - observed_h - bridged_h, Decimal(0)), "h"),
         "coverage": rounded(totals.coverage, "share"),
         "hardware_unpriced_h": rounded(sums.hardware_unpriced_h, "h"),
         "electricity_unpriced_h": rounded(sums.electricity_unpriced_h, "h"),
+        "unpriced_hours": sums.unpriced_hours,
         "factors": [_factor_output(use) for use in report.factors],
     }
 

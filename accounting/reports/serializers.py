@@ -49,7 +49,19 @@ class UsageRowSerializer(serializers.Serializer):
     held_h = number("node-hours held")
     gpu_h = number("GPU-hours held")
     coverage = number("observed seconds / held seconds (0-1): how much of the held time was measured")
-    it_kwh = number("IT energy (GPUs and host, before PUE), kWh")
+    it_kwh = number(
+        "IT energy before PUE, kWh: at the node boundary (GPUs, CPUs, memory, fans, power supplies) for the hours "
+        "the node's own meter measured (node_metered_kwh of it) or its host was modelled (node_modelled_kwh), at the "
+        "GPU boundary for the others"
+    )
+    gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
+    node_metered_kwh = number(
+        "the part of it_kwh measured at the node boundary by the node's meter (IPMI DCMI or Redfish)"
+    )
+    node_modelled_kwh = number(
+        "the part of it_kwh at the node boundary with the host modelled (labelled modelled): the GPUs measured, "
+        "the host's idle + per-GPU power taken from the hardware profile"
+    )
     facility_kwh = number("facility energy (IT x PUE), kWh")
     electricity_cost = money_field(
         "facility kWh x tariff; 0 when power is in the rent; null when no tariff was in force"
@@ -58,12 +70,19 @@ class UsageRowSerializer(serializers.Serializer):
     cost = money_field("electricity + hardware")
     hardware_unpriced_h = number("node-hours held with no price in force: their hardware cost is missing, not zero")
     electricity_unpriced_h = number("node-hours with no tariff in force: their electricity cost is missing")
+    unpriced_hours = serializers.IntegerField(
+        help_text="node-hours with telemetry but no price, asset or tariff in force (e.g. before the node's "
+        "commissioning): unpriced, never free; the totals leave them out"
+    )
     prompt_tokens = serializers.IntegerField()
     generation_tokens = serializers.IntegerField()
     tokens = serializers.IntegerField(help_text="prompt + generation")
     cost_per_1m_tokens = money_field("cost / tokens x 1e6; null without tokens")
-    it_j_per_token = number("IT energy per token, J; null without tokens")
-    facility_j_per_token = number("facility energy per token, J; null without tokens")
+    it_j_per_token = number(
+        "it_kwh per token (input + output), J: the node boundary where metered; null without tokens"
+    )
+    gpu_j_per_token = number("GPU-boundary energy per token (input + output), J (the study's boundary)")
+    facility_j_per_token = number("facility energy (it_kwh x PUE) per token, J; null without tokens")
     location_kgco2e = number("location-based operational kgCO2e; null when no hour had a grid intensity")
     market_kgco2e = number("market-based operational kgCO2e; null when no hour had a market factor")
     location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_kgco2e)")
@@ -96,11 +115,18 @@ class ComparisonRowSerializer(serializers.Serializer):
     ttft_p99_ms = number("time to first token, 99th percentile, from the merged histograms, ms")
     cost = money_field("electricity + hardware")
     cost_per_1m_tokens = money_field("cost / tokens x 1e6")
-    it_kwh = number("IT energy, kWh")
-    it_j_per_token = number("IT energy per token, J")
+    it_kwh = number(
+        "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
+    )
+    it_j_per_token = number(
+        "it_kwh per token (input + output), J (see the usage report's gpu_j_per_token for the GPU boundary)"
+    )
     gco2e_per_1m_tokens = number("(location-based operational + embodied central) gCO2e / tokens x 1e6")
     mean_util_pct = number("GPU utilization, mean weighted by observed time, %")
     idle_share = number("idle GPU-hours / GPU-hours (0-1)")
+    unpriced_hours = serializers.IntegerField(
+        help_text="node-hours with telemetry but no price, asset or tariff in force: its cost figures leave them out"
+    )
     tokens_per_s_vs_baseline = number("ratio to the baseline fleet; null where undefined")
     generation_tokens_per_s_vs_baseline = number("ratio to the baseline fleet")
     ttft_p50_vs_baseline = number("ratio to the baseline fleet")

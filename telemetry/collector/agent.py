@@ -26,6 +26,7 @@ from datetime import datetime
 from .backend import GpuBackend, ServingSource
 from .batching import BatchBuilder
 from .epochs import EpochBook
+from .hostmeter import HostMeter
 from .spool import Spool, SpooledBatch
 from .uploader import Uploader
 
@@ -85,8 +86,11 @@ class Collector:
         book: EpochBook,
         timing: Timing,
         clock: Clock | None = None,
+        host_meter: HostMeter | None = None,
     ) -> None:
         self.backend, self.serving, self.spool, self.uploader = backend, serving, spool, uploader
+        self.host_meter = host_meter
+        self._host_epoch = f"collector-{time.time():.0f}"  # the meter's counter (RAPL's sum) starts with us
         self.builder, self.book, self.timing = builder, book, timing
         self.clock = clock or Clock()
         self._progress = _Progress()
@@ -100,6 +104,10 @@ class Collector:
         if not self.builder.has_room(gpu_rows=len(readings)):
             self.flush()
         self.builder.add_gpu(readings)
+        if self.host_meter is not None and (host := self.host_meter.read()) is not None:
+            self.builder.add_node_meter(
+                ts, method=self.host_meter.method, epoch=self._host_epoch, power_w=host.power_w, energy_j=host.energy_j
+            )
 
     def flush(self) -> SpooledBatch | None:
         """Build what was collected into a batch and spool it (durably)."""

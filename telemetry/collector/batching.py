@@ -76,6 +76,7 @@ class BatchBuilder:
         self._endpoints: dict[EndpointIdentity, int] = {}
         self._gpu_rows = wire.empty_gpu_samples()
         self._serving_rows = wire.empty_serving_samples()
+        self._node_rows: dict[str, list[Any]] = {"ts": [], "power_w": [], "energy_j": []}
 
     @property
     def gpu_rows(self) -> int:
@@ -120,6 +121,14 @@ class BatchBuilder:
             columns["ttft_bucket_counts"].append(list(counts) if counts is not None else None)
             columns["ttft_sum_s"].append(reading.ttft_sum_s)
 
+    def add_node_meter(self, ts: float, *, method: str, epoch: str, power_w: Any, energy_j: Any) -> None:
+        """One reading of the host's meter (``telemetry.collector.hostmeter``) at ``ts``."""
+        with self._lock:
+            self._node_meter = (method, epoch[:128])
+            self._node_rows["ts"].append(round(ts, 3))
+            self._node_rows["power_w"].append(self._checked("node power_w", power_w, 0.0, wire.MAX_NODE_POWER_W, False))
+            self._node_rows["energy_j"].append(self._checked("node energy_j", energy_j, 0.0, 1.9e16, False))
+
     def build(self, *, sent_at: float) -> Built | None:
         """The batch of everything added since the last build, or ``None`` if nothing was."""
         with self._lock:
@@ -148,6 +157,9 @@ class BatchBuilder:
             "endpoints": [_endpoint_ref(endpoint) for endpoint in self._endpoints],
             "serving_samples": self._serving_rows,
         }
+        if self._node_rows["ts"]:
+            method, epoch = self._node_meter
+            payload["node_meter"] = {"method": method, "epoch": epoch, **self._node_rows}
         stamps = self._gpu_rows["ts"] + self._serving_rows["ts"]
         return Built(batch_id, payload, self.gpu_rows, self.serving_rows, min(stamps), max(stamps))
 

@@ -14,6 +14,7 @@ from .backend import GpuBackend, ServingSource
 from .batching import BatchBuilder
 from .config import Settings, load_settings
 from .epochs import EpochBook
+from .hostmeter import host_meter_from_spec
 from .nvml import NvmlBackend, NvmlUnavailable
 from .serving import PrometheusEndpoint, resolve_gpus
 from .simserving import SimulatedVllmEndpoint
@@ -72,6 +73,7 @@ def make_collector(settings: Settings, clock: Clock) -> Collector:
     collector = Collector(
         backend=backend, serving=make_serving(settings, backend, book, started_at), spool=spool,
         uploader=uploader, builder=builder, book=book, timing=timing, clock=clock,
+        host_meter=host_meter_from_spec(settings.host_meter),
     )  # fmt: skip
     uploader.on_ack = collector.on_ack
     return collector

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .hostmeter import host_meter_from_spec
 from .serving import ServingTarget, parse_serving_target
 from .simulated import MODELS, GpuModel, parse_simulate_spec
 from .spool import DEFAULT_MAX_BYTES, default_spool_dir
@@ -49,6 +50,7 @@ class Settings:
     start: datetime | None
     end: datetime | None
     log_level: str
+    host_meter: str = "none"
 
     @property
     def backfill(self) -> bool:
@@ -104,6 +106,12 @@ def _bool(value: Any) -> bool:
     if text not in {"1", "true", "yes", "on", "0", "false", "no", "off", ""}:
         raise ValueError(f"must be true or false, got {value!r}")
     return text in {"1", "true", "yes", "on"}
+
+
+def _host_meter(value: Any) -> str:
+    spec = str(value).strip()
+    host_meter_from_spec(spec)  # refuses what it cannot read, with the option's name
+    return spec
 
 
 def _serving(value: Any) -> tuple[ServingTarget, ...]:
@@ -229,6 +237,15 @@ OPTIONS: tuple[Option, ...] = (
         "TIME",
     ),
     Option("end", _utc, None, "the backfill's end (ISO-8601 UTC), exclusive", "TIME"),
+    Option(
+        "host-meter",
+        _host_meter,
+        "none",
+        "the host's own power meter, sent as the node boundary: none, ipmi (ipmitool dcmi power reading), "
+        "redfish=URL (the BMC's PowerControl), rapl (CPU packages only) or auto (default none: the server "
+        "models host power from the hardware profile)",
+        "METER",
+    ),
     Option(
         "log-level",
         _level,
@@ -357,6 +374,7 @@ def _settings(v: dict[str, Any]) -> Settings:
         start=v["start"],
         end=v["end"],
         log_level=v["log-level"],
+        host_meter=v["host-meter"],
     )
 
 

@@ -38,6 +38,14 @@ batch of 80 samples is 10 short lists, not 80 dictionaries::
       }
     }
 
+Optional ``node_meter``: the host's own meter (``telemetry.collector.hostmeter``)
+with its ``method`` (``ipmi_dcmi``, ``redfish``: the whole node; ``rapl``: CPU
+packages), the ``epoch`` of its counter, and columns ``ts``, ``power_w`` (W)
+and ``energy_j`` (J, cumulative)::
+
+    "node_meter": {"method": "ipmi_dcmi", "epoch": "<collector start>",
+                   "ts": [1764399990.0], "power_w": [612.0], "energy_j": [null]}
+
 Counters (``energy_j``, tokens, requests, TTFT buckets) are sent raw and
 cumulative; the server takes deltas. An ``epoch`` names one life of a counter
 (a GPU's boot and driver load; an inference server's start): when it changes,
@@ -165,6 +173,7 @@ class Batch:
     gpu_samples: dict[str, list[Any]]
     endpoints: tuple[EndpointRef, ...]
     serving_samples: dict[str, list[Any]]
+    node_meter: dict[str, Any] | None = None  # method, epoch and columns ts, power_w, energy_j
 
     @property
     def gpu_row_count(self) -> int:
@@ -258,7 +267,25 @@ def batch_decode(body: bytes, *, content_encoding: str | None = None) -> Batch:
         gpu_samples=_gpu_samples(doc.get("gpu_samples"), gpus),
         endpoints=endpoints,
         serving_samples=_serving_samples(doc.get("serving_samples"), endpoints),
+        node_meter=_node_meter(doc.get("node_meter")),
     )
+
+
+NODE_METER_METHODS = ("ipmi_dcmi", "redfish", "rapl")
+MAX_NODE_POWER_W = 100_000.0  # a whole 8-GPU node draws ~10 kW
+
+
+def _node_meter(doc: Any) -> dict[str, Any] | None:
+    if doc is None:
+        return None
+    columns = _columns(doc, "node_meter", ("ts", "power_w", "energy_j"), MAX_GPU_ROWS)
+    method = doc.get("method")
+    if method not in NODE_METER_METHODS:
+        raise WireError(f"node_meter.method {method!r} is not one of {', '.join(NODE_METER_METHODS)}")
+    _check_column(columns["ts"], "node_meter.ts", TS_MIN_S, TS_MAX_S, integer=False, nullable=False)
+    _check_column(columns["power_w"], "node_meter.power_w", 0.0, MAX_NODE_POWER_W, integer=False)
+    _check_column(columns["energy_j"], "node_meter.energy_j", 0.0, 1.9e16, integer=False)
+    return {"method": method, "epoch": _str(doc, "epoch", "node_meter.epoch", max_len=128), **columns}
 
 
 def _list(doc: Mapping[str, Any], key: str, limit: int) -> list[Any]:

@@ -6,14 +6,20 @@
 - :func:`endpoint_usage_by_hour`: serving samples -> :class:`EndpointHourUsage`
   per hour (tokens, requests, TTFT histogram).
 
+A gap in the samples across which a cumulative counter carried on (same
+epoch, not decreased) is *bridged*: the counter's increase is counted in
+full, spread over the gap in proportion to time, and the hour's coverage says
+so (``bridged_s``, ``bridged_gap_s``); only what no counter proves is missing.
+
 Both take every sample within :func:`sample_window_s` of the requested hours,
 in any order, and return the requested hours only; recomputing an hour from
 the same samples gives the same result, so rollups can replace, not increment.
 """
 
-from telemetry.energy.counters import counter_increase, counter_restarted
+from telemetry.energy.counters import counter_continues, counter_increase, counter_restarted
 from telemetry.energy.gpu import (
     DEFAULT_GPU_MAX_GAP_S,
+    DEFAULT_MAX_BRIDGE_S,
     EnergyMethod,
     GpuHourUsage,
     GpuPoint,
@@ -31,6 +37,7 @@ from telemetry.energy.serving import (
 
 __all__ = [
     "DEFAULT_GPU_MAX_GAP_S",
+    "DEFAULT_MAX_BRIDGE_S",
     "DEFAULT_SERVING_MAX_GAP_S",
     "HOUR_S",
     "EndpointHourUsage",
@@ -38,6 +45,7 @@ __all__ = [
     "GpuHourUsage",
     "GpuPoint",
     "ServingPoint",
+    "counter_continues",
     "counter_increase",
     "counter_restarted",
     "endpoint_usage_by_hour",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+import itertools
+from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol, TypeVar
 
 Count = TypeVar("Count", int, float)
 
@@ -22,3 +24,36 @@ def counter_increase(previous: Count, current: Count, *, epoch_changed: bool) ->
     if counter_restarted(previous, current, epoch_changed=epoch_changed):
         return current
     return current - previous
+
+
+class _Sample(Protocol):
+    @property
+    def ts_s(self) -> float: ...
+
+    @property
+    def epoch(self) -> str: ...
+
+
+Sample = TypeVar("Sample", bound=_Sample)
+
+
+def counter_continues(before: float | None, after: float | None, *, epoch_changed: bool) -> bool:
+    """Whether a counter read at both ends of a gap proves its increase across it: same epoch, not decreased."""
+    return before is not None and after is not None and not epoch_changed and after >= before
+
+
+def gaps_bridged(
+    ordered: Sequence[Sample],
+    *,
+    max_gap_s: float,
+    max_bridge_s: float,
+    continues: Callable[[Sample, Sample], bool],
+) -> Iterator[tuple[Sample, Sample]]:
+    """The gaps (consecutive samples more than ``max_gap_s`` and at most ``max_bridge_s`` apart) that
+    cumulative counters bridge: ``continues(before, after)`` says the counters carried on across it.
+
+    ``ordered``: samples sorted by time, one per timestamp.
+    """
+    for before, after in itertools.pairwise(ordered):
+        if max_gap_s < after.ts_s - before.ts_s <= max_bridge_s and continues(before, after):
+            yield before, after

@@ -1,9 +1,15 @@
 """Hourly usage of one GPU from its raw samples: energy, coverage, utilization.
 
 The samples are cut into intervals between consecutive samples (sorted by
-time, one per timestamp). An interval longer than ``max_gap_s`` is a gap: it
-is not bridged, contributes nothing, and its time shows as missing coverage
-(``GpuHourUsage.missing_s``). Every other interval is *observed*, and:
+time, one per timestamp). An interval no longer than ``max_gap_s`` is
+*observed*. A longer one is a gap; across it the NVML counter may still prove
+the energy: when both ends carry it, in the same epoch, and it did not
+decrease (and the gap is at most ``max_bridge_s``), the gap is *bridged*: its
+whole increase is counted, spread over the gap in proportion to time, in
+``energy_bridged_j`` and ``bridged_s`` (with the gap's length in
+``bridged_gap_s``). Nothing else is known of a gap (utilization, temperature,
+power integrated without a counter, a counter that restarted inside it): its
+time is missing coverage (``GpuHourUsage.missing_s``). Every observed interval:
 
 - its energy is the NVML counter's increase when both samples carry the
   counter, with the reset rule (an epoch change or a drop means the counter
@@ -15,7 +21,8 @@ is not bridged, contributes nothing, and its time shows as missing coverage
   interpolation of the cumulative quantity).
 
 Maxima (power, temperature, memory) are over the samples whose timestamp lies
-in the hour. A restart is counted in the hour of the sample that shows it.
+in the hour. A restart is counted in the hour of the sample that shows it
+(a gap's restart is not counted: the gap is missing, not observed).
 
 Pure arithmetic: nothing here imports Django.
 """
@@ -28,19 +35,22 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from telemetry.energy.counters import counter_increase
+from telemetry.energy.counters import counter_continues, counter_increase, gaps_bridged
 from telemetry.energy.hours import HOUR_S, hour_overlaps_s, hour_start_s_of, hours_validated, max_gap_checked
 from telemetry.energy.points import nullable_key, points_ordered
 
 _Reading = TypeVar("_Reading", int, float)
 
 DEFAULT_GPU_MAX_GAP_S = 30.0  # 30 one-second samples missed in a row: no longer a sampling hiccup
+# The longest gap a continuing counter bridges: a collector down for a day whose GPUs and
+# driver stayed up. The rollup reads one sample beyond its window on each side up to this far.
+DEFAULT_MAX_BRIDGE_S = 86_400.0
 
 
 class EnergyMethod(StrEnum):
     """How an hour's energy was measured."""
 
-    COUNTER = "counter"  # every energy-known second from the NVML counter
+    COUNTER = "counter"  # every energy-known second from the NVML counter (observed or bridged)
     INTEGRATED = "integrated"  # every energy-known second from integrated power
     MIXED = "mixed"  # some of each; GpuHourUsage.energy_counter_j says how much
     NONE = "none"  # no energy known in the hour
@@ -75,9 +85,12 @@ def gpu_point_key(point: GpuPoint) -> tuple[Any, ...]:
 class GpuHourUsage:
     """One GPU's usage over the hour ``[hour_start_s, hour_start_s + 3600)``.
 
-    ``energy_j`` (joules) = ``energy_counter_j`` + ``energy_integrated_j``.
-    ``observed_s``: seconds of the hour inside bridged intervals;
-    ``energy_covered_s`` of them had a known energy. ``busy_s``: seconds with
+    ``energy_j`` (joules) = ``energy_counter_j`` + ``energy_integrated_j`` +
+    ``energy_bridged_j`` (the counter's increase across gaps). ``observed_s``:
+    seconds of the hour inside observed intervals; ``bridged_s``: inside gaps
+    the counter bridged, the longest of which lasted ``bridged_gap_s``
+    (0.0: none). ``energy_covered_s``: observed seconds with a known energy
+    plus ``bridged_s``. ``busy_s``: seconds with
     utilization above the threshold. ``mean_power_w`` = energy over covered
     seconds. Means are time-weighted over the seconds where they were measured;
     ``None`` where nothing was. ``reset_count``: counter restarts seen.
@@ -99,16 +112,19 @@ class GpuHourUsage:
     max_temp_c: int | None
     max_mem_used_bytes: int | None
     reset_count: int
+    energy_bridged_j: float = 0.0
+    bridged_s: float = 0.0
+    bridged_gap_s: float = 0.0
 
     @property
     def missing_s(self) -> float:
-        """Seconds of the hour not observed (gaps, or no samples at all)."""
-        return HOUR_S - self.observed_s
+        """Seconds of the hour neither observed nor bridged (unbridged gaps, or no samples at all)."""
+        return HOUR_S - self.observed_s - self.bridged_s
 
     @property
     def counter_share(self) -> float | None:
-        """The share (0..1) of the hour's energy measured by the NVML counter; ``None`` without energy."""
-        return self.energy_counter_j / self.energy_j if self.energy_j > 0 else None
+        """The share (0..1) of the hour's energy from the NVML counter (bridged included); ``None`` without energy."""
+        return (self.energy_counter_j + self.energy_bridged_j) / self.energy_j if self.energy_j > 0 else None
 
 
 def gpu_usage_by_hour(
@@ -116,22 +132,30 @@ def gpu_usage_by_hour(
     *,
     hour_starts_s: Iterable[int],
     max_gap_s: float = DEFAULT_GPU_MAX_GAP_S,
+    max_bridge_s: float = DEFAULT_MAX_BRIDGE_S,
     busy_above_util_pct: int = 0,
 ) -> tuple[GpuHourUsage, ...]:
     """One GPU's usage for each requested hour, in hour order (an hour without samples reads as unobserved).
 
     Window contract: ``points`` must hold every sample of the GPU with
     ``first_hour_start_s - max_gap_s <= ts_s <= last_hour_start_s + 3600 + max_gap_s``
-    (:func:`telemetry.energy.hours.sample_window_s`); samples outside it change
-    nothing. In any order, duplicates allowed; of several sharing a timestamp
+    (:func:`telemetry.energy.hours.sample_window_s`), and the nearest sample
+    on each side beyond it no more than ``max_bridge_s`` away (the other end
+    of a gap that may be bridged); farther samples change nothing.
+    In any order, duplicates allowed; of several sharing a timestamp
     one is kept, chosen by :func:`gpu_point_key`. The result is a function of
     the set of samples alone. A sample is busy when ``util_pct > busy_above_util_pct``.
     """
     hours = hours_validated(hour_starts_s)
     ordered = points_ordered(points, key=gpu_point_key)
     tallies = {hour: _GpuTally() for hour in hours}
-    for span in _gpu_spans(ordered, max_gap_s=max_gap_checked(max_gap_s), busy_above_util_pct=busy_above_util_pct):
+    max_gap_s = max_gap_checked(max_gap_s)
+    for span in _gpu_spans(ordered, max_gap_s=max_gap_s, busy_above_util_pct=busy_above_util_pct):
         _span_tallied(span, tallies)
+    for before, after in gaps_bridged(
+        ordered, max_gap_s=max_gap_s, max_bridge_s=max_bridge_s, continues=energy_counter_continues
+    ):
+        _bridge_tallied(before, after, tallies)
     for point in ordered:
         if (tally := tallies.get(hour_start_s_of(point.ts_s))) is not None:
             tally.point_add(point)
@@ -143,7 +167,7 @@ def gpu_usage_by_hour(
 
 @dataclass(frozen=True, slots=True)
 class _GpuSpan:
-    """A bridged interval between two consecutive samples; values are interval means."""
+    """An observed interval between two consecutive samples; values are interval means."""
 
     start_s: float
     end_s: float
@@ -154,6 +178,21 @@ class _GpuSpan:
     util_pct: float | None
     mem_util_pct: float | None
     temp_c: float | None
+
+
+def energy_counter_continues(before: GpuPoint, after: GpuPoint) -> bool:
+    """Whether the NVML counter proves the energy of the gap between two samples."""
+    return counter_continues(before.energy_j, after.energy_j, epoch_changed=before.epoch != after.epoch)
+
+
+def _bridge_tallied(before: GpuPoint, after: GpuPoint, tallies: dict[int, _GpuTally]) -> None:
+    """Add a bridged gap's counter increase to its hours, in proportion to time (as an observed interval's)."""
+    assert before.energy_j is not None and after.energy_j is not None  # noqa: S101 - gaps_bridged checked them
+    gap_s = after.ts_s - before.ts_s
+    for hour, overlap_s in hour_overlaps_s(before.ts_s, after.ts_s):
+        if (tally := tallies.get(hour)) is not None:
+            tally.bridged.add((after.energy_j - before.energy_j) / gap_s, overlap_s)
+            tally.bridged_gap_s = max(tally.bridged_gap_s, float(gap_s))
 
 
 def _gpu_spans(points: list[GpuPoint], *, max_gap_s: float, busy_above_util_pct: int) -> Iterator[_GpuSpan]:
@@ -232,6 +271,8 @@ class _GpuTally:
     observed_s: float = 0.0
     counter: _TimeMean = field(default_factory=_TimeMean)  # integral = joules
     integrated: _TimeMean = field(default_factory=_TimeMean)
+    bridged: _TimeMean = field(default_factory=_TimeMean)  # integral = joules across bridged gaps
+    bridged_gap_s: float = 0.0
     busy: _TimeMean = field(default_factory=_TimeMean)  # integral = busy seconds
     util: _TimeMean = field(default_factory=_TimeMean)
     mem_util: _TimeMean = field(default_factory=_TimeMean)
@@ -258,14 +299,16 @@ class _GpuTally:
         self.max_mem_used_bytes = _max(self.max_mem_used_bytes, point.mem_used_bytes)
 
     def usage(self, hour_start_s: int) -> GpuHourUsage:
-        energy_j = self.counter.integral + self.integrated.integral
-        covered_s = self.counter.seconds + self.integrated.seconds
+        energy_j = self.counter.integral + self.integrated.integral + self.bridged.integral
+        covered_s = self.counter.seconds + self.integrated.seconds + self.bridged.seconds
         return GpuHourUsage(
             hour_start_s=hour_start_s,
             energy_j=energy_j,
             energy_counter_j=self.counter.integral,
             energy_integrated_j=self.integrated.integral,
-            energy_method=_method(counter_s=self.counter.seconds, integrated_s=self.integrated.seconds),
+            energy_method=energy_method_of(
+                counter_s=self.counter.seconds + self.bridged.seconds, integrated_s=self.integrated.seconds
+            ),
             observed_s=self.observed_s,
             energy_covered_s=covered_s,
             busy_s=self.busy.integral,
@@ -277,10 +320,14 @@ class _GpuTally:
             max_temp_c=self.max_temp_c,
             max_mem_used_bytes=self.max_mem_used_bytes,
             reset_count=self.reset_count,
+            energy_bridged_j=self.bridged.integral,
+            bridged_s=self.bridged.seconds,
+            bridged_gap_s=self.bridged_gap_s,
         )
 
 
-def _method(*, counter_s: float, integrated_s: float) -> EnergyMethod:
+def energy_method_of(*, counter_s: float, integrated_s: float) -> EnergyMethod:
+    """The method of an hour whose energy came from ``counter_s`` seconds of counter and ``integrated_s`` of power."""
     if counter_s > 0 and integrated_s > 0:
         return EnergyMethod.MIXED
     if counter_s > 0:

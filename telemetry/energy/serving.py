@@ -1,8 +1,13 @@
 """Hourly usage of one serving endpoint from its raw samples: tokens, requests, TTFT.
 
 Samples are cut into intervals as for GPUs (sorted by time, one per
-timestamp; an interval longer than ``max_gap_s`` is a gap, not bridged, and
-shows as missing coverage). On every bridged interval each counter
+timestamp; an interval no longer than ``max_gap_s`` is observed, a longer one
+is a gap). A gap across which the server's counters carried on (same epoch,
+none decreased, at most ``max_bridge_s`` long) is *bridged*: its increases
+are counted in full like an observed interval's, and its time shows as
+``bridged_s`` (the longest such gap in ``bridged_gap_s``); any other gap
+(a restart inside it) counts nothing and shows as missing coverage. On every
+observed or bridged interval each counter
 (``prompt_tokens``, ``generation_tokens``, ``requests``, each TTFT bucket)
 increases by its delta under the reset rule (an epoch change or a drop means
 a restart from zero: the new reading is the increase), and only when both
@@ -25,7 +30,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from telemetry.energy.counters import counter_increase
+from telemetry.energy.counters import counter_increase, gaps_bridged
+from telemetry.energy.gpu import DEFAULT_MAX_BRIDGE_S
 from telemetry.energy.hours import (
     HOUR_S,
     hour_overlaps_s,
@@ -74,9 +80,10 @@ class EndpointHourUsage:
     """One endpoint's usage over the hour ``[hour_start_s, hour_start_s + 3600)``.
 
     Token and request counts are exact integers; ``ttft`` holds the hour's
-    per-bucket TTFT counts (seconds), ``None`` where no bridged interval in
-    the hour carried the histogram. ``observed_s``: seconds of the hour inside
-    bridged intervals. ``reset_count``: server restarts seen.
+    per-bucket TTFT counts (seconds), ``None`` where no interval in the hour
+    carried the histogram. ``observed_s``: seconds of the hour inside observed
+    intervals; ``bridged_s``: inside bridged gaps, the longest of which lasted
+    ``bridged_gap_s`` (0.0: none). ``reset_count``: server restarts seen.
     """
 
     hour_start_s: int
@@ -86,11 +93,13 @@ class EndpointHourUsage:
     ttft: Histogram | None
     observed_s: float
     reset_count: int
+    bridged_s: float = 0.0
+    bridged_gap_s: float = 0.0
 
     @property
     def missing_s(self) -> float:
-        """Seconds of the hour not observed (gaps, or no samples at all)."""
-        return HOUR_S - self.observed_s
+        """Seconds of the hour neither observed nor bridged (unbridged gaps, or no samples at all)."""
+        return HOUR_S - self.observed_s - self.bridged_s
 
 
 def endpoint_usage_by_hour(
@@ -98,21 +107,29 @@ def endpoint_usage_by_hour(
     *,
     hour_starts_s: Iterable[int],
     max_gap_s: float = DEFAULT_SERVING_MAX_GAP_S,
+    max_bridge_s: float = DEFAULT_MAX_BRIDGE_S,
 ) -> tuple[EndpointHourUsage, ...]:
     """One endpoint's usage for each requested hour, in hour order (an hour without samples reads as unobserved).
 
     Window contract: ``points`` must hold every sample of the endpoint with
     ``first_hour_start_s - max_gap_s <= ts_s <= last_hour_start_s + 3600 + max_gap_s``
-    (:func:`telemetry.energy.hours.sample_window_s`); samples outside it change
-    nothing. In any order, duplicates allowed; of several sharing a timestamp
+    (:func:`telemetry.energy.hours.sample_window_s`), and the nearest sample
+    on each side beyond it no more than ``max_bridge_s`` away (the other end
+    of a gap that may be bridged); farther samples change nothing.
+    In any order, duplicates allowed; of several sharing a timestamp
     one is kept, chosen by :func:`serving_point_key`. The result is a function
     of the set of samples alone.
     """
     hours = hours_validated(hour_starts_s)
     ordered = points_ordered(points, key=serving_point_key)
     tallies = {hour: _ServingTally() for hour in hours}
-    for span in _serving_spans(ordered, max_gap_s=max_gap_checked(max_gap_s)):
+    max_gap_s = max_gap_checked(max_gap_s)
+    for span in _serving_spans(ordered, max_gap_s=max_gap_s):
         _span_tallied(span, tallies)
+    for before, after in gaps_bridged(
+        ordered, max_gap_s=max_gap_s, max_bridge_s=max_bridge_s, continues=serving_counters_continue
+    ):
+        _span_tallied(_serving_span(before, after), tallies, bridged=True)
     return tuple(tallies[hour].usage(hour) for hour in hours)
 
 
@@ -120,12 +137,21 @@ def _counters(point: ServingPoint) -> tuple[int | None, int | None, int | None]:
     return (point.prompt_tokens, point.generation_tokens, point.requests)
 
 
+def serving_counters_continue(before: ServingPoint, after: ServingPoint) -> bool:
+    """Whether the server's counters prove what it served across the gap between two samples:
+    the same epoch, at least one counter read at both ends, none of them (nor the TTFT histogram) decreased."""
+    if before.epoch != after.epoch or _ttft_restarted(before, after):
+        return False
+    pairs = [(old, new) for old, new in zip(_counters(before), _counters(after), strict=True) if None not in (old, new)]
+    return bool(pairs) and not _dropped(pairs)
+
+
 # --- intervals ------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class _ServingSpan:
-    """A bridged interval between two consecutive samples, with each counter's increase."""
+    """An interval between two consecutive samples (observed, or a bridged gap), with each counter's increase."""
 
     start_s: float
     end_s: float
@@ -177,9 +203,14 @@ def _histogram_split_by_hour(histogram: Histogram, start_s: float, end_s: float)
         yield hour, Histogram(histogram.bounds_s, tuple(column[row][1] for column in columns))
 
 
-def _span_tallied(span: _ServingSpan, tallies: dict[int, _ServingTally]) -> None:
+def _span_tallied(span: _ServingSpan, tallies: dict[int, _ServingTally], *, bridged: bool = False) -> None:
     for hour, overlap_s in hour_overlaps_s(span.start_s, span.end_s):
-        if (tally := tallies.get(hour)) is not None:
+        if (tally := tallies.get(hour)) is None:
+            continue
+        if bridged:
+            tally.bridged_s += overlap_s
+            tally.bridged_gap_s = max(tally.bridged_gap_s, float(span.end_s - span.start_s))
+        else:
             tally.observed_s += overlap_s
     for index, delta in enumerate(span.counters):
         if delta is not None:
@@ -208,6 +239,8 @@ def _ttft_tallied(ttft: Histogram, span: _ServingSpan, tallies: dict[int, _Servi
 @dataclass(slots=True)
 class _ServingTally:
     observed_s: float = 0.0
+    bridged_s: float = 0.0
+    bridged_gap_s: float = 0.0
     counters: list[int] = field(default_factory=lambda: [0, 0, 0])  # in the order of _counters()
     ttft_parts: list[Histogram] = field(default_factory=list)
     reset_count: int = 0
@@ -222,4 +255,6 @@ class _ServingTally:
             ttft=histogram_merge(self.ttft_parts, coarsen=True),
             observed_s=self.observed_s,
             reset_count=self.reset_count,
+            bridged_s=self.bridged_s,
+            bridged_gap_s=self.bridged_gap_s,
         )

@@ -159,3 +159,14 @@ def test_duplicate_keys_or_names_and_missing_sources_are_refused() -> None:
     for bad in (duplicated, renamed, unsourced, broken):
         with pytest.raises(CatalogError):
             parse_catalog(bad)
+
+
+def test_modelled_host_power_needs_its_own_source_and_is_idle_plus_per_gpu() -> None:
+    entry = {**raw_catalog()["profiles"][0], "host_idle_w": "400", "host_per_gpu_w": "150"}
+    with pytest.raises(CatalogError, match="host_power_w"):
+        parse_catalog({"profiles": [entry]})
+
+    cited = {**entry, "sources": [*entry["sources"], {"what": "host_power_w", "title": "a wall-meter survey"}]}
+    (profile,) = parse_catalog({"profiles": [cited]})
+    assert profile.host_power_w(8) == D(400 + 8 * 150)
+    assert parse_catalog({"profiles": [raw_catalog()["profiles"][0]]})[0].host_power_w(8) is None

@@ -7,6 +7,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from fleets.models import Fleet, Node, NodeCredential, Organization, Site
 from fleets.services import credential_authenticate
@@ -102,3 +103,27 @@ def test_a_node_cannot_move_site_by_reenrollment():
 
     with pytest.raises(CommandError, match="already enrolled at site 'sjc-1'"):
         call_command("enroll_node", *ARGS[:5], "other-site", *ARGS[6:], stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_commissioned_at_is_the_given_aware_time():
+    enroll("--commissioned-at", "2025-11-01T06:30:00+02:00")
+
+    assert Node.objects.get().commissioned_at.isoformat() == "2025-11-01T04:30:00+00:00"
+
+
+@pytest.mark.django_db
+def test_commissioned_at_defaults_to_now():
+    before = timezone.now()
+    enroll()
+
+    assert before <= Node.objects.get().commissioned_at <= timezone.now()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["2025-11-01T06:30:00", "yesterday"])
+def test_commissioned_at_without_an_offset_or_unreadable_is_refused_and_changes_nothing(value):
+    with pytest.raises(CommandError, match="commissioned-at"):
+        enroll("--commissioned-at", value)
+
+    assert not Node.objects.exists()

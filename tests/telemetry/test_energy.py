@@ -135,14 +135,74 @@ def test_reset_is_counted_in_the_hour_of_the_sample_that_shows_it():
     assert hours[H10].energy_j == 100.0
 
 
-def test_gap_over_the_limit_attributes_nothing_and_shows_as_missing():
-    # given 10 s bridged, then a 50 s gap over the 30 s limit
-    points = [gpu(at(10, 0, 0), 1000.0), gpu(at(10, 0, 10), 2000.0), gpu(at(10, 1, 0), 3000.0)]
+def test_gap_over_the_limit_without_a_counter_attributes_nothing_and_shows_as_missing():
+    # given 10 s of integrated power, then a 50 s gap over the 30 s limit: no counter proves its energy
+    points = [gpu(at(10, 0, 0), power_w=100.0), gpu(at(10, 0, 10), power_w=100.0), gpu(at(10, 1, 0), power_w=100.0)]
     hours = gpu_hours(points, max_gap_s=30.0)
     # then
     assert hours[H10].energy_j == 1000.0
-    assert hours[H10].observed_s == 10.0
+    assert (hours[H10].observed_s, hours[H10].bridged_s) == (10.0, 0.0)
     assert hours[H10].missing_s == HOUR_S - 10.0
+
+
+def test_gap_the_energy_counter_continues_across_is_bridged_in_full():
+    # given 10 s observed, then a 50 s gap over the 30 s limit across which the counter went on
+    points = [gpu(at(10, 0, 0), 1000.0), gpu(at(10, 0, 10), 2000.0), gpu(at(10, 1, 0), 3000.0)]
+    usage = gpu_hours(points, max_gap_s=30.0)[H10]
+    # then the gap's 1000 J count, labelled bridged with the gap's length
+    assert (usage.energy_j, usage.energy_counter_j, usage.energy_bridged_j) == (2000.0, 1000.0, 1000.0)
+    assert (usage.observed_s, usage.bridged_s, usage.bridged_gap_s) == (10.0, 50.0, 50.0)
+    assert usage.missing_s == HOUR_S - 60.0
+    assert usage.energy_method == EnergyMethod.COUNTER
+    assert usage.mean_power_w == 2000.0 / 60.0
+
+
+def test_a_90_s_gap_across_an_hour_boundary_is_spread_over_both_hours_in_proportion_to_time():
+    # given samples to 10:59:30, a 90 s pause, then 11:01:00; the counter rose 22,500 J over the pause
+    points = [gpu(at(10, 59, 29), 1_000.0), gpu(at(10, 59, 30), 1_250.0), gpu(at(11, 1, 0), 23_750.0)]
+    hours = gpu_hours(points)
+    # then 30 s of the 90 s (7,500 J) fall in 10:00 and 60 s (15,000 J) in 11:00, all bridged
+    assert (hours[H10].energy_bridged_j, hours[H11].energy_bridged_j) == (7_500.0, 15_000.0)
+    assert hours[H10].energy_j == 250.0 + 7_500.0
+    assert (hours[H10].bridged_s, hours[H11].bridged_s) == (30.0, 60.0)
+    assert hours[H10].bridged_gap_s == hours[H11].bridged_gap_s == 90.0
+    assert hours[H11].missing_s == HOUR_S - 60.0
+
+
+@pytest.mark.parametrize(
+    ("second", "why"),
+    [(gpu(at(10, 1, 0), 500.0), "decreased"), (gpu(at(10, 1, 0), 3000.0, epoch="boot-2"), "new epoch")],
+)
+def test_a_counter_that_restarted_inside_a_gap_bridges_nothing(second, why):
+    hours = gpu_hours([gpu(at(10, 0, 0), 1000.0), second], max_gap_s=30.0)
+    assert (hours[H10].energy_j, hours[H10].bridged_s, hours[H10].missing_s) == (0.0, 0.0, HOUR_S), why
+
+
+def test_a_gap_longer_than_the_bridge_limit_is_missing():
+    hours = gpu_hours([gpu(at(10, 0, 0), 1000.0), gpu(at(10, 10, 0), 3000.0)], max_bridge_s=300.0)
+    assert (hours[H10].energy_j, hours[H10].missing_s) == (0.0, HOUR_S)
+
+
+def test_serving_counters_bridge_a_90_s_gap_and_label_it():
+    # given 112,553 generation tokens served during a 90 s pause, 60 s of it in 11:00
+    points = [
+        serving(at(10, 59, 30), 0, generation_tokens=0, requests=0),
+        serving(at(11, 1, 0), 9_000, generation_tokens=112_553, requests=90),
+    ]
+    hours = endpoint_hours(points)
+    # then every token counts; 30/90 of each counter in 10:00 (rounded half up at the boundary)
+    assert hours[H10].generation_tokens + hours[H11].generation_tokens == 112_553
+    assert (hours[H10].generation_tokens, hours[H11].generation_tokens) == (37_518, 75_035)
+    assert (hours[H10].prompt_tokens, hours[H11].prompt_tokens) == (3_000, 6_000)
+    assert (hours[H10].observed_s, hours[H10].bridged_s, hours[H11].bridged_s) == (0.0, 30.0, 60.0)
+    assert hours[H11].bridged_gap_s == 90.0
+    assert hours[H11].missing_s == HOUR_S - 60.0
+
+
+def test_a_server_restart_inside_a_gap_bridges_nothing():
+    points = [serving(at(10, 0, 0), 5_000), serving(at(10, 5, 0), 9_000, epoch="start-2")]
+    usage = endpoint_hours(points)[H10]
+    assert (usage.prompt_tokens, usage.bridged_s, usage.missing_s) == (0, 0.0, HOUR_S)
 
 
 def test_gap_within_a_larger_limit_is_bridged():
@@ -275,10 +335,10 @@ def test_each_counter_counts_only_where_both_samples_carry_it():
     assert (usage.prompt_tokens, usage.generation_tokens, usage.requests) == (70, 300, 1)
 
 
-def test_serving_gap_over_the_limit_attributes_no_tokens():
-    points = [serving(at(10, 0, 0), 0), serving(at(10, 0, 15), 10), serving(at(10, 5, 0), 1000)]
+def test_serving_gap_over_the_limit_with_a_restart_attributes_no_tokens():
+    points = [serving(at(10, 0, 0), 0), serving(at(10, 0, 15), 10), serving(at(10, 5, 0), 1000, epoch="start-2")]
     usage = endpoint_hours(points, max_gap_s=60.0)[H10]
-    assert (usage.prompt_tokens, usage.observed_s) == (10, 15.0)
+    assert (usage.prompt_tokens, usage.observed_s, usage.bridged_s) == (10, 15.0, 0.0)
 
 
 def test_ttft_histogram_of_an_hour_is_the_bucket_increase():
@@ -329,7 +389,7 @@ def series(start_s: float, steps: list[tuple[int, int]]) -> list[tuple[float, in
     return out
 
 
-def bridged_total(points: list[tuple[float, int]], max_gap_s: float = MAX_GAP_S) -> int:
+def observed_total(points: list[tuple[float, int]], max_gap_s: float = MAX_GAP_S) -> int:
     return sum(added for (t0, _), (t1, added) in itertools.pairwise(points) if t1 - t0 <= max_gap_s)
 
 
@@ -351,11 +411,24 @@ def hours_of(points: list[tuple[float, int]]) -> list[int]:
 @settings(max_examples=80, deadline=None)
 @given(start_st, steps_st)
 def test_hours_of_a_period_add_up_to_the_period_energy(start_s, steps):
+    # a counter that carries on proves every joule, gaps included (they are bridged)
     points = series(start_s, steps)
     usages = gpu_usage_by_hour(counter_points(points), hour_starts_s=hours_of(points), max_gap_s=MAX_GAP_S)
-    assert math.isclose(sum(u.energy_j for u in usages), bridged_total(points), rel_tol=1e-9, abs_tol=1e-6)
-    bridged_s = sum(t1 - t0 for (t0, _), (t1, _) in itertools.pairwise(points) if t1 - t0 <= MAX_GAP_S)
-    assert math.isclose(sum(u.observed_s for u in usages), bridged_s, abs_tol=1e-6)
+    assert math.isclose(sum(u.energy_j for u in usages), sum(a for _, a in points), rel_tol=1e-9, abs_tol=1e-6)
+    observed_s = sum(t1 - t0 for (t0, _), (t1, _) in itertools.pairwise(points) if t1 - t0 <= MAX_GAP_S)
+    assert math.isclose(sum(u.observed_s for u in usages), observed_s, abs_tol=1e-6)
+    covered_s = sum(u.observed_s + u.bridged_s for u in usages)
+    assert math.isclose(covered_s, points[-1][0] - points[0][0], abs_tol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(start_st, steps_st, st.data())
+def test_a_restart_inside_a_gap_loses_exactly_that_gaps_energy(start_s, steps, data):
+    points = series(start_s, steps)
+    restarts = frozenset(data.draw(st.sets(st.integers(1, len(points) - 1), max_size=4)) if len(points) > 1 else ())
+    usages = gpu_usage_by_hour(counter_points(points, restarts=restarts), hour_starts_s=hours_of(points))
+    lost = sum(points[i][1] for i in restarts if points[i][0] - points[i - 1][0] > MAX_GAP_S)
+    assert math.isclose(sum(u.energy_j for u in usages), sum(a for _, a in points) - lost, abs_tol=1e-6)
 
 
 @settings(max_examples=60, deadline=None)
@@ -371,9 +444,10 @@ def test_shuffled_and_duplicated_gpu_samples_give_identical_usage(start_s, steps
 
 @settings(max_examples=60, deadline=None)
 @given(start_st, steps_st, st.data())
-def test_counter_restarts_do_not_change_energy(start_s, steps, data):
+def test_counter_restarts_between_close_samples_do_not_change_energy(start_s, steps, data):
     points = series(start_s, steps)
-    restarts = frozenset(data.draw(st.sets(st.integers(1, len(points) - 1), max_size=4)) if len(points) > 1 else ())
+    close = [i for i in range(1, len(points)) if points[i][0] - points[i - 1][0] <= MAX_GAP_S]
+    restarts = frozenset(data.draw(st.sets(st.sampled_from(close), max_size=4)) if close else ())
     hours = hours_of(points)
     plain = gpu_usage_by_hour(counter_points(points), hour_starts_s=hours)
     restarted = gpu_usage_by_hour(counter_points(points, restarts=restarts), hour_starts_s=hours)
@@ -389,7 +463,9 @@ def test_hour_by_hour_from_its_window_equals_all_hours_at_once(start_s, steps):
     one_by_one = []
     for hour in hours:
         low, high = sample_window_s([hour], max_gap_s=MAX_GAP_S)
-        window = [p for p in samples if low <= p.ts_s <= high]
+        # the window's samples and the nearest one beyond it on each side (a gap's far end)
+        before, after = [p for p in samples if p.ts_s < low][-1:], [p for p in samples if p.ts_s > high][:1]
+        window = [*before, *(p for p in samples if low <= p.ts_s <= high), *after]
         one_by_one += gpu_usage_by_hour(window, hour_starts_s=[hour])
     assert tuple(one_by_one) == at_once
     assert gpu_usage_by_hour(samples, hour_starts_s=hours) == at_once  # recomputing is identical
@@ -435,10 +511,10 @@ def token_points(points: list[tuple[float, int]], *, restarts: frozenset[int] = 
 def test_hours_of_a_period_add_up_to_the_period_tokens_exactly(start_s, steps):
     points = series(start_s, steps)
     usages = endpoint_usage_by_hour(token_points(points), hour_starts_s=hours_of(points), max_gap_s=LONG_GAP_S)
-    assert sum(u.prompt_tokens for u in usages) == bridged_total(points, LONG_GAP_S)
+    assert sum(u.prompt_tokens for u in usages) == observed_total(points, LONG_GAP_S)
     assert all(u.prompt_tokens >= 0 and u.requests >= 0 for u in usages)
     ttft_total = sum(u.ttft.total for u in usages if u.ttft is not None)
-    assert ttft_total == bridged_total(points, LONG_GAP_S)  # the buckets partition the counter
+    assert ttft_total == observed_total(points, LONG_GAP_S)  # the buckets partition the counter
 
 
 @settings(max_examples=60, deadline=None)

@@ -11,7 +11,7 @@ from django.utils import timezone
 from fleets.services import credential_issue
 from telemetry import rollup
 from telemetry.collector import wire
-from telemetry.energy import DEFAULT_GPU_MAX_GAP_S, DEFAULT_SERVING_MAX_GAP_S
+from telemetry.energy import DEFAULT_GPU_MAX_GAP_S, DEFAULT_MAX_BRIDGE_S, DEFAULT_SERVING_MAX_GAP_S
 from telemetry.models import EndpointHourUsage, GpuHourUsage, RollupPending, UsageChanged
 from telemetry.rollup import rollup_node_hours, rollup_pending_run
 from tests.factories import GpuFactory, NodeFactory
@@ -231,3 +231,41 @@ def test_max_gaps_default_to_the_pure_package(settings):
         DEFAULT_GPU_MAX_GAP_S,
         DEFAULT_SERVING_MAX_GAP_S,
     )
+    assert settings.TELEMETRY_MAX_BRIDGE_S == DEFAULT_MAX_BRIDGE_S
+
+
+def _with_serving_from(batch: dict, t0_s: float) -> dict:
+    """The batch's serving counters as one server life since ``t0_s``: 1,250 generation, 500 prompt tokens a second."""
+    serving = batch["serving_samples"]
+    for i, ts in enumerate(serving["ts"]):
+        serving["generation_tokens"][i] = round(1250 * (ts - t0_s))
+        serving["prompt_tokens"][i] = round(500 * (ts - t0_s))
+        serving["requests"][i] = round(ts - t0_s)
+        serving["ttft_bucket_counts"][i] = [round(ts - t0_s)] * 17
+    return batch
+
+
+def test_a_90_s_pause_across_an_hour_boundary_is_bridged_by_the_counters(client, node, token):
+    # given 10 s of samples to H+3570 (rolled up), a 90 s pause, then 10 s from H+3660;
+    # the energy counter rises 300 J/s and the server 1,250 generation tokens/s throughout
+    t0 = H + 3560.0
+    post(client, _with_serving_from(make_batch(gpus=1, seconds=11, start_s=t0, endpoint=True), t0), token)
+    run()
+    post(client, _with_serving_from(make_batch(gpus=1, seconds=11, start_s=H + 3660, endpoint=True), t0), token)
+    # when (the second batch marks only H+1; the gap it closes reaches back into H)
+    run()
+    # then H: 10 s observed (3,000 J) + 30 s bridged (9,000 J); H+1: 60 s bridged (18,000 J) + 10 s observed
+    before, after = usage(0, H), usage(0, H + HOUR_S)
+    assert (before.energy_j, before.energy_bridged_j, after.energy_j, after.energy_bridged_j) == (
+        12_000,
+        9_000,
+        21_000,
+        18_000,
+    )
+    assert (before.observed_s, before.bridged_s, after.observed_s, after.bridged_s) == (10, 30, 10, 60)
+    assert before.bridged_gap_s == after.bridged_gap_s == 90
+    # and the 112,500 generation tokens of the pause count, 30/90 of them in H
+    tokens = dict(EndpointHourUsage.objects.values_list("hour_start", "generation_tokens"))
+    assert (tokens[at(H)], tokens[at(H + HOUR_S)]) == (12_500 + 37_500, 75_000 + 12_500)
+    endpoint_after = EndpointHourUsage.objects.get(hour_start=at(H + HOUR_S))
+    assert (endpoint_after.observed_s, endpoint_after.bridged_s, endpoint_after.bridged_gap_s) == (10, 60, 90)

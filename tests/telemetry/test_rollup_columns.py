@@ -26,7 +26,9 @@ def awkward_rows(seed: int, gpus: list[int]) -> list[tuple]:
     for gpu in gpus:
         epoch, energy_j, ts_us = gpu * 100, rng.uniform(1e6, 1e10), (H - 95) * 10**6
         while ts_us < (H + 3 * 3600 + 95) * 10**6:
-            step = rng.choice([1.0, 1.0, 1.0, 0.5, 2.0, rng.uniform(0.001, 29.999), 30.0, 31.0, 400.0])
+            step = rng.choice([1.0, 1.0, 1.0, 0.5, 2.0, rng.uniform(0.001, 29.999), 30.0, 31.0, 400.0, 90.0])
+            if rng.random() < 0.002:
+                step = rng.uniform(3600, 9000)  # a gap across hours, bridged where the counter carries on
             ts_us += round(step * 1e6)
             if rng.random() < 0.01:
                 ts_us = (ts_us // 3_600_000_000 + 1) * 3_600_000_000  # exactly on an hour boundary
@@ -77,14 +79,22 @@ def pure_usages(rows: list[tuple], hours: list[int]) -> list[tuple[int, energy.G
     first_s, last_s = energy.sample_window_s(hours, max_gap_s=GAP_S)
     usages = []
     for gpu in sorted({row[0] for row in rows}):
-        points = [
-            energy.GpuPoint(ts_us / 1e6, str(epoch), e, None if p is None else float(np.float32(p)), u, mu, mem, temp)
-            for g, ts_us, epoch, e, p, u, mu, mem, temp in rows
-            if g == gpu and first_s <= ts_us / 1e6 <= last_s
-        ]
-        sample_hours = {energy.hour_start_s_of(p.ts_s) for p in points}
+        every = sorted(
+            (
+                energy.GpuPoint(
+                    ts_us / 1e6, str(epoch), e, None if p is None else float(np.float32(p)), u, mu, mem, temp
+                )
+                for g, ts_us, epoch, e, p, u, mu, mem, temp in rows
+                if g == gpu
+            ),
+            key=lambda point: point.ts_s,
+        )
+        before = [p for p in every if first_s - energy.DEFAULT_MAX_BRIDGE_S <= p.ts_s < first_s][-1:]
+        after = [p for p in every if last_s < p.ts_s <= last_s + energy.DEFAULT_MAX_BRIDGE_S][:1]
+        points = [*before, *(p for p in every if first_s <= p.ts_s <= last_s), *after]
+        sample_hours = {energy.hour_start_s_of(p.ts_s) for p in points if first_s <= p.ts_s <= last_s}
         usage = energy.gpu_usage_by_hour(points, hour_starts_s=hours, max_gap_s=GAP_S)
-        usages += [(gpu, u) for u in usage if u.observed_s > 0 or u.hour_start_s in sample_hours]
+        usages += [(gpu, u) for u in usage if u.observed_s > 0 or u.bridged_s > 0 or u.hour_start_s in sample_hours]
     return usages
 
 
@@ -157,3 +167,20 @@ def test_gpus_in_order_with_samples_out_of_time_order_are_sorted_like_the_pure_f
     usages = gpu_usage_by_hour_columns(columns_of(rows), hour_starts_s=hours, max_gap_s=GAP_S, real_to_float=widened)
 
     assert usages == pure_usages(rows, hours)
+
+
+def test_gaps_the_counter_bridges_across_several_hours_equal_the_pure_function():
+    # one sample a second, then a 2 h 5 min pause the counter carries on through, and a 90 s one
+    rows = [(31, (H - 60 + s) * 10**6, 1, 1000.0 + 300.0 * s, 300.0, 50, 20, 0, 60) for s in range(61)]
+    resumed = H + 7500
+    rows += [(31, (resumed + s) * 10**6, 1, 5e6 + 300.0 * s, 300.0, 50, 20, 0, 60) for s in range(10)]
+    rows += [(31, (resumed + 100) * 10**6, 1, 5e6 + 300.0 * 100, 300.0, 50, 20, 0, 60)]
+    hours = [H, H + 3600]  # the neighbour after the window (at H + 7500) closes the first gap
+
+    usages = gpu_usage_by_hour_columns(columns_of(rows), hour_starts_s=hours, max_gap_s=GAP_S, real_to_float=widened)
+
+    assert usages == pure_usages(rows, hours)
+    first, second = (usage for _, usage in usages)
+    assert (first.bridged_s, second.bridged_s) == (3600.0, 3600.0)
+    assert first.bridged_gap_s == 7500.0
+    assert first.energy_bridged_j == (5e6 - (1000.0 + 300.0 * 60)) / 7500 * 3600

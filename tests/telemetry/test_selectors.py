@@ -13,7 +13,7 @@ from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
 from telemetry.rollup import rollup_pending_run
 from telemetry.selectors import NodeGap, endpoint_hour_usage_for_node, gpu_hour_usage_for_node, node_gaps
 from tests.factories import GpuFactory, NodeFactory
-from tests.telemetry.batches import make_batch
+from tests.telemetry.batches import gpu_ref, make_batch
 from tests.telemetry.test_ingest import post
 from tests.telemetry.test_rollup import HOUR_S, H
 
@@ -26,11 +26,11 @@ def node(db):
     return NodeFactory(hostname="gpu-01")
 
 
-def gpu_usage(gpu: Gpu, hour: datetime, observed_s: float = 3600.0) -> GpuHourUsage:
+def gpu_usage(gpu: Gpu, hour: datetime, observed_s: float = 3600.0, **bridged: float) -> GpuHourUsage:
     return GpuHourUsage.objects.create(
         gpu=gpu, hour_start=hour, energy_j=1.0, energy_counter_j=1.0, energy_integrated_j=0.0,
         energy_method="counter", observed_s=observed_s, energy_covered_s=observed_s, busy_s=0.0, reset_count=0,
-        computed_at=timezone.now(),
+        computed_at=timezone.now(), **bridged,
     )  # fmt: skip
 
 
@@ -87,7 +87,17 @@ def test_node_gaps_are_hours_where_some_gpu_observed_less_than_all_of_it(node):
 
     gaps = node_gaps(node_id=node.pk, start=T, end=T + 4 * HOUR)
 
-    assert gaps == [NodeGap(T + HOUR, 3600.0), NodeGap(T + 2 * HOUR, 600.0), NodeGap(T + 3 * HOUR, 3600.0)]
+    assert gaps == [NodeGap(T + HOUR, 3600.0), NodeGap(T + 2 * HOUR, 600.0, 3000.0), NodeGap(T + 3 * HOUR, 3600.0)]
+
+
+def test_node_gaps_tell_measured_bridged_and_missing_apart(node):
+    (gpu,) = gpus_first_seen(node, 1, T - 24 * HOUR)
+    gpu_usage(gpu, T, observed_s=3510.0, bridged_s=90.0, bridged_gap_s=90.0)  # a 90 s pause, bridged
+    gpu_usage(gpu, T + HOUR, observed_s=3000.0, bridged_s=500.0, bridged_gap_s=700.0)
+
+    gaps = node_gaps(node_id=node.pk, start=T, end=T + 2 * HOUR)
+
+    assert gaps == [NodeGap(T, 0.0, 3510.0, 90.0, 90.0), NodeGap(T + HOUR, 100.0, 3000.0, 500.0, 700.0)]
 
 
 def test_a_gpu_added_later_opens_no_gaps_before_it_was_first_seen(node):
@@ -110,8 +120,11 @@ def test_node_gaps_cover_only_hours_starting_within_the_period(node):
 
 def test_node_gaps_find_the_hour_a_collector_missed_through_the_real_path(client, node):
     token = credential_issue(node=node)
-    for hour_s in (H - 2 * HOUR_S, H):
-        post(client, make_batch(gpus=2, seconds=11, start_s=hour_s + 600), token)
+    post(client, make_batch(gpus=2, seconds=11, start_s=H - 2 * HOUR_S + 600), token)
+    # the host rebooted in between: new counter epochs, nothing bridges the gap
+    rebooted = [gpu_ref(g, epoch="boot-2/driver-1") for g in range(2)]
+    after = make_batch(gpus=2, seconds=11, start_s=H + 600)
+    post(client, after | {"gpus": rebooted}, token)
     rollup_pending_run(now=timezone.now())
 
     gaps = node_gaps(

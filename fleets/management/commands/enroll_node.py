@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -10,6 +12,17 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from fleets.models import Tenure
 from fleets.services import node_enroll
+
+
+def _aware_datetime(text: str) -> datetime:
+    """An ISO 8601 datetime with a UTC offset ("Z" or "+02:00"); a naive or malformed one is refused."""
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 datetime") from None
+    if at.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} has no UTC offset; add Z or +HH:MM")
+    return at.astimezone(UTC)
 
 
 class Command(BaseCommand):
@@ -28,6 +41,12 @@ class Command(BaseCommand):
         parser.add_argument("--pue", default="1.0", help="PUE of a new site (default 1.0)")
         parser.add_argument("--time-zone", default="UTC", help="IANA time zone of a new site")
         parser.add_argument("--tenure", choices=Tenure.values, help="rented or owned (new node; default rented)")
+        parser.add_argument(
+            "--commissioned-at",
+            type=_aware_datetime,
+            help="when the node entered service, ISO 8601 with a UTC offset, e.g. 2025-11-01T00:00:00Z (default: now); "
+            "telemetry before it is reported unpriced",
+        )
         parser.add_argument(
             "--keep-existing-tokens", action="store_true", help="add a token without revoking the node's others"
         )
@@ -52,6 +71,7 @@ class Command(BaseCommand):
                 site_defaults=site_defaults,
                 tenure=options["tenure"],
                 keep_existing_tokens=options["keep_existing_tokens"],
+                commissioned_at=options["commissioned_at"],
             )
         except ValidationError as exc:
             raise CommandError(f"invalid site: {'; '.join(exc.messages)}") from None
@@ -67,5 +87,7 @@ class Command(BaseCommand):
             self.stderr.write("warning: the new site has no grid zone; set one before carbon can be computed")
         if enrollment.revoked_count:
             self.stdout.write(f"revoked {enrollment.revoked_count} earlier token(s) of this node")
-        self.stdout.write(f"node id {node.pk} ({node.hostname}); the token below is shown only once:")
+        commissioned = node.commissioned_at.isoformat() if node.commissioned_at else "not set"
+        self.stdout.write(f"node id {node.pk} ({node.hostname}), commissioned at {commissioned}")
+        self.stdout.write("the token below is shown only once:")
         self.stdout.write(enrollment.token)

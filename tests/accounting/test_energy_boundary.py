@@ -1,0 +1,122 @@
+"""The energy boundary through the real path: a node meter's readings make the node boundary (node_meter),
+the GPUs' counters the GPU boundary, and J per token is given for both."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from accounting.ledger_store import ledger_pending_run
+from accounting.models import HardwareProfile, NodeHourLedger
+from fleets.models import Role
+from fleets.services import credential_issue
+from telemetry.models import NodeHourUsage
+from telemetry.rollup import rollup_pending_run
+from tests.factories import MembershipFactory, NodeFactory, UserFactory
+from tests.telemetry.batches import make_batch
+from tests.telemetry.test_ingest import post
+
+HOUR_S = 3600
+H = (int(time.time()) // HOUR_S - 2) * HOUR_S
+
+
+def at(ts_s: float) -> datetime:
+    return datetime.fromtimestamp(ts_s, tz=UTC)
+
+
+def with_meter(batch: dict, power_w: float | None, method: str = "ipmi_dcmi") -> dict:
+    stamps = batch["gpu_samples"]["ts"]
+    meter = {"method": method, "epoch": "collector-1", "ts": stamps, "power_w": [power_w] * len(stamps)}
+    return batch | {"node_meter": meter | {"energy_j": [None] * len(stamps)}}
+
+
+@pytest.fixture
+def node(db):
+    return NodeFactory(commissioned_at=at(H - 86400))
+
+
+def roll_up() -> None:
+    rollup_pending_run(now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+
+
+def test_a_node_meter_gives_the_node_boundary_and_j_per_token_at_both(client, node):
+    # given one GPU at 300 W (its counter) for 10 s, the node's BMC reading 900 W, and 10,000 prompt +
+    # 50,000 generation tokens served
+    post(
+        client,
+        with_meter(make_batch(gpus=1, seconds=11, start_s=H + 600, endpoint=True), 900.0),
+        credential_issue(node=node),
+    )
+    # when
+    roll_up()
+    # then the node-hour is metered at the node: 900 W x 10 s = 9,000 J; the GPUs 3,000 J
+    metered = NodeHourUsage.objects.get(node=node)
+    assert (metered.boundary, metered.method, metered.energy_j, metered.energy_covered_s) == (
+        "node",
+        "ipmi_dcmi",
+        9000,
+        10,
+    )
+    line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
+    assert (line.energy_method, line.it_kwh, line.gpu_kwh) == (
+        "node_meter",
+        Decimal("0.0025"),
+        pytest.approx(Decimal(3000) / 3_600_000),
+    )
+    # and the report says J per token at both boundaries: 9,000 / 60,000 and 3,000 / 60,000
+    user = UserFactory()
+    MembershipFactory(user=user, organization=node.fleet.organization, role=Role.SUSTAINABILITY)
+    client.force_login(user)
+    period = {"start": at(H).isoformat(), "end": at(H + HOUR_S).isoformat(), "granularity": "total"}
+    row = client.get("/api/v1/reports/usage/", period).json()["results"][0]
+    assert (row["it_kwh"], row["node_metered_kwh"], row["gpu_kwh"]) == (0.0025, 0.0025, 0.000833)
+    assert (row["it_j_per_token"], row["gpu_j_per_token"]) == (0.15, 0.05)
+    report = client.get("/api/v1/reports/sustainability/", period).json()
+    assert (report["it_kwh"], report["node_metered_kwh"], report["gpu_kwh"]) == (0.0025, 0.0025, 0.000833)
+    node_page = client.get(f"/nodes/{node.pk}/").content.decode()
+    assert "node boundary, metered" in node_page
+
+
+def test_a_meter_that_saw_less_than_the_gpus_keeps_the_gpu_boundary(client, node):
+    # given a BMC whose readings below the GPUs' own draw cannot be the whole node
+    post(client, with_meter(make_batch(gpus=2, seconds=11, start_s=H + 600), 100.0), credential_issue(node=node))
+    roll_up()
+    line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
+    assert (line.energy_method, line.it_kwh) == ("gpu_sum", line.gpu_kwh)
+
+
+def test_rapl_is_stored_as_the_cpu_packages_boundary_not_the_node(client, node):
+    batch = make_batch(gpus=1, seconds=11, start_s=H + 600)
+    stamps = batch["gpu_samples"]["ts"]
+    rapl = {"method": "rapl", "epoch": "collector-1", "ts": stamps, "power_w": [None] * 11}
+    post(
+        client, batch | {"node_meter": rapl | {"energy_j": [100.0 * i for i in range(11)]}}, credential_issue(node=node)
+    )
+    roll_up()
+    metered = NodeHourUsage.objects.get(node=node)
+    assert (metered.boundary, metered.energy_j) == ("cpu_packages", 1000)
+    assert NodeHourLedger.objects.get(node=node).energy_method == "gpu_sum"
+
+
+def test_without_a_meter_the_host_is_modelled_from_the_profile_and_labelled(client, node):
+    # given the organization's H100 profile with cited host figures: 400 W idle + 150 W per GPU
+    HardwareProfile.objects.create(
+        organization=node.fleet.organization, key="h100-sxm", display_name="H100 SXM",
+        nvml_names=["NVIDIA H100 80GB HBM3"], gpu_class="enterprise", tdp_w=700, idle_w=70, memory_gb=80,
+        embodied_low_kgco2e=Decimal(79), embodied_central_kgco2e=Decimal(197), embodied_high_kgco2e=Decimal(315),
+        host_embodied_kgco2e_per_gpu=Decimal("312.5"), host_idle_w=Decimal(400), host_per_gpu_w=Decimal(150),
+        sources=[{"what": "host_power_w", "title": "the operator's own wall-meter survey", "year": 2026}],
+    )  # fmt: skip
+    post(client, make_batch(gpus=2, seconds=11, start_s=H + 600), credential_issue(node=node))
+    roll_up()
+    line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
+    # then the GPUs' counters' 2 x 3,000 J plus the host's (400 + 2 x 150) W x the whole held hour
+    gpu_j = Decimal(2 * 3000)
+    assert line.energy_method == "modelled"
+    assert line.gpu_kwh == pytest.approx(gpu_j / 3_600_000)
+    assert line.it_kwh == pytest.approx((gpu_j + Decimal(700 * 3600)) / 3_600_000)
