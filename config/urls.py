@@ -14,6 +14,7 @@ urlpatterns = [
     path("api/v1/", include("accounting.grid.urls")),
     path("api/v1/", include("accounting.reports.urls")),
     path("api/v1/", include("accounting.instruments.urls")),
+    path("api/v1/", include("accounting.inputs.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("fleets.urls")),
     path("", include("accounting.dashboards.urls")),

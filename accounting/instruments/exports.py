@@ -20,7 +20,6 @@ from fleets.models import Organization
 G_PER_KG = Decimal(1000)
 G_PER_T = Decimal(1_000_000)
 KWH_PER_MWH = Decimal(1000)
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def quantized(value: Decimal | None, places: int) -> float | None:
@@ -120,13 +119,6 @@ def scope2_output(report: Scope2Report, organization: Organization) -> dict[str,
     }
 
 
-def csv_safe(value: Any) -> Any:
-    """A cell a spreadsheet will not run: text starting with = + - @ (or a tab/CR) gets a leading quote."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
 def scope2_csv_rows(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """``level,site,instrument,metric,value`` lines: totals, then each site, then each instrument."""
     for name, value in shown.items():
@@ -153,8 +145,3 @@ def _flat(row: dict[str, Any]) -> Iterator[tuple[str, Any]]:
                         for item in value)  # fmt: skip
         else:
             yield name, value
-
-
-def csv_escaped(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for row in rows:
-        yield {name: csv_safe(value) for name, value in row.items()}

@@ -5,3 +5,4 @@ from accounting.instruments.models import *  # noqa: F403
 from accounting.models.hardware import *  # noqa: F403
 from accounting.models.ledger import *  # noqa: F403
 from accounting.models.prices import *  # noqa: F403
+from accounting.inputs.models import *  # noqa: F403

@@ -1,0 +1,207 @@
+"""Writes of finance inputs: node prices, site tariffs, site PUE, GPU assets.
+
+Each write is done whole or refused whole: validated (``InputInvalid``, with
+the reason), checked against the organization's locked periods
+(``PeriodLocked``), saved, the ledger lines it affects re-opened, and an audit
+entry kept, in one transaction that first locks the organization's row, so
+that two concurrent writes cannot both pass the overlap check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Model
+
+from accounting.inputs.audit import audit_record, snapshot
+from accounting.inputs.locks import lock_check, lock_check_lines
+from accounting.inputs.reopen import ledger_lines_reopen
+from accounting.inputs.windows import Window, windows_changed, windows_minus
+from accounting.models import GpuAsset, NodePrice, SiteTariff
+from fleets.models import Node, Organization, Site
+
+NODE_PRICE_FIELDS = (
+    "kind", "rate_per_h", "rate_per", "includes_power", "capex", "lifetime_years", "opex_per_h",
+    "valid_from", "valid_to",
+)  # fmt: skip
+SITE_TARIFF_FIELDS = ("flat_price_per_kwh", "windows", "valid_from", "valid_to")
+GPU_ASSET_FIELDS = ("acquired_on", "condition", "prior_use_years", "expected_own_years", "profile_key")
+_PERIOD = frozenset({"valid_from", "valid_to"})
+
+
+class InputInvalid(ValueError):
+    """An input that cannot be saved as given; the message says why."""
+
+
+@dataclass(frozen=True)
+class InputChange:
+    """A saved input and how many stored ledger hours it re-opened for recomputation."""
+
+    obj: Model
+    ledger_hours_reopened: int
+
+
+def _message(error: ValidationError) -> str:
+    if hasattr(error, "error_dict"):
+        return "; ".join(
+            f"{field}: {' '.join(messages)}" if field != "__all__" else " ".join(messages)
+            for field, messages in error.message_dict.items()
+        )
+    return " ".join(error.messages)
+
+
+def _validated(row: Model) -> None:
+    try:
+        row.full_clean()
+    except ValidationError as error:
+        raise InputInvalid(_message(error)) from None
+
+
+def _organization_lock(organization_id: int) -> None:
+    Organization.objects.select_for_update().filter(pk=organization_id).first()
+
+
+def _values_changed(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> bool:
+    if before is None:
+        return True
+    return any(before.get(name) != value for name, value in after.items() if name not in _PERIOD)
+
+
+def _period(row: Any) -> Window:
+    return (row.valid_from, row.valid_to)
+
+
+def _validity_save(
+    *,
+    row: Any,
+    subject: str,
+    organization_id: int,
+    user: Any,
+    now: datetime,
+    node_windows: Callable[[Any, list[Window]], dict[int, list[Window]]],
+) -> InputChange:
+    """Save a row with a validity period; re-open the hours of its old and new periods that changed."""
+    _organization_lock(organization_id)
+    stored = type(row).objects.filter(pk=row.pk).first() if row.pk else None
+    before = snapshot(stored)
+    _validated(row)
+    after = snapshot(row)
+    assert after is not None
+    windows = windows_changed(
+        before=_period(stored) if stored else None, after=_period(row), values_changed=_values_changed(before, after)
+    )
+    lock_check(organization_id=organization_id, windows=windows)
+    row.save()
+    reopened = ledger_lines_reopen(node_windows=node_windows(row, windows), now=now)
+    audit_record(
+        organization_id=organization_id, user=user, subject=subject, object_id=row.pk,
+        before=before, after=snapshot(row), at=now, ledger_hours_reopened=reopened,
+    )  # fmt: skip
+    return InputChange(row, reopened)
+
+
+def _price_node_windows(price: NodePrice, windows: list[Window]) -> dict[int, list[Window]]:
+    """A node's own price: its hours. A fleet default: each node's hours where no own price of it is in force."""
+    if price.node_id:
+        return {price.node_id: windows}
+    own: dict[int, list[Window]] = {}
+    for node_id, start, end in NodePrice.objects.filter(
+        fleet_id=price.fleet_id, node__isnull=False
+    ).values_list("node_id", "valid_from", "valid_to"):
+        own.setdefault(node_id, []).append((start, end))
+    nodes = Node.objects.filter(fleet_id=price.fleet_id).values_list("id", flat=True)
+    return {node_id: windows_minus(windows, own.get(node_id, [])) for node_id in nodes}
+
+
+def _site_node_windows(tariff: SiteTariff, windows: list[Window]) -> dict[int, list[Window]]:
+    return {node_id: windows for node_id in Node.objects.filter(site_id=tariff.site_id).values_list("id", flat=True)}
+
+
+def _assign(row: Model, data: Mapping[str, Any], fields: tuple[str, ...]) -> None:
+    for name, value in data.items():
+        if name in fields:
+            setattr(row, name, value)
+
+
+def node_price_save(
+    *, price: NodePrice, data: Mapping[str, Any], user: Any, now: datetime
+) -> InputChange:
+    """Create (``price`` unsaved, with its fleet and node) or change a node price: the fields of ``data``."""
+    with transaction.atomic():
+        if price.pk:
+            price = NodePrice.objects.select_related("fleet", "node").get(pk=price.pk)
+        _assign(price, data, NODE_PRICE_FIELDS)
+        return _validity_save(
+            row=price, subject="node_price", organization_id=price.fleet.organization_id, user=user, now=now,
+            node_windows=_price_node_windows,
+        )  # fmt: skip
+
+
+def site_tariff_save(*, tariff: SiteTariff, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
+    """Create (``tariff`` unsaved, with its site) or change a site tariff: the fields of ``data``."""
+    with transaction.atomic():
+        if tariff.pk:
+            tariff = SiteTariff.objects.select_related("site").get(pk=tariff.pk)
+        _assign(tariff, data, SITE_TARIFF_FIELDS)
+        return _validity_save(
+            row=tariff, subject="site_tariff", organization_id=tariff.site.organization_id, user=user, now=now,
+            node_windows=_site_node_windows,
+        )  # fmt: skip
+
+
+_EVERY_HOUR: list[Window] = [(datetime(1970, 1, 1, tzinfo=UTC), None)]
+
+
+def _all_lines_save(
+    *,
+    row: Model,
+    subject: str,
+    organization_id: int,
+    node_ids: list[int],
+    user: Any,
+    now: datetime,
+    fields: tuple[str, ...] | None = None,
+) -> InputChange:
+    """Save an input that has no period of its own: it weighs on every stored line of ``node_ids``."""
+    _organization_lock(organization_id)
+    stored = type(row).objects.filter(pk=row.pk).first() if row.pk else None
+    before = snapshot(stored, fields=fields)
+    _validated(row)
+    lock_check_lines(organization_id=organization_id, node_ids=node_ids)
+    row.save()
+    reopened = ledger_lines_reopen(node_windows={n: _EVERY_HOUR for n in node_ids}, now=now)
+    audit_record(
+        organization_id=organization_id, user=user, subject=subject, object_id=row.pk,
+        before=before, after=snapshot(row, fields=fields), at=now, ledger_hours_reopened=reopened,
+    )  # fmt: skip
+    return InputChange(row, reopened)
+
+
+def site_pue_update(*, site: Site, pue: Any, user: Any, now: datetime) -> InputChange:
+    """Change a site's PUE. It has no validity period: every stored line of the site is recomputed."""
+    with transaction.atomic():
+        site = Site.objects.get(pk=site.pk)
+        site.pue = pue
+        nodes = list(Node.objects.filter(site=site).values_list("id", flat=True))
+        return _all_lines_save(
+            row=site, subject="site_pue", organization_id=site.organization_id, node_ids=nodes, user=user, now=now,
+            fields=("pue",),
+        )
+
+
+def gpu_asset_save(*, asset: GpuAsset, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
+    """Create (``asset`` unsaved, with its GPU) or change a GPU asset; its node's lines are recomputed."""
+    with transaction.atomic():
+        if asset.pk:
+            asset = GpuAsset.objects.select_related("gpu__node__fleet").get(pk=asset.pk)
+        _assign(asset, data, GPU_ASSET_FIELDS)
+        node = asset.gpu.node
+        return _all_lines_save(
+            row=asset, subject="gpu_asset", organization_id=node.fleet.organization_id, node_ids=[node.pk],
+            user=user, now=now,
+        )  # fmt: skip

@@ -1,0 +1,25 @@
+from django.urls import path
+
+from accounting.inputs.api import (
+    GpuAssetDetailView,
+    GpuAssetsView,
+    NodePriceDetailView,
+    NodePricesView,
+    SitePueView,
+    SiteTariffDetailView,
+    SiteTariffsView,
+)
+from accounting.inputs.governance_api import AuditView, LockedPeriodDetailView, LockedPeriodsView
+
+urlpatterns = [
+    path("node-prices/", NodePricesView.as_view(), name="node-prices"),
+    path("node-prices/<int:price_id>/", NodePriceDetailView.as_view(), name="node-price"),
+    path("site-tariffs/", SiteTariffsView.as_view(), name="site-tariffs"),
+    path("site-tariffs/<int:tariff_id>/", SiteTariffDetailView.as_view(), name="site-tariff"),
+    path("sites/<int:site_id>/pue/", SitePueView.as_view(), name="site-pue"),
+    path("gpu-assets/", GpuAssetsView.as_view(), name="gpu-assets"),
+    path("gpu-assets/<int:asset_id>/", GpuAssetDetailView.as_view(), name="gpu-asset"),
+    path("locked-periods/", LockedPeriodsView.as_view(), name="locked-periods"),
+    path("locked-periods/<int:lock_id>/", LockedPeriodDetailView.as_view(), name="locked-period"),
+    path("audit/", AuditView.as_view(), name="audit"),
+]
