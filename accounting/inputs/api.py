@@ -11,6 +11,7 @@ overlapping validity period), 409 when it would alter a locked period.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
@@ -18,12 +19,13 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounting.inputs.hooks import Conflict
 from accounting.inputs.locks import PeriodLocked
 from accounting.inputs.services import (
     InputChange,
@@ -37,11 +39,6 @@ from accounting.models import GpuAsset, NodePrice, SiteTariff
 from accounting.reports.authentication import PersonalTokenAuthentication
 from fleets.permissions import Capability, RoleRefused, change_check
 from fleets.selectors import fleets_for_user, gpus_for_user, nodes_for_user, organizations_for_user, sites_for_user
-
-
-class Conflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "period_locked"
 
 
 ERRORS = {
@@ -102,7 +99,7 @@ class NodePriceInputSerializer(serializers.Serializer):
     includes_power = serializers.BooleanField(required=False)
     capex = _money(required=False, allow_null=True, help_text="purchase price (owned)")
     lifetime_years = serializers.DecimalField(
-        max_digits=5, decimal_places=2, min_value=0.1, required=False, allow_null=True,
+        max_digits=5, decimal_places=2, min_value=Decimal("0.1"), required=False, allow_null=True,
         help_text="depreciation lifetime (owned)",
     )  # fmt: skip
     opex_per_h = _money(required=False)
@@ -307,7 +304,7 @@ class GpuAssetInputSerializer(serializers.Serializer):
     condition = serializers.ChoiceField(choices=GpuAsset.Condition.choices, required=False)
     prior_use_years = serializers.DecimalField(max_digits=5, decimal_places=2, min_value=0, required=False)
     expected_own_years = serializers.DecimalField(
-        max_digits=5, decimal_places=2, min_value=0.1, required=False, allow_null=True
+        max_digits=5, decimal_places=2, min_value=Decimal("0.1"), required=False, allow_null=True
     )
     profile_key = serializers.SlugField(max_length=64, required=False, allow_blank=True)
 

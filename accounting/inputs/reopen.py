@@ -17,6 +17,11 @@ from accounting.inputs.windows import Window
 from accounting.models import LedgerPending, NodeHourLedger
 
 
+def _at(instant: datetime) -> object:
+    """An instant as the backend stores it (SQLite compares text: the ORM's own format, not Python's)."""
+    return connection.ops.adapt_datetimefield_value(instant)
+
+
 def ledger_lines_reopen(*, node_windows: Mapping[int, Iterable[Window]], now: datetime) -> int:
     """Mark the stored lines of each node within its windows; return how many were marked.
 
@@ -33,7 +38,7 @@ def ledger_lines_reopen(*, node_windows: Mapping[int, Iterable[Window]], now: da
                     f"INSERT INTO {pending} (node_id, hour_start, marked_at) "  # noqa: S608 - constant table names
                     f"SELECT node_id, hour_start, %s FROM {ledger} WHERE node_id = %s AND hour_start >= %s{until} "
                     "ON CONFLICT (node_id, hour_start) DO UPDATE SET marked_at = excluded.marked_at",
-                    [now, int(node_id), start] + ([] if end is None else [end]),
+                    [_at(now), int(node_id), _at(start)] + ([] if end is None else [_at(end)]),
                 )
                 marked += cursor.rowcount
     return marked

@@ -23,6 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounting.inputs.hooks import audited_write
 from accounting.instruments.claims import OverAllocationError
 from accounting.instruments.models import ContractualInstrument
 from accounting.instruments.selectors import instrument_for_user, instruments_for_user
@@ -35,10 +36,8 @@ from accounting.instruments.services import (
 )
 from accounting.reports.authentication import PersonalTokenAuthentication
 from accounting.reports.scope import report_organization
-from fleets.models import Organization, Role, Site
-from fleets.selectors import organizations_for_user
-
-WRITERS = {Role.ADMIN.value, Role.SUSTAINABILITY.value}
+from fleets.models import Organization, Site
+from fleets.permissions import Capability, RoleRefused, change_check
 
 
 class InstrumentRefused(APIException):
@@ -121,8 +120,14 @@ def _output(user: Any, instrument_id: int) -> dict[str, Any]:
 
 
 def _writable(user: Any, organization: Organization) -> None:
-    if not organizations_for_user(user=user, roles=WRITERS).filter(pk=organization.pk).exists():
-        raise PermissionDenied("editing instruments needs the admin or sustainability role in this organization")
+    try:
+        change_check(user=user, organization=organization, capability=Capability.SUSTAINABILITY)
+    except RoleRefused as error:
+        raise PermissionDenied(str(error)) from error
+
+
+def _delivery(instrument: ContractualInstrument) -> tuple[Any, Any]:
+    return (instrument.delivery_start, instrument.delivery_end)
 
 
 def _fields(data: dict[str, Any], organization: Organization) -> tuple[dict[str, Any], list[Any] | None]:
@@ -167,7 +172,10 @@ class InstrumentsView(InstrumentView):
         _writable(request.user, organization)
         data, hours = _fields(dict(serializer.validated_data), organization)
         try:
-            instrument = instrument_create(organization=organization, data=data, profile=hours)
+            instrument = audited_write(
+                organization_id=organization.pk, user=request.user, subject="instrument", before=None,
+                write=lambda: instrument_create(organization=organization, data=data, profile=hours), period=_delivery,
+            )  # fmt: skip
         except (InstrumentInvalid, OverAllocationError) as error:
             raise _refusing(error) from error
         return Response(_output(request.user, instrument.pk), status=status.HTTP_201_CREATED)
@@ -191,7 +199,11 @@ class InstrumentDetailView(InstrumentView):
         serializer.is_valid(raise_exception=True)
         data, hours = _fields(dict(serializer.validated_data), instrument.organization)
         try:
-            instrument = instrument_update(instrument=instrument, data=data, profile=hours)
+            instrument = audited_write(
+                organization_id=instrument.organization_id, user=request.user, subject="instrument",
+                before=instrument, write=lambda: instrument_update(instrument=instrument, data=data, profile=hours),
+                period=_delivery,
+            )  # fmt: skip
         except (InstrumentInvalid, OverAllocationError) as error:
             raise _refusing(error) from error
         return Response(_output(request.user, instrument.pk))
@@ -228,7 +240,12 @@ class InstrumentEvidenceView(InstrumentView):
         if upload.size is not None and upload.size > EVIDENCE_MAX_BYTES:
             raise InstrumentRefused(f"evidence files are limited to {EVIDENCE_MAX_BYTES} bytes")
         try:
-            instrument_evidence_attach(instrument=instrument, name=upload.name or "evidence", content=upload.read())
+            content = upload.read()
+            audited_write(
+                organization_id=instrument.organization_id, user=request.user, subject="instrument", before=instrument,
+                write=lambda: instrument_evidence_attach(instrument=instrument, name=upload.name or "evidence",
+                                                         content=content) or instrument,
+            )  # fmt: skip
         except InstrumentInvalid as error:
             raise _refusing(error) from error
         return Response(_output(request.user, instrument_id))

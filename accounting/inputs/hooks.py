@@ -1,0 +1,55 @@
+"""The audit and lock hook for writes made by other packages' views (the instrument register).
+
+``audited_write`` runs the write in one transaction with its audit entry; with
+``period``, a row whose period (before or after) overlaps a locked period is
+refused with 409 and nothing is changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from django.db import transaction
+from django.db.models import Model
+from django.utils import timezone
+from rest_framework import status
+from rest_framework.exceptions import APIException
+
+from accounting.inputs.audit import audit_record, snapshot
+from accounting.inputs.locks import PeriodLocked, lock_check
+from accounting.inputs.windows import Window
+
+M = TypeVar("M", bound=Model)
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "period_locked"
+
+
+def audited_write(
+    *,
+    organization_id: int,
+    user: Any,
+    subject: str,
+    before: M | None,
+    write: Callable[[], M],
+    period: Callable[[M], Window] | None = None,
+) -> M:
+    try:
+        with transaction.atomic():
+            before_json = snapshot(type(before).objects.get(pk=before.pk)) if before is not None else None
+            if period is not None and before is not None:
+                lock_check(organization_id=organization_id, windows=[period(before)])
+            obj = write()
+            obj = type(obj).objects.get(pk=obj.pk)
+            if period is not None:
+                lock_check(organization_id=organization_id, windows=[period(obj)])
+            audit_record(
+                organization_id=organization_id, user=user, subject=subject, object_id=obj.pk,
+                before=before_json, after=snapshot(obj), at=timezone.now(),
+            )  # fmt: skip
+    except PeriodLocked as error:
+        raise Conflict(str(error)) from error
+    return obj

@@ -1,0 +1,119 @@
+"""Org A: site fra-1 (EUR, PUE 1.20), fleet "inference" with node h100-a (2 GPUs) and h100-b (1 GPU).
+
+Both nodes have 48 stored ledger lines, 2026-01-01 00:00 to 2026-01-03 00:00 UTC,
+computed without any price (unpriced: hardware cost 0) and without usage.
+Org B, apart, has its own site, fleet and node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from accounting.ledger_store import ledger_node_hours_compute, ledger_pending_run
+from accounting.models import NodeHourLedger
+from accounting.reports.tokens import personal_token_create
+from fleets.models import Fleet, Gpu, Node, Organization, Role, Site
+from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
+
+JAN_1 = datetime(2026, 1, 1, tzinfo=UTC)
+JAN_2 = JAN_1 + timedelta(days=1)
+JAN_3 = JAN_1 + timedelta(days=2)
+HOURS = [JAN_1 + timedelta(hours=n) for n in range(48)]
+ROLES = [Role.ADMIN, Role.FINANCE, Role.SUSTAINABILITY, Role.ENGINEER, Role.VIEWER]
+
+
+@pytest.fixture
+def org_a(db: Any) -> Organization:
+    return OrganizationFactory(name="Org A", slug="org-a")
+
+
+@pytest.fixture
+def org_b(db: Any) -> Organization:
+    return OrganizationFactory(name="Org B", slug="org-b")
+
+
+@pytest.fixture
+def site_a(org_a: Organization) -> Site:
+    return SiteFactory(organization=org_a, name="fra-1", pue=Decimal("1.20"), currency="EUR", grid_zone="")
+
+
+@pytest.fixture
+def fleet_a(org_a: Organization) -> Fleet:
+    return FleetFactory(organization=org_a, name="inference")
+
+
+def _node(fleet: Fleet, site: Site, hostname: str, gpus: int) -> Node:
+    node = NodeFactory(fleet=fleet, site=site, hostname=hostname, commissioned_at=datetime(2025, 12, 1, tzinfo=UTC))
+    for index in range(gpus):
+        GpuFactory(node=node, index=index, uuid=f"GPU-{hostname}-{index}")
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=HOURS)
+    return node
+
+
+@pytest.fixture
+def node_a(fleet_a: Fleet, site_a: Site) -> Node:
+    return _node(fleet_a, site_a, "h100-a", 2)
+
+
+@pytest.fixture
+def node_b(fleet_a: Fleet, site_a: Site) -> Node:
+    return _node(fleet_a, site_a, "h100-b", 1)
+
+
+@pytest.fixture
+def gpu_a(node_a: Node) -> Gpu:
+    return node_a.gpus.order_by("index").first()
+
+
+@pytest.fixture
+def node_other(org_b: Organization) -> Node:
+    site = SiteFactory(organization=org_b, name="ams-1")
+    return NodeFactory(fleet=FleetFactory(organization=org_b, name="other"), site=site, hostname="other-1")
+
+
+@pytest.fixture
+def client_as(org_a: Organization) -> Callable[..., APIClient]:
+    """An API client with a personal token of a member of ``organization`` (Org A by default) in ``role``."""
+
+    def make(role: str, organization: Organization | None = None, username: str | None = None) -> APIClient:
+        options = {"user__username": username} if username else {}
+        membership = MembershipFactory(organization=organization or org_a, role=role, **options)
+        _, token = personal_token_create(user=membership.user, name="test")
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def finance(client_as: Callable[..., APIClient]) -> APIClient:
+    return client_as(Role.FINANCE, username="fiona")
+
+
+@pytest.fixture
+def admin_a(client_as: Callable[..., APIClient]) -> APIClient:
+    return client_as(Role.ADMIN, username="ada")
+
+
+def ledger_recompute() -> int:
+    return ledger_pending_run(now=timezone.now())
+
+
+def hardware_cost(node: Node) -> Decimal:
+    return sum((line.hardware_cost for line in NodeHourLedger.objects.filter(node=node)), Decimal(0))
+
+
+def rent_body(node: Node, **changes: Any) -> dict[str, Any]:
+    body = {
+        "fleet": node.fleet_id, "node": node.pk, "kind": "rented", "rate_per_h": "2.50", "rate_per": "gpu",
+        "valid_from": JAN_2.isoformat(),
+    }  # fmt: skip
+    return body | changes
