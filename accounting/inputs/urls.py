@@ -9,10 +9,12 @@ from accounting.inputs.api import (
     SiteTariffDetailView,
     SiteTariffsView,
 )
+from accounting.inputs.uploads_api import NodePricesUploadView
 from accounting.inputs.governance_api import AuditView, LockedPeriodDetailView, LockedPeriodsView
 
 urlpatterns = [
     path("node-prices/", NodePricesView.as_view(), name="node-prices"),
+    path("node-prices/upload/", NodePricesUploadView.as_view(), name="node-prices-upload"),
     path("node-prices/<int:price_id>/", NodePriceDetailView.as_view(), name="node-price"),
     path("site-tariffs/", SiteTariffsView.as_view(), name="site-tariffs"),
     path("site-tariffs/<int:tariff_id>/", SiteTariffDetailView.as_view(), name="site-tariff"),

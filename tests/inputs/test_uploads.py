@@ -1,0 +1,67 @@
+"""Node prices from CSV: every row checked, refused rows answered with their reasons, all or nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from accounting.inputs.models import AuditEntry
+from accounting.models import LedgerPending, NodePrice
+from fleets.models import Node, Role
+
+pytestmark = pytest.mark.django_db
+
+HEADER = "fleet,node,kind,rate_per_h,rate_per,capex,lifetime_years,valid_from,valid_to\n"
+
+
+def upload(client: APIClient, text: str) -> object:
+    return client.post("/api/v1/node-prices/upload/", {"file": SimpleUploadedFile("p.csv", text.encode())})
+
+
+def test_a_good_file_is_saved_whole_and_reopens_its_hours(finance: APIClient, node_a: Node, node_b: Node) -> None:
+    text = HEADER + (
+        "inference,h100-a,rented,2.50,gpu,,,2026-01-02T00:00:00Z,\n"
+        "inference,,owned,,,35040,4,2026-01-01T00:00:00Z,\n"
+    )
+    response = upload(finance, text)
+    assert response.status_code == 201, response.content
+    # h100-a's own rent: 24 h; the fleet default: h100-a's Jan 1 and h100-b's 48 h
+    assert response.json() == {"saved": 2, "ledger_hours_reopened": 24 + 24 + 48}
+
+
+def test_refused_rows_are_answered_with_their_reasons_and_nothing_is_saved(finance: APIClient, node_a: Node) -> None:
+    text = HEADER + (
+        "inference,h100-a,rented,2.50,gpu,,,2026-01-02T00:00:00Z,\n"
+        "inference,h100-a,rented,2.75,gpu,,,2026-01-05T00:00:00Z,\n"
+        "inference,h100-z,rented,1,gpu,,,2026-01-01T00:00:00Z,\n"
+        "inference,h100-a,owned,,,-5,4,2026-01-01T00:00:00Z,\n"
+        "inference,h100-a,rented,1,gpu,,,not a date,\n"
+    )
+    response = upload(finance, text)
+
+    assert response.status_code == 400
+    body = response.json()
+    assert body["detail"] == "4 row(s) refused; nothing was saved"
+    reasons = {row["line"]: row["reason"] for row in body["refused"]}
+    assert set(reasons) == {3, 4, 5, 6}
+    assert "overlaps another one" in reasons[3]
+    assert reasons[4] == "node: no node h100-z in fleet inference"
+    assert reasons[5].startswith("capex:")
+    assert reasons[6].startswith("valid_from:")
+    assert body["refused"][1]["row"]["node"] == "h100-z"
+    assert (NodePrice.objects.count(), LedgerPending.objects.count(), AuditEntry.objects.count()) == (0, 0, 0)
+
+
+def test_a_file_without_the_needed_columns_is_refused(finance: APIClient, node_a: Node) -> None:
+    response = upload(finance, "fleet,kind\ninference,rented\n")
+    assert (response.status_code, response.json()["detail"]) == (400, "the header lacks the columns valid_from")
+
+
+@pytest.mark.parametrize("role", [Role.SUSTAINABILITY, Role.ENGINEER, Role.VIEWER])
+def test_only_admin_and_finance_upload_prices(client_as: Callable[..., APIClient], node_a: Node, role: str) -> None:
+    text = HEADER + "inference,h100-a,rented,2.50,gpu,,,2026-01-02T00:00:00Z,\n"
+    assert upload(client_as(role), text).status_code == 403
+    assert upload(client_as(Role.ADMIN), text).status_code == 201
