@@ -13,8 +13,8 @@ from django.db.models import Model
 from django.http import HttpRequest
 from django.utils import timezone
 
+import accounting.inputs.admin  # registers the audit trail and locked periods
 import accounting.instruments.admin  # noqa: F401  (registers the instrument register's admin)
-import accounting.inputs.admin  # noqa: F401  (registers the audit trail and locked periods)
 from accounting.ledger_store import ledger_mark, ledger_mark_existing
 from accounting.models import (
     GpuAsset,

@@ -31,7 +31,9 @@ ROLES_FOR: dict[Capability, frozenset[str]] = {
 
 _WHAT = {
     Capability.PRICES: "editing prices, tariffs, PUE and GPU assets needs the admin or finance role",
-    Capability.SUSTAINABILITY: "editing instruments, intensity and market factors needs the admin or sustainability role",
+    Capability.SUSTAINABILITY: (
+        "editing instruments, intensity and market factors needs the admin or sustainability role"
+    ),
     Capability.NODES: "managing nodes and tokens needs the admin or engineer role",
     Capability.GOVERNANCE: "locking periods and reading the audit trail needs the admin role",
 }

@@ -40,7 +40,6 @@ from accounting.reports.authentication import PersonalTokenAuthentication
 from fleets.permissions import Capability, RoleRefused, change_check
 from fleets.selectors import fleets_for_user, gpus_for_user, nodes_for_user, organizations_for_user, sites_for_user
 
-
 ERRORS = {
     400: OpenApiResponse(description="an invalid field or an overlapping validity period; nothing was changed"),
     401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
@@ -161,7 +160,9 @@ class NodePricesView(InputView):
 class NodePriceDetailView(InputView):
     @extend_schema(operation_id="node_prices_read", responses={200: NodePriceOutputSerializer, **ERRORS})
     def get(self, request: Request, price_id: int) -> Response:
-        return Response(NodePriceOutputSerializer(owned(node_prices_for_user(user=request.user), price_id, "price")).data)
+        return Response(
+            NodePriceOutputSerializer(owned(node_prices_for_user(user=request.user), price_id, "price")).data
+        )
 
     @extend_schema(
         operation_id="node_prices_update", summary="Change a price (the fields given; fleet and node stay)",

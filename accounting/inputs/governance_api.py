@@ -138,4 +138,3 @@ class _AuditParams(serializers.Serializer):
     start = serializers.DateTimeField(required=False)
     end = serializers.DateTimeField(required=False)
     format = serializers.ChoiceField(choices=["json", "csv"], required=False)
-

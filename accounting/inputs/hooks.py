@@ -39,11 +39,11 @@ def audited_write(
 ) -> M:
     try:
         with transaction.atomic():
-            before_json = snapshot(type(before).objects.get(pk=before.pk)) if before is not None else None
+            before_json = snapshot(type(before)._default_manager.get(pk=before.pk)) if before is not None else None
             if period is not None and before is not None:
                 lock_check(organization_id=organization_id, windows=[period(before)])
             obj = write()
-            obj = type(obj).objects.get(pk=obj.pk)
+            obj = type(obj)._default_manager.get(pk=obj.pk)
             if period is not None:
                 lock_check(organization_id=organization_id, windows=[period(obj)])
             audit_record(

@@ -52,7 +52,9 @@ class LockedPeriod(models.Model):
 
     class Meta:
         ordering = ["start"]
-        constraints = [models.CheckConstraint(condition=models.Q(end__gt=models.F("start")), name="lockedperiod_end_after_start")]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(end__gt=models.F("start")), name="lockedperiod_end_after_start")
+        ]
 
     def __str__(self) -> str:
         return f"{self.organization} locked {self.start:%Y-%m-%d} to {self.end:%Y-%m-%d}"

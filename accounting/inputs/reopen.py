@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
 from django.db import connection
 
@@ -17,7 +18,7 @@ from accounting.inputs.windows import Window
 from accounting.models import LedgerPending, NodeHourLedger
 
 
-def _at(instant: datetime) -> object:
+def _at(instant: datetime) -> Any:
     """An instant as the backend stores it (SQLite compares text: the ORM's own format, not Python's)."""
     return connection.ops.adapt_datetimefield_value(instant)
 

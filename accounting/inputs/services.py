@@ -87,11 +87,10 @@ def _validity_save(
 ) -> InputChange:
     """Save a row with a validity period; re-open the hours of its old and new periods that changed."""
     _organization_lock(organization_id)
-    stored = type(row).objects.filter(pk=row.pk).first() if row.pk else None
+    stored = type(row)._default_manager.filter(pk=row.pk).first() if row.pk else None
     before = snapshot(stored)
     _validated(row)
-    after = snapshot(row)
-    assert after is not None
+    after = snapshot(row) or {}
     windows = windows_changed(
         before=_period(stored) if stored else None, after=_period(row), values_changed=_values_changed(before, after)
     )
@@ -110,9 +109,9 @@ def _price_node_windows(price: NodePrice, windows: list[Window]) -> dict[int, li
     if price.node_id:
         return {price.node_id: windows}
     own: dict[int, list[Window]] = {}
-    for node_id, start, end in NodePrice.objects.filter(
-        fleet_id=price.fleet_id, node__isnull=False
-    ).values_list("node_id", "valid_from", "valid_to"):
+    for node_id, start, end in NodePrice.objects.filter(fleet_id=price.fleet_id, node__isnull=False).values_list(
+        "node_id", "valid_from", "valid_to"
+    ):
         own.setdefault(node_id, []).append((start, end))
     nodes = Node.objects.filter(fleet_id=price.fleet_id).values_list("id", flat=True)
     return {node_id: windows_minus(windows, own.get(node_id, [])) for node_id in nodes}
@@ -128,9 +127,7 @@ def _assign(row: Model, data: Mapping[str, Any], fields: tuple[str, ...]) -> Non
             setattr(row, name, value)
 
 
-def node_price_save(
-    *, price: NodePrice, data: Mapping[str, Any], user: Any, now: datetime
-) -> InputChange:
+def node_price_save(*, price: NodePrice, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
     """Create (``price`` unsaved, with its fleet and node) or change a node price: the fields of ``data``."""
     with transaction.atomic():
         if price.pk:
@@ -169,7 +166,7 @@ def _all_lines_save(
 ) -> InputChange:
     """Save an input that has no period of its own: it weighs on every stored line of ``node_ids``."""
     _organization_lock(organization_id)
-    stored = type(row).objects.filter(pk=row.pk).first() if row.pk else None
+    stored = type(row)._default_manager.filter(pk=row.pk).first() if row.pk else None
     before = snapshot(stored, fields=fields)
     _validated(row)
     lock_check_lines(organization_id=organization_id, node_ids=node_ids)
@@ -189,7 +186,12 @@ def site_pue_update(*, site: Site, pue: Any, user: Any, now: datetime) -> InputC
         site.pue = pue
         nodes = list(Node.objects.filter(site=site).values_list("id", flat=True))
         return _all_lines_save(
-            row=site, subject="site_pue", organization_id=site.organization_id, node_ids=nodes, user=user, now=now,
+            row=site,
+            subject="site_pue",
+            organization_id=site.organization_id,
+            node_ids=nodes,
+            user=user,
+            now=now,
             fields=("pue",),
         )
 

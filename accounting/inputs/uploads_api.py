@@ -68,7 +68,7 @@ class NodePricesUploadView(InputView):
         },
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        organization = report_organization(user=request.user, ref=request.data.get("organization"))
+        organization = report_organization(user=request.user, ref=request.POST.get("organization"))
         change_check(user=request.user, organization=organization, capability=Capability.PRICES)
         upload = request.FILES.get("file")
         if upload is None:

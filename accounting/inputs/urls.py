@@ -9,8 +9,8 @@ from accounting.inputs.api import (
     SiteTariffDetailView,
     SiteTariffsView,
 )
-from accounting.inputs.uploads_api import NodePricesUploadView
 from accounting.inputs.governance_api import AuditView, LockedPeriodDetailView, LockedPeriodsView
+from accounting.inputs.uploads_api import NodePricesUploadView
 
 urlpatterns = [
     path("node-prices/", NodePricesView.as_view(), name="node-prices"),

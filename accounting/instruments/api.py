@@ -241,10 +241,14 @@ class InstrumentEvidenceView(InstrumentView):
             raise InstrumentRefused(f"evidence files are limited to {EVIDENCE_MAX_BYTES} bytes")
         try:
             content = upload.read()
+
+            def attach() -> ContractualInstrument:
+                instrument_evidence_attach(instrument=instrument, name=upload.name or "evidence", content=content)
+                return instrument
+
             audited_write(
-                organization_id=instrument.organization_id, user=request.user, subject="instrument", before=instrument,
-                write=lambda: instrument_evidence_attach(instrument=instrument, name=upload.name or "evidence",
-                                                         content=content) or instrument,
+                organization_id=instrument.organization_id, user=request.user, subject="instrument",
+                before=instrument, write=attach,
             )  # fmt: skip
         except InstrumentInvalid as error:
             raise _refusing(error) from error

@@ -20,8 +20,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounting.instruments.disclosures import GHG_COLUMNS, esrs_datapoints, ghg_table
 from accounting.csv_safety import csv_escaped
+from accounting.instruments.disclosures import GHG_COLUMNS, esrs_datapoints, ghg_table
 from accounting.instruments.exports import scope2_csv_rows, scope2_output
 from accounting.instruments.selectors import Scope2Report, scope2_report
 from accounting.reports.api import ReportView

@@ -77,9 +77,7 @@ def test_pue_and_gpu_assets_are_refused_when_locked_lines_exist(
     assert site_a.pue == Decimal("1.20")
 
 
-def test_an_instrument_delivered_in_a_locked_period_is_refused(
-    client_as, admin_a: APIClient, site_a: Site
-) -> None:
+def test_an_instrument_delivered_in_a_locked_period_is_refused(client_as, admin_a: APIClient, site_a: Site) -> None:
     admin_a.post("/api/v1/locked-periods/", JANUARY, format="json")
     body = {
         "site": site_a.pk, "kind": "go", "name": "Hydro GOs", "volume_mwh": "25",

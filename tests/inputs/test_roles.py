@@ -24,12 +24,17 @@ FINANCE_WRITERS = {Role.ADMIN, Role.FINANCE}
 def rows(node_a: Node, site_a: Site, gpu_a: Gpu) -> dict[str, Any]:
     """One existing row of each kind, to change."""
     return {
-        "price": NodePrice.objects.create(fleet=node_a.fleet, node=node_a, kind="rented", rate_per_h=1,
-                                          valid_from=JAN_1, valid_to=JAN_2),  # fmt: skip
+        "price": NodePrice.objects.create(
+            fleet=node_a.fleet, node=node_a, kind="rented", rate_per_h=1, valid_from=JAN_1, valid_to=JAN_2
+        ),
         "tariff": SiteTariff.objects.create(site=site_a, flat_price_per_kwh=1, valid_from=JAN_1, valid_to=JAN_2),
         "asset": GpuAsset.objects.create(gpu=gpu_a),
-        "lock": LockedPeriod.objects.create(organization=site_a.organization, start=JAN_1.replace(year=2020),
-                                            end=JAN_1.replace(year=2021), locked_at=JAN_1),  # fmt: skip
+        "lock": LockedPeriod.objects.create(
+            organization=site_a.organization,
+            start=JAN_1.replace(year=2020),
+            end=JAN_1.replace(year=2021),
+            locked_at=JAN_1,
+        ),
     }
 
 
@@ -39,14 +44,22 @@ def writes(rows: dict[str, Any], node: Node, site: Site) -> list[tuple[str, str,
     return [
         ("post", "/api/v1/node-prices/", rent_body(node), FINANCE_WRITERS),
         ("patch", f"/api/v1/node-prices/{rows['price'].pk}/", {"rate_per_h": "2"}, FINANCE_WRITERS),
-        ("post", "/api/v1/site-tariffs/", {"site": site.pk, "flat_price_per_kwh": "0.2",
-                                          "valid_from": JAN_2.isoformat()}, FINANCE_WRITERS),  # fmt: skip
+        (
+            "post",
+            "/api/v1/site-tariffs/",
+            {"site": site.pk, "flat_price_per_kwh": "0.2", "valid_from": JAN_2.isoformat()},
+            FINANCE_WRITERS,
+        ),
         ("patch", f"/api/v1/site-tariffs/{rows['tariff'].pk}/", {"flat_price_per_kwh": "0.3"}, FINANCE_WRITERS),
         ("put", f"/api/v1/sites/{site.pk}/pue/", {"pue": "1.3"}, FINANCE_WRITERS),
         ("post", "/api/v1/gpu-assets/", {"gpu": gpu_b.pk, "condition": "new"}, FINANCE_WRITERS),
         ("patch", f"/api/v1/gpu-assets/{rows['asset'].pk}/", {"profile_key": "h100-sxm"}, FINANCE_WRITERS),
-        ("post", "/api/v1/locked-periods/", {"start": "2019-01-01T00:00:00Z", "end": "2019-02-01T00:00:00Z"},
-         {Role.ADMIN}),  # fmt: skip
+        (
+            "post",
+            "/api/v1/locked-periods/",
+            {"start": "2019-01-01T00:00:00Z", "end": "2019-02-01T00:00:00Z"},
+            {Role.ADMIN},
+        ),
         ("delete", f"/api/v1/locked-periods/{rows['lock'].pk}/", {}, {Role.ADMIN}),
     ]
 

@@ -23,8 +23,7 @@ def upload(client: APIClient, text: str) -> object:
 
 def test_a_good_file_is_saved_whole_and_reopens_its_hours(finance: APIClient, node_a: Node, node_b: Node) -> None:
     text = HEADER + (
-        "inference,h100-a,rented,2.50,gpu,,,2026-01-02T00:00:00Z,\n"
-        "inference,,owned,,,35040,4,2026-01-01T00:00:00Z,\n"
+        "inference,h100-a,rented,2.50,gpu,,,2026-01-02T00:00:00Z,\ninference,,owned,,,35040,4,2026-01-01T00:00:00Z,\n"
     )
     response = upload(finance, text)
     assert response.status_code == 201, response.content
