@@ -1,10 +1,12 @@
-"""``POST /api/v1/node-prices/upload/``: node prices from a CSV file, checked row by row.
+"""``POST /api/v1/node-prices/upload/`` and ``/api/v1/instruments/upload/``: CSV files, checked row by row.
 
 Columns: ``fleet`` (name), ``node`` (hostname; empty: the fleet default),
 ``kind``, ``rate_per_h``, ``rate_per``, ``includes_power``, ``capex``,
 ``lifetime_years``, ``opex_per_h``, ``valid_from``, ``valid_to`` (ISO 8601).
 All rows are saved, or none: a refused file answers 400 with each refused
-line, its cells and the reason.
+line, its cells and the reason. Instruments: the columns of the register's
+API (``site`` by name; no hourly profile), each checked for over-allocation
+against the register and the rows before it.
 """
 
 from __future__ import annotations
@@ -20,11 +22,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounting.inputs.api import ERRORS, InputView, NodePriceInputSerializer
-from accounting.inputs.services import InputChange, node_price_save
+from accounting.inputs.hooks import Conflict, audited_write
+from accounting.inputs.services import InputChange, InputInvalid, node_price_save
 from accounting.inputs.uploads import UploadInvalid, csv_rows, rows_save
+from accounting.instruments.api import InstrumentInputSerializer
+from accounting.instruments.claims import OverAllocationError
+from accounting.instruments.services import InstrumentInvalid, instrument_create
 from accounting.models import NodePrice
 from accounting.reports.scope import report_organization
-from fleets.models import Fleet, Node, Organization
+from fleets.models import Fleet, Node, Organization, Site
 from fleets.permissions import Capability, change_check
 
 
@@ -49,8 +55,67 @@ def _price_saver(organization: Organization, user: Any) -> Any:
     return save
 
 
-class NodePricesUploadView(InputView):
+class InstrumentCsvSerializer(InstrumentInputSerializer):
+    site = serializers.CharField(max_length=200, help_text="the site's name")  # type: ignore[assignment]
+
+
+def _instrument_saver(organization: Organization, user: Any) -> Any:
+    def save(data: dict[str, Any]) -> InputChange:
+        data.pop("organization", None)
+        data.pop("hourly_profile", None)
+        data["site"] = Site.objects.filter(organization=organization, name=data["site"]).first()
+        if data["site"] is None:
+            raise LookupError("site: no site of that name in this organization")
+        try:
+            instrument = audited_write(
+                organization_id=organization.pk, user=user, subject="instrument", before=None,
+                write=lambda: instrument_create(organization=organization, data=data),
+                period=lambda row: (row.delivery_start, row.delivery_end),
+            )  # fmt: skip
+        except (InstrumentInvalid, OverAllocationError) as error:
+            raise InputInvalid(str(error)) from error
+        except Conflict as error:
+            raise InputInvalid(str(error.detail)) from error
+        return InputChange(instrument, 0)
+
+    return save
+
+
+class CsvUploadView(InputView):
+    """Shared by the uploads: organization and role, the file, the answer (201, or 400 with refused rows)."""
+
     parser_classes = [MultiPartParser, FormParser]
+    capability = Capability.PRICES
+    required: set[str] = set()
+    serializer: type[serializers.Serializer] = serializers.Serializer
+
+    def saver(self, organization: Organization, user: Any) -> Any:
+        raise NotImplementedError
+
+    def post(self, request: Request) -> Response:
+        organization = report_organization(user=request.user, ref=request.POST.get("organization"))
+        change_check(user=request.user, organization=organization, capability=self.capability)
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ValidationError({"detail": "send the CSV as the multipart field 'file'"})
+        try:
+            rows = csv_rows(upload.read(), required=self.required)
+            result = rows_save(rows, serializer=self.serializer, save=self.saver(organization, request.user))
+        except UploadInvalid as error:
+            raise ValidationError({"detail": str(error)}) from error
+        if result.refused:
+            detail = f"{len(result.refused)} row(s) refused; nothing was saved"
+            return Response({"detail": detail, "refused": result.refused}, status=status.HTTP_400_BAD_REQUEST)
+        body = {"saved": result.saved, "ledger_hours_reopened": result.ledger_hours_reopened}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class NodePricesUploadView(CsvUploadView):
+    required = {"fleet", "kind", "valid_from"}
+    serializer = NodePriceCsvSerializer
+
+    def saver(self, organization: Organization, user: Any) -> Any:
+        return _price_saver(organization, user)
 
     @extend_schema(
         operation_id="node_prices_upload",
@@ -68,18 +133,32 @@ class NodePricesUploadView(InputView):
         },
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        organization = report_organization(user=request.user, ref=request.POST.get("organization"))
-        change_check(user=request.user, organization=organization, capability=Capability.PRICES)
-        upload = request.FILES.get("file")
-        if upload is None:
-            raise ValidationError({"detail": "send the CSV as the multipart field 'file'"})
-        try:
-            rows = csv_rows(upload.read(), required={"fleet", "kind", "valid_from"})
-            result = rows_save(rows, serializer=NodePriceCsvSerializer, save=_price_saver(organization, request.user))
-        except UploadInvalid as error:
-            raise ValidationError({"detail": str(error)}) from error
-        if result.refused:
-            detail = f"{len(result.refused)} row(s) refused; nothing was saved"
-            return Response({"detail": detail, "refused": result.refused}, status=status.HTTP_400_BAD_REQUEST)
-        body = {"saved": result.saved, "ledger_hours_reopened": result.ledger_hours_reopened}
-        return Response(body, status=status.HTTP_201_CREATED)
+        return super().post(request)
+
+
+class InstrumentsUploadView(CsvUploadView):
+    capability = Capability.SUSTAINABILITY
+    required = {"site", "kind", "name", "delivery_start", "delivery_end", "vintage_year", "generation_zone",
+                "technology"}  # fmt: skip
+    serializer = InstrumentCsvSerializer
+
+    def saver(self, organization: Organization, user: Any) -> Any:
+        return _instrument_saver(organization, user)
+
+    @extend_schema(
+        operation_id="instruments_upload",
+        summary="Instruments from a CSV file (multipart field 'file'); all rows saved, or none with the reasons",
+        request={"multipart/form-data": inline_serializer(
+            "InstrumentUpload", {"file": serializers.FileField(), "organization": serializers.CharField(required=False)}
+        )},
+        responses={
+            201: inline_serializer("InstrumentUploadSaved", {
+                "saved": serializers.IntegerField(), "ledger_hours_reopened": serializers.IntegerField(),
+            }),
+            400: OpenApiResponse(description="unreadable file, or refused rows: {detail, refused: [{line, row, "
+                                             "reason}]}; nothing was saved"),
+            **{code: response for code, response in ERRORS.items() if code != 400},
+        },
+    )  # fmt: skip
+    def post(self, request: Request) -> Response:
+        return super().post(request)

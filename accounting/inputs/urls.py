@@ -10,7 +10,7 @@ from accounting.inputs.api import (
     SiteTariffsView,
 )
 from accounting.inputs.governance_api import AuditView, LockedPeriodDetailView, LockedPeriodsView
-from accounting.inputs.uploads_api import NodePricesUploadView
+from accounting.inputs.uploads_api import InstrumentsUploadView, NodePricesUploadView
 
 urlpatterns = [
     path("node-prices/", NodePricesView.as_view(), name="node-prices"),
@@ -23,5 +23,6 @@ urlpatterns = [
     path("gpu-assets/<int:asset_id>/", GpuAssetDetailView.as_view(), name="gpu-asset"),
     path("locked-periods/", LockedPeriodsView.as_view(), name="locked-periods"),
     path("locked-periods/<int:lock_id>/", LockedPeriodDetailView.as_view(), name="locked-period"),
+    path("instruments/upload/", InstrumentsUploadView.as_view(), name="instruments-upload"),
     path("audit/", AuditView.as_view(), name="audit"),
 ]

@@ -64,3 +64,43 @@ def test_only_admin_and_finance_upload_prices(client_as: Callable[..., APIClient
     text = HEADER + "inference,h100-a,rented,2.50,gpu,,,2026-01-02T00:00:00Z,\n"
     assert upload(client_as(role), text).status_code == 403
     assert upload(client_as(Role.ADMIN), text).status_code == 201
+
+
+INSTRUMENTS = (
+    "site,kind,name,volume_mwh,delivery_start,delivery_end,vintage_year,generation_zone,technology,"
+    "certificate_ref,certificate_mwh\n"
+)
+
+
+def test_instruments_from_csv_are_checked_row_by_row_against_over_allocation(
+    client_as: Callable[..., APIClient], site_a, org_a
+) -> None:
+    text = INSTRUMENTS + (
+        "fra-1,go,Hydro Q1,60,2025-01-01T00:00:00Z,2025-04-01T00:00:00Z,2025,NO,hydro,NECS-1,100\n"
+        "fra-1,go,Hydro Q2,50,2025-04-01T00:00:00Z,2025-07-01T00:00:00Z,2025,NO,hydro,NECS-1,\n"
+        "ber-9,go,Wind,1,2025-01-01T00:00:00Z,2025-04-01T00:00:00Z,2025,DE,wind,,\n"
+    )
+    client = client_as(Role.SUSTAINABILITY)
+    response = client.post("/api/v1/instruments/upload/", {"file": SimpleUploadedFile("i.csv", text.encode())})
+
+    assert response.status_code == 400
+    reasons = {row["line"]: row["reason"] for row in response.json()["refused"]}
+    assert set(reasons) == {3, 4}
+    assert "NECS-1" in reasons[3]  # 60 + 50 MWh claimed on a 100 MWh certificate
+    assert reasons[4] == "site: no site of that name in this organization"
+    assert client.get("/api/v1/instruments/").json() == []
+    assert (
+        client_as(Role.FINANCE)
+        .post("/api/v1/instruments/upload/", {"file": SimpleUploadedFile("i.csv", text.encode())})
+        .status_code
+        == 403
+    )
+
+
+def test_a_good_instruments_file_is_saved_and_audited(client_as: Callable[..., APIClient], site_a, org_a) -> None:
+    text = INSTRUMENTS + "fra-1,go,Hydro Q1,60,2025-01-01T00:00:00Z,2025-04-01T00:00:00Z,2025,NO,hydro,NECS-1,100\n"
+    client = client_as(Role.SUSTAINABILITY)
+    response = client.post("/api/v1/instruments/upload/", {"file": SimpleUploadedFile("i.csv", text.encode())})
+    assert (response.status_code, response.json()["saved"]) == (201, 1)
+    assert [row["name"] for row in client.get("/api/v1/instruments/").json()] == ["Hydro Q1"]
+    assert AuditEntry.objects.get().subject == "instrument"
