@@ -81,6 +81,25 @@ def _instrument_saver(organization: Organization, user: Any) -> Any:
     return save
 
 
+def upload_schema(operation_id: str, what: str, component: str) -> Any:
+    return extend_schema(
+        operation_id=operation_id,
+        summary=f"{what} from a CSV file (multipart field 'file'); all rows saved, or none with the reasons",
+        request={"multipart/form-data": inline_serializer(
+            f"{component}Upload",
+            {"file": serializers.FileField(), "organization": serializers.CharField(required=False)},
+        )},
+        responses={
+            201: inline_serializer(f"{component}UploadSaved", {
+                "saved": serializers.IntegerField(), "ledger_hours_reopened": serializers.IntegerField(),
+            }),
+            400: OpenApiResponse(description="unreadable file, or refused rows: {detail, refused: [{line, row, "
+                                             "reason}]}; nothing was saved"),
+            **{code: response for code, response in ERRORS.items() if code != 400},
+        },
+    )  # fmt: skip
+
+
 class CsvUploadView(InputView):
     """Shared by the uploads: organization and role, the file, the answer (201, or 400 with refused rows)."""
 
@@ -117,21 +136,7 @@ class NodePricesUploadView(CsvUploadView):
     def saver(self, organization: Organization, user: Any) -> Any:
         return _price_saver(organization, user)
 
-    @extend_schema(
-        operation_id="node_prices_upload",
-        summary="Node prices from a CSV file (multipart field 'file'); all rows saved, or none with the reasons",
-        request={"multipart/form-data": inline_serializer(
-            "NodePriceUpload", {"file": serializers.FileField(), "organization": serializers.CharField(required=False)}
-        )},
-        responses={
-            201: inline_serializer("NodePriceUploadSaved", {
-                "saved": serializers.IntegerField(), "ledger_hours_reopened": serializers.IntegerField(),
-            }),
-            400: OpenApiResponse(description="unreadable file, or refused rows: {detail, refused: [{line, row, "
-                                             "reason}]}; nothing was saved"),
-            **{code: response for code, response in ERRORS.items() if code != 400},
-        },
-    )  # fmt: skip
+    @upload_schema("node_prices_upload", "Node prices", "NodePrice")
     def post(self, request: Request) -> Response:
         return super().post(request)
 
@@ -145,20 +150,6 @@ class InstrumentsUploadView(CsvUploadView):
     def saver(self, organization: Organization, user: Any) -> Any:
         return _instrument_saver(organization, user)
 
-    @extend_schema(
-        operation_id="instruments_upload",
-        summary="Instruments from a CSV file (multipart field 'file'); all rows saved, or none with the reasons",
-        request={"multipart/form-data": inline_serializer(
-            "InstrumentUpload", {"file": serializers.FileField(), "organization": serializers.CharField(required=False)}
-        )},
-        responses={
-            201: inline_serializer("InstrumentUploadSaved", {
-                "saved": serializers.IntegerField(), "ledger_hours_reopened": serializers.IntegerField(),
-            }),
-            400: OpenApiResponse(description="unreadable file, or refused rows: {detail, refused: [{line, row, "
-                                             "reason}]}; nothing was saved"),
-            **{code: response for code, response in ERRORS.items() if code != 400},
-        },
-    )  # fmt: skip
+    @upload_schema("instruments_upload", "Instruments", "Instrument")
     def post(self, request: Request) -> Response:
         return super().post(request)
