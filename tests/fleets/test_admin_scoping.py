@@ -104,6 +104,8 @@ def _owner_fields(model: type[models.Model], organization: Organization, node: N
         values.setdefault("volume_mwh", Decimal(1))
     if "delivery_end" in names:  # a delivery period ends after it starts
         values.setdefault("delivery_end", WHEN.replace(year=WHEN.year + 1))
+    if "end" in names:  # a locked period ends after it starts
+        values.setdefault("end", WHEN.replace(year=WHEN.year + 1))
     return values
 
 
