@@ -18,4 +18,5 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("fleets.urls")),
     path("", include("accounting.dashboards.urls")),
+    path("", include("accounting.inputs.page_urls")),
 ]

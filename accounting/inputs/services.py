@@ -207,3 +207,29 @@ def gpu_asset_save(*, asset: GpuAsset, data: Mapping[str, Any], user: Any, now: 
             row=asset, subject="gpu_asset", organization_id=node.fleet.organization_id, node_ids=[node.pk],
             user=user, now=now,
         )  # fmt: skip
+
+
+def node_rent_change(
+    *, node: Node, rate_per_h: Any, rate_per: str, valid_from: datetime, user: Any, now: datetime
+) -> int:
+    """A node's rent from ``valid_from``: the own price in force then ends there, a rented one follows.
+
+    Returns the ledger hours re-opened by both writes (one transaction: both or neither).
+    """
+    with transaction.atomic():
+        _organization_lock(node.fleet.organization_id)
+        current = (
+            NodePrice.objects.filter(node=node, valid_from__lte=valid_from).exclude(valid_to__lte=valid_from).first()
+        )
+        rent = {"kind": NodePrice.Kind.RENTED, "rate_per_h": rate_per_h, "rate_per": rate_per, "capex": None,
+                "lifetime_years": None}  # fmt: skip
+        if current is not None and current.valid_from == valid_from:
+            return node_price_save(price=current, data=rent, user=user, now=now).ledger_hours_reopened
+        later = NodePrice.objects.filter(node=node, valid_from__gt=valid_from).order_by("valid_from")
+        until = current.valid_to if current is not None else later.values_list("valid_from", flat=True).first()
+        if current is not None:
+            # Ending it re-opens [valid_from, until): the very hours the new rent re-opens, counted once below.
+            node_price_save(price=current, data={"valid_to": valid_from}, user=user, now=now)
+        new = NodePrice(fleet=node.fleet, node=node)
+        data = rent | {"valid_from": valid_from, "valid_to": until}
+        return node_price_save(price=new, data=data, user=user, now=now).ledger_hours_reopened

@@ -1,0 +1,84 @@
+"""``/finance/prices/``: each node's rent in force, and a form to change it (admin and finance only).
+
+The form goes through the same service as the API (``node_rent_change``): the
+change is audited, refused inside a locked period, and the page says how many
+ledger hours it re-opened; the next ledger run recomputes them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from accounting.inputs.locks import PeriodLocked
+from accounting.inputs.services import InputInvalid, node_rent_change
+from accounting.models import LedgerPending, NodePrice
+from fleets.models import Node
+from fleets.permissions import Capability, may_change
+from fleets.web import page_context
+
+
+class RentForm(forms.Form):
+    node = forms.ModelChoiceField(queryset=Node.objects.none())
+    rate_per_h = forms.DecimalField(label="Rent per hour", min_value=Decimal(0), max_digits=14, decimal_places=6)
+    rate_per = forms.ChoiceField(label="per", choices=NodePrice.RatePer.choices, initial=NodePrice.RatePer.GPU)
+    valid_from = forms.DateField(label="From (UTC, start of day)", widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, *args: Any, nodes: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["node"].queryset = nodes  # type: ignore[attr-defined]
+
+
+def _rows(nodes: Any, now: datetime) -> list[dict[str, Any]]:
+    prices = NodePrice.objects.filter(node__in=nodes).exclude(valid_to__lte=now).filter(valid_from__lte=now)
+    in_force = {price.node_id: price for price in prices}
+    marks = LedgerPending.objects.filter(node__in=nodes).values("node_id").annotate(hours=Count("node_id"))
+    pending = {mark["node_id"]: mark["hours"] for mark in marks}
+    return [{"node": node, "price": in_force.get(node.pk), "pending_h": pending.get(node.pk, 0)} for node in nodes]
+
+
+@login_required
+def node_prices_page(request: HttpRequest) -> HttpResponse:
+    context = page_context(request, now=timezone.now())
+    organization = context["organization"]
+    nodes = Node.objects.filter(fleet__organization=organization).select_related("fleet", "site").order_by("hostname")
+    writable = organization is not None and may_change(
+        user=request.user, organization=organization, capability=Capability.PRICES
+    )
+    form, status, result = RentForm(nodes=nodes), 200, None
+    if request.method == "POST":
+        if not writable:
+            return HttpResponse("changing prices needs the admin or finance role", status=403)
+        if not nodes.filter(pk=request.POST.get("node") or 0).exists() and str(request.POST.get("node", "")).isdigit():
+            raise Http404("no such node among your organization's")
+        form = RentForm(request.POST, nodes=nodes)
+        status, result = _change(request, form)
+    page = {**context, "period": None, "section": "prices", "writable": writable, "form": form, "result": result}
+    return render(request, "accounting/node_prices.html", page | {"rows": _rows(nodes, timezone.now())}, status=status)
+
+
+def _change(request: HttpRequest, form: RentForm) -> tuple[int, dict[str, Any] | None]:
+    if not form.is_valid():
+        return 400, None
+    data = form.cleaned_data
+    valid_from = datetime.combine(data["valid_from"], time(0), tzinfo=UTC)
+    try:
+        reopened = node_rent_change(
+            node=data["node"], rate_per_h=data["rate_per_h"], rate_per=data["rate_per"], valid_from=valid_from,
+            user=request.user, now=timezone.now(),
+        )  # fmt: skip
+    except InputInvalid as error:
+        form.add_error(None, str(error))
+        return 400, None
+    except PeriodLocked as error:
+        form.add_error(None, str(error))
+        return 409, None
+    return 200, {"node": data["node"], "reopened": reopened}

@@ -1,0 +1,77 @@
+"""The node prices page: finance changes a rent through the form; a viewer reads; another organization gets 404."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+
+from accounting.inputs.models import AuditEntry, LockedPeriod
+from accounting.ledger_store import ledger_node_hours_compute
+from accounting.models import NodePrice
+from fleets.models import Node, Role
+from tests.factories import MembershipFactory
+from tests.inputs.conftest import HOURS, JAN_1, JAN_2, hardware_cost, ledger_recompute
+
+pytestmark = pytest.mark.django_db
+
+
+def browser(organization, role: str) -> Client:
+    client = Client()
+    client.force_login(MembershipFactory(organization=organization, role=role).user)
+    return client
+
+
+@pytest.fixture
+def rented(node_a: Node) -> NodePrice:
+    """h100-a at 2.00 per GPU-hour from Jan 1; its 48 lines recomputed: 48 h x 2 GPUs x 2.00 = 192.00."""
+    price = NodePrice.objects.create(fleet=node_a.fleet, node=node_a, kind="rented", rate_per_h=2, valid_from=JAN_1)
+    ledger_node_hours_compute(node_id=node_a.pk, hour_starts=HOURS)
+    assert hardware_cost(node_a) == Decimal("192.00")
+    return price
+
+
+def form(node: Node, rate: str = "3.00") -> dict[str, str]:
+    return {"node": str(node.pk), "rate_per_h": rate, "rate_per": "gpu", "valid_from": JAN_2.date().isoformat()}
+
+
+@pytest.mark.parametrize("role", [Role.ADMIN, Role.FINANCE])
+def test_a_rent_change_ends_the_old_rent_and_reopens_the_days_hours(org_a, node_a: Node, rented, role: str) -> None:
+    page = browser(org_a, role).post("/finance/prices/", form(node_a))
+
+    assert page.status_code == 200
+    assert b'<strong id="hours-reopened">24</strong>' in page.content
+    assert list(NodePrice.objects.order_by("valid_from").values_list("rate_per_h", "valid_from", "valid_to")) == [
+        (Decimal("2.000000"), JAN_1, JAN_2),
+        (Decimal("3.000000"), JAN_2, None),
+    ]
+    assert AuditEntry.objects.filter(subject="node_price").count() == 2
+    ledger_recompute()
+    assert hardware_cost(node_a) == Decimal("240.00")  # 24 h x 2 x 2.00 + 24 h x 2 x 3.00
+
+
+@pytest.mark.parametrize("role", [Role.SUSTAINABILITY, Role.ENGINEER, Role.VIEWER])
+def test_other_roles_read_the_page_without_the_form_and_may_not_post(org_a, node_a: Node, rented, role: str) -> None:
+    client = browser(org_a, role)
+    page = client.get("/finance/prices/")
+    assert page.status_code == 200
+    assert b'id="rent-form"' not in page.content and b'id="read-only"' in page.content
+    assert client.post("/finance/prices/", form(node_a)).status_code == 403
+    assert NodePrice.objects.get().rate_per_h == 2
+
+
+def test_another_organizations_user_gets_404(org_b, node_a: Node, rented) -> None:
+    client = browser(org_b, Role.FINANCE)
+    assert node_a.hostname.encode() not in client.get("/finance/prices/").content
+    assert client.post("/finance/prices/", form(node_a)).status_code == 404
+    assert NodePrice.objects.get().rate_per_h == 2
+
+
+def test_a_change_in_a_locked_period_is_refused_on_the_page(org_a, node_a: Node, rented) -> None:
+    LockedPeriod.objects.create(organization=org_a, start=JAN_1, end=JAN_1.replace(month=2), reason="January closed",
+                                locked_at=JAN_1)  # fmt: skip
+    page = browser(org_a, Role.FINANCE).post("/finance/prices/", form(node_a))
+    assert page.status_code == 409
+    assert b"is locked (January closed)" in page.content
+    assert NodePrice.objects.get().valid_to is None
