@@ -1,0 +1,84 @@
+"""In a real browser: a finance user changes a node's rent on the prices page, sees the ledger hours it
+re-opened and, once the ledger has run, the finance totals change; a viewer gets no form."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from accounting.ledger_store import ledger_node_hours_compute, ledger_pending_run
+from accounting.models import NodePrice
+from fleets.models import Role
+from tests.browser.test_dashboards import CHROMIUM, PASSWORD, browser_page, shoot  # noqa: F401  (fixture)
+from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)"),
+]
+
+JAN_1 = datetime(2026, 1, 1, tzinfo=UTC)
+PERIOD = "?start=2026-01-01&end=2026-01-03"
+
+
+@pytest.fixture
+def rented_node(transactional_db):
+    """Acme AI's h100-a: 2 GPUs, rented at 2.00 per GPU-hour from Jan 1; 48 stored hours: 192.00."""
+    organization = OrganizationFactory(name="Acme AI", slug="acme-ai")
+    site = SiteFactory(organization=organization, name="fra-1", currency="EUR", grid_zone="")
+    node = NodeFactory(fleet=FleetFactory(organization=organization, name="inference"), site=site,
+                       hostname="h100-a", commissioned_at=JAN_1 - timedelta(days=30))  # fmt: skip
+    for index in range(2):
+        GpuFactory(node=node, index=index, uuid=f"GPU-browser-{index}")
+    NodePrice.objects.create(fleet=node.fleet, node=node, kind="rented", rate_per_h=2, valid_from=JAN_1)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[JAN_1 + timedelta(hours=n) for n in range(48)])
+    return node
+
+
+def sign_in(page, live_server, node, role: str, username: str) -> None:
+    MembershipFactory(organization=node.fleet.organization, role=role, user__username=username)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/finance/")
+
+
+def total_cost(page, live_server) -> Decimal:
+    page.goto(f"{live_server.url}/finance/{PERIOD}")
+    return Decimal(page.get_attribute("#tile-cost .value", "data-value"))
+
+
+def test_finance_changes_a_rent_and_sees_the_ledger_reopen_and_the_totals_change(
+    browser_page, live_server, rented_node
+):
+    page = browser_page
+    sign_in(page, live_server, rented_node, Role.FINANCE, "fiona")
+    assert total_cost(page, live_server) == Decimal("192.00")
+
+    page.goto(f"{live_server.url}/finance/prices/")
+    page.select_option("select[name=node]", label="h100-a")
+    page.fill("input[name=rate_per_h]", "3.00")
+    page.fill("input[name=valid_from]", "2026-01-02")
+    page.click("#rent-form button[type=submit]")
+
+    assert page.inner_text("#hours-reopened") == "24"
+    assert page.inner_text("tr[data-node=h100-a] .pending") == "24"
+    shoot(page, "prices-changed")
+    ledger_pending_run(now=timezone.now())  # what the ledger worker does next
+    assert total_cost(page, live_server) == Decimal("240.00")  # 24 h x 2 GPUs x 2.00 + 24 h x 2 GPUs x 3.00
+    assert page.console_errors == []  # type: ignore[attr-defined]
+
+
+def test_a_viewer_reads_prices_but_gets_no_form(browser_page, live_server, rented_node):
+    page = browser_page
+    sign_in(page, live_server, rented_node, Role.VIEWER, "vic")
+
+    page.goto(f"{live_server.url}/finance/prices/")
+
+    assert page.locator("#rent-form").count() == 0
+    assert "needs the admin or finance role" in page.inner_text("#read-only")
+    assert "2.000000 EUR per gpu-hour" in page.inner_text("tr[data-node=h100-a]")
