@@ -53,7 +53,9 @@ def total_cost(page, live_server) -> Decimal:
 
 
 def test_finance_changes_a_rent_and_sees_the_ledger_reopen_and_the_totals_change(
-    browser_page, live_server, rented_node
+    browser_page,  # noqa: F811  (the dashboards' browser fixture, imported above)
+    live_server,
+    rented_node,
 ):
     page = browser_page
     sign_in(page, live_server, rented_node, Role.FINANCE, "fiona")
@@ -73,7 +75,7 @@ def test_finance_changes_a_rent_and_sees_the_ledger_reopen_and_the_totals_change
     assert page.console_errors == []  # type: ignore[attr-defined]
 
 
-def test_a_viewer_reads_prices_but_gets_no_form(browser_page, live_server, rented_node):
+def test_a_viewer_reads_prices_but_gets_no_form(browser_page, live_server, rented_node):  # noqa: F811
     page = browser_page
     sign_in(page, live_server, rented_node, Role.VIEWER, "vic")
 
