@@ -21,7 +21,8 @@ from accounting.grid import CsvError
 from accounting.grid.store import SOURCE_NAME_PATTERN, intensity_csv_import
 from accounting.ledger_store import ledger_mark_intensity_since
 from accounting.reports.authentication import PersonalTokenAuthentication
-from fleets.models import Organization, Role
+from fleets.models import Organization
+from fleets.permissions import ROLES_FOR, Capability
 from fleets.selectors import organizations_for_user
 
 CSV_CONTENT_TYPE = "text/csv"
@@ -29,7 +30,7 @@ CSV_CONTENT_TYPE = "text/csv"
 MAX_CSV_BYTES = 16 * 1024 * 1024
 # Enough to fix a file by; a wholly wrong file would otherwise answer one line per row.
 MAX_PROBLEMS_LISTED = 200
-UPLOAD_ROLES: set[str] = {Role.ADMIN, Role.SUSTAINABILITY}
+UPLOAD_ROLES: set[str] = {str(role) for role in ROLES_FOR[Capability.SUSTAINABILITY]}  # fleets.permissions
 
 
 class CsvTooLarge(APIException):
