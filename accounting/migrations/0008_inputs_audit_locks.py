@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounting', '0006_contractual_instruments'),
+        ('accounting', '0007_ledger_gpu_h_bridged_boundary'),
         ('fleets', '0003_personaltoken'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
