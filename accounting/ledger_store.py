@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import CharField
 
 from accounting.grid.hours import floor_hour
 from accounting.grid.store import intensity_for_hours
@@ -33,6 +34,7 @@ from accounting.ledger import (
     build_node_hour_line,
     hours_held,
 )
+from accounting.ledger.line import NO_PRICE_ID, line_columns
 from accounting.ledger.units import S_PER_H
 from accounting.models import GridIntensity, LedgerPending, LedgerSettings, NodeHourLedger
 from accounting.prices import market_periods, pricing_at, pricing_periods, tariff_periods, tariff_price
@@ -52,7 +54,7 @@ from telemetry.rollup import rows_claim
 logger = logging.getLogger(__name__)
 
 HOUR = timedelta(hours=1)
-UNPRICED = "unpriced"
+UNPRICED = NO_PRICE_ID
 # A node without a price in force is charged nothing for hardware and its lines say so.
 _NO_PRICE = RentedPricing(Decimal(0), RatePer.NODE, False, UNPRICED)
 # A card past the end of its own life carries no more embodied carbon (known, not unknown).
@@ -277,56 +279,34 @@ def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict) 
 
 
 def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedger:
+    """The stored line: the ledger line's own columns (``line_columns``), and what reports group and trace by."""
     node, hour = context.node, line.hour_start
     gpu_usage = [usage[(g.pk, hour)] for g in context.gpus if (g.pk, hour) in usage]
     resolved = context.intensity.get(hour)
     util_pct_s, util_observed_s = _utilization_sums(gpu_usage)
+    columns = {name: _stored(name, value) for name, value in line_columns(line).items() if name != "node_id"}
     return NodeHourLedger(
         node=node,
-        hour_start=hour,
         organization_id=node.fleet.organization_id,
         fleet_id=node.fleet_id,
         site_id=node.site_id,
         gpu_model=context.gpu_model,
-        currency=line.currency,
-        held_h=line.held_h,
-        observed_s=line.observed_s,
-        bridged_s=line.bridged_s,
-        gpu_count=line.gpu_count,
-        gpu_h=line.gpu_h,
-        it_kwh=line.it_kwh,
-        gpu_kwh=line.gpu_kwh,
-        facility_kwh=line.facility_kwh,
         pue=node.site.pue,
-        electricity_cost=line.electricity_cost,
-        hardware_cost=line.hardware_cost,
-        cost=line.cost,
-        location_co2e_g=line.location_co2e_g,
-        market_co2e_g=line.market_co2e_g,
-        embodied_co2e_g_low=line.embodied_co2e_g.low,
-        embodied_co2e_g_central=line.embodied_co2e_g.central,
-        embodied_co2e_g_high=line.embodied_co2e_g.high,
-        embodied_unknown_gpu_h=line.embodied_unknown_gpu_h,
-        prompt_tokens=line.prompt_tokens,
-        generation_tokens=line.generation_tokens,
-        idle_gpu_h=line.idle_gpu_h,
-        idle_cost=line.idle_cost,
-        idle_facility_kwh=line.idle_facility_kwh,
-        energy_method=line.energy_method.value,
         energy_counter_j=sum(u.energy_counter_j + u.energy_bridged_j for u in gpu_usage),
         energy_integrated_j=sum(u.energy_integrated_j for u in gpu_usage),
         util_pct_s=util_pct_s,
         util_observed_s=util_observed_s,
-        electricity_status=line.electricity_status.value,
-        tariff_price_per_kwh=line.tariff_price_per_kwh,
-        tariff_price_id=line.tariff_price_id or "",
-        pricing_price_id=line.pricing_price_id,
         location_gco2e_per_kwh=resolved.gco2e_per_kwh if resolved else None,
-        location_source=line.location_source or "",
         location_is_fallback=bool(resolved and resolved.is_fallback),
-        market_source=line.market_source or "",
-        amortization=line.amortization.value,
+        **columns,
     )
+
+
+def _stored(name: str, value: Any) -> Any:
+    """A line's value as its column holds it: an unknown trace text (no tariff, no source) is stored empty."""
+    if value is None and isinstance(NodeHourLedger._meta.get_field(name), CharField):
+        return ""
+    return value
 
 
 def _utilization_sums(gpu_usage: list[GpuHourUsage]) -> tuple[float, float]:

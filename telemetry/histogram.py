@@ -143,6 +143,30 @@ def histogram_quantile(q: float, histogram: Histogram) -> float | None:
     refinement: ``q = 0`` gives the lower end of the first non-empty bucket,
     where Prometheus can return NaN.
     """
+    found = _rank_bucket(q, histogram)
+    if found is None:
+        return None
+    index, fraction = found
+    return _bucket_interpolated(histogram.bounds_s, index, fraction)
+
+
+def histogram_quantile_bucket(q: float, histogram: Histogram) -> tuple[float, float | None] | None:
+    """The bounds (lower, upper) of the bucket the ``q``-quantile falls in: how precise it is.
+
+    The interpolated quantile may be anywhere within them. ``upper`` is ``None``
+    for the ``+Inf`` bucket (the quantile is then only known to be above ``lower``).
+    ``None`` when :func:`histogram_quantile` is.
+    """
+    found = _rank_bucket(q, histogram)
+    if found is None:
+        return None
+    index, bounds_s = found[0], histogram.bounds_s
+    lower_s = bounds_s[index - 1] if index else 0.0
+    return (lower_s, bounds_s[index] if index < len(bounds_s) else None)
+
+
+def _rank_bucket(q: float, histogram: Histogram) -> tuple[int, float] | None:
+    """The index of the bucket holding rank ``q * total`` and how far into its count the rank lies (0-1)."""
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile must be within 0..1, got {q!r}")
     total = histogram.total
@@ -151,7 +175,7 @@ def histogram_quantile(q: float, histogram: Histogram) -> float | None:
     rank, below = q * total, 0
     for index, count in enumerate(histogram.counts):
         if count and below + count >= rank:
-            return _bucket_interpolated(histogram.bounds_s, index, (rank - below) / count)
+            return index, (rank - below) / count
         below += count
     raise AssertionError("unreachable: the last non-empty bucket reaches every rank")  # pragma: no cover
 

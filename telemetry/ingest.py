@@ -263,7 +263,7 @@ def _serving_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> li
     return list(zip(
         cols["at"], map(endpoint_ids.__getitem__, cols["endpoint"]), map(epoch_ids.__getitem__, cols["endpoint"]),
         cols["prompt_tokens"], cols["generation_tokens"], cols["requests"], cols["ttft_bucket_counts"],
-        cols["ttft_sum_s"], strict=True,
+        cols["ttft_sum_s"], cols["cached_prompt_tokens"], strict=True,
     ))  # fmt: skip
 
 

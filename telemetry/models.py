@@ -127,6 +127,9 @@ class ServingSample(models.Model):
     requests = models.BigIntegerField(null=True)
     ttft_bucket_counts = models.JSONField(null=True, help_text="cumulative counts, one per bound, then +Inf")
     ttft_sum_s = models.FloatField(null=True)
+    cached_prompt_tokens = models.BigIntegerField(
+        null=True, help_text="prompt tokens served from the prefix cache (within prompt_tokens); null: not exposed"
+    )
 
     def __str__(self) -> str:
         return f"endpoint {self.endpoint_id} at {self.ts.isoformat()}"
@@ -248,6 +251,9 @@ class EndpointHourUsage(models.Model):
     prompt_tokens = models.BigIntegerField()
     generation_tokens = models.BigIntegerField()
     requests = models.BigIntegerField()
+    cached_prompt_tokens = models.BigIntegerField(
+        null=True, help_text="of prompt_tokens, served from the prefix cache; null: the server does not say"
+    )
     ttft_bucket_bounds_s = models.JSONField(default=list)
     ttft_bucket_counts = models.JSONField(null=True)
     observed_s = models.FloatField(help_text="seconds of the hour between samples at most the max gap apart")

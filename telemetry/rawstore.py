@@ -45,6 +45,7 @@ SERVING_COLUMNS = (
     "requests",
     "ttft_bucket_counts",
     "ttft_sum_s",
+    "cached_prompt_tokens",
 )
 _MODELS: dict[str, type[models.Model]] = {"gpu_samples": GpuSample, "serving_samples": ServingSample}
 _JSON_COLUMNS = {"ttft_bucket_counts"}

@@ -74,6 +74,7 @@ _SERVING_COLUMNS = (
     "generation_tokens",
     "requests",
     "ttft_bucket_counts",
+    "cached_prompt_tokens",
 )
 _KEY_FIELDS = {"id", "gpu", "endpoint", "hour_start"}
 
@@ -340,9 +341,9 @@ def _endpoint_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: date
 
 
 def _serving_point(row: tuple[Any, ...], bounds: dict[int, tuple[float, ...]]) -> energy.ServingPoint:
-    _, ts, epoch_id, prompt, generation, requests, cumulative = row
+    _, ts, epoch_id, prompt, generation, requests, cumulative, cached = row
     ttft = None if cumulative is None else histogram_from_cumulative(bounds[epoch_id], cumulative)
-    return energy.ServingPoint(ts.timestamp(), str(epoch_id), prompt, generation, requests, ttft)
+    return energy.ServingPoint(ts.timestamp(), str(epoch_id), prompt, generation, requests, ttft, cached)
 
 
 def _endpoint_usage_model(
@@ -354,6 +355,7 @@ def _endpoint_usage_model(
         prompt_tokens=usage.prompt_tokens,
         generation_tokens=usage.generation_tokens,
         requests=usage.requests,
+        cached_prompt_tokens=usage.cached_prompt_tokens,
         ttft_bucket_bounds_s=list(usage.ttft.bounds_s) if usage.ttft else [],
         ttft_bucket_counts=list(usage.ttft.counts) if usage.ttft else None,
         observed_s=usage.observed_s,

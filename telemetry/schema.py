@@ -60,6 +60,11 @@ class ServingSamplesSchema(serializers.Serializer):
     prompt_tokens = serializers.ListField(child=_counter())
     generation_tokens = serializers.ListField(child=_counter())
     requests = serializers.ListField(child=_counter())
+    cached_prompt_tokens = serializers.ListField(
+        child=_counter(),
+        required=False,
+        help_text="optional: prompt tokens served from the prefix cache (within prompt_tokens); absent: all null",
+    )
     ttft_bucket_counts = serializers.ListField(
         child=serializers.ListField(child=serializers.IntegerField(min_value=0), allow_null=True),
         help_text="cumulative counts per bound, +Inf last",

@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounting.charts import figure_html, grouped_bars, scatter_points
 from accounting.dashboards.common import api_query, organization_ids
 from accounting.reports.output import comparison_row_output
-from accounting.reports.selectors import fleet_comparison
+from accounting.reports.selectors import ComparisonRow, ComparisonStats, fleet_comparison
 from fleets.models import Fleet
 from fleets.web import page_context
 
@@ -24,17 +24,15 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     fleets = list(Fleet.objects.filter(organization=organization).order_by("name")) if organization else []
     baseline = _baseline(request, fleets)
     by_model = request.GET.get("by") == "gpu_model"
-    rows = [
-        comparison_row_output(row)
-        for row in fleet_comparison(
-            organization_ids=organization_ids(organization),
-            start=period.start,
-            end=period.end,
-            baseline_fleet_id=baseline.pk if baseline else None,
-            by_model=by_model,
-        )
-    ]
-    charts = _charts(rows) if rows else []
+    comparison = fleet_comparison(
+        organization_ids=organization_ids(organization),
+        start=period.start,
+        end=period.end,
+        baseline_fleet_id=baseline.pk if baseline else None,
+        by_model=by_model,
+    )
+    rows = [comparison_row_output(row) for row in comparison]
+    charts = _charts(comparison) if rows else []
     api = api_query(
         period, organization, baseline=baseline.pk if baseline else None, by="gpu_model" if by_model else None
     )
@@ -59,29 +57,40 @@ def _baseline(request: HttpRequest, fleets: list[Fleet]) -> Fleet | None:
     return next((f for f in fleets if str(f.pk) == chosen), fleets[0] if fleets else None)
 
 
-def _label(row: dict[str, Any]) -> str:
-    return row["fleet_name"] + (
-        f" · {row['gpu_model']}" if row.get("gpu_model") and row["gpu_model"] != "mixed" else ""
-    )
+def _label(stats: ComparisonStats) -> str:
+    model = stats.gpu_model
+    return stats.fleet_name + (f" · {model}" if model and model != "mixed" else "")
 
 
-def _charts(rows: list[dict[str, Any]]) -> list[str]:
-    points = [(_label(r), r["ttft_p99_ms"], _float(r["cost_per_1m_tokens"])) for r in rows]
-    labels = [_label(r) for r in rows]
+def _charts(comparison: list[ComparisonRow]) -> list[str]:
+    """Charts of the unrounded figures (the table shows them rounded)."""
+    stats = [row.stats for row in comparison]
+    points = [(_label(s), _ms(s.ttft_p99_s), _float(s.cost_per_1m_output_tokens)) for s in stats]
+    labels = [_label(s) for s in stats]
     return [
         figure_html(
             scatter_points(
-                "Cost per 1M tokens vs P99 time to first token", "P99 TTFT (ms)", "cost per 1M tokens", points
+                "Cost per 1M output tokens vs P99 time to first token",
+                "P99 TTFT (ms)",
+                "cost per 1M output tokens",
+                points,
             ),
             div_id="chart-cost-vs-ttft",
         ),
         figure_html(
             grouped_bars(
-                "Energy per token", "J / token (IT)", labels, {"J per token": [r["it_j_per_token"] for r in rows]}
+                "Energy per output token",
+                "J / output token (IT)",
+                labels,
+                {"J per output token": [_float(s.it_j_per_output_token) for s in stats]},
             ),
             div_id="chart-j-per-token",
         ),
     ]
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
 
 
 def _float(value: Any) -> float | None:

@@ -18,7 +18,6 @@ from django.utils import timezone
 
 from accounting.charts import figure_html, grouped_bars, pivot, stacked_bars
 from accounting.dashboards.common import api_query, currency_choice, organization_ids
-from accounting.ledger import money_quantize
 from accounting.ledger.units import ZERO
 from accounting.reports.aggregates import amount_sum
 from accounting.reports.output import money, usage_row_output
@@ -111,11 +110,13 @@ def _charts(parts: list[LedgerPart], period: Period, labels: dict[str, str], cur
     granularity = Granularity(period.granularity)
     per_bucket = parts_sum(parts, lambda p: (p.key[BUCKET], p.key["fleet_id"]))
     over_time = [
-        usage_row_output(_row(sums, period, granularity, bucket=bucket, group_key=fleet_id, labels=labels))
+        (usage_row_output(row), row)
         for (bucket, fleet_id), sums in per_bucket.items()
+        for row in [_row(sums, period, granularity, bucket=bucket, group_key=fleet_id, labels=labels)]
     ]
+    # Charts plot unrounded values: the sums, not the rounded rows.
     cost_series = pivot(
-        [{**r, "cost": float(r["cost"])} for r in over_time],
+        [{**r, "cost": float(row.sums.totals.cost)} for r, row in over_time],
         series_key="group_label",
         x_key="period_start",
         y_key="cost",
@@ -128,16 +129,17 @@ def _charts(parts: list[LedgerPart], period: Period, labels: dict[str, str], cur
 
 
 def _cost_per_token_chart(parts: list[LedgerPart], labels: dict[str, str], currency: str) -> Any:
-    """Cost per 1M tokens per fleet and GPU model, as the comparison report shows it."""
+    """Cost per 1M output tokens per fleet and GPU model, as the comparison report gives it (unrounded)."""
     per_model = parts_sum(parts, lambda p: (p.key["fleet_id"], p.key["gpu_model"]))
     values = {
-        (labels.get(str(fleet_id), str(fleet_id)), model): money(sums.totals.cost_per_1m_tokens, currency)
+        (labels.get(str(fleet_id), str(fleet_id)), model): sums.totals.cost_per_1m_output_tokens
         for (fleet_id, model), sums in per_model.items()
     }
     models = sorted({model for _, model in values})
     fleets = sorted({fleet for fleet, _ in values})
     series = {model: [_float(values.get((fleet, model))) for fleet in fleets] for model in models}
-    return grouped_bars(f"Cost per 1M tokens by fleet and GPU model ({currency})", currency, fleets, series)
+    title = f"Cost per 1M output tokens by fleet and GPU model ({currency})"
+    return grouped_bars(title, f"{currency} per 1M output tokens", fleets, series)
 
 
 def cost_split(parts: list[LedgerPart]) -> dict[str, Decimal]:
@@ -152,7 +154,7 @@ def cost_split(parts: list[LedgerPart]) -> dict[str, Decimal]:
 
 def _cost_split_chart(parts: list[LedgerPart], currency: str) -> Any:
     split = cost_split(parts)
-    values = [float(money_quantize(value, currency)) for value in split.values()]
+    values = [float(value) for value in split.values()]  # unrounded: the chart plots, the table rounds
     return grouped_bars(f"Rented vs owned vs electricity ({currency})", currency, list(split), {"cost": values})
 
 

@@ -21,8 +21,10 @@ from django.utils import timezone
 
 from accounting.charts import figure_html, series_lines
 from accounting.grid.hours import floor_hour
+from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
-from accounting.reports.aggregates import UNPRICED_WITH_TELEMETRY
+from accounting.reports.aggregates import UNPRICED_WITH_TELEMETRY, ledger_sums, ledger_sums_from
+from accounting.reports.metrics import grid_kind
 from fleets.models import Gpu, GpuInstallation, Node
 from fleets.web import page_context
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
@@ -48,15 +50,11 @@ def nodes_page(request: HttpRequest) -> HttpResponse:
     return render(request, "accounting/nodes.html", {**context, "section": "nodes", "rows": rows})
 
 
-def _ledger_totals_by_node(organization: Any, start: datetime, end: datetime) -> dict[int, dict[str, Any]]:
+def _ledger_totals_by_node(organization: Any, start: datetime, end: datetime) -> dict[int, LedgerTotals]:
+    """Each node's ledger totals over the period, summed as every report sums them."""
     lines = NodeHourLedger.objects.filter(organization=organization, hour_start__gte=start, hour_start__lt=end)
-    sums = lines.values("node_id", "currency").annotate(
-        cost=Sum("cost"),
-        facility_kwh=Sum("facility_kwh"),
-        prompt=Sum("prompt_tokens"),
-        generation=Sum("generation_tokens"),
-    )
-    return {row["node_id"]: dict(row) for row in sums}
+    rows = lines.values("node_id", "currency").annotate(**ledger_sums()).order_by()
+    return {row["node_id"]: ledger_sums_from(row, currency=row["currency"]).totals for row in rows}
 
 
 @login_required
@@ -241,5 +239,12 @@ class _EpochSlot(Func):
 
 
 def _ledger_rows(node: Node, start: datetime, end: datetime) -> list[NodeHourLedger]:
-    lines = NodeHourLedger.objects.filter(node=node, hour_start__gte=start, hour_start__lt=end)
-    return list(lines.order_by("-hour_start")[:LEDGER_ROWS])
+    """The node's latest lines, each with the kind of its grid intensity (live, annual, simulated ...)."""
+    lines = list(
+        NodeHourLedger.objects.filter(node=node, hour_start__gte=start, hour_start__lt=end).order_by("-hour_start")[
+            :LEDGER_ROWS
+        ]
+    )
+    for line in lines:
+        line.location_kind = grid_kind(vars(line))  # type: ignore[attr-defined]
+    return lines

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from accounting.charts import figure_html, grouped_bars, series_lines
 from accounting.dashboards.common import api_query, organization_ids
-from accounting.reports.output import rounded, sustainability_output
+from accounting.reports.output import sustainability_output
 from accounting.reports.periods import Granularity
 from accounting.reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
 from accounting.reports.selectors.sustainability import (
@@ -75,25 +75,29 @@ def _parts(ids: list[int], period: Period) -> list[LedgerPart]:
 
 
 def _sci_over_time(parts: list[LedgerPart], period: Period) -> Any:
-    """The SCI of each bucket, as the usage report's ``gco2e_per_1k_tokens`` (carbon adds across currencies)."""
-    points = [
-        (max(bucket, period.start), rounded(sums.sci_g_per_1k_tokens, "g_per_tokens"))
-        for bucket, sums in parts_sum(parts, lambda p: p.key[BUCKET]).items()
-    ]
-    series = {"gCO2e per 1k tokens (SCI)": points}
+    """Each bucket's carbon per 1k output tokens and per 1k tokens (SCI), unrounded (carbon adds across currencies)."""
+    per_bucket = parts_sum(parts, lambda p: p.key[BUCKET]).items()
+    series = {
+        "gCO2e per 1k output tokens": [
+            (max(bucket, period.start), _float(sums.sci_g_per_1k_output_tokens)) for bucket, sums in per_bucket
+        ],
+        "gCO2e per 1k tokens, input + output (SCI)": [
+            (max(bucket, period.start), _float(sums.sci_g_per_1k_tokens)) for bucket, sums in per_bucket
+        ],
+    }
     return series_lines("Carbon per 1k tokens (location-based + embodied)", "gCO2e / 1k tokens", series)
 
 
 def _energy_per_token_by_model(parts: list[LedgerPart]) -> Any:
-    """Each GPU model's IT energy per token in its most efficient fleet (the comparison report's figure)."""
+    """Each GPU model's IT energy per output token in its most efficient fleet (the comparison's figure, unrounded)."""
     per_model: dict[str, list[float]] = defaultdict(list)
     for (_, model), sums in parts_sum(parts, lambda p: (p.key["fleet_id"], p.key["gpu_model"])).items():
-        j_per_token = rounded(sums.totals.it_j_per_token, "j_per_token")
-        if j_per_token is not None:
-            per_model[model or "unknown"].append(j_per_token)
+        j_per_output_token = sums.totals.it_j_per_output_token
+        if j_per_output_token is not None:
+            per_model[model or "unknown"].append(float(j_per_output_token))
     models = sorted(per_model)
-    fleets = {"J per token": [min(per_model[m]) for m in models]}
-    return grouped_bars("Energy per token by GPU model (IT energy)", "J / token", models, fleets)
+    fleets = {"J per output token": [min(per_model[m]) for m in models]}
+    return grouped_bars("Energy per output token by GPU model (IT energy)", "J / output token", models, fleets)
 
 
 def _grid_intensity(parts: list[LedgerPart]) -> Any:
@@ -108,3 +112,7 @@ def _grid_intensity(parts: list[LedgerPart]) -> Any:
     for (zone, source, bucket), (g, n) in sorted(sums.items()):
         series[f"{zone} · {source}"].append((bucket, float(g / n)))
     return series_lines("Grid carbon intensity by zone and source", "gCO2e / kWh", dict(series))
+
+
+def _float(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)

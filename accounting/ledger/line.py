@@ -35,9 +35,10 @@ rent or unpriced adds nothing to idle cost, as it adds nothing to cost.)
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from accounting.ledger.embodied import EmbodiedG, embodied_co2e_g, utilization_weight
 from accounting.ledger.inputs import (
@@ -66,6 +67,10 @@ class ElectricityStatus(enum.StrEnum):
     PRICED = "priced"
     INCLUDED = "included"
     UNPRICED = "unpriced"
+
+
+NO_PRICE_ID = "unpriced"
+"""``pricing_price_id`` of a line held with no price in force: its hardware cost is missing, not zero."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,22 @@ class NodeHourLine:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.generation_tokens
+
+
+def line_columns(line: NodeHourLine) -> dict[str, Any]:
+    """The line as flat columns, named as the stored ledger's: the one list of what a line holds.
+
+    Its own fields, in order, with the embodied range as ``embodied_co2e_g_low /
+    _central / _high``, enumerations as their values, and ``gpu_count`` as given.
+    """
+    columns: dict[str, Any] = {}
+    for f in fields(line):
+        value = getattr(line, f.name)
+        if isinstance(value, EmbodiedG):
+            columns |= {f"{f.name}_{end}": getattr(value, end) for end in ("low", "central", "high")}
+        else:
+            columns[f.name] = value.value if isinstance(value, enum.Enum) else value
+    return columns
 
 
 def node_it_energy_j(node: NodeHourInput) -> tuple[Decimal, EnergyMethod]:

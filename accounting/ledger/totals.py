@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from accounting.ledger.embodied import EmbodiedG
-from accounting.ledger.line import ElectricityStatus, NodeHourLine
+from accounting.ledger.line import ElectricityStatus, NodeHourLine, line_columns
 from accounting.ledger.units import S_PER_H, TOKENS_PER_MILLION, TOKENS_PER_THOUSAND, ZERO, j_from_kwh
 
 
@@ -32,69 +32,127 @@ def _ratio(part: Decimal, whole: Decimal) -> Decimal | None:
 
 
 @dataclass(frozen=True)
+class Summed:
+    """How one total is summed from node-hour lines: the one declaration every sum reads.
+
+    The total is the sum, over the lines where every ``where`` condition holds, of
+    the product of the line ``columns`` (``()``: 1 per line, a count; ``None``: the
+    field's own name). A condition is ``(column, value)``: the column equals
+    ``value``; ``None``: it is unknown; ``KNOWN``: it is not; ``Prefix(text)``: it
+    starts with ``text``. Column names are those of the flat line
+    (``line_columns``), which are also the stored ledger's. ``money``: an amount
+    in the line's currency, never added across currencies.
+
+    ``LedgerTotals.of_line`` applies it to one line; ``accounting.reports.aggregates``
+    turns it into SQL sums over the stored lines and reads them back by name.
+    """
+
+    columns: tuple[str, ...] | None = None
+    where: tuple[tuple[str, Any], ...] = ()
+    money: bool = False
+
+    def of(self, columns: Mapping[str, Any]) -> Any:
+        """This total for one line, given its flat columns (an unknown value adds nothing)."""
+        if not conditions_hold(self.where, columns):
+            return 0
+        value: Any = 1
+        for column in self.columns or ():
+            value *= columns[column] if columns[column] is not None else 0
+        return value
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """A condition of ``Summed.where``: the text column starts with ``text``."""
+
+    text: str
+
+
+KNOWN = object()
+"""A condition of ``Summed.where``: the column has a value."""
+
+
+def conditions_hold(where: tuple[tuple[str, Any], ...], columns: Mapping[str, Any]) -> bool:
+    """Whether every ``(column, value)`` condition (as in ``Summed.where``) holds for a line's columns."""
+    return all(_holds(columns[column], value) for column, value in where)
+
+
+def _holds(actual: Any, expected: Any) -> bool:
+    if expected is KNOWN:
+        return actual is not None
+    if isinstance(expected, Prefix):
+        return isinstance(actual, str) and actual.startswith(expected.text)
+    return bool(actual == expected) if expected is not None else actual is None
+
+
+def summed(*columns: str, where: tuple[tuple[str, Any], ...] = (), money: bool = False, default: Any = ZERO) -> Any:
+    """A dataclass field of summed totals (see ``Summed``); no column given: the field's own name."""
+    return field(default=default, metadata={"summed": Summed(columns or None, where, money)})
+
+
+def summed_fields(cls: type) -> dict[str, tuple[Summed, Any]]:
+    """Field name → (how it is summed, its zero), for a dataclass declared with ``summed`` fields, in order."""
+    found = {}
+    for f in fields(cls):
+        if "summed" in f.metadata:
+            spec: Summed = f.metadata["summed"]
+            columns = (f.name,) if spec.columns is None else spec.columns
+            found[f.name] = (Summed(columns, spec.where, spec.money), f.default)
+    return found
+
+
+@dataclass(frozen=True)
 class LedgerTotals:
     """Sums of node-hour lines in one currency. Units as on ``NodeHourLine``.
 
+    Each summed field declares, once, how it comes from a line (``summed``): the
+    single-line totals, the merge of totals and the SQL sums of stored lines
+    (``accounting.reports.aggregates``) all read that declaration.
     ``currency`` is ``None`` only for the empty total. ``facility_kwh_by_location_source``
     says how much energy each intensity source covered (how much is measured).
     """
 
     currency: str | None = None
-    lines: int = 0
-    held_h: Decimal = ZERO
-    gpu_h: Decimal = ZERO
-    observed_s: Decimal = ZERO
-    bridged_s: Decimal = ZERO
-    it_kwh: Decimal = ZERO
-    gpu_kwh: Decimal = ZERO
-    facility_kwh: Decimal = ZERO
-    electricity_cost: Decimal = ZERO
-    unpriced_facility_kwh: Decimal = ZERO
-    hardware_cost: Decimal = ZERO
-    cost: Decimal = ZERO
-    location_co2e_g: Decimal = ZERO
-    location_unknown_facility_kwh: Decimal = ZERO
-    market_co2e_g: Decimal = ZERO
-    market_unknown_facility_kwh: Decimal = ZERO
-    embodied_co2e_g: EmbodiedG = field(default_factory=EmbodiedG)
-    embodied_unknown_gpu_h: Decimal = ZERO
-    prompt_tokens: int = 0
-    generation_tokens: int = 0
-    idle_gpu_h: Decimal = ZERO
-    idle_cost: Decimal = ZERO
-    idle_facility_kwh: Decimal = ZERO
+    lines: int = field(default=0, metadata={"summed": Summed(())})  # no column: 1 per line
+    held_h: Decimal = summed()
+    gpu_h: Decimal = summed()
+    observed_s: Decimal = summed()
+    bridged_s: Decimal = summed()
+    it_kwh: Decimal = summed()
+    gpu_kwh: Decimal = summed()
+    facility_kwh: Decimal = summed()
+    electricity_cost: Decimal = summed(money=True)
+    unpriced_facility_kwh: Decimal = summed("facility_kwh", where=(("electricity_status", ElectricityStatus.UNPRICED),))
+    hardware_cost: Decimal = summed(money=True)
+    cost: Decimal = summed(money=True)
+    location_co2e_g: Decimal = summed()
+    location_unknown_facility_kwh: Decimal = summed("facility_kwh", where=(("location_co2e_g", None),))
+    market_co2e_g: Decimal = summed()
+    market_unknown_facility_kwh: Decimal = summed("facility_kwh", where=(("market_co2e_g", None),))
+    embodied_co2e_g_low: Decimal = summed()
+    embodied_co2e_g_central: Decimal = summed()
+    embodied_co2e_g_high: Decimal = summed()
+    embodied_unknown_gpu_h: Decimal = summed()
+    prompt_tokens: int = summed(default=0)
+    generation_tokens: int = summed(default=0)
+    idle_gpu_h: Decimal = summed()
+    idle_cost: Decimal = summed(money=True)
+    idle_facility_kwh: Decimal = summed()
     facility_kwh_by_location_source: Mapping[str, Decimal] = field(default_factory=dict)
+
+    @property
+    def embodied_co2e_g(self) -> EmbodiedG:
+        """Embodied gCO2e amortized over the hours held: low, central and high estimates."""
+        return EmbodiedG(self.embodied_co2e_g_low, self.embodied_co2e_g_central, self.embodied_co2e_g_high)
 
     @classmethod
     def of_line(cls, line: NodeHourLine) -> LedgerTotals:
         """The totals of a single line."""
-        unpriced = line.electricity_status is ElectricityStatus.UNPRICED
+        columns = line_columns(line)
         return cls(
             currency=line.currency,
-            lines=1,
-            held_h=line.held_h,
-            gpu_h=line.gpu_h,
-            observed_s=line.observed_s,
-            bridged_s=line.bridged_s,
-            it_kwh=line.it_kwh,
-            gpu_kwh=line.gpu_kwh,
-            facility_kwh=line.facility_kwh,
-            electricity_cost=line.electricity_cost or ZERO,
-            unpriced_facility_kwh=line.facility_kwh if unpriced else ZERO,
-            hardware_cost=line.hardware_cost,
-            cost=line.cost,
-            location_co2e_g=line.location_co2e_g or ZERO,
-            location_unknown_facility_kwh=line.facility_kwh if line.location_co2e_g is None else ZERO,
-            market_co2e_g=line.market_co2e_g or ZERO,
-            market_unknown_facility_kwh=line.facility_kwh if line.market_co2e_g is None else ZERO,
-            embodied_co2e_g=line.embodied_co2e_g,
-            embodied_unknown_gpu_h=line.embodied_unknown_gpu_h,
-            prompt_tokens=line.prompt_tokens,
-            generation_tokens=line.generation_tokens,
-            idle_gpu_h=line.idle_gpu_h,
-            idle_cost=line.idle_cost,
-            idle_facility_kwh=line.idle_facility_kwh,
             facility_kwh_by_location_source={line.location_source: line.facility_kwh} if line.location_source else {},
+            **{name: zero + spec.of(columns) for name, (spec, zero) in _SUMMED.items()},
         )
 
     @classmethod
@@ -111,29 +169,41 @@ class LedgerTotals:
 
     def merge(self, other: LedgerTotals) -> LedgerTotals:
         """These totals plus other totals (a roll-up of roll-ups). Mixed currencies raise."""
-        summed: dict[str, Any] = {
-            f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name not in _NOT_SUMMED
-        }
+        added: dict[str, Any] = {name: getattr(self, name) + getattr(other, name) for name in _SUMMED}
         sources = dict(self.facility_kwh_by_location_source)
         for source, kwh in other.facility_kwh_by_location_source.items():
             sources[source] = sources.get(source, ZERO) + kwh
         return LedgerTotals(
-            currency=_same_currency(self.currency, other.currency), facility_kwh_by_location_source=sources, **summed
+            currency=_same_currency(self.currency, other.currency), facility_kwh_by_location_source=sources, **added
         )
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.generation_tokens
 
+    # Two kinds of per-token figure, never mixed up: "per output token" divides by the
+    # generation tokens only (the convention of price lists and of the H100 vs RTX 4090
+    # study); "per token" divides by input + output tokens (prompt + generation).
+
     @property
     def cost_per_1m_tokens(self) -> Decimal | None:
-        """Cost (currency) per million tokens; ``None`` without tokens."""
+        """Cost (currency) per million tokens, input + output; ``None`` without tokens."""
         return _per_token(self.cost, self.tokens, TOKENS_PER_MILLION)
 
     @property
+    def cost_per_1m_output_tokens(self) -> Decimal | None:
+        """Cost (currency) per million output (generation) tokens; ``None`` without output tokens."""
+        return _per_token(self.cost, self.generation_tokens, TOKENS_PER_MILLION)
+
+    @property
     def it_j_per_token(self) -> Decimal | None:
-        """IT energy (before PUE) in J per token: the node boundary where metered, else the GPU boundary."""
+        """IT energy (before PUE) in J per token, input + output; ``None`` without tokens."""
         return _per_token(j_from_kwh(self.it_kwh), self.tokens, Decimal(1))
+
+    @property
+    def it_j_per_output_token(self) -> Decimal | None:
+        """IT energy (before PUE) in J per output (generation) token; ``None`` without output tokens."""
+        return _per_token(j_from_kwh(self.it_kwh), self.generation_tokens, Decimal(1))
 
     @property
     def gpu_j_per_token(self) -> Decimal | None:
@@ -142,18 +212,40 @@ class LedgerTotals:
 
     @property
     def facility_j_per_token(self) -> Decimal | None:
-        """Facility energy (after PUE) in J per token; ``None`` without tokens."""
+        """Facility energy (after PUE) in J per token, input + output; ``None`` without tokens."""
         return _per_token(j_from_kwh(self.facility_kwh), self.tokens, Decimal(1))
 
     @property
+    def facility_j_per_output_token(self) -> Decimal | None:
+        """Facility energy (after PUE) in J per output (generation) token; ``None`` without output tokens."""
+        return _per_token(j_from_kwh(self.facility_kwh), self.generation_tokens, Decimal(1))
+
+    @property
     def sci_g_per_1k_tokens(self) -> Decimal | None:
-        """SCI: (location-based operational g + central embodied g) / tokens x 1000; ``None`` without tokens."""
+        """SCI: (location-based operational g + central embodied g) / tokens (input + output) x 1000."""
         return _per_token(self.location_co2e_g + self.embodied_co2e_g.central, self.tokens, TOKENS_PER_THOUSAND)
+
+    @property
+    def sci_g_per_1k_output_tokens(self) -> Decimal | None:
+        """(location-based operational g + central embodied g) / output (generation) tokens x 1000."""
+        return _per_token(
+            self.location_co2e_g + self.embodied_co2e_g.central, self.generation_tokens, TOKENS_PER_THOUSAND
+        )
 
     @property
     def market_g_per_1k_tokens(self) -> Decimal | None:
         """(market-based operational g + central embodied g) / tokens x 1000; ``None`` without tokens."""
         return _per_token(self.market_co2e_g + self.embodied_co2e_g.central, self.tokens, TOKENS_PER_THOUSAND)
+
+    @property
+    def cost_per_gpu_h(self) -> Decimal | None:
+        """Cost (currency) per GPU-hour held; ``None`` when no GPU was held."""
+        return _ratio(self.cost, self.gpu_h)
+
+    @property
+    def electricity_cost_per_kwh(self) -> Decimal | None:
+        """Electricity cost (currency) per facility kWh that had a price (the tariff paid, energy-weighted)."""
+        return _ratio(self.electricity_cost, self.facility_kwh - self.unpriced_facility_kwh)
 
     @property
     def idle_share(self) -> Decimal | None:
@@ -171,7 +263,7 @@ class LedgerTotals:
         return _ratio(self.observed_s, self.held_h * S_PER_H)
 
 
-_NOT_SUMMED = frozenset({"currency", "facility_kwh_by_location_source"})
+_SUMMED = summed_fields(LedgerTotals)
 
 
 def _same_currency(a: str | None, b: str | None) -> str | None:

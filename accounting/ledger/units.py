@@ -49,6 +49,34 @@ def money_quantize(value: Decimal, currency: str) -> Decimal:
     return value.quantize(exponent, rounding=ROUND_HALF_UP)
 
 
+UNIT_FIGURE_DIGITS = 4
+"""Significant digits shown of a unit figure (per 1M tokens, per GPU-hour, per kWh, J per token, g per 1k tokens)."""
+
+
+def significant(value: Decimal, digits: int = UNIT_FIGURE_DIGITS) -> Decimal:
+    """``value`` half up to ``digits`` significant digits, in plain notation: the one rounding of unit figures.
+
+    A unit figure is a quotient (cost per 1M tokens, gCO2e per 1k tokens, J per
+    token ...): rounding it to the currency's minor unit would show 0.0982 USD
+    as 0.10, so it keeps a fixed number of significant digits instead,
+    trailing zeros included (``0.09820``, ``4.640``, ``12350``). Zero stays 0.
+    """
+    if not value.is_finite():
+        raise ValueError(f"not a finite number: {value!r}")
+    if value == 0:
+        return Decimal(0)
+    shown = _to_digits(value, value.adjusted() - digits + 1)
+    if shown.adjusted() > value.adjusted():  # 9.9996 -> 10.000 has one digit too many
+        shown = _to_digits(shown, shown.adjusted() - digits + 1)
+    return shown
+
+
+def _to_digits(value: Decimal, exponent: int) -> Decimal:
+    rounded = value.quantize(Decimal(1).scaleb(exponent), rounding=ROUND_HALF_UP)
+    # 12345 to 4 digits is 1.235E+4 as quantized; shown as 12350, never in exponent notation.
+    return rounded.quantize(Decimal(1)) if exponent > 0 else rounded
+
+
 def kwh_from_j(energy_j: Decimal) -> Decimal:
     """Energy in kWh from energy in joules."""
     return energy_j / J_PER_KWH

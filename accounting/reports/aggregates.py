@@ -1,21 +1,26 @@
 """SQL sums over ledger lines, and the ``LedgerSums`` they make.
 
 Every report reads ``NodeHourLedger`` through these aggregates, so the same
-column always means the same thing. Annotation names carry an ``s_`` prefix:
+column always means the same thing. They are not written here: each is the SQL
+form of a figure declared once with ``accounting.ledger.totals.summed`` on
+``LedgerTotals`` (or ``LedgerSums``), the declaration ``LedgerTotals.of_line``
+applies to a single line. Annotation names carry an ``s_`` prefix:
 Django refuses an annotation named like a model field.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Aggregate, Count, DecimalField, FloatField, Q, Sum
+from django.db.models import Aggregate, Count, DecimalField, F, FloatField, Q, Sum
 
-from accounting.ledger import ElectricityStatus, EmbodiedG, LedgerTotals
-from accounting.ledger.units import ZERO
-from accounting.ledger_store import UNPRICED
+from accounting.ledger import ElectricityStatus, LedgerTotals
+from accounting.ledger.line import NO_PRICE_ID
+from accounting.ledger.totals import KNOWN, Prefix, Summed, summed_fields
 from accounting.reports.metrics import LedgerSums
 
 # As the ledger's own columns: unrounded, 12 decimal places.
@@ -26,7 +31,7 @@ LOCATION_HOURLY = Q(location_co2e_g__isnull=False, location_is_fallback=False)
 LOCATION_ANNUAL = Q(location_co2e_g__isnull=False, location_is_fallback=True)
 LOCATION_UNKNOWN = Q(location_co2e_g__isnull=True)
 # A node-hour with telemetry and no price, asset or tariff in force: unpriced, never free.
-UNPRICED_WITH_TELEMETRY = (Q(pricing_price_id=UNPRICED) | Q(electricity_status=ElectricityStatus.UNPRICED)) & (
+UNPRICED_WITH_TELEMETRY = (Q(pricing_price_id=NO_PRICE_ID) | Q(electricity_status=ElectricityStatus.UNPRICED)) & (
     Q(observed_s__gt=0) | Q(it_kwh__gt=0) | Q(prompt_tokens__gt=0) | Q(generation_tokens__gt=0)
 )
 
@@ -36,99 +41,62 @@ def amount_sum(expression: Any, *, where: Q | None = None) -> Sum:
     return Sum(expression, filter=where, output_field=AMOUNT)
 
 
-def _carbon_energy_sums() -> dict[str, Aggregate]:
-    return {
-        "s_lines": Count("id"),
-        "s_held_h": amount_sum("held_h"),
-        "s_gpu_h": amount_sum("gpu_h"),
-        "s_observed_s": amount_sum("observed_s"),
-        "s_bridged_s": amount_sum("bridged_s"),
-        "s_it_kwh": amount_sum("it_kwh"),
-        "s_gpu_kwh": amount_sum("gpu_kwh"),
-        "s_node_metered_kwh": amount_sum("it_kwh", where=Q(energy_method="node_meter")),
-        "s_node_modelled_kwh": amount_sum("it_kwh", where=Q(energy_method="modelled")),
-        "s_facility_kwh": amount_sum("facility_kwh"),
-        "s_location_co2e_g": amount_sum("location_co2e_g"),
-        "s_location_unknown_kwh": amount_sum("facility_kwh", where=LOCATION_UNKNOWN),
-        "s_market_co2e_g": amount_sum("market_co2e_g"),
-        "s_market_unknown_kwh": amount_sum("facility_kwh", where=Q(market_co2e_g__isnull=True)),
-        "s_embodied_low": amount_sum("embodied_co2e_g_low"),
-        "s_embodied_central": amount_sum("embodied_co2e_g_central"),
-        "s_embodied_high": amount_sum("embodied_co2e_g_high"),
-        "s_embodied_unknown_gpu_h": amount_sum("embodied_unknown_gpu_h"),
-        "s_prompt_tokens": Sum("prompt_tokens"),
-        "s_generation_tokens": Sum("generation_tokens"),
-        "s_idle_gpu_h": amount_sum("idle_gpu_h"),
-        "s_idle_facility_kwh": amount_sum("idle_facility_kwh"),
-        "s_hardware_unpriced_h": amount_sum("held_h", where=Q(pricing_price_id=UNPRICED)),
-        "s_electricity_unpriced_h": amount_sum("held_h", where=Q(electricity_status=ElectricityStatus.UNPRICED)),
-        "s_unpriced_hours": Count("id", filter=UNPRICED_WITH_TELEMETRY),
-        "s_energy_counter_j": Sum("energy_counter_j", output_field=FloatField()),
-        "s_energy_integrated_j": Sum("energy_integrated_j", output_field=FloatField()),
-    }
+# Every summed figure, as declared once on LedgerTotals and LedgerSums (``summed``): name → (how, zero).
+_SUMMED = {**summed_fields(LedgerTotals), **summed_fields(LedgerSums)}
+# Figures whose condition the declaration cannot say (an OR of columns), summed here alone.
+_COUNTED = {"s_unpriced_hours": Count("id", filter=UNPRICED_WITH_TELEMETRY)}
 
 
-def _money_sums() -> dict[str, Aggregate]:
-    return {
-        "s_electricity_cost": amount_sum("electricity_cost"),
-        "s_unpriced_kwh": amount_sum("facility_kwh", where=Q(electricity_status=ElectricityStatus.UNPRICED)),
-        "s_hardware_cost": amount_sum("hardware_cost"),
-        "s_cost": amount_sum("cost"),
-        "s_idle_cost": amount_sum("idle_cost"),
-    }
+def _where(where: tuple[tuple[str, Any], ...]) -> Q | None:
+    """The SQL form of ``Summed.where`` (all conditions hold)."""
+    if not where:
+        return None
+    return functools.reduce(operator.and_, (_condition(column, value) for column, value in where))
+
+
+def _condition(column: str, value: Any) -> Q:
+    if value is KNOWN:
+        return Q(**{f"{column}__isnull": False})
+    if isinstance(value, Prefix):
+        return Q(**{f"{column}__startswith": value.text})
+    return Q(**{f"{column}__isnull": True}) if value is None else Q(**{column: value})
+
+
+def _aggregate(spec: Summed, zero: Any) -> Aggregate:
+    """The SQL sum of a declared figure over stored lines, in the unit and type of its zero."""
+    where = _where(spec.where)
+    if not spec.columns:
+        return Count("id", filter=where)
+    expression = functools.reduce(operator.mul, (F(column) for column in spec.columns))
+    if isinstance(zero, Decimal):
+        return amount_sum(expression, where=where)
+    if isinstance(zero, float):
+        return Sum(expression, filter=where, output_field=FloatField())
+    return Sum(expression, filter=where)
 
 
 def ledger_sums(*, money: bool = True) -> dict[str, Aggregate]:
-    """The aggregates ``ledger_sums_from`` reads. Money only makes sense grouped by currency."""
-    return {**_carbon_energy_sums(), **(_money_sums() if money else {})}
-
-
-_SUM_KEYS = tuple(ledger_sums())
-
-
-def _decimal(value: Any) -> Decimal:
-    return ZERO if value is None else Decimal(value)
+    """The aggregates ``ledger_sums_from`` reads, ``s_<figure>``. Money only makes sense grouped by currency."""
+    declared = {
+        f"s_{name}": _aggregate(spec, zero) for name, (spec, zero) in _SUMMED.items() if money or not spec.money
+    }
+    return {**declared, **_COUNTED}
 
 
 def ledger_sums_from(values: Mapping[str, Any], *, currency: str | None) -> LedgerSums:
-    """``LedgerSums`` from one row of ``ledger_sums`` (absent money sums count as zero)."""
-    d = {key: _decimal(values.get(key)) for key in _SUM_KEYS}
-    totals = LedgerTotals(
-        currency=currency,
-        lines=int(values.get("s_lines") or 0),
-        held_h=d["s_held_h"],
-        gpu_h=d["s_gpu_h"],
-        observed_s=d["s_observed_s"],
-        bridged_s=d["s_bridged_s"],
-        it_kwh=d["s_it_kwh"],
-        gpu_kwh=d["s_gpu_kwh"],
-        facility_kwh=d["s_facility_kwh"],
-        electricity_cost=d["s_electricity_cost"],
-        unpriced_facility_kwh=d["s_unpriced_kwh"],
-        hardware_cost=d["s_hardware_cost"],
-        cost=d["s_cost"],
-        location_co2e_g=d["s_location_co2e_g"],
-        location_unknown_facility_kwh=d["s_location_unknown_kwh"],
-        market_co2e_g=d["s_market_co2e_g"],
-        market_unknown_facility_kwh=d["s_market_unknown_kwh"],
-        embodied_co2e_g=EmbodiedG(d["s_embodied_low"], d["s_embodied_central"], d["s_embodied_high"]),
-        embodied_unknown_gpu_h=d["s_embodied_unknown_gpu_h"],
-        prompt_tokens=int(d["s_prompt_tokens"]),
-        generation_tokens=int(d["s_generation_tokens"]),
-        idle_gpu_h=d["s_idle_gpu_h"],
-        idle_cost=d["s_idle_cost"],
-        idle_facility_kwh=d["s_idle_facility_kwh"],
-    )
+    """``LedgerSums`` from one row of ``ledger_sums`` (absent sums, money without ``money``, count as zero)."""
+    summed = {name: _as(zero, values.get(f"s_{name}")) for name, (_, zero) in _SUMMED.items()}
+    totals_names = summed_fields(LedgerTotals)
     return LedgerSums(
-        totals=totals,
+        totals=LedgerTotals(currency=currency, **{name: summed[name] for name in totals_names}),
         electricity_known=values.get("s_electricity_cost") is not None,
         location_known=values.get("s_location_co2e_g") is not None,
         market_known=values.get("s_market_co2e_g") is not None,
-        hardware_unpriced_h=d["s_hardware_unpriced_h"],
-        electricity_unpriced_h=d["s_electricity_unpriced_h"],
-        unpriced_hours=int(d["s_unpriced_hours"]),
-        node_metered_kwh=d["s_node_metered_kwh"],
-        node_modelled_kwh=d["s_node_modelled_kwh"],
-        energy_counter_j=float(values.get("s_energy_counter_j") or 0.0),
-        energy_integrated_j=float(values.get("s_energy_integrated_j") or 0.0),
+        **{name: value for name, value in summed.items() if name not in totals_names},
+        unpriced_hours=int(values.get("s_unpriced_hours") or 0),
     )
+
+
+def _as(zero: Any, value: Any) -> Any:
+    """A SQL sum in the type of the figure's zero (``None``, no row: the zero)."""
+    return zero if value is None else type(zero)(value)

@@ -29,7 +29,7 @@ from accounting.ledger import CurrencyMismatchError
 from accounting.reports.authentication import PersonalTokenAuthentication
 from accounting.reports.output import comparison_row_output, sustainability_output, usage_row_output
 from accounting.reports.periods import Granularity
-from accounting.reports.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_response
+from accounting.reports.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
 from accounting.reports.scope import (
     report_filters,
     report_fleet_ids,
@@ -45,12 +45,15 @@ from accounting.reports.selectors import (
     sustainability_report,
 )
 from accounting.reports.serializers import (
+    PER_TOKEN_FIGURES,
     ComparisonRowSerializer,
     FactorSerializer,
+    GridHourSerializer,
     PeriodInputSerializer,
     ScopeInputSerializer,
     UsageRowSerializer,
     number,
+    per_unit_field,
 )
 
 # Usage rows per page: a month of daily rows for 16 groups; CSV is never paged.
@@ -148,7 +151,11 @@ class UsageReportView(ReportView):
         summary="Cost, energy, carbon and tokens per period bucket and group",
         description=(
             "Rows are period buckets (UTC) x group, ordered by bucket then group key, paged with limit/offset. "
-            "Money is rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
+            "Per-token figures come in two kinds: `*_per_1m_output_tokens` / `*_per_output_token` divide by "
+            "output (generation) tokens only, as LLM price lists do; the same names without `output` divide by "
+            "input + output tokens (prompt tokens served from a prefix cache included). Unit figures keep 4 "
+            'significant digits (money ones as decimal strings, e.g. "0.09820"). '
+            "Money amounts are rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
             "refused (400): filter by currency or group by site or currency. With `Accept: text/csv` or "
             "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields."
         ),
@@ -211,8 +218,15 @@ class FleetComparisonView(ReportView):
         operation_id="reports_comparison",
         summary="Fleets side by side: throughput, TTFT, cost, energy and carbon per token, utilization",
         description=(
-            "Throughput is tokens per second of endpoint-hours that served tokens; TTFT P50/P99 come from the "
-            "period's histograms merged (bucket layouts coarsened onto their shared bounds). With `baseline`, "
+            "Leads with figures per output token: `cost_per_1m_output_tokens`, `it_j_per_output_token`, "
+            "`gco2e_per_1m_output_tokens` and `generation_tokens_per_s` divide by output (generation) tokens "
+            "only, as LLM price lists do; the same names without `output` divide by input + output tokens. "
+            "Unit figures keep 4 significant digits (money ones as decimal strings). Throughput is per second "
+            "of endpoint-hours that served tokens. TTFT P50/P90/P99 are interpolated within their histogram "
+            "bucket as Prometheus's histogram_quantile does, each with that bucket's bounds "
+            "(`ttft_p99_bucket_low_ms`, `ttft_p99_bucket_high_ms`), from the period's histograms merged "
+            "(bucket layouts coarsened onto their shared bounds); TGI's queue-based figure is a lower bound, "
+            "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. With `baseline`, "
             "each figure is also given as a ratio to the baseline fleet as a whole (null where undefined, and "
             "for money in another currency). CSV: `Accept: text/csv` or `?format=csv`."
         ),
@@ -250,12 +264,16 @@ class FleetComparisonView(ReportView):
 def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The report as ``metric,value`` lines: each figure, then each factor's fields."""
     for name, value in shown.items():
-        if name != "factors":
+        if name not in ("factors", "grid_hours"):
             yield {"metric": name, "value": value}
     for factor in shown["factors"]:
         prefix = f"factor:{factor['scope']}:{factor['source']}"
         for name in ("origin", "licence", "attribution", "facility_kwh", "held_h"):
             yield {"metric": f"{prefix}:{name}", "value": factor[name]}
+    for hour in shown["grid_hours"]:
+        prefix = f"grid:{hour['zone']}:{csv_cell(hour['hour_start'])}:{hour['source'] or '-'}"
+        for name in ("gco2e_per_kwh", "kind", "facility_kwh"):
+            yield {"metric": f"{prefix}:{name}", "value": hour[name]}
 
 
 class SustainabilityReportView(ReportView):
@@ -289,8 +307,11 @@ class SustainabilityReportView(ReportView):
         node_modelled_kwh = number("the part of it_kwh at the node boundary with the host modelled from its profile")
         facility_kwh = number("facility energy, kWh")
         pue = number("PUE used, energy-weighted: facility kWh / IT kWh")
-        tokens = serializers.IntegerField()
-        sci_gco2e_per_1k_tokens = number("SCI: (location-based + embodied central) gCO2e / tokens x 1000")
+        tokens = serializers.IntegerField(help_text="input + output (prompt + generation) tokens")
+        prompt_tokens = serializers.IntegerField(help_text="input tokens, prefix-cache hits included")
+        generation_tokens = serializers.IntegerField(help_text="output tokens")
+        sci_gco2e_per_1k_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_output_tokens"])
+        sci_gco2e_per_1k_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_tokens"])
         energy_counter_share = number("share of GPU energy measured by the NVML energy counter (0-1)")
         energy_integrated_share = number("share of GPU energy integrated from power samples (0-1)")
         grid_hourly_energy_share = number("share of facility energy weighed with a live or uploaded hourly value")
@@ -299,6 +320,8 @@ class SustainabilityReportView(ReportView):
         grid_hourly_h = number("node-hours with a live or uploaded hourly grid value")
         grid_annual_h = number("node-hours with the annual-average fallback")
         grid_unknown_h = number("node-hours with no grid intensity")
+        idle_gpu_h = number("GPU-hours that served no tokens below the utilization threshold")
+        idle_facility_kwh = number("facility kWh of idle GPUs (their own and their share of the host's)")
         held_h = number("node-hours held")
         observed_h = number("node-hours measured: samples at most the max gap apart")
         bridged_h = number(
@@ -313,6 +336,9 @@ class SustainabilityReportView(ReportView):
             help_text="node-hours with telemetry but no price, asset or tariff in force: unpriced, never free"
         )
         factors = FactorSerializer(many=True, help_text="every emission factor source used, with its licence")
+        grid_hours = GridHourSerializer(
+            many=True, help_text="each zone-hour's grid intensity with its source and kind, by zone and hour"
+        )
 
     @extend_schema(
         operation_id="reports_sustainability",
@@ -320,7 +346,8 @@ class SustainabilityReportView(ReportView):
         description=(
             "One organization over a period (`period=2026`, `2026-Q4`, `2026-11`, or start/end). Lists every "
             "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
-            "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`."
+            "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`, each zone-hour's "
+            "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`."
         ),
         parameters=[InputSerializer],
         responses={

@@ -11,12 +11,17 @@ time hours (``*_s``: seconds). Nothing is rounded here.
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
-from accounting.ledger import LedgerTotals
+from accounting.ledger import ElectricityStatus, LedgerTotals
+from accounting.ledger.line import NO_PRICE_ID, EnergyMethod
+from accounting.ledger.totals import KNOWN, Prefix, conditions_hold, summed, summed_fields
 from accounting.ledger.units import ZERO
-from telemetry.histogram import Histogram, histogram_quantile
+from telemetry.histogram import Histogram, histogram_quantile, histogram_quantile_bucket
 
 TOKENS_PER_MILLION = 1_000_000
 G_PER_1K_TO_G_PER_1M = Decimal(1000)
@@ -27,6 +32,24 @@ def ratio(value: Decimal | float | None, baseline: Decimal | float | None) -> fl
     if value is None or baseline is None or baseline == 0:
         return None
     return float(value) / float(baseline)
+
+
+# The kind of an hour's grid intensity, from its ledger line: the annual average standing in
+# for a missing hour, simulated values (the demo's), the organization's uploaded hourly values;
+# any other known value is a live provider's. One rule for the sums and for each line's label.
+GRID_KINDS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "annual": (("location_is_fallback", True),),
+    "simulated": (("location_is_fallback", False), ("location_source", Prefix("simulated"))),
+    "upload": (("location_is_fallback", False), ("location_source", Prefix("csv:"))),
+}
+_LOCATION_KNOWN = ("location_co2e_g", KNOWN)
+
+
+def grid_kind(columns: Mapping[str, Any]) -> str:
+    """live, upload, annual, simulated or unknown: the kind of intensity a stored line was weighed with."""
+    if columns["location_co2e_g"] is None:
+        return "unknown"
+    return next((kind for kind, where in GRID_KINDS.items() if conditions_hold(where, columns)), "live")
 
 
 @dataclass(frozen=True)
@@ -47,13 +70,19 @@ class LedgerSums:
     electricity_known: bool = False
     location_known: bool = False
     market_known: bool = False
-    hardware_unpriced_h: Decimal = ZERO
-    electricity_unpriced_h: Decimal = ZERO
+    # Counted in SQL with a condition the declaration cannot say (any telemetry at all): see aggregates.
     unpriced_hours: int = 0
-    node_metered_kwh: Decimal = ZERO
-    node_modelled_kwh: Decimal = ZERO
-    energy_counter_j: float = 0.0
-    energy_integrated_j: float = 0.0
+    # Sums the stored lines hold beyond the ledger's own (declared as LedgerTotals' are).
+    hardware_unpriced_h: Decimal = summed("held_h", where=(("pricing_price_id", NO_PRICE_ID),))
+    electricity_unpriced_h: Decimal = summed("held_h", where=(("electricity_status", ElectricityStatus.UNPRICED),))
+    node_metered_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.NODE_METER),))
+    node_modelled_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.MODELLED),))
+    energy_counter_j: float = summed(default=0.0)
+    energy_integrated_j: float = summed(default=0.0)
+    # Facility kWh by the kind of location intensity they were weighed with (the rest known is live).
+    location_annual_facility_kwh: Decimal = summed("facility_kwh", where=(_LOCATION_KNOWN, *GRID_KINDS["annual"]))
+    location_simulated_facility_kwh: Decimal = summed("facility_kwh", where=(_LOCATION_KNOWN, *GRID_KINDS["simulated"]))
+    location_upload_facility_kwh: Decimal = summed("facility_kwh", where=(_LOCATION_KNOWN, *GRID_KINDS["upload"]))
 
     @property
     def electricity_cost(self) -> Decimal | None:
@@ -77,9 +106,20 @@ class LedgerSums:
         return self.totals.sci_g_per_1k_tokens if self.location_known else None
 
     @property
+    def sci_g_per_1k_output_tokens(self) -> Decimal | None:
+        """(location-based operational + central embodied) gCO2e / output (generation) tokens x 1000."""
+        return self.totals.sci_g_per_1k_output_tokens if self.location_known else None
+
+    @property
     def g_per_1m_tokens(self) -> Decimal | None:
-        """The SCI per million tokens: (location + central embodied) gCO2e / tokens x 1e6."""
+        """The SCI per million tokens (input + output): (location + central embodied) gCO2e / tokens x 1e6."""
         sci = self.sci_g_per_1k_tokens
+        return None if sci is None else sci * G_PER_1K_TO_G_PER_1M
+
+    @property
+    def g_per_1m_output_tokens(self) -> Decimal | None:
+        """(location + central embodied) gCO2e / output (generation) tokens x 1e6."""
+        sci = self.sci_g_per_1k_output_tokens
         return None if sci is None else sci * G_PER_1K_TO_G_PER_1M
 
     @property
@@ -88,10 +128,41 @@ class LedgerSums:
         return None if self.totals.it_kwh == 0 else self.totals.facility_kwh / self.totals.it_kwh
 
     @property
+    def location_gco2e_per_kwh(self) -> Decimal | None:
+        """The grid intensity the location-based carbon was weighed with, energy-weighted (g/kWh).
+
+        For one node-hour, that hour's value. ``None`` when no kWh had an intensity.
+        """
+        known_kwh = self.totals.facility_kwh - self.totals.location_unknown_facility_kwh
+        return None if known_kwh == 0 or not self.location_known else self.totals.location_co2e_g / known_kwh
+
+    def grid_kind_shares(self) -> dict[str, float | None]:
+        """Share (0-1) of facility kWh weighed with each kind of grid intensity: live, upload (the
+        organization's own hourly values), annual (average standing in), simulated (demo), unknown."""
+        totals = self.totals
+        known = totals.facility_kwh - totals.location_unknown_facility_kwh
+        parts = {
+            "annual": self.location_annual_facility_kwh,
+            "simulated": self.location_simulated_facility_kwh,
+            "upload": self.location_upload_facility_kwh,
+        }
+        live = known - sum(parts.values(), ZERO)
+        kinds = {"live": live, **parts, "unknown": totals.location_unknown_facility_kwh}
+        return {kind: ratio(kwh, totals.facility_kwh) for kind, kwh in kinds.items()}
+
+    @property
+    def node_meter_share(self) -> float | None:
+        """Share (0-1) of IT energy measured by a node meter; the rest is the sum of the GPUs' board energy."""
+        return ratio(self.node_metered_kwh, self.totals.it_kwh)
+
+    @property
     def energy_counter_share(self) -> float | None:
         """Share (0-1) of GPU energy measured by the NVML energy counter; the rest was integrated."""
         whole = self.energy_counter_j + self.energy_integrated_j
         return None if whole == 0 else self.energy_counter_j / whole
+
+
+_SUMS_SUMMED = summed_fields(LedgerSums)
 
 
 def ledger_sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
@@ -101,14 +172,20 @@ def ledger_sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
         electricity_known=a.electricity_known or b.electricity_known,
         location_known=a.location_known or b.location_known,
         market_known=a.market_known or b.market_known,
-        hardware_unpriced_h=a.hardware_unpriced_h + b.hardware_unpriced_h,
         unpriced_hours=a.unpriced_hours + b.unpriced_hours,
-        node_metered_kwh=a.node_metered_kwh + b.node_metered_kwh,
-        node_modelled_kwh=a.node_modelled_kwh + b.node_modelled_kwh,
-        electricity_unpriced_h=a.electricity_unpriced_h + b.electricity_unpriced_h,
-        energy_counter_j=a.energy_counter_j + b.energy_counter_j,
-        energy_integrated_j=a.energy_integrated_j + b.energy_integrated_j,
+        **{name: getattr(a, name) + getattr(b, name) for name in _SUMS_SUMMED},
     )
+
+
+class TtftBasis(enum.StrEnum):
+    """What a TTFT figure measures: the time to the first token (vLLM, SGLang), or a lower bound of it.
+
+    TGI exposes no TTFT histogram: its queue-duration histogram (queue time,
+    before the prefill) stands in, so every quantile from it is a lower bound.
+    """
+
+    MEASURED = "measured"
+    LOWER_BOUND = "lower_bound"
 
 
 @dataclass(frozen=True)
@@ -116,25 +193,72 @@ class ServingSums:
     """Hourly serving usage summed: tokens and seconds of endpoint-hours that served tokens, TTFT merged.
 
     ``serving_s`` counts the observed seconds of endpoint-hours with at least one
-    token, so throughput is tokens per second *while serving*.
+    token, so throughput is tokens per second *while serving*. ``cached_prompt_tokens``:
+    prompt tokens served from the prefix cache (``None`` where no server exposes it),
+    of ``prompt_tokens_cache_known`` prompt tokens whose server does. ``ttft``: merged
+    histograms of endpoints that measure TTFT (vLLM, SGLang); ``ttft_lower_bound``:
+    TGI's queue-duration histograms (a lower bound of TTFT). The two are never
+    merged: TTFT figures come from ``ttft`` when any endpoint measured it, else
+    from ``ttft_lower_bound``, and ``ttft_basis`` says which.
     """
 
     serving_s: float = 0.0
     prompt_tokens: int = 0
     generation_tokens: int = 0
     ttft: Histogram | None = None
+    ttft_lower_bound: Histogram | None = None
+    cached_prompt_tokens: int | None = None
+    prompt_tokens_cache_known: int = 0
+
+    @property
+    def prefix_cache_hit_share(self) -> float | None:
+        """Share (0-1) of prompt tokens served from the prefix cache, over endpoint-hours whose server says.
+
+        Those tokens are in ``prompt_tokens`` and so in every per-token figure (input + output).
+        """
+        if self.cached_prompt_tokens is None or self.prompt_tokens_cache_known == 0:
+            return None
+        return self.cached_prompt_tokens / self.prompt_tokens_cache_known
 
     @property
     def tokens_per_s(self) -> float | None:
+        """Input + output tokens per second while serving."""
         tokens = self.prompt_tokens + self.generation_tokens
         return None if self.serving_s == 0 else tokens / self.serving_s
 
     @property
     def generation_tokens_per_s(self) -> float | None:
+        """Output (generation) tokens per second while serving."""
         return None if self.serving_s == 0 else self.generation_tokens / self.serving_s
 
+    @property
+    def ttft_basis(self) -> TtftBasis | None:
+        if self.ttft is not None and self.ttft.total:
+            return TtftBasis.MEASURED
+        if self.ttft_lower_bound is not None and self.ttft_lower_bound.total:
+            return TtftBasis.LOWER_BOUND
+        return None
+
+    @property
+    def ttft_shown(self) -> Histogram | None:
+        """The histogram the TTFT figures come from (see ``ttft_basis``)."""
+        basis = self.ttft_basis
+        return None if basis is None else self.ttft if basis is TtftBasis.MEASURED else self.ttft_lower_bound
+
+    @property
+    def ttft_lower_bound_requests_left_out(self) -> int:
+        """Requests of lower-bound (TGI) histograms not in the TTFT figures, because measured ones were."""
+        if self.ttft_basis is not TtftBasis.MEASURED or self.ttft_lower_bound is None:
+            return 0
+        return self.ttft_lower_bound.total
+
     def ttft_quantile_s(self, q: float) -> float | None:
-        return None if self.ttft is None else histogram_quantile(q, self.ttft)
+        shown = self.ttft_shown
+        return None if shown is None else histogram_quantile(q, shown)
+
+    def ttft_quantile_bucket_s(self, q: float) -> tuple[float, float | None] | None:
+        shown = self.ttft_shown
+        return None if shown is None else histogram_quantile_bucket(q, shown)
 
 
 @dataclass(frozen=True)
@@ -155,7 +279,8 @@ class ComparisonStats:
 
     ``gpu_model``: the profile key (``"mixed"`` for a fleet of several models,
     ``None`` for hours whose node-hour has no ledger line yet); ``gpu_class``:
-    enterprise or consumer, from the hardware profile.
+    enterprise or consumer, from the hardware profile; ``embodied_sources``: the
+    catalog's (or the organization's) sources of the model's embodied factors.
     """
 
     fleet_id: int
@@ -165,6 +290,7 @@ class ComparisonStats:
     sums: LedgerSums
     serving: ServingSums
     utilization: UtilizationSums
+    embodied_sources: str | None = None
 
     @property
     def currency(self) -> str | None:
@@ -183,16 +309,32 @@ class ComparisonStats:
         return self.serving.ttft_quantile_s(0.5)
 
     @property
+    def ttft_p90_s(self) -> float | None:
+        return self.serving.ttft_quantile_s(0.9)
+
+    @property
     def ttft_p99_s(self) -> float | None:
         return self.serving.ttft_quantile_s(0.99)
+
+    @property
+    def cost_per_1m_output_tokens(self) -> Decimal | None:
+        return self.sums.totals.cost_per_1m_output_tokens
 
     @property
     def cost_per_1m_tokens(self) -> Decimal | None:
         return self.sums.totals.cost_per_1m_tokens
 
     @property
+    def it_j_per_output_token(self) -> Decimal | None:
+        return self.sums.totals.it_j_per_output_token
+
+    @property
     def it_j_per_token(self) -> Decimal | None:
         return self.sums.totals.it_j_per_token
+
+    @property
+    def g_per_1m_output_tokens(self) -> Decimal | None:
+        return self.sums.g_per_1m_output_tokens
 
     @property
     def g_per_1m_tokens(self) -> Decimal | None:
@@ -208,18 +350,23 @@ class ComparisonStats:
 
 
 # What the comparison puts beside the baseline, as ratios (value / baseline value).
+# Per output token first: the figure the comparison leads with.
 COMPARED_METRICS = (
-    "tokens_per_s",
     "generation_tokens_per_s",
+    "tokens_per_s",
     "ttft_p50_s",
+    "ttft_p90_s",
     "ttft_p99_s",
+    "cost_per_1m_output_tokens",
     "cost_per_1m_tokens",
+    "it_j_per_output_token",
     "it_j_per_token",
+    "g_per_1m_output_tokens",
     "g_per_1m_tokens",
     "mean_util_pct",
     "idle_share",
 )
-_MONEY_METRICS = frozenset({"cost_per_1m_tokens"})
+_MONEY_METRICS = frozenset({"cost_per_1m_output_tokens", "cost_per_1m_tokens"})
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,11 @@
 """Report figures as shown: the one place they are rounded, into plain dicts for the serializers and CSV.
 
-Money is rounded once, here, with ``money_quantize(value, currency)``, from
-unrounded sums: a total is never the sum of rounded parts. Other quantities are
-floats at a fixed precision per unit (``PLACES``). A figure that is undefined
+Money amounts (totals, per fleet, per line) are rounded once, here, with
+``money_quantize(value, currency)``, from unrounded sums: a total is never the
+sum of rounded parts. Unit figures (cost per 1M tokens, J per token, gCO2e per
+1k or 1M tokens: quotients) keep 4 significant digits (``significant``): money
+ones as decimal strings, the others as numbers. Other quantities are floats at
+a fixed precision per unit (``PLACES``). A figure that is undefined
 (no tokens, no intensity known, no price in force) stays ``None``, never 0.
 Names carry units: ``_kwh``, ``_kgco2e``, ``_tco2e``, ``_h``, ``_ms``; money
 fields have none because their unit is the row's ``currency``.
@@ -14,9 +17,9 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from accounting.ledger import money_quantize
-from accounting.ledger.units import S_PER_H
-from accounting.reports.metrics import ComparisonRow
-from accounting.reports.selectors import FactorUse, ReportRow, SustainabilityReport
+from accounting.ledger.units import S_PER_H, significant
+from accounting.reports.metrics import ComparisonRow, LedgerSums, ServingSums
+from accounting.reports.selectors import FactorUse, GridHour, ReportRow, SustainabilityReport
 from fleets.models import Organization
 
 # Decimal places shown, per unit.
@@ -27,8 +30,6 @@ PLACES = {
     "h": 6,
     "share": 6,  # 0-1
     "ratio": 4,
-    "j_per_token": 6,
-    "g_per_tokens": 6,
     "ms": 3,
     "per_s": 3,
     "pct": 3,
@@ -54,12 +55,38 @@ def money(value: Decimal | None, currency: str | None) -> Decimal | None:
     return money_quantize(value, currency)
 
 
+def per_unit(value: Decimal | float | None) -> float | None:
+    """A unit figure that is not money (J per token, gCO2e per 1k tokens ...) to 4 significant digits."""
+    if value is None:
+        return None
+    return float(significant(Decimal(str(value)) if isinstance(value, float) else value))
+
+
+def money_per_unit(value: Decimal | None, currency: str | None) -> Decimal | None:
+    """A unit figure in money (cost per 1M tokens ...) to 4 significant digits: 0.0982 stays 0.09820, never 0.10."""
+    if value is None or currency is None:
+        return None
+    return significant(value)
+
+
 def _kg(co2e_g: Decimal | None) -> float | None:
     return None if co2e_g is None else rounded(co2e_g / G_PER_KG, "kg")
 
 
 def _t(co2e_g: Decimal | None) -> float | None:
     return None if co2e_g is None else rounded(co2e_g / G_PER_T, "t")
+
+
+def trace_output(sums: LedgerSums) -> dict[str, Any]:
+    """Where a row's figures came from: energy methods, the grid intensity used and its kinds, as shares of energy."""
+    counter_share = sums.energy_counter_share
+    return {
+        "energy_counter_share": rounded(counter_share, "share"),
+        "energy_integrated_share": None if counter_share is None else rounded(1 - counter_share, "share"),
+        "node_meter_energy_share": rounded(sums.node_meter_share, "share"),
+        "location_gco2e_per_kwh": per_unit(sums.location_gco2e_per_kwh),
+        **{f"grid_{kind}_energy_share": rounded(share, "share") for kind, share in sums.grid_kind_shares().items()},
+    }
 
 
 def usage_row_output(row: ReportRow) -> dict[str, Any]:
@@ -86,13 +113,20 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         "hardware_unpriced_h": rounded(sums.hardware_unpriced_h, "h"),
         "electricity_unpriced_h": rounded(sums.electricity_unpriced_h, "h"),
         "unpriced_hours": sums.unpriced_hours,
+        "cost_per_gpu_h": money_per_unit(totals.cost_per_gpu_h, currency),
+        "electricity_cost_per_kwh": money_per_unit(
+            totals.electricity_cost_per_kwh if sums.electricity_known else None, currency
+        ),
         "prompt_tokens": totals.prompt_tokens,
         "generation_tokens": totals.generation_tokens,
         "tokens": totals.tokens,
-        "cost_per_1m_tokens": money(totals.cost_per_1m_tokens, currency),
-        "it_j_per_token": rounded(totals.it_j_per_token, "j_per_token"),
-        "gpu_j_per_token": rounded(totals.gpu_j_per_token, "j_per_token"),
-        "facility_j_per_token": rounded(totals.facility_j_per_token, "j_per_token"),
+        "cost_per_1m_output_tokens": money_per_unit(totals.cost_per_1m_output_tokens, currency),
+        "cost_per_1m_tokens": money_per_unit(totals.cost_per_1m_tokens, currency),
+        "it_j_per_output_token": per_unit(totals.it_j_per_output_token),
+        "it_j_per_token": per_unit(totals.it_j_per_token),
+        "gpu_j_per_token": per_unit(totals.gpu_j_per_token),
+        "facility_j_per_output_token": per_unit(totals.facility_j_per_output_token),
+        "facility_j_per_token": per_unit(totals.facility_j_per_token),
         "location_kgco2e": _kg(sums.location_co2e_g),
         "market_kgco2e": _kg(sums.market_co2e_g),
         "location_unknown_facility_kwh": rounded(totals.location_unknown_facility_kwh, "kwh"),
@@ -101,57 +135,89 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         "embodied_kgco2e_low": _kg(totals.embodied_co2e_g.low),
         "embodied_kgco2e_high": _kg(totals.embodied_co2e_g.high),
         "embodied_unknown_gpu_h": rounded(totals.embodied_unknown_gpu_h, "h"),
-        "gco2e_per_1k_tokens": rounded(sums.sci_g_per_1k_tokens, "g_per_tokens"),
+        "gco2e_per_1k_output_tokens": per_unit(sums.sci_g_per_1k_output_tokens),
+        "gco2e_per_1k_tokens": per_unit(sums.sci_g_per_1k_tokens),
         "idle_gpu_h": rounded(totals.idle_gpu_h, "h"),
         "idle_cost": money(totals.idle_cost, currency),
+        "idle_facility_kwh": rounded(totals.idle_facility_kwh, "kwh"),
         "idle_share": rounded(totals.idle_share, "share"),
+        **trace_output(sums),
+        "embodied_sources": row.embodied_sources,
     }
 
 
 # Comparison metric (``COMPARED_METRICS``) → the output column of its ratio to the baseline.
 RATIO_COLUMNS = {
-    "tokens_per_s": "tokens_per_s_vs_baseline",
     "generation_tokens_per_s": "generation_tokens_per_s_vs_baseline",
+    "tokens_per_s": "tokens_per_s_vs_baseline",
     "ttft_p50_s": "ttft_p50_vs_baseline",
+    "ttft_p90_s": "ttft_p90_vs_baseline",
     "ttft_p99_s": "ttft_p99_vs_baseline",
+    "cost_per_1m_output_tokens": "cost_per_1m_output_tokens_vs_baseline",
     "cost_per_1m_tokens": "cost_per_1m_tokens_vs_baseline",
+    "it_j_per_output_token": "it_j_per_output_token_vs_baseline",
     "it_j_per_token": "it_j_per_token_vs_baseline",
+    "g_per_1m_output_tokens": "gco2e_per_1m_output_tokens_vs_baseline",
     "g_per_1m_tokens": "gco2e_per_1m_tokens_vs_baseline",
     "mean_util_pct": "mean_util_vs_baseline",
     "idle_share": "idle_share_vs_baseline",
 }
+TTFT_QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
 def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else rounded(seconds * MS_PER_S, "ms")
 
 
+def _ttft_output(serving: ServingSums) -> dict[str, Any]:
+    """TTFT quantiles (interpolated within their bucket), each with its bucket's bounds, and their basis."""
+    shown, basis = serving.ttft_shown, serving.ttft_basis
+    figures: dict[str, Any] = {
+        "ttft_basis": None if basis is None else basis.value,
+        "ttft_requests": None if shown is None else shown.total,
+        "ttft_lower_bound_requests_left_out": serving.ttft_lower_bound_requests_left_out,
+    }
+    for name, q in TTFT_QUANTILES.items():
+        bucket = serving.ttft_quantile_bucket_s(q)
+        figures[f"ttft_{name}_ms"] = _ms(serving.ttft_quantile_s(q))
+        figures[f"ttft_{name}_bucket_low_ms"] = None if bucket is None else _ms(bucket[0])
+        figures[f"ttft_{name}_bucket_high_ms"] = None if bucket is None else _ms(bucket[1])
+    return figures
+
+
 def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
-    """One comparison row as shown (see ``ComparisonRowSerializer``)."""
+    """One comparison row as shown (see ``ComparisonRowSerializer``): per output token first."""
     stats, totals = row.stats, row.stats.sums.totals
-    ttft = stats.serving.ttft
+    currency = stats.currency
     shown = {
         "fleet_id": stats.fleet_id,
         "fleet_name": stats.fleet_name,
         "gpu_model": stats.gpu_model,
         "gpu_class": stats.gpu_class,
-        "currency": stats.currency,
+        "currency": currency,
         "gpu_h": rounded(totals.gpu_h, "h"),
+        "prompt_tokens": totals.prompt_tokens,
+        "generation_tokens": totals.generation_tokens,
         "tokens": totals.tokens,
         "serving_h": rounded(stats.serving.serving_s / float(S_PER_H), "h"),
-        "tokens_per_s": rounded(stats.tokens_per_s, "per_s"),
-        "generation_tokens_per_s": rounded(stats.generation_tokens_per_s, "per_s"),
-        "ttft_requests": None if ttft is None else ttft.total,
-        "ttft_p50_ms": _ms(stats.ttft_p50_s),
-        "ttft_p99_ms": _ms(stats.ttft_p99_s),
-        "cost": money(totals.cost, stats.currency),
-        "cost_per_1m_tokens": money(stats.cost_per_1m_tokens, stats.currency),
+        "cached_prompt_tokens": stats.serving.cached_prompt_tokens,
+        "prefix_cache_hit_share": rounded(stats.serving.prefix_cache_hit_share, "share"),
+        "generation_tokens_per_s": per_unit(stats.generation_tokens_per_s),
+        "tokens_per_s": per_unit(stats.tokens_per_s),
+        **_ttft_output(stats.serving),
+        "cost": money(totals.cost, currency),
+        "cost_per_1m_output_tokens": money_per_unit(stats.cost_per_1m_output_tokens, currency),
+        "cost_per_1m_tokens": money_per_unit(stats.cost_per_1m_tokens, currency),
         "it_kwh": rounded(totals.it_kwh, "kwh"),
-        "it_j_per_token": rounded(stats.it_j_per_token, "j_per_token"),
-        "gco2e_per_1m_tokens": rounded(stats.g_per_1m_tokens, "g_per_tokens"),
+        "it_j_per_output_token": per_unit(stats.it_j_per_output_token),
+        "it_j_per_token": per_unit(stats.it_j_per_token),
+        "gco2e_per_1m_output_tokens": per_unit(stats.g_per_1m_output_tokens),
+        "gco2e_per_1m_tokens": per_unit(stats.g_per_1m_tokens),
         "mean_util_pct": rounded(stats.mean_util_pct, "pct"),
         "idle_share": rounded(stats.idle_share, "share"),
         "unpriced_hours": stats.sums.unpriced_hours,
+        **trace_output(stats.sums),
+        "embodied_sources": stats.embodied_sources,
     }
     ratios = row.vs_baseline
     return shown | {column: rounded(ratios[metric], "ratio") for metric, column in RATIO_COLUMNS.items()}
@@ -185,7 +251,10 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "facility_kwh": rounded(totals.facility_kwh, "kwh"),
         "pue": rounded(sums.pue, "pue"),
         "tokens": totals.tokens,
-        "sci_gco2e_per_1k_tokens": rounded(sums.sci_g_per_1k_tokens, "g_per_tokens"),
+        "prompt_tokens": totals.prompt_tokens,
+        "generation_tokens": totals.generation_tokens,
+        "sci_gco2e_per_1k_output_tokens": per_unit(sums.sci_g_per_1k_output_tokens),
+        "sci_gco2e_per_1k_tokens": per_unit(sums.sci_g_per_1k_tokens),
         "energy_counter_share": rounded(counter_share, "share"),
         "energy_integrated_share": None if counter_share is None else rounded(1 - counter_share, "share"),
         "grid_hourly_energy_share": rounded(grid.energy_share(grid.hourly_facility_kwh), "share"),
@@ -194,6 +263,8 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "grid_hourly_h": rounded(grid.hourly_h, "h"),
         "grid_annual_h": rounded(grid.annual_h, "h"),
         "grid_unknown_h": rounded(grid.unknown_h, "h"),
+        "idle_gpu_h": rounded(totals.idle_gpu_h, "h"),
+        "idle_facility_kwh": rounded(totals.idle_facility_kwh, "kwh"),
         "held_h": rounded(totals.held_h, "h"),
         "observed_h": rounded(observed_h, "h"),
         "bridged_h": rounded(bridged_h, "h"),
@@ -203,6 +274,18 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "electricity_unpriced_h": rounded(sums.electricity_unpriced_h, "h"),
         "unpriced_hours": sums.unpriced_hours,
         "factors": [_factor_output(use) for use in report.factors],
+        "grid_hours": [_grid_hour_output(hour) for hour in report.grid_hours],
+    }
+
+
+def _grid_hour_output(hour: GridHour) -> dict[str, Any]:
+    return {
+        "zone": hour.zone,
+        "hour_start": hour.hour_start,
+        "gco2e_per_kwh": per_unit(hour.gco2e_per_kwh),
+        "source": hour.source,
+        "kind": hour.kind,
+        "facility_kwh": rounded(hour.facility_kwh, "kwh"),
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.http import StreamingHttpResponse
@@ -34,6 +35,8 @@ def csv_cell(value: Any) -> Any:
         return "true" if value else "false"
     if isinstance(value, datetime):
         return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, Decimal):
+        return f"{value:f}"  # plain notation, trailing zeros kept: 0.09820, never 9.820E-2
     return value
 
 

@@ -1,8 +1,16 @@
 """Serializers shared by the report views: query parameters in, report rows out. Declarations only.
 
 Values arrive already rounded (``accounting.reports.output``); these fields pass
-them through. Money is a decimal string in the row's ``currency``; other
-quantities are numbers; ``null`` means unknown or undefined, never zero.
+them through. Money is a decimal string in the row's ``currency``: amounts to
+its minor unit, unit figures (cost per 1M tokens) to 4 significant digits; other
+quantities are numbers (unit figures to 4 significant digits); ``null`` means
+unknown or undefined, never zero.
+
+Two kinds of per-token figure, never mixed up: ``*_output_token(s)`` divide by
+output (generation) tokens only, as LLM price lists do; ``*_token(s)`` without
+``output`` divide by all tokens, input (prompt) + output. Prompt tokens served
+from a prefix cache are counted in the input tokens (vLLM counts them in
+``prompt_tokens``).
 """
 
 from __future__ import annotations
@@ -17,6 +25,63 @@ def money_field(help_text: str) -> serializers.DecimalField:
 
 def number(help_text: str) -> serializers.FloatField:
     return serializers.FloatField(allow_null=True, help_text=help_text)
+
+
+def money_per_unit_field(help_text: str) -> serializers.DecimalField:
+    """A unit figure in money (cost per 1M tokens) as a decimal string of 4 significant digits (0.09820)."""
+    return serializers.DecimalField(
+        max_digits=None, decimal_places=None, allow_null=True, help_text=f"{help_text}; 4 significant digits"
+    )
+
+
+def per_unit_field(help_text: str) -> serializers.FloatField:
+    """A unit figure (J per token, gCO2e per 1k tokens ...) as a number of 4 significant digits."""
+    return serializers.FloatField(allow_null=True, help_text=f"{help_text}; 4 significant digits")
+
+
+# One sentence per per-token figure, by field name (the README's "Per-token figures" says the same).
+# "Output tokens" are generation tokens only; "tokens" are input (prompt) + output.
+PER_TOKEN_FIGURES: dict[str, str] = {
+    "cost_per_1m_output_tokens": "cost / output (generation) tokens x 1e6, in the row's currency",
+    "cost_per_1m_tokens": "cost / (input + output) tokens x 1e6, in the row's currency",
+    "it_j_per_output_token": "IT energy (node meter, else GPU boards; before PUE) in J / output (generation) tokens",
+    "it_j_per_token": "IT energy (node meter, else GPU boards; before PUE) in J / (input + output) tokens",
+    "gpu_j_per_token": "GPU-boundary energy (the boards, as NVML measures them) in J / (input + output) tokens",
+    "facility_j_per_output_token": "facility energy (IT x PUE) in J / output (generation) tokens",
+    "facility_j_per_token": "facility energy (IT x PUE) in J / (input + output) tokens",
+    "gco2e_per_1k_output_tokens": "(location-based + embodied central) gCO2e / output (generation) tokens x 1000",
+    "gco2e_per_1k_tokens": "SCI: (location-based + embodied central) gCO2e / (input + output) tokens x 1000",
+    "gco2e_per_1m_output_tokens": "(location-based + embodied central) gCO2e / output (generation) tokens x 1e6",
+    "gco2e_per_1m_tokens": "(location-based + embodied central) gCO2e / (input + output) tokens x 1e6",
+    "generation_tokens_per_s": "output (generation) tokens / seconds of endpoint-hours that served tokens",
+    "tokens_per_s": "(input + output) tokens / seconds of endpoint-hours that served tokens",
+}
+
+
+class TraceSerializer(serializers.Serializer):
+    """Where a row's figures came from, as shares (0-1) of its energy."""
+
+    energy_counter_share = number("share of GPU energy measured by the NVML energy counter")
+    energy_integrated_share = number("share of GPU energy integrated from power samples (counter unsupported)")
+    node_meter_energy_share = number("share of IT energy measured by a node meter; the rest is the GPUs' board energy")
+    location_gco2e_per_kwh = per_unit_field(
+        "grid intensity the location-based carbon used, g/kWh, energy-weighted (one node-hour: that hour's value)"
+    )
+    grid_live_energy_share = number("share of facility energy weighed with a live provider's hourly value")
+    grid_upload_energy_share = number("share weighed with the organization's uploaded hourly values")
+    grid_annual_energy_share = number("share weighed with the annual average standing in for a missing hour")
+    grid_simulated_energy_share = number("share weighed with simulated hourly values (demo)")
+    grid_unknown_energy_share = number("share with no grid intensity (not in location_kgco2e)")
+    embodied_sources = serializers.CharField(
+        allow_null=True,
+        help_text="sources of the GPU model's embodied carbon factors (per GPU model rows only)",
+    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # The trace after the row's own figures (in the JSON and the CSV's columns).
+        fields = dict(super().get_fields())
+        trace = {name: fields.pop(name) for name in TraceSerializer._declared_fields}
+        return {**fields, **trace}
 
 
 class PeriodInputSerializer(serializers.Serializer):
@@ -38,7 +103,7 @@ class ScopeInputSerializer(PeriodInputSerializer):
     )
 
 
-class UsageRowSerializer(serializers.Serializer):
+class UsageRowSerializer(TraceSerializer):
     period_start = serializers.DateTimeField(help_text="bucket start (UTC), cut to the period asked for")
     period_end = serializers.DateTimeField(help_text="bucket end (UTC, exclusive), cut to the period asked for")
     group_key = serializers.CharField(
@@ -74,15 +139,20 @@ class UsageRowSerializer(serializers.Serializer):
         help_text="node-hours with telemetry but no price, asset or tariff in force (e.g. before the node's "
         "commissioning): unpriced, never free; the totals leave them out"
     )
-    prompt_tokens = serializers.IntegerField()
-    generation_tokens = serializers.IntegerField()
-    tokens = serializers.IntegerField(help_text="prompt + generation")
-    cost_per_1m_tokens = money_field("cost / tokens x 1e6; null without tokens")
-    it_j_per_token = number(
-        "it_kwh per token (input + output), J: the node boundary where metered; null without tokens"
+    cost_per_gpu_h = money_per_unit_field("cost / GPU-hours held, in the row's currency")
+    electricity_cost_per_kwh = money_per_unit_field(
+        "electricity cost / facility kWh that had a tariff (0 when power is in the rent)"
     )
-    gpu_j_per_token = number("GPU-boundary energy per token (input + output), J (the study's boundary)")
-    facility_j_per_token = number("facility energy (it_kwh x PUE) per token, J; null without tokens")
+    prompt_tokens = serializers.IntegerField(help_text="input tokens, prefix-cache hits included")
+    generation_tokens = serializers.IntegerField(help_text="output tokens")
+    tokens = serializers.IntegerField(help_text="input + output (prompt + generation)")
+    cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
+    cost_per_1m_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_tokens"])
+    it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
+    it_j_per_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_token"])
+    gpu_j_per_token = per_unit_field(PER_TOKEN_FIGURES["gpu_j_per_token"])
+    facility_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["facility_j_per_output_token"])
+    facility_j_per_token = per_unit_field(PER_TOKEN_FIGURES["facility_j_per_token"])
     location_kgco2e = number("location-based operational kgCO2e; null when no hour had a grid intensity")
     market_kgco2e = number("market-based operational kgCO2e; null when no hour had a market factor")
     location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_kgco2e)")
@@ -91,13 +161,30 @@ class UsageRowSerializer(serializers.Serializer):
     embodied_kgco2e_low = number("embodied kgCO2e, low estimate")
     embodied_kgco2e_high = number("embodied kgCO2e, high estimate")
     embodied_unknown_gpu_h = number("GPU-hours of models without embodied data (not in embodied_*)")
-    gco2e_per_1k_tokens = number("SCI: (location kgCO2e + embodied central) in g / tokens x 1000; null without tokens")
+    gco2e_per_1k_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_output_tokens"])
+    gco2e_per_1k_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_tokens"])
     idle_gpu_h = number("GPU-hours that served no tokens below the utilization threshold")
     idle_cost = money_field("the share of cost paid by idle GPUs")
+    idle_facility_kwh = number("facility kWh of idle GPUs (their own and their share of the host's), beside idle_cost")
     idle_share = number("idle GPU-hours / GPU-hours (0-1)")
 
 
-class ComparisonRowSerializer(serializers.Serializer):
+def _ttft_ms(label: str) -> serializers.FloatField:
+    return number(
+        f"time to first token, {label}, ms: interpolated within its histogram bucket as Prometheus's "
+        "histogram_quantile does; a lower bound when ttft_basis is lower_bound"
+    )
+
+
+def _bucket_low_ms(label: str) -> serializers.FloatField:
+    return number(f"lower bound of the histogram bucket the {label} falls in, ms")
+
+
+def _bucket_high_ms(label: str) -> serializers.FloatField:
+    return number(f"upper bound of the histogram bucket the {label} falls in, ms; null for the +Inf bucket")
+
+
+class ComparisonRowSerializer(TraceSerializer):
     fleet_id = serializers.IntegerField()
     fleet_name = serializers.CharField()
     gpu_model = serializers.CharField(
@@ -106,33 +193,63 @@ class ComparisonRowSerializer(serializers.Serializer):
     gpu_class = serializers.CharField(allow_null=True, help_text="enterprise or consumer")
     currency = serializers.CharField(allow_null=True)
     gpu_h = number("GPU-hours held")
-    tokens = serializers.IntegerField(help_text="prompt + generation tokens on the ledger")
+    prompt_tokens = serializers.IntegerField(help_text="input tokens on the ledger, prefix-cache hits included")
+    generation_tokens = serializers.IntegerField(help_text="output tokens on the ledger")
+    tokens = serializers.IntegerField(help_text="input + output (prompt + generation) tokens on the ledger")
     serving_h = number("hours of endpoint-hours that served tokens (observed time)")
-    tokens_per_s = number("tokens / seconds of endpoint-hours that served tokens")
-    generation_tokens_per_s = number("generation tokens / seconds of endpoint-hours that served tokens")
-    ttft_requests = serializers.IntegerField(allow_null=True, help_text="requests in the merged TTFT histogram")
-    ttft_p50_ms = number("time to first token, median, from the merged histograms, ms")
-    ttft_p99_ms = number("time to first token, 99th percentile, from the merged histograms, ms")
+    cached_prompt_tokens = serializers.IntegerField(
+        allow_null=True,
+        help_text="input tokens served from the prefix cache (vLLM prefix_cache_hits, SGLang cached_tokens), "
+        "counted within prompt_tokens and so in every per-token figure that divides by input + output tokens; "
+        "null where no endpoint exposes the counter (TGI)",
+    )
+    prefix_cache_hit_share = number("cached_prompt_tokens / prompt tokens of the endpoints that expose it (0-1)")
+    generation_tokens_per_s = per_unit_field(PER_TOKEN_FIGURES["generation_tokens_per_s"])
+    tokens_per_s = per_unit_field(PER_TOKEN_FIGURES["tokens_per_s"])
+    ttft_basis = serializers.ChoiceField(
+        choices=["measured", "lower_bound"],
+        allow_null=True,
+        help_text="measured: vLLM/SGLang TTFT histograms; lower_bound: only TGI endpoints, whose queue-duration "
+        "histogram leaves out the prefill (never merged with measured TTFT)",
+    )
+    ttft_requests = serializers.IntegerField(allow_null=True, help_text="requests in the TTFT histograms used")
+    ttft_lower_bound_requests_left_out = serializers.IntegerField(
+        help_text="requests of TGI endpoints left out of the TTFT figures because measured TTFT was available"
+    )
+    ttft_p50_ms = _ttft_ms("median")
+    ttft_p50_bucket_low_ms = _bucket_low_ms("median")
+    ttft_p50_bucket_high_ms = _bucket_high_ms("median")
+    ttft_p90_ms = _ttft_ms("90th percentile")
+    ttft_p90_bucket_low_ms = _bucket_low_ms("90th percentile")
+    ttft_p90_bucket_high_ms = _bucket_high_ms("90th percentile")
+    ttft_p99_ms = _ttft_ms("99th percentile")
+    ttft_p99_bucket_low_ms = _bucket_low_ms("99th percentile")
+    ttft_p99_bucket_high_ms = _bucket_high_ms("99th percentile")
     cost = money_field("electricity + hardware")
-    cost_per_1m_tokens = money_field("cost / tokens x 1e6")
+    cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
+    cost_per_1m_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_tokens"])
     it_kwh = number(
         "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
     )
-    it_j_per_token = number(
-        "it_kwh per token (input + output), J (see the usage report's gpu_j_per_token for the GPU boundary)"
-    )
-    gco2e_per_1m_tokens = number("(location-based operational + embodied central) gCO2e / tokens x 1e6")
+    it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
+    it_j_per_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_token"])
+    gco2e_per_1m_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_output_tokens"])
+    gco2e_per_1m_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_tokens"])
     mean_util_pct = number("GPU utilization, mean weighted by observed time, %")
     idle_share = number("idle GPU-hours / GPU-hours (0-1)")
     unpriced_hours = serializers.IntegerField(
         help_text="node-hours with telemetry but no price, asset or tariff in force: its cost figures leave them out"
     )
+    generation_tokens_per_s_vs_baseline = number("ratio to the baseline fleet; null where undefined")
     tokens_per_s_vs_baseline = number("ratio to the baseline fleet; null where undefined")
-    generation_tokens_per_s_vs_baseline = number("ratio to the baseline fleet")
     ttft_p50_vs_baseline = number("ratio to the baseline fleet")
+    ttft_p90_vs_baseline = number("ratio to the baseline fleet")
     ttft_p99_vs_baseline = number("ratio to the baseline fleet")
+    cost_per_1m_output_tokens_vs_baseline = number("ratio to the baseline fleet; null across currencies")
     cost_per_1m_tokens_vs_baseline = number("ratio to the baseline fleet; null across currencies")
+    it_j_per_output_token_vs_baseline = number("ratio to the baseline fleet")
     it_j_per_token_vs_baseline = number("ratio to the baseline fleet")
+    gco2e_per_1m_output_tokens_vs_baseline = number("ratio to the baseline fleet")
     gco2e_per_1m_tokens_vs_baseline = number("ratio to the baseline fleet")
     mean_util_vs_baseline = number("ratio to the baseline fleet")
     idle_share_vs_baseline = number("ratio to the baseline fleet")
@@ -147,3 +264,16 @@ class FactorSerializer(serializers.Serializer):
     attribution = serializers.CharField(allow_blank=True)
     facility_kwh = number("facility kWh weighed with this source")
     held_h = number("node-hours weighed with this source")
+
+
+class GridHourSerializer(serializers.Serializer):
+    zone = serializers.CharField()
+    hour_start = serializers.DateTimeField(help_text="UTC")
+    gco2e_per_kwh = per_unit_field("the grid intensity the zone-hour's lines were weighed with, g/kWh")
+    # A field named like Field.source: DRF's metaclass takes it out of the class attributes.
+    source = serializers.CharField(allow_blank=True, help_text="the intensity's source, as on the ledger lines")  # type: ignore[assignment]
+    kind = serializers.ChoiceField(
+        choices=["live", "upload", "annual", "simulated", "unknown"],
+        help_text="live provider, the organization's upload, annual average standing in, simulated (demo), none",
+    )
+    facility_kwh = number("facility kWh weighed with it")

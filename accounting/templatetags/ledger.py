@@ -1,4 +1,5 @@
-"""Display filters: money rounded once here (``money_quantize``), units shown with every number."""
+"""Display filters: money rounded once here (``money_quantize``), unit figures to 4 significant
+digits (``significant``, as in the API and CSV), units shown with every number."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from django import template
 
 from accounting.ledger import money_quantize
+from accounting.ledger.units import significant
 
 register = template.Library()
 
@@ -18,6 +20,18 @@ def money(value: Any, currency: str = "USD") -> str:
         return "—"
     amount = money_quantize(Decimal(value), currency or "USD")
     return f"{amount:,} {currency}"
+
+
+@register.filter
+def unit(value: Any, currency: str = "") -> str:
+    """A unit figure (per 1M tokens, J per token, g per 1k tokens ...) to 4 significant digits.
+
+    With a currency, the figure is money per unit: 0.0982 USD shows as "0.09820 USD", never "0.10 USD".
+    """
+    if value is None or value == "":
+        return "—"
+    shown = f"{significant(Decimal(str(value))):,f}"
+    return f"{shown} {currency}" if currency else shown
 
 
 @register.filter

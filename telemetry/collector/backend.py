@@ -71,6 +71,8 @@ class ServingReading:
     requests: int | None
     ttft_bucket_counts: tuple[int, ...] | None  # one per bound, then +Inf
     ttft_sum_s: float | None
+    # Prompt tokens served from the prefix cache (a subset of prompt_tokens); None where not exposed.
+    cached_prompt_tokens: int | None = None
 
 
 class ServingSource(Protocol):

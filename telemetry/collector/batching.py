@@ -75,7 +75,7 @@ class BatchBuilder:
         self._gpus: dict[GpuIdentity, int] = {}
         self._endpoints: dict[EndpointIdentity, int] = {}
         self._gpu_rows = wire.empty_gpu_samples()
-        self._serving_rows = wire.empty_serving_samples()
+        self._serving_rows = wire.empty_serving_samples(optional=True)
         self._node_rows: dict[str, list[Any]] = {"ts": [], "power_w": [], "energy_j": []}
 
     @property
@@ -115,7 +115,7 @@ class BatchBuilder:
             columns = self._serving_rows
             columns["endpoint"].append(self._endpoints.setdefault(reading.endpoint, len(self._endpoints)))
             columns["ts"].append(round(reading.ts, 3))
-            for name in wire.SERVING_COUNTERS:
+            for name in wire.SERVING_COUNTERS_ALL:
                 columns[name].append(getattr(reading, name))
             counts = reading.ttft_bucket_counts
             columns["ttft_bucket_counts"].append(list(counts) if counts is not None else None)

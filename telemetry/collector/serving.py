@@ -13,6 +13,11 @@ requests            ``request_success_total``            ``num_requests_total``
 TTFT buckets, sum   ``time_to_first_token_seconds``      ``time_to_first_token_seconds``
 ==================  ===================================  =========================================
 
+Prefix cache: cached_prompt_tokens (prompt tokens served from the prefix cache,
+counted within prompt_tokens) is vLLM's ``prefix_cache_hits_total`` (v1 engine,
+in tokens) and SGLang's ``cached_tokens_total`` (summed over ``cache_source``);
+TGI exposes none, and older vLLM only a hit-rate gauge: ``null``.
+
 TGI: prompt_tokens is ``tgi_request_input_length_sum`` and generation_tokens
 ``tgi_request_generated_tokens_sum`` (the sums of those per-request
 histograms), requests is ``tgi_request_success``.
@@ -97,6 +102,7 @@ class Counters:
     generation_tokens: int | None
     requests: int | None
     ttft: promtext.Histogram | None
+    cached_prompt_tokens: int | None = None
 
 
 def detect_kind(exposition: promtext.Exposition) -> str | None:
@@ -122,6 +128,7 @@ def map_vllm(e: promtext.Exposition) -> Counters:
         _count(e.total("vllm:generation_tokens_total")),
         _count(e.total("vllm:request_success_total")),
         e.histogram("vllm:time_to_first_token_seconds"),
+        _count(e.total("vllm:prefix_cache_hits_total")),
     )
 
 
@@ -132,6 +139,7 @@ def map_sglang(e: promtext.Exposition) -> Counters:
         _count(e.total("sglang:generation_tokens_total")),
         _count(e.total("sglang:num_requests_total")),
         e.histogram("sglang:time_to_first_token_seconds"),
+        _count(e.total("sglang:cached_tokens_total")),
     )
 
 
@@ -219,7 +227,9 @@ class PrometheusEndpoint:
         counts = tuple(max(0, round(n)) for n in ttft.counts) if ttft is not None else None
         ttft_sum = ttft.sum if ttft is not None and ttft.sum is not None and ttft.sum >= 0 else None
         identity = EndpointIdentity(self.url, kind, c.model, self._gpu_uuids, epoch, bounds)
-        return ServingReading(identity, ts, c.prompt_tokens, c.generation_tokens, c.requests, counts, ttft_sum)
+        return ServingReading(
+            identity, ts, c.prompt_tokens, c.generation_tokens, c.requests, counts, ttft_sum, c.cached_prompt_tokens
+        )
 
     def _epoch_bounds(self, epoch: str, ttft: promtext.Histogram | None, c: Counters) -> tuple[float, ...] | None:
         """The TTFT bounds of this epoch: the first seen; ``None`` while there is nothing to report."""

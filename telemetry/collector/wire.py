@@ -33,6 +33,7 @@ batch of 80 samples is 10 short lists, not 80 dictionaries::
       "serving_samples": {
         "endpoint": [0], "ts": [1764399990.0],
         "prompt_tokens": [123456], "generation_tokens": [654321], "requests": [789],
+        "cached_prompt_tokens": [23456],           # optional column: prefix-cache hits, within prompt_tokens
         "ttft_bucket_counts": [[0, 3, …, 789]],   # cumulative, one per bound, +Inf last
         "ttft_sum_s": [41.2]
       }
@@ -113,6 +114,9 @@ RISE_SLACK_S = 1.0  # a counter and its timestamp are read a moment apart: one m
 
 GPU_FIELDS = ("power_w", "energy_j", "util_pct", "mem_util_pct", "mem_used_bytes", "temp_c")
 SERVING_COUNTERS = ("prompt_tokens", "generation_tokens", "requests")
+# Counters a batch may leave out (older collectors): an absent column reads as all null.
+SERVING_COUNTERS_OPTIONAL = ("cached_prompt_tokens",)
+SERVING_COUNTERS_ALL = (*SERVING_COUNTERS, *SERVING_COUNTERS_OPTIONAL)
 # Per GPU field: (minimum, maximum, integer?). The collector sends a reading outside them as null.
 GPU_BOUNDS: dict[str, tuple[float, float, bool]] = {
     "power_w": (0.0, MAX_POWER_W, False),
@@ -202,8 +206,10 @@ def empty_gpu_samples() -> dict[str, list[Any]]:
     return {"gpu": [], "ts": [], **{field: [] for field in GPU_FIELDS}}
 
 
-def empty_serving_samples() -> dict[str, list[Any]]:
-    return {"endpoint": [], "ts": [], **{f: [] for f in SERVING_COUNTERS}, "ttft_bucket_counts": [], "ttft_sum_s": []}
+def empty_serving_samples(*, optional: bool = False) -> dict[str, list[Any]]:
+    """Empty serving columns; with ``optional``, the optional counters' too (the collector sends them)."""
+    counters = SERVING_COUNTERS_ALL if optional else SERVING_COUNTERS
+    return {"endpoint": [], "ts": [], **{f: [] for f in counters}, "ttft_bucket_counts": [], "ttft_sum_s": []}
 
 
 # --- decoding (server side) ---------------------------------------------------
@@ -416,10 +422,13 @@ def _gpu_samples(doc: Any, gpus: Sequence[GpuRef]) -> dict[str, list[Any]]:
 
 def _serving_samples(doc: Any, endpoints: Sequence[EndpointRef]) -> dict[str, list[Any]]:
     names = ("endpoint", "ts", *SERVING_COUNTERS, "ttft_bucket_counts", "ttft_sum_s")
-    columns = _columns(doc, "serving_samples", names, MAX_SERVING_ROWS)
+    sent = [name for name in SERVING_COUNTERS_OPTIONAL if isinstance(doc, dict) and name in doc]
+    columns = _columns(doc, "serving_samples", (*names, *sent), MAX_SERVING_ROWS)
+    for name in SERVING_COUNTERS_OPTIONAL:
+        columns.setdefault(name, [None] * len(columns["ts"]))
     _check_refs(columns["endpoint"], len(endpoints), "serving_samples.endpoint")
     _check_column(columns["ts"], "serving_samples.ts", TS_MIN_S, TS_MAX_S, integer=False, nullable=False)
-    for name in SERVING_COUNTERS:
+    for name in SERVING_COUNTERS_ALL:
         _check_column(columns[name], f"serving_samples.{name}", 0, MAX_COUNTER, integer=True)
     _check_column(columns["ttft_sum_s"], "serving_samples.ttft_sum_s", 0.0, MAX_COUNTER, integer=False)
     for row, (ref, counts) in enumerate(zip(columns["endpoint"], columns["ttft_bucket_counts"], strict=True)):

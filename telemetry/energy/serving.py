@@ -62,6 +62,7 @@ class ServingPoint:
     generation_tokens: int | None = None
     requests: int | None = None
     ttft_since_start: Histogram | None = None
+    cached_prompt_tokens: int | None = None  # of prompt_tokens, served from the prefix cache
 
 
 def serving_point_key(point: ServingPoint) -> tuple[Any, ...]:
@@ -95,6 +96,7 @@ class EndpointHourUsage:
     reset_count: int
     bridged_s: float = 0.0
     bridged_gap_s: float = 0.0
+    cached_prompt_tokens: int | None = None  # None: no interval of the hour carried the counter
 
     @property
     def missing_s(self) -> float:
@@ -133,8 +135,8 @@ def endpoint_usage_by_hour(
     return tuple(tallies[hour].usage(hour) for hour in hours)
 
 
-def _counters(point: ServingPoint) -> tuple[int | None, int | None, int | None]:
-    return (point.prompt_tokens, point.generation_tokens, point.requests)
+def _counters(point: ServingPoint) -> tuple[int | None, int | None, int | None, int | None]:
+    return (point.prompt_tokens, point.generation_tokens, point.requests, point.cached_prompt_tokens)
 
 
 def serving_counters_continue(before: ServingPoint, after: ServingPoint) -> bool:
@@ -225,6 +227,7 @@ def _counter_tallied(index: int, delta: int, span: _ServingSpan, tallies: dict[i
     for hour, part in integer_split_by_hour(delta, span.start_s, span.end_s):
         if (tally := tallies.get(hour)) is not None:
             tally.counters[index] += part
+            tally.counted.add(index)
 
 
 def _ttft_tallied(ttft: Histogram, span: _ServingSpan, tallies: dict[int, _ServingTally]) -> None:
@@ -241,12 +244,13 @@ class _ServingTally:
     observed_s: float = 0.0
     bridged_s: float = 0.0
     bridged_gap_s: float = 0.0
-    counters: list[int] = field(default_factory=lambda: [0, 0, 0])  # in the order of _counters()
+    counters: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # in the order of _counters()
+    counted: set[int] = field(default_factory=set)  # counters some interval of the hour carried
     ttft_parts: list[Histogram] = field(default_factory=list)
     reset_count: int = 0
 
     def usage(self, hour_start_s: int) -> EndpointHourUsage:
-        prompt_tokens, generation_tokens, requests = self.counters
+        prompt_tokens, generation_tokens, requests, cached_prompt_tokens = self.counters
         return EndpointHourUsage(
             hour_start_s=hour_start_s,
             prompt_tokens=prompt_tokens,
@@ -257,4 +261,5 @@ class _ServingTally:
             reset_count=self.reset_count,
             bridged_s=self.bridged_s,
             bridged_gap_s=self.bridged_gap_s,
+            cached_prompt_tokens=cached_prompt_tokens if 3 in self.counted else None,
         )

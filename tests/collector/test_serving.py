@@ -174,3 +174,31 @@ def test_a_gpu_uuid_not_on_this_host_fails_loudly() -> None:
 
     with pytest.raises(ValueError, match="GPU-elsewhere"):
         resolve_gpus(ServingTarget("http://h/m", ("GPU-elsewhere",)), inventory)
+
+
+def test_prefix_cache_hits_are_read_where_the_server_counts_them(stub_server: StubServer) -> None:
+    # vLLM v1 counts prefix-cache hits in tokens (vllm:prefix_cache_hits, exposed with _total), per engine.
+    vllm_text = vllm() + (
+        "# TYPE vllm:prefix_cache_hits counter\n"
+        f'vllm:prefix_cache_hits_total{{engine="0",model_name="{MODEL}"}} 400000.0\n'
+        f'vllm:prefix_cache_hits_total{{engine="1",model_name="{MODEL}"}} 17000.0\n'
+        "# TYPE vllm:prefix_cache_queries counter\n"
+        f'vllm:prefix_cache_queries_total{{engine="0",model_name="{MODEL}"}} 1234567.0\n'
+    )
+    serve_text(stub_server, vllm_text)
+    assert scrape(stub_server).read(TS).cached_prompt_tokens == 417_000
+
+    # SGLang counts cached prompt tokens by cache source: summed.
+    sglang_text = sglang() + (
+        "# TYPE sglang:cached_tokens_total counter\n"
+        f'sglang:cached_tokens_total{{model_name="{MODEL}",cache_source="device"}} 900.0\n'
+        f'sglang:cached_tokens_total{{model_name="{MODEL}",cache_source="host"}} 100.0\n'
+    )
+    serve_text(stub_server, sglang_text)
+    assert scrape(stub_server).read(TS).cached_prompt_tokens == 1000
+
+
+def test_servers_that_do_not_count_prefix_cache_hits_send_null(stub_server: StubServer) -> None:
+    for text in (vllm(), tgi()):
+        serve_text(stub_server, text)
+        assert scrape(stub_server).read(TS).cached_prompt_tokens is None

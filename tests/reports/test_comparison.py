@@ -8,6 +8,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
+from accounting.ledger.units import significant
 from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodePrice
 from accounting.reports.selectors import fleet_comparison
@@ -44,39 +45,65 @@ def test_h100_against_rtx_4090_by_hand(fleets, client_a):
         "rtx-4090",
         "consumer",
     )
-    # Throughput: 4.5M tokens over 3 served hours; 2.7M for the RTX fleet.
+    # Throughput: 4.5M tokens (1.5M output) over 3 served hours; 2.7M (0.9M output) for the RTX fleet.
+    # Unit figures keep 4 significant digits: 416.666... → 416.7, 138.888... → 138.9.
     assert (enterprise["serving_h"], enterprise["tokens_per_s"], enterprise["generation_tokens_per_s"]) == (
         3.0,
-        416.667,
-        138.889,
+        416.7,
+        138.9,
     )
-    assert (consumer["tokens_per_s"], consumer["generation_tokens_per_s"]) == (250.0, 83.333)
+    assert (consumer["tokens_per_s"], consumer["generation_tokens_per_s"]) == (250.0, 83.33)
     # TTFT from merged histograms: H100 [120, 150, 24, 6, 0, 0] on (25, 50, 100, 250, 500 ms):
-    # P50 rank 150 is 30/150 into (25, 50] → 30 ms; P99 rank 297 is 3/6 into (100, 250] → 175 ms.
+    # P50 rank 150 is 30/150 into (25, 50] → 30 ms; P90 rank 270 is 150/150 into (25, 50] → 50 ms;
+    # P99 rank 297 is 3/6 into (100, 250] → 175 ms.
+    assert enterprise["ttft_basis"] == "measured"
     assert (enterprise["ttft_requests"], enterprise["ttft_p50_ms"], enterprise["ttft_p99_ms"]) == (300, 30.0, 175.0)
+    assert [enterprise[f"ttft_p50_bucket_{end}_ms"] for end in ("low", "high")] == [25.0, 50.0]
+    assert [enterprise["ttft_p90_ms"], enterprise["ttft_p90_bucket_low_ms"], enterprise["ttft_p90_bucket_high_ms"]] == [
+        50.0, 25.0, 50.0,
+    ]  # fmt: skip
+    assert [enterprise[f"ttft_p99_bucket_{end}_ms"] for end in ("low", "high")] == [100.0, 250.0]
     # RTX: two layouts coarsened onto (100, 250, 500, 1000 ms): [30, 200, 55, 15, 0]:
-    # P50 rank 150 is 120/200 into (100, 250] → 190 ms; P99 rank 297 is 12/15 into (500, 1000] → 900 ms.
+    # P50 rank 150 is 120/200 into (100, 250] → 190 ms; P90 rank 270 is 40/55 into (250, 500] → 431.818 ms;
+    # P99 rank 297 is 12/15 into (500, 1000] → 900 ms.
     assert (consumer["ttft_requests"], consumer["ttft_p50_ms"], consumer["ttft_p99_ms"]) == (300, 190.0, 900.0)
-    assert (enterprise["cost"], enterprise["cost_per_1m_tokens"]) == ("16.62", "3.69")
-    assert (consumer["cost"], consumer["cost_per_1m_tokens"]) == ("4.39", "1.63")
-    assert (enterprise["it_j_per_token"], consumer["it_j_per_token"]) == (3.6, 4.8)
+    assert (consumer["ttft_p90_ms"], consumer["ttft_p90_bucket_low_ms"], consumer["ttft_p90_bucket_high_ms"]) == (
+        431.818, 250.0, 500.0,
+    )  # fmt: skip
+    assert (consumer["ttft_p99_bucket_low_ms"], consumer["ttft_p99_bucket_high_ms"]) == (500.0, 1000.0)
+    # Cost: 16.62 / 1.5M output tokens = 11.08 per 1M output tokens; / 4.5M tokens = 3.69333 → "3.693".
+    assert (enterprise["cost"], enterprise["cost_per_1m_output_tokens"], enterprise["cost_per_1m_tokens"]) == (
+        "16.62", "11.08", "3.693",
+    )  # fmt: skip
+    # 4.392 / 0.9M = 4.88 → "4.880" (4 significant digits); / 2.7M = 1.62667 → "1.627".
+    assert (consumer["cost"], consumer["cost_per_1m_output_tokens"], consumer["cost_per_1m_tokens"]) == (
+        "4.39", "4.880", "1.627",
+    )  # fmt: skip
+    # IT energy 16.2 MJ / 1.5M output tokens = 10.8 J; / 4.5M = 3.6 J. RTX 12.96 MJ: 14.4 and 4.8 J.
+    assert (enterprise["it_j_per_output_token"], enterprise["it_j_per_token"]) == (10.8, 3.6)
+    assert (consumer["it_j_per_output_token"], consumer["it_j_per_token"]) == (14.4, 4.8)
     h100_g_per_1m = (1080 + 3 * H100_EMBODIED_G_PER_H) / Decimal("4.5")
     rtx_g_per_1m = (792 + 3 * RTX_EMBODIED_G_PER_H) / Decimal("2.7")
-    assert enterprise["gco2e_per_1m_tokens"] == places(h100_g_per_1m, 6)
-    assert consumer["gco2e_per_1m_tokens"] == places(rtx_g_per_1m, 6)
+    assert enterprise["gco2e_per_1m_tokens"] == float(significant(h100_g_per_1m))
+    assert consumer["gco2e_per_1m_tokens"] == float(significant(rtx_g_per_1m))
+    assert enterprise["gco2e_per_1m_output_tokens"] == float(significant(h100_g_per_1m * 3))  # a third are output
+    assert consumer["gco2e_per_1m_output_tokens"] == float(significant(rtx_g_per_1m * 3))
     assert (enterprise["mean_util_pct"], consumer["mean_util_pct"]) == (41.0, 67.75)  # (80 + 2) / 2; (3 x 90 + 1) / 4
     assert (enterprise["idle_share"], consumer["idle_share"]) == (0.5, 0.25)
 
     ratios = {key: value for key, value in consumer.items() if key.endswith("_vs_baseline")}
+    cost_ratio = places((Decimal("4.392") / Decimal("16.62")) * Decimal("4.5") / Decimal("2.7"), 4)
     assert ratios == {
         "tokens_per_s_vs_baseline": 0.6,
         "generation_tokens_per_s_vs_baseline": 0.6,
         "ttft_p50_vs_baseline": 6.3333,  # 190 / 30
+        "ttft_p90_vs_baseline": 8.6364,  # 431.818 / 50
         "ttft_p99_vs_baseline": 5.1429,  # 900 / 175
-        "cost_per_1m_tokens_vs_baseline": places(
-            (Decimal("4.392") / Decimal("16.62")) * Decimal("4.5") / Decimal("2.7"), 4
-        ),
+        "cost_per_1m_output_tokens_vs_baseline": cost_ratio,  # both fleets serve prompt : output = 2 : 1
+        "cost_per_1m_tokens_vs_baseline": cost_ratio,
+        "it_j_per_output_token_vs_baseline": 1.3333,
         "it_j_per_token_vs_baseline": 1.3333,
+        "gco2e_per_1m_output_tokens_vs_baseline": places(rtx_g_per_1m / h100_g_per_1m, 4),
         "gco2e_per_1m_tokens_vs_baseline": places(rtx_g_per_1m / h100_g_per_1m, 4),
         "mean_util_vs_baseline": 1.6524,  # 67.75 / 41
         "idle_share_vs_baseline": 0.5,
@@ -128,10 +155,10 @@ def test_csv_has_one_line_per_fleet(fleets, client_a):
 
     table = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert response.status_code == 200
-    assert [(row["fleet_name"], row["currency"], row["cost_per_1m_tokens"]) for row in table] == [
-        ("consumer", "USD", "1.63"),
-        ("enterprise", "USD", "3.69"),
-    ]
+    assert [
+        (row["fleet_name"], row["currency"], row["cost_per_1m_output_tokens"], row["cost_per_1m_tokens"])
+        for row in table
+    ] == [("consumer", "USD", "4.880", "1.627"), ("enterprise", "USD", "11.08", "3.693")]
     assert {"ttft_p99_ms", "gco2e_per_1m_tokens", "tokens_per_s_vs_baseline"} <= set(table[0])
 
 
@@ -142,7 +169,7 @@ def test_cost_is_not_compared_across_currencies(fleets, client_a, org_a):
 
     consumer = compare(client_a, baseline=fleets.enterprise.pk)["results"][0]
 
-    assert (consumer["currency"], consumer["cost_per_1m_tokens"]) == ("EUR", "1.63")
+    assert (consumer["currency"], consumer["cost_per_1m_tokens"]) == ("EUR", "1.627")
     assert consumer["cost_per_1m_tokens_vs_baseline"] is None
     assert consumer["tokens_per_s_vs_baseline"] == 0.6
 

@@ -10,6 +10,7 @@ import pytest
 
 from accounting.grid import annual_intensity
 from accounting.grid.annual import EM_ATTRIBUTION, EM_LICENCE
+from accounting.ledger.units import significant
 from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import GridIntensity
 from fleets.models import Fleet
@@ -50,7 +51,9 @@ def test_scope_2_embodied_energy_and_sci_by_hand(fleets, client_a):
     # IT 4.5 + 3.6 = 8.1 kWh; facility 5.4 + 3.96 = 9.36 kWh; PUE energy-weighted 9.36 / 8.1.
     assert (body["it_kwh"], body["facility_kwh"], body["pue"]) == (8.1, 9.36, 1.1556)
     assert body["tokens"] == 7_200_000
-    assert body["sci_gco2e_per_1k_tokens"] == places((1872 + embodied_g) / 7_200_000 * 1000)
+    assert body["sci_gco2e_per_1k_tokens"] == float(significant((1872 + embodied_g) / 7_200_000 * 1000))
+    # per output token: 1.5M + 0.9M generation tokens
+    assert body["sci_gco2e_per_1k_output_tokens"] == float(significant((1872 + embodied_g) / 2_400_000 * 1000))
 
 
 def test_data_quality_all_measured(fleets, client_a):

@@ -10,6 +10,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 
 from accounting.ledger import CurrencyMismatchError
+from accounting.ledger.units import significant
 from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodePrice
 from accounting.reports.periods import Granularity
@@ -77,26 +78,38 @@ def test_totals_per_fleet_are_worked_by_hand(fleets, client_a):
         1_500_000,
         4_500_000,
     )
-    assert enterprise["cost_per_1m_tokens"] == "3.69"  # 16.62 / 4.5
+    # Unit figures keep 4 significant digits: 16.62 / 4.5M tokens = 3.69333 → "3.693" (not "3.69");
+    # per output token 16.62 / 1.5M = 11.08.
+    assert (enterprise["cost_per_1m_output_tokens"], enterprise["cost_per_1m_tokens"]) == ("11.08", "3.693")
     assert (enterprise["it_j_per_token"], enterprise["facility_j_per_token"]) == (3.6, 4.32)
+    # 16.2 MJ IT and 19.44 MJ facility over 1.5M output tokens.
+    assert (enterprise["it_j_per_output_token"], enterprise["facility_j_per_output_token"]) == (10.8, 12.96)
     assert (enterprise["location_kgco2e"], enterprise["market_kgco2e"]) == (1.08, 0.27)  # 5.4 kWh x 200 g, x 50 g
     embodied_g = 3 * H100_EMBODIED_G_PER_H
     assert enterprise["embodied_kgco2e_central"] == places(embodied_g / 1000)
     assert enterprise["embodied_kgco2e_low"] == places(3 * (2 * Decimal("78.8") + 625) * 1000 / 35040 / 1000)
     assert enterprise["embodied_kgco2e_high"] == places(3 * (2 * Decimal("315.2") + 625) * 1000 / 35040 / 1000)
-    assert enterprise["gco2e_per_1k_tokens"] == places((1080 + embodied_g) / 4_500_000 * 1000)
+    assert enterprise["gco2e_per_1k_tokens"] == float(significant((1080 + embodied_g) / 4_500_000 * 1000))
+    assert enterprise["gco2e_per_1k_output_tokens"] == float(significant((1080 + embodied_g) / 1_500_000 * 1000))
     assert (enterprise["idle_gpu_h"], enterprise["idle_cost"], enterprise["idle_share"]) == (3.0, "8.58", 0.5)
+    # Idle energy beside idle cost: GPU 1's own 3.6 MJ = 1 kWh x PUE 1.2, three hours.
+    assert enterprise["idle_facility_kwh"] == 3.6
     assert (enterprise["hardware_unpriced_h"], enterprise["electricity_unpriced_h"]) == (0.0, 0.0)
+    # 16.62 over 6 GPU-hours = 2.77; electricity 1.62 over 5.4 kWh = the 0.30 tariff.
+    assert (enterprise["cost_per_gpu_h"], enterprise["electricity_cost_per_kwh"]) == ("2.770", "0.3000")
 
     # consumer: 3 x 1.464 = 4.392 → 4.39; electricity 3 x 0.264 = 0.792 → 0.79
     assert (consumer["electricity_cost"], consumer["hardware_cost"], consumer["cost"]) == ("0.79", "3.60", "4.39")
-    assert consumer["cost_per_1m_tokens"] == "1.63"  # 4.392 / 2.7
+    assert (consumer["cost_per_1m_output_tokens"], consumer["cost_per_1m_tokens"]) == ("4.880", "1.627")
+    # 4.392 over 12 GPU-hours = 0.366; electricity 0.792 over 3.96 kWh = the 0.20 tariff.
+    assert (consumer["cost_per_gpu_h"], consumer["electricity_cost_per_kwh"]) == ("0.3660", "0.2000")
     assert (consumer["it_j_per_token"], consumer["facility_j_per_token"]) == (4.8, 5.28)
     assert (consumer["location_kgco2e"], consumer["market_kgco2e"]) == (0.792, None)  # no market factor: unknown
     assert consumer["market_unknown_facility_kwh"] == 3.96
-    assert consumer["gco2e_per_1k_tokens"] == places((792 + 3 * RTX_EMBODIED_G_PER_H) / 2_700_000 * 1000)
+    assert consumer["gco2e_per_1k_tokens"] == float(significant((792 + 3 * RTX_EMBODIED_G_PER_H) / 2_700_000 * 1000))
     # Rounded once: 3 x 0.366 = 1.098 → 1.10 (three rounded hours would say 1.11).
     assert (consumer["idle_gpu_h"], consumer["idle_cost"], consumer["idle_share"]) == (3.0, "1.10", 0.25)
+    assert consumer["idle_facility_kwh"] == 0.99  # GPU 3: 0.3 kWh x 1.1, three hours
 
 
 def test_day_buckets_split_at_utc_midnight_and_month_buckets_at_the_month(fleets, client_a):

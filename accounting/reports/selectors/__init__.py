@@ -28,7 +28,12 @@ from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSum
 from accounting.reports.selectors.comparison import fleet_comparison
 from accounting.reports.selectors.lines import MIXED_MODEL, NO_FILTERS, ReportFilters, gpu_model_profiles, ledger_lines
 from accounting.reports.selectors.parts import BUCKET, LedgerPart, ledger_parts, parts_sum, parts_total
-from accounting.reports.selectors.sustainability import FactorUse, SustainabilityReport, sustainability_report
+from accounting.reports.selectors.sustainability import (
+    FactorUse,
+    GridHour,
+    SustainabilityReport,
+    sustainability_report,
+)
 from accounting.reports.selectors.usage import (
     GroupBy,
     ReportPage,
@@ -48,6 +53,7 @@ __all__ = [
     "ComparisonRow",
     "ComparisonStats",
     "FactorUse",
+    "GridHour",
     "GroupBy",
     "LedgerPart",
     "LedgerSums",

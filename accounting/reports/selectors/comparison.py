@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -23,10 +23,16 @@ from accounting.reports.metrics import (
     UtilizationSums,
     ledger_sums_merge,
 )
-from accounting.reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles, ledger_lines
+from accounting.reports.selectors.lines import (
+    MIXED_MODEL,
+    ReportFilters,
+    embodied_sources,
+    gpu_model_profiles,
+    ledger_lines,
+)
 from fleets.models import Fleet
 from telemetry.histogram import Histogram, histogram_merge
-from telemetry.models import EndpointEpoch, EndpointHourUsage
+from telemetry.models import EndpointEpoch, EndpointHourUsage, ServingEndpoint
 
 _Key = tuple[int, str | None]  # fleet id, GPU model key (None per fleet)
 
@@ -126,10 +132,18 @@ def _ttft_width_guess(organization_ids: Collection[int]) -> int:
     return max((len(bounds) + 1 for bounds in epochs.values_list("ttft_bucket_bounds_s", flat=True)), default=0)
 
 
+# Servers whose "TTFT" histogram is a lower bound of TTFT (TGI: queue duration, before the prefill).
+LOWER_BOUND_TTFT_KINDS = frozenset({ServingEndpoint.Kind.TGI})
+
+_Ttft = dict[tuple[_Key, bool], Histogram]  # (key, lower bound?) -> merged histogram
+
+
 def _serving_and_ttft(
     usage: QuerySet[EndpointHourUsage], keys: list[str], width: int
-) -> tuple[dict[_Key, dict[str, Any]], dict[_Key, Histogram]]:
+) -> tuple[dict[_Key, dict[str, Any]], _Ttft]:
     """Serving sums and merged TTFT histograms per key, in one pass over the endpoint-hours.
+
+    Measured TTFT (vLLM, SGLang) and TGI's lower bound are merged apart, never together.
 
     Summed in SQL per key and bucket layout (bucket counts as ``width`` columns),
     layouts merged here onto the bounds they share (``histogram_merge(coarsen=True)``:
@@ -141,18 +155,33 @@ def _serving_and_ttft(
     if needed > width:
         rows = _serving_rows(usage, keys, needed)
     serving: dict[_Key, dict[str, Any]] = {}
-    parts: dict[_Key, list[Histogram]] = defaultdict(list)
+    parts: dict[tuple[_Key, bool], list[Histogram]] = defaultdict(list)
     for row in rows:
         key = _usage_key(row)
-        summed = serving.setdefault(key, {"s_serving_s": 0.0, "s_prompt": 0, "s_generation": 0})
-        for name in summed:
+        summed = serving.setdefault(key, dict.fromkeys(_SERVING_SUMS, 0))
+        for name in _SERVING_SUMS:
             summed[name] += row[name] or 0
+        summed["s_cached_seen"] = summed.get("s_cached_seen") or row["s_cached"] is not None
         if row["s_histograms"]:
             bounds = tuple(float(bound) for bound in row["ttft_bucket_bounds_s"])
             counts = tuple(int(row[f"s_b{i}"] or 0) for i in range(len(bounds) + 1))
-            parts[key].append(Histogram(bounds, counts))
+            parts[(key, row["endpoint__kind"] in LOWER_BOUND_TTFT_KINDS)].append(Histogram(bounds, counts))
     ttft = {key: merged for key, hs in parts.items() if (merged := histogram_merge(hs, coarsen=True)) is not None}
     return serving, ttft
+
+
+# Serving sums per key; ``s_cached_seen`` beside them says whether any endpoint-hour counted
+# prefix-cache hits (without one, the cached tokens are unknown, not zero).
+_SERVING_SUMS = ("s_serving_s", "s_prompt", "s_generation", "s_cached", "s_prompt_cache_known")
+
+
+def _cached(served: dict[str, Any]) -> int | None:
+    return None if not served.get("s_cached_seen") else int(served["s_cached"])
+
+
+def _cached_sum(values: Iterable[int | None]) -> int | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
 
 
 def _serving_rows(usage: QuerySet[EndpointHourUsage], keys: list[str], width: int) -> list[dict[str, Any]]:
@@ -163,11 +192,13 @@ def _serving_rows(usage: QuerySet[EndpointHourUsage], keys: list[str], width: in
         for i in range(width)
     }
     rows = (
-        usage.values(*keys, "ttft_bucket_bounds_s")
+        usage.values(*keys, "endpoint__kind", "ttft_bucket_bounds_s")
         .annotate(
             s_serving_s=Sum("observed_s", filter=served),
             s_prompt=Sum("prompt_tokens"),
             s_generation=Sum("generation_tokens"),
+            s_cached=Sum("cached_prompt_tokens"),
+            s_prompt_cache_known=Sum("prompt_tokens", filter=Q(cached_prompt_tokens__isnull=False)),
             s_histograms=Count("id", filter=with_histogram),
             **buckets,
         )
@@ -181,14 +212,15 @@ def _stats_assemble(
     by_model: bool,
     ledger: dict[_Key, _LedgerPart],
     serving: dict[_Key, dict[str, Any]],
-    ttft: dict[_Key, Histogram],
+    ttft: _Ttft,
 ) -> list[ComparisonStats]:
     if not by_model:
         ledger = _per_fleet(ledger)
     names = dict(Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name"))
     profiles = gpu_model_profiles(organization_ids=organization_ids)
+    sources = embodied_sources(organization_ids=organization_ids)
     stats = []
-    for key in ledger.keys() | serving.keys() | ttft.keys():
+    for key in ledger.keys() | serving.keys() | {key for key, _ in ttft}:
         sums, model, utilization = ledger.get(key, (LedgerSums(), None, UtilizationSums()))
         served = serving.get(key, {})
         stats.append(
@@ -202,12 +234,20 @@ def _stats_assemble(
                     serving_s=float(served.get("s_serving_s") or 0.0),
                     prompt_tokens=int(served.get("s_prompt") or 0),
                     generation_tokens=int(served.get("s_generation") or 0),
-                    ttft=ttft.get(key),
+                    cached_prompt_tokens=_cached(served),
+                    prompt_tokens_cache_known=int(served.get("s_prompt_cache_known") or 0),
+                    ttft=ttft.get((key, False)),
+                    ttft_lower_bound=ttft.get((key, True)),
                 ),
                 utilization=utilization,
+                embodied_sources=_sources_of(model if model is not None else key[1], sources),
             )
         )
     return stats
+
+
+def _sources_of(model: str | None, sources: dict[str, str]) -> str | None:
+    return sources.get(model) or None if model is not None else None
 
 
 def _per_fleet(per_model: dict[_Key, _LedgerPart]) -> dict[_Key, _LedgerPart]:
@@ -233,6 +273,7 @@ def _stats_merge(parts: list[ComparisonStats]) -> ComparisonStats:
         return parts[0]
     models = {part.gpu_model for part in parts}
     histograms = [part.serving.ttft for part in parts if part.serving.ttft is not None]
+    lower_bounds = [part.serving.ttft_lower_bound for part in parts if part.serving.ttft_lower_bound is not None]
     return ComparisonStats(
         fleet_id=parts[0].fleet_id,
         fleet_name=parts[0].fleet_name,
@@ -243,9 +284,13 @@ def _stats_merge(parts: list[ComparisonStats]) -> ComparisonStats:
             serving_s=sum(part.serving.serving_s for part in parts),
             prompt_tokens=sum(part.serving.prompt_tokens for part in parts),
             generation_tokens=sum(part.serving.generation_tokens for part in parts),
+            cached_prompt_tokens=_cached_sum(part.serving.cached_prompt_tokens for part in parts),
+            prompt_tokens_cache_known=sum(part.serving.prompt_tokens_cache_known for part in parts),
             ttft=histogram_merge(histograms, coarsen=True),
+            ttft_lower_bound=histogram_merge(lower_bounds, coarsen=True),
         ),
         utilization=functools.reduce(_utilization_merge, (part.utilization for part in parts)),
+        embodied_sources="; ".join(sorted({p.embodied_sources for p in parts if p.embodied_sources})) or None,
     )
 
 

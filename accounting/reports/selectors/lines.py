@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import QuerySet
 
-from accounting.hardware import load_catalog
+from accounting.hardware import Source, load_catalog
 from accounting.models import HardwareProfile, NodeHourLedger
 from accounting.profiles import UNKNOWN_MODEL
 
@@ -60,3 +60,24 @@ def gpu_model_profiles(*, organization_ids: Collection[int]) -> dict[str, tuple[
     own = HardwareProfile.objects.filter(organization_id__in=organization_ids).order_by("organization_id", "key")
     profiles |= {key: (name, gpu_class) for key, name, gpu_class in own.values_list("key", "display_name", "gpu_class")}
     return profiles
+
+
+# The catalog's sources of the figures embodied carbon is computed from.
+EMBODIED_FIGURES = frozenset({"embodied_kgco2e", "host_embodied_kgco2e_per_gpu"})
+
+
+def embodied_sources(*, organization_ids: Collection[int]) -> dict[str, str]:
+    """GPU model key → the sources of its embodied carbon factors ("title (url); ..."), own profiles winning."""
+    sources = {profile.key: _cited(profile.sources) for profile in load_catalog()}
+    own = HardwareProfile.objects.filter(organization_id__in=organization_ids).order_by("organization_id", "key")
+    for key, cited in own.values_list("key", "sources"):
+        sources[key] = _cited(Source(s.get("what", ""), s.get("title", ""), s.get("url"), s.get("year")) for s in cited)
+    return sources
+
+
+def _cited(sources: Iterable[Source]) -> str:
+    return "; ".join(
+        f"{source.title} ({source.url})" if source.url else source.title
+        for source in sources
+        if source.what in EMBODIED_FIGURES
+    )

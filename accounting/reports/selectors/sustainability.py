@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import BooleanField, ExpressionWrapper
+from django.db.models import BooleanField, ExpressionWrapper, Max
 
 from accounting.ledger.units import ZERO
-from accounting.reports.aggregates import LOCATION_UNKNOWN, ledger_sums_from
+from accounting.reports.aggregates import LOCATION_UNKNOWN, amount_sum, ledger_sums_from
 from accounting.reports.factors import FactorOrigin, location_factor_source, market_factor_source
-from accounting.reports.metrics import GridQuality, LedgerSums
+from accounting.reports.metrics import GridQuality, LedgerSums, grid_kind
+from accounting.reports.selectors.lines import ledger_lines
 from accounting.reports.selectors.parts import LedgerPart, ledger_parts, parts_total
 
 
@@ -33,9 +35,25 @@ class FactorUse:
 
 
 @dataclass(frozen=True)
+class GridHour:
+    """The grid intensity one zone-hour's lines were weighed with, where it came from, and the energy it weighed.
+
+    ``kind``: live, upload, annual (the average standing in), simulated or unknown (``grid_kind``).
+    """
+
+    zone: str
+    hour_start: datetime
+    gco2e_per_kwh: Decimal | None
+    source: str
+    kind: str
+    facility_kwh: Decimal
+
+
+@dataclass(frozen=True)
 class SustainabilityReport:
     """One organization's carbon over ``[start, end)``: ``sums`` (carbon, energy, tokens; no money),
-    how its location intensity was known (``grid``), and every factor source used."""
+    how its location intensity was known (``grid``), every factor source used, and each zone-hour's
+    intensity (``grid_hours``, for the export)."""
 
     organization_id: int
     start: datetime
@@ -43,6 +61,7 @@ class SustainabilityReport:
     sums: LedgerSums
     grid: GridQuality
     factors: tuple[FactorUse, ...]
+    grid_hours: tuple[GridHour, ...] = ()
 
 
 # The report's figures are sums over these groups of lines: by the kind of location intensity each
@@ -54,7 +73,8 @@ REPORT_ANNOTATIONS = {"location_unknown": ExpressionWrapper(LOCATION_UNKNOWN, ou
 def sustainability_report(*, organization_id: int, start: datetime, end: datetime) -> SustainabilityReport:
     """Scope 2 (location and market based), embodied (Scope 3 share), energy, PUE, SCI and data quality.
 
-    One query: the lines summed per ``REPORT_KEYS`` (a handful of groups), added here.
+    Two queries: the lines summed per ``REPORT_KEYS`` (a handful of groups), added here; and per
+    zone-hour and intensity source, each hour's intensity.
     """
     parts = ledger_parts(
         organization_ids=[organization_id],
@@ -64,7 +84,36 @@ def sustainability_report(*, organization_id: int, start: datetime, end: datetim
         money=False,
         annotations=REPORT_ANNOTATIONS,
     )
-    return sustainability_report_from(parts, organization_id=organization_id, start=start, end=end)
+    report = sustainability_report_from(parts, organization_id=organization_id, start=start, end=end)
+    return dataclasses.replace(report, grid_hours=grid_hours(organization_id=organization_id, start=start, end=end))
+
+
+def grid_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[GridHour, ...]:
+    """Each zone-hour's grid intensity (g/kWh), its source and kind, and the facility kWh it weighed, by zone and hour.
+
+    Lines of one zone-hour may differ (an organization's upload covers only its own sites): one entry each.
+    """
+    lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
+    rows = (
+        lines.values("site__grid_zone", "hour_start", "location_source", "location_is_fallback")
+        .annotate(
+            s_gco2e_per_kwh=Max("location_gco2e_per_kwh"),
+            s_location_co2e_g=amount_sum("location_co2e_g"),
+            s_facility_kwh=amount_sum("facility_kwh"),
+        )
+        .order_by("site__grid_zone", "hour_start", "location_source")
+    )
+    return tuple(
+        GridHour(
+            zone=row["site__grid_zone"],
+            hour_start=row["hour_start"],
+            gco2e_per_kwh=row["s_gco2e_per_kwh"],
+            source=row["location_source"],
+            kind=grid_kind({**row, "location_co2e_g": row["s_location_co2e_g"]}),
+            facility_kwh=row["s_facility_kwh"] or ZERO,
+        )
+        for row in rows
+    )
 
 
 def sustainability_report_from(

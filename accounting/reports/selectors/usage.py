@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import functools
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,7 +17,13 @@ from accounting.models import NodeHourLedger
 from accounting.reports.aggregates import ledger_sums, ledger_sums_from
 from accounting.reports.metrics import LedgerSums
 from accounting.reports.periods import Granularity, bucket_end
-from accounting.reports.selectors.lines import NO_FILTERS, ReportFilters, gpu_model_profiles, ledger_lines
+from accounting.reports.selectors.lines import (
+    NO_FILTERS,
+    ReportFilters,
+    embodied_sources,
+    gpu_model_profiles,
+    ledger_lines,
+)
 from accounting.reports.selectors.parts import bucket_expression
 from fleets.models import Fleet, Node, Organization, Site
 
@@ -57,6 +65,7 @@ class ReportRow:
     group_key: str | None
     group_label: str | None
     sums: LedgerSums
+    embodied_sources: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ class _UsageQuery:
         return ordered[offset : None if limit is None else offset + limit]
 
     def row(self, values: dict[str, Any], labels: dict[str, str]) -> ReportRow:
-        return report_row(
+        row = report_row(
             ledger_sums_from(values, currency=values["currency"]),
             start=self.start,
             end=self.end,
@@ -96,6 +105,13 @@ class _UsageQuery:
             group_key=None if self.group_by is GroupBy.NONE else values[_GROUP_FIELDS[self.group_by]],
             labels=labels,
         )
+        if self.group_by is GroupBy.GPU_MODEL:  # one model per row: its embodied factors' sources
+            row = dataclasses.replace(row, embodied_sources=self.sources.get(row.group_key or ""))
+        return row
+
+    @functools.cached_property
+    def sources(self) -> dict[str, str]:
+        return embodied_sources(organization_ids=self.organization_ids)
 
     def labels(self) -> dict[str, str]:
         return group_labels(self.group_by, self.organization_ids)

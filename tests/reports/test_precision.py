@@ -1,0 +1,113 @@
+"""Unit figures keep 4 significant digits everywhere; money amounts are rounded once to the minor unit.
+
+A small rented node (unknown GPU model: no embodied carbon), one hour, worked by hand:
+rent 0.0982 per node-hour with power included; IT energy 83,520 J = 0.0232 kWh at PUE 1.0;
+grid 200 gCO2e/kWh → 4.64 g; prompts twice as long as outputs: 2,000,000 input + 1,000,000
+output tokens. So:
+
+- cost per 1M output tokens 0.0982 / 1 = 0.0982 → "0.09820" (the minor unit would say "0.10");
+- cost per 1M tokens (input + output) 0.0982 / 3 = 0.032733… → "0.03273" (not "0.03");
+- gCO2e per 1M output tokens 4.64 → 4.64, shown "4.640" (not "5"); per 1M tokens 1.54666… → 1.547.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from decimal import Decimal
+
+import pytest
+
+from accounting.ledger.units import significant
+from accounting.ledger_store import ledger_node_hours_compute
+from accounting.models import NodePrice
+from accounting.templatetags.ledger import unit
+from fleets.models import Fleet
+from tests.factories import GpuFactory, NodeFactory, SiteFactory
+from tests.reports.conftest import H2, LONG_AGO, hour_usage, live_grid
+
+pytestmark = pytest.mark.django_db
+PERIOD = {"start": "2026-11-01T00:00:00Z", "end": "2026-11-01T01:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("0.0982", "0.09820"),
+        ("4.64", "4.640"),
+        ("0.0140", "0.01400"),
+        ("3.693333", "3.693"),
+        ("12345.67", "12350"),
+        ("9.99996", "10.00"),
+        ("0.000012344", "0.00001234"),
+        ("0", "0"),
+    ],
+)
+def test_significant_keeps_four_digits_in_plain_notation(value, shown):
+    assert f"{significant(Decimal(value)):f}" == shown
+
+
+def test_the_unit_filter_shows_four_significant_digits_with_the_currency():
+    assert unit(Decimal("0.0982"), "USD") == "0.09820 USD"
+    assert unit(4.64) == "4.640"
+    assert unit(12345.67) == "12,350"
+    assert unit(None) == "—"
+
+
+@pytest.fixture
+def cheap_node(org_a):
+    live_grid(hours=(H2,))
+    site = SiteFactory(organization=org_a, name="home", grid_zone="US-CAL-CISO", country="US", pue=Decimal("1.0"))
+    fleet = Fleet.objects.create(organization=org_a, name="owned-consumer")
+    node = NodeFactory(fleet=fleet, site=site, hostname="x1", tenure="rented", commissioned_at=LONG_AGO)
+    GpuFactory(node=node, index=0, name="Acme X1")  # no hardware profile: no embodied carbon
+    NodePrice.objects.create(
+        fleet=fleet, kind="rented", rate_per_h=Decimal("0.0982"), rate_per="node", includes_power=True,
+        valid_from=LONG_AGO,
+    )  # fmt: skip
+    hour_usage(
+        node, H2, energies_j=(83_520.0,), utils=(60.0,), tokens=(2_000_000, 1_000_000), serving_gpus=1
+    )  # fmt: skip
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H2])
+    return node
+
+
+def test_a_sub_cent_unit_cost_keeps_four_significant_digits_in_json(cheap_node, client_a):
+    usage = client_a.get("/api/v1/reports/usage/", {**PERIOD, "granularity": "total"}).json()["results"][0]
+    compared = client_a.get("/api/v1/reports/comparison/", PERIOD).json()["results"][0]
+
+    assert usage["cost"] == "0.10"  # an amount: rounded once to the minor unit
+    # Per GPU-hour: 0.0982 over one GPU-hour; power is in the rent: 0 per kWh.
+    assert (usage["cost_per_gpu_h"], usage["electricity_cost_per_kwh"]) == ("0.09820", "0")
+    assert (usage["cost_per_1m_output_tokens"], usage["cost_per_1m_tokens"]) == ("0.09820", "0.03273")
+    assert (usage["gco2e_per_1k_output_tokens"], usage["gco2e_per_1k_tokens"]) == (0.00464, 0.001547)
+    assert (compared["cost_per_1m_output_tokens"], compared["cost_per_1m_tokens"]) == ("0.09820", "0.03273")
+    assert (compared["gco2e_per_1m_output_tokens"], compared["gco2e_per_1m_tokens"]) == (4.64, 1.547)
+    # 83,520 J over 1M output tokens and over 3M tokens.
+    assert (compared["it_j_per_output_token"], compared["it_j_per_token"]) == (0.08352, 0.02784)
+
+
+def test_a_sub_cent_unit_cost_keeps_four_significant_digits_in_csv(cheap_node, client_a):
+    response = client_a.get("/api/v1/reports/comparison/", {**PERIOD, "format": "csv"})
+
+    (row,) = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+    assert (row["cost_per_1m_output_tokens"], row["cost_per_1m_tokens"]) == ("0.09820", "0.03273")
+    assert row["gco2e_per_1m_output_tokens"] == "4.64"
+
+
+def test_a_sub_cent_unit_cost_keeps_four_significant_digits_on_the_pages(cheap_node, client_a):
+    query = "?start=2026-11-01&end=2026-11-01&granularity=hour"
+    compare = client_a.get(f"/compare/{query}").content.decode()
+    finance = client_a.get(f"/finance/{query}").content.decode()
+
+    assert "0.09820 USD" in compare and "0.03273 USD" in compare
+    assert "4.640" in compare and "1.547" in compare
+    assert "0.10 USD" not in compare
+    assert "0.09820 USD" in finance and "0.03273 USD" in finance
+
+
+def test_the_charts_plot_unrounded_unit_figures(cheap_node, client_a):
+    page = client_a.get("/finance/?start=2026-11-01&end=2026-11-01&granularity=hour")
+
+    chart = next(c for c in page.context["charts"] if "chart-cost-per-token" in c)
+    assert '"y":[0.0982]' in chart.replace(" ", "")
