@@ -48,7 +48,15 @@ from accounting.profiles import (
 from accounting.tariff import in_force
 from fleets.models import Gpu, GpuInstallation, Node
 from telemetry.installations import installations_in_hour
-from telemetry.models import EndpointHourUsage, GpuHourUsage, NodeHourUsage, ServingEndpoint, UsageChanged
+from telemetry.models import (
+    EndpointHourUsage,
+    GpuHourUsage,
+    NodeHourUsage,
+    ParkedHour,
+    ServingEndpoint,
+    UsageChanged,
+)
+from telemetry.parking import columns_fit, hours_computed_or_parked, not_parked
 from telemetry.rollup import rows_claim
 
 logger = logging.getLogger(__name__)
@@ -268,6 +276,7 @@ def _location(resolved: Any) -> IntensityFactor | None:
 
 def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict) -> None:
     rows = [_row(context, line, usage) for line in lines]
+    columns_fit(rows)  # an amount past its column is refused naming it; the queue parks the hour
     NodeHourLedger.objects.bulk_create(
         rows,
         update_conflicts=True,
@@ -362,21 +371,39 @@ def ledger_pending_run(*, now: datetime, limit: int = 20_000) -> int:
     """Recompute the node-hours whose usage or inputs changed; return how many lines were written.
 
     Work is claimed one node at a time, each in its own transaction; a mark made
-    after ``now`` (new data during the run) survives for the next run.
+    after ``now`` (new data during the run) survives for the next run. An hour whose
+    line fails to compute is parked (``telemetry.parking``) and never holds back another node.
     """
     _usage_changes_take(now=now)
-    written = 0
-    while written < limit:
-        with transaction.atomic():
-            pending = LedgerPending.objects.filter(marked_at__lte=now)
-            first = rows_claim(pending.order_by("node_id", "hour_start"), 1)
-            if not first:
-                break
-            claimed = rows_claim(pending.filter(node_id=first[0].node_id).order_by("hour_start"), HOURS_PER_CLAIM)
-            hours = [row.hour_start for row in claimed]
-            written += ledger_node_hours_compute(node_id=first[0].node_id, hour_starts=hours)
-            LedgerPending.objects.filter(pk__in=[row.pk for row in claimed], marked_at__lte=now).delete()
+    tried = written = 0
+    while tried < limit:
+        claimed = _claimed_lines(now=now)
+        if claimed is None:
+            break
+        tried, written = tried + claimed[0], written + claimed[1]
     return written
+
+
+def _claimed_lines(*, now: datetime) -> tuple[int, int] | None:
+    """Claim and compute one node's pending hours: ``(hours claimed, lines written)``; None when idle."""
+    with transaction.atomic():
+        pending = not_parked(LedgerPending.objects.filter(marked_at__lte=now), stage=ParkedHour.Stage.LEDGER, now=now)
+        first = rows_claim(pending.order_by("node_id", "hour_start"), 1)
+        if not first:
+            return None
+        node_id = first[0].node_id
+        claimed = rows_claim(pending.filter(node_id=node_id).order_by("hour_start"), HOURS_PER_CLAIM)
+        done = hours_computed_or_parked(
+            lambda hours: ledger_node_hours_compute(node_id=node_id, hour_starts=hours),
+            node_id=node_id,
+            hours=[row.hour_start for row in claimed],
+            stage=ParkedHour.Stage.LEDGER,
+            now=now,
+        )
+        LedgerPending.objects.filter(
+            pk__in=[row.pk for row in claimed if row.hour_start in done], marked_at__lte=now
+        ).delete()
+    return len(claimed), len(done)
 
 
 def _usage_changes_take(*, now: datetime) -> None:

@@ -305,3 +305,33 @@ class UsageChanged(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
+
+
+class ParkedHour(models.Model):
+    """A node-hour whose rollup or ledger computation failed, kept aside with its error until ``retry_at``.
+
+    The hour stays in its queue (``RollupPending`` or the ledger's); the queue
+    skips it until ``retry_at``, so it never holds back another node's hours.
+    Each failure doubles the wait (``telemetry.parking``); a success deletes the row.
+    The organization's members see it on the node page and in ``/api/v1/nodes/``.
+    """
+
+    class Stage(models.TextChoices):
+        ROLLUP = "rollup", "hourly rollup"
+        LEDGER = "ledger", "ledger"
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="parked_hours")
+    hour_start = models.DateTimeField()
+    stage = models.CharField(max_length=8, choices=Stage.choices)
+    error = models.TextField(help_text="the failure, as the last attempt raised it")
+    attempts = models.PositiveIntegerField(help_text="failed attempts in a row")
+    failed_at = models.DateTimeField(help_text="when the last attempt failed")
+    retry_at = models.DateTimeField(help_text="the queue skips the hour until then")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["node", "hour_start", "stage"], name="parkedhour_unique_node_hour_stage")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00} {self.stage} parked"

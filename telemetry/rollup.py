@@ -36,12 +36,14 @@ from telemetry.models import (
     EndpointHourUsage,
     GpuHourUsage,
     GpuSample,
+    ParkedHour,
     RollupPending,
     ServingEndpoint,
     ServingSample,
     UsageChanged,
 )
 from telemetry.node_meter import node_meter_usage_replace
+from telemetry.parking import columns_fit, hours_computed_or_parked, not_parked
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +142,8 @@ def rollup_node_hours(*, node_id: int, hour_starts: list[datetime]) -> int:
     Each hour where a row was written or deleted is marked in ``UsageChanged``.
     ``hour_starts``: aware datetimes on UTC hours, with the hours of any gap
     that reaches into them (a counter may bridge it: see ``_hours_across_gaps``).
-    Returns the usage rows written.
+    Returns the usage rows written. Raises :class:`telemetry.parking.ColumnRangeError`
+    for a value no column can hold.
     """
     hours_s = hours_validated(_hour_s(h) for h in hour_starts)
     if not hours_s:
@@ -149,6 +152,9 @@ def rollup_node_hours(*, node_id: int, hour_starts: list[datetime]) -> int:
     computed_at = timezone.now()
     gpu_rows = _gpu_usage_rows(node_id, hours_s, computed_at)
     endpoint_rows = _endpoint_usage_rows(node_id, hours_s, computed_at)
+    # A sum past its column (counters glitching near 2**63) is refused here, naming the column,
+    # rather than by the database mid-transaction; the caller parks the hour.
+    columns_fit([*gpu_rows, *endpoint_rows])
     with transaction.atomic():
         changed = _usage_replace(GpuHourUsage, "gpu", gpu_rows, Q(gpu__node_id=node_id), hours_s)
         changed |= _usage_replace(EndpointHourUsage, "endpoint", endpoint_rows, Q(endpoint__node_id=node_id), hours_s)
@@ -406,46 +412,42 @@ def rollup_pending_run(*, now: datetime, limit: int = 500) -> int:
     unmarked in one transaction: on PostgreSQL the claimed rows stay locked, so
     another worker skips them (``SKIP LOCKED``) and an ingest re-marking one waits
     for the commit, then marks it afresh; on SQLite the database lock serializes
-    all of it. A node whose data fails to compute is logged and left marked for the next run.
+    all of it. An hour whose data fails to compute is parked (``telemetry.parking``):
+    it stays marked, and the queue skips it until its retry time, so it never holds
+    back another node's hours.
     """
-    done = 0
-    failed: set[int] = set()
-    while done < limit:
-        claimed = _claimed_rollup(now=now, limit=min(HOURS_PER_CLAIM, limit - done), skip_nodes=failed)
+    tried = done = 0
+    while tried < limit:
+        claimed = _claimed_rollup(now=now, limit=min(HOURS_PER_CLAIM, limit - tried))
         if claimed is None:
             break
-        node_id, count = claimed
-        if count is None:
-            failed.add(node_id)
-        else:
-            done += count
+        tried, done = tried + claimed[0], done + claimed[1]
     return done
 
 
-def _claimed_rollup(*, now: datetime, limit: int, skip_nodes: set[int]) -> tuple[int, int | None] | None:
-    """Claim and roll up one node's pending hours: ``(node, hours done or None if it failed)``; None when idle."""
-    node_id = None
-    try:
-        with transaction.atomic():
-            pending = RollupPending.objects.filter(marked_at__lte=now).exclude(node_id__in=skip_nodes)
-            # Oldest marks first, so no hour starves behind hours that keep being re-marked.
-            first = rows_claim(pending.order_by("marked_at", "pk"), 1)
-            if not first:
-                return None
-            node_id = first[0].node_id
-            rows = rows_claim(pending.filter(node_id=node_id).order_by("marked_at", "hour_start"), limit)
-            rollup_node_hours(node_id=node_id, hour_starts=[row.hour_start for row in rows])
-            # The claimed rows are locked until commit, so none was re-marked meanwhile; the
-            # condition keeps this delete correct on its own should the claim ever be shortened.
-            RollupPending.objects.filter(pk__in=[row.pk for row in rows], marked_at__lte=now).delete()
-    # Data a rollup cannot compute must not stop every other node's; database errors
-    # and Celery's time limits are not about one node and end the run.
-    except (ValueError, LookupError, ArithmeticError):
-        if node_id is None:
-            raise
-        logger.exception("hourly rollup of node %s failed; its hours stay pending", node_id)
-        return node_id, None
-    return node_id, len(rows)
+def _claimed_rollup(*, now: datetime, limit: int) -> tuple[int, int] | None:
+    """Claim and roll up one node's pending hours: ``(hours claimed, hours done)``; None when idle."""
+    with transaction.atomic():
+        pending = not_parked(RollupPending.objects.filter(marked_at__lte=now), stage=ParkedHour.Stage.ROLLUP, now=now)
+        # Oldest marks first, so no hour starves behind hours that keep being re-marked.
+        first = rows_claim(pending.order_by("marked_at", "pk"), 1)
+        if not first:
+            return None
+        node_id = first[0].node_id
+        rows = rows_claim(pending.filter(node_id=node_id).order_by("marked_at", "hour_start"), limit)
+        done = hours_computed_or_parked(
+            lambda hours: rollup_node_hours(node_id=node_id, hour_starts=hours),
+            node_id=node_id,
+            hours=[row.hour_start for row in rows],
+            stage=ParkedHour.Stage.ROLLUP,
+            now=now,
+        )
+        # The claimed rows are locked until commit, so none was re-marked meanwhile; the
+        # condition keeps this delete correct on its own should the claim ever be shortened.
+        RollupPending.objects.filter(
+            pk__in=[row.pk for row in rows if row.hour_start in done], marked_at__lte=now
+        ).delete()
+    return len(rows), len(done)
 
 
 def rows_claim(queryset: models.QuerySet[Any], limit: int) -> list[Any]:

@@ -1,0 +1,157 @@
+"""Node-hours that fail are parked, not retried in front of everyone else's.
+
+The rollup and the ledger both claim a node's pending hours and compute them
+in one transaction. :func:`hours_computed_or_parked` runs that computation in
+a savepoint; if it fails because of the data (an overflow, a value no column
+holds, a bug that one tenant's data triggers, a statement timeout), each hour
+is tried alone in its own savepoint and the ones that still fail are parked
+(``ParkedHour``) with their error: the queue skips them until ``retry_at``,
+waiting twice as long after each failure. Failures that are not about the data
+(the database unreachable, Celery's time limit) are raised: they end the run,
+and every hour stays as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.db import InterfaceError, OperationalError, connection, models, transaction
+from django.db.backends.base.operations import BaseDatabaseOperations
+from django.db.models import Exists, OuterRef
+
+from telemetry.models import ParkedHour
+
+logger = logging.getLogger(__name__)
+
+# First wait two beat periods, then double: 2 min, 4 min, ... capped at 6 h, so a fixed
+# bug or corrected row is picked up within hours while a hopeless hour costs ~4 attempts a day.
+BACKOFF_FIRST = timedelta(minutes=2)
+BACKOFF_MAX = timedelta(hours=6)
+ERROR_MAX_CHARS = 2000
+_STATEMENT_TIMEOUT_SQLSTATE = "57014"  # query_canceled: statement_timeout, a data-sized query
+
+
+class ColumnRangeError(ValueError):
+    """A computed value that its column cannot hold (an overflow, an infinite or NaN float)."""
+
+
+def backoff_delay(attempts: int) -> timedelta:
+    """How long the queue skips an hour after its ``attempts``-th failure in a row."""
+    return min(BACKOFF_FIRST * 2 ** min(attempts - 1, 32), BACKOFF_MAX)
+
+
+def not_parked(pending: models.QuerySet[Any], *, stage: str, now: datetime) -> models.QuerySet[Any]:
+    """The rows of a node-hour queue (``node``, ``hour_start``) that are not parked past ``now``."""
+    parked = ParkedHour.objects.filter(
+        node_id=OuterRef("node_id"), hour_start=OuterRef("hour_start"), stage=stage, retry_at__gt=now
+    )
+    return pending.exclude(Exists(parked))
+
+
+def hours_computed_or_parked(
+    compute: Callable[[list[datetime]], Any], *, node_id: int, hours: Sequence[datetime], stage: str, now: datetime
+) -> list[datetime]:
+    """Compute ``hours`` of ``node_id`` (together, or one by one if that fails); return those computed.
+
+    Runs inside the caller's transaction; each attempt in its own savepoint, so a
+    failed statement leaves the transaction usable. Hours that fail alone are parked.
+    """
+    failures: dict[datetime, Exception] = {}
+    failure = _attempt(compute, list(hours))
+    if failure is not None and len(hours) == 1:
+        failures = {hours[0]: failure}
+    elif failure is not None:
+        outcomes = {hour: _attempt(compute, [hour]) for hour in hours}
+        failures = {hour: error for hour, error in outcomes.items() if error is not None}
+    done = [hour for hour in hours if hour not in failures]
+    if failures:
+        _park(node_id=node_id, failures=failures, stage=stage, now=now)
+    ParkedHour.objects.filter(node_id=node_id, stage=stage, hour_start__in=done).delete()
+    return done
+
+
+def _attempt(compute: Callable[[list[datetime]], Any], hours: list[datetime]) -> Exception | None:
+    try:
+        with transaction.atomic():
+            compute(hours)
+    except Exception as error:
+        if not _about_the_data(error):
+            raise
+        return error
+    return None
+
+
+def _about_the_data(error: Exception) -> bool:
+    """Whether ``error`` is about what was computed, rather than the database or the worker being unable to run."""
+    if isinstance(error, SoftTimeLimitExceeded | InterfaceError):
+        return False
+    if isinstance(error, OperationalError):
+        return getattr(error.__cause__, "sqlstate", None) == _STATEMENT_TIMEOUT_SQLSTATE
+    return connection.is_usable()
+
+
+def _park(*, node_id: int, failures: dict[datetime, Exception], stage: str, now: datetime) -> None:
+    previous = dict(
+        ParkedHour.objects.filter(node_id=node_id, stage=stage, hour_start__in=list(failures)).values_list(
+            "hour_start", "attempts"
+        )
+    )
+    rows = []
+    for hour, error in failures.items():
+        attempts = previous.get(hour, 0) + 1
+        logger.warning("%s of node %s hour %s parked (attempt %s): %r", stage, node_id, hour, attempts, error)
+        rows.append(
+            ParkedHour(
+                node_id=node_id,
+                hour_start=hour,
+                stage=stage,
+                error=error_text(error),
+                attempts=attempts,
+                failed_at=now,
+                retry_at=now + backoff_delay(attempts),
+            )
+        )
+    ParkedHour.objects.bulk_create(
+        rows,
+        update_conflicts=True,
+        unique_fields=["node", "hour_start", "stage"],
+        update_fields=["error", "attempts", "failed_at", "retry_at"],
+    )
+
+
+def error_text(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"[:ERROR_MAX_CHARS]
+
+
+def columns_fit(rows: Sequence[models.Model]) -> None:
+    """Raise :class:`ColumnRangeError` naming the first value of ``rows`` that its column cannot hold.
+
+    Integers within the column type's range, floats finite,
+    decimals finite and within ``max_digits - decimal_places`` integer digits.
+    """
+    for row in rows:
+        for field in row._meta.concrete_fields:
+            value = getattr(row, field.attname)
+            if value is not None and not _fits(field, value):
+                raise ColumnRangeError(
+                    f"{type(row).__name__}.{field.name} = {value!r} is outside what its column holds"
+                )
+
+
+def _fits(field: models.Field, value: Any) -> bool:
+    if isinstance(field, models.DecimalField):
+        limit = Decimal(10) ** (field.max_digits - field.decimal_places)
+        return bool(Decimal(value).is_finite() and abs(Decimal(value)) < limit)
+    if isinstance(field, models.FloatField):
+        return math.isfinite(value)
+    if isinstance(field, models.IntegerField):
+        # The portable ranges (PostgreSQL's), not SQLite's 64 bits for every type: same verdict on both.
+        low, high = BaseDatabaseOperations.integer_field_ranges[field.get_internal_type()]
+        return bool(low <= value <= high)
+    return True
