@@ -20,18 +20,21 @@ from rest_framework.views import APIView
 
 from fleets.models import Gpu, Node
 from fleets.selectors import nodes_for_user
-from telemetry.models import CollectorStatus
+from telemetry.models import CollectorStatus, ParkedHour
 from telemetry.selectors import node_gaps
 
 GAP_WINDOW = timedelta(hours=24)
 
 
 def node_statuses(*, user: Any) -> QuerySet[Node]:
-    """The user's nodes with their collector status and GPUs, in three queries whatever their number."""
+    """The user's nodes with their collector status, GPUs and parked hours, in four queries whatever their number."""
     return (
         nodes_for_user(user=user)
         .select_related("fleet", "site", "collector_status")
-        .prefetch_related(Prefetch("gpus", queryset=Gpu.objects.order_by("index")))
+        .prefetch_related(
+            Prefetch("gpus", queryset=Gpu.objects.order_by("index")),
+            Prefetch("parked_hours", queryset=ParkedHour.objects.order_by("hour_start", "stage")),
+        )
         .order_by("fleet__name", "hostname")
     )
 
@@ -41,6 +44,15 @@ class GpuOut(serializers.Serializer):
     index = serializers.IntegerField()
     name = serializers.CharField()
     energy_counter_supported = serializers.BooleanField(allow_null=True)
+
+
+class ParkedHourOut(serializers.Serializer):
+    hour_start = serializers.DateTimeField()
+    stage = serializers.ChoiceField(choices=ParkedHour.Stage.choices, help_text="which computation failed")
+    error = serializers.CharField(help_text="what the last attempt raised")
+    attempts = serializers.IntegerField(help_text="failed attempts in a row")
+    failed_at = serializers.DateTimeField()
+    retry_at = serializers.DateTimeField(help_text="the next attempt is not before this time")
 
 
 class NodeStatusOut(serializers.Serializer):
@@ -56,6 +68,9 @@ class NodeStatusOut(serializers.Serializer):
     spool_bytes = serializers.IntegerField()
     collector_version = serializers.CharField()
     gpus = GpuOut(many=True)
+    parked_hours = ParkedHourOut(
+        many=True, help_text="hours whose rollup or ledger failed: left aside with the error, retried with backoff"
+    )
 
 
 class GapOut(serializers.Serializer):
@@ -86,6 +101,7 @@ def node_status_data(node: Node, *, now: Any) -> dict[str, Any]:
         "spool_bytes": status.spool_bytes if status else 0,
         "collector_version": status.collector_version if status else "",
         "gpus": list(node.gpus.all()),
+        "parked_hours": list(node.parked_hours.all()),
     }
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from accounting.ledger_store import ledger_pending_run
 from accounting.models import LedgerPending, NodeHourLedger
 from accounting.tasks.ledger import ledger_pending_task
+from fleets.models import Role
 from telemetry.collector.wire import batch_decode
 from telemetry.ingest import batch_ingest
 from telemetry.models import (
@@ -33,7 +34,7 @@ from telemetry.models import (
 from telemetry.partitions import partitions_ensure
 from telemetry.rollup import rollup_pending_run
 from telemetry.tasks import rollup_pending_task
-from tests.factories import GpuFactory, NodeFactory
+from tests.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
 from tests.telemetry.batches import make_batch
 
 HOUR_S = 3600
@@ -217,3 +218,31 @@ def test_a_failure_not_about_the_data_ends_the_run_and_parks_nothing(monkeypatch
 
     assert not ParkedHour.objects.exists()
     assert RollupPending.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_parked_hour_is_shown_to_its_organization_only(client, user_b):
+    poisoned = poisoned_node()
+    admin = UserFactory(username="poison-admin")
+    MembershipFactory(user=admin, organization=poisoned.fleet.organization, role=Role.ADMIN)
+    rollup_pending_run(now=timezone.now())
+
+    client.force_login(admin)
+    [row] = client.get("/api/v1/nodes/").json()
+    detail = client.get(f"/api/v1/nodes/{poisoned.pk}/").json()
+    page = client.get(f"/nodes/{poisoned.pk}/").content.decode()
+
+    [parked] = row["parked_hours"]
+    assert (parked["stage"], parked["hour_start"], parked["attempts"]) == (
+        "rollup",
+        at(H).isoformat().replace("+00:00", "Z"),
+        1,
+    )
+    assert parked["error"].startswith("ColumnRangeError: EndpointHourUsage.prompt_tokens = ")
+    assert detail["parked_hours"] == row["parked_hours"]
+    assert 'id="parked-hours"' in page and "EndpointHourUsage.prompt_tokens" in page
+    # another organization's admin sees neither the node nor its error
+    client.force_login(user_b)
+    assert client.get("/api/v1/nodes/").json() == []
+    assert client.get(f"/api/v1/nodes/{poisoned.pk}/").status_code == 404
+    assert client.get(f"/nodes/{poisoned.pk}/").status_code == 404
