@@ -46,8 +46,12 @@ def nodes_page(request: HttpRequest) -> HttpResponse:
     nodes = node_statuses(user=request.user).filter(fleet__organization=organization)
     totals = _ledger_totals_by_node(organization, period.start, period.end)
     now = timezone.now()
-    rows = [{**node_status_data(node, now=now), "totals": totals.get(node.pk, {})} for node in nodes]
+    rows = [{**node_status_data(node, now=now), "totals": totals.get(node.pk, _NO_TOTALS)} for node in nodes]
     return render(request, "accounting/nodes.html", {**context, "section": "nodes", "rows": rows})
+
+
+# A node with no line in the period (newly enrolled, say): every total unknown, shown as "—".
+_NO_TOTALS: dict[str, Any] = {"currency": "", "cost": None, "facility_kwh": None, "tokens": None}
 
 
 def _ledger_totals_by_node(organization: Any, start: datetime, end: datetime) -> dict[int, LedgerTotals]:

@@ -16,7 +16,7 @@ register = template.Library()
 
 @register.filter
 def money(value: Any, currency: str = "USD") -> str:
-    if value is None:
+    if value is None or value == "":
         return "—"
     amount = money_quantize(Decimal(value), currency or "USD")
     return f"{amount:,} {currency}"
@@ -36,9 +36,12 @@ def unit(value: Any, currency: str = "") -> str:
 
 @register.filter
 def number(value: Any, places: int = 1) -> str:
-    if value is None:
+    """A number with thousands separators; "—" for anything that is not one (None, or the empty
+    string a template gives for a missing key, such as a node with no ledger line in the period)."""
+    try:
+        return f"{float(value):,.{int(places)}f}"
+    except (TypeError, ValueError):
         return "—"
-    return f"{float(value):,.{int(places)}f}"
 
 
 @register.filter

@@ -10,9 +10,10 @@ import pytest
 
 from accounting.charts import figure_html, series_lines
 from accounting.models import NodeHourLedger
+from accounting.templatetags.ledger import number
 from fleets.models import Role
 from tests.dashboards.data import two_fleets
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.factories import MembershipFactory, NodeFactory, OrganizationFactory, UserFactory
 
 PAGES = ["/finance/", "/sustainability/", "/compare/", "/nodes/"]
 ROLES = [r.value for r in Role]
@@ -135,6 +136,23 @@ def test_users_see_only_their_organizations_data(client, organization, fleets):
         assert "enterprise" not in html and "Acme AI" not in html
     node_id = fleets[0].nodes.get().pk
     assert client.get(f"/nodes/{node_id}/").status_code == 404
+
+
+def test_nodes_page_shows_a_dash_for_a_node_without_ledger_lines_in_the_period(client, organization, fleets):
+    # given: a newly enrolled node, no line yet, beside nodes with lines
+    NodeFactory(fleet=fleets[0], site=fleets[0].nodes.first().site, hostname="gpu-new")
+    client.force_login(member(organization, "engineer"))
+
+    response = client.get("/nodes/")
+
+    assert response.status_code == 200
+    row = re.search(r"<tr>\s*<td><a [^>]*>gpu-new</a>.*?</tr>", response.content.decode(), re.S)
+    assert row is not None and "—" in row.group(0)
+
+
+@pytest.mark.parametrize(("value", "shown"), [(None, "—"), ("", "—"), ("n/a", "—"), (1234.56, "1,234.6"), ("7", "7.0")])
+def test_number_filter_shows_a_dash_for_what_is_not_a_number(value, shown):
+    assert number(value) == shown
 
 
 def test_node_page_shows_gpus_serving_and_the_hourly_ledger(client, organization, fleets):
