@@ -29,6 +29,8 @@ PRESETS = {
     "ytd": "This year",
 }
 DEFAULT_PRESET = "7d"
+# Custom ranges stay well inside datetime's years 1-9999, so no period or its previous one overflows.
+FIRST_DAY, LAST_DAY = date(1970, 1, 1), date(2999, 12, 31)
 # The finest granularity that keeps a chart readable for a period of this length.
 _AUTO_GRANULARITY = ((timedelta(days=3), "hour"), (timedelta(days=120), "day"))
 
@@ -87,6 +89,8 @@ def _custom(start_text: str, end_text: str) -> tuple[datetime, datetime]:
         first, last = date.fromisoformat(start_text), date.fromisoformat(end_text)
     except ValueError:
         raise ValueError("start and end must be dates like 2026-11-01") from None
+    if first < FIRST_DAY or last > LAST_DAY:
+        raise ValueError(f"start and end must lie between {FIRST_DAY} and {LAST_DAY}")
     if last < first:
         raise ValueError("the end date is before the start date")
     if (last - first).days > 3 * 366:

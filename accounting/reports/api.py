@@ -52,13 +52,16 @@ from accounting.reports.serializers import (
     PeriodInputSerializer,
     ScopeInputSerializer,
     UsageRowSerializer,
+    id_field,
     number,
+    organization_ref_field,
     per_unit_field,
 )
 
 # Usage rows per page: a month of daily rows for 16 groups; CSV is never paged.
 DEFAULT_PAGE_ROWS = 500
 MAX_PAGE_ROWS = 5000
+MAX_OFFSET = 10**9  # past any report's rows: an offset beyond them answers an empty page
 
 
 class MixedCurrencies(APIException):
@@ -124,8 +127,8 @@ class UsageReportView(ReportView):
             help_text="UTC buckets: hour, day, month, or total (one row per group for the whole period)",
         )
         group_by = serializers.ChoiceField(choices=[g.value for g in GroupBy], default=GroupBy.NONE.value)
-        site = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
-        node = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False)
+        site = serializers.ListField(child=id_field("site id"), required=False, help_text="site id, repeatable")
+        node = serializers.ListField(child=id_field("node id"), required=False, help_text="node id, repeatable")
         gpu_model = serializers.ListField(
             child=serializers.SlugField(max_length=64), required=False, help_text="GPU model key, e.g. h100-sxm"
         )
@@ -133,7 +136,7 @@ class UsageReportView(ReportView):
             child=serializers.RegexField(r"^[A-Z]{3}$"), required=False, help_text="ISO 4217 code, e.g. USD"
         )
         limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE_ROWS, default=DEFAULT_PAGE_ROWS)
-        offset = serializers.IntegerField(min_value=0, default=0)
+        offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
 
     @extend_schema_serializer(component_name="UsageReport")
     class OutputSerializer(serializers.Serializer):
@@ -202,9 +205,7 @@ class FleetComparisonView(ReportView):
         by = serializers.ChoiceField(
             choices=["fleet", "gpu_model"], default="fleet", help_text="one row per fleet, or per fleet and GPU model"
         )
-        baseline = serializers.IntegerField(
-            min_value=1, required=False, help_text="fleet id whose figures the ratios (*_vs_baseline) divide by"
-        )
+        baseline = id_field("fleet id whose figures the ratios (*_vs_baseline) divide by", required=False)
 
     @extend_schema_serializer(component_name="FleetComparison")
     class OutputSerializer(serializers.Serializer):
@@ -278,8 +279,8 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 class SustainabilityReportView(ReportView):
     class InputSerializer(PeriodInputSerializer):
-        organization = serializers.CharField(
-            required=False, max_length=200, help_text="organization id or slug; optional if you belong to one only"
+        organization = organization_ref_field(
+            "organization id or slug; optional if you belong to one only", required=False
         )
 
     @extend_schema_serializer(component_name="SustainabilityReport")

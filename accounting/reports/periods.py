@@ -12,8 +12,12 @@ import enum
 import re
 from datetime import UTC, datetime, timedelta
 
-_PERIOD = re.compile(r"^(?P<year>\d{4})(?:-(?:Q(?P<quarter>[1-4])|(?P<month>0[1-9]|1[0-2])))?$")
+_PERIOD = re.compile(r"^(?P<year>\d{4})(?:-(?:Q(?P<quarter>[1-4])|(?P<month>0[1-9]|1[0-2])))?$", re.ASCII)
 HOUR = timedelta(hours=1)
+# What a report may cover: from the Unix epoch to the end of 2999. Far wider than any ledger, and far
+# enough inside datetime's range (year 9999) that no bucket or neighbouring period overflows it.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(3000, 1, 1, tzinfo=UTC)
 
 
 class PeriodError(ValueError):
@@ -39,8 +43,8 @@ def period_parse(text: str) -> tuple[datetime, datetime]:
     if match is None:
         raise PeriodError(f"period {text!r} is not YYYY, YYYY-Qn or YYYY-MM")
     year = int(match["year"])
-    if year < 1970:
-        raise PeriodError(f"period {text!r} is before 1970")
+    if not EARLIEST.year <= year < LATEST.year:
+        raise PeriodError(f"period {text!r} is not between {EARLIEST.year} and {LATEST.year - 1}")
     if match["quarter"]:
         start = datetime(year, 3 * int(match["quarter"]) - 2, 1, tzinfo=UTC)
         return start, month_add(start, 3)
@@ -58,12 +62,17 @@ def range_check(start: datetime, end: datetime) -> tuple[datetime, datetime]:
     """
     if start.tzinfo is None or end.tzinfo is None:
         raise PeriodError("start and end need a UTC offset, e.g. 2026-11-01T00:00:00Z")
-    start, end = start.astimezone(UTC), end.astimezone(UTC)
+    try:
+        start, end = start.astimezone(UTC), end.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+14:00 is before the first representable UTC instant
+        raise PeriodError(f"start and end must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}") from None
     for name, at in (("start", start), ("end", end)):
         if at.minute or at.second or at.microsecond:
             raise PeriodError(f"{name} {at.isoformat()} is not on a whole hour (the ledger is hourly)")
     if end <= start:
         raise PeriodError("end must be after start")
+    if start < EARLIEST or end > LATEST:
+        raise PeriodError(f"start and end must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
     return start, end
 
 

@@ -18,6 +18,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 
 from accounting.reports.periods import PeriodError, period_parse, range_check
 from accounting.reports.selectors import ReportFilters
+from accounting.reports.serializers import ID_MAX
 from fleets.models import Fleet, Node, Organization, Site
 from fleets.selectors import organizations_for_user
 
@@ -38,8 +39,11 @@ def report_period(params: Mapping[str, Any]) -> tuple[datetime, datetime]:
 
 
 def _organization(organizations: QuerySet[Organization], ref: str) -> Organization:
-    match = Q(pk=int(ref)) if ref.isdigit() else Q(slug=ref)
-    organization = organizations.filter(match).first()
+    # ASCII digits only (``isdigit`` is true of "²", which ``int`` refuses); an id past bigint names nothing.
+    numeric = ref.isascii() and ref.isdigit()
+    if numeric and int(ref) > ID_MAX:
+        raise NotFound(f"no organization {ref!r} among yours")
+    organization = organizations.filter(Q(pk=int(ref)) if numeric else Q(slug=ref)).first()
     if organization is None:
         raise NotFound(f"no organization {ref!r} among yours")
     return organization

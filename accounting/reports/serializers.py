@@ -17,6 +17,19 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+# Ids are at most bigint: a larger one names nothing, and would overflow the query that looks it up.
+ID_MAX = 2**63 - 1
+# An organization id (ASCII digits) or slug (ASCII letters, digits, hyphens, underscores).
+ORGANIZATION_REF = r"^[-a-zA-Z0-9_]{1,200}$"
+
+
+def id_field(help_text: str, **kwargs: object) -> serializers.IntegerField:
+    return serializers.IntegerField(min_value=1, max_value=ID_MAX, help_text=help_text, **kwargs)  # type: ignore[arg-type]
+
+
+def organization_ref_field(help_text: str, **kwargs: object) -> serializers.RegexField:
+    return serializers.RegexField(ORGANIZATION_REF, help_text=help_text, **kwargs)  # type: ignore[arg-type]
+
 
 def money_field(help_text: str) -> serializers.DecimalField:
     """Money as a decimal string, already rounded to the currency's minor unit."""
@@ -86,21 +99,27 @@ class TraceSerializer(serializers.Serializer):
 
 class PeriodInputSerializer(serializers.Serializer):
     period = serializers.CharField(
-        required=False, help_text="a UTC calendar period: 2026, 2026-Q3 or 2026-11; or give start and end"
+        required=False,
+        max_length=7,
+        help_text="a UTC calendar period, 1970 to 2999: 2026, 2026-Q3 or 2026-11. Excludes start and end.",
     )
-    start = serializers.DateTimeField(required=False, help_text="ISO 8601 instant on a whole hour (UTC); inclusive")
-    end = serializers.DateTimeField(required=False, help_text="ISO 8601 instant on a whole hour (UTC); exclusive")
+    start = serializers.DateTimeField(
+        required=False,
+        help_text="ISO 8601 instant on a whole hour, 1970 or later; inclusive. With end; excludes period.",
+    )
+    end = serializers.DateTimeField(
+        required=False,
+        help_text="ISO 8601 instant on a whole hour, up to 3000-01-01; exclusive. With start; excludes period.",
+    )
 
 
 class ScopeInputSerializer(PeriodInputSerializer):
     organization = serializers.ListField(
-        child=serializers.CharField(max_length=200),
+        child=organization_ref_field("organization id or slug"),
         required=False,
         help_text="organization id or slug, repeatable; default: every organization you belong to",
     )
-    fleet = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), required=False, help_text="fleet id, repeatable"
-    )
+    fleet = serializers.ListField(child=id_field("fleet id"), required=False, help_text="fleet id, repeatable")
 
 
 class UsageRowSerializer(TraceSerializer):
