@@ -244,6 +244,8 @@ REST_FRAMEWORK = {
         "personal_token_create": env_rate("THROTTLE_TOKEN_CREATE_RATE", "20/hour"),
         "reports": env_rate("THROTTLE_REPORTS_RATE", "120/minute"),
     },
+    # 401 with WWW-Authenticate for missing or refused credentials on every endpoint (config/api_errors.py).
+    "EXCEPTION_HANDLER": "config.api_errors.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Wattledger API",
@@ -260,6 +262,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every operation's 401/403 and the bodies of its errors (config/api_errors.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api_errors.responses_documented",
+    ],
 }
 
 # --- Logging -------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -114,7 +114,10 @@ class NodeStatusListView(APIView):
 
 
 class NodeStatusDetailView(APIView):
-    @extend_schema(operation_id="nodes_status_detail", responses=NodeDetailOut)
+    @extend_schema(
+        operation_id="nodes_status_detail",
+        responses={200: NodeDetailOut, 404: OpenApiResponse(description="no such node in your organizations")},
+    )
     def get(self, request: Request, node_id: int) -> Response:
         node = get_object_or_404(node_statuses(user=request.user), pk=node_id)
         now = timezone.now()

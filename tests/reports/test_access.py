@@ -175,8 +175,8 @@ def test_anonymous_callers_are_asked_to_authenticate(db, url):
 
 
 def test_anonymous_callers_have_no_tokens(db):
-    assert APIClient().get(TOKENS).status_code == 403
-    assert APIClient().post(TOKENS, {"name": "x"}, format="json").status_code == 403
+    assert APIClient().get(TOKENS).status_code == 401
+    assert APIClient().post(TOKENS, {"name": "x"}, format="json").status_code == 401
 
 
 # --- roles and organization scoping -----------------------------------------------------

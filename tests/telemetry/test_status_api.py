@@ -78,5 +78,5 @@ def test_users_see_only_their_organizations_nodes(client, user_b, reporting_node
 def test_anonymous_users_and_node_tokens_are_refused(client, reporting_node):
     _node, token, _ = reporting_node
 
-    assert client.get("/api/v1/nodes/").status_code == 403
+    assert client.get("/api/v1/nodes/").status_code == 401
     assert client.get("/api/v1/nodes/", headers={"Authorization": f"Bearer {token}"}).status_code == 403

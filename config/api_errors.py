@@ -1,0 +1,74 @@
+"""How the API answers errors, and how the schema says so.
+
+Every error body is JSON: ``{"detail": "..."}`` (``Error``), or for a
+parameter or field that was refused, the field's name with its messages
+(``ValidationError``). Missing, unknown, expired or revoked credentials answer
+401 with ``WWW-Authenticate: Bearer`` on every endpoint, whichever
+authentication it takes; a credential of the wrong kind (a node token on a
+personal endpoint) answers 403.
+
+``responses_documented`` is a drf-spectacular post-processing hook: each
+operation that takes credentials gains its 401 and 403, and every 4xx the
+views declare gains the body it actually has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import exceptions
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+WWW_AUTHENTICATE = 'Bearer realm="wattledger"'
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "properties": {"detail": {"type": "string", "description": "what was wrong, for a person to read"}},
+    "required": ["detail"],
+}
+# {"period": ["..."]}, or for a repeated parameter {"fleet": {"0": ["..."]}}, or {"detail": "..."}.
+VALIDATION_ERROR_SCHEMA = {
+    "type": "object",
+    "description": "each refused parameter or field with its messages (a list, or per position of a repeated one)",
+    "additionalProperties": {
+        "oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "object"}, {"type": "string"}]
+    },
+}
+_DEFAULTS = {
+    401: "no credentials, or an unknown, expired or revoked personal token",
+    403: "a node token (for the ingest API only), or a role that may not do this",
+}
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF's handler, with 401 (never 403) for missing or refused credentials, on every view alike.
+
+    DRF answers 403 where a view's first authentication class has no
+    ``WWW-Authenticate`` (sessions): the same unknown token would get 403 on one
+    endpoint and 401 on another.
+    """
+    response = exception_handler(exc, context)
+    if response is not None and isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        response.status_code = 401
+        response["WWW-Authenticate"] = response.get("WWW-Authenticate") or WWW_AUTHENTICATE
+    return response
+
+
+def responses_documented(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault("Error", ERROR_SCHEMA)
+    schemas.setdefault("ValidationError", VALIDATION_ERROR_SCHEMA)
+    for methods in result.get("paths", {}).values():
+        for operation in methods.values():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            if operation.get("security") != [{}] and operation.get("security") is not None:
+                for code, description in _DEFAULTS.items():
+                    responses.setdefault(str(code), {"description": description})
+            for code, response in responses.items():
+                if code.startswith("4") and "content" not in response:
+                    schema = "ValidationError" if code == "400" else "Error"
+                    response["content"] = {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}
+    return result
