@@ -85,3 +85,110 @@ def test_healthz_is_503_when_the_broker_is_unreachable(tmp_path):
     assert status == 503
     assert body["database"] == "up"
     assert body["broker"].startswith("down")
+
+
+# --- a database that hangs rather than dies -------------------------------------------
+
+
+def hung_server() -> tuple[socket.socket, int]:
+    """A TCP listener on 127.0.0.1 that accepts and never answers: a PostgreSQL server stopped (SIGSTOP)
+    looks exactly so to a client, since the kernel completes the handshake for it."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    return listener, listener.getsockname()[1]
+
+
+def timed_health(port: int, server: subprocess.Popen) -> tuple[int, dict, float]:
+    import json
+
+    _poll_health(port, server)  # the first answer: the worker is up (the check may still be waiting)
+    time.sleep(2)  # let a check left waiting by the first request give up its thread's turn
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
+            status, body = response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        status, body = error.code, json.loads(error.read())
+    return status, body, time.monotonic() - started
+
+
+def test_healthz_answers_503_within_2_s_while_postgresql_hangs(tmp_path):
+    listener, db_port = hung_server()
+    port = free_port()
+    env = {
+        **os.environ,
+        "WATTLEDGER_VAR_DIR": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "config.settings_test",
+        "DATABASE_URL": f"postgres://postgres@127.0.0.1:{db_port}/hung",
+        "CELERY_BROKER_URL": "filesystem://",
+    }
+    command = [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        status, body, elapsed_s = timed_health(port, server)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        listener.close()
+
+    assert status == 503
+    assert body["database"].startswith("down")
+    assert elapsed_s < 2.0
+
+
+def _on_postgresql() -> bool:
+    from django.db import connection
+
+    return connection.vendor == "postgresql"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_healthz_answers_503_within_2_s_while_a_lock_blocks_its_query_then_200(client):
+    if not _on_postgresql():
+        pytest.skip("a lock held by another PostgreSQL session")
+    import psycopg
+    from django.db import connection
+
+    params = connection.get_connection_params()
+    with psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"}, autocommit=False) as holder:
+        holder.execute("LOCK TABLE django_migrations IN ACCESS EXCLUSIVE MODE")
+        started = time.monotonic()
+        response = client.get("/healthz")
+        elapsed_s = time.monotonic() - started
+        holder.rollback()
+
+    assert (response.status_code, elapsed_s < 2.0) == (503, True)
+    assert response.json()["database"].startswith("down")
+    time.sleep(0.5)  # the check's thread sees its statement cancelled and returns
+    assert client.get("/healthz").status_code == 200
+
+
+@pytest.mark.django_db
+def test_postgresql_connections_have_a_statement_timeout_and_keepalives():
+    if not _on_postgresql():
+        pytest.skip("PostgreSQL connection options")
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "30s"
+    parameters = connection.connection.info.get_parameters()
+    assert (parameters["keepalives"], parameters["keepalives_idle"]) == ("1", "30")
+
+
+def test_a_statement_past_the_timeout_is_cancelled_by_the_server(db):
+    if not _on_postgresql():
+        pytest.skip("PostgreSQL's statement_timeout")
+    from conftest import subprocess_env
+
+    script = (
+        "import django, time; django.setup(); from django.db import connection, OperationalError\n"
+        "started = time.monotonic()\n"
+        "try:\n    connection.cursor().execute('SELECT pg_sleep(5)')\nexcept OperationalError as e:\n"
+        "    print(type(e.__cause__).__name__, round(time.monotonic() - started))\n"
+    )
+    env = {**subprocess_env(), "DATABASE_STATEMENT_TIMEOUT_S": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+    assert done.stdout.split() == ["QueryCanceled", "1"], done.stderr
