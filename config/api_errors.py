@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -72,3 +74,36 @@ def responses_documented(result: dict[str, Any], generator: Any, request: Any, p
                     schema = "ValidationError" if code == "400" else "Error"
                     response["content"] = {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}
     return result
+
+
+# --- Django's own error views: JSON under /api/, the usual pages elsewhere ----------------
+# (a URL under /api/ that matches no route, a disallowed host, a CSRF failure: answered before
+# any DRF view runs.) Django uses these when DEBUG is off.
+
+
+def _api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _api(request):
+        return JsonResponse({"detail": "Bad request."}, status=400)
+    return defaults.bad_request(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _api(request):
+        return JsonResponse({"detail": "You do not have permission to perform this action."}, status=403)
+    return defaults.permission_denied(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _api(request):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _api(request):
+        return JsonResponse({"detail": "A server error occurred."}, status=500)
+    return defaults.server_error(request)

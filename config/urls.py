@@ -20,3 +20,9 @@ urlpatterns = [
     path("", include("accounting.dashboards.urls")),
     path("", include("accounting.inputs.page_urls")),
 ]
+
+# Errors under /api/ in JSON (config/api_errors.py), pages elsewhere.
+handler400 = "config.api_errors.bad_request"
+handler403 = "config.api_errors.permission_denied"
+handler404 = "config.api_errors.page_not_found"
+handler500 = "config.api_errors.server_error"
