@@ -88,3 +88,22 @@ def test_the_schema_documents_401_403_and_the_error_bodies(tmp_path, db):
     period = {p["name"]: p for p in schema["paths"]["/api/v1/reports/usage/"]["get"]["parameters"]}
     assert "Excludes start and end" in period["period"]["description"]
     assert "excludes period" in period["start"]["description"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/v1/nodes/null,null/", "/api/v1/tokens/x/", "/api/v2/anything"])
+def test_an_api_url_that_matches_no_route_answers_json_404(client, path):
+    client.force_login(UserFactory(username="lost"))
+
+    response = client.get(path)
+
+    assert response.status_code == 404
+    assert response.json() == {"detail": "Not found."}
+
+
+@pytest.mark.django_db
+def test_a_page_url_that_matches_no_route_answers_the_html_404(client):
+    response = client.get("/no-such-page/")
+
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
