@@ -108,7 +108,7 @@ def requests(draw, ids):
     return draw(path_strategy(parts, ids)), draw(params)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_no_url_answers_5xx_to_any_query_as_a_signed_in_user(client, org_user, data):
     user, _token, ids = org_user
@@ -120,7 +120,7 @@ def test_no_url_answers_5xx_to_any_query_as_a_signed_in_user(client, org_user, d
     assert response.status_code < 500, (path, query, response.status_code)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_no_url_answers_5xx_to_any_query_with_a_personal_token(client, org_user, data):
     _user, token, ids = org_user
