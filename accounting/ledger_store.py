@@ -56,8 +56,7 @@ from telemetry.models import (
     ServingEndpoint,
     UsageChanged,
 )
-from telemetry.parking import columns_fit, hours_computed_or_parked, not_parked
-from telemetry.rollup import rows_claim
+from telemetry.parking import NodeHourQueue, columns_fit, queue_run, rows_claim
 
 logger = logging.getLogger(__name__)
 
@@ -375,35 +374,17 @@ def ledger_pending_run(*, now: datetime, limit: int = 20_000) -> int:
     line fails to compute is parked (``telemetry.parking``) and never holds back another node.
     """
     _usage_changes_take(now=now)
-    tried = written = 0
-    while tried < limit:
-        claimed = _claimed_lines(now=now)
-        if claimed is None:
-            break
-        tried, written = tried + claimed[0], written + claimed[1]
-    return written
+    return queue_run(_LEDGER_QUEUE, now=now, limit=limit)
 
 
-def _claimed_lines(*, now: datetime) -> tuple[int, int] | None:
-    """Claim and compute one node's pending hours: ``(hours claimed, lines written)``; None when idle."""
-    with transaction.atomic():
-        pending = not_parked(LedgerPending.objects.filter(marked_at__lte=now), stage=ParkedHour.Stage.LEDGER, now=now)
-        first = rows_claim(pending.order_by("node_id", "hour_start"), 1)
-        if not first:
-            return None
-        node_id = first[0].node_id
-        claimed = rows_claim(pending.filter(node_id=node_id).order_by("hour_start"), HOURS_PER_CLAIM)
-        done = hours_computed_or_parked(
-            lambda hours: ledger_node_hours_compute(node_id=node_id, hour_starts=hours),
-            node_id=node_id,
-            hours=[row.hour_start for row in claimed],
-            stage=ParkedHour.Stage.LEDGER,
-            now=now,
-        )
-        LedgerPending.objects.filter(
-            pk__in=[row.pk for row in claimed if row.hour_start in done], marked_at__lte=now
-        ).delete()
-    return len(claimed), len(done)
+_LEDGER_QUEUE = NodeHourQueue(
+    model=LedgerPending,
+    stage=ParkedHour.Stage.LEDGER,
+    node_order=("node_id", "hour_start"),
+    hour_order=("hour_start",),
+    per_claim=HOURS_PER_CLAIM,
+    compute=lambda node_id, hours: ledger_node_hours_compute(node_id=node_id, hour_starts=hours),
+)
 
 
 def _usage_changes_take(*, now: datetime) -> None:

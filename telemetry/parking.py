@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -39,6 +40,68 @@ _STATEMENT_TIMEOUT_SQLSTATE = "57014"  # query_canceled: statement_timeout, a da
 
 class ColumnRangeError(ValueError):
     """A computed value that its column cannot hold (an overflow, an infinite or NaN float)."""
+
+
+@dataclass(frozen=True)
+class NodeHourQueue:
+    """A queue of node-hours to compute: rows with ``node``, ``hour_start`` and ``marked_at``."""
+
+    model: type[models.Model]
+    stage: str  # a ParkedHour.Stage
+    node_order: tuple[str, ...]  # the row whose node is claimed next comes first in this order
+    hour_order: tuple[str, ...]  # that node's hours are claimed in this order
+    per_claim: int  # hours claimed, computed and unmarked in one transaction
+    compute: Callable[[int, list[datetime]], Any]  # (node id, hour starts)
+
+
+def queue_run(queue: NodeHourQueue, *, now: datetime, limit: int) -> int:
+    """Compute up to ``limit`` hours marked at or before ``now``, node by node; return how many were done.
+
+    Each node's claim is one transaction: on PostgreSQL its rows stay locked, so another
+    worker skips them (``SKIP LOCKED``) and a re-mark waits for the commit. Hours that
+    fail are parked, so the run goes on to the next node; a mark made after ``now``
+    survives for the next run.
+    """
+    tried = done = 0
+    while tried < limit:
+        claimed = _claimed(queue, now=now, limit=min(queue.per_claim, limit - tried))
+        if claimed is None:
+            break
+        tried, done = tried + claimed[0], done + claimed[1]
+    return done
+
+
+def _claimed(queue: NodeHourQueue, *, now: datetime, limit: int) -> tuple[int, int] | None:
+    """Claim and compute one node's pending hours: ``(hours claimed, hours done)``; None when idle."""
+    with transaction.atomic():
+        pending = not_parked(queue.model.objects.filter(marked_at__lte=now), stage=queue.stage, now=now)  # type: ignore[attr-defined]
+        first = rows_claim(pending.order_by(*queue.node_order), 1)
+        if not first:
+            return None
+        node_id = first[0].node_id
+        rows = rows_claim(pending.filter(node_id=node_id).order_by(*queue.hour_order), limit)
+        done = hours_computed_or_parked(
+            lambda hours: queue.compute(node_id, hours),
+            node_id=node_id,
+            hours=[row.hour_start for row in rows],
+            stage=queue.stage,
+            now=now,
+        )
+        # The claimed rows are locked until commit, so none was re-marked meanwhile; the
+        # condition keeps this delete correct on its own should the claim ever be shortened.
+        done_pks = [row.pk for row in rows if row.hour_start in done]
+        queue.model.objects.filter(pk__in=done_pks, marked_at__lte=now).delete()  # type: ignore[attr-defined]
+    return len(rows), len(done)
+
+
+def rows_claim(queryset: models.QuerySet[Any], limit: int) -> list[Any]:
+    """Up to ``limit`` rows no other worker holds.
+
+    ``SKIP LOCKED`` on PostgreSQL (inside the caller's transaction); SQLite's write lock serializes workers.
+    """
+    if connection.vendor == "postgresql":
+        queryset = queryset.select_for_update(skip_locked=True)
+    return list(queryset[:limit])
 
 
 def backoff_delay(attempts: int) -> timedelta:

@@ -43,7 +43,7 @@ from telemetry.models import (
     UsageChanged,
 )
 from telemetry.node_meter import node_meter_usage_replace
-from telemetry.parking import columns_fit, hours_computed_or_parked, not_parked
+from telemetry.parking import NodeHourQueue, columns_fit, queue_run
 
 logger = logging.getLogger(__name__)
 
@@ -416,45 +416,15 @@ def rollup_pending_run(*, now: datetime, limit: int = 500) -> int:
     it stays marked, and the queue skips it until its retry time, so it never holds
     back another node's hours.
     """
-    tried = done = 0
-    while tried < limit:
-        claimed = _claimed_rollup(now=now, limit=min(HOURS_PER_CLAIM, limit - tried))
-        if claimed is None:
-            break
-        tried, done = tried + claimed[0], done + claimed[1]
-    return done
+    return queue_run(_ROLLUP_QUEUE, now=now, limit=limit)
 
 
-def _claimed_rollup(*, now: datetime, limit: int) -> tuple[int, int] | None:
-    """Claim and roll up one node's pending hours: ``(hours claimed, hours done)``; None when idle."""
-    with transaction.atomic():
-        pending = not_parked(RollupPending.objects.filter(marked_at__lte=now), stage=ParkedHour.Stage.ROLLUP, now=now)
-        # Oldest marks first, so no hour starves behind hours that keep being re-marked.
-        first = rows_claim(pending.order_by("marked_at", "pk"), 1)
-        if not first:
-            return None
-        node_id = first[0].node_id
-        rows = rows_claim(pending.filter(node_id=node_id).order_by("marked_at", "hour_start"), limit)
-        done = hours_computed_or_parked(
-            lambda hours: rollup_node_hours(node_id=node_id, hour_starts=hours),
-            node_id=node_id,
-            hours=[row.hour_start for row in rows],
-            stage=ParkedHour.Stage.ROLLUP,
-            now=now,
-        )
-        # The claimed rows are locked until commit, so none was re-marked meanwhile; the
-        # condition keeps this delete correct on its own should the claim ever be shortened.
-        RollupPending.objects.filter(
-            pk__in=[row.pk for row in rows if row.hour_start in done], marked_at__lte=now
-        ).delete()
-    return len(rows), len(done)
-
-
-def rows_claim(queryset: models.QuerySet[Any], limit: int) -> list[Any]:
-    """Up to ``limit`` rows no other worker holds.
-
-    ``SKIP LOCKED`` on PostgreSQL (inside the caller's transaction); SQLite's write lock serializes workers.
-    """
-    if connection.vendor == "postgresql":
-        queryset = queryset.select_for_update(skip_locked=True)
-    return list(queryset[:limit])
+_ROLLUP_QUEUE = NodeHourQueue(
+    model=RollupPending,
+    stage=ParkedHour.Stage.ROLLUP,
+    # Oldest marks first, so no hour starves behind hours that keep being re-marked.
+    node_order=("marked_at", "pk"),
+    hour_order=("marked_at", "hour_start"),
+    per_claim=HOURS_PER_CLAIM,
+    compute=lambda node_id, hours: rollup_node_hours(node_id=node_id, hour_starts=hours),
+)
