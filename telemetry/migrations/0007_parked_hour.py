@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('fleets', '0003_personaltoken'),
-        ('telemetry', '0004_gpusample_mem_mib_layout'),
+        ('telemetry', '0006_node_meter'),
     ]
 
     operations = [
