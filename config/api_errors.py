@@ -61,7 +61,8 @@ def responses_documented(result: dict[str, Any], generator: Any, request: Any, p
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("Error", ERROR_SCHEMA)
     schemas.setdefault("ValidationError", VALIDATION_ERROR_SCHEMA)
-    for methods in result.get("paths", {}).values():
+    throttled = _throttled_paths(generator)
+    for path, methods in result.get("paths", {}).items():
         for operation in methods.values():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
@@ -69,11 +70,41 @@ def responses_documented(result: dict[str, Any], generator: Any, request: Any, p
             if operation.get("security") != [{}] and operation.get("security") is not None:
                 for code, description in _DEFAULTS.items():
                     responses.setdefault(str(code), {"description": description})
+            if path in throttled:
+                responses.setdefault("429", {"description": "too many requests: retry after Retry-After seconds"})
+            _parameter_errors_documented(operation)
             for code, response in responses.items():
                 if code.startswith("4") and "content" not in response:
                     schema = "ValidationError" if code == "400" else "Error"
                     response["content"] = {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}
     return result
+
+
+def _parameter_errors_documented(operation: dict[str, Any]) -> None:
+    """Query parameters can be refused (400, ``ValidationError``); ``?format=`` naming no renderer is a 404."""
+    query = {p.get("name") for p in operation.get("parameters", []) if p.get("in") == "query"}
+    if not query:
+        return
+    responses = operation["responses"]
+    refused = responses.setdefault("400", {"description": "a refused query parameter"})
+    json = refused.setdefault("content", {}).setdefault("application/json", {})
+    validation = {"$ref": "#/components/schemas/ValidationError"}
+    if "schema" not in json:
+        json["schema"] = validation
+    elif json["schema"] != validation:
+        json["schema"] = {"anyOf": [json["schema"], validation]}
+    if "format" in query:
+        responses.setdefault("404", {"description": "a format no renderer answers, or an object not among yours"})
+
+
+def _throttled_paths(generator: Any) -> set[str]:
+    """Schema paths of the views that set a throttle (``throttle_scope`` or ``throttle_classes``)."""
+    paths = set()
+    for path, _regex, _method, view in getattr(generator, "endpoints", None) or []:
+        cls = getattr(view, "cls", None)
+        if cls is not None and (getattr(cls, "throttle_scope", None) or getattr(cls, "throttle_classes", None)):
+            paths.add(path)
+    return paths
 
 
 # --- Django's own error views: JSON under /api/, the usual pages elsewhere ----------------

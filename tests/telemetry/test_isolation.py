@@ -145,8 +145,10 @@ def test_a_parked_hour_waits_for_its_backoff_then_is_retried_and_unparked_once_f
 def test_only_the_failing_hour_of_a_claim_is_parked():
     poisoned = poisoned_node()
     # A good hour of the same node in the same claim, with its own samples.
-    endpoint = ServingEndpoint.objects.get(node=poisoned)
-    epoch = EndpointEpoch.objects.get(endpoint=endpoint)
+    # On an endpoint of its own: samples of one counter on both sides of a gap join its hours,
+    # which are then computed (and parked) together.
+    endpoint = ServingEndpoint.objects.create(node=poisoned, url="http://127.0.0.1:2/metrics", kind="vllm")
+    epoch = EndpointEpoch.objects.create(endpoint=endpoint, epoch="1", ttft_bucket_bounds_s=[])
     ServingSample.objects.bulk_create(
         ServingSample(endpoint=endpoint, epoch=epoch, ts=at(H - HOUR_S + 600 + 5 * i), prompt_tokens=100 * i)
         for i in range(3)
@@ -157,7 +159,7 @@ def test_only_the_failing_hour_of_a_claim_is_parked():
 
     assert [row.hour_start for row in RollupPending.objects.filter(node=poisoned)] == [at(H)]
     assert [row.hour_start for row in ParkedHour.objects.filter(node=poisoned)] == [at(H)]
-    good = EndpointHourUsage.objects.get(endpoint__node=poisoned, hour_start=at(H - HOUR_S))
+    good = EndpointHourUsage.objects.get(endpoint=endpoint, hour_start=at(H - HOUR_S))
     assert good.prompt_tokens == 200
 
 
