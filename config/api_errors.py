@@ -19,6 +19,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
@@ -44,13 +45,18 @@ _DEFAULTS = {
 
 
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with 401 (never 403) for missing or refused credentials, on every view alike.
+    """DRF's handler, errors always in JSON, and 401 (never 403) for missing or refused credentials, on every view.
 
     DRF answers 403 where a view's first authentication class has no
     ``WWW-Authenticate`` (sessions): the same unknown token would get 403 on one
     endpoint and 401 on another.
     """
     response = exception_handler(exc, context)
+    request = context.get("request")
+    if response is not None and request is not None:
+        # A CSV (or any other format) holding an error message helps no client: errors are JSON.
+        request.accepted_renderer = JSONRenderer()
+        request.accepted_media_type = JSONRenderer.media_type
     if response is not None and isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         response.status_code = 401
         response["WWW-Authenticate"] = response.get("WWW-Authenticate") or WWW_AUTHENTICATE

@@ -107,3 +107,16 @@ def test_a_page_url_that_matches_no_route_answers_the_html_404(client):
 
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/api/v1/audit/?format=csv", "/api/v1/reports/usage/?format=csv&period=x"])
+def test_errors_are_json_whatever_format_was_asked_for(url):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {credential_issue(node=NodeFactory())}")
+
+    response = client.get(url)
+
+    assert response.status_code == 403
+    assert response["Content-Type"] == "application/json"
+    assert set(response.json()) == {"detail"}
