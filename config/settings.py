@@ -97,7 +97,7 @@ DATABASES = {"default": database_from_url(env_str("DATABASE_URL") or "sqlite:///
 # Fail fast on PostgreSQL: the server cancels a statement past the timeout (0: none), and TCP
 # keepalives find a server or network that vanished without closing the connection (~60 s).
 DATABASE_STATEMENT_TIMEOUT_S = env_int("DATABASE_STATEMENT_TIMEOUT_S", 30, minimum=0)
-if DATABASES["default"]["ENGINE"] == "config.postgresql":
+if "postgresql" in str(DATABASES["default"]["ENGINE"]):
     DATABASES["default"]["OPTIONS"] = {
         "options": f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_S * 1000}",
         **{"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3},
