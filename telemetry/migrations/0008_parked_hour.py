@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('fleets', '0003_personaltoken'),
-        ('telemetry', '0006_node_meter'),
+        ('telemetry', '0007_serving_cached_prompt_tokens'),
     ]
 
     operations = [
