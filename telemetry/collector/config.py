@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import tomllib
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -126,6 +127,17 @@ def _resets(value: Any) -> float:
     return hours
 
 
+def _hostname(value: Any) -> str:
+    """A host name as the server shows it: 1 to 253 characters, no control characters (NUL, newline, ...)."""
+    name = str(value)
+    bad = next((i for i, char in enumerate(name) if unicodedata.category(char) == "Cc"), None)
+    if bad is not None:
+        raise ValueError(f"must not contain control characters, found U+{ord(name[bad]):04X} at position {bad}")
+    if not name.strip() or len(name) > 253:
+        raise ValueError(f"must be 1 to 253 characters, got {len(name)}")
+    return name
+
+
 def _level(value: Any) -> str:
     level = str(value).strip().upper()
     if level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
@@ -149,7 +161,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("token", str, None, "this node's ingest token (required, or --token-file)", "TOKEN"),
     Option("token-file", str, None, "read the token from this file instead (keeps it out of `ps`)", "FILE"),
-    Option("hostname", str, None, "the name this node reports (default: the host name)", "NAME"),
+    Option("hostname", _hostname, None, "the name this node reports (default: the host name)", "NAME"),
     Option(
         "sample-interval",
         _seconds(0.05, 3600),
@@ -357,7 +369,7 @@ def _settings(v: dict[str, Any]) -> Settings:
     return Settings(
         server=v["server"],
         token=token,
-        hostname=v["hostname"] or socket.gethostname(),
+        hostname=v["hostname"] or _hostname(socket.gethostname()),
         sample_interval_s=v["sample-interval"],
         batch_seconds=v["batch-seconds"] or (BACKFILL_BATCH_SECONDS if backfill else LIVE_BATCH_SECONDS),
         serving=v["serving"],

@@ -12,6 +12,15 @@ batch. The answers:
   unexpected (a redirect, another 2xx): retried, forever, after an exponential
   backoff with full jitter capped at ``max_backoff_s``; a ``Retry-After``
   (seconds or HTTP-date) is honoured instead.
+
+One bad batch never blocks the newer ones: a batch that failed
+``PARK_AFTER_FAILURES`` times in a row is *parked*: it stays in the spool (nothing
+is lost) but newer batches go first, and it is tried again once its own delay
+has passed (``max_backoff_s``, doubling at each park, at most ``PARK_MAX_S``),
+still before newer batches once due. When the server fails every batch, each is
+parked in turn and the uploader then waits for the first one due: an outage
+costs fewer requests, not more. Parking is kept in memory: after a restart,
+the oldest batch is tried first again.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import email.utils
 import http.client
 import json
 import logging
+import math
 import random
 import threading
 import time
@@ -37,6 +47,8 @@ log = logging.getLogger(__name__)
 INGEST_PATH = "/api/v1/ingest/"
 RETRIED_4XX = frozenset({408, 429})
 MAX_RETRY_AFTER_S = 3600.0
+PARK_AFTER_FAILURES = 5  # consecutive failures of one batch before newer batches go first
+PARK_MAX_S = 3600.0  # the longest a parked batch waits for its next try
 
 
 class Headers(Protocol):
@@ -136,6 +148,16 @@ class UploadStats:
     acknowledged: int = 0
     rejected: int = 0
     retries: int = 0
+    parked: int = 0  # times a batch was set behind newer ones
+
+
+@dataclass
+class _Trouble:
+    """One batch's failures: how many in a row, how often parked, and until when (monotonic)."""
+
+    failures: int = 0
+    parks: int = 0
+    due: float = 0.0
 
 
 Post = Callable[[bytes, float], Outcome]
@@ -151,6 +173,7 @@ class Uploader:
         post: Post,
         timeout_s: float = 10.0,
         backoff: Backoff | None = None,
+        park_after_failures: int = PARK_AFTER_FAILURES,
         sleep: Callable[[float], Any] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         on_ack: Callable[[SpooledBatch], None] | None = None,
@@ -163,14 +186,16 @@ class Uploader:
         self._monotonic = monotonic
         self.on_ack = on_ack
         self.stats = UploadStats()
+        self._park_after = park_after_failures
+        self._trouble: dict[int, _Trouble] = {}  # spool seq -> its failures
 
     def run(self, stop: threading.Event) -> None:
         sleep = self._sleep or stop.wait  # stop interrupts a backoff at once
         while not stop.is_set():
             self.spool.changed.clear()
-            item = self.spool.oldest()
+            item = self.next_batch()
             if item is None:
-                self.spool.changed.wait(1.0)
+                self.spool.changed.wait(self._idle_wait_s())
                 continue
             outcome = self.attempt(item, timeout_s=self._timeout_s)
             if outcome.kind == "retry":
@@ -178,13 +203,32 @@ class Uploader:
 
     def drain(self, *, deadline: float) -> bool:
         """Send what is pending until ``deadline`` (monotonic) or a failure; True if the spool emptied."""
-        while (item := self.spool.oldest()) is not None:
+        while (item := self.next_batch()) is not None:
             remaining = deadline - self._monotonic()
             if remaining <= 0.05:
                 return False
             if self.attempt(item, timeout_s=min(self._timeout_s, remaining)).kind == "retry":
                 return False
-        return True
+        return not len(self.spool)
+
+    def next_batch(self) -> SpooledBatch | None:
+        """The oldest batch not parked, or parked with its delay passed; ``None`` when there is none now."""
+        if not self._trouble:
+            return self.spool.oldest()
+        pending = self.spool.pending()
+        seqs = {item.seq for item in pending}
+        self._trouble = {seq: t for seq, t in self._trouble.items() if seq in seqs}  # gone meanwhile
+        now = self._monotonic()
+        return next((item for item in pending if self._due(item.seq, now)), None)
+
+    def _due(self, seq: int, now: float) -> bool:
+        trouble = self._trouble.get(seq)
+        return trouble is None or trouble.due <= now
+
+    def _idle_wait_s(self) -> float:
+        """Until the first parked batch is due, at most 1 s (a new batch wakes the uploader sooner)."""
+        due = min((t.due for t in self._trouble.values()), default=math.inf)
+        return min(1.0, max(0.01, due - self._monotonic()))
 
     def attempt(self, item: SpooledBatch, *, timeout_s: float) -> Outcome:
         """One try at sending ``item``; the spool is updated by what the server answered."""
@@ -198,10 +242,30 @@ class Uploader:
             self._acknowledged(item, outcome)
         elif outcome.kind == "reject":
             self._rejected(item, outcome)
+        elif outcome.kind == "retry":
+            self._failed(item, outcome)
         return outcome
+
+    def _failed(self, item: SpooledBatch, outcome: Outcome) -> None:
+        """Count a failure of ``item``; park it after ``park_after_failures`` in a row."""
+        trouble = self._trouble.setdefault(item.seq, _Trouble())
+        trouble.failures += 1
+        if trouble.failures < self._park_after:
+            return
+        trouble.parks += 1
+        trouble.failures = 0
+        delay_s = min(PARK_MAX_S, self.backoff.cap_s * 2 ** min(trouble.parks - 1, 20))
+        trouble.due = self._monotonic() + delay_s
+        self.stats.parked += 1
+        what = f"HTTP {outcome.status}" if outcome.status is not None else outcome.detail
+        log.warning(
+            "batch %s failed %d times in a row (%s): newer batches go first; it is tried again in %.0f s",
+            item.batch_id, self._park_after, what[:300], delay_s,
+        )  # fmt: skip
 
     def _acknowledged(self, item: SpooledBatch, outcome: Outcome) -> None:
         self.spool.acknowledge(item)
+        self._trouble.pop(item.seq, None)
         self.backoff.reset()
         self.stats.acknowledged += 1
         answer = outcome.answer if isinstance(outcome.answer, dict) else {}
@@ -219,6 +283,7 @@ class Uploader:
     def _rejected(self, item: SpooledBatch, outcome: Outcome) -> None:
         reason = f"HTTP {outcome.status}: {outcome.detail}"
         self.spool.reject(item, reason)
+        self._trouble.pop(item.seq, None)
         self.backoff.reset()
         self.stats.rejected += 1
         log.error("batch %s refused, not retried, kept in %s: %s", item.batch_id, self.spool.rejected_dir, reason[:500])

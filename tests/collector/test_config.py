@@ -116,3 +116,24 @@ def test_unknown_config_keys_fail(tmp_path: Path, capsys: pytest.CaptureFixture[
         load_settings(["--config", str(config)], {})
 
     assert "sample-intervall" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    [
+        ("toml", "config hostname: must not contain control characters, found U+0000 at position 3"),
+        ("env", "WATTLEDGER_HOSTNAME: must not contain control characters, found U+000A at position 3"),
+    ],
+)
+def test_a_hostname_with_control_characters_is_refused_at_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, expected: str
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('server = "http://wl"\ntoken = "t"\nhostname = "gpu\\u0000host"\n')
+    argv, env = (["--config", str(config)], {}) if where == "toml" else (BASE, {"WATTLEDGER_HOSTNAME": "gpu\nhost"})
+
+    with pytest.raises(SystemExit) as stopped:
+        load_settings(argv, env)
+
+    assert stopped.value.code == 2
+    assert expected in capsys.readouterr().err

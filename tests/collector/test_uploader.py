@@ -14,7 +14,7 @@ import pytest
 from telemetry.collector.spool import Spool
 from telemetry.collector.uploader import Backoff, Outcome, Uploader, ingest_url, parse_retry_after, post_batch
 
-from .conftest import StubServer
+from .conftest import Request, StubServer
 
 TOKEN = "node-token-123"
 
@@ -173,3 +173,75 @@ def test_a_batch_deleted_by_hand_is_skipped_not_retried_forever(tmp_path: Path, 
     run_until_empty(uploader_for(spool, stub_server.url, []))
 
     assert [r.body for r in stub_server.requests] == [b"y"]
+
+
+
+class FastClock:
+    """A monotonic clock that runs 1000 times faster than real time, plus every backoff slept."""
+
+    def __init__(self) -> None:
+        self.slept_s = 0.0
+        self._start = time.monotonic()
+
+    def __call__(self) -> float:
+        return 1000.0 + self.slept_s + (time.monotonic() - self._start) * 1000
+
+    def sleep(self, seconds: float) -> None:
+        self.slept_s += seconds
+
+
+def parking_uploader(spool: Spool, url: str, clock: FastClock) -> Uploader:
+    def post(body: bytes, timeout_s: float) -> Outcome:
+        return post_batch(ingest_url(url), TOKEN, body, timeout_s=timeout_s)
+
+    return Uploader(spool, post=post, backoff=Backoff(cap_s=60, rand=lambda: 1.0), sleep=clock.sleep, monotonic=clock)
+
+
+def test_a_batch_that_keeps_failing_is_parked_behind_newer_ones_and_sent_once_the_server_takes_it(
+    tmp_path: Path, stub_server: StubServer
+) -> None:
+    # given: a real server that answers 500 to one batch for its first 8 tries, 200 to the others
+    def answer(request: Request) -> tuple[int, dict[str, str], bytes]:
+        tries = sum(r.body == b"poison" for r in stub_server.requests)
+        if request.body == b"poison" and tries <= 8:
+            return 500, {}, b"server error on this batch"
+        return 200, {"Content-Type": "application/json"}, b'{"stored": {}}'
+
+    stub_server.default = answer
+    spool = Spool(tmp_path)
+    for name in ("poison", "b2", "b3"):
+        spool.put(name, name.encode())
+    clock = FastClock()
+    uploader = parking_uploader(spool, stub_server.url, clock)
+
+    # when
+    run_until_empty(uploader)
+
+    # then: five tries, the newer batches, then (once its delay passed) three more failures and the ninth is taken
+    bodies = [r.body for r in stub_server.requests]
+    assert bodies == [b"poison"] * 5 + [b"b2", b"b3"] + [b"poison"] * 4
+    assert uploader.stats.acknowledged == 3 and uploader.stats.parked == 1 and uploader.stats.rejected == 0
+    assert not list((tmp_path / "rejected").iterdir())  # nothing set aside, nothing lost
+
+
+def test_when_every_batch_fails_each_is_parked_in_turn_and_none_is_lost(
+    tmp_path: Path, stub_server: StubServer
+) -> None:
+    stub_server.default = lambda _request: (503, {}, b"down")
+    spool = Spool(tmp_path)
+    spool.put("b1", b"one")
+    spool.put("b2", b"two")
+    clock = FastClock()
+    uploader = parking_uploader(spool, stub_server.url, clock)
+    stop = threading.Event()
+    thread = threading.Thread(target=uploader.run, args=(stop,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while len(stub_server.requests) < 11 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    thread.join(timeout=5)
+
+    bodies = [r.body for r in stub_server.requests[:11]]
+    assert bodies[:6] == [b"one"] * 5 + [b"two"]  # the second goes first once the first is parked
+    assert uploader.stats.parked >= 1 and len(spool) == 2 and uploader.stats.rejected == 0
