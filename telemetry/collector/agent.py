@@ -23,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .backend import GpuBackend, ServingSource
+from .backend import GpuBackend, GpuReading, ServingSource
 from .batching import BatchBuilder
 from .epochs import EpochBook
 from .hostmeter import HostMeter
+from .resolution import GpuAverager
 from .spool import Spool, SpooledBatch
 from .uploader import Uploader
 
@@ -87,10 +88,12 @@ class Collector:
         timing: Timing,
         clock: Clock | None = None,
         host_meter: HostMeter | None = None,
+        averager: GpuAverager | None = None,
     ) -> None:
         self.backend, self.serving, self.spool, self.uploader = backend, serving, spool, uploader
         self.host_meter = host_meter
         self._host_epoch = f"collector-{time.time():.0f}"  # the meter's counter (RAPL's sum) starts with us
+        self.averager = averager  # --resolution: readings averaged on the host before they are batched
         self.builder, self.book, self.timing = builder, book, timing
         self.clock = clock or Clock()
         self._progress = _Progress()
@@ -101,13 +104,28 @@ class Collector:
 
     def sample_gpus(self, ts: float) -> None:
         readings = self.backend.read(ts)
+        if self.averager is not None:
+            readings = self.averager.add(readings)
+            if not readings:  # no window closed: the host meter too is read once per window
+                return
+        self._add_gpu(readings)
+        self._read_host_meter(ts)
+
+    def _add_gpu(self, readings: list[GpuReading]) -> None:
         if not self.builder.has_room(gpu_rows=len(readings)):
             self.flush()
         self.builder.add_gpu(readings)
+
+    def _read_host_meter(self, ts: float) -> None:
         if self.host_meter is not None and (host := self.host_meter.read()) is not None:
             self.builder.add_node_meter(
                 ts, method=self.host_meter.method, epoch=self._host_epoch, power_w=host.power_w, energy_j=host.energy_j
             )
+
+    def _flush_averaged(self) -> None:
+        """On stop: the partly filled averaging windows go into the last batch too."""
+        if self.averager is not None:
+            self._add_gpu(self.averager.flush())
 
     def flush(self) -> SpooledBatch | None:
         """Build what was collected into a batch and spool it (durably)."""
@@ -140,6 +158,7 @@ class Collector:
         """Spool the partial batch, then send for at most the grace period."""
         stop.set()
         self.spool.changed.set()  # wakes an idle uploader
+        self._flush_averaged()
         self.flush()
         deadline = self.clock.monotonic() + self.timing.shutdown_grace_s
         for thread in threads:
@@ -206,6 +225,7 @@ class Collector:
         window = (start.timestamp(), end.timestamp())
         log.info("backfilling %s .. %s", start.isoformat(), end.isoformat())
         self._backfill_samples(window, stop)
+        self._flush_averaged()
         self.flush()
         while len(self.spool) and not stop.is_set():
             self._print_progress(window)

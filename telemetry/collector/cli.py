@@ -16,6 +16,7 @@ from .config import Settings, load_settings
 from .epochs import EpochBook
 from .hostmeter import host_meter_from_spec
 from .nvml import NvmlBackend, NvmlUnavailable
+from .resolution import GpuAverager
 from .serving import PrometheusEndpoint, resolve_gpus
 from .simserving import SimulatedVllmEndpoint
 from .simulated import SimulatedBackend
@@ -64,16 +65,16 @@ def make_collector(settings: Settings, clock: Clock) -> Collector:
     backend = make_backend(settings, book)
     started_at = settings.start.timestamp() if settings.start else clock.wall()
     uploader = make_uploader(settings, spool)
-    builder = BatchBuilder(
-        hostname=settings.hostname, sample_interval_s=settings.sample_interval_s, spool_state=spool.state
-    )
+    # The server is told the interval of the samples it receives: the resolution when averaged.
+    builder = BatchBuilder(hostname=settings.hostname, sample_interval_s=settings.resolution_s, spool_state=spool.state)
+    averager = GpuAverager(settings.resolution_s) if settings.resolution_s > settings.sample_interval_s else None
     timing = Timing(
         settings.sample_interval_s, settings.batch_seconds, settings.serving_interval_s, settings.shutdown_grace_s
     )
     collector = Collector(
         backend=backend, serving=make_serving(settings, backend, book, started_at), spool=spool,
         uploader=uploader, builder=builder, book=book, timing=timing, clock=clock,
-        host_meter=host_meter_from_spec(settings.host_meter),
+        host_meter=host_meter_from_spec(settings.host_meter), averager=averager,
     )  # fmt: skip
     uploader.on_ack = collector.on_ack
     return collector

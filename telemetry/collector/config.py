@@ -36,6 +36,7 @@ class Settings:
     token: str
     hostname: str
     sample_interval_s: float
+    resolution_s: float
     batch_seconds: float
     serving: tuple[ServingTarget, ...]
     serving_interval_s: float
@@ -167,6 +168,15 @@ OPTIONS: tuple[Option, ...] = (
         _seconds(0.05, 3600),
         1.0,
         "seconds between GPU samples, on the monotonic clock (default 1)",
+        "S",
+    ),
+    Option(
+        "resolution",
+        _seconds(0.05, 300),
+        None,
+        "seconds of GPU samples averaged on the host into one uploaded sample (power, utilization, memory, "
+        "temperature averaged; the energy counter's last reading kept, so energy stays exact); default: the "
+        "sample interval (every sample sent). Keep it under the server's TELEMETRY_GPU_MAX_GAP_S (30 s)",
         "S",
     ),
     Option(
@@ -371,6 +381,7 @@ def _settings(v: dict[str, Any]) -> Settings:
         token=token,
         hostname=v["hostname"] or _hostname(socket.gethostname()),
         sample_interval_s=v["sample-interval"],
+        resolution_s=v["resolution"] or v["sample-interval"],
         batch_seconds=v["batch-seconds"] or (BACKFILL_BATCH_SECONDS if backfill else LIVE_BATCH_SECONDS),
         serving=v["serving"],
         serving_interval_s=v["serving-interval"],
@@ -414,5 +425,7 @@ def _check_modes(v: dict[str, Any]) -> None:
         )
     if (v["simulate-serving"] or v["simulate-resets"]) and not v["simulate"]:
         raise ValueError("--simulate-serving and --simulate-resets need --simulate")
+    if (v["resolution"] or 0) and v["resolution"] < v["sample-interval"]:
+        raise ValueError("--resolution must be at least --sample-interval")
     if (v["batch-seconds"] or 0) and v["batch-seconds"] < v["sample-interval"]:
         raise ValueError("--batch-seconds must be at least --sample-interval")

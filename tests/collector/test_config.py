@@ -95,6 +95,8 @@ def test_simulate_resets_alone_means_every_six_hours() -> None:
         ([*BASE, "--start", "2025-06-01T00:00:00Z", "--end", "2025-06-02T00:00:00Z"], {}, "needs --simulate"),
         ([*BASE, "--simulate-serving"], {}, "need --simulate"),
         ([*BASE, "--spool-max-bytes", "12 parsecs"], {}, "size"),
+        ([*BASE, "--resolution", "0.5"], {}, "--resolution must be at least --sample-interval"),
+        (BASE, {"WATTLEDGER_RESOLUTION": "301"}, "WATTLEDGER_RESOLUTION: must be between"),
         ([*BASE, "--serving", "http://h/metrics", "--serving-interval", "0.1"], {}, "--serving-interval"),
     ],
 )

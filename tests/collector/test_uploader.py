@@ -175,7 +175,6 @@ def test_a_batch_deleted_by_hand_is_skipped_not_retried_forever(tmp_path: Path, 
     assert [r.body for r in stub_server.requests] == [b"y"]
 
 
-
 class FastClock:
     """A monotonic clock that runs 1000 times faster than real time, plus every backoff slept."""
 
