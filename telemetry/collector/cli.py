@@ -21,7 +21,7 @@ from .serving import PrometheusEndpoint, resolve_gpus
 from .simserving import SimulatedVllmEndpoint
 from .simulated import SimulatedBackend
 from .spool import Spool
-from .uploader import Backoff, Outcome, Uploader, ingest_url, post_batch
+from .uploader import Backoff, Outcome, Post, Uploader, ingest_url, post_batch
 
 log = logging.getLogger("telemetry.collector")
 
@@ -46,25 +46,34 @@ def make_serving(settings: Settings, backend: GpuBackend, book: EpochBook, start
         for t in settings.serving
     ]
     if settings.simulate_serving and isinstance(backend, SimulatedBackend):
-        sources.append(SimulatedVllmEndpoint(backend, hostname=settings.hostname, started_at=started_at))
+        restarts_s = round(settings.simulate_serving_restarts_h * 3600) or None
+        sources.append(
+            SimulatedVllmEndpoint(backend, hostname=settings.hostname, started_at=started_at, restarts_every_s=restarts_s)
+        )
     return sources
 
 
-def make_uploader(settings: Settings, spool: Spool) -> Uploader:
+def http_post(settings: Settings) -> Post:
+    """POST a batch to the settings' server with its token."""
     url = ingest_url(settings.server)
 
     def post(body: bytes, timeout_s: float) -> Outcome:
         return post_batch(url, settings.token, body, timeout_s=timeout_s)
 
+    return post
+
+
+def make_uploader(settings: Settings, spool: Spool, post: Post) -> Uploader:
     return Uploader(spool, post=post, timeout_s=settings.http_timeout_s, backoff=Backoff(cap_s=settings.max_backoff_s))
 
 
-def make_collector(settings: Settings, clock: Clock) -> Collector:
+def make_collector(settings: Settings, clock: Clock, *, post: Post | None = None) -> Collector:
+    """The collector the settings describe; ``post`` replaces the HTTP POST (a harness records answers)."""
     spool = Spool(settings.spool_dir, max_bytes=settings.spool_max_bytes)
     book = EpochBook(spool.root / "epochs.json")
     backend = make_backend(settings, book)
     started_at = settings.start.timestamp() if settings.start else clock.wall()
-    uploader = make_uploader(settings, spool)
+    uploader = make_uploader(settings, spool, post or http_post(settings))
     # The server is told the interval of the samples it receives: the resolution when averaged.
     builder = BatchBuilder(hostname=settings.hostname, sample_interval_s=settings.resolution_s, spool_state=spool.state)
     averager = GpuAverager(settings.resolution_s) if settings.resolution_s > settings.sample_interval_s else None

@@ -48,6 +48,7 @@ class Settings:
     simulate: tuple[GpuModel, ...]
     simulate_serving: bool
     simulate_resets_h: float
+    simulate_serving_restarts_h: float
     seed: int
     start: datetime | None
     end: datetime | None
@@ -250,6 +251,14 @@ OPTIONS: tuple[Option, ...] = (
         "(default 0: never; the option alone: 6)",
         "HOURS",
     ),
+    Option(
+        "simulate-serving-restarts",
+        _resets,
+        0.0,
+        "with --simulate-serving: restart the simulated inference server (token counters restart, new epoch) "
+        "every HOURS after its start (default 0: only when the driver reloads)",
+        "HOURS",
+    ),
     Option("seed", int, 0, "with --simulate: the random seed; the same seed gives the same samples (default 0)", "N"),
     Option(
         "start",
@@ -393,6 +402,7 @@ def _settings(v: dict[str, Any]) -> Settings:
         simulate=tuple(v["simulate"]),
         simulate_serving=v["simulate-serving"],
         simulate_resets_h=v["simulate-resets"],
+        simulate_serving_restarts_h=v["simulate-serving-restarts"],
         seed=v["seed"],
         start=v["start"],
         end=v["end"],
@@ -425,6 +435,8 @@ def _check_modes(v: dict[str, Any]) -> None:
         )
     if (v["simulate-serving"] or v["simulate-resets"]) and not v["simulate"]:
         raise ValueError("--simulate-serving and --simulate-resets need --simulate")
+    if v["simulate-serving-restarts"] and not v["simulate-serving"]:
+        raise ValueError("--simulate-serving-restarts needs --simulate-serving")
     if (v["resolution"] or 0) and v["resolution"] < v["sample-interval"]:
         raise ValueError("--resolution must be at least --sample-interval")
     if (v["batch-seconds"] or 0) and v["batch-seconds"] < v["sample-interval"]:

@@ -12,7 +12,8 @@ full-load value (H100 SXM 35→75 ms, RTX 4090 110→330 ms); the slowest GPU
 model of the node sets it. Bucket counts use vLLM's real default bounds.
 
 The server "starts" with the simulation (or when the simulated driver
-reloads), so its counters start at zero and its epoch is that start time, as
+reloads, or every ``restarts_every_s`` after its first start), so its counters
+start at zero and its epoch is that start time, as
 ``process_start_time_seconds`` would give on a real vLLM.
 """
 
@@ -45,16 +46,22 @@ class _Histogram:
 
 
 class SimulatedVllmEndpoint:
-    def __init__(self, backend: SimulatedBackend, *, hostname: str, started_at: float) -> None:
+    def __init__(
+        self, backend: SimulatedBackend, *, hostname: str, started_at: float, restarts_every_s: int | None = None
+    ) -> None:
         self.backend = backend
         self.url = f"sim://{hostname}/vllm/metrics"
         self._started_at = math.floor(started_at)
+        self._restarts_every_s = restarts_every_s
         self._p99_s = max((gpu.model.ttft_p99_s for gpu in backend.gpus), key=lambda p: p[1])
         self._ttft = _Histogram()
 
     def process_start(self, ts: float) -> int:
-        """When the simulated server last started: with the simulation, or the latest driver reload."""
-        return max(self._started_at, self.backend.driver_loaded_at(ts))
+        """When the simulated server last started: with the simulation, its latest restart, or driver reload."""
+        started = self._started_at
+        if self._restarts_every_s and ts >= started:
+            started += math.floor((ts - started) / self._restarts_every_s) * self._restarts_every_s
+        return max(started, self.backend.driver_loaded_at(ts))
 
     def generated_tokens(self, ts: float) -> float:
         start = self.process_start(ts)

@@ -74,3 +74,14 @@ def test_a_driver_reload_restarts_the_server_counters_with_a_new_epoch() -> None
     assert after.endpoint.epoch == str(float(reload_at)) != before.endpoint.epoch
     assert after.requests < before.requests  # type: ignore[operator]
     assert (after.ttft_bucket_counts or ())[-1] == after.requests
+
+
+def test_a_scheduled_restart_starts_the_counters_again_under_a_new_epoch() -> None:
+    backend = SimulatedBackend(parse_simulate_spec("l4:1"), hostname="node-1")
+    ep = SimulatedVllmEndpoint(backend, hostname="node-1", started_at=START, restarts_every_s=2700)
+
+    before, after = ep.read(START + 2695), ep.read(START + 2705)
+
+    assert before.endpoint.epoch == str(START) and after.endpoint.epoch == str(START + 2700)
+    assert after.generation_tokens == math.floor(ep.generated_tokens(START + 2705)) < before.generation_tokens
+    assert ep.process_start(START + 2 * 2700 + 1) == START + 5400
