@@ -47,9 +47,10 @@ def make_serving(settings: Settings, backend: GpuBackend, book: EpochBook, start
     ]
     if settings.simulate_serving and isinstance(backend, SimulatedBackend):
         restarts_s = round(settings.simulate_serving_restarts_h * 3600) or None
-        sources.append(
-            SimulatedVllmEndpoint(backend, hostname=settings.hostname, started_at=started_at, restarts_every_s=restarts_s)
+        simulated = SimulatedVllmEndpoint(
+            backend, hostname=settings.hostname, started_at=started_at, restarts_every_s=restarts_s
         )
+        sources.append(simulated)
     return sources
 
 
