@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test test-pg test-services lint typecheck check migrations-check clean \
+.PHONY: demo test test-pg test-services test-faults soak lint typecheck check migrations-check clean \
 	bench bench-ingest bench-rollup bench-pages bench-collector bench-storage
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -34,6 +34,15 @@ test-pg: $(STAMP)
 test-services: $(STAMP)
 	DATABASE_URL=$(SERVICES_DATABASE_URL) CELERY_BROKER_URL=$(SERVICES_BROKER_URL) \
 		$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The fault harness (tests/faults/): its own PostgreSQL cluster, Redis, gunicorn, Celery, simulated
+# collectors through a fault proxy. test-faults: the short run (~3 min); soak: the long one, with its tally.
+test-faults: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m faults tests/faults
+
+SOAK_HOURS ?= 12
+soak: $(STAMP)
+	SOAK_HOURS=$(SOAK_HOURS) $(BIN)/python -m tests.faults.run soak
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

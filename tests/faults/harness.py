@@ -1,0 +1,361 @@
+"""The fault harness: simulated collectors, a fault proxy, gunicorn, PostgreSQL, Redis, Celery; faults; the oracle.
+
+Everything runs on 127.0.0.1 on free ports, under one temporary folder:
+
+    collectors (tests.faults.simcollector, one spool and token each)
+        -> FaultProxy (drop, reset, delay, lose the response)
+        -> gunicorn config.wsgi (2 workers)
+        -> PostgreSQL (a cluster of its own)   Redis <- Celery worker + beat
+
+The collectors backfill a window of past hours, paced so that it lasts the
+run; faults are injected one after another, evenly over the run (cycled in a
+long run); then the harness waits for every collector to have every batch
+acknowledged, lets the worker finish the rollups and the ledger, stops the
+services and hands the database to :mod:`tests.faults.oracle`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from .procs import (
+    REPO,
+    PostgresCluster,
+    Process,
+    children,
+    free_port,
+    port_open,
+    python_process,
+    redis_process,
+    wait_for,
+)
+from .proxy import FaultProxy
+
+DB_NAME = "wattledger_faults"
+NODES = (("faults-h100", "h100-sxm:2"), ("faults-4090", "rtx-4090:2"), ("faults-l4", "l4:2"))
+FAULTS = (
+    "proxy_drop",
+    "web_worker_kill",
+    "proxy_reset",
+    "collector_kill",
+    "proxy_delay",
+    "web_server_kill",
+    "proxy_lose_response",
+    "postgres_freeze",
+    "redis_restart",
+    "postgres_kill",
+    "celery_worker_kill_mid_rollup",
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    hours: int  # simulated hours backfilled by each collector
+    speed: float  # simulated seconds per real second
+    freeze_s: float  # how long PostgreSQL stays frozen (SIGSTOP)
+    settle_s: float = 240  # the longest wait for the last batches and rollups after the run
+
+    @property
+    def run_s(self) -> float:
+        return self.hours * 3600 / self.speed
+
+
+SHORT = Scenario("short", hours=2, speed=80, freeze_s=8)
+SOAK = Scenario("soak", hours=int(os.environ.get("SOAK_HOURS", "12")), speed=72, freeze_s=30)
+
+
+@dataclass
+class Event:
+    at_s: float
+    fault: str
+    detail: str
+
+
+@dataclass
+class Tally:
+    events: list[Event] = field(default_factory=list)
+    faults: Counter[str] = field(default_factory=Counter)
+
+    def add(self, started: float, fault: str, detail: str) -> None:
+        self.events.append(Event(round(time.monotonic() - started, 1), fault, detail))
+        self.faults[fault] += 1
+
+
+class Harness:
+    def __init__(self, scenario: Scenario, workdir: Path | None = None) -> None:
+        self.scenario = scenario
+        self.root = workdir or Path(tempfile.mkdtemp(prefix="wattledger-faults-"))
+        self.logs = self.root / "logs"
+        self.logs.mkdir(parents=True, exist_ok=True)
+        now_hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        self.window_end = now_hour - timedelta(hours=1)
+        self.window_start = self.window_end - timedelta(hours=scenario.hours)
+        self.pg = PostgresCluster(self.logs)
+        self.redis_port, self.web_port = free_port(), free_port()
+        self.redis = redis_process(self.logs, self.redis_port)
+        self.env = self._server_env()
+        self.web = python_process("gunicorn", self._gunicorn_args(), self.env, self.logs)
+        self.worker = python_process("celery-worker", self._worker_args(), self.env, self.logs)
+        self.beat = python_process("celery-beat", self._beat_args(), self.env, self.logs)
+        self.proxy = FaultProxy(self.web_port, delay_s=3.0)
+        self.collectors: dict[str, Process] = {}
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.usage_table = ""
+        self.tally = Tally()
+        self._started = time.monotonic()
+
+    # --- the services -----------------------------------------------------------
+
+    def _server_env(self) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_", "CELERY_", "CACHE_", "DJANGO_"))}
+        return {
+            **keep,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": self.pg.url(DB_NAME),
+            "CELERY_BROKER_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+            "DEBUG": "0",
+            "SECRET_KEY": "faults-harness-only-" + "k" * 48,
+            "SECURE_SSL_REDIRECT": "0",
+            "SESSION_COOKIE_SECURE": "0",
+            "CSRF_COOKIE_SECURE": "0",
+            "SECURE_HSTS_SECONDS": "0",
+            "WATTLEDGER_VAR_DIR": str(self.root / "var"),
+            "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def _gunicorn_args(self) -> list[str]:
+        return ["-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{self.web_port}", "--workers", "2",
+                "--timeout", "20", "--graceful-timeout", "5"]  # fmt: skip
+
+    @staticmethod
+    def _worker_args() -> list[str]:
+        return ["-m", "celery", "-A", "config", "worker", "--pool", "threads", "--concurrency", "2",
+                "--loglevel", "INFO", "--without-gossip", "--without-mingle"]  # fmt: skip
+
+    def _beat_args(self) -> list[str]:
+        return ["-m", "celery", "-A", "config", "beat", "--loglevel", "INFO",
+                "--schedule", str(self.root / "celerybeat-schedule")]  # fmt: skip
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, *args], cwd=REPO, env=self.env, capture_output=True, text=True, timeout=600, check=False
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        return done.stdout
+
+    def django(self, command: str, spec: dict[str, Any] | None = None) -> Any:
+        return json.loads(self.manage("-m", "tests.faults.djangoside", command, json.dumps(spec or {})))
+
+    def start(self) -> None:
+        self.pg.init()
+        self.pg.start()
+        self.pg.create_database(DB_NAME)
+        self.redis.start()
+        wait_for("Redis", lambda: port_open(self.redis_port), 30)
+        self.manage("manage.py", "migrate", "--noinput")
+        spec = {
+            "nodes": [name for name, _ in NODES],
+            "commissioned_at": (self.window_start - timedelta(days=1)).isoformat(),
+        }
+        self.nodes = self.django("setup", spec)
+        self._start_web()
+        self.worker.start()
+        self.beat.start()
+        self.proxy.start()
+        self._started = time.monotonic()
+        for i, (hostname, spec_gpus) in enumerate(NODES):
+            self.collectors[hostname] = self._collector(i, hostname, spec_gpus).start()
+
+    def _start_web(self) -> None:
+        self.web.start()
+        wait_for("gunicorn", lambda: port_open(self.web_port), 60)
+
+    def _collector(self, seed: int, hostname: str, gpus: str) -> Process:
+        record = self.root / "collectors" / hostname
+        args = ["-m", "tests.faults.simcollector", "--record", str(record), "--speed", str(self.scenario.speed), "--",
+                "--server", f"http://127.0.0.1:{self.proxy.port}", "--token", self.nodes[hostname]["token"],
+                "--hostname", hostname, "--spool", str(record / "spool"), "--simulate", gpus, "--simulate-serving",
+                "--simulate-resets", "0.5", "--simulate-serving-restarts", "0.75", "--seed", str(seed),
+                "--start", self.window_start.isoformat(), "--end", self.window_end.isoformat(),
+                "--http-timeout", "5", "--max-backoff", "3", "--shutdown-grace", "1"]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WATTLEDGER_")}
+        return python_process(f"collector-{hostname}", args, env, self.logs)
+
+    def stop(self) -> None:
+        for process in [*self.collectors.values(), self.beat, self.worker, self.web]:
+            process.stop()
+        self.proxy.stop()
+        self.redis.stop()
+        self.pg.stop()
+
+    # --- the faults ----------------------------------------------------------------
+
+    def run_faults(self) -> None:
+        """Inject the faults one after another, evenly over the run; cycle them while the run lasts."""
+        spacing = max(4.0, 0.8 * self.scenario.run_s / len(FAULTS))
+        index = 0
+        while index < len(FAULTS) or self.elapsed() + spacing < 0.85 * self.scenario.run_s:
+            time.sleep(max(0.0, 3.0 + index * spacing - self.elapsed()))
+            fault = FAULTS[index % len(FAULTS)]
+            self.tally.add(self._started, fault, getattr(self, fault)())
+            index += 1
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def _proxy(self, mode: str) -> str:
+        self.proxy.inject(mode, 3)
+        wait_for(f"proxy {mode}", lambda: self.proxy.planned() == 0, 60, every_s=0.2)
+        return f"the next 3 requests: {mode}"
+
+    def proxy_drop(self) -> str:
+        return self._proxy("drop")
+
+    def proxy_reset(self) -> str:
+        return self._proxy("reset")
+
+    def proxy_delay(self) -> str:
+        return self._proxy("delay")
+
+    def proxy_lose_response(self) -> str:
+        return self._proxy("lose_response")
+
+    def web_worker_kill(self) -> str:
+        workers = children(self.web.pid)
+        os.kill(workers[0], signal.SIGKILL)
+        return f"kill -9 gunicorn worker {workers[0]} (the master starts another)"
+
+    def web_server_kill(self) -> str:
+        self.web.kill9()
+        time.sleep(1.0)
+        self._start_web()
+        return "kill -9 gunicorn master and workers; started again after 1 s"
+
+    def collector_kill(self) -> str:
+        hostname = list(self.collectors)[self.tally.faults["collector_kill"] % len(self.collectors)]
+        process = self.collectors[hostname]
+        if not process.running():
+            return f"collector {hostname} had already finished"
+        process.kill9()
+        time.sleep(1.0)
+        process.start()
+        return f"kill -9 collector {hostname}; started again after 1 s"
+
+    def postgres_freeze(self) -> str:
+        pids = self.pg.freeze()
+        try:
+            time.sleep(self.scenario.freeze_s)
+        finally:
+            self.pg.thaw(pids)
+        return f"SIGSTOP PostgreSQL ({len(pids)} processes) for {self.scenario.freeze_s:g} s, then SIGCONT"
+
+    def postgres_kill(self) -> str:
+        self.pg.crash_and_restart()
+        return "kill -9 PostgreSQL (postmaster and backends); restarted (crash recovery)"
+
+    def redis_restart(self) -> str:
+        self.redis.kill9()
+        self.redis.start()
+        wait_for("Redis", lambda: port_open(self.redis_port), 30)
+        return "kill -9 Redis (queued tasks lost); restarted"
+
+    def celery_worker_kill_mid_rollup(self) -> str:
+        """Hold the usage table so the next rollup blocks inside its transaction, then kill -9 the worker."""
+        from celery import Celery
+
+        with psycopg.connect(self.pg.url(DB_NAME).replace("postgres://", "postgresql://")) as holder:
+            holder.execute(f'LOCK TABLE "{self.usage_table}" IN EXCLUSIVE MODE')
+            Celery(broker=self.env["CELERY_BROKER_URL"]).send_task("telemetry.rollup_pending_task")
+            mid = _wait_true(lambda: _waiting_on_lock(holder), 30)
+            self.worker.kill9()
+            holder.rollback()
+        time.sleep(0.5)
+        self.worker.start()
+        where = "inside a rollup transaction (waiting on the usage table)" if mid else "NOT caught mid-rollup"
+        return f"kill -9 Celery worker {where}; started again"
+
+    # --- the end of the run -----------------------------------------------------------
+
+    def wait_collectors(self) -> dict[str, int | None]:
+        deadline = time.monotonic() + self.scenario.run_s + self.scenario.settle_s
+        for process in self.collectors.values():
+            assert process.popen is not None
+            try:
+                process.popen.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.stop()
+        return {name: (p.popen.returncode if p.popen else None) for name, p in self.collectors.items()}
+
+    def settle(self) -> dict[str, int]:
+        """Ask the worker for rollups and ledger runs until nothing waits (beat alone runs them every minute)."""
+        from celery import Celery
+
+        app = Celery(broker=self.env["CELERY_BROKER_URL"])
+        deadline = time.monotonic() + self.scenario.settle_s
+        state: dict[str, int] = {}
+        quiet = 0
+        while time.monotonic() < deadline and quiet < 2:
+            app.send_task("telemetry.rollup_pending_task")
+            app.send_task("accounting.ledger_pending_task")
+            time.sleep(3)
+            state = self.django("state")
+            quiet = quiet + 1 if not any(state.values()) else 0
+        return state
+
+
+def _waiting_on_lock(holder: psycopg.Connection[Any]) -> bool:
+    with psycopg.connect(holder.info.dsn, autocommit=True) as probe:
+        row = probe.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> %s",
+            [holder.info.backend_pid],
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def _wait_true(check: Callable[[], bool], timeout_s: float) -> bool:
+    try:
+        wait_for("condition", check, timeout_s, every_s=0.2)
+    except TimeoutError:
+        return False
+    return True
+
+
+def clean(harness: Harness, *, keep: bool) -> None:
+    harness.stop()
+    if not keep:
+        harness.pg.remove()
+        shutil.rmtree(harness.root, ignore_errors=True)
+
+
+def _signal_stop(harness: Harness) -> None:
+    def handle(signum: int, _frame: Any) -> None:
+        clean(harness, keep=True)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def run_in_thread(target: Callable[[], None]) -> threading.Thread:
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,225 @@
+"""The real services of the fault harness, each on 127.0.0.1 and a free port, each killable and restartable.
+
+PostgreSQL is a cluster of its own (``initdb`` in a temporary folder, run as the
+``postgres`` user when the harness runs as root: ``initdb`` refuses root), Redis
+a ``redis-server`` of its own, then gunicorn, a Celery worker and Celery beat on
+them. Nothing here knows the product's internals: they are started as an
+operator would, with environment variables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+REPO = Path(__file__).resolve().parents[2]
+PG_USER = "postgres"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for(what: str, check: Callable[[], bool], timeout_s: float, every_s: float = 0.1) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(every_s)
+    raise TimeoutError(f"{what}: not ready after {timeout_s:g} s")
+
+
+def port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (from /proc; no psutil needed)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def signal_all(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def pg_bin_dir() -> Path | None:
+    """PostgreSQL's server binaries: $PG_BIN, else the newest /usr/lib/postgresql/*/bin, else the PATH."""
+    candidates = [os.environ.get("PG_BIN", "")]
+    candidates += [str(p) for p in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)]
+    if (on_path := shutil.which("initdb")) is not None:
+        candidates.append(str(Path(on_path).parent))
+    return next((Path(c) for c in candidates if c and (Path(c) / "initdb").exists()), None)
+
+
+def missing_tools() -> str | None:
+    """Why the harness cannot run here, or ``None`` when it can."""
+    if pg_bin_dir() is None:
+        return "PostgreSQL server binaries not found (set PG_BIN, or install postgresql: apt-get install postgresql)"
+    if shutil.which("redis-server") is None:
+        return "redis-server not found (apt-get install redis-server)"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(PG_USER)
+        except KeyError:
+            return f"running as root and there is no {PG_USER!r} user to run initdb as"
+    return None
+
+
+@dataclass
+class Process:
+    """One long-running command, its log, and how to stop it."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    log_dir: Path
+    user: str | None = None
+    popen: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    def start(self) -> Process:
+        self.starts += 1
+        self._log = open(self.log_dir / f"{self.name}.log", "ab")  # noqa: SIM115 - kept open for the process's life
+        self._log.write(f"\n--- start {self.starts} at {time.time():.3f}: {' '.join(self.command)}\n".encode())
+        self._log.flush()
+        kwargs: dict[str, Any] = {"user": self.user} if self.user else {}
+        self.popen = subprocess.Popen(
+            self.command, env=self.env, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT, **kwargs
+        )
+        return self
+
+    def kill9(self, *, with_children: bool = True) -> None:
+        """SIGKILL, as a crash would: the process (and its children), no clean-up."""
+        if self.popen is None:
+            return
+        pids = [self.pid, *children(self.pid)] if with_children else [self.pid]
+        signal_all(pids, signal.SIGKILL)
+        self.popen.wait(timeout=30)
+        wait_for(f"{self.name} children exit", lambda: not any(alive(p) for p in pids), 30)
+
+    def stop(self, timeout_s: float = 15) -> None:
+        if self.popen is None or self.popen.poll() is not None:
+            return
+        self.popen.terminate()
+        try:
+            self.popen.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill9()
+
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster in ``root``, listening on 127.0.0.1 only."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.bin = pg_bin_dir() or Path("/nonexistent")
+        # A folder of its own under /tmp: the postgres user must reach it, and not the harness's (0700) folders.
+        self.root = Path(tempfile.mkdtemp(prefix="wattledger-faults-pg-"))
+        self.data = self.root / "data"
+        self.port = free_port()
+        self.user = PG_USER if os.geteuid() == 0 else None
+        command = [str(self.bin / "postgres"), "-D", str(self.data), "-p", str(self.port), "-k", str(self.root)]
+        command += ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=60", "-c", "shared_buffers=64MB"]
+        self.process = Process("postgresql", command, dict(os.environ), log_dir, user=self.user)
+
+    def url(self, name: str) -> str:
+        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+
+    def init(self) -> None:
+        if self.user:
+            entry = pwd.getpwnam(self.user)
+            os.chown(self.root, entry.pw_uid, entry.pw_gid)
+        command = [str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync"]
+        kwargs: dict[str, Any] = {"user": self.user} if self.user else {}
+        subprocess.run([*command, "-E", "UTF8", "--locale", "C"], check=True, capture_output=True, **kwargs)
+
+    def start(self) -> None:
+        self.process.start()
+        wait_for("PostgreSQL", self.ready, 60, every_s=0.2)
+
+    def ready(self) -> bool:
+        command = [str(self.bin / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"]
+        return subprocess.run(command, check=False).returncode == 0
+
+    def server_pids(self) -> list[int]:
+        return [self.process.pid, *children(self.process.pid)]
+
+    def create_database(self, name: str) -> None:
+        psql = [str(self.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+        subprocess.run([*psql, "-qc", f'CREATE DATABASE "{name}"'], check=True, capture_output=True)
+
+    def freeze(self) -> list[int]:
+        """SIGSTOP the postmaster and every backend: PostgreSQL hangs (it does not die)."""
+        pids = self.server_pids()
+        signal_all(pids, signal.SIGSTOP)
+        return pids
+
+    @staticmethod
+    def thaw(pids: list[int]) -> None:
+        signal_all(pids, signal.SIGCONT)
+
+    def crash_and_restart(self) -> None:
+        """kill -9 the postmaster and all backends, then start again (crash recovery from the WAL)."""
+        self.process.kill9()
+        self.start()
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def python_process(name: str, args: list[str], env: dict[str, str], log_dir: Path) -> Process:
+    return Process(name, [sys.executable, *args], env, log_dir)
+
+
+def redis_process(log_dir: Path, port: int) -> Process:
+    command = ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
+    return Process("redis", command, dict(os.environ), log_dir)

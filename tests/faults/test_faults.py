@@ -1,0 +1,46 @@
+"""The short fault run: every fault at least once, and the oracle finds nothing lost, doubled or miscounted.
+
+Needs PostgreSQL's server binaries and ``redis-server`` on this machine (the
+harness starts its own cluster and server); skipped with the reason otherwise.
+``make soak`` runs the long version.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from .harness import FAULTS, NODES, SHORT
+from .procs import missing_tools
+from .run import run_scenario
+
+MISSING = missing_tools()
+# CI sets WATTLEDGER_FAULTS_REQUIRED=1: there, missing tools fail the run instead of skipping it.
+REQUIRED = os.environ.get("WATTLEDGER_FAULTS_REQUIRED") == "1"
+pytestmark = [
+    pytest.mark.faults,
+    pytest.mark.skipif(MISSING is not None and not REQUIRED, reason=f"fault harness not runnable here: {MISSING}"),
+]
+
+
+def test_a_short_run_through_every_fault_loses_nothing_and_stores_nothing_twice(tmp_path: Path) -> None:
+    assert MISSING is None, f"the fault harness cannot run: {MISSING}"
+    report = run_scenario(SHORT, tmp_path / "run")
+    print(report.text())
+
+    assert report.problems == [], report.text()
+    assert all(report.faults.get(fault, 0) >= 1 for fault in FAULTS), report.faults
+    assert any("inside a rollup transaction" in e.detail for e in report.events), "the worker was not caught mid-rollup"
+    figures = report.figures
+    # 3 nodes x 2 GPUs x 2 hours at 1 Hz, and one serving sample every 5 s per node, all stored once
+    expected_gpu_rows = len(NODES) * 2 * SHORT.hours * 3600
+    if not figures["batches_lost_unspooled"]:
+        assert figures["gpu_rows"] == expected_gpu_rows
+        assert figures["serving_rows"] == len(NODES) * SHORT.hours * 720
+    # every lost answer led to a re-sent batch that the server saw and dropped as duplicates
+    assert figures["answers_lost_by_proxy"] == 3
+    assert figures["resent_seen_as_duplicates"] >= figures["answers_lost_by_proxy"]
+    assert figures["failed_retried"] > 0 and figures["refused_4xx"] == 0
+    assert figures["ledger"] == len(NODES) * SHORT.hours
