@@ -172,11 +172,9 @@ class Harness:
         self.redis.start()
         wait_for("Redis", lambda: port_open(self.redis_port), 30)
         self.manage("manage.py", "migrate", "--noinput")
-        spec = {
-            "nodes": [name for name, _ in NODES],
-            "commissioned_at": (self.window_start - timedelta(days=1)).isoformat(),
-        }
-        self.nodes = self.django("setup", spec)
+        commissioned_at = self.window_start - timedelta(days=1)  # the backfilled past belongs to the nodes
+        enrolled = self.django("setup", {"nodes": [n for n, _ in NODES], "commissioned_at": commissioned_at.isoformat()})
+        self.nodes, self.usage_table = enrolled["nodes"], enrolled["usage_table"]
         self._start_web()
         self.worker.start()
         self.beat.start()
