@@ -173,7 +173,8 @@ class Harness:
         wait_for("Redis", lambda: port_open(self.redis_port), 30)
         self.manage("manage.py", "migrate", "--noinput")
         commissioned_at = self.window_start - timedelta(days=1)  # the backfilled past belongs to the nodes
-        enrolled = self.django("setup", {"nodes": [n for n, _ in NODES], "commissioned_at": commissioned_at.isoformat()})
+        spec = {"nodes": [n for n, _ in NODES], "commissioned_at": commissioned_at.isoformat()}
+        enrolled = self.django("setup", spec)
         self.nodes, self.usage_table = enrolled["nodes"], enrolled["usage_table"]
         self._start_web()
         self.worker.start()
