@@ -15,12 +15,13 @@ batch. The answers:
 
 One bad batch never blocks the newer ones: a batch that failed
 ``PARK_AFTER_FAILURES`` times in a row is *parked*: it stays in the spool (nothing
-is lost) but newer batches go first, and it is tried again once its own delay
-has passed (``max_backoff_s``, doubling at each park, at most ``PARK_MAX_S``),
-still before newer batches once due. When the server fails every batch, each is
-parked in turn and the uploader then waits for the first one due: an outage
-costs fewer requests, not more. Parking is kept in memory: after a restart,
-the oldest batch is tried first again.
+is lost) but newer batches go first, and it is tried once more when its own
+delay has passed (``max_backoff_s``, doubling at each failure, at most
+``PARK_MAX_S``; at most ``max_backoff_s`` once another batch was acknowledged),
+before newer batches. When the server fails every batch, each is parked in
+turn and the uploader waits for the first one due: an outage costs fewer
+requests, not more. Parking is kept in memory: after a restart, the oldest
+batch is tried first again.
 """
 
 from __future__ import annotations
@@ -250,7 +251,7 @@ class Uploader:
         """Count a failure of ``item``; park it after ``park_after_failures`` in a row."""
         trouble = self._trouble.setdefault(item.seq, _Trouble())
         trouble.failures += 1
-        if trouble.failures < self._park_after:
+        if trouble.failures < (self._park_after if not trouble.parks else 1):  # once parked, one try per delay
             return
         trouble.parks += 1
         trouble.failures = 0
@@ -266,6 +267,11 @@ class Uploader:
     def _acknowledged(self, item: SpooledBatch, outcome: Outcome) -> None:
         self.spool.acknowledge(item)
         self._trouble.pop(item.seq, None)
+        # The server answers again: no parked batch waits longer than the backoff's cap (after an
+        # outage, every batch parked during it is tried again within that time).
+        soon = self._monotonic() + self.backoff.cap_s
+        for trouble in self._trouble.values():
+            trouble.due = min(trouble.due, soon)
         self.backoff.reset()
         self.stats.acknowledged += 1
         answer = outcome.answer if isinstance(outcome.answer, dict) else {}

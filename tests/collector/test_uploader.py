@@ -216,10 +216,10 @@ def test_a_batch_that_keeps_failing_is_parked_behind_newer_ones_and_sent_once_th
     # when
     run_until_empty(uploader)
 
-    # then: five tries, the newer batches, then (once its delay passed) three more failures and the ninth is taken
+    # then: five tries, the newer batches, then one try per (doubling) delay: three more failures, the ninth taken
     bodies = [r.body for r in stub_server.requests]
     assert bodies == [b"poison"] * 5 + [b"b2", b"b3"] + [b"poison"] * 4
-    assert uploader.stats.acknowledged == 3 and uploader.stats.parked == 1 and uploader.stats.rejected == 0
+    assert uploader.stats.acknowledged == 3 and uploader.stats.parked == 4 and uploader.stats.rejected == 0
     assert not list((tmp_path / "rejected").iterdir())  # nothing set aside, nothing lost
 
 
