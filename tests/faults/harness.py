@@ -114,7 +114,7 @@ class Harness:
         self.web = python_process("gunicorn", self._gunicorn_args(), self.env, self.logs)
         self.worker = python_process("celery-worker", self._worker_args(), self.env, self.logs)
         self.beat = python_process("celery-beat", self._beat_args(), self.env, self.logs)
-        self.proxy = FaultProxy(self.web_port, delay_s=3.0)
+        self.proxy = FaultProxy(self.web_port, delay_s=6.0)  # past the collectors' 5 s timeout
         self.collectors: dict[str, Process] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.usage_table = ""

@@ -7,12 +7,13 @@ faults are injected per connection: :meth:`FaultProxy.inject` makes the next
 * ``drop``: the request is read, then the connection closed without an answer
   and without reaching the server.
 * ``reset``: the connection is reset (RST) before anything reaches the server.
-* ``delay``: the request reaches the server ``delay_s`` late (the collector may time out).
-* ``lose_response``: the request reaches the server, whose whole answer is read
-  (the server committed the batch), then the connection to the collector is
-  reset: the collector never learns and sends the batch again. The batch ids of
-  these requests are kept, so the oracle can check each was re-sent and dropped
-  as a duplicate.
+* ``delay``: the request reaches the server ``delay_s`` late (past the
+  collector's timeout: the batch arrives after the collector gave up on it).
+* ``lose_response``: the request reaches the server, whose whole answer is read,
+  then the connection to the collector is reset: the collector never learns and
+  sends the batch again. The batch ids of those the server had answered 200
+  (committed) are kept, so the oracle can check each was re-sent and dropped as
+  a duplicate.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ class FaultProxy:
             _reset(client_writer)
             return
         if mode == "lose_response":
-            if (batch_id := _batch_id(head, body)) is not None:
+            committed = answer.startswith((b"HTTP/1.1 200", b"HTTP/1.0 200"))
+            if committed and (batch_id := _batch_id(head, body)) is not None:
                 self.tally.lost_batch_ids.append(batch_id)
             _reset(client_writer)
             return

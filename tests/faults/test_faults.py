@@ -40,7 +40,7 @@ def test_a_short_run_through_every_fault_loses_nothing_and_stores_nothing_twice(
         assert figures["gpu_rows"] == expected_gpu_rows
         assert figures["serving_rows"] == len(NODES) * SHORT.hours * 720
     # every lost answer led to a re-sent batch that the server saw and dropped as duplicates
-    assert figures["answers_lost_by_proxy"] == 3
+    assert 1 <= figures["answers_lost_by_proxy"] <= 3 * report.faults["proxy_lose_response"]
     assert figures["resent_seen_as_duplicates"] >= figures["answers_lost_by_proxy"]
     assert figures["failed_retried"] > 0 and figures["refused_4xx"] == 0
     assert figures["ledger"] == len(NODES) * SHORT.hours
