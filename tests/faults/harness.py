@@ -70,6 +70,7 @@ class Scenario:
     hours: int  # simulated hours backfilled by each collector
     speed: float  # simulated seconds per real second
     freeze_s: float  # how long PostgreSQL stays frozen (SIGSTOP)
+    rounds: int = 1  # how many times the list of faults is gone through
     settle_s: float = 240  # the longest wait for the last batches and rollups after the run
 
     @property
@@ -78,7 +79,7 @@ class Scenario:
 
 
 SHORT = Scenario("short", hours=2, speed=80, freeze_s=8)
-SOAK = Scenario("soak", hours=int(os.environ.get("SOAK_HOURS", "12")), speed=72, freeze_s=30)
+SOAK = Scenario("soak", hours=int(os.environ.get("SOAK_HOURS", "12")), speed=72, freeze_s=30, rounds=3)
 
 
 @dataclass
@@ -209,8 +210,8 @@ class Harness:
     # --- the faults ----------------------------------------------------------------
 
     def run_faults(self) -> None:
-        """Inject the faults one after another, evenly over the run; cycle them while the run lasts."""
-        spacing = max(4.0, 0.8 * self.scenario.run_s / len(FAULTS))
+        """Inject the faults one after another, evenly over the run, ``rounds`` times (then while it lasts)."""
+        spacing = max(4.0, 0.8 * self.scenario.run_s / (self.scenario.rounds * len(FAULTS)))
         index = 0
         while index < len(FAULTS) or self.elapsed() + spacing < 0.85 * self.scenario.run_s:
             time.sleep(max(0.0, 3.0 + index * spacing - self.elapsed()))

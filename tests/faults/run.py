@@ -1,8 +1,8 @@
 """Run a fault scenario end to end and judge it: ``python -m tests.faults.run [short|soak] [--keep]``.
 
 ``make soak`` runs the long scenario (``SOAK_HOURS`` simulated hours, 12 by
-default, at 72 simulated seconds per real second: 10 minutes) and prints the
-tally; the exit status is 0 only when the oracle found nothing wrong. The
+default, at 72 simulated seconds per real second: 10 minutes, every fault three
+times, PostgreSQL frozen 30 s each time) and prints the tally; the exit status is 0 only when the oracle found nothing wrong. The
 pytest module ``tests/faults/test_faults.py`` runs the short one.
 """
 
@@ -28,6 +28,7 @@ class Report:
     faults: dict[str, int] = field(default_factory=dict)
     events: list[Any] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
+    kept: bool = False
 
     def text(self) -> str:
         lines = [f"fault harness, {self.scenario.name} run: {self.scenario.hours} simulated hours x {len(NODES)} nodes"]
@@ -39,7 +40,7 @@ class Report:
         lines += [f"  {name:32} {value}" for name, value in self.figures.items()]
         lines.append("oracle: " + ("every check passed" if not self.problems else f"{len(self.problems)} problem(s):"))
         lines += [f"  - {p}" for p in self.problems]
-        lines.append(f"logs and records: {self.root}")
+        lines.append(f"logs and records kept in {self.root}" if self.kept else "the run's folder was removed")
         return "\n".join(lines)
 
 
@@ -62,7 +63,8 @@ def run_scenario(scenario: Scenario, workdir: Path | None = None, *, keep: bool 
         report.problems.append(f"the harness failed: {type(exc).__name__}: {exc}")
         keep = True
     finally:
-        clean(harness, keep=keep or bool(report.problems))
+        report.kept = keep or bool(report.problems)
+        clean(harness, keep=report.kept)
     return report
 
 
