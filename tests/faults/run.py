@@ -2,8 +2,9 @@
 
 ``make soak`` runs the long scenario (``SOAK_HOURS`` simulated hours, 12 by
 default, at 72 simulated seconds per real second: 10 minutes, every fault three
-times, PostgreSQL frozen 30 s each time) and prints the tally; the exit status is 0 only when the oracle found nothing wrong. The
-pytest module ``tests/faults/test_faults.py`` runs the short one.
+times, PostgreSQL frozen 30 s each time) and prints the tally; the exit
+status is 0 only when the oracle found nothing wrong. The pytest module
+``tests/faults/test_faults.py`` runs the short one.
 """
 
 from __future__ import annotations
