@@ -49,15 +49,20 @@ def every_second(tmp_path: Path, stub_server: StubServer) -> dict[str, list[dict
     return backfill_rows(tmp_path / "r1", stub_server)
 
 
-def test_energy_over_an_hour_is_identical_at_resolution_1_and_10_with_a_tenth_of_the_samples(
-    tmp_path: Path, every_second: dict[str, list[dict]]
-) -> None:
-    averaged_server = StubServer().start()
+@pytest.fixture
+def averaged_run(tmp_path: Path) -> tuple[dict[str, list[dict]], dict]:
+    """The rows sent with ``--resolution 10``, and the first batch as sent."""
+    server = StubServer().start()
     try:
-        averaged = backfill_rows(tmp_path / "r10", averaged_server, "--resolution", "10")
+        return backfill_rows(tmp_path / "r10", server, "--resolution", "10"), server.requests[0].json()
     finally:
-        averaged_server.stop()
+        server.stop()
 
+
+def test_energy_over_an_hour_is_identical_at_resolution_1_and_10_with_a_tenth_of_the_samples(
+    every_second: dict[str, list[dict]], averaged_run: tuple[dict[str, list[dict]], dict]
+) -> None:
+    averaged, _ = averaged_run
     assert every_second.keys() == averaged.keys() and len(averaged) == 2
     for uuid, rows in every_second.items():
         # 00:00:00 .. 01:00:00 every second; averaged: 00:00:00 alone, then one row per 10 s window,
@@ -72,13 +77,9 @@ def test_energy_over_an_hour_is_identical_at_resolution_1_and_10_with_a_tenth_of
 
 
 def test_averaged_rows_are_the_window_means_stamped_at_its_end(
-    tmp_path: Path, every_second: dict[str, list[dict]]
+    every_second: dict[str, list[dict]], averaged_run: tuple[dict[str, list[dict]], dict]
 ) -> None:
-    server = StubServer().start()
-    try:
-        averaged = backfill_rows(tmp_path / "r10", server, "--resolution", "10")
-    finally:
-        server.stop()
+    averaged, first_batch = averaged_run
     uuid, rows = next(iter(every_second.items()))
     window = [r for r in rows if HOUR_START + 600 < r["ts"] <= HOUR_START + 610]  # (00:10:00, 00:10:10]
     (row,) = [r for r in averaged[uuid] if r["ts"] == HOUR_START + 610]
@@ -88,7 +89,7 @@ def test_averaged_rows_are_the_window_means_stamped_at_its_end(
     assert row["power_w"] == pytest.approx(sum(r["power_w"] for r in window) / 10, abs=1e-9)
     assert row["temp_c"] == round(sum(r["temp_c"] for r in window) / 10)
     assert isinstance(row["util_pct"], int) and isinstance(row["mem_used_bytes"], int)
-    assert server.requests[0].json()["collector"]["sample_interval_s"] == 10.0
+    assert first_batch["collector"]["sample_interval_s"] == 10.0
 
 
 def test_fields_missing_in_some_readings_are_averaged_over_those_that_have_them() -> None:

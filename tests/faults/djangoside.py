@@ -47,6 +47,7 @@ from telemetry.rollup import rollup_node_hours  # noqa: E402
 
 HOUR = timedelta(hours=1)
 SKIPPED = {"id", "computed_at"}
+GPU_VALUES = ["energy_j", "power_w", "util_pct", "mem_util_pct", "mem_used_mib", "temp_c"]
 
 
 def plain(value: Any) -> Any:
@@ -88,17 +89,7 @@ def dump(spec: dict[str, Any]) -> dict[str, Any]:
     start, end = datetime.fromtimestamp(spec["start"], UTC), datetime.fromtimestamp(spec["end"], UTC)
     gpus = {g.pk: (g.node.hostname, g.uuid) for g in Gpu.objects.select_related("node")}
     gpu_epochs = dict(GpuEpoch.objects.values_list("pk", "epoch"))
-    gpu_fields = [
-        "gpu_id",
-        "epoch_id",
-        "ts",
-        "energy_j",
-        "power_w",
-        "util_pct",
-        "mem_util_pct",
-        "mem_used_mib",
-        "temp_c",
-    ]
+    gpu_fields = ["gpu_id", "epoch_id", "ts", *GPU_VALUES]
     gpu_rows = [
         [*gpus[row[0]], gpu_epochs[row[1]], *row[2:]]
         for row in _rows(GpuSample.objects.filter(gpu_id__in=gpus), gpu_fields)
