@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -87,6 +86,9 @@ def test_backfill_with_a_refused_batch_exits_1(tmp_path: Path) -> None:
 def test_live_collects_until_stopped_then_flushes_everything(tmp_path: Path) -> None:
     server = FakeServer()
     live = collector(tmp_path, server, Timing(0.02, 0.2, 1.0, 2.0))
+    sampled: list[float] = []
+    read = live.backend.read
+    live.backend.read = lambda ts: (sampled.append(round(ts, 3)), read(ts))[1]  # type: ignore[method-assign]
     stop = threading.Event()
     threading.Timer(0.7, stop.set).start()
 
@@ -95,7 +97,8 @@ def test_live_collects_until_stopped_then_flushes_everything(tmp_path: Path) -> 
     batches = decoded(server)
     stamps = sorted({ts for b in batches for ts in b.gpu_samples["ts"]})
     assert status == 0 and not len(live.spool) and len(batches) >= 3
-    assert len(stamps) >= 15 and all(0.0 < b - a < 0.15 for a, b in itertools.pairwise(stamps))  # no batch lost
+    # every tick sampled was sent (a loaded machine may skip ticks, never lose them), each once
+    assert len(stamps) >= 10 and stamps == sorted(set(sampled)) and len(sampled) == len(set(sampled))
     assert sum(b.serving_row_count for b in batches) >= 1
 
 
