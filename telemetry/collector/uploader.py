@@ -157,6 +157,7 @@ class _Trouble:
     """One batch's failures: how many in a row, how often parked, and until when (monotonic)."""
 
     failures: int = 0
+    tries: int = 0
     parks: int = 0
     due: float = 0.0
 
@@ -251,6 +252,7 @@ class Uploader:
         """Count a failure of ``item``; park it after ``park_after_failures`` in a row."""
         trouble = self._trouble.setdefault(item.seq, _Trouble())
         trouble.failures += 1
+        trouble.tries += 1
         if trouble.failures < (self._park_after if not trouble.parks else 1):  # once parked, one try per delay
             return
         trouble.parks += 1
@@ -260,8 +262,8 @@ class Uploader:
         self.stats.parked += 1
         what = f"HTTP {outcome.status}" if outcome.status is not None else outcome.detail
         log.warning(
-            "batch %s failed %d times in a row (%s): newer batches go first; it is tried again in %.0f s",
-            item.batch_id, self._park_after, what[:300], delay_s,
+            "batch %s failed %d times (%s): newer batches go first; it is tried again in %.0f s",
+            item.batch_id, trouble.tries, what[:300], delay_s,
         )  # fmt: skip
 
     def _acknowledged(self, item: SpooledBatch, outcome: Outcome) -> None:
