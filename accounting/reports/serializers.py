@@ -101,7 +101,10 @@ class PeriodInputSerializer(serializers.Serializer):
     period = serializers.CharField(
         required=False,
         max_length=7,
-        help_text="a UTC calendar period, 1970 to 2999: 2026, 2026-Q3 or 2026-11. Excludes start and end.",
+        help_text=(
+            "a UTC calendar period, 1970 to 2999: 2026, 2026-Q3 or 2026-11. Excludes start and end; "
+            "without any of them, the last 7 days."
+        ),
     )
     start = serializers.DateTimeField(
         required=False,
