@@ -16,8 +16,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from accounting.charts import figure_html, grouped_bars, pivot, stacked_bars
-from accounting.dashboards.common import api_query, currency_choice, organization_ids
+from accounting.charts import figure_html, gpu_model_colour, grouped_bars, pivot, stacked_bars
+from accounting.dashboards.common import (
+    api_query,
+    currency_choice,
+    organization_fleet_colours,
+    organization_ids,
+    period_buckets,
+)
 from accounting.ledger.units import ZERO
 from accounting.reports.aggregates import amount_sum
 from accounting.reports.output import money, usage_row_output
@@ -73,7 +79,7 @@ def finance_page(request: HttpRequest) -> HttpResponse:
             "previous_cost": previous_cost,
             "change": _change(total, previous_cost),
             "by_fleet": by_fleet,
-            "charts": _charts(parts, period, labels, currency),
+            "charts": _charts(parts, period, labels, currency, organization_fleet_colours(organization)),
             "csv_query": api_query(period, organization, group_by="fleet", granularity="total", currency=currency),
         },
     )
@@ -106,7 +112,9 @@ def _change(total: dict[str, Any] | None, previous_cost: Decimal | None) -> floa
     return float((Decimal(total["cost"]) - previous_cost) / previous_cost)
 
 
-def _charts(parts: list[LedgerPart], period: Period, labels: dict[str, str], currency: str) -> list[str]:
+def _charts(
+    parts: list[LedgerPart], period: Period, labels: dict[str, str], currency: str, colours: dict[str, str]
+) -> list[str]:
     granularity = Granularity(period.granularity)
     per_bucket = parts_sum(parts, lambda p: (p.key[BUCKET], p.key["fleet_id"]))
     over_time = [
@@ -121,25 +129,32 @@ def _charts(parts: list[LedgerPart], period: Period, labels: dict[str, str], cur
         x_key="period_start",
         y_key="cost",
     )
+    cost_chart = stacked_bars(
+        f"Cost by fleet ({currency})", currency, cost_series, buckets=period_buckets(period), colours=colours
+    )
     return [
-        figure_html(stacked_bars(f"Cost by fleet ({currency})", currency, cost_series), div_id="chart-cost-by-fleet"),
+        figure_html(cost_chart, div_id="chart-cost-by-fleet"),
         figure_html(_cost_per_token_chart(parts, labels, currency), div_id="chart-cost-per-token"),
         figure_html(_cost_split_chart(parts, currency), div_id="chart-cost-split"),
     ]
 
 
 def _cost_per_token_chart(parts: list[LedgerPart], labels: dict[str, str], currency: str) -> Any:
-    """Cost per 1M output tokens per fleet and GPU model, as the comparison report gives it (unrounded)."""
+    """Cost per 1M output tokens per fleet and GPU model, as the comparison report gives it (unrounded).
+
+    Each GPU model in its colour of every page.
+    """
     per_model = parts_sum(parts, lambda p: (p.key["fleet_id"], p.key["gpu_model"]))
     values = {
         (labels.get(str(fleet_id), str(fleet_id)), model): sums.totals.cost_per_1m_output_tokens
         for (fleet_id, model), sums in per_model.items()
     }
-    models = sorted({model for _, model in values})
+    models = sorted({model for _, model in values}, key=lambda model: model or "")
     fleets = sorted({fleet for fleet, _ in values})
-    series = {model: [_float(values.get((fleet, model))) for fleet in fleets] for model in models}
+    series = {model or "unknown": [_float(values.get((fleet, model))) for fleet in fleets] for model in models}
+    colours = {model or "unknown": gpu_model_colour(model) for model in models}
     title = f"Cost per 1M output tokens by fleet and GPU model ({currency})"
-    return grouped_bars(title, f"{currency} per 1M output tokens", fleets, series)
+    return grouped_bars(title, f"{currency} per 1M output tokens", fleets, series, colours=colours)
 
 
 def cost_split(parts: list[LedgerPart]) -> dict[str, Decimal]:
