@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -24,6 +25,7 @@ from accounting.dashboards.common import (
     organization_ids,
     period_buckets,
 )
+from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
 from accounting.reports.aggregates import amount_sum
 from accounting.reports.output import money, usage_row_output
@@ -47,6 +49,11 @@ from fleets.web import Period, page_context
 # The finest grain the page shows: every tile, table row and chart is a sum of these parts
 # (one query over the period's lines, a few hundred parts for a quarter).
 _KEYS = ("fleet_id", "gpu_model", "node__tenure")
+# Node-hours whose electricity is in the rent: shown as "in rent", as on the node page, never as 0.00.
+_IN_RENT = {
+    "s_lines": Count("pk"),
+    "s_in_rent": Count("pk", filter=Q(electricity_status=ElectricityStatus.INCLUDED)),
+}
 
 
 @login_required
@@ -56,7 +63,7 @@ def finance_page(request: HttpRequest) -> HttpResponse:
     ids = organization_ids(organization)
     granularity = Granularity(period.granularity)
     every_currency = ledger_parts(
-        organization_ids=ids, start=period.start, end=period.end, keys=_KEYS, granularity=granularity
+        organization_ids=ids, start=period.start, end=period.end, keys=_KEYS, granularity=granularity, extra=_IN_RENT
     )
     currency, currencies, filters = currency_choice(request, {p.sums.totals.currency for p in every_currency})
     page = {**context, "section": "finance", "currency": currency, "currencies": currencies}
@@ -67,7 +74,10 @@ def finance_page(request: HttpRequest) -> HttpResponse:
     previous_cost = _previous_cost(ids, period, filters, currency)
     labels = group_labels(GroupBy.FLEET, ids)
     by_fleet = [
-        usage_row_output(_row(sums, period, Granularity.TOTAL, group_key=fleet_id, labels=labels))
+        {
+            **usage_row_output(_row(sums, period, Granularity.TOTAL, group_key=fleet_id, labels=labels)),
+            "in_rent": in_rent([p for p in parts if p.key["fleet_id"] == fleet_id]),
+        }
         for fleet_id, sums in parts_sum(parts, lambda p: p.key["fleet_id"]).items()
     ]
     return render(
@@ -76,6 +86,7 @@ def finance_page(request: HttpRequest) -> HttpResponse:
         {
             **page,
             "total": total,
+            "in_rent": in_rent(parts),
             "previous_cost": previous_cost,
             "change": _change(total, previous_cost),
             "by_fleet": by_fleet,
@@ -98,6 +109,14 @@ def _previous_cost(ids: list[int], period: Period, filters: ReportFilters, curre
 def _row(sums: LedgerSums, period: Period, granularity: Granularity, **where: Any) -> ReportRow:
     """The usage report's row of these sums: ``report_rows`` over the same lines gives the same row."""
     return report_row(sums, start=period.start, end=period.end, granularity=granularity, **where)
+
+
+def in_rent(parts: list[LedgerPart]) -> str:
+    """Whether the parts' electricity is in the rent: ``"all"`` of their node-hours, ``"some"`` or ``"none"``."""
+    included = sum(part.extra["s_in_rent"] for part in parts)
+    if not included:
+        return "none"
+    return "all" if included == sum(part.extra["s_lines"] for part in parts) else "some"
 
 
 def _total(parts: list[LedgerPart], period: Period) -> dict[str, Any] | None:
@@ -170,7 +189,11 @@ def cost_split(parts: list[LedgerPart]) -> dict[str, Decimal]:
 def _cost_split_chart(parts: list[LedgerPart], currency: str) -> Any:
     split = cost_split(parts)
     values = [float(value) for value in split.values()]  # unrounded: the chart plots, the table rounds
-    return grouped_bars(f"Rented vs owned vs electricity ({currency})", currency, list(split), {"cost": values})
+    texts = {"all": "in rent", "some": "plus some in rent", "none": ""}
+    labels = [texts[in_rent(parts)] if name == "Electricity" else None for name in split]
+    return grouped_bars(
+        f"Rented vs owned vs electricity ({currency})", currency, list(split), {"cost": values}, texts={"cost": labels}
+    )
 
 
 def _float(value: Any) -> float | None:

@@ -281,7 +281,7 @@ class FactorSerializer(serializers.Serializer):
     scope = serializers.ChoiceField(choices=["location", "market"])
     # A field named like Field.source: DRF's metaclass takes it out of the class attributes.
     source = serializers.CharField(help_text="as recorded on the ledger lines")  # type: ignore[assignment]
-    origin = serializers.ChoiceField(choices=["annual", "live", "upload", "market", "unknown"])
+    origin = serializers.ChoiceField(choices=["annual", "live", "upload", "market", "simulated", "unknown"])
     licence = serializers.CharField(allow_blank=True)
     attribution = serializers.CharField(allow_blank=True)
     facility_kwh = number("facility kWh weighed with this source")
