@@ -149,10 +149,17 @@ class Buckets:
     def axis(self) -> dict[str, Any]:
         """Date-axis settings: months as "Nov 2026", days as "02 Nov", hours with their time."""
         if self.granularity == "month":
-            return {"tickformat": "%b %Y", "dtick": "M1", "hoverformat": "%B %Y"}
+            return {"type": "date", "tickformat": "%b %Y", "dtick": "M1", "hoverformat": "%B %Y"}
         if self.granularity == "day":
-            return {"tickformat": "%d %b", "hoverformat": "%a %d %b %Y"}
-        return {"tickformat": "%H:%M\n%d %b", "hoverformat": "%d %b %Y %H:%M UTC"}
+            return {"type": "date", "tickformat": "%d %b", "hoverformat": "%a %d %b %Y"}
+        return {"type": "date", "tickformat": "%H:%M<br>%d %b", "hoverformat": "%d %b %Y %H:%M UTC"}
+
+    def span_axis(self) -> dict[str, Any]:
+        """``axis`` over the whole period (from its first bucket's start): a lone point is not a zoomed-in axis."""
+        axis = {**self.axis(), "range": [self.full(self.start)[0], self.end]}
+        if self.granularity == "day" and self.end - self.start <= timedelta(days=45):
+            axis["dtick"] = 86_400_000  # one tick a day, in ms
+        return axis
 
 
 def _figure(title: str, y_title: str, **layout: Any) -> go.Figure:
@@ -233,7 +240,7 @@ def series_lines(
             )
         )  # fmt: skip
     if buckets is not None:
-        figure.update_xaxes(**buckets.axis())
+        figure.update_xaxes(**buckets.span_axis())
     _partial_footnote(figure, any_partial)
     return figure
 

@@ -264,9 +264,14 @@ def _recent_raw_chart(gpus: list[Gpu], now: datetime, *, interval_s: float) -> s
     title = f"Power, last {minutes} minutes (raw samples, mean per {RECENT_SLOT_S} s)"
     series = recent_power_by_slot(gpus=gpus, now=now)
     gap = timedelta(seconds=RECENT_SLOT_S + interval_s)
-    missing = recent_missing_spans(series, start=now - RECENT_RAW, end=now, gap=gap) if series else []
+    missing = recent_missing_spans(series, start=now - RECENT_RAW, end=now, gap=gap)
     figure = series_lines(title, "W", series, gap=gap, missing_spans=missing)
-    figure.update_xaxes(range=[now - RECENT_RAW, now], tickformat="%H:%M:%S", hoverformat="%H:%M:%S UTC")
+    figure.update_xaxes(type="date", range=[now - RECENT_RAW, now], tickformat="%H:%M:%S", hoverformat="%H:%M:%S UTC")
+    if not series:
+        figure.add_annotation(
+            text=f"no samples in the last {minutes} minutes", xref="paper", yref="paper", x=0.5, y=0.5,
+            showarrow=False, font={"color": "#5b6575"},
+        )  # fmt: skip
     return figure_html(figure, div_id="chart-recent")
 
 

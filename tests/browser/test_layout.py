@@ -57,7 +57,8 @@ def test_no_page_scrolls_sideways_at_1280_and_none_logs_a_console_error(admin_si
     for path in paths:
         page.goto(f"{live_server.url}{path}")
         page.wait_for_load_state("networkidle")
-        name = path.strip("/").replace("/", "-").replace("?", "-").replace("&", "-").replace("=", "-") or "home"
+        name = path.replace(f"/nodes/{node.pk}/", "/node/").strip("/")
+        name = name.replace("/", "-").replace("?", "-").replace("&", "-").replace("=", "-")
         shoot(page, f"{name}-1280")
         widths[path] = _page_width(page)
 

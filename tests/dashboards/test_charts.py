@@ -143,3 +143,21 @@ def test_the_finance_chart_marks_todays_bucket_partial(client, finance_user):
     assert cost[0]["x"] == ["Sun 29 Nov"]
     assert cost[0]["customdata"] == ["partial: 17.3 of 24 h"]
     assert layout["xaxis"]["type"] == "category"
+
+
+def test_ten_minutes_without_a_sample_are_shaded_whole():
+    end = T0 + timedelta(minutes=10)
+
+    assert recent_missing_spans({}, start=T0, end=end, gap=timedelta(seconds=11)) == [(T0, end)]
+
+
+def test_a_lone_daily_point_is_drawn_on_the_whole_period_one_tick_a_day():
+    buckets = Buckets("day", datetime(2026, 11, 22, 18, tzinfo=UTC), datetime(2026, 11, 29, 18, tzinfo=UTC))
+
+    figure = series_lines("Power", "W", {"GPU 0": [(datetime(2026, 11, 29, tzinfo=UTC), 300.0)]}, buckets=buckets)
+
+    assert list(figure.layout.xaxis.range) == [
+        datetime(2026, 11, 22, tzinfo=UTC),
+        datetime(2026, 11, 29, 18, tzinfo=UTC),
+    ]
+    assert figure.layout.xaxis.dtick == 86_400_000
