@@ -26,7 +26,7 @@ from django.utils import timezone
 from accounting.grid.store import intensity_store
 from accounting.ledger_store import ledger_mark
 from demo import spec
-from demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges
+from demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges, stored_span
 from demo.intensity import shaped_hours
 from demo.inventory import DemoNode, demo_inventory_seed
 from demo.progress import Progress, Stream
@@ -124,19 +124,25 @@ def demo_seed(*, options: SeedOptions, stream: Stream) -> SeedReport:
     if options.backfill:
         first_start_only = options.send_from > options.start
         state_write(
-            days_done=round((options.end - options.send_from) / timedelta(days=1), 3) if first_start_only
-            else round(options.days, 3),
+            days_done=_days_in(options, report.nodes) if first_start_only else round(options.days, 3),
             phase="waiting" if first_start_only else "done",
         )  # fmt: skip
     return report
 
 
-def _days_in(options: SeedOptions) -> float:
-    """Days of the window already in at the start of this run (an earlier run's state, else none)."""
-    state = state_read()
-    if state is not None and (state.start, state.end) == (options.start, options.end):
-        return state.days_done
-    return 0.0
+def _days_in(options: SeedOptions, nodes: list[DemoNode] | None = None) -> float:
+    """Days at the end of the window whose history every node holds already (a resume starts from there)."""
+    if not nodes:
+        state = state_read()
+        same = state is not None and (state.start, state.end) == (options.start, options.end)
+        return state.days_done if state is not None and same else 0.0
+    firsts = []
+    for node in nodes:
+        span = stored_span(node, options.start, options.end)
+        if span is None:
+            return 0.0
+        firsts.append(span[0])
+    return round(min(options.end - max(firsts), options.end - options.start) / timedelta(days=1), 3)
 
 
 def _seed(options: SeedOptions, stream: Stream) -> SeedReport:
@@ -196,12 +202,13 @@ def _history_seed(report: SeedReport, options: SeedOptions, stream: Stream) -> N
         server = nullcontext(options.server_url) if options.server_url else temporary_server(log_path=_log_path())
         with _timed(report.timings_s, "backfill"), server as url:
             progress = Progress(stream, "backfill", report.node_days_sent, "node-days acknowledged")
-            days_before = _days_in(options)
+            days_before = _days_in(options, report.nodes)
             per_node = len(report.nodes)
 
             def sent(node_days: float) -> None:
                 progress.update(node_days)
-                _state_throttled(days_done=round(days_before + node_days / per_node, 3), phase="sending")
+                days = min(days_before + node_days / per_node, options.days)
+                _state_throttled(days_done=round(days, 3), phase="sending")
 
             try:
                 collectors_run(jobs=jobs, server_url=str(url), options=options.history, on_progress=sent)
