@@ -20,10 +20,6 @@ from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_HOST = "https://ledger.example.com"
-CSV_UPLOAD_PENDING = (
-    "the grid CSV upload takes a session only (no personal token), so a script cannot call it as the README "
-    "shows; to pass once the upload endpoint accepts personal tokens and the README's example sends one"
-)
 
 
 def readme_curl_examples() -> list[str]:
@@ -37,13 +33,10 @@ def readme_curl_examples() -> list[str]:
 
 
 def _params() -> list[object]:
-    params: list[object] = []
-    for number, command in enumerate(readme_curl_examples()):
-        marks = []
-        if "/grid/intensity.csv" in command:
-            marks.append(pytest.mark.xfail(reason=CSV_UPLOAD_PENDING, strict=False))
-        params.append(pytest.param(command, id=f"{number}-{command.split('/api/v1/', 1)[-1][:40]}", marks=marks))
-    return params
+    return [
+        pytest.param(command, id=f"{number}-{command.split('/api/v1/', 1)[-1][:40]}")
+        for number, command in enumerate(readme_curl_examples())
+    ]
 
 
 def test_the_readme_has_curl_examples_for_every_report_and_the_csv_upload():
