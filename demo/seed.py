@@ -56,10 +56,8 @@ class SeedOptions:
     backfill: bool = True
     server_url: str | None = None
     history: BackfillSettings = field(default_factory=lambda: history_settings())
-    # Send only the last ``first_days`` of the window now (the rest later, with ``rest``).
+    # Send only the last ``first_days`` of the window now (the rest later: ``rest_options``).
     first_days: float | None = None
-    # Send what the window written by an earlier ``first_days`` run still lacks.
-    rest: bool = False
 
     @property
     def days(self) -> float:
@@ -105,7 +103,7 @@ def rest_options(*, server_url: str | None, history: BackfillSettings) -> SeedOp
     state = state_read()
     if state is None:
         raise NothingToResume("no planned history (var/demo/backfill.json): run seed_demo --first-days N first")
-    return SeedOptions(state.start, state.end, server_url=server_url, history=history, rest=True)
+    return SeedOptions(state.start, state.end, server_url=server_url, history=history)
 
 
 def demo_seed(*, options: SeedOptions, stream: Stream) -> SeedReport:
