@@ -113,8 +113,8 @@ class Command(BaseCommand):
             self._figures(report, options)
         if options.send_from > options.start:
             out.write(
-                f"The last {options.first_days:g} of {options.days:g} days are in; bin/run-demo serves them now and "
-                "sends the rest meanwhile (seed_demo --rest), with a banner on every page until it is done."
+                f"The last {options.first_days:.3g} of {options.days:.3g} days are in; bin/run-demo serves them now "
+                "and sends the rest meanwhile (seed_demo --rest), with a banner on every page until it is done."
             )
         out.write(f"Collector tokens and node list: {demo_dir()}/ (bin/demo-collectors reads them)")
         host, port = os.environ.get("DEMO_HOST", "127.0.0.1"), os.environ.get("DEMO_PORT", "8000")
