@@ -49,9 +49,9 @@ def test_no_page_scrolls_sideways_at_1280_and_none_logs_a_console_error(admin_si
     page = admin_signed_in
     node = Node.objects.order_by("pk").first()
     paths = [
-        "/finance/", "/finance/?period=last-month&granularity=month", "/sustainability/", "/compare/",
-        "/compare/?by=gpu_model", "/nodes/", f"/nodes/{node.pk}/", "/admin/", "/admin/telemetry/collectorstatus/",
-        "/api/docs/",
+        "/finance/", "/finance/?period=last-month&granularity=month", "/finance/prices/", "/sustainability/",
+        "/compare/", "/compare/?by=gpu_model", "/nodes/", f"/nodes/{node.pk}/", "/admin/",
+        "/admin/telemetry/collectorstatus/", "/api/docs/",
     ]  # fmt: skip
     widths = {}
     for path in paths:
