@@ -21,7 +21,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 demo: $(STAMP)
 	DEBUG=1 $(BIN)/python manage.py migrate --noinput
-	DEBUG=1 $(BIN)/python manage.py seed_demo
+	DEBUG=1 $(BIN)/python manage.py seed_demo --first-days 2
 	DEBUG=1 PATH="$(CURDIR)/$(BIN):$$PATH" bin/run-demo
 
 test: $(STAMP)

@@ -88,6 +88,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # "backfilling: n of 14 days" while `make demo` still fills the demo's history.
+                "demo.context_processors.demo_backfill",
             ],
         },
     },

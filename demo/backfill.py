@@ -97,7 +97,7 @@ def missing_ranges(
     samples of two epochs interleaved would count tokens twice. Ranges stay on
     the grid ``start + k x interval``; empty when the window is complete.
     """
-    stored = _stored_span(node, start, end)
+    stored = stored_span(node, start, end)
     if stored is None:
         return [(start, end)]
     first, last = stored
@@ -111,7 +111,7 @@ def missing_ranges(
     return ranges
 
 
-def _stored_span(node: DemoNode, start: datetime, end: datetime) -> tuple[datetime, datetime] | None:
+def stored_span(node: DemoNode, start: datetime, end: datetime) -> tuple[datetime, datetime] | None:
     """The first and last sample time stored for the node in ``[start, end)`` (its first GPU and its endpoints)."""
     window, span = {"ts__gte": start, "ts__lt": end}, {"first": Min("ts"), "last": Max("ts")}
     gpu = GpuSample.objects.filter(gpu__node=node.node, gpu__index=0, **window).aggregate(**span)

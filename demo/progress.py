@@ -1,7 +1,13 @@
-"""A progress bar: redrawn in place on a terminal, plain lines (every few percent) otherwise."""
+"""A progress bar: redrawn in place on a terminal, plain lines (every few percent) otherwise.
+
+A bar ends at 100 % when its work is done (whatever the estimate of ``total``
+said: a queue drained is done), or says why it stopped; amounts keep three
+significant digits, so a resume of a few minutes never reads "0.00/0.00".
+"""
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any, Protocol
 
@@ -45,16 +51,25 @@ class Progress:
             self.stream.write(self._line(percent) + "\n")
             self.stream.flush()
 
-    def finish(self) -> float:
-        """Print the final state (once); return the seconds it took."""
+    def finish(self, *, stopped: str | None = None, actual: float | None = None) -> float:
+        """Print the final state (once): 100 %, or where it stopped and why; return the seconds it took.
+
+        ``actual``: the amount the finished work turned out to be, where ``total`` was an estimate
+        (a queue's rows counted twice): the bar ends at 100 % of it.
+        """
         elapsed = time.monotonic() - self.started
+        if stopped is None:
+            if actual:
+                self.total = actual
+            self._done = self.total
         percent = 100 * self._done / self.total
         if self.silent:
             return elapsed
+        line = self._line(percent) + (f"  stopped: {stopped}" if stopped else "")
         if self.tty:
-            self.stream.write("\r" + self._line(percent) + "\n")
-        elif self._last_plain[0] != percent:
-            self.stream.write(self._line(percent) + "\n")
+            self.stream.write("\r" + line + "\n")
+        elif stopped or self._last_plain[0] != percent:
+            self.stream.write(line + "\n")
         self.stream.flush()
         return elapsed
 
@@ -62,6 +77,13 @@ class Progress:
         filled = round(BAR_WIDTH * percent / 100)
         bar = "#" * filled + "-" * (BAR_WIDTH - filled)
         elapsed = time.monotonic() - self.started
-        digits = 2 if self.total < 10 else 1 if self.total < 1000 else 0
+        digits = amount_digits(self.total)
         amount = f"{self._done:,.{digits}f}/{self.total:,.{digits}f}"
         return f"{self.label:<10} [{bar}] {percent:5.1f}%  {amount} {self.unit}  {elapsed:5.1f} s"
+
+
+def amount_digits(total: float) -> int:
+    """Decimals that show ``total`` to three significant digits (none from 100 up, at most six)."""
+    if total >= 100:
+        return 0
+    return min(6, 2 - math.floor(math.log10(total)))

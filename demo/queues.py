@@ -28,7 +28,7 @@ def rollup_drain(*, stream: Stream) -> tuple[int, float]:
     while step := rollup_pending_run(now=now, limit=ROLLUP_STEP):
         done += step
         progress.update(done)
-    return done, progress.finish()
+    return done, progress.finish(actual=done)
 
 
 def ledger_missing_mark(*, nodes: Iterable[Node], start: datetime, end: datetime) -> int:
@@ -63,4 +63,4 @@ def ledger_drain(*, stream: Stream) -> tuple[int, float]:
     while step := ledger_pending_run(now=now, limit=LEDGER_STEP):
         done += step
         progress.update(done)
-    return done, progress.finish()
+    return done, progress.finish(actual=done)

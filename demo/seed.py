@@ -4,6 +4,10 @@ Every step is idempotent, so running it again resumes: the inventory is
 updated in place (a changed price recomputes the stored lines), a node's
 history is sent only where it is missing (see ``backfill.missing_ranges``), and
 the queues hold only what changed.
+
+A first start sends only the most recent days (``first_days``) so the demo can
+serve at once; ``rest`` sends the remainder of the same window later, while it
+runs. Both keep ``demo.status`` up to date for the pages' banner.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ from django.utils import timezone
 from accounting.grid.store import intensity_store
 from accounting.ledger_store import ledger_mark
 from demo import spec
-from demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges
+from demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges, stored_span
 from demo.intensity import shaped_hours
 from demo.inventory import DemoNode, demo_inventory_seed
 from demo.progress import Progress, Stream
 from demo.queues import ledger_drain, ledger_missing_mark, rollup_drain
 from demo.server import temporary_server
+from demo.status import state_read, state_write
 from demo.tokens import node_list_write, node_token_ensure
 from fleets.models import Organization
 
@@ -51,6 +56,19 @@ class SeedOptions:
     backfill: bool = True
     server_url: str | None = None
     history: BackfillSettings = field(default_factory=lambda: history_settings())
+    # Send only the last ``first_days`` of the window now (the rest later: ``rest_options``).
+    first_days: float | None = None
+
+    @property
+    def days(self) -> float:
+        return (self.end - self.start) / timedelta(days=1)
+
+    @property
+    def send_from(self) -> datetime:
+        """Where this run's history starts: the window's start, or the start of its first days."""
+        if self.first_days is None or self.first_days >= self.days:
+            return self.start
+        return (self.end - timedelta(days=self.first_days)).replace(minute=0, second=0, microsecond=0)
 
 
 @dataclass
@@ -76,7 +94,56 @@ def window(*, end: datetime | None, days: float) -> tuple[datetime, datetime]:
     return start, end
 
 
+class NothingToResume(RuntimeError):
+    pass
+
+
+def rest_options(*, server_url: str | None, history: BackfillSettings) -> SeedOptions:
+    """The window an earlier first start planned, to send the rest of it."""
+    state = state_read()
+    if state is None:
+        raise NothingToResume("no planned history (var/demo/backfill.json): run seed_demo --first-days N first")
+    return SeedOptions(state.start, state.end, server_url=server_url, history=history)
+
+
 def demo_seed(*, options: SeedOptions, stream: Stream) -> SeedReport:
+    if options.backfill:
+        state_write(
+            start=options.start, end=options.end, days_total=round(options.days, 3), days_done=_days_in(options),
+            phase="sending", reason="",
+        )  # fmt: skip
+    try:
+        report = _seed(options, stream)
+    except BaseException as error:
+        if options.backfill:
+            reason = "interrupted" if isinstance(error, KeyboardInterrupt) else str(error).splitlines()[0][:200]
+            state_write(phase="stopped", reason=reason)
+        raise
+    if options.backfill:
+        first_start_only = options.send_from > options.start
+        state_write(
+            days_done=_days_in(options, report.nodes) if first_start_only else round(options.days, 3),
+            phase="waiting" if first_start_only else "done",
+        )  # fmt: skip
+    return report
+
+
+def _days_in(options: SeedOptions, nodes: list[DemoNode] | None = None) -> float:
+    """Days at the end of the window whose history every node holds already (a resume starts from there)."""
+    if not nodes:
+        state = state_read()
+        same = state is not None and (state.start, state.end) == (options.start, options.end)
+        return state.days_done if state is not None and same else 0.0
+    firsts = []
+    for node in nodes:
+        span = stored_span(node, options.start, options.end)
+        if span is None:
+            return 0.0
+        firsts.append(span[0])
+    return round(min(options.end - max(firsts), options.end - options.start) / timedelta(days=1), 3)
+
+
+def _seed(options: SeedOptions, stream: Stream) -> SeedReport:
     timings: dict[str, float] = {}
     with _timed(timings, "inventory"):
         inventory = demo_inventory_seed(window_start=options.start)
@@ -85,7 +152,9 @@ def demo_seed(*, options: SeedOptions, stream: Stream) -> SeedReport:
         since = min(node.node.commissioned_at or options.start for node in nodes)
         _intensity_seed(organization, nodes, since=since, end=options.end)
         if inventory.changed:  # a price or an asset changed: recompute the lines already stored
-            ledger_mark(node_ids=[node.node.pk for node in nodes], start=since, end=options.end, now=timezone.now())
+            # (on a first start, those of its first days only: the rest are computed when their history arrives)
+            first = max(since, options.send_from)
+            ledger_mark(node_ids=[node.node.pk for node in nodes], start=first, end=options.end, now=timezone.now())
     report = SeedReport(organization, nodes, since, timings_s=timings)
     if options.backfill:
         _history_seed(report, options, stream)
@@ -131,21 +200,47 @@ def _history_seed(report: SeedReport, options: SeedOptions, stream: Stream) -> N
         server = nullcontext(options.server_url) if options.server_url else temporary_server(log_path=_log_path())
         with _timed(report.timings_s, "backfill"), server as url:
             progress = Progress(stream, "backfill", report.node_days_sent, "node-days acknowledged")
-            collectors_run(jobs=jobs, server_url=str(url), options=options.history, on_progress=progress.update)
+            days_before = _days_in(options, report.nodes)
+            per_node = len(report.nodes)
+
+            def sent(node_days: float) -> None:
+                progress.update(node_days)
+                days = min(days_before + node_days / per_node, options.days)
+                _state_throttled(days_done=round(days, 3), phase="sending")
+
+            try:
+                collectors_run(jobs=jobs, server_url=str(url), options=options.history, on_progress=sent)
+            except BaseException as error:
+                progress.finish(stopped="interrupted" if isinstance(error, KeyboardInterrupt) else "a collector failed")
+                raise
             progress.finish()
+    state_write(phase="rolling up")
     with _timed(report.timings_s, "rollup"):
         rollup_drain(stream=stream)
+    state_write(phase="pricing")
     with _timed(report.timings_s, "ledger"):
         ledger_drain(stream=stream)
         nodes = [node.node for node in report.nodes]
-        if ledger_missing_mark(nodes=nodes, start=report.since, end=options.end):
+        # Held hours without telemetry get their lines too (hardware costs while silent); on a first
+        # start only within its first days, so the rest of the window is not priced as silent meanwhile.
+        if ledger_missing_mark(nodes=nodes, start=max(report.since, options.send_from), end=options.end):
             ledger_drain(stream=stream)
+
+
+_last_state_write = [0.0]
+
+
+def _state_throttled(**fields: object) -> None:
+    """Progress into the state file at most once a second (the banner reads it per request)."""
+    if time.monotonic() - _last_state_write[0] >= 1.0:
+        _last_state_write[0] = time.monotonic()
+        state_write(**fields)
 
 
 def _jobs(nodes: list[DemoNode], options: SeedOptions, stream: Stream) -> list[Job]:
     interval_s, jobs = options.history.sample_interval_s, []
     for node in nodes:
-        ranges = missing_ranges(node=node, start=options.start, end=options.end, sample_interval_s=interval_s)
+        ranges = missing_ranges(node=node, start=options.send_from, end=options.end, sample_interval_s=interval_s)
         if ranges and ranges[-1][1] == options.end and not live_spool_settle(node.node.hostname):
             stream.write(f"{node.node.hostname}: its live collector is running and sends the present itself\n")
             ranges.pop()

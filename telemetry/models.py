@@ -194,6 +194,9 @@ class CollectorStatus(models.Model):
     sample_interval_s = models.FloatField(default=1.0)
     batches_accepted = models.BigIntegerField(default=0)
 
+    class Meta:
+        verbose_name_plural = "collector statuses"
+
     def __str__(self) -> str:
         return f"collector of {self.node_id}, last report {self.last_report_at.isoformat()}"
 

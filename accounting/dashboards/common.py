@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils import timezone
 
+from accounting.charts import Buckets, fleet_colours
 from accounting.reports.selectors import NO_FILTERS, ReportFilters
-from fleets.models import Organization
+from fleets.models import Fleet, Organization
 from fleets.web import Period
 
 
@@ -35,3 +38,16 @@ def api_query(period: Period, organization: Organization | None, **extra: Any) -
         parts.append(f"organization={organization.slug}")
     parts += [f"{key}={value}" for key, value in extra.items() if value is not None]
     return "&".join(parts)
+
+
+def organization_fleet_colours(organization: Organization | None) -> dict[str, str]:
+    """Each fleet's colour by name: the same on every page (the organization's fleets in order of creation)."""
+    if organization is None:
+        return {}
+    names = Fleet.objects.filter(organization=organization).order_by("pk").values_list("name", flat=True)
+    return fleet_colours(list(names))
+
+
+def period_buckets(period: Period, *, now: datetime | None = None) -> Buckets:
+    """The period's buckets for the charts; the bucket still in progress counts as partial."""
+    return Buckets(period.granularity, period.start, period.end, now=now or timezone.now())

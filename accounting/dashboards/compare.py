@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from accounting.charts import figure_html, grouped_bars, scatter_points
-from accounting.dashboards.common import api_query, organization_ids
+from accounting.dashboards.common import api_query, organization_fleet_colours, organization_ids
 from accounting.reports.output import comparison_row_output
 from accounting.reports.selectors import ComparisonRow, ComparisonStats, fleet_comparison
 from fleets.models import Fleet
@@ -32,7 +32,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         by_model=by_model,
     )
     rows = [comparison_row_output(row) for row in comparison]
-    charts = _charts(comparison) if rows else []
+    charts = _charts(comparison, organization_fleet_colours(organization)) if rows else []
     api = api_query(
         period, organization, baseline=baseline.pk if baseline else None, by="gpu_model" if by_model else None
     )
@@ -62,11 +62,12 @@ def _label(stats: ComparisonStats) -> str:
     return stats.fleet_name + (f" · {model}" if model and model != "mixed" else "")
 
 
-def _charts(comparison: list[ComparisonRow]) -> list[str]:
-    """Charts of the unrounded figures (the table shows them rounded)."""
+def _charts(comparison: list[ComparisonRow], fleet_colours: dict[str, str]) -> list[str]:
+    """Charts of the unrounded figures (the table shows them rounded); each fleet in its colour of every page."""
     stats = [row.stats for row in comparison]
     points = [(_label(s), _ms(s.ttft_p99_s), _float(s.cost_per_1m_output_tokens)) for s in stats]
     labels = [_label(s) for s in stats]
+    colours = {_label(s): fleet_colours.get(s.fleet_name, "#000000") for s in stats}
     return [
         figure_html(
             scatter_points(
@@ -74,6 +75,7 @@ def _charts(comparison: list[ComparisonRow]) -> list[str]:
                 "P99 TTFT (ms)",
                 "cost per 1M output tokens",
                 points,
+                colours=colours,
             ),
             div_id="chart-cost-vs-ttft",
         ),
@@ -83,6 +85,7 @@ def _charts(comparison: list[ComparisonRow]) -> list[str]:
                 "J / output token (IT)",
                 labels,
                 {"J per output token": [_float(s.it_j_per_output_token) for s in stats]},
+                category_colours=colours,
             ),
             div_id="chart-j-per-token",
         ),

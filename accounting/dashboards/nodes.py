@@ -19,7 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from accounting.charts import figure_html, series_lines
+from accounting.charts import Buckets, figure_html, series_lines
 from accounting.grid.hours import floor_hour
 from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
@@ -68,6 +68,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     if node is None:
         raise Http404("no such node in your organizations")
     period, now = context["period"], timezone.now()
+    buckets = Buckets(period.granularity, period.start, period.end, now=now)
     gpus = list(node.gpus.all())  # prefetched, by index
     usage = gpu_usage_by_bucket(gpus=gpus, start=period.start, end=period.end, granularity=period.granularity)
     serving = serving_by_bucket(node_id=node.pk, start=period.start, end=period.end, granularity=period.granularity)
@@ -79,9 +80,9 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             "section": "nodes",
             "node": node,
             "status": node_status_data(node, now=now),
-            "charts": _gpu_charts(usage, period.granularity)
-            + _serving_charts(serving, period.granularity)
-            + [_recent_raw_chart(gpus, now)],
+            "charts": _gpu_charts(usage, buckets)
+            + _serving_charts(serving, buckets)
+            + [_recent_raw_chart(gpus, now, interval_s=_sample_interval_s(node))],
             "has_usage": bool(usage),
             "gaps": node_gaps(node_id=node.pk, start=period.start, end=min(period.end, floor_hour(now))),
             "hardware_changes": GpuInstallation.objects.filter(gpu__node=node).select_related("gpu"),
@@ -166,7 +167,13 @@ def _memory_gib(row: dict[str, Any]) -> float | None:
     return row["max_mem_used_bytes"] / GIB if row["max_mem_used_bytes"] else None
 
 
-def _gpu_charts(usage: list[dict[str, Any]], granularity: str) -> list[str]:
+def _one_bucket(buckets: Buckets) -> timedelta:
+    """Consecutive buckets lie at most this far apart (a month of 31 days); further apart, one is missing."""
+    return {"hour": timedelta(hours=1), "day": timedelta(days=1)}.get(buckets.granularity, timedelta(days=31))
+
+
+def _gpu_charts(usage: list[dict[str, Any]], buckets: Buckets) -> list[str]:
+    granularity = buckets.granularity
     mean = f"mean per {granularity}"
     specs = [
         ("power", f"Power per GPU ({mean})", "W", lambda r: r["mean_power_w"]),
@@ -176,25 +183,36 @@ def _gpu_charts(usage: list[dict[str, Any]], granularity: str) -> list[str]:
         ("temp", f"Temperature ({mean})", "°C", lambda r: r["mean_temp_c"]),
     ]
     return [
-        figure_html(series_lines(title, unit, _per_gpu(usage, value)), div_id=f"chart-{key}")
+        figure_html(
+            series_lines(title, unit, _per_gpu(usage, value), buckets=buckets, gap=_one_bucket(buckets)),
+            div_id=f"chart-{key}",
+        )
         for key, title, unit, value in specs
     ]
 
 
-def _serving_charts(serving: list[dict[str, Any]], granularity: str) -> list[str]:
+def _serving_charts(serving: list[dict[str, Any]], buckets: Buckets) -> list[str]:
+    granularity = buckets.granularity
     throughput: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     latency: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
-    for row in serving:
+    for row in sorted(serving, key=lambda row: (row["endpoint"], row["bucket"])):
         name, bucket, histogram = row["endpoint"], row["bucket"], row["ttft"]
         throughput[name].append((bucket, row["tokens"] / row["observed_s"] if row["observed_s"] else None))
         for q, label in ((0.5, "P50"), (0.99, "P99")):
             value = histogram_quantile(q, histogram) if histogram else None
             latency[f"{label} {name}"].append((bucket, value * 1000 if value is not None else None))
+    gap = _one_bucket(buckets)
     return [
         figure_html(
-            series_lines(f"Tokens per second (mean per {granularity})", "tokens/s", throughput), div_id="chart-tokens"
+            series_lines(
+                f"Tokens per second (mean per {granularity})", "tokens/s", throughput, buckets=buckets, gap=gap
+            ),
+            div_id="chart-tokens",
         ),
-        figure_html(series_lines(f"Time to first token (per {granularity})", "ms", latency), div_id="chart-ttft"),
+        figure_html(
+            series_lines(f"Time to first token (per {granularity})", "ms", latency, buckets=buckets, gap=gap),
+            div_id="chart-ttft",
+        ),
     ]
 
 
@@ -221,10 +239,40 @@ def recent_power_by_slot(*, gpus: list[Gpu], now: datetime) -> dict[str, list[tu
     return dict(series)
 
 
-def _recent_raw_chart(gpus: list[Gpu], now: datetime) -> str:
+def _sample_interval_s(node: Node) -> float:
+    """The node's collector sample interval (what its last batch said); 1 s before any batch."""
+    status = getattr(node, "collector_status", None)
+    return float(status.sample_interval_s) if status is not None else 1.0
+
+
+def recent_missing_spans(
+    series: dict[str, list[tuple[datetime, float | None]]], *, start: datetime, end: datetime, gap: timedelta
+) -> list[tuple[datetime, datetime]]:
+    """Stretches of ``[start, end)`` longer than ``gap`` in which no GPU has a slot: the collector sent nothing."""
+    slots = sorted({moment for points in series.values() for moment, _ in points})
+    spans, previous = [], start - timedelta(seconds=RECENT_SLOT_S)
+    for moment in [*slots, end]:
+        if moment - previous > gap:
+            spans.append((max(previous + timedelta(seconds=RECENT_SLOT_S), start), min(moment, end)))
+        previous = moment
+    return spans
+
+
+def _recent_raw_chart(gpus: list[Gpu], now: datetime, *, interval_s: float) -> str:
+    """Lines break where slots lie further apart than one slot plus the collector's interval; gaps are shaded."""
     minutes = int(RECENT_RAW.total_seconds() // 60)
     title = f"Power, last {minutes} minutes (raw samples, mean per {RECENT_SLOT_S} s)"
-    return figure_html(series_lines(title, "W", recent_power_by_slot(gpus=gpus, now=now)), div_id="chart-recent")
+    series = recent_power_by_slot(gpus=gpus, now=now)
+    gap = timedelta(seconds=RECENT_SLOT_S + interval_s)
+    missing = recent_missing_spans(series, start=now - RECENT_RAW, end=now, gap=gap)
+    figure = series_lines(title, "W", series, gap=gap, missing_spans=missing)
+    figure.update_xaxes(type="date", range=[now - RECENT_RAW, now], tickformat="%H:%M:%S", hoverformat="%H:%M:%S UTC")
+    if not series:
+        figure.add_annotation(
+            text=f"no samples in the last {minutes} minutes", xref="paper", yref="paper", x=0.5, y=0.5,
+            showarrow=False, font={"color": "#5b6575"},
+        )  # fmt: skip
+    return figure_html(figure, div_id="chart-recent")
 
 
 class _EpochSlot(Func):

@@ -18,8 +18,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from accounting.charts import figure_html, grouped_bars, series_lines
-from accounting.dashboards.common import api_query, organization_ids
+from accounting.charts import figure_html, gpu_model_colour, grouped_bars, series_lines
+from accounting.dashboards.common import api_query, organization_ids, period_buckets
 from accounting.reports.output import sustainability_output
 from accounting.reports.periods import Granularity
 from accounting.reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
@@ -54,7 +54,7 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
             "charts": [
                 figure_html(_sci_over_time(parts, period), div_id="chart-sci"),
                 figure_html(_energy_per_token_by_model(parts), div_id="chart-j-per-token"),
-                figure_html(_grid_intensity(parts), div_id="chart-grid"),
+                figure_html(_grid_intensity(parts, period), div_id="chart-grid"),
             ],
             "api_query": api_query(period, organization),
         },
@@ -85,7 +85,9 @@ def _sci_over_time(parts: list[LedgerPart], period: Period) -> Any:
             (max(bucket, period.start), _float(sums.sci_g_per_1k_tokens)) for bucket, sums in per_bucket
         ],
     }
-    return series_lines("Carbon per 1k tokens (location-based + embodied)", "gCO2e / 1k tokens", series)
+    return series_lines(
+        "Carbon per 1k tokens (location-based + embodied)", "gCO2e / 1k tokens", series, buckets=period_buckets(period)
+    )
 
 
 def _energy_per_token_by_model(parts: list[LedgerPart]) -> Any:
@@ -97,10 +99,12 @@ def _energy_per_token_by_model(parts: list[LedgerPart]) -> Any:
             per_model[model or "unknown"].append(float(j_per_output_token))
     models = sorted(per_model)
     fleets = {"J per output token": [min(per_model[m]) for m in models]}
-    return grouped_bars("Energy per output token by GPU model (IT energy)", "J / output token", models, fleets)
+    colours = {model: gpu_model_colour(None if model == "unknown" else model) for model in models}
+    title = "Energy per output token by GPU model (IT energy)"
+    return grouped_bars(title, "J / output token", models, fleets, category_colours=colours)
 
 
-def _grid_intensity(parts: list[LedgerPart]) -> Any:
+def _grid_intensity(parts: list[LedgerPart], period: Period) -> Any:
     """Mean hourly intensity each zone's lines were weighed with, labelled with the sources used."""
     sums: dict[tuple[str, str, datetime], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
     for part in parts:
@@ -111,7 +115,9 @@ def _grid_intensity(parts: list[LedgerPart]) -> Any:
     series: dict[str, list[tuple[Any, float | None]]] = defaultdict(list)
     for (zone, source, bucket), (g, n) in sorted(sums.items()):
         series[f"{zone} · {source}"].append((bucket, float(g / n)))
-    return series_lines("Grid carbon intensity by zone and source", "gCO2e / kWh", dict(series))
+    return series_lines(
+        "Grid carbon intensity by zone and source", "gCO2e / kWh", dict(series), buckets=period_buckets(period)
+    )
 
 
 def _float(value: Decimal | None) -> float | None:

@@ -31,6 +31,7 @@ from accounting.reports.output import comparison_row_output, sustainability_outp
 from accounting.reports.periods import Granularity
 from accounting.reports.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
 from accounting.reports.scope import (
+    period_described,
     report_filters,
     report_fleet_ids,
     report_organization,
@@ -140,6 +141,9 @@ class UsageReportView(ReportView):
 
     @extend_schema_serializer(component_name="UsageReport")
     class OutputSerializer(serializers.Serializer):
+        period = serializers.CharField(
+            help_text="the period asked for (2026-11, start/end), or 'last 7 days' (the dashboards' default)"
+        )
         start = serializers.DateTimeField()
         end = serializers.DateTimeField()
         granularity = serializers.CharField()
@@ -188,6 +192,7 @@ class UsageReportView(ReportView):
         page = report_page(**query, offset=offset, limit=limit)
         following, previous = _page_links(request, count=page.count, offset=offset, limit=limit)
         answer = {
+            "period": period_described(params),
             "start": start,
             "end": end,
             "granularity": params["granularity"],

@@ -28,7 +28,11 @@ class FactorOrigin(enum.StrEnum):
     LIVE = "live"  # an hourly value from a grid-intensity provider
     UPLOAD = "upload"  # hourly values the organization uploaded (its supplier's, say)
     MARKET = "market"  # a site's market factor (contracts, residual mix)
+    SIMULATED = "simulated"  # made up for a demo (``simulated:...``): no data, no licence
     UNKNOWN = "unknown"
+
+
+NOT_APPLICABLE_SIMULATED = "not applicable (simulated)"
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,17 @@ def location_factor_source(source: str) -> FactorSource:
         )
     if source in _LIVE:
         return _LIVE[source]
+    if source.startswith("simulated:"):
+        return FactorSource(
+            FactorOrigin.SIMULATED, NOT_APPLICABLE_SIMULATED, "simulated from the zone's annual average (demo data)"
+        )
     return FactorSource(FactorOrigin.UNKNOWN, "", "")
 
 
 def market_factor_source(source: str) -> FactorSource:
     """A market factor's source is what was entered with it: the contract or residual mix it names."""
-    return FactorSource(FactorOrigin.MARKET, "", f"site market factor entered by the organization ({source})")
+    return FactorSource(
+        FactorOrigin.MARKET,
+        "not applicable (the organization's own figure)",
+        f"site market factor entered by the organization ({source})",
+    )

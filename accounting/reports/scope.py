@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 from rest_framework.exceptions import NotFound, ValidationError
 
 from accounting.reports.periods import PeriodError, period_parse, range_check
@@ -21,18 +22,24 @@ from accounting.reports.selectors import ReportFilters
 from accounting.reports.serializers import ID_MAX
 from fleets.models import Fleet, Node, Organization, Site
 from fleets.selectors import organizations_for_user
+from fleets.web import DEFAULT_PRESET, PRESETS, preset_range
+
+# Without a period a report covers what the dashboards show first: the last 7 days, to the next whole hour.
+DEFAULT_PERIOD_LABEL = PRESETS[DEFAULT_PRESET].lower()
 
 
 def report_period(params: Mapping[str, Any]) -> tuple[datetime, datetime]:
-    """``[start, end)`` from ``period``, or from ``start`` and ``end``; 400 for anything else."""
+    """``[start, end)`` from ``period``, or from ``start`` and ``end``, or the dashboards' default; 400 otherwise."""
     period, start, end = params.get("period"), params.get("start"), params.get("end")
+    if not (period or start or end):
+        return preset_range(DEFAULT_PRESET, timezone.now())
     try:
         if period and (start or end):
             raise PeriodError("give period, or start and end, not both")
         if period:
             return period_parse(period)
         if start is None or end is None:
-            raise PeriodError("give period (2026, 2026-Q3, 2026-11), or both start and end")
+            raise PeriodError("give period (2026, 2026-Q3, 2026-11), or both start and end, or neither (last 7 days)")
         return range_check(start, end)
     except PeriodError as error:
         raise ValidationError({"period": [str(error)]}) from error
@@ -95,3 +102,12 @@ def report_filters(*, organization_ids: Collection[int], params: Mapping[str, An
         gpu_models=frozenset(params.get("gpu_model", [])),
         currencies=frozenset(params.get("currency", [])),
     )
+
+
+def period_described(params: Mapping[str, Any]) -> str:
+    """The period a report answered for, in the words of its request: ``2026-11``, ``start/end`` or the default."""
+    if params.get("period"):
+        return str(params["period"])
+    if params.get("start") or params.get("end"):
+        return "start/end"
+    return f"{DEFAULT_PERIOD_LABEL} (the default without period, start or end)"

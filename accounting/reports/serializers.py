@@ -101,7 +101,10 @@ class PeriodInputSerializer(serializers.Serializer):
     period = serializers.CharField(
         required=False,
         max_length=7,
-        help_text="a UTC calendar period, 1970 to 2999: 2026, 2026-Q3 or 2026-11. Excludes start and end.",
+        help_text=(
+            "a UTC calendar period, 1970 to 2999: 2026, 2026-Q3 or 2026-11. Excludes start and end; "
+            "without any of them, the last 7 days."
+        ),
     )
     start = serializers.DateTimeField(
         required=False,
@@ -278,7 +281,7 @@ class FactorSerializer(serializers.Serializer):
     scope = serializers.ChoiceField(choices=["location", "market"])
     # A field named like Field.source: DRF's metaclass takes it out of the class attributes.
     source = serializers.CharField(help_text="as recorded on the ledger lines")  # type: ignore[assignment]
-    origin = serializers.ChoiceField(choices=["annual", "live", "upload", "market", "unknown"])
+    origin = serializers.ChoiceField(choices=["annual", "live", "upload", "market", "simulated", "unknown"])
     licence = serializers.CharField(allow_blank=True)
     attribution = serializers.CharField(allow_blank=True)
     facility_kwh = number("facility kWh weighed with this source")

@@ -50,6 +50,12 @@ def kg_from_g(value: Any, places: int = 1) -> str:
 
 
 @register.filter
+def t_from_kg(value: Any, places: int = 1) -> str:
+    """kg shown in tonnes: one unit per tile (a tile in tCO2e keeps its range in tCO2e too)."""
+    return number(None if value is None else Decimal(value) / 1000, places)
+
+
+@register.filter
 def percent(value: Any, places: int = 0) -> str:
     """A share 0-1 shown as a percentage."""
     return "—" if value is None else f"{float(value) * 100:.{int(places)}f} %"

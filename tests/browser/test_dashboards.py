@@ -6,47 +6,17 @@ Playwright never downloads a browser here: it launches /usr/bin/chromium, which 
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
-from django.db import connections
 
 from fleets.models import Role
+from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
 from tests.dashboards.data import two_fleets
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
-PASSWORD = "correct horse battery staple"
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)"),
 ]
-
-
-@pytest.fixture
-def browser_page(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API runs an event loop in this thread; the ORM calls of the fixtures stay sync.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-    args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        errors: list[str] = []
-        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.console_errors = errors  # type: ignore[attr-defined]
-        yield page
-        # Inside Playwright's sync API the ORM calls run in another context, so on a connection of their own:
-        # closed here, or PostgreSQL would refuse to drop the test database while it is open.
-        connections.close_all()
-        browser.close()
 
 
 @pytest.fixture
@@ -62,11 +32,6 @@ def signed_in(live_server, browser_page, transactional_db):
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/finance/")
     return page
-
-
-def shoot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 @pytest.mark.parametrize(

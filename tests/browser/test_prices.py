@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounting.ledger_store import ledger_node_hours_compute, ledger_pending_run
 from accounting.models import NodePrice
 from fleets.models import Role
-from tests.browser.test_dashboards import CHROMIUM, PASSWORD, browser_page, shoot  # noqa: F401  (fixture)
+from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
 from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
 
 pytestmark = [
@@ -53,7 +53,7 @@ def total_cost(page, live_server) -> Decimal:
 
 
 def test_finance_changes_a_rent_and_sees_the_ledger_reopen_and_the_totals_change(
-    browser_page,  # noqa: F811  (the dashboards' browser fixture, imported above)
+    browser_page,
     live_server,
     rented_node,
 ):
@@ -75,7 +75,7 @@ def test_finance_changes_a_rent_and_sees_the_ledger_reopen_and_the_totals_change
     assert page.console_errors == []  # type: ignore[attr-defined]
 
 
-def test_a_viewer_reads_prices_but_gets_no_form(browser_page, live_server, rented_node):  # noqa: F811
+def test_a_viewer_reads_prices_but_gets_no_form(browser_page, live_server, rented_node):
     page = browser_page
     sign_in(page, live_server, rented_node, Role.VIEWER, "vic")
 

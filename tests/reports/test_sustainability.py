@@ -89,7 +89,7 @@ def test_data_quality_all_measured(fleets, client_a):
             "scope": "market",
             "source": "contract:PPA-7",
             "origin": "market",
-            "licence": "",
+            "licence": "not applicable (the organization's own figure)",
             "attribution": "site market factor entered by the organization (contract:PPA-7)",
             "facility_kwh": 5.4,
             "held_h": 3.0,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from demo import spec
 from demo.backfill import BackfillError
-from demo.seed import SeedOptions, SeedReport, demo_seed, history_settings, window
+from demo.seed import NothingToResume, SeedOptions, SeedReport, demo_seed, history_settings, rest_options, window
 from demo.server import ServerError
 from demo.summary import fleet_figures
 from demo.tokens import demo_dir
@@ -27,6 +28,10 @@ def _aware(value: str) -> datetime:
     if moment.tzinfo is None:
         raise argparse.ArgumentTypeError(f"{value!r} must say its time zone, e.g. 2026-01-01T12:00:00Z")
     return moment.astimezone(UTC)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 class Command(BaseCommand):
@@ -40,6 +45,15 @@ class Command(BaseCommand):
         parser.add_argument("--days", type=float, default=14, help="days of history to backfill (default 14)")
         parser.add_argument("--no-backfill", action="store_true", help="only the inventory, prices and intensity")
         parser.add_argument(
+            "--first-days",
+            type=float,
+            metavar="N",
+            help="send only the last N days now, so the demo can serve at once; --rest sends the others later",
+        )
+        parser.add_argument(
+            "--rest", action="store_true", help="send what the window of an earlier --first-days run still lacks"
+        )
+        parser.add_argument(
             "--server", metavar="URL", help="send the history to this server (default: a temporary one on 127.0.0.1)"
         )
         # For tests and benchmarks: a fixed window, a shorter one, another sample interval.
@@ -51,16 +65,28 @@ class Command(BaseCommand):
         days = options["hours"] / 24 if options["hours"] else options["days"]
         if not 0 < days <= 28:
             raise CommandError("--days must be more than 0 and at most 28 (raw samples are kept 30 days)")
-        start, end = window(end=options["end"], days=days)
-        seed_options = SeedOptions(
-            start=start,
-            end=end,
-            backfill=not options["no_backfill"],
-            server_url=options["server"],
-            history=history_settings(options["sample_interval"]),
-        )
+        if options["first_days"] is not None and not 0 < options["first_days"] <= days:
+            raise CommandError(f"--first-days must be more than 0 and at most --days ({days:g})")
+        history = history_settings(options["sample_interval"])
+        if options["rest"]:
+            try:
+                seed_options = rest_options(server_url=options["server"], history=history)
+            except NothingToResume as error:
+                raise CommandError(str(error)) from None
+        else:
+            start, end = window(end=options["end"], days=days)
+            seed_options = SeedOptions(
+                start=start,
+                end=end,
+                backfill=not options["no_backfill"],
+                server_url=options["server"],
+                history=history,
+                first_days=options["first_days"],
+            )
         started = time.monotonic()
         self.stdout.ending = ""  # progress bars end their own lines, or redraw them with "\r"
+        # SIGTERM (bin/run-demo stopping) stops as Ctrl-C does: collectors stopped, the state saying so.
+        previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             report = demo_seed(options=seed_options, stream=self.stdout)
         except (BackfillError, ServerError) as error:
@@ -68,6 +94,7 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             raise CommandError("interrupted; run seed_demo again to resume where it stopped") from None
         finally:
+            signal.signal(signal.SIGTERM, previous)
             self.stdout.ending = "\n"
         self._summary(report, seed_options, time.monotonic() - started)
 
@@ -84,6 +111,11 @@ class Command(BaseCommand):
                 f"from {report.backfilled_nodes} node(s)"
             )
             self._figures(report, options)
+        if options.send_from > options.start:
+            out.write(
+                f"The last {options.first_days:.3g} of {options.days:.3g} days are in; bin/run-demo serves them now "
+                "and sends the rest meanwhile (seed_demo --rest), with a banner on every page until it is done."
+            )
         out.write(f"Collector tokens and node list: {demo_dir()}/ (bin/demo-collectors reads them)")
         host, port = os.environ.get("DEMO_HOST", "127.0.0.1"), os.environ.get("DEMO_PORT", "8000")
         out.write(self.style.SUCCESS(f"Open http://{host}:{port}/  (admin: http://{host}:{port}/admin/)"))

@@ -1,0 +1,76 @@
+"""The README's ``curl`` examples, run as written against a live gunicorn with a real personal token,
+so that they cannot go stale. Only the host (``https://ledger.example.com``) is replaced by the test
+server's; ``$WATTLEDGER_TOKEN`` is a token issued to a member of the organization ``acme-ai``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from accounting.reports.tokens import personal_token_create
+from demo.server import temporary_server
+from fleets.models import Role
+from tests.dashboards.data import two_fleets
+from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_HOST = "https://ledger.example.com"
+
+
+def readme_curl_examples() -> list[str]:
+    """Every ``curl`` command in the README's ``sh`` blocks, continuation lines joined."""
+    text = (ROOT / "README.md").read_text()
+    commands = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        joined = re.sub(r"\\\n\s*", " ", block)
+        commands += [line.strip() for line in joined.splitlines() if line.strip().startswith("curl ")]
+    return commands
+
+
+def _params() -> list[object]:
+    return [
+        pytest.param(command, id=f"{number}-{command.split('/api/v1/', 1)[-1][:40]}")
+        for number, command in enumerate(readme_curl_examples())
+    ]
+
+
+def test_the_readme_has_curl_examples_for_every_report_and_the_csv_upload():
+    paths = " ".join(readme_curl_examples())
+    for endpoint in ("reports/usage/", "reports/comparison/", "reports/sustainability/", "grid/intensity.csv"):
+        assert f"/api/v1/{endpoint}" in paths, endpoint
+
+
+@pytest.fixture
+def token(transactional_db):
+    organization = OrganizationFactory(name="Acme AI", slug="acme-ai")
+    two_fleets(organization)  # fleet 1 (enterprise) is the README's baseline
+    user = UserFactory(username="carbon-tool-owner")
+    MembershipFactory(user=user, organization=organization, role=Role.ADMIN)
+    _, secret = personal_token_create(user=user, name="carbon tool")
+    return secret
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+@pytest.mark.django_db(transaction=True, reset_sequences=True)
+@pytest.mark.parametrize("command", _params())
+def test_a_readme_curl_example_answers_2xx(command, token, tmp_path):
+    (tmp_path / "hourly.csv").write_text(
+        "zone,hour_start,gco2e_per_kwh,kind\nUS-CAL-CISO,2026-11-01T13:00:00Z,212.5,average\n"
+    )
+    with temporary_server(log_path=tmp_path / "server.log") as url:
+        run = command.replace(EXAMPLE_HOST, url) + " --silent --show-error --write-out '\\nHTTP %{http_code}\\n'"
+        done = subprocess.run(
+            ["bash", "-c", run], cwd=tmp_path, env={**os.environ, "WATTLEDGER_TOKEN": token},
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    status = re.findall(r"^HTTP (\d{3})$", done.stdout, re.M)
+    body = done.stdout + "".join(path.read_text() for path in tmp_path.glob("*.csv") if path.name != "hourly.csv")
+    assert done.returncode == 0, done.stderr
+    assert status and status[-1].startswith("2"), f"{command}\n{done.stdout}\n{done.stderr}"
+    assert body.strip(), "an answer with content"
