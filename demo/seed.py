@@ -24,6 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounting.grid.store import intensity_store
+from accounting.instruments.demo import demo_instruments_seed
 from accounting.ledger_store import ledger_mark
 from demo import spec
 from demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges, stored_span
@@ -225,6 +226,9 @@ def _history_seed(report: SeedReport, options: SeedOptions, stream: Stream) -> N
         # start only within its first days, so the rest of the window is not priced as silent meanwhile.
         if ledger_missing_mark(nodes=nodes, start=max(report.since, options.send_from), end=options.end):
             ledger_drain(stream=stream)
+    # A solar PPA and guarantees of origin sized from the stored lines, so the sustainability page
+    # shows Scope 2 dual reporting; replaced on every run as the window fills.
+    demo_instruments_seed(organization=report.organization, start=options.start, end=options.end)
 
 
 _last_state_write = [0.0]

@@ -20,6 +20,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from accounting.grid.store import intensity_for_hours
+from accounting.instruments.models import ContractualInstrument
 from accounting.models import GridIntensity, NodeHourLedger
 from demo import spec
 from demo.summary import fleet_figures
@@ -128,6 +129,12 @@ def test_seed_demo_builds_a_ledger_where_consumer_is_cheaper_and_enterprise_fast
     lines = NodeHourLedger.objects.filter(organization=organization)
     assert set(lines.values_list("location_source", flat=True)) == {spec.SIMULATED_INTENSITY_SOURCE}
     assert not lines.filter(location_is_fallback=True).exists()
+
+    # Scope 2: a solar PPA at the data centre and guarantees of origin in Stockholm, sized from the lines
+    instruments = {i.site.name: i for i in ContractualInstrument.objects.filter(organization=organization)}
+    assert set(instruments) == {"dc-sjc", "home-sto"}
+    sjc_mwh = sum((line.facility_kwh for line in lines.filter(site__name="dc-sjc")), Decimal(0)) / 1000
+    assert instruments["dc-sjc"].volume_mwh == pytest.approx(sjc_mwh * Decimal("0.8"), rel=Decimal("0.001"))
     zones = {"US-CAL-CISO", "SE-SE3", "DE", "PL"}
     stored = GridIntensity.objects.filter(organization=organization, source=spec.SIMULATED_INTENSITY_SOURCE)
     assert set(stored.values_list("zone", flat=True)) == zones
