@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from accounting.charts import Buckets, fleet_colours
+from accounting.dashboards.forms import CurrencyForm, page_options
 from accounting.reports.selectors import NO_FILTERS, ReportFilters
 from fleets.models import Fleet, Organization
 from fleets.web import Period
@@ -26,7 +27,7 @@ def currency_choice(
     currencies = sorted(currency for currency in set(in_period) if currency is not None)
     if not currencies:
         return None, [], NO_FILTERS
-    asked = request.GET.get("currency")
+    asked = page_options(CurrencyForm, request)["currency"]
     chosen = asked if asked in currencies else currencies[0]
     return chosen, currencies, ReportFilters(currencies=frozenset({chosen}))
 

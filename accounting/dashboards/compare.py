@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounting.charts import figure_html, grouped_bars, scatter_points
 from accounting.dashboards.common import api_query, organization_fleet_colours, organization_ids
+from accounting.dashboards.forms import CompareForm, page_options
 from accounting.reports.output import comparison_row_output
 from accounting.reports.selectors import ComparisonRow, ComparisonStats, fleet_comparison
 from fleets.models import Fleet
@@ -22,8 +23,9 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     organization, period = context["organization"], context["period"]
     fleets = list(Fleet.objects.filter(organization=organization).order_by("name")) if organization else []
-    baseline = _baseline(request, fleets)
-    by_model = request.GET.get("by") == "gpu_model"
+    options = page_options(CompareForm, request)
+    baseline = _baseline(options["baseline"], fleets)
+    by_model = options["by"] == "gpu_model"
     comparison = fleet_comparison(
         organization_ids=organization_ids(organization),
         start=period.start,
@@ -52,9 +54,8 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _baseline(request: HttpRequest, fleets: list[Fleet]) -> Fleet | None:
-    chosen = request.GET.get("baseline")
-    return next((f for f in fleets if str(f.pk) == chosen), fleets[0] if fleets else None)
+def _baseline(chosen: object, fleets: list[Fleet]) -> Fleet | None:
+    return next((f for f in fleets if f.pk == chosen), fleets[0] if fleets else None)
 
 
 def _label(stats: ComparisonStats) -> str:

@@ -108,6 +108,21 @@ def test_comparison_shows_consumer_cheaper_and_enterprise_faster_and_leaner(clie
     assert by_fleet["enterprise"]["cost_per_1m_tokens_vs_baseline"] == 1.0
 
 
+def test_the_comparison_options_are_parsed_and_hand_edited_junk_shows_the_defaults(client, organization, fleets):
+    client.force_login(member(organization, "engineer"))
+    enterprise, consumer = fleets
+
+    chosen = client.get(f"/compare/?baseline={consumer.pk}&by=gpu_model")
+    assert chosen.context["baseline"] == consumer and chosen.context["by_model"] is True
+
+    for junk in ("baseline=%C2%B2", "baseline=99999999999999999999", "baseline=-1", "by=%00", "currency=%3Cb%3E"):
+        response = client.get(f"/compare/?{junk}")
+        assert response.status_code == 200, junk
+        assert response.context["baseline"] == min((enterprise, consumer), key=lambda f: f.name)
+        assert response.context["by_model"] is False
+    assert client.get("/finance/?currency=usd%00").status_code == 200
+
+
 def test_the_period_picker_changes_the_figures(client, organization, fleets):
     client.force_login(member(organization, "finance"))
 
