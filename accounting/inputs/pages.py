@@ -57,7 +57,9 @@ def node_prices_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if not writable:
             return HttpResponse("changing prices needs the admin or finance role", status=403)
-        if not nodes.filter(pk=request.POST.get("node") or 0).exists() and str(request.POST.get("node", "")).isdigit():
+        posted = str(request.POST.get("node", ""))
+        # Another organization's node id: 404 (its existence not revealed); junk is the form's 400 (never a 500).
+        if posted.isascii() and posted.isdigit() and not nodes.filter(pk=int(posted)).exists():
             raise Http404("no such node among your organization's")
         form = RentForm(request.POST, nodes=nodes)
         status, result = _change(request, form)

@@ -75,3 +75,10 @@ def test_a_change_in_a_locked_period_is_refused_on_the_page(org_a, node_a: Node,
     assert page.status_code == 409
     assert b"is locked (January closed)" in page.content
     assert NodePrice.objects.get().valid_to is None
+
+
+@pytest.mark.parametrize("junk", ["abc", "²", "1.5", "-1", "", "99999999999999999999999"])
+def test_a_node_that_is_no_id_is_a_400_or_404_that_changes_nothing(org_a, node_a: Node, rented, junk: str) -> None:
+    page = browser(org_a, Role.FINANCE).post("/finance/prices/", form(node_a) | {"node": junk})
+    assert page.status_code == (404 if junk.isascii() and junk.isdigit() else 400)
+    assert NodePrice.objects.get().rate_per_h == 2
