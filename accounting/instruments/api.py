@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers, status
@@ -222,7 +223,8 @@ class InstrumentEvidenceView(InstrumentView):
         if not content:
             raise NotFound("no evidence file is attached to this instrument")
         response = HttpResponse(bytes(content), content_type="application/octet-stream")
-        response["Content-Disposition"] = f'attachment; filename="{instrument.evidence_file_name or "evidence"}"'
+        # Quotes escaped and non-ASCII names as RFC 6266 filename*: an uploaded name cannot bend the header.
+        response["Content-Disposition"] = content_disposition_header(True, instrument.evidence_file_name or "evidence")
         return response
 
     @extend_schema(

@@ -138,3 +138,27 @@ def test_openapi_documents_the_register_and_the_scope2_reports(client_as: Callab
     }
     assert "/api/v1/reports/scope2/ghg-table/" in paths and "/api/v1/reports/scope2/esrs/" in paths
     assert {"personalToken": []} in paths["/api/v1/instruments/"]["post"]["security"]
+
+
+@pytest.mark.parametrize(
+    ("name", "disposition"),
+    [
+        ('a"b.pdf', 'attachment; filename="a\\"b.pdf"'),
+        ('x.pdf"; filename=evil.html', 'attachment; filename="evil.html\\""'),
+        ("zürich €.pdf", "attachment; filename*=utf-8''z%C3%BCrich%20%E2%82%AC.pdf"),
+    ],
+)
+def test_an_evidence_files_name_cannot_bend_the_download_header(
+    sustainability_a: APIClient,
+    client_as: Callable[..., APIClient],
+    registered: dict[str, Any],
+    name: str,
+    disposition: str,
+) -> None:
+    url = f"/api/v1/instruments/{registered['id']}/evidence/"
+    upload = SimpleUploadedFile(name, b"%PDF-1.4 statement", content_type="application/pdf")
+    assert sustainability_a.put(url, {"file": upload}, format="multipart").status_code == 200
+    served = client_as(Role.VIEWER).get(url)
+    assert (served.status_code, served["Content-Type"]) == (200, "application/octet-stream")
+    assert served["Content-Disposition"] == disposition
+    assert served["X-Content-Type-Options"] == "nosniff"
