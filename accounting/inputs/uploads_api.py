@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from accounting.inputs.api import ERRORS, InputView, NodePriceInputSerializer
 from accounting.inputs.hooks import Conflict, audited_write
 from accounting.inputs.services import InputChange, InputInvalid, node_price_save
-from accounting.inputs.uploads import UploadInvalid, csv_rows, rows_save
+from accounting.inputs.uploads import UPLOAD_MAX_BYTES, UploadInvalid, csv_rows, rows_save
 from accounting.instruments.api import InstrumentInputSerializer
 from accounting.instruments.claims import OverAllocationError
 from accounting.instruments.services import InstrumentInvalid, instrument_create
@@ -117,6 +117,8 @@ class CsvUploadView(InputView):
         upload = request.FILES.get("file")
         if upload is None:
             raise ValidationError({"detail": "send the CSV as the multipart field 'file'"})
+        if upload.size is not None and upload.size > UPLOAD_MAX_BYTES:  # refused before it is read into memory
+            raise ValidationError({"detail": f"files are limited to {UPLOAD_MAX_BYTES} bytes"})
         try:
             rows = csv_rows(upload.read(), required=self.required)
             result = rows_save(rows, serializer=self.serializer, save=self.saver(organization, request.user))

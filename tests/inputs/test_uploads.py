@@ -104,3 +104,14 @@ def test_a_good_instruments_file_is_saved_and_audited(client_as: Callable[..., A
     assert (response.status_code, response.json()["saved"]) == (201, 1)
     assert [row["name"] for row in client.get("/api/v1/instruments/").json()] == ["Hydro Q1"]
     assert AuditEntry.objects.get().subject == "instrument"
+
+
+def test_a_file_past_the_limit_is_refused_before_it_is_read(finance: APIClient, node_a: Node, monkeypatch) -> None:
+    def unread(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an oversized file was read")
+
+    monkeypatch.setattr("accounting.inputs.uploads_api.csv_rows", unread)
+    big = SimpleUploadedFile("prices.csv", b"fleet,kind,valid_from\n" + b"x" * (2 * 1024 * 1024))
+    response = finance.post("/api/v1/node-prices/upload/", {"file": big}, format="multipart")
+    assert (response.status_code, response.json()) == (400, {"detail": "files are limited to 2097152 bytes"})
+    assert not NodePrice.objects.exists()
