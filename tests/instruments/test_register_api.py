@@ -162,3 +162,18 @@ def test_an_evidence_files_name_cannot_bend_the_download_header(
     assert (served.status_code, served["Content-Type"]) == (200, "application/octet-stream")
     assert served["Content-Disposition"] == disposition
     assert served["X-Content-Type-Options"] == "nosniff"
+
+
+@pytest.mark.parametrize("role", [Role.FINANCE, Role.ENGINEER, Role.VIEWER])
+def test_only_admin_and_sustainability_attach_evidence_and_another_organization_gets_404(
+    client_as: Callable[..., APIClient], registered: dict[str, Any], role: str
+) -> None:
+    url = f"/api/v1/instruments/{registered['id']}/evidence/"
+
+    def upload() -> SimpleUploadedFile:
+        return SimpleUploadedFile("x.pdf", b"%PDF-1.4 forged", content_type="application/pdf")
+
+    assert client_as(role).put(url, {"file": upload()}, format="multipart").status_code == 403
+    outsider = client_as(Role.ADMIN, OrganizationFactory(name="Org B", slug="org-b"))
+    assert outsider.put(url, {"file": upload()}, format="multipart").status_code == 404
+    assert ContractualInstrument.objects.get().evidence_file_name == ""
