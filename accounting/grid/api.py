@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import IO, Any
 
+from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -18,7 +20,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounting.grid import CsvError
-from accounting.grid.store import SOURCE_NAME_PATTERN, intensity_csv_import
+from accounting.grid.csv_upload import parse_intensity_csv
+from accounting.grid.store import SOURCE_NAME_PATTERN, intensity_store
+from accounting.inputs.locks import PeriodLocked, lock_check
 from accounting.ledger_store import ledger_mark_intensity_since
 from accounting.reports.authentication import PersonalTokenAuthentication
 from fleets.models import Organization
@@ -30,6 +34,7 @@ CSV_CONTENT_TYPE = "text/csv"
 MAX_CSV_BYTES = 16 * 1024 * 1024
 # Enough to fix a file by; a wholly wrong file would otherwise answer one line per row.
 MAX_PROBLEMS_LISTED = 200
+HOUR = timedelta(hours=1)
 UPLOAD_ROLES: set[str] = {str(role) for role in ROLES_FOR[Capability.SUSTAINABILITY]}  # fleets.permissions
 
 
@@ -97,7 +102,8 @@ class IntensityCsvUploadView(APIView):
         description=(
             "Body: `text/csv` with header `zone,hour_start,gco2e_per_kwh[,kind]` (see accounting.grid.csv_upload). "
             "All rows are stored or none. Only the organization's admin and sustainability members may upload; "
-            "the values are visible to that organization only and preferred over live providers in its reports."
+            "the values are visible to that organization only and preferred over live providers in its reports. "
+            "A file with an hour inside one of the organization's locked periods is refused whole (409)."
         ),
         parameters=[
             OpenApiParameter("organization", OpenApiTypes.STR, required=True),
@@ -111,6 +117,7 @@ class IntensityCsvUploadView(APIView):
             404: OpenApiResponse(description="no such organization among the user's"),
             401: OpenApiResponse(description="no, or an unknown, expired or revoked, personal token or session"),
             413: OpenApiResponse(description="body over the limit"),
+            409: OpenApiResponse(description="an hour inside a locked period of the organization; nothing stored"),
             415: OpenApiResponse(description="not text/csv"),
         },
     )
@@ -121,10 +128,19 @@ class IntensityCsvUploadView(APIView):
         source_name = query.validated_data["source_name"]
         try:
             started = timezone.now()
-            stored = intensity_csv_import(organization=organization, text=_csv_body(request), source_name=source_name)
+            values = parse_intensity_csv(_csv_body(request), source_name=source_name)
+            with transaction.atomic():
+                Organization.objects.select_for_update().filter(pk=organization.pk).first()
+                # An uploaded hour inside a locked period would change the figures reported for it: 409.
+                lock_check(
+                    organization_id=organization.pk, windows=[(v.hour_start, v.hour_start + HOUR) for v in values]
+                )
+                stored = intensity_store(values=values, organization=organization)
             ledger_mark_intensity_since(since=started, now=timezone.now())
         except _UploadRefused as refused:
             return Response({"error": str(refused)}, status=refused.status)
+        except PeriodLocked as locked:
+            return Response({"error": str(locked)}, status=status.HTTP_409_CONFLICT)
         except CsvError as error:
             return Response(_problems(error), status=status.HTTP_400_BAD_REQUEST)
         answer = {"organization": organization.slug, "source_name": source_name, "stored": stored}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from accounting.grid import api as grid_api
+from accounting.inputs.models import LockedPeriod
 from accounting.models import GridIntensity
 from accounting.reports.tokens import personal_token_create
 from fleets.models import Role
@@ -199,3 +201,17 @@ def test_command_refuses_unknown_organization_and_bad_source_name(
     with pytest.raises(CommandError, match=message):
         call_command("import_grid_csv", "--organization", organization, "--source", source, str(csv_file))
     assert not GridIntensity.objects.exists()
+
+
+def test_a_file_with_an_hour_in_a_locked_period_is_refused_and_stores_nothing(admin_a: APIClient, org_a: Any) -> None:
+    LockedPeriod.objects.create(
+        organization=org_a, start=datetime(2024, 5, 1, 14, tzinfo=UTC), end=datetime(2024, 6, 1, tzinfo=UTC),
+        reason="May closed", locked_at=datetime(2024, 6, 2, tzinfo=UTC),
+    )  # fmt: skip
+    response = upload(admin_a, GOOD)  # 13:00 is before the lock, 14:00 (16:00+02:00) inside it
+
+    assert response.status_code == 409
+    assert "is locked (May closed)" in response.json()["error"]
+    assert not GridIntensity.objects.exists()
+    before_the_lock = "zone,hour_start,gco2e_per_kwh\nDE,2024-05-01T13:00:00Z,312.5\n"
+    assert upload(admin_a, before_the_lock).status_code == 201
