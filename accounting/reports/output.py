@@ -275,11 +275,12 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "unpriced_hours": sums.unpriced_hours,
         "factors": [_factor_output(use) for use in report.factors],
         "grid_hours": [_grid_hour_output(hour) for hour in report.grid_hours],
-        "quality_hours": [_quality_hour_output(hour) for hour in report.quality_hours],
+        "quality_hours": [quality_hour_output(hour) for hour in report.quality_hours],
     }
 
 
-def _quality_hour_output(hour: QualityHour) -> dict[str, Any]:
+def quality_hour_output(hour: QualityHour) -> dict[str, Any]:
+    """One hour's data quality as shown (``QualityHourSerializer``): node-hours rounded, unpriced node-hours."""
     return {
         "hour_start": hour.hour_start,
         "held_h": rounded(hour.held_h, "h"),

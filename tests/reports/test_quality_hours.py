@@ -127,3 +127,17 @@ def test_the_totals_are_the_sums_of_the_hours_unrounded(node, ledger):
     assert sum(hour.bridged_h for hour in hours) * 3600 == totals.bridged_s == Decimal(90)
     assert sum(hour.missing_h for hour in hours) == totals.held_h - (totals.observed_s + totals.bridged_s) / 3600
     assert sum(hour.unpriced_hours for hour in hours) == report.sums.unpriced_hours == 1
+
+
+def test_the_sustainability_page_shows_the_hours_not_wholly_measured(client, member, ledger):
+    client.force_login(member)
+    query = f"?start={at(A).date().isoformat()}&end={at(B + HOUR_S).date().isoformat()}"
+
+    html = client.get("/sustainability/" + query).content.decode()
+
+    table = html[html.index('<table id="quality-hours">') :]
+    table = table[: table.index("</table>")]
+    hour_a, hour_b = at(A).strftime("%Y-%m-%d %H:%M"), at(B).strftime("%Y-%m-%d %H:%M")
+    row = "<tr>\n  <td>{}</td><td>1.000</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\n</tr>"
+    assert row.format(hour_a, "0.010", "0.025", "0.965", 1) in table
+    assert row.format(hour_b, "0.020", "0.000", "0.980", 0) in table
