@@ -20,12 +20,14 @@ from django.utils import timezone
 
 from accounting.charts import figure_html, gpu_model_colour, grouped_bars, series_lines
 from accounting.dashboards.common import api_query, organization_ids, period_buckets
-from accounting.reports.output import sustainability_output
+from accounting.reports.output import quality_hour_output, sustainability_output
 from accounting.reports.periods import Granularity
 from accounting.reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
 from accounting.reports.selectors.sustainability import (
     REPORT_ANNOTATIONS,
     REPORT_KEYS,
+    QualityHour,
+    quality_hours,
     sustainability_report_from,
 )
 from fleets.web import Period, page_context
@@ -33,6 +35,9 @@ from fleets.web import Period, page_context
 # The report's groups, split further for the charts: one query gives the tiles, the
 # data-quality table and every chart (the same report as the API's, added from finer parts).
 _KEYS = (*REPORT_KEYS, "fleet_id", "gpu_model", "site__grid_zone")
+# The page's per-hour data-quality table shows at most this many hours (the latest) that were not
+# wholly measured and priced; the export has every hour.
+QUALITY_HOURS_SHOWN = 48
 _INTENSITY = {"s_intensity": Sum("location_gco2e_per_kwh"), "s_intensity_n": Count("location_gco2e_per_kwh")}
 
 
@@ -45,6 +50,8 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
     if not parts:
         return render(request, "accounting/sustainability.html", page)
     report = sustainability_report_from(parts, organization_id=organization.pk, start=period.start, end=period.end)
+    hours = quality_hours(organization_id=organization.pk, start=period.start, end=period.end)
+    imperfect = [hour for hour in hours if _imperfect(hour)]
     return render(
         request,
         "accounting/sustainability.html",
@@ -57,8 +64,16 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
                 figure_html(_grid_intensity(parts, period), div_id="chart-grid"),
             ],
             "api_query": api_query(period, organization),
+            "quality_hours": [quality_hour_output(hour) for hour in imperfect[-QUALITY_HOURS_SHOWN:]],
+            "quality_hours_imperfect": len(imperfect),
+            "quality_hours_all": len(hours),
         },
     )
+
+
+def _imperfect(hour: QualityHour) -> bool:
+    """An hour not wholly measured and priced: something bridged, missing or unpriced."""
+    return hour.bridged_h > 0 or hour.missing_h > 0 or hour.unpriced_hours > 0
 
 
 def _parts(ids: list[int], period: Period) -> list[LedgerPart]:

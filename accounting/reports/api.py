@@ -51,6 +51,7 @@ from accounting.reports.serializers import (
     FactorSerializer,
     GridHourSerializer,
     PeriodInputSerializer,
+    QualityHourSerializer,
     ScopeInputSerializer,
     UsageRowSerializer,
     id_field,
@@ -270,7 +271,7 @@ class FleetComparisonView(ReportView):
 def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The report as ``metric,value`` lines: each figure, then each factor's fields."""
     for name, value in shown.items():
-        if name not in ("factors", "grid_hours"):
+        if name not in ("factors", "grid_hours", "quality_hours"):
             yield {"metric": name, "value": value}
     for factor in shown["factors"]:
         prefix = f"factor:{factor['scope']}:{factor['source']}"
@@ -280,6 +281,13 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
         prefix = f"grid:{hour['zone']}:{csv_cell(hour['hour_start'])}:{hour['source'] or '-'}"
         for name in ("gco2e_per_kwh", "kind", "facility_kwh"):
             yield {"metric": f"{prefix}:{name}", "value": hour[name]}
+    for hour in shown["quality_hours"]:
+        prefix = f"quality:{csv_cell(hour['hour_start'])}"
+        for name in QUALITY_HOUR_FIELDS:
+            yield {"metric": f"{prefix}:{name}", "value": hour[name]}
+
+
+QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
 
 
 class SustainabilityReportView(ReportView):
@@ -345,6 +353,11 @@ class SustainabilityReportView(ReportView):
         grid_hours = GridHourSerializer(
             many=True, help_text="each zone-hour's grid intensity with its source and kind, by zone and hour"
         )
+        quality_hours = QualityHourSerializer(
+            many=True,
+            help_text="each UTC hour's data quality over the organization's nodes, in node-hours (not GPU-hours): "
+            "held, measured, bridged and missing, and its unpriced node-hours; the hours add up to the totals",
+        )
 
     @extend_schema(
         operation_id="reports_sustainability",
@@ -353,7 +366,8 @@ class SustainabilityReportView(ReportView):
             "One organization over a period (`period=2026`, `2026-Q4`, `2026-11`, or start/end). Lists every "
             "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
             "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`, each zone-hour's "
-            "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`."
+            "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`, each hour's data "
+            "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`."
         ),
         parameters=[InputSerializer],
         responses={

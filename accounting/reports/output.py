@@ -19,7 +19,7 @@ from typing import Any
 from accounting.ledger import money_quantize
 from accounting.ledger.units import S_PER_H, significant
 from accounting.reports.metrics import ComparisonRow, LedgerSums, ServingSums
-from accounting.reports.selectors import FactorUse, GridHour, ReportRow, SustainabilityReport
+from accounting.reports.selectors import FactorUse, GridHour, QualityHour, ReportRow, SustainabilityReport
 from fleets.models import Organization
 
 # Decimal places shown, per unit.
@@ -275,6 +275,19 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "unpriced_hours": sums.unpriced_hours,
         "factors": [_factor_output(use) for use in report.factors],
         "grid_hours": [_grid_hour_output(hour) for hour in report.grid_hours],
+        "quality_hours": [quality_hour_output(hour) for hour in report.quality_hours],
+    }
+
+
+def quality_hour_output(hour: QualityHour) -> dict[str, Any]:
+    """One hour's data quality as shown (``QualityHourSerializer``): node-hours rounded, unpriced node-hours."""
+    return {
+        "hour_start": hour.hour_start,
+        "held_h": rounded(hour.held_h, "h"),
+        "measured_h": rounded(hour.measured_h, "h"),
+        "bridged_h": rounded(hour.bridged_h, "h"),
+        "missing_h": rounded(hour.missing_h, "h"),
+        "unpriced_hours": hour.unpriced_hours,
     }
 
 

@@ -299,3 +299,14 @@ class GridHourSerializer(serializers.Serializer):
         help_text="live provider, the organization's upload, annual average standing in, simulated (demo), none",
     )
     facility_kwh = number("facility kWh weighed with it")
+
+
+class QualityHourSerializer(serializers.Serializer):
+    hour_start = serializers.DateTimeField(help_text="UTC")
+    held_h = number("node-hours held in the hour, over the organization's nodes")
+    measured_h = number("node-hours the samples measured (at most the max gap apart)")
+    bridged_h = number("node-hours inside telemetry gaps a cumulative counter carried on across (counted in full)")
+    missing_h = number("node-hours held but neither measured nor bridged: what no counter proves")
+    unpriced_hours = serializers.IntegerField(
+        help_text="node-hours of the hour with telemetry but no price, asset or tariff in force"
+    )

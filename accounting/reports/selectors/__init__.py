@@ -31,6 +31,7 @@ from accounting.reports.selectors.parts import BUCKET, LedgerPart, ledger_parts,
 from accounting.reports.selectors.sustainability import (
     FactorUse,
     GridHour,
+    QualityHour,
     SustainabilityReport,
     sustainability_report,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "GroupBy",
     "LedgerPart",
     "LedgerSums",
+    "QualityHour",
     "ReportFilters",
     "ReportPage",
     "ReportRow",

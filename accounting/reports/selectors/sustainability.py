@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import BooleanField, ExpressionWrapper, Max
+from django.db.models import BooleanField, Count, ExpressionWrapper, Max
 
-from accounting.ledger.units import ZERO
-from accounting.reports.aggregates import LOCATION_UNKNOWN, amount_sum, ledger_sums_from
+from accounting.ledger.units import S_PER_H, ZERO
+from accounting.reports.aggregates import LOCATION_UNKNOWN, UNPRICED_WITH_TELEMETRY, amount_sum, ledger_sums_from
 from accounting.reports.factors import FactorOrigin, location_factor_source, market_factor_source
 from accounting.reports.metrics import GridQuality, LedgerSums, grid_kind
 from accounting.reports.selectors.lines import ledger_lines
@@ -50,10 +50,33 @@ class GridHour:
 
 
 @dataclass(frozen=True)
+class QualityHour:
+    """One UTC hour's data quality over the organization's nodes, in node-hours (not GPU-hours).
+
+    ``held_h``: node-hours held; ``measured_h``: time the samples covered (at most the max gap apart);
+    ``bridged_h``: telemetry gaps a cumulative counter carried on across (counted in full);
+    ``missing_h``: held time neither measured nor bridged (what no counter proves);
+    ``unpriced_hours``: node-hours with telemetry but no price, asset or tariff in force.
+    The hours add up to the report's totals.
+    """
+
+    hour_start: datetime
+    held_h: Decimal
+    measured_h: Decimal
+    bridged_h: Decimal
+    unpriced_hours: int
+
+    @property
+    def missing_h(self) -> Decimal:
+        return max(self.held_h - self.measured_h - self.bridged_h, ZERO)
+
+
+@dataclass(frozen=True)
 class SustainabilityReport:
     """One organization's carbon over ``[start, end)``: ``sums`` (carbon, energy, tokens; no money),
     how its location intensity was known (``grid``), every factor source used, and each zone-hour's
-    intensity (``grid_hours``, for the export)."""
+    intensity (``grid_hours``, for the export) and each hour's measured, bridged and missing time
+    (``quality_hours``)."""
 
     organization_id: int
     start: datetime
@@ -62,6 +85,7 @@ class SustainabilityReport:
     grid: GridQuality
     factors: tuple[FactorUse, ...]
     grid_hours: tuple[GridHour, ...] = ()
+    quality_hours: tuple[QualityHour, ...] = ()
 
 
 # The report's figures are sums over these groups of lines: by the kind of location intensity each
@@ -73,8 +97,8 @@ REPORT_ANNOTATIONS = {"location_unknown": ExpressionWrapper(LOCATION_UNKNOWN, ou
 def sustainability_report(*, organization_id: int, start: datetime, end: datetime) -> SustainabilityReport:
     """Scope 2 (location and market based), embodied (Scope 3 share), energy, PUE, SCI and data quality.
 
-    Two queries: the lines summed per ``REPORT_KEYS`` (a handful of groups), added here; and per
-    zone-hour and intensity source, each hour's intensity.
+    Three queries: the lines summed per ``REPORT_KEYS`` (a handful of groups), added here; per
+    zone-hour and intensity source, each hour's intensity; and per hour, its data quality.
     """
     parts = ledger_parts(
         organization_ids=[organization_id],
@@ -85,7 +109,36 @@ def sustainability_report(*, organization_id: int, start: datetime, end: datetim
         annotations=REPORT_ANNOTATIONS,
     )
     report = sustainability_report_from(parts, organization_id=organization_id, start=start, end=end)
-    return dataclasses.replace(report, grid_hours=grid_hours(organization_id=organization_id, start=start, end=end))
+    return dataclasses.replace(
+        report,
+        grid_hours=grid_hours(organization_id=organization_id, start=start, end=end),
+        quality_hours=quality_hours(organization_id=organization_id, start=start, end=end),
+    )
+
+
+def quality_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[QualityHour, ...]:
+    """Each UTC hour with ledger lines: node-hours held, measured, bridged (and so missing), and unpriced, by hour."""
+    lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
+    rows = (
+        lines.values("hour_start")
+        .annotate(
+            s_held_h=amount_sum("held_h"),
+            s_observed_s=amount_sum("observed_s"),
+            s_bridged_s=amount_sum("bridged_s"),
+            s_unpriced_hours=Count("id", filter=UNPRICED_WITH_TELEMETRY),
+        )
+        .order_by("hour_start")
+    )
+    return tuple(
+        QualityHour(
+            hour_start=row["hour_start"],
+            held_h=row["s_held_h"] or ZERO,
+            measured_h=(row["s_observed_s"] or ZERO) / S_PER_H,
+            bridged_h=(row["s_bridged_s"] or ZERO) / S_PER_H,
+            unpriced_hours=int(row["s_unpriced_hours"] or 0),
+        )
+        for row in rows
+    )
 
 
 def grid_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[GridHour, ...]:
