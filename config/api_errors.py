@@ -87,7 +87,8 @@ def responses_documented(result: dict[str, Any], generator: Any, request: Any, p
 
 
 def _parameter_errors_documented(operation: dict[str, Any]) -> None:
-    """Query parameters can be refused (400, ``ValidationError``); ``?format=`` naming no renderer is a 404."""
+    """Query parameters can be refused (400, ``ValidationError``); ``?format=`` naming no renderer, or
+    ``?organization=`` naming none of the caller's, is a 404."""
     query = {p.get("name") for p in operation.get("parameters", []) if p.get("in") == "query"}
     if not query:
         return
@@ -99,7 +100,7 @@ def _parameter_errors_documented(operation: dict[str, Any]) -> None:
         json["schema"] = validation
     elif json["schema"] != validation:
         json["schema"] = {"anyOf": [json["schema"], validation]}
-    if "format" in query:
+    if query & {"format", "organization"}:  # an unknown renderer, or an organization that is not among yours
         responses.setdefault("404", {"description": "a format no renderer answers, or an object not among yours"})
 
 
