@@ -80,6 +80,11 @@ _ERRORS = {
 }
 
 
+def _json_or_csv(output: Any) -> dict[Any, Any]:
+    """A report's documented answers: ``output`` as JSON, the same rows as CSV, and its errors."""
+    return {(200, "application/json"): output, (200, CSV_MEDIA_TYPE): OpenApiTypes.STR, **_ERRORS}
+
+
 class ReportView(APIView):
     """What every report shares: authentication, a rate per user, JSON or CSV, and errors in JSON."""
 
@@ -168,11 +173,7 @@ class UsageReportView(ReportView):
             "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields."
         ),
         parameters=[InputSerializer],
-        responses={
-            (200, "application/json"): OutputSerializer,
-            (200, CSV_MEDIA_TYPE): OpenApiTypes.STR,
-            **_ERRORS,
-        },
+        responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
         params = self.params(self.InputSerializer(data=request.query_params))
@@ -238,11 +239,7 @@ class FleetComparisonView(ReportView):
             "for money in another currency). CSV: `Accept: text/csv` or `?format=csv`."
         ),
         parameters=[InputSerializer],
-        responses={
-            (200, "application/json"): OutputSerializer,
-            (200, CSV_MEDIA_TYPE): OpenApiTypes.STR,
-            **_ERRORS,
-        },
+        responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
         params = self.params(self.InputSerializer(data=request.query_params))
@@ -370,11 +367,7 @@ class SustainabilityReportView(ReportView):
             "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`."
         ),
         parameters=[InputSerializer],
-        responses={
-            (200, "application/json"): OutputSerializer,
-            (200, CSV_MEDIA_TYPE): OpenApiTypes.STR,
-            **_ERRORS,
-        },
+        responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
         params = self.params(self.InputSerializer(data=request.query_params))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -40,23 +39,6 @@ EM_ERROR = {"status": "error", "message": "nope"}
 def h(hour: int) -> datetime:
     """Hour ``hour`` of 2024-05-01 (UTC); 24 and more run into the next day."""
     return DAY + timedelta(hours=hour)
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FakeProvider]:
-    provider = FakeProvider()
-    thread = threading.Thread(target=provider.server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield provider
-    provider.server.shutdown()
-    provider.server.server_close()
-    thread.join(timeout=5)
-
-
-@pytest.fixture
-def fake(_server: FakeProvider) -> FakeProvider:
-    _server.reset()
-    return _server
 
 
 def em_serves(fake: FakeProvider, values: dict[datetime, int], estimated: frozenset[datetime] = frozenset()) -> None:
