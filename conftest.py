@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rest_framework.test import APIClient
 
+from accounting.reports.tokens import personal_token_create
 from fleets.models import Role
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 
@@ -47,6 +49,21 @@ def user_b(org_b: Any) -> Any:
     user = UserFactory(username="bob", is_staff=True)
     MembershipFactory(user=user, organization=org_b, role=Role.ADMIN)
     return user
+
+
+@pytest.fixture
+def client_as(org_a: Any) -> Callable[..., APIClient]:
+    """An API client with a personal token of a member of ``organization`` (Org A by default) in ``role``."""
+
+    def make(role: str, organization: Any = None, username: str | None = None) -> APIClient:
+        options = {"user__username": username} if username else {}
+        membership = MembershipFactory(organization=organization or org_a, role=role, **options)
+        _, token = personal_token_create(user=membership.user, name="test")
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        return client
+
+    return make
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -18,9 +18,8 @@ from rest_framework.test import APIClient
 
 from accounting.ledger_store import ledger_node_hours_compute, ledger_pending_run
 from accounting.models import NodeHourLedger
-from accounting.reports.tokens import personal_token_create
 from fleets.models import Fleet, Gpu, Node, Organization, Role, Site
-from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
+from tests.factories import FleetFactory, GpuFactory, NodeFactory, OrganizationFactory, SiteFactory
 
 JAN_1 = datetime(2026, 1, 1, tzinfo=UTC)
 JAN_2 = JAN_1 + timedelta(days=1)
@@ -76,21 +75,6 @@ def gpu_a(node_a: Node) -> Gpu:
 def node_other(org_b: Organization) -> Node:
     site = SiteFactory(organization=org_b, name="ams-1")
     return NodeFactory(fleet=FleetFactory(organization=org_b, name="other"), site=site, hostname="other-1")
-
-
-@pytest.fixture
-def client_as(org_a: Organization) -> Callable[..., APIClient]:
-    """An API client with a personal token of a member of ``organization`` (Org A by default) in ``role``."""
-
-    def make(role: str, organization: Organization | None = None, username: str | None = None) -> APIClient:
-        options = {"user__username": username} if username else {}
-        membership = MembershipFactory(organization=organization or org_a, role=role, **options)
-        _, token = personal_token_create(user=membership.user, name="test")
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-        return client
-
-    return make
 
 
 @pytest.fixture

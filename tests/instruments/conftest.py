@@ -12,9 +12,8 @@ from rest_framework.test import APIClient
 
 from accounting.instruments.models import ResidualMixFactor
 from accounting.models import NodeHourLedger
-from accounting.reports.tokens import personal_token_create
 from fleets.models import Node, Organization, Role, Site
-from tests.factories import MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
+from tests.factories import NodeFactory, OrganizationFactory, SiteFactory
 from tests.instruments.worked import HOURS, LOAD_KWH, LOCATION_G_PER_KWH, PPA_KWH, solar_profile_kwh
 
 
@@ -56,20 +55,6 @@ def year_consumed(site_a: Site) -> Node:
     node = NodeFactory(fleet__organization=site_a.organization, site=site_a)
     ledger_hours(node, HOURS, facility_kwh=LOAD_KWH, location_g_per_kwh=LOCATION_G_PER_KWH)
     return node
-
-
-@pytest.fixture
-def client_as(org_a: Organization) -> Callable[..., APIClient]:
-    """An API client with a personal token of a member of ``organization`` (Org A by default) in ``role``."""
-
-    def make(role: str, organization: Organization | None = None) -> APIClient:
-        membership = MembershipFactory(organization=organization or org_a, role=role)
-        _, token = personal_token_create(user=membership.user, name="test")
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-        return client
-
-    return make
 
 
 @pytest.fixture
