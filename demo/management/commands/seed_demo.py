@@ -122,6 +122,10 @@ class Command(BaseCommand):
         out.write(self.style.SUCCESS(f"Login: {spec.USERNAME} / {spec.PASSWORD}  (local demo only)"))
 
     def _figures(self, report: SeedReport, options: SeedOptions) -> None:
+        self.stdout.write(
+            "Per token: input + output tokens (the comparison page leads with output tokens); "
+            "J: IT energy (the node meter where there is one, else the GPU boards)"
+        )
         self.stdout.write(f"{'fleet':<12}{'cost/1M tokens':>16}{'P99 TTFT':>11}{'J/token':>10}{'gCO2e/1k tok':>14}")
         for figures in fleet_figures(organization=report.organization, start=report.since, end=options.end):
             cost = figures.cost_per_1m_tokens
