@@ -19,6 +19,7 @@ urlpatterns = [
     path("api/v1/", include("accounting.reports.urls")),
     path("api/v1/", include("accounting.instruments.urls")),
     path("api/v1/", include("accounting.inputs.urls")),
+    path("api/v1/", include("accounting.advice.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("fleets.urls")),
     path("", include("accounting.dashboards.urls")),

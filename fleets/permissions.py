@@ -2,8 +2,8 @@
 
 ``finance`` edits prices, tariffs, PUE and GPU assets; ``sustainability`` edits
 instruments, intensity uploads and market factors; ``engineer`` manages nodes
-and tokens; ``viewer`` reads; ``admin`` does all of these, and alone locks
-periods and reads the audit trail. Reading needs only membership.
+and tokens and defines workload classes (placement advice); ``viewer`` reads;
+``admin`` does all of these, and alone locks periods and reads the audit trail. Reading needs only membership.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ class Capability(StrEnum):
     SUSTAINABILITY = "sustainability"  # instruments, intensity uploads, market factors
     NODES = "nodes"  # nodes and tokens
     GOVERNANCE = "governance"  # locked periods, the audit trail
+    WORKLOADS = "workloads"  # workload classes of placement advice
 
 
 ROLES_FOR: dict[Capability, frozenset[str]] = {
@@ -27,6 +28,7 @@ ROLES_FOR: dict[Capability, frozenset[str]] = {
     Capability.SUSTAINABILITY: frozenset({Role.ADMIN, Role.SUSTAINABILITY}),
     Capability.NODES: frozenset({Role.ADMIN, Role.ENGINEER}),
     Capability.GOVERNANCE: frozenset({Role.ADMIN}),
+    Capability.WORKLOADS: frozenset({Role.ADMIN, Role.ENGINEER}),
 }
 
 _WHAT = {
@@ -36,6 +38,7 @@ _WHAT = {
     ),
     Capability.NODES: "managing nodes and tokens needs the admin or engineer role",
     Capability.GOVERNANCE: "locking periods and reading the audit trail needs the admin role",
+    Capability.WORKLOADS: "defining workload classes needs the admin or engineer role",
 }
 
 

@@ -79,7 +79,7 @@ def _node_hours(
     columns = ("node_id", "hour_start", "fleet_id", "gpu_model", "currency", "gpu_count", "gpu_h", "cost", "it_kwh",
                "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")  # fmt: skip
     for row in lines.values_list(*columns).iterator(chunk_size=_CHUNK):
-        yield NodeHour(*row[:10], operational_co2e_g=row[10], embodied_co2e_g=row[11])
+        yield NodeHour(*row)  # the columns in NodeHour's field order
 
 
 def _endpoint_hours(

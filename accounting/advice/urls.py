@@ -1,0 +1,9 @@
+from django.urls import path
+
+from accounting.advice.api import LoadCurvesReportView, WorkloadClassDetailView, WorkloadClassesView
+
+urlpatterns = [
+    path("workload-classes/", WorkloadClassesView.as_view(), name="workload-classes"),
+    path("workload-classes/<int:class_id>/", WorkloadClassDetailView.as_view(), name="workload-class"),
+    path("reports/load-curves/", LoadCurvesReportView.as_view(), name="reports-load-curves"),
+]

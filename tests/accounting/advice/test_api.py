@@ -1,0 +1,98 @@
+"""Workload classes over REST: scoped to your organizations, written by admin and engineer, validated, audited."""
+
+from __future__ import annotations
+
+import pytest
+
+from accounting.advice.models import WorkloadClass
+from accounting.inputs.models import AuditEntry
+from fleets.models import Role
+from tests.factories import OrganizationFactory
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/workload-classes/"
+CHAT = {"name": "chat", "llm_model": "llama-8b", "ttft_target_ms": 200, "ttft_percentile": 99,
+        "expected_output_tokens_per_day": 600_000_000}  # fmt: skip
+
+
+def a_class(organization, name="batch", **fields):
+    values = {"ttft_target_ms": 2000, "ttft_percentile": 50, "expected_output_tokens_per_day": 10**8,
+              "deadline_h": 24} | fields  # fmt: skip
+    return WorkloadClass.objects.create(organization=organization, name=name, **values)
+
+
+@pytest.mark.parametrize("role", [Role.ADMIN, Role.ENGINEER])
+def test_admin_and_engineer_create_a_class_and_the_change_is_audited(client_as, org_a, role):
+    response = client_as(role).post(URL, CHAT, format="json")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    assert (body["name"], body["organization_id"], body["deadline_h"], body["carbon_weight"]) == (
+        "chat",
+        org_a.pk,
+        None,
+        "0.00",
+    )
+    assert body["advice"] is None  # until the hourly refresh ran
+    entry = AuditEntry.objects.get(subject="workload_class", object_id=body["id"])
+    assert (entry.action, entry.after["ttft_target_ms"]) == ("create", 200)
+
+
+@pytest.mark.parametrize("role", [Role.VIEWER, Role.FINANCE, Role.SUSTAINABILITY])
+def test_other_roles_read_but_may_not_write(client_as, org_a, role):
+    existing = a_class(org_a)
+    client = client_as(role)
+    assert [c["name"] for c in client.get(URL).json()] == ["batch"]
+    refused = client.post(URL, CHAT, format="json")
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "defining workload classes needs the admin or engineer role"
+    assert client.patch(f"{URL}{existing.pk}/", {"ttft_target_ms": 1}, format="json").status_code == 403
+    assert client.delete(f"{URL}{existing.pk}/").status_code == 403
+    assert WorkloadClass.objects.get(pk=existing.pk).ttft_target_ms == 2000
+
+
+def test_another_organizations_class_is_not_found(client_as, org_a):
+    other = a_class(OrganizationFactory(name="Org C", slug="org-c"), name="theirs")
+    client = client_as(Role.ADMIN)
+    assert client.get(URL).json() == []
+    for method in ("get", "patch", "delete"):
+        response = getattr(client, method)(f"{URL}{other.pk}/", {"ttft_target_ms": 5}, format="json")
+        assert response.status_code == 404
+    assert WorkloadClass.objects.filter(pk=other.pk, ttft_target_ms=2000).exists()
+
+
+def test_update_and_delete(client_as, org_a):
+    existing = a_class(org_a)
+    client = client_as(Role.ENGINEER)
+    response = client.patch(f"{URL}{existing.pk}/", {"deadline_h": None, "carbon_weight": "0.5"}, format="json")
+    assert response.status_code == 200
+    assert (response.json()["deadline_h"], response.json()["carbon_weight"]) == (None, "0.50")
+    assert client.delete(f"{URL}{existing.pk}/").status_code == 204
+    assert not WorkloadClass.objects.filter(pk=existing.pk).exists()
+    actions = list(AuditEntry.objects.filter(subject="workload_class").values_list("action", flat=True))
+    assert actions == ["delete", "update"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"ttft_percentile": 75}, "ttft_percentile"),
+        ({"ttft_target_ms": 0}, "ttft_target_ms"),
+        ({"carbon_weight": "1.5"}, "carbon_weight"),
+        ({"deadline_h": 72}, "deadline_h"),
+        ({"expected_output_tokens_per_day": 0}, "expected_output_tokens_per_day"),
+        ({"name": ""}, "name"),
+    ],
+)
+def test_invalid_fields_answer_400_naming_the_field(client_as, change, field):
+    response = client_as(Role.ADMIN).post(URL, CHAT | change, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
+    assert not WorkloadClass.objects.exists()
+
+
+def test_a_name_used_twice_in_one_organization_is_refused(client_as, org_a):
+    a_class(org_a, name="chat")
+    response = client_as(Role.ADMIN).post(URL, CHAT, format="json")
+    assert response.status_code == 400
+    assert "name" in response.json()
