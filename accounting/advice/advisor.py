@@ -364,9 +364,10 @@ def _sum_or_none(values: list[Any]) -> Any:
 
 
 def _outcome(label: str, placed: list[Placement], spec: ClassSpec, note: str = "") -> Outcome:
-    holds: bool | None = all(p.ttft_ms is not None and p.ttft_ms <= spec.ttft_target_ms for p in placed)
-    if any(p.beyond_measured_range for p in placed):
-        holds = None
+    # Missed at a measured load, or already at a lower one than asked: it fails (more load is assumed no faster).
+    missed = any(p.ttft_ms is not None and p.ttft_ms > spec.ttft_target_ms for p in placed)
+    unknown = any(p.ttft_ms is None or p.beyond_measured_range for p in placed)
+    holds = False if missed else (None if unknown else True)
     return Outcome(
         label=label,
         placements=tuple(placed),
@@ -425,6 +426,11 @@ def _fit_limit(fit: FleetFit, spec: ClassSpec) -> str:
     if fit.binding == LATENCY and fit.binding_band_rps_per_gpu is not None:
         low, high = fit.binding_band_rps_per_gpu
         band = f"{low:g}-{high:g}" if high is not None else f"{low:g}+"
+        if fit.capacity_rps_per_gpu == 0:
+            return (
+                f"{fit.fleet_name} misses {_target(spec)} at its lowest trusted load: at {band} req/s per GPU "
+                f"its P{spec.ttft_percentile} is {fit.binding_ttft_ms:.0f} ms (latency bound)"
+            )
         return (
             f"{fit.fleet_name} holds {_target(spec)} up to {load}; at {band} req/s per GPU its "
             f"P{spec.ttft_percentile} is {fit.binding_ttft_ms:.0f} ms (latency bound)"

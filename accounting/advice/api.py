@@ -30,7 +30,13 @@ from accounting.reports.api import ReportView, _csv_name, _json_or_csv
 from accounting.reports.authentication import PersonalTokenAuthentication
 from accounting.reports.renderers import csv_response
 from accounting.reports.scope import report_fleet_ids, report_organization, report_organization_ids, report_period
-from accounting.reports.serializers import ScopeInputSerializer, number, organization_ref_field
+from accounting.reports.serializers import (
+    PER_TOKEN_FIGURES,
+    ScopeInputSerializer,
+    money_per_unit_field,
+    number,
+    organization_ref_field,
+)
 from fleets.permissions import Capability, RoleRefused, change_check
 from fleets.selectors import organizations_for_user
 
@@ -210,7 +216,7 @@ class LoadCurveRowSerializer(serializers.Serializer):
     ttft_p99_ms = number("TTFT P99, ms, interpolated within its bucket")
     ttft_p99_bucket_low_ms = number("lower bound of the bucket P99 falls in, ms")
     ttft_p99_bucket_high_ms = number("upper bound of that bucket, ms; null: the +Inf bucket")
-    cost_per_1m_output_tokens = number("cost / output tokens x 1e6, the fleet's currency")
+    cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     it_j_per_output_token = number("IT energy J / output tokens")
     facility_kwh_per_1m_output_tokens = number("facility kWh (after PUE) / output tokens x 1e6")
     operational_gco2e_per_1m_output_tokens = number("location-based gCO2e / output tokens x 1e6")

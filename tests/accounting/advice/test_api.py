@@ -96,3 +96,27 @@ def test_a_name_used_twice_in_one_organization_is_refused(client_as, org_a):
     response = client_as(Role.ADMIN).post(URL, CHAT, format="json")
     assert response.status_code == 400
     assert "name" in response.json()
+
+
+def test_the_load_curves_report_in_json_and_csv(client_as, org_a):
+    from tests.accounting.advice.test_curves import period
+    from tests.dashboards.data import two_fleets
+
+    two_fleets(org_a)
+    start, end = period()
+    client = client_as(Role.VIEWER)
+    query = f"?start={start:%Y-%m-%dT%H:%M:%SZ}&end={end:%Y-%m-%dT%H:%M:%SZ}"
+    rows = client.get(f"/api/v1/reports/load-curves/{query}").json()["results"]
+    assert [(r["fleet_name"], r["gpu_class"], r["hours"], r["ttft_p99_ms"]) for r in rows] == [
+        ("consumer", "consumer", 3, 500.0),
+        ("enterprise", "enterprise", 3, 75.0),
+    ]
+    assert (rows[1]["ttft_p99_bucket_low_ms"], rows[1]["ttft_p99_bucket_high_ms"]) == (50.0, 100.0)
+    assert isinstance(rows[1]["cost_per_1m_output_tokens"], str)  # money: a decimal string
+    csv = client.get(f"/api/v1/reports/load-curves/{query}&format=csv")
+    assert csv.status_code == 200
+    lines = b"".join(csv.streaming_content).decode().splitlines()
+    assert lines[0].startswith("fleet_id,fleet_name,gpu_model,gpu_class,llm_model,currency,gpu_count,curve_hours")
+    assert len(lines) == 3
+    other = OrganizationFactory(name="Org C", slug="org-c")
+    assert client.get(f"/api/v1/reports/load-curves/?organization={other.slug}").status_code == 404
