@@ -24,6 +24,7 @@ urlpatterns = [
     path("", include("fleets.urls")),
     path("", include("accounting.dashboards.urls")),
     path("", include("accounting.inputs.page_urls")),
+    path("", include("accounting.advice.page_urls")),
 ]
 
 # Errors under /api/ in JSON (config/api_errors.py), pages elsewhere.

@@ -213,7 +213,8 @@ def advise(spec: ClassSpec, curves: Sequence[LoadCurve], settings: AdvisorSettin
     if placed is None:
         text = _infeasible_text(spec, scored)
         return Advice(spec.class_id, INFEASIBLE, CAPACITY, text, hours, None, enterprise, consumer, fits_out)
-    recommendation = _outcome("recommended", placed, spec)
+    currencies = {fit.currency for fit, _ in scored if any(p.fleet_id == fit.fleet_id for p in placed)}
+    recommendation = _with_currency(_outcome("recommended", placed, spec), currencies, "")
     binding, text = _explained(spec, scored, recommendation, settings)
     return Advice(spec.class_id, OK, binding, text, hours, recommendation, enterprise, consumer, fits_out)
 
