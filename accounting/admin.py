@@ -13,6 +13,7 @@ from django.db.models import Model
 from django.http import HttpRequest
 from django.utils import timezone
 
+import accounting.advice.admin  # registers workload classes and advice settings
 import accounting.inputs.admin  # registers the audit trail and locked periods
 import accounting.instruments.admin  # noqa: F401  (registers the instrument register's admin)
 from accounting.ledger_store import ledger_mark, ledger_mark_existing
