@@ -52,6 +52,9 @@ def test_an_engineer_reads_the_advice_and_adds_a_class(browser_page, live_server
     assert "consumer" in batch.locator(".explanation").inner_text()  # P50 2 s holds on the cheaper RTX 4090s
     assert batch.locator(".window").get_attribute("data-status") == "no_forecast"
     shoot(page, "advice")
+    page.set_viewport_size({"width": 1280, "height": 800})  # wide tables scroll inside their card, never the page
+    width = page.evaluate("Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)")
+    assert width <= 1280
 
     page.fill("#class-form input[name=name]", "summaries")
     page.fill("#class-form input[name=ttft_target_ms]", "1000")
