@@ -38,6 +38,7 @@ from decimal import Decimal
 from typing import Any
 
 from accounting.advice.bands import MEASURED, TOKENS_PER_MILLION, CurveBand, LoadCurve
+from accounting.ledger.units import money_quantize, significant
 
 S_PER_DAY = 86_400
 J_PER_KWH = 3.6e6
@@ -177,8 +178,24 @@ class Advice:
         for key, outcome in (("recommendation", self.recommendation), ("all_enterprise", self.all_enterprise),
                              ("all_consumer", self.all_consumer)):  # fmt: skip
             if outcome is not None:
-                data[key]["kgco2e_per_day"] = outcome.kgco2e_per_day
+                data[key] = _outcome_shown(outcome)
+        for fit in data["fits"]:
+            cost = fit["cost_per_1m_output_tokens"]
+            fit["cost_per_1m_output_tokens"] = None if cost is None else str(significant(Decimal(cost)))
         return data
+
+
+def _outcome_shown(outcome: Outcome) -> dict[str, Any]:
+    """An outcome as JSON, money rounded once to its currency's minor unit (none without one currency)."""
+    data = _jsonable(asdict(outcome)) | {"kgco2e_per_day": outcome.kgco2e_per_day}
+    data["cost_per_day"] = _money(outcome.cost_per_day, outcome.currency)
+    for shown, placement in zip(data["placements"], outcome.placements, strict=True):
+        shown["cost_per_day"] = _money(placement.cost_per_day, outcome.currency)
+    return data
+
+
+def _money(amount: Decimal | None, currency: str | None) -> str | None:
+    return None if amount is None or currency is None else str(money_quantize(amount, currency))
 
 
 def _jsonable(value: Any) -> Any:

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from accounting.ledger.units import money_quantize
 from accounting.tariff import Tariff, TariffError, Validity, tariff_price_at
 
 ONE_HOUR = timedelta(hours=1)
@@ -64,19 +65,19 @@ class WindowAdvice:
     explanation: str
 
     def as_dict(self) -> dict[str, Any]:
+        """JSON-ready; money rounded once, to the currency's minor unit (USD's without a currency)."""
         data = asdict(self)
         for key in ("best", "now"):
             if data[key] is not None:
                 data[key] = {
-                    name: value.isoformat() if isinstance(value, datetime) else _text(value)
+                    name: value.isoformat() if isinstance(value, datetime) else self._text(value)
                     for name, value in data[key].items()
                 }
-        data["saving_cost"] = _text(self.saving_cost)
+        data["saving_cost"] = self._text(self.saving_cost)
         return data
 
-
-def _text(value: Any) -> Any:
-    return str(value) if isinstance(value, Decimal) else value
+    def _text(self, value: Any) -> Any:
+        return str(money_quantize(value, self.currency or "USD")) if isinstance(value, Decimal) else value
 
 
 def window_choose(
