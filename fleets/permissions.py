@@ -3,7 +3,8 @@
 ``finance`` edits prices, tariffs, PUE and GPU assets; ``sustainability`` edits
 instruments, intensity uploads and market factors; ``engineer`` manages nodes
 and tokens and defines workload classes (placement advice); ``viewer`` reads;
-``admin`` does all of these, and alone locks periods and reads the audit trail. Reading needs only membership.
+``admin`` does all of these, and alone locks periods, reads the audit trail and
+sets where advice notifications go. Reading needs only membership.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class Capability(StrEnum):
     NODES = "nodes"  # nodes and tokens
     GOVERNANCE = "governance"  # locked periods, the audit trail
     WORKLOADS = "workloads"  # workload classes of placement advice
+    NOTIFICATIONS = "notifications"  # where advice changes are sent (webhook URL, e-mail addresses)
 
 
 ROLES_FOR: dict[Capability, frozenset[str]] = {
@@ -29,6 +31,7 @@ ROLES_FOR: dict[Capability, frozenset[str]] = {
     Capability.NODES: frozenset({Role.ADMIN, Role.ENGINEER}),
     Capability.GOVERNANCE: frozenset({Role.ADMIN}),
     Capability.WORKLOADS: frozenset({Role.ADMIN, Role.ENGINEER}),
+    Capability.NOTIFICATIONS: frozenset({Role.ADMIN}),
 }
 
 _WHAT = {
@@ -39,6 +42,7 @@ _WHAT = {
     Capability.NODES: "managing nodes and tokens needs the admin or engineer role",
     Capability.GOVERNANCE: "locking periods and reading the audit trail needs the admin role",
     Capability.WORKLOADS: "defining workload classes needs the admin or engineer role",
+    Capability.NOTIFICATIONS: "reading or changing the advice settings (webhook, e-mail) needs the admin role",
 }
 
 

@@ -3,6 +3,8 @@
 Authentication as the reports: a personal token (``Bearer wlp_...``) or a browser
 session. Any member reads an organization's classes and their advice; the
 ``admin`` and ``engineer`` roles create, change and delete them (others: 403).
+``/api/v1/advice-settings/`` (minimum hours of data, curve history, webhook URL,
+e-mail addresses) is the admin's alone, read and write.
 A class of an organization the user does not belong to answers 404. Every change
 is kept in the audit trail (subject ``workload_class``).
 """
@@ -14,7 +16,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -24,8 +26,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounting.advice.curves import load_curve_rows, load_curves
-from accounting.advice.models import Advice, WorkloadClass
-from accounting.advice.services import ClassInvalid, workload_class_delete, workload_class_save
+from accounting.advice.models import Advice, AdviceSettings, WorkloadClass
+from accounting.advice.services import (
+    ClassInvalid,
+    advice_settings,
+    advice_settings_save,
+    workload_class_delete,
+    workload_class_save,
+)
 from accounting.reports.api import ReportView, _csv_name, _json_or_csv
 from accounting.reports.authentication import PersonalTokenAuthentication
 from accounting.reports.renderers import csv_response
@@ -184,6 +192,62 @@ class WorkloadClassDetailView(ClassView):
         change_check(user=request.user, organization=workload_class.organization_id, capability=Capability.WORKLOADS)
         workload_class_delete(workload_class=workload_class, user=request.user, now=timezone.now())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SettingsSerializer(serializers.Serializer):
+    organization_id = serializers.IntegerField(read_only=True)
+    min_hours_of_data = serializers.IntegerField(
+        min_value=1, max_value=8760, required=False, help_text="a fleet with fewer measured hours is not advised on"
+    )
+    curve_days = serializers.IntegerField(min_value=1, max_value=90, required=False,
+                                          help_text="days of history the load curves read")  # fmt: skip
+    webhook_url = serializers.URLField(
+        max_length=200, allow_blank=True, required=False,
+        help_text="http(s) URL POSTed a JSON body when a class's advice changes",
+    )  # fmt: skip
+    notify_emails = serializers.ListField(child=serializers.EmailField(), required=False, max_length=20,
+                                          help_text="addresses e-mailed when a class's advice changes")  # fmt: skip
+
+    def validate_webhook_url(self, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise serializers.ValidationError("the webhook must be an http(s) URL")
+        return value
+
+
+class AdviceSettingsView(ClassView):
+    """One organization's advice settings (``?organization=`` id or slug; optional if you belong to one)."""
+
+    @staticmethod
+    def _settings(request: Request) -> AdviceSettings:
+        organization = report_organization(user=request.user, ref=request.query_params.get("organization"))
+        change_check(user=request.user, organization=organization, capability=Capability.NOTIFICATIONS)
+        return advice_settings(organization_id=organization.pk)
+
+    @staticmethod
+    def _shown(options: AdviceSettings) -> dict[str, Any]:
+        return dict(SettingsSerializer({**vars(options), "notify_emails": options.email_list}).data)
+
+    @extend_schema(operation_id="advice_settings_read", summary="Advice settings (admin)",
+                   parameters=[OpenApiParameter("organization", str, required=False)],
+                   responses={200: SettingsSerializer, **ERRORS})  # fmt: skip
+    def get(self, request: Request) -> Response:
+        return Response(self._shown(self._settings(request)))
+
+    @extend_schema(
+        operation_id="advice_settings_update",
+        summary="Set the minimum hours of data, the curves' history, and where changes are sent (admin)",
+        parameters=[OpenApiParameter("organization", str, required=False)],
+        request=SettingsSerializer, responses={200: SettingsSerializer, **ERRORS},
+    )  # fmt: skip
+    def put(self, request: Request) -> Response:
+        options = self._settings(request)
+        serializer = SettingsSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        if "notify_emails" in data:
+            data["notify_emails"] = "\n".join(data["notify_emails"])
+        advice_settings_save(options=options, data=data, user=request.user, now=timezone.now())
+        return Response(self._shown(options))
 
 
 class LoadCurveRowSerializer(serializers.Serializer):

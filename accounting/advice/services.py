@@ -91,6 +91,22 @@ def advice_settings(*, organization_id: int) -> AdviceSettings:
     return found or AdviceSettings(organization_id=organization_id)
 
 
+SETTINGS_FIELDS = ("min_hours_of_data", "curve_days", "webhook_url", "notify_emails")
+
+
+def advice_settings_save(*, options: AdviceSettings, data: dict[str, Any], user: Any, now: datetime) -> AdviceSettings:
+    """Change the organization's advice settings (creating its row); audited as ``advice_settings``."""
+    before = snapshot(options, fields=SETTINGS_FIELDS) if options.pk else None
+    for name, value in data.items():
+        setattr(options, name, value)
+    with transaction.atomic():
+        options.save()
+        after = snapshot(options, fields=SETTINGS_FIELDS)
+        audit_record(organization_id=options.organization_id, user=user, subject="advice_settings",
+                     object_id=options.pk, before=before, after=after, at=now)  # fmt: skip
+    return options
+
+
 def class_spec(workload_class: WorkloadClass) -> ClassSpec:
     return ClassSpec(
         class_id=workload_class.pk,

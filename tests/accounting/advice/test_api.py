@@ -120,3 +120,24 @@ def test_the_load_curves_report_in_json_and_csv(client_as, org_a):
     assert len(lines) == 3
     other = OrganizationFactory(name="Org C", slug="org-c")
     assert client.get(f"/api/v1/reports/load-curves/?organization={other.slug}").status_code == 404
+
+
+def test_only_an_admin_reads_and_sets_where_advice_changes_go(client_as, org_a):
+    settings_url = "/api/v1/advice-settings/"
+    assert client_as(Role.ENGINEER).get(settings_url).status_code == 403
+    admin = client_as(Role.ADMIN)
+    assert admin.get(settings_url).json() == {
+        "organization_id": org_a.pk,
+        "min_hours_of_data": 24,
+        "curve_days": 14,
+        "webhook_url": "",
+        "notify_emails": [],
+    }
+    body = {"webhook_url": "https://hooks.example.com/advice", "notify_emails": ["ops@example.com"], "curve_days": 7}
+    changed = admin.put(settings_url, body, format="json")
+    assert changed.status_code == 200
+    assert changed.json()["notify_emails"] == ["ops@example.com"] and changed.json()["curve_days"] == 7
+    assert AuditEntry.objects.filter(subject="advice_settings", action="create").exists()
+    refused = admin.put(settings_url, {"webhook_url": "ftp://files.example.com/"}, format="json")
+    assert refused.status_code == 400 and "webhook_url" in refused.json()
+    assert admin.get(f"{settings_url}?organization=org-c").status_code == 404
