@@ -485,6 +485,8 @@ def _explained(
     else:
         binding = best.binding if best.binding in (LATENCY, MEASURED_RANGE, NO_LATENCY_DATA) else CAPACITY
         reason = _fit_limit(best, spec) + f"; the rest goes to the next lowest in {order}"
+    if len({fit.currency for fit, _ in scored}) > 1:
+        reason += " (the fleets price in several currencies: they are ordered by gCO2e alone)"
     text = (
         f"{shares}. Why: {reason}. Figures per fleet (whole period): "
         + "; ".join(_fit_figures(fit) for fit, _ in scored)

@@ -117,3 +117,14 @@ def test_fingerprint_changes_with_the_shares_only():
     c = advise(spec(100_000_000), [enterprise(), consumer()])
     assert a.fingerprint() == b.fingerprint() == "ok:1/h100-sxm=30%;2/rtx-4090=70%"
     assert c.fingerprint() == "ok:2/rtx-4090=100%"
+
+
+def test_fleets_in_two_currencies_are_ordered_by_carbon_and_get_no_cost_total():
+    from dataclasses import replace
+
+    euro_consumer = replace(consumer(operational_g="900000"), currency="EUR")  # cheaper in number, dirtier
+    advice = advise(spec(100_000_000), [enterprise(), euro_consumer])
+    (placement,) = advice.recommendation.placements
+    assert placement.fleet_name == "enterprise"
+    assert "ordered by gCO2e alone" in advice.explanation
+    assert advice.recommendation.currency == "USD"  # only the enterprise fleet is placed
