@@ -69,7 +69,6 @@ class NodeHour:
     fleet_id: int
     gpu_model: str
     currency: str
-    gpu_count: int
     gpu_h: Decimal
     cost: Decimal
     it_kwh: Decimal
@@ -176,7 +175,9 @@ class LoadCurve:
     fleet_name: str
     gpu_class: str | None  # "enterprise" / "consumer" (the GPU profile's class), None if unknown
     currency: str
-    gpu_count: int  # the fleet's GPUs of this model in its latest measured hour
+    # GPUs that served the model in its busiest hour (a node serving several models shares its GPU-hours
+    # among them by output tokens): the GPUs the advisor spreads the class's load over.
+    gpu_count: int
     bands: tuple[CurveBand, ...]
     first_hour: datetime | None = None
     last_hour: datetime | None = None
@@ -284,23 +285,11 @@ def _known_sum(values: Iterable[Decimal | None]) -> Decimal | None:
     return total
 
 
-def fleet_gpu_counts(node_hours: Iterable[NodeHour]) -> dict[tuple[int, str], int]:
-    """GPUs per fleet x GPU model in the latest hour the fleet has ledger lines for."""
-    latest: dict[tuple[int, str], datetime] = {}
-    counts: dict[tuple[int, str, datetime], int] = defaultdict(int)
-    for line in node_hours:
-        key = (line.fleet_id, line.gpu_model)
-        latest[key] = max(latest.get(key, line.hour_start), line.hour_start)
-        counts[(*key, line.hour_start)] += line.gpu_count
-    return {key: counts[(*key, hour)] for key, hour in latest.items()}
-
-
 def curves_build(
     hours: Iterable[LoadHour],
     *,
     fleet_names: dict[int, str],
     gpu_classes: dict[str, str | None],
-    gpu_counts: dict[tuple[int, str], int],
     edges: Sequence[float] = DEFAULT_BAND_EDGES_RPS_PER_GPU,
 ) -> list[LoadCurve]:
     """One curve per fleet x GPU model x LLM model (and currency), ordered by fleet name, GPU and LLM model."""
@@ -318,13 +307,18 @@ def curves_build(
                 fleet_name=fleet_names.get(key.fleet_id, str(key.fleet_id)),
                 gpu_class=gpu_classes.get(key.gpu_model),
                 currency=currency,
-                gpu_count=gpu_counts.get((key.fleet_id, key.gpu_model), 0),
+                gpu_count=_gpus_serving(by_band.values()),
                 bands=bands,
                 first_hour=min(stamps),
                 last_hour=max(stamps),
             )
         )
     return sorted(curves, key=lambda c: (c.fleet_name, c.key.fleet_id, c.key.gpu_model, c.key.llm_model, c.currency))
+
+
+def _gpus_serving(hours_by_band: Iterable[list[LoadHour]]) -> int:
+    """GPUs that served the model in its busiest hour: its GPU-hours in that hour (shared by tokens), rounded."""
+    return round(max((float(hour.gpu_h) for hours in hours_by_band for hour in hours), default=0.0))
 
 
 def _edges_check(edges: Sequence[float]) -> None:

@@ -29,7 +29,6 @@ from accounting.advice.bands import (
     LoadCurve,
     NodeHour,
     curves_build,
-    fleet_gpu_counts,
     load_hours,
 )
 from accounting.ledger.units import significant
@@ -56,7 +55,7 @@ def load_curves(
     band_edges_rps_per_gpu: Sequence[float] = DEFAULT_BAND_EDGES_RPS_PER_GPU,
 ) -> list[LoadCurve]:
     """The measured curves over ``[start, end)``, ordered by fleet name, GPU model and LLM model."""
-    node_hours = list(_node_hours(organization_ids, start, end, fleet_ids))
+    node_hours = _node_hours(organization_ids, start, end, fleet_ids)
     endpoint_hours = _endpoint_hours(organization_ids, start, end, fleet_ids, llm_models)
     hours = load_hours(endpoint_hours, node_hours)
     fleet_names = dict(Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name"))
@@ -65,7 +64,6 @@ def load_curves(
         hours,
         fleet_names=fleet_names,
         gpu_classes={key: gpu_class for key, (_, gpu_class) in profiles.items()},
-        gpu_counts=fleet_gpu_counts(node_hours),
         edges=band_edges_rps_per_gpu,
     )
 
@@ -76,7 +74,7 @@ def _node_hours(
     lines = ledger_lines(
         organization_ids=organization_ids, start=start, end=end, filters=ReportFilters(fleet_ids=frozenset(fleet_ids))
     )
-    columns = ("node_id", "hour_start", "fleet_id", "gpu_model", "currency", "gpu_count", "gpu_h", "cost", "it_kwh",
+    columns = ("node_id", "hour_start", "fleet_id", "gpu_model", "currency", "gpu_h", "cost", "it_kwh",
                "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")  # fmt: skip
     for row in lines.values_list(*columns).iterator(chunk_size=_CHUNK):
         yield NodeHour(*row)  # the columns in NodeHour's field order

@@ -74,5 +74,6 @@ def test_a_node_serving_two_models_splits_its_hour_by_output_tokens(org_a, fleet
     # tokens 3 : 1, so the node's 8 GPU-hours an hour are 6 for llama-8b and 2 for qwen-14b
     assert curves["llama-8b"].bands[0].gpu_h == pytest.approx(Decimal(18))
     assert curves["qwen-14b"].bands[0].gpu_h == pytest.approx(Decimal(6))
+    assert (curves["llama-8b"].gpu_count, curves["qwen-14b"].gpu_count) == (6, 2)
     # qwen: 500 requests / (2 GPU-h x 3600) = 0.0694 req/s per GPU
     assert curves["qwen-14b"].bands[0].rps_per_gpu == pytest.approx(500 / 7200)
