@@ -261,6 +261,8 @@ def _fit(spec: ClassSpec, curve: LoadCurve, settings: AdvisorSettings) -> FleetF
     capacity_rps, binding, ttft_ms, band_range = 0.0, MEASURED_RANGE, None, None
     if curve.hours < settings.min_hours:
         binding = TOO_LITTLE_DATA
+    elif not _trusted_bands(curve, settings):
+        binding = NO_LATENCY_DATA  # hours enough, but spread over bands too thin to trust
     else:
         for band in _trusted_bands(curve, settings):
             ttft_ms = _ttft_ms(band, spec.ttft_percentile)
@@ -453,6 +455,8 @@ def _fit_limit(fit: FleetFit, spec: ClassSpec) -> str:
             f"{fit.fleet_name} holds {_target(spec)} up to {load}; at {band} req/s per GPU its "
             f"P{spec.ttft_percentile} is {fit.binding_ttft_ms:.0f} ms (latency bound)"
         )
+    if fit.binding == NO_LATENCY_DATA and fit.capacity_rps_per_gpu == 0:
+        return f"{fit.fleet_name} has no trusted load band with a measured TTFT histogram (no capacity credited)"
     if fit.binding == NO_LATENCY_DATA:
         return f"{fit.fleet_name} has no measured TTFT above {load}"
     return f"{fit.fleet_name} holds {_target(spec)} up to {load}, the highest load measured (measured range bound)"

@@ -128,3 +128,12 @@ def test_fleets_in_two_currencies_are_ordered_by_carbon_and_get_no_cost_total():
     assert placement.fleet_name == "enterprise"
     assert "ordered by gCO2e alone" in advice.explanation
     assert advice.recommendation.currency == "USD"  # only the enterprise fleet is placed
+
+
+def test_a_fleet_whose_bands_are_all_too_thin_gets_no_capacity():
+    thin = curve(2, "consumer", "consumer", 16, [band(1, 2, max_rps=1.5, ttft=FAST, cost="1", hours=2)] * 13)
+    advice = advise(spec(100_000_000), [thin, enterprise()])
+    assert [p.fleet_name for p in advice.recommendation.placements] == ["enterprise"]
+    fit = next(f for f in advice.fits if f.fleet_name == "consumer")
+    assert (fit.binding, fit.capacity_output_tokens_per_day) == ("no_latency_data", 0)
+    assert "consumer has no trusted load band with a measured TTFT histogram" in advice.explanation
