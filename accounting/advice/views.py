@@ -7,6 +7,7 @@ refresh queued once the class is saved (and hourly after that).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -17,9 +18,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from accounting.advice.models import Advice, WorkloadClass
+from accounting.advice.charts import load_curve_figure
+from accounting.advice.curves import load_curves
+from accounting.advice.models import Advice, AdviceSettings, WorkloadClass
 from accounting.advice.services import ClassInvalid, advice_settings, workload_class_save
 from accounting.advice.tasks import advice_refresh_task
+from accounting.charts import figure_html
+from accounting.dashboards.common import organization_fleet_colours
 from fleets.permissions import Capability, may_change
 from fleets.web import page_context
 
@@ -57,8 +62,20 @@ def advice_page(request: HttpRequest) -> HttpResponse:
     classes = list(WorkloadClass.objects.filter(organization=organization)) if organization else []
     options = advice_settings(organization_id=organization.pk) if organization else None
     page = {**context, "period": None, "section": "advice", "writable": writable, "form": form, "added": added,
-            "rows": _rows(classes), "options": options}  # fmt: skip
+            "rows": _rows(classes), "options": options, "chart": _chart(organization, options)}  # fmt: skip
     return render(request, "accounting/advice.html", page, status=status)
+
+
+def _chart(organization: Any, options: AdviceSettings | None) -> str | None:
+    """The organization's measured curves (the refresh's history) as a figure; None without any."""
+    if organization is None or options is None:
+        return None
+    end = timezone.now().replace(minute=0, second=0, microsecond=0)
+    curves = load_curves(organization_ids=[organization.pk], start=end - timedelta(days=options.curve_days), end=end)
+    if not curves:
+        return None
+    figure = load_curve_figure(curves, percentile=99, colours=organization_fleet_colours(organization))
+    return figure_html(figure, div_id="load-curves-chart")
 
 
 def _add(request: HttpRequest, form: WorkloadClassForm, organization: Any) -> tuple[int, WorkloadClass | None]:

@@ -36,6 +36,7 @@ def test_the_page_shows_each_class_with_its_advice_explained(org_a):
     assert 'data-status="ok"' in page
     assert "100% on enterprise (h100-sxm;" in page
     assert 'data-outcome="all_consumer"' in page
+    assert 'id="load-curves-chart"' in page
     assert 'id="read-only"' in page and 'id="class-form"' not in page
     assert 'href="/advice/" aria-current="page"' in page
 
