@@ -12,8 +12,10 @@ is kept in the audit trail (subject ``workload_class``).
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
@@ -34,6 +36,7 @@ from accounting.advice.services import (
     workload_class_delete,
     workload_class_save,
 )
+from accounting.advice.tasks import advice_refresh_task
 from accounting.reports.api import ReportView, _csv_name, _json_or_csv
 from accounting.reports.authentication import PersonalTokenAuthentication
 from accounting.reports.renderers import csv_response
@@ -143,6 +146,11 @@ def _shown(workload_class: WorkloadClass) -> dict[str, Any]:
     return data
 
 
+def _refresh_queued(organization_id: int) -> None:
+    """The organization's advice recomputed by a task queued once the change is committed."""
+    transaction.on_commit(partial(advice_refresh_task.delay, organization_id=organization_id))
+
+
 class WorkloadClassesView(ClassView):
     @extend_schema(operation_id="workload_classes_list", summary="Your organizations' workload classes, with advice",
                    responses={200: ClassOutputSerializer(many=True), **ERRORS})  # fmt: skip
@@ -152,7 +160,10 @@ class WorkloadClassesView(ClassView):
     @extend_schema(
         operation_id="workload_classes_create",
         summary="Define a workload class (admin or engineer)",
-        description="Name unique in the organization. The hourly refresh computes its placement advice.",
+        description=(
+            "Name unique in the organization. Its placement advice is computed by a refresh queued on commit "
+            "(and hourly after that); `advice` is null until then."
+        ),
         request=ClassInputSerializer, responses={201: ClassOutputSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
@@ -164,6 +175,7 @@ class WorkloadClassesView(ClassView):
         workload_class = workload_class_save(
             workload_class=WorkloadClass(organization=organization), data=data, user=request.user, now=timezone.now()
         )
+        _refresh_queued(organization.pk)
         return Response(_shown(workload_class), status=status.HTTP_201_CREATED)
 
 
@@ -183,6 +195,7 @@ class WorkloadClassDetailView(ClassView):
         serializer.is_valid(raise_exception=True)
         data = {k: v for k, v in serializer.validated_data.items() if k != "organization"}
         workload_class_save(workload_class=workload_class, data=data, user=request.user, now=timezone.now())
+        _refresh_queued(workload_class.organization_id)
         return Response(_shown(workload_class))
 
     @extend_schema(operation_id="workload_classes_delete", summary="Delete a class and its advice",

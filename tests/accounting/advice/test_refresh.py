@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,15 +26,18 @@ class Receiver:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.status = 204
+        self.delay_s = 0.0
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers["Content-Length"])
                 receiver.bodies.append(json.loads(self.rfile.read(length)))
-                self.send_response(receiver.status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                time.sleep(receiver.delay_s)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up
+                    self.send_response(receiver.status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -118,3 +123,15 @@ def test_with_no_data_the_advice_says_so(org_a):
     assert advice.status == "insufficient_data"
     assert advice.explanation == "No measured hours of qwen-14b on any fleet: no advice until a fleet has served it."
     assert advice.result["window"] is None
+
+
+def test_a_webhook_slower_than_the_timeout_is_parked(org_a, chat, receiver, settings):
+    settings.ADVICE_WEBHOOK_TIMEOUT_S = 0.2
+    AdviceSettings.objects.filter(organization=org_a).update(webhook_url=receiver.url)
+    advice_refresh(organization_id=org_a.pk, now=timezone.now())
+    receiver.delay_s = 1.0
+    WorkloadClass.objects.filter(pk=chat.pk).update(ttft_target_ms=1000)
+    counts = advice_refresh(organization_id=org_a.pk, now=timezone.now())
+    (parked,) = AdviceNotification.objects.all()
+    assert counts["notified"] == 0 and parked.sent_at is None
+    assert "timed out" in parked.error
