@@ -39,6 +39,7 @@ def vllm(
     requests: tuple[int, int] = (700, 89),
     itl: tuple[int, float] | None = None,
     process: bool = True,
+    ttft_sum_s: float = 41.2,
 ) -> str:
     """vLLM v1's page for one model; ``requests``: finished by stop and by length; ``itl``: the inter-token
     latency histogram's (count, sum), exported under both its names; ``process``: with the process's metrics
@@ -80,7 +81,7 @@ def vllm(
             "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.",
             "# TYPE vllm:time_to_first_token_seconds histogram",
             *histogram_lines(
-                "vllm:time_to_first_token_seconds", VLLM_TTFT_BUCKETS_S, sum(requests), labels, sum_s=41.2
+                "vllm:time_to_first_token_seconds", VLLM_TTFT_BUCKETS_S, sum(requests), labels, sum_s=ttft_sum_s
             ),
             *itl_lines,
             "",
@@ -144,17 +145,18 @@ def sglang(*, requests: float = 3000.0) -> str:
 def vllm_two_models(*, start: float = 1.7643e9, scale: float = 1.0) -> str:
     """One vLLM process's page serving two models (an 8B and a 14B), each with its own counters and histograms.
 
-    8B: 1,000,000 prompt and 500,000 output tokens, 800 requests, ITL 499,200 tokens summing 4,992 s;
-    14B: 300,000 prompt and 100,000 output tokens, 200 requests, ITL 99,800 tokens summing 2,994 s;
-    every counter times ``scale`` (rounded).
+    8B: 1,000,000 prompt and 500,000 output tokens, 800 requests (TTFTs summing 40 s), ITL 499,200 tokens
+    summing 4,992 s; 14B: 300,000 prompt and 100,000 output tokens, 200 requests (TTFTs summing 30 s), ITL
+    99,800 tokens summing 2,994 s; every counter times ``scale`` (rounded).
     """
 
     def n(value: float) -> int:
         return round(value * scale)
 
     return vllm(
-        prompt=n(1e6), generation=n(500_000), start=start, requests=(n(700), n(100)), itl=(n(499_200), n(4992) * 1.0)
+        prompt=n(1e6), generation=n(500_000), start=start, requests=(n(700), n(100)), itl=(n(499_200), n(4992) * 1.0),
+        ttft_sum_s=n(40) * 1.0,
     ) + vllm(
         prompt=n(300_000), generation=n(100_000), start=start, model=MODEL_14B, requests=(n(150), n(50)),
-        itl=(n(99_800), n(2994) * 1.0), process=False,
+        itl=(n(99_800), n(2994) * 1.0), process=False, ttft_sum_s=n(30) * 1.0,
     )  # fmt: skip

@@ -228,6 +228,7 @@ def test_a_server_of_two_models_gives_one_reading_per_model_with_its_own_counter
     assert (small.endpoint.model, large.endpoint.model) == (MODEL, MODEL_14B)
     assert (small.prompt_tokens, small.generation_tokens, small.requests) == (1_000_000, 500_000, 800)
     assert (large.prompt_tokens, large.generation_tokens, large.requests) == (300_000, 100_000, 200)
+    assert small.ttft_bucket_counts and large.ttft_bucket_counts and small.itl_bucket_counts and large.itl_bucket_counts
     assert small.ttft_bucket_counts[-1] == 800 and large.ttft_bucket_counts[-1] == 200
     # Inter-token latency: the model's own histogram, once (not added to its deprecated alias's).
     assert small.endpoint.itl_bucket_bounds_s == VLLM_ITL_BUCKETS_S == large.endpoint.itl_bucket_bounds_s
