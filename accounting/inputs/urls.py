@@ -10,6 +10,12 @@ from accounting.inputs.api import (
     SiteTariffsView,
 )
 from accounting.inputs.governance_api import AuditView, LockedPeriodDetailView, LockedPeriodsView
+from accounting.inputs.site_api import (
+    SiteMarketFactorDetailView,
+    SiteMarketFactorsView,
+    SitePuePeriodDetailView,
+    SitePuePeriodsView,
+)
 from accounting.inputs.uploads_api import InstrumentsUploadView, NodePricesUploadView
 
 urlpatterns = [
@@ -19,6 +25,10 @@ urlpatterns = [
     path("site-tariffs/", SiteTariffsView.as_view(), name="site-tariffs"),
     path("site-tariffs/<int:tariff_id>/", SiteTariffDetailView.as_view(), name="site-tariff"),
     path("sites/<int:site_id>/pue/", SitePueView.as_view(), name="site-pue"),
+    path("site-pue-periods/", SitePuePeriodsView.as_view(), name="site-pue-periods"),
+    path("site-pue-periods/<int:row_id>/", SitePuePeriodDetailView.as_view(), name="site-pue-period"),
+    path("site-market-factors/", SiteMarketFactorsView.as_view(), name="site-market-factors"),
+    path("site-market-factors/<int:row_id>/", SiteMarketFactorDetailView.as_view(), name="site-market-factor"),
     path("gpu-assets/", GpuAssetsView.as_view(), name="gpu-assets"),
     path("gpu-assets/<int:asset_id>/", GpuAssetDetailView.as_view(), name="gpu-asset"),
     path("locked-periods/", LockedPeriodsView.as_view(), name="locked-periods"),
