@@ -206,6 +206,16 @@ def validity_row_delete(*, row: Any, user: Any, now: datetime) -> InputChange:
     return InputChange(row, reopened)
 
 
+def validity_row_save(*, row: Any, user: Any, now: datetime) -> InputChange:
+    """Save a price, tariff, PUE or market-factor row whose fields are already set (the Django admin's form)."""
+    subject, organization_of, node_windows = VALIDITY_SUBJECTS[type(row)]
+    with transaction.atomic():
+        return _validity_save(
+            row=row, subject=subject, organization_id=organization_of(row), user=user, now=now,
+            node_windows=node_windows,
+        )  # fmt: skip
+
+
 _EVERY_HOUR: list[Window] = [(datetime(1970, 1, 1, tzinfo=UTC), None)]
 
 
@@ -270,6 +280,33 @@ def gpu_asset_save(*, asset: GpuAsset, data: Mapping[str, Any], user: Any, now: 
             row=asset, subject="gpu_asset", organization_id=node.fleet.organization_id, node_ids=[node.pk],
             user=user, now=now,
         )  # fmt: skip
+
+
+def gpu_asset_row_save(*, asset: GpuAsset, user: Any, now: datetime) -> InputChange:
+    """Save a GPU asset whose fields are already set (the Django admin's form)."""
+    with transaction.atomic():
+        node = Node.objects.select_related("fleet").get(pk=asset.gpu.node_id)
+        return _all_lines_save(
+            row=asset, subject="gpu_asset", organization_id=node.fleet.organization_id, node_ids=[node.pk],
+            user=user, now=now,
+        )  # fmt: skip
+
+
+def gpu_asset_delete(*, asset: GpuAsset, user: Any, now: datetime) -> InputChange:
+    """Delete a GPU asset record: refused while a stored line of its node is locked; its node's lines re-open."""
+    with transaction.atomic():
+        node = Node.objects.select_related("fleet").get(pk=asset.gpu.node_id)
+        organization_id = node.fleet.organization_id
+        _organization_lock(organization_id)
+        lock_check_lines(organization_id=organization_id, node_ids=[node.pk])
+        before, asset_id = snapshot(asset), asset.pk
+        asset.delete()
+        reopened = ledger_lines_reopen(node_windows={node.pk: _EVERY_HOUR}, now=now)
+        audit_record(
+            organization_id=organization_id, user=user, subject="gpu_asset", object_id=asset_id,
+            before=before, after=None, at=now, ledger_hours_reopened=reopened,
+        )  # fmt: skip
+    return InputChange(asset, reopened)
 
 
 def node_rent_change(
