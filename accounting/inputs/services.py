@@ -57,7 +57,7 @@ def _message(error: ValidationError) -> str:
     return " ".join(error.messages)
 
 
-def _validated(row: Model) -> None:
+def validated(row: Model) -> None:
     try:
         row.full_clean()
     except ValidationError as error:
@@ -91,7 +91,7 @@ def _validity_save(
     _organization_lock(organization_id)
     stored = type(row)._default_manager.filter(pk=row.pk).first() if row.pk else None
     before = snapshot(stored)
-    _validated(row)
+    validated(row)
     after = snapshot(row) or {}
     windows = windows_changed(
         before=_period(stored) if stored else None, after=_period(row), values_changed=_values_changed(before, after)
@@ -236,7 +236,7 @@ def _all_lines_save(
     _organization_lock(organization_id)
     stored = type(row)._default_manager.filter(pk=row.pk).first() if row.pk else None
     before = snapshot(stored, fields=fields)
-    _validated(row)
+    validated(row)
     lock_check_lines(organization_id=organization_id, node_ids=node_ids, windows=windows)
     row.save()
     reopened = ledger_lines_reopen(node_windows={n: windows for n in node_ids}, now=now)

@@ -16,7 +16,12 @@ from accounting.inputs.site_api import (
     SitePuePeriodDetailView,
     SitePuePeriodsView,
 )
-from accounting.inputs.uploads_api import InstrumentsUploadView, NodePricesUploadView
+from accounting.inputs.uploads_api import (
+    InstrumentsUploadView,
+    NodePricesUploadView,
+    ResidualMixesUploadView,
+    ResidualMixesView,
+)
 
 urlpatterns = [
     path("node-prices/", NodePricesView.as_view(), name="node-prices"),
@@ -34,5 +39,7 @@ urlpatterns = [
     path("locked-periods/", LockedPeriodsView.as_view(), name="locked-periods"),
     path("locked-periods/<int:lock_id>/", LockedPeriodDetailView.as_view(), name="locked-period"),
     path("instruments/upload/", InstrumentsUploadView.as_view(), name="instruments-upload"),
+    path("residual-mixes/", ResidualMixesView.as_view(), name="residual-mixes"),
+    path("residual-mixes/upload/", ResidualMixesUploadView.as_view(), name="residual-mixes-upload"),
     path("audit/", AuditView.as_view(), name="audit"),
 ]
