@@ -34,14 +34,14 @@ from fleets.permissions import Capability, change_check
 from fleets.selectors import sites_for_user
 
 
-class SitePueInputSerializer(serializers.Serializer):
+class SitePuePeriodInputSerializer(serializers.Serializer):
     site = serializers.IntegerField(help_text="create only")
     pue = serializers.DecimalField(max_digits=4, decimal_places=2, min_value=1, help_text="facility / IT energy")
     valid_from = serializers.DateTimeField()
     valid_to = serializers.DateTimeField(required=False, allow_null=True, help_text="exclusive; empty: in force")
 
 
-class SitePueOutputSerializer(serializers.Serializer):
+class SitePuePeriodOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     organization_id = serializers.IntegerField(source="site.organization_id")
     site_id = serializers.IntegerField()
@@ -50,7 +50,7 @@ class SitePueOutputSerializer(serializers.Serializer):
     valid_to = serializers.DateTimeField(allow_null=True)
 
 
-class SitePueWrittenSerializer(SitePueOutputSerializer):
+class SitePuePeriodWrittenSerializer(SitePuePeriodOutputSerializer):
     ledger_hours_reopened = serializers.IntegerField(help_text="stored ledger hours marked for recomputation")
 
 
@@ -82,8 +82,8 @@ class _SiteRowsView(InputView):
     model: type[Model] = SitePue
     what = "PUE period"
     capability = Capability.PRICES
-    input_serializer: type[serializers.Serializer] = SitePueInputSerializer
-    output_serializer: type[serializers.Serializer] = SitePueOutputSerializer
+    input_serializer: type[serializers.Serializer] = SitePuePeriodInputSerializer
+    output_serializer: type[serializers.Serializer] = SitePuePeriodOutputSerializer
 
     def rows(self, request: Request) -> QuerySet[Any]:
         sites = sites_for_user(user=request.user)
@@ -140,33 +140,35 @@ class _MarketRows(_SiteRowsView):
 
 
 class SitePuePeriodsView(_PueRows):
-    @extend_schema(operation_id="site_pue_periods_list", responses={200: SitePueOutputSerializer(many=True), **ERRORS})
+    @extend_schema(
+        operation_id="site_pue_periods_list", responses={200: SitePuePeriodOutputSerializer(many=True), **ERRORS}
+    )
     def get(self, request: Request) -> Response:
         return self.list_rows(request)
 
     @extend_schema(
         operation_id="site_pue_periods_create", summary="A site's PUE from valid_from (to valid_to); admin or finance",
-        request=SitePueInputSerializer, responses={201: SitePueWrittenSerializer, **ERRORS},
+        request=SitePuePeriodInputSerializer, responses={201: SitePuePeriodWrittenSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
         return self.create_row(request)
 
 
 class SitePuePeriodDetailView(_PueRows):
-    @extend_schema(operation_id="site_pue_periods_read", responses={200: SitePueOutputSerializer, **ERRORS})
+    @extend_schema(operation_id="site_pue_periods_read", responses={200: SitePuePeriodOutputSerializer, **ERRORS})
     def get(self, request: Request, row_id: int) -> Response:
         return self.read_row(request, row_id)
 
     @extend_schema(
         operation_id="site_pue_periods_update", summary="Change a PUE period (the fields given; the site stays)",
-        request=SitePueInputSerializer(partial=True), responses={200: SitePueWrittenSerializer, **ERRORS},
+        request=SitePuePeriodInputSerializer(partial=True), responses={200: SitePuePeriodWrittenSerializer, **ERRORS},
     )  # fmt: skip
     def patch(self, request: Request, row_id: int) -> Response:
         return self.change_row(request, row_id)
 
     @extend_schema(
         operation_id="site_pue_periods_delete", summary="Delete a PUE period: its hours go back to the site's PUE",
-        responses={200: SitePueWrittenSerializer, **ERRORS},
+        responses={200: SitePuePeriodWrittenSerializer, **ERRORS},
     )  # fmt: skip
     def delete(self, request: Request, row_id: int) -> Response:
         return self.delete_row(request, row_id)

@@ -10,6 +10,7 @@ from accounting.inputs.api import (
     SiteTariffsView,
 )
 from accounting.inputs.governance_api import AuditView, LockedPeriodDetailView, LockedPeriodsView
+from accounting.inputs.nodes_api import NodeEnrollmentsView, NodeTokenDetailView, NodeTokensView
 from accounting.inputs.site_api import (
     SiteMarketFactorDetailView,
     SiteMarketFactorsView,
@@ -41,5 +42,8 @@ urlpatterns = [
     path("instruments/upload/", InstrumentsUploadView.as_view(), name="instruments-upload"),
     path("residual-mixes/", ResidualMixesView.as_view(), name="residual-mixes"),
     path("residual-mixes/upload/", ResidualMixesUploadView.as_view(), name="residual-mixes-upload"),
+    path("node-enrollments/", NodeEnrollmentsView.as_view(), name="node-enrollments"),
+    path("node-tokens/", NodeTokensView.as_view(), name="node-tokens"),
+    path("node-tokens/<int:token_id>/", NodeTokenDetailView.as_view(), name="node-token"),
     path("audit/", AuditView.as_view(), name="audit"),
 ]
