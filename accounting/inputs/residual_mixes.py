@@ -47,9 +47,11 @@ def residual_mix_save(*, row: ResidualMixFactor, user: Any, now: datetime) -> In
         Organization.objects.select_for_update().filter(pk=row.organization_id).first()
         row.zone = row.zone.upper()
         if not row.pk:  # a zone and year already held: the new figure replaces it
-            row.pk = ResidualMixFactor.objects.filter(
+            held = ResidualMixFactor.objects.filter(
                 organization_id=row.organization_id, zone=row.zone, year=row.year
-            ).values_list("pk", flat=True).first()  # fmt: skip
+            ).first()  # fmt: skip
+            if held is not None:
+                held.gco2e_per_kwh, held.source, row = row.gco2e_per_kwh, row.source, held
         stored = ResidualMixFactor.objects.filter(pk=row.pk).first() if row.pk else None
         validated(row)
         years = [_year(row.year)] + ([_year(stored.year)] if stored is not None else [])
