@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import IO, Any
 
-from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -21,11 +18,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounting.grid import CsvError
-from accounting.grid.csv_upload import parse_intensity_csv
-from accounting.grid.store import SOURCE_NAME_PATTERN, intensity_store
-from accounting.inputs.audit import audit_record
-from accounting.inputs.locks import PeriodLocked, lock_check
-from accounting.ledger_store import ledger_mark_intensity_since
+from accounting.grid.store import SOURCE_NAME_PATTERN
+from accounting.grid.upload_service import intensity_upload_save
+from accounting.inputs.locks import PeriodLocked
 from accounting.reports.authentication import PersonalTokenAuthentication
 from fleets.models import Organization
 from fleets.permissions import ROLES_FOR, Capability
@@ -129,18 +124,9 @@ class IntensityCsvUploadView(APIView):
         organization = _organization_for_upload(user=request.user, slug=query.validated_data["organization"])
         source_name = query.validated_data["source_name"]
         try:
-            started = timezone.now()
-            body = _csv_body(request)
-            values = parse_intensity_csv(body, source_name=source_name)
-            with transaction.atomic():
-                Organization.objects.select_for_update().filter(pk=organization.pk).first()
-                # An uploaded hour inside a locked period would change the figures reported for it: 409.
-                lock_check(
-                    organization_id=organization.pk, windows=[(v.hour_start, v.hour_start + HOUR) for v in values]
-                )
-                stored = intensity_store(values=values, organization=organization)
-                reopened = ledger_mark_intensity_since(since=started, now=timezone.now())
-                _upload_audit(request.user, organization, source_name, body, values, stored, reopened)
+            stored, _ = intensity_upload_save(
+                organization=organization, body=_csv_body(request), source_name=source_name, user=request.user
+            )
         except _UploadRefused as refused:
             return Response({"error": str(refused)}, status=refused.status)
         except PeriodLocked as locked:
@@ -149,22 +135,6 @@ class IntensityCsvUploadView(APIView):
             return Response(_problems(error), status=status.HTTP_400_BAD_REQUEST)
         answer = {"organization": organization.slug, "source_name": source_name, "stored": stored}
         return Response(self.OutputSerializer(answer).data, status=status.HTTP_201_CREATED)
-
-
-def _upload_audit(
-    user: Any, organization: Organization, source_name: str, body: bytes, values: list[Any], stored: int, reopened: int
-) -> None:
-    """The upload in the audit trail: who, when, which file (SHA-256), zones and hours, what it stored."""
-    hours = sorted(value.hour_start for value in values)
-    after = {
-        "source_name": source_name, "file_sha256": hashlib.sha256(body).hexdigest(), "rows": len(values),
-        "stored": stored, "zones": sorted({value.zone for value in values}),
-        "first_hour": hours[0].isoformat() if hours else None, "last_hour": hours[-1].isoformat() if hours else None,
-    }  # fmt: skip
-    audit_record(
-        organization_id=organization.pk, user=user, subject="grid_intensity_upload", object_id=0,
-        before=None, after=after, at=timezone.now(), ledger_hours_reopened=reopened,
-    )  # fmt: skip
 
 
 def _organization_for_upload(*, user: Any, slug: str) -> Organization:

@@ -231,3 +231,20 @@ def test_an_upload_is_audited_with_its_file_hash_zones_and_hours(admin_a: APICli
     assert upload(admin_a, BAD).status_code == 400
     assert upload(member(org_a, Role.VIEWER), GOOD).status_code == 403
     assert AuditEntry.objects.count() == 1  # refused uploads change nothing, so leave no entry
+
+
+def test_the_command_is_audited_and_refused_in_a_locked_period_like_the_upload(org_a: Any, tmp_path: Path) -> None:
+    csv_file = tmp_path / "acme.csv"
+    csv_file.write_text(GOOD)
+    call_command("import_grid_csv", "--organization", "org-a", "--source", "acme", str(csv_file), stdout=StringIO())
+    entry = AuditEntry.objects.get()
+    assert (entry.subject, entry.username, entry.after["stored"]) == ("grid_intensity_upload", "", 2)
+    LockedPeriod.objects.create(
+        organization=org_a, start=datetime(2024, 5, 1, tzinfo=UTC), end=datetime(2024, 6, 1, tzinfo=UTC),
+        reason="May closed", locked_at=datetime(2024, 6, 2, tzinfo=UTC),
+    )  # fmt: skip
+    csv_file.write_text(GOOD.replace("312.5", "100"))
+    with pytest.raises(CommandError, match=r"is locked \(May closed\)"):
+        call_command("import_grid_csv", "--organization", "org-a", "--source", "acme", str(csv_file))
+    assert GridIntensity.objects.filter(gco2e_per_kwh=100).count() == 0
+    assert AuditEntry.objects.count() == 1
