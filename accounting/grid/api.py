@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import IO, Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -31,7 +30,6 @@ CSV_CONTENT_TYPE = "text/csv"
 MAX_CSV_BYTES = 16 * 1024 * 1024
 # Enough to fix a file by; a wholly wrong file would otherwise answer one line per row.
 MAX_PROBLEMS_LISTED = 200
-HOUR = timedelta(hours=1)
 UPLOAD_ROLES: set[str] = {str(role) for role in ROLES_FOR[Capability.SUSTAINABILITY]}  # fleets.permissions
 
 
