@@ -21,11 +21,12 @@ from accounting.inputs.services import (
     InputChange,
     gpu_asset_delete,
     gpu_asset_row_save,
+    organization_row_delete,
+    organization_row_save,
     site_pue_update,
     validity_row_delete,
     validity_row_save,
 )
-from accounting.ledger_store import ledger_mark_existing
 from accounting.models import (
     GpuAsset,
     HardwareProfile,
@@ -37,7 +38,7 @@ from accounting.models import (
     SiteTariff,
 )
 from fleets.admin import OrganizationScopedAdmin, SiteAdmin, organization_path_register
-from fleets.models import Node, Site
+from fleets.models import Site
 
 for _model, _path in (
     (HardwareProfile, "organization"),
@@ -84,22 +85,28 @@ class SitePueAdmin(ValidityInputAdmin):
     list_display = ["site", "pue", "valid_from", "valid_to"]
 
 
-class OrganizationWideAdmin(OrganizationScopedAdmin):
-    """For rows that feed every line of their organization: a change recomputes them all."""
+class OrganizationWideAdmin(AuditedInputAdmin):
+    """Rows that feed every line of their organization: audited, refused while a locked period holds lines of
+    the organization, and every stored line re-opened."""
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        nodes = Node.objects.filter(fleet__organization_id=obj.organization_id).values_list("id", flat=True)
-        ledger_mark_existing(node_ids=nodes, now=timezone.now())
+    subject = ""
+
+    def input_save(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return organization_row_save(row=obj, subject=self.subject, user=user, now=now)
+
+    def input_delete(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return organization_row_delete(row=obj, subject=self.subject, user=user, now=now)
 
 
 @admin.register(LedgerSettings)
 class LedgerSettingsAdmin(OrganizationWideAdmin):
+    subject = "ledger_settings"
     list_display = ["organization", "amortization", "idle_util_threshold_pct"]
 
 
 @admin.register(HardwareProfile)
 class HardwareProfileAdmin(OrganizationWideAdmin):
+    subject = "hardware_profile"
     list_display = ["key", "display_name", "organization", "tdp_w", "embodied_central_kgco2e", "lifetime_years"]
 
 

@@ -309,6 +309,32 @@ def gpu_asset_delete(*, asset: GpuAsset, user: Any, now: datetime) -> InputChang
     return InputChange(asset, reopened)
 
 
+def organization_row_save(*, row: Any, subject: str, user: Any, now: datetime) -> InputChange:
+    """Save a row that weighs on every line of its organization (a hardware profile, the ledger settings)."""
+    with transaction.atomic():
+        nodes = list(Node.objects.filter(fleet__organization_id=row.organization_id).values_list("id", flat=True))
+        return _all_lines_save(
+            row=row, subject=subject, organization_id=row.organization_id, node_ids=nodes, user=user, now=now
+        )
+
+
+def organization_row_delete(*, row: Any, subject: str, user: Any, now: datetime) -> InputChange:
+    """Delete such a row: refused while a locked period holds lines of the organization; all lines re-open."""
+    with transaction.atomic():
+        organization_id = row.organization_id
+        _organization_lock(organization_id)
+        nodes = list(Node.objects.filter(fleet__organization_id=organization_id).values_list("id", flat=True))
+        lock_check_lines(organization_id=organization_id, node_ids=nodes)
+        before, row_id = snapshot(row), row.pk
+        row.delete()
+        reopened = ledger_lines_reopen(node_windows={n: _EVERY_HOUR for n in nodes}, now=now)
+        audit_record(
+            organization_id=organization_id, user=user, subject=subject, object_id=row_id,
+            before=before, after=None, at=now, ledger_hours_reopened=reopened,
+        )  # fmt: skip
+    return InputChange(row, reopened)
+
+
 def node_rent_change(
     *, node: Node, rate_per_h: Any, rate_per: str, valid_from: datetime, user: Any, now: datetime
 ) -> int:

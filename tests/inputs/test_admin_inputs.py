@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.instruments.models import ResidualMixFactor
-from accounting.models import GpuAsset, LedgerPending, NodePrice, SitePue, SiteTariff
+from accounting.models import GpuAsset, LedgerPending, LedgerSettings, NodePrice, SitePue, SiteTariff
 from fleets.models import Node, Organization, Role, Site
 from tests.factories import MembershipFactory
 from tests.inputs.conftest import JAN_1, JAN_2, JAN_3
@@ -155,3 +155,23 @@ def test_a_residual_mix_of_a_locked_year_is_refused_in_the_admin(staff: Client, 
     assert staff.post(url, form | {"year": "2026"}).status_code == 302
     assert list(ResidualMixFactor.objects.values_list("year", flat=True)) == [2026]
     assert list(AuditEntry.objects.values_list("subject", "username")) == [("residual_mix", "ada")]
+
+
+def test_ledger_settings_in_the_admin_reopen_every_line_and_are_refused_when_lines_are_locked(
+    staff: Client, org_a: Organization, node_a: Node, node_b: Node
+) -> None:
+    form = {"organization": str(org_a.pk), "amortization": "utilization", "idle_util_threshold_pct": "5"}
+    added = staff.post(reverse("admin:accounting_ledgersettings_add"), form)
+    assert "96 ledger hours re-opened for recomputation" in shown(added)
+    entry = AuditEntry.objects.get()
+    assert (entry.subject, entry.after["amortization"], entry.ledger_hours_reopened) == (
+        "ledger_settings", "utilization", 96,
+    )  # fmt: skip
+    LockedPeriod.objects.create(organization=org_a, start=JAN_1, end=JAN_2, locked_at=JAN_3)
+    settings = LedgerSettings.objects.get()
+    refused = staff.post(
+        reverse("admin:accounting_ledgersettings_change", args=[settings.pk]), form | {"amortization": "time"}
+    )
+    assert any("is locked" in message for message in shown(refused))
+    settings.refresh_from_db()
+    assert (settings.amortization, AuditEntry.objects.count()) == ("utilization", 1)
