@@ -1,0 +1,539 @@
+"""Tenancy probe: every route of the project, walked from Django's URL resolver, is tried by a member of Org B on
+Org A's data, and must neither show it, change it, nor fail.
+
+Org A holds one row of every kind the API serves (prices, tariffs, dated PUE, market factors, GPU assets, a
+locked period, an instrument with evidence, a workload class, residual mixes, node and personal tokens, a few
+ledger hours) and every name it chose starts with ``zz-a``. Bob, an admin of Org B (the strongest role, so a
+refusal is never a role's), calls every route with a browser session and with a personal token:
+
+- a route naming one of A's rows answers 404 to every method the route serves (405 to the others), shows
+  nothing of A, and leaves A's rows and the audit trail as they were;
+- a route without parameters lists none of A's ids, answers ``?organization=<A's id>`` with 400 or 404,
+  exports CSV without A's names, and refuses (400/404) a create that names A's fleet, node, site or token;
+- A's node token reads no report or list, and cannot report a GPU of B's node.
+
+``PROBES`` says how each route is probed and ``EXCLUDED`` why a route is not; a route in neither fails
+``test_every_route_is_probed_or_excluded``, so a new route cannot skip the probe.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.test import APIClient
+
+from accounting.inputs.models import AuditEntry
+from accounting.instruments.models import InstrumentHour
+from accounting.models import LedgerPending
+from accounting.ledger_store import ledger_node_hours_compute
+from accounting.reports.tokens import personal_token_create
+from fleets.admin import ORGANIZATION_PATHS
+from fleets.models import Gpu, NodeCredential, Organization, PersonalToken
+from fleets.services import credential_issue
+from tests.factories import FleetFactory, GpuFactory, NodeFactory, SiteFactory
+from tests.telemetry.batches import gpu_ref, make_batch
+
+pytestmark = pytest.mark.django_db
+
+MARK = "zz-a"  # every name Org A chose starts so: it must never reach Org B
+HOURS = [datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=n) for n in range(3)]
+PERIOD = {"start": "2026-01-01T00:00:00Z", "end": "2026-01-01T03:00:00Z"}
+METHODS = ("get", "post", "put", "patch", "delete")
+WRITES = METHODS[1:]
+
+
+@dataclass
+class World:
+    org_a: Organization
+    org_b: Organization
+    ids: dict[str, int]  # Org A's rows, by kind
+    a: APIClient  # Alice, admin of Org A, by personal token
+    b_session: Client
+    b_token: APIClient
+    a_node_token: str
+    b_gpu_uuid: str
+
+
+# --- how each route is probed ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Detail:
+    """A route naming one of A's rows: ``args`` fills its path; ``serves`` are the methods its owner may call."""
+
+    args: Callable[[World], dict[str, int]]
+    serves: tuple[str, ...]
+    body: Callable[[World], dict[str, Any]] = lambda w: {}
+    page: bool = False
+
+
+@dataclass(frozen=True)
+class Collection:
+    """A route without path parameters: answers the caller's own rows, or creates one."""
+
+    a_ids: Callable[[World], set[int]] | None = None  # A's rows the JSON list would hold (their "id")
+    organization: bool = False  # takes ?organization=
+    csv: bool = False  # exports CSV (?format=csv)
+    creates: Callable[[World], list[dict[str, Any]]] | None = None  # bodies naming A's rows, each refused
+    filters: tuple[str, ...] = ()  # query parameters that name a fleet, site or node: A's answer 400/404
+    writes: str = "post"  # the method of ``creates``
+    page: bool = False
+    reads: bool = True  # answers GET
+
+
+@dataclass(frozen=True)
+class Special:
+    """A route with a probe of its own: the named test of this module."""
+
+    test: str
+
+
+def _ids(kind: str) -> Callable[[World], set[int]]:
+    return lambda w: {w.ids[kind]}
+
+
+def _price_body(w: World) -> list[dict[str, Any]]:
+    return [{"fleet": w.ids["fleet"], "node": w.ids["node"], "kind": "rented", "rate_per_h": "9", "rate_per": "gpu",
+             "valid_from": "2026-03-01T00:00:00Z"}]  # fmt: skip
+
+
+def _csv(name: str, text: str, w: World) -> list[dict[str, Any]]:
+    upload = SimpleUploadedFile(name, text.encode())
+    return [{"file": upload, "organization": str(w.org_a.pk)}]
+
+
+def _instrument(w: World) -> dict[str, Any]:
+    return {
+        "organization": str(w.org_a.pk), "site": w.ids["site"], "kind": "go", "name": "zz-a-go", "volume_mwh": "1",
+        "delivery_start": "2025-01-01T00:00:00Z", "delivery_end": "2025-02-01T00:00:00Z", "vintage_year": 2025,
+        "generation_zone": "NO", "technology": "hydro",
+    }  # fmt: skip
+
+
+_DATED = {"pue": "1.9", "gco2e_per_kwh": "1", "valid_from": "2026-05-01T00:00:00Z", "source": "zz-b"}
+_CLASS = {"name": "zz-b-class", "llm_model": "m", "ttft_target_ms": 100, "ttft_percentile": 99,
+          "expected_output_tokens_per_day": 1000}  # fmt: skip
+_REPORT = Collection(organization=True, csv=True)
+_FILTERED = {"fleet": "fleet", "baseline": "fleet", "site": "site", "node": "node"}  # parameter -> A's row
+
+PROBES: dict[str, Detail | Collection | Special] = {
+    # pages
+    "home": Collection(page=True),
+    "finance": Collection(page=True),
+    "sustainability": Collection(page=True),
+    "compare": Collection(page=True),
+    "nodes": Collection(page=True),
+    "node": Detail(lambda w: {"node_id": w.ids["node"]}, serves=("get",), page=True),
+    "advice": Collection(page=True),
+    "node-prices-page": Collection(
+        page=True,
+        creates=lambda w: [{"node": w.ids["node"], "rate_per_h": "9", "rate_per": "gpu", "valid_from": "2026-03-01"}],
+    ),
+    "node-tokens-page": Collection(
+        page=True,
+        creates=lambda w: [
+            {"action": "revoke", "token": w.ids["node_token"]},
+            {"action": "rotate", "node": w.ids["node"], "revoke_others": "on"},
+            {"action": "enroll", "fleet": w.ids["fleet"], "site": w.ids["site"], "hostname": "zz-b-new"},
+        ],
+    ),
+    "organization-switch": Special("test_switching_to_another_organization_is_refused"),
+    # telemetry
+    "ingest": Special("test_a_node_token_reports_only_its_own_gpus_and_reads_nothing"),
+    "node-status-list": Collection(a_ids=_ids("node")),
+    "node-status-detail": Detail(lambda w: {"node_id": w.ids["node"]}, serves=("get",)),
+    # reports
+    "reports-usage": Collection(organization=True, csv=True, filters=("fleet", "site", "node")),
+    "reports-comparison": Collection(organization=True, csv=True, filters=("fleet", "baseline")),
+    "reports-sustainability": _REPORT,
+    "reports-scope2": _REPORT,
+    "reports-scope2-ghg-table": _REPORT,
+    "reports-scope2-esrs": Collection(organization=True),  # JSON only
+    "reports-load-curves": Collection(organization=True, csv=True, filters=("fleet",)),
+    "audit": _REPORT,
+    "personal-tokens": Collection(a_ids=_ids("personal_token")),
+    "personal-token-revoke": Detail(lambda w: {"token_id": w.ids["personal_token"]}, serves=("delete",)),
+    # grid
+    "grid-intensity-csv": Collection(
+        reads=False,
+        creates=lambda w: [{"file": SimpleUploadedFile("g.csv", b"zone,hour_start,gco2e_per_kwh\nDE,2026-01-01T00:00:00Z,1\n"),
+                            "organization": w.org_a.slug}],
+    ),  # fmt: skip
+    # inputs
+    "node-prices": Collection(a_ids=_ids("node_price"), creates=_price_body),
+    "node-prices-upload": Collection(
+        reads=False,
+        creates=lambda w: _csv("p.csv", "fleet,kind,rate_per_h,valid_from\nzz-a-fleet,rented,9,2026-03-01T00:00:00Z\n", w),
+    ),  # fmt: skip
+    "node-price": Detail(lambda w: {"price_id": w.ids["node_price"]}, ("get", "patch"), lambda w: {"rate_per_h": "9"}),
+    "site-tariffs": Collection(
+        a_ids=_ids("site_tariff"),
+        creates=lambda w: [{"site": w.ids["site"], "flat_price_per_kwh": "9", "valid_from": "2026-03-01T00:00:00Z"}],
+    ),
+    "site-tariff": Detail(
+        lambda w: {"tariff_id": w.ids["site_tariff"]}, ("get", "patch"), lambda w: {"flat_price_per_kwh": "9"}
+    ),
+    "site-pue": Detail(lambda w: {"site_id": w.ids["site"]}, ("get", "put"), lambda w: {"pue": "1.90"}),
+    "site-pue-periods": Collection(a_ids=_ids("pue_period"), creates=lambda w: [{"site": w.ids["site"], **_DATED}]),
+    "site-pue-period": Detail(lambda w: {"row_id": w.ids["pue_period"]}, ("get", "patch", "delete"), lambda w: _DATED),
+    "site-market-factors": Collection(
+        a_ids=_ids("market_factor"), creates=lambda w: [{"site": w.ids["site"], **_DATED}]
+    ),
+    "site-market-factor": Detail(
+        lambda w: {"row_id": w.ids["market_factor"]}, ("get", "patch", "delete"), lambda w: _DATED
+    ),
+    "gpu-assets": Collection(a_ids=_ids("gpu_asset"), creates=lambda w: [{"gpu": w.ids["gpu_free"]}]),
+    "gpu-asset": Detail(lambda w: {"asset_id": w.ids["gpu_asset"]}, ("get", "patch"), lambda w: {"condition": "used"}),
+    "locked-periods": Collection(
+        a_ids=_ids("lock"),
+        creates=lambda w: [{"organization": str(w.org_a.pk), "start": "2023-01-01T00:00:00Z", "end": "2023-02-01T00:00:00Z"}],
+    ),  # fmt: skip
+    "locked-period": Detail(lambda w: {"lock_id": w.ids["lock"]}, serves=("delete",)),
+    "instruments": Collection(a_ids=_ids("instrument"), creates=lambda w: [_instrument(w)]),
+    "instruments-upload": Collection(
+        reads=False,
+        creates=lambda w: _csv(
+            "i.csv",
+            "site,kind,name,volume_mwh,delivery_start,delivery_end,vintage_year,generation_zone,technology\n"
+            "zz-a-site,go,zz-b,1,2025-01-01T00:00:00Z,2025-02-01T00:00:00Z,2025,NO,hydro\n",
+            w,
+        ),
+    ),
+    "instrument": Detail(lambda w: {"instrument_id": w.ids["instrument"]}, ("get", "patch"), lambda w: {"name": "x"}),
+    "instrument-evidence": Detail(
+        lambda w: {"instrument_id": w.ids["instrument"]},
+        ("get", "put"),
+        lambda w: {"file": SimpleUploadedFile("e.pdf", b"forged")},
+    ),
+    "residual-mixes": Collection(a_ids=_ids("residual_mix")),
+    "residual-mixes-upload": Collection(
+        reads=False,
+        creates=lambda w: _csv("m.csv", "zone,year,gco2e_per_kwh,source\nDE,2024,1,zz-b\n", w),
+    ),  # fmt: skip
+    "node-enrollments": Collection(
+        reads=False,
+        creates=lambda w: [{"fleet": w.ids["fleet"], "site": w.ids["site"], "hostname": "zz-b-new"}],
+    ),
+    "node-tokens": Collection(
+        a_ids=_ids("node_token"), creates=lambda w: [{"node": w.ids["node"], "revoke_others": True}]
+    ),
+    "node-token": Detail(lambda w: {"token_id": w.ids["node_token"]}, serves=("delete",)),
+    # placement advice
+    "workload-classes": Collection(a_ids=_ids("workload_class"), creates=lambda w: [_CLASS | {"organization": str(w.org_a.pk)}]),
+    "workload-class": Detail(
+        lambda w: {"class_id": w.ids["workload_class"]}, ("get", "patch", "delete"), lambda w: {"ttft_target_ms": 1}
+    ),
+    "advice-settings": Collection(organization=True, writes="put", creates=lambda w: [{"organization": str(w.org_a.pk), "minimum_hours": 1}]),
+}  # fmt: skip
+
+EXCLUDED: dict[str, str] = {
+    "admin:*": "the admin site is walked model by model in tests/fleets/test_admin_scoping.py",
+    "healthz": "the service's health: no organization's data",
+    "/favicon.ico": "a redirect to a static file",
+    "schema": "the OpenAPI document: the same for everyone, no rows",
+    "api-docs": "Swagger UI over the schema: no rows",
+    "login": "Django's sign-in: no organization's data",
+    "logout": "Django's sign-out",
+    "password_change": "the user's own password",
+    "password_change_done": "a confirmation page",
+    "password_reset": "sends a reset link to an address; reveals no row",
+    "password_reset_done": "a confirmation page",
+    "password_reset_confirm": "its parameters are a signed user id and token, no organization's row",
+    "password_reset_complete": "a confirmation page",
+}
+
+
+def project_routes() -> dict[str, str]:
+    """Every route of the project: its key (namespace:name, name, or its path when unnamed) -> its path."""
+    found: dict[str, str] = {}
+
+    def walk(patterns: list[Any], prefix: str, namespace: str | None) -> None:
+        for pattern in patterns:
+            route = prefix + str(pattern.pattern)
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, route, pattern.namespace or namespace)
+            elif isinstance(pattern, URLPattern):
+                key = f"{namespace}:*" if namespace else (pattern.name or route)
+                found.setdefault(key, route)
+
+    walk(get_resolver().url_patterns, "/", None)
+    return found
+
+
+def has_parameters(route: str) -> bool:
+    return "<" in route or "(?P" in route
+
+
+def route_path(name: str, kwargs: dict[str, int] | None = None) -> str:
+    from django.urls import reverse
+
+    return reverse(name, kwargs=kwargs)
+
+
+# --- the world: Org A's rows and Org B's member ----------------------------------------------------------------
+
+
+def _created(response: Any) -> dict[str, Any]:
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def _org_a_rows(world: World, site: Any, fleet: Any, node: Any, gpu: Any) -> None:
+    a, ids = world.a, world.ids
+    price = _created(a.post("/api/v1/node-prices/", _price_body(world)[0] | {"valid_from": HOURS[0]}, format="json"))
+    ids["node_price"] = price["id"]
+    tariff = {"site": site.pk, "flat_price_per_kwh": "0.30", "valid_from": HOURS[0]}
+    ids["site_tariff"] = _created(a.post("/api/v1/site-tariffs/", tariff, format="json"))["id"]
+    dated = {"site": site.pk, "valid_from": HOURS[1], "source": "zz-a-source"}
+    ids["pue_period"] = _created(a.post("/api/v1/site-pue-periods/", dated | {"pue": "1.3"}, format="json"))["id"]
+    factor = dated | {"gco2e_per_kwh": "300"}
+    ids["market_factor"] = _created(a.post("/api/v1/site-market-factors/", factor, format="json"))["id"]
+    ids["gpu_asset"] = _created(a.post("/api/v1/gpu-assets/", {"gpu": gpu.pk}, format="json"))["id"]
+    ids["instrument"] = _created(a.post("/api/v1/instruments/", _instrument(world), format="json"))["id"]
+    evidence = {"file": SimpleUploadedFile("zz-a-contract.pdf", b"zz-a evidence")}
+    assert a.put(f"/api/v1/instruments/{ids['instrument']}/evidence/", evidence).status_code == 200
+    ids["workload_class"] = _created(a.post("/api/v1/workload-classes/", _CLASS | {"name": "zz-a-class"}))["id"]
+    mixes = SimpleUploadedFile("m.csv", b"zone,year,gco2e_per_kwh,source\nDE,2025,400,zz-a-mix\n")
+    assert a.post("/api/v1/residual-mixes/upload/", {"file": mixes}).status_code == 201
+    ids["residual_mix"] = a.get("/api/v1/residual-mixes/").json()[0]["id"]
+    lock = {"start": "2024-01-01T00:00:00Z", "end": "2024-02-01T00:00:00Z", "reason": "zz-a-closed"}
+    ids["lock"] = _created(a.post("/api/v1/locked-periods/", lock, format="json"))["id"]
+
+
+@pytest.fixture
+def world(org_a: Organization, org_b: Organization, user_a: Any, user_b: Any) -> World:
+    org_a.name = "zz-a organization"
+    org_a.save()
+    site = SiteFactory(organization=org_a, name="zz-a-site", grid_zone="DE")
+    fleet = FleetFactory(organization=org_a, name="zz-a-fleet")
+    node = NodeFactory(fleet=fleet, site=site, hostname="zz-a-host", commissioned_at=HOURS[0] - timedelta(days=1))
+    gpu, gpu_free = GpuFactory(node=node, index=0), GpuFactory(node=node, index=1)
+    a_node_token = credential_issue(node=node)
+    personal, a_secret = personal_token_create(user=user_a, name="zz-a-token")
+    b_node = NodeFactory(fleet__organization=org_b, hostname="b-host")
+    b_gpu = GpuFactory(node=b_node, index=0)
+    b_session = Client()
+    b_session.force_login(user_b)
+    _, b_secret = personal_token_create(user=user_b, name="b-token")
+    a, b_token = APIClient(), APIClient()
+    a.credentials(HTTP_AUTHORIZATION=f"Bearer {a_secret}")
+    b_token.credentials(HTTP_AUTHORIZATION=f"Bearer {b_secret}")
+    ids = {"site": site.pk, "fleet": fleet.pk, "node": node.pk, "gpu_free": gpu_free.pk, "personal_token": personal.pk}
+    ids["node_token"] = NodeCredential.objects.get(node=node).pk
+    built = World(org_a, org_b, ids, a, b_session, b_token, a_node_token, b_gpu.uuid)
+    _org_a_rows(built, site, fleet, node, gpu)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=HOURS)
+    return built
+
+
+# Rows of Org A that the admin does not list, but a write on A's behalf would leave.
+EXTRA_PATHS = {LedgerPending: "node__fleet__organization", InstrumentHour: "instrument__organization"}
+
+
+def snapshot(world: World) -> dict[str, Any]:
+    """Every row of Org A (each organization-scoped model, A's personal tokens) and the audit trail's length."""
+    rows: dict[str, Any] = {}
+    for model, path in ORGANIZATION_PATHS.items():
+        scoped = model.objects.filter(**{path: world.org_a.pk}).order_by("pk")
+        rows[model._meta.label] = [_plain(row) for row in scoped.values()]
+    for model, path in EXTRA_PATHS.items():
+        rows[model._meta.label] = list(model.objects.filter(**{path: world.org_a.pk}).order_by("pk").values())
+    rows["personal tokens"] = list(PersonalToken.objects.filter(user__username="alice").order_by("pk").values())
+    rows["audit entries"] = AuditEntry.objects.count()
+    return rows
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's values, but when a token was last used (A's node token is used by its own node below)."""
+    return {key: bytes(value) if isinstance(value, memoryview) else value for key, value in row.items()
+            if key != "last_used_at"}  # fmt: skip
+
+
+def clients(world: World, page: bool) -> Iterator[tuple[str, Client]]:
+    yield "session", world.b_session
+    if not page:
+        yield "token", world.b_token
+
+
+def call(client: Client, method: str, path: str, body: dict[str, Any] | None = None, **extra: Any) -> Any:
+    body = body or {}
+    if any(isinstance(value, SimpleUploadedFile) for value in body.values()):
+        for value in body.values():
+            if isinstance(value, SimpleUploadedFile):
+                value.seek(0)
+        if method == "post":
+            return client.post(path, body, **extra)
+        from django.test.client import MULTIPART_CONTENT, encode_multipart
+
+        data = encode_multipart("BoUnDaRy", body)
+        return getattr(client, method)(path, data, content_type="multipart/form-data; boundary=BoUnDaRy", **extra)
+    if method == "get":
+        return client.get(path, body, **extra)
+    if isinstance(client, APIClient):
+        return getattr(client, method)(path, body, format="json", **extra)
+    if method == "post":
+        return client.post(path, body, **extra)
+    return getattr(client, method)(path, json.dumps(body), content_type="application/json", **extra)
+
+
+def body_of(response: Any) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def shows_nothing_of_a(response: Any, what: str) -> Iterator[str]:
+    content = body_of(response)
+    if MARK.encode() in content.lower():
+        yield f"{what} shows Org A's data: {content[:300]!r}"
+    if response.status_code >= 500:
+        yield f"{what} failed: {response.status_code}"
+
+
+def unchanged(world: World, before: dict[str, Any], name: str) -> Iterator[str]:
+    after = snapshot(world)
+    for key in before:
+        if after[key] != before[key]:
+            yield f"{name}: Org B's calls changed {key}: {before[key]!r} -> {after[key]!r}"
+
+
+# --- the probes ------------------------------------------------------------------------------------------------
+
+
+def test_every_route_is_probed_or_excluded() -> None:
+    routes = project_routes()
+    unknown = sorted(set(routes) - set(PROBES) - set(EXCLUDED))
+    assert not unknown, f"routes the tenancy probe does not know how to fill: add them to PROBES or EXCLUDED: {unknown}"
+    assert not sorted((set(PROBES) | set(EXCLUDED)) - set(routes)), "PROBES or EXCLUDED name a route that is gone"
+    for key, probe in PROBES.items():
+        assert has_parameters(routes[key]) == isinstance(probe, Detail), f"{key}: a Detail is for routes with parameters"
+        if isinstance(probe, Special):
+            assert callable(globals().get(probe.test)), f"{key}: no test {probe.test}"
+
+
+DETAILS = sorted(key for key, probe in PROBES.items() if isinstance(probe, Detail))
+COLLECTIONS = sorted(key for key, probe in PROBES.items() if isinstance(probe, Collection))
+
+
+def test_another_organizations_rows_answer_404_to_every_method_and_stay(world: World) -> None:
+    problems = [problem for name in DETAILS for problem in _detail_problems(world, name)]
+    assert not problems, "\n".join(problems)
+
+
+def _detail_problems(world: World, name: str) -> Iterator[str]:
+    probe = PROBES[name]
+    assert isinstance(probe, Detail)
+    path = route_path(name, probe.args(world))
+    # Org A's own admin reaches the row: the probe names a row that exists.
+    if not probe.page and "get" in probe.serves and world.a.get(path).status_code != 200:
+        yield f"{path}: Org A cannot read its own row, the probe proves nothing"
+    before = snapshot(world)
+    for label, client in clients(world, probe.page):
+        for method in METHODS:
+            what = f"{label} {method.upper()} {path}"
+            response = call(client, method, path, probe.body(world) if method in WRITES else None)
+            expected = {404} if method in probe.serves else {404, 405}
+            if response.status_code not in expected:
+                yield f"{what}: {response.status_code}, not {sorted(expected)}: {body_of(response)[:200]!r}"
+            yield from shows_nothing_of_a(response, what)
+    yield from unchanged(world, before, name)
+
+
+def _listed_ids(response: Any) -> set[int]:
+    body = response.json()
+    rows = body if isinstance(body, list) else body.get("results", body.get("rows", []))
+    return {row["id"] for row in rows if isinstance(row, dict) and "id" in row}
+
+
+def test_collections_hold_none_of_another_organizations_rows_and_create_none(world: World) -> None:
+    problems = [problem for name in COLLECTIONS for problem in _collection_problems(world, name)]
+    assert not problems, "\n".join(problems)
+
+
+def _collection_problems(world: World, name: str) -> Iterator[str]:
+    probe = PROBES[name]
+    assert isinstance(probe, Collection)
+    path = route_path(name)
+    # Org A's own list holds the rows, so their absence for Org B means something.
+    if probe.a_ids is not None and not probe.a_ids(world) <= _listed_ids(world.a.get(path)):
+        yield f"{path}: Org A's own list lacks its rows, the probe proves nothing"
+    before = snapshot(world)
+    for label, client in clients(world, probe.page):
+        what = f"{label} {path}"
+        if probe.reads:
+            yield from _own_list_problems(world, probe, client, path, what)
+        if probe.organization:
+            queries: list[dict[str, Any]] = [{"organization": world.org_a.pk}]
+            queries += [queries[0] | {"format": "csv"}] if probe.csv else []
+            for query in queries:
+                asked = client.get(path, query | PERIOD)
+                if asked.status_code not in {400, 404}:
+                    yield f"{what}?{query}: {asked.status_code}, not 400/404"
+                yield from shows_nothing_of_a(asked, f"{what}?{query}")
+        for parameter in probe.filters:
+            query = {parameter: world.ids[_FILTERED[parameter]]}
+            filtered = client.get(path, query | PERIOD)
+            if filtered.status_code not in {400, 404}:
+                yield f"{what}?{query}: {filtered.status_code}, not 400/404"
+            yield from shows_nothing_of_a(filtered, f"{what}?{query}")
+        target = f"{path}?organization={world.org_a.pk}" if probe.organization else path
+        for body in probe.creates(world) if probe.creates else []:
+            refused = call(client, probe.writes, target, body)
+            if refused.status_code not in {400, 404}:
+                yield f"{what} {probe.writes.upper()} {body}: {refused.status_code}: {body_of(refused)[:200]!r}"
+            yield from shows_nothing_of_a(refused, f"{what} {probe.writes.upper()}")
+    yield from unchanged(world, before, name)
+
+
+def _own_list_problems(world: World, probe: Collection, client: Client, path: str, what: str) -> Iterator[str]:
+    own = client.get(path)
+    if own.status_code not in ({200, 302} if probe.page else {200}):
+        yield f"{what}: {own.status_code}"
+    yield from shows_nothing_of_a(own, what)
+    if probe.a_ids is not None and probe.a_ids(world) & _listed_ids(own):
+        yield f"{what} lists Org A's rows {sorted(probe.a_ids(world) & _listed_ids(own))}"
+    if probe.csv:
+        exported = client.get(path, {"format": "csv"} | PERIOD)
+        if exported.status_code != 200:
+            yield f"{what} CSV: {exported.status_code}"
+        yield from shows_nothing_of_a(exported, f"{what} CSV")
+
+
+def test_reports_of_org_a_hold_its_names_so_their_absence_for_org_b_means_something(world: World) -> None:
+    exported = world.a.get("/api/v1/reports/usage/", {"format": "csv", "group_by": "fleet"} | PERIOD)
+    assert exported.status_code == 200
+    assert b"zz-a-fleet" in body_of(exported)
+
+
+def test_switching_to_another_organization_is_refused(world: World) -> None:
+    refused = world.b_session.post("/organization/", {"organization": world.org_a.pk, "next": "/finance/"})
+    assert refused.status_code == 400
+    assert "organization_id" not in world.b_session.session
+    assert not list(shows_nothing_of_a(world.b_session.get("/finance/"), "finance after a refused switch"))
+
+
+def test_a_node_token_reports_only_its_own_gpus_and_reads_nothing(world: World) -> None:
+    node_client = APIClient()
+    node_client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.a_node_token}")
+    b_gpu = Gpu.objects.values().get(uuid=world.b_gpu_uuid)
+    batch = make_batch(gpus=1, seconds=2)
+    batch["gpus"] = [gpu_ref(0) | {"uuid": world.b_gpu_uuid}]
+    before = snapshot(world)
+    answer = node_client.post("/api/v1/ingest/", json.dumps(batch), content_type="application/json")
+    assert answer.status_code == 403, answer.content
+    assert Gpu.objects.values().get(uuid=world.b_gpu_uuid) == b_gpu
+    assert snapshot(world) == before
+    routes = project_routes()
+    for key, probe in PROBES.items():
+        if isinstance(probe, Special) or probe.page:
+            continue
+        path = route_path(key, probe.args(world) if isinstance(probe, Detail) else None)
+        response = node_client.get(path, {"organization": world.org_a.pk})
+        assert response.status_code in {401, 403, 405}, f"node token GET {routes[key]}: {response.status_code}"
+        assert not list(shows_nothing_of_a(response, f"node token GET {path}"))
