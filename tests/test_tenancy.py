@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,10 +30,11 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
+from accounting.grid.models import GridIntensity
 from accounting.inputs.models import AuditEntry
 from accounting.instruments.models import InstrumentHour
-from accounting.models import LedgerPending
 from accounting.ledger_store import ledger_node_hours_compute
+from accounting.models import LedgerPending
 from accounting.reports.tokens import personal_token_create
 from fleets.admin import ORGANIZATION_PATHS
 from fleets.models import Gpu, NodeCredential, Organization, PersonalToken
@@ -45,6 +46,7 @@ pytestmark = pytest.mark.django_db
 
 MARK = "zz-a"  # every name Org A chose starts so: it must never reach Org B
 HOURS = [datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=n) for n in range(3)]
+UNTIL = datetime(2026, 2, 1, tzinfo=UTC)  # A's prices and factors end here; the probes' bodies start later
 PERIOD = {"start": "2026-01-01T00:00:00Z", "end": "2026-01-01T03:00:00Z"}
 METHODS = ("get", "post", "put", "patch", "delete")
 WRITES = METHODS[1:]
@@ -119,17 +121,19 @@ def _instrument(w: World) -> dict[str, Any]:
 
 
 _DATED = {"pue": "1.9", "gco2e_per_kwh": "1", "valid_from": "2026-05-01T00:00:00Z", "source": "zz-b"}
+_CHANGED = {"pue": "1.9", "gco2e_per_kwh": "1"}
 _CLASS = {"name": "zz-b-class", "llm_model": "m", "ttft_target_ms": 100, "ttft_percentile": 99,
           "expected_output_tokens_per_day": 1000}  # fmt: skip
 _REPORT = Collection(organization=True, csv=True)
 _FILTERED = {"fleet": "fleet", "baseline": "fleet", "site": "site", "node": "node"}  # parameter -> A's row
 
+# fmt: off
 PROBES: dict[str, Detail | Collection | Special] = {
     # pages
     "home": Collection(page=True),
     "finance": Collection(page=True),
     "sustainability": Collection(page=True),
-    "compare": Collection(page=True),
+    "compare": Collection(page=True, filters=("baseline",)),
     "nodes": Collection(page=True),
     "node": Detail(lambda w: {"node_id": w.ids["node"]}, serves=("get",), page=True),
     "advice": Collection(page=True),
@@ -142,7 +146,7 @@ PROBES: dict[str, Detail | Collection | Special] = {
         creates=lambda w: [
             {"action": "revoke", "token": w.ids["node_token"]},
             {"action": "rotate", "node": w.ids["node"], "revoke_others": "on"},
-            {"action": "enroll", "fleet": w.ids["fleet"], "site": w.ids["site"], "hostname": "zz-b-new"},
+            {"action": "enroll", "fleet": w.ids["fleet"], "site": w.ids["site"], "hostname": "zz-b-page"},
         ],
     ),
     "organization-switch": Special("test_switching_to_another_organization_is_refused"),
@@ -162,17 +166,13 @@ PROBES: dict[str, Detail | Collection | Special] = {
     "personal-tokens": Collection(a_ids=_ids("personal_token")),
     "personal-token-revoke": Detail(lambda w: {"token_id": w.ids["personal_token"]}, serves=("delete",)),
     # grid
-    "grid-intensity-csv": Collection(
-        reads=False,
-        creates=lambda w: [{"file": SimpleUploadedFile("g.csv", b"zone,hour_start,gco2e_per_kwh\nDE,2026-01-01T00:00:00Z,1\n"),
-                            "organization": w.org_a.slug}],
-    ),  # fmt: skip
+    "grid-intensity-csv": Special("test_grid_intensities_of_one_organization_stay_its_own"),
     # inputs
     "node-prices": Collection(a_ids=_ids("node_price"), creates=_price_body),
     "node-prices-upload": Collection(
         reads=False,
-        creates=lambda w: _csv("p.csv", "fleet,kind,rate_per_h,valid_from\nzz-a-fleet,rented,9,2026-03-01T00:00:00Z\n", w),
-    ),  # fmt: skip
+        creates=lambda w: _csv("p.csv", "fleet,kind,rate_per_h,valid_from\nzz-a-fleet,rented,9,2026-03-01\n", w),
+    ),
     "node-price": Detail(lambda w: {"price_id": w.ids["node_price"]}, ("get", "patch"), lambda w: {"rate_per_h": "9"}),
     "site-tariffs": Collection(
         a_ids=_ids("site_tariff"),
@@ -183,19 +183,23 @@ PROBES: dict[str, Detail | Collection | Special] = {
     ),
     "site-pue": Detail(lambda w: {"site_id": w.ids["site"]}, ("get", "put"), lambda w: {"pue": "1.90"}),
     "site-pue-periods": Collection(a_ids=_ids("pue_period"), creates=lambda w: [{"site": w.ids["site"], **_DATED}]),
-    "site-pue-period": Detail(lambda w: {"row_id": w.ids["pue_period"]}, ("get", "patch", "delete"), lambda w: _DATED),
+    "site-pue-period": Detail(
+        lambda w: {"row_id": w.ids["pue_period"]}, ("get", "patch", "delete"), lambda w: _CHANGED
+    ),
     "site-market-factors": Collection(
         a_ids=_ids("market_factor"), creates=lambda w: [{"site": w.ids["site"], **_DATED}]
     ),
     "site-market-factor": Detail(
-        lambda w: {"row_id": w.ids["market_factor"]}, ("get", "patch", "delete"), lambda w: _DATED
+        lambda w: {"row_id": w.ids["market_factor"]}, ("get", "patch", "delete"), lambda w: _CHANGED
     ),
     "gpu-assets": Collection(a_ids=_ids("gpu_asset"), creates=lambda w: [{"gpu": w.ids["gpu_free"]}]),
-    "gpu-asset": Detail(lambda w: {"asset_id": w.ids["gpu_asset"]}, ("get", "patch"), lambda w: {"condition": "used"}),
+    "gpu-asset": Detail(
+        lambda w: {"asset_id": w.ids["gpu_asset"]}, ("get", "patch"), lambda w: {"condition": "second_hand"}
+    ),
     "locked-periods": Collection(
         a_ids=_ids("lock"),
-        creates=lambda w: [{"organization": str(w.org_a.pk), "start": "2023-01-01T00:00:00Z", "end": "2023-02-01T00:00:00Z"}],
-    ),  # fmt: skip
+        creates=lambda w: [{"organization": str(w.org_a.pk), "start": "2023-01-01T00:00Z", "end": "2023-02-01T00:00Z"}],
+    ),
     "locked-period": Detail(lambda w: {"lock_id": w.ids["lock"]}, serves=("delete",)),
     "instruments": Collection(a_ids=_ids("instrument"), creates=lambda w: [_instrument(w)]),
     "instruments-upload": Collection(
@@ -216,23 +220,28 @@ PROBES: dict[str, Detail | Collection | Special] = {
     "residual-mixes": Collection(a_ids=_ids("residual_mix")),
     "residual-mixes-upload": Collection(
         reads=False,
-        creates=lambda w: _csv("m.csv", "zone,year,gco2e_per_kwh,source\nDE,2024,1,zz-b\n", w),
-    ),  # fmt: skip
+        creates=lambda w: _csv("m.csv", "zone,year,gco2e_per_kwh,source\nDE,2022,1,zz-b\n", w),
+    ),
     "node-enrollments": Collection(
         reads=False,
         creates=lambda w: [{"fleet": w.ids["fleet"], "site": w.ids["site"], "hostname": "zz-b-new"}],
     ),
     "node-tokens": Collection(
-        a_ids=_ids("node_token"), creates=lambda w: [{"node": w.ids["node"], "revoke_others": True}]
+        a_ids=_ids("node_token"), creates=lambda w: [{"node": w.ids["node"], "revoke_others": False}]
     ),
     "node-token": Detail(lambda w: {"token_id": w.ids["node_token"]}, serves=("delete",)),
     # placement advice
-    "workload-classes": Collection(a_ids=_ids("workload_class"), creates=lambda w: [_CLASS | {"organization": str(w.org_a.pk)}]),
+    "workload-classes": Collection(
+        a_ids=_ids("workload_class"), creates=lambda w: [_CLASS | {"organization": str(w.org_a.pk)}]
+    ),
     "workload-class": Detail(
         lambda w: {"class_id": w.ids["workload_class"]}, ("get", "patch", "delete"), lambda w: {"ttft_target_ms": 1}
     ),
-    "advice-settings": Collection(organization=True, writes="put", creates=lambda w: [{"organization": str(w.org_a.pk), "minimum_hours": 1}]),
-}  # fmt: skip
+    "advice-settings": Collection(
+        organization=True, writes="put", creates=lambda w: [{"organization": str(w.org_a.pk), "curve_days": 3}]
+    ),
+}
+# fmt: on
 
 EXCLUDED: dict[str, str] = {
     "admin:*": "the admin site is walked model by model in tests/fleets/test_admin_scoping.py",
@@ -288,11 +297,15 @@ def _created(response: Any) -> dict[str, Any]:
 
 def _org_a_rows(world: World, site: Any, fleet: Any, node: Any, gpu: Any) -> None:
     a, ids = world.a, world.ids
-    price = _created(a.post("/api/v1/node-prices/", _price_body(world)[0] | {"valid_from": HOURS[0]}, format="json"))
+    price = _created(
+        a.post(
+            "/api/v1/node-prices/", _price_body(world)[0] | {"valid_from": HOURS[0], "valid_to": UNTIL}, format="json"
+        )
+    )
     ids["node_price"] = price["id"]
-    tariff = {"site": site.pk, "flat_price_per_kwh": "0.30", "valid_from": HOURS[0]}
+    tariff = {"site": site.pk, "flat_price_per_kwh": "0.30", "valid_from": HOURS[0], "valid_to": UNTIL}
     ids["site_tariff"] = _created(a.post("/api/v1/site-tariffs/", tariff, format="json"))["id"]
-    dated = {"site": site.pk, "valid_from": HOURS[1], "source": "zz-a-source"}
+    dated = {"site": site.pk, "valid_from": HOURS[1], "valid_to": UNTIL, "source": "zz-a-source"}
     ids["pue_period"] = _created(a.post("/api/v1/site-pue-periods/", dated | {"pue": "1.3"}, format="json"))["id"]
     factor = dated | {"gco2e_per_kwh": "300"}
     ids["market_factor"] = _created(a.post("/api/v1/site-market-factors/", factor, format="json"))["id"]
@@ -312,14 +325,15 @@ def _org_a_rows(world: World, site: Any, fleet: Any, node: Any, gpu: Any) -> Non
 def world(org_a: Organization, org_b: Organization, user_a: Any, user_b: Any) -> World:
     org_a.name = "zz-a organization"
     org_a.save()
-    site = SiteFactory(organization=org_a, name="zz-a-site", grid_zone="DE")
-    fleet = FleetFactory(organization=org_a, name="zz-a-fleet")
-    node = NodeFactory(fleet=fleet, site=site, hostname="zz-a-host", commissioned_at=HOURS[0] - timedelta(days=1))
-    gpu, gpu_free = GpuFactory(node=node, index=0), GpuFactory(node=node, index=1)
+    site: Any = SiteFactory(organization=org_a, name="zz-a-site", grid_zone="DE")
+    fleet: Any = FleetFactory(organization=org_a, name="zz-a-fleet")
+    node: Any = NodeFactory(fleet=fleet, site=site, hostname="zz-a-host", commissioned_at=HOURS[0] - timedelta(days=1))
+    gpu: Any = GpuFactory(node=node, index=0)
+    gpu_free: Any = GpuFactory(node=node, index=1)
     a_node_token = credential_issue(node=node)
     personal, a_secret = personal_token_create(user=user_a, name="zz-a-token")
-    b_node = NodeFactory(fleet__organization=org_b, hostname="b-host")
-    b_gpu = GpuFactory(node=b_node, index=0)
+    b_node: Any = NodeFactory(fleet__organization=org_b, hostname="b-host")
+    b_gpu: Any = GpuFactory(node=b_node, index=0)
     b_session = Client()
     b_session.force_login(user_b)
     _, b_secret = personal_token_create(user=user_b, name="b-token")
@@ -335,17 +349,21 @@ def world(org_a: Organization, org_b: Organization, user_a: Any, user_b: Any) ->
 
 
 # Rows of Org A that the admin does not list, but a write on A's behalf would leave.
-EXTRA_PATHS = {LedgerPending: "node__fleet__organization", InstrumentHour: "instrument__organization"}
+EXTRA_PATHS = {
+    LedgerPending: "node__fleet__organization",
+    InstrumentHour: "instrument__organization",
+    GridIntensity: "organization",
+}
 
 
 def snapshot(world: World) -> dict[str, Any]:
     """Every row of Org A (each organization-scoped model, A's personal tokens) and the audit trail's length."""
     rows: dict[str, Any] = {}
     for model, path in ORGANIZATION_PATHS.items():
-        scoped = model.objects.filter(**{path: world.org_a.pk}).order_by("pk")
+        scoped = model._default_manager.filter(**{path: world.org_a.pk}).order_by("pk")
         rows[model._meta.label] = [_plain(row) for row in scoped.values()]
     for model, path in EXTRA_PATHS.items():
-        rows[model._meta.label] = list(model.objects.filter(**{path: world.org_a.pk}).order_by("pk").values())
+        rows[model._meta.label] = list(model._default_manager.filter(**{path: world.org_a.pk}).order_by("pk").values())
     rows["personal tokens"] = list(PersonalToken.objects.filter(user__username="alice").order_by("pk").values())
     rows["audit entries"] = AuditEntry.objects.count()
     return rows
@@ -371,7 +389,7 @@ def call(client: Client, method: str, path: str, body: dict[str, Any] | None = N
                 value.seek(0)
         if method == "post":
             return client.post(path, body, **extra)
-        from django.test.client import MULTIPART_CONTENT, encode_multipart
+        from django.test.client import encode_multipart
 
         data = encode_multipart("BoUnDaRy", body)
         return getattr(client, method)(path, data, content_type="multipart/form-data; boundary=BoUnDaRy", **extra)
@@ -398,7 +416,7 @@ def shows_nothing_of_a(response: Any, what: str) -> Iterator[str]:
 
 def unchanged(world: World, before: dict[str, Any], name: str) -> Iterator[str]:
     after = snapshot(world)
-    for key in before:
+    for key in before.keys() & after.keys():
         if after[key] != before[key]:
             yield f"{name}: Org B's calls changed {key}: {before[key]!r} -> {after[key]!r}"
 
@@ -412,7 +430,8 @@ def test_every_route_is_probed_or_excluded() -> None:
     assert not unknown, f"routes the tenancy probe does not know how to fill: add them to PROBES or EXCLUDED: {unknown}"
     assert not sorted((set(PROBES) | set(EXCLUDED)) - set(routes)), "PROBES or EXCLUDED name a route that is gone"
     for key, probe in PROBES.items():
-        assert has_parameters(routes[key]) == isinstance(probe, Detail), f"{key}: a Detail is for routes with parameters"
+        detail = isinstance(probe, Detail)
+        assert has_parameters(routes[key]) == detail, f"{key}: a Detail is for routes with parameters, only they"
         if isinstance(probe, Special):
             assert callable(globals().get(probe.test)), f"{key}: no test {probe.test}"
 
@@ -479,7 +498,8 @@ def _collection_problems(world: World, name: str) -> Iterator[str]:
         for parameter in probe.filters:
             query = {parameter: world.ids[_FILTERED[parameter]]}
             filtered = client.get(path, query | PERIOD)
-            if filtered.status_code not in {400, 404}:
+            # A page shows its default for a value not among the user's (its own rows, never A's); an API refuses it.
+            if filtered.status_code not in ({200, 400, 404} if probe.page else {400, 404}):
                 yield f"{what}?{query}: {filtered.status_code}, not 400/404"
             yield from shows_nothing_of_a(filtered, f"{what}?{query}")
         target = f"{path}?organization={world.org_a.pk}" if probe.organization else path
@@ -537,3 +557,56 @@ def test_a_node_token_reports_only_its_own_gpus_and_reads_nothing(world: World) 
         response = node_client.get(path, {"organization": world.org_a.pk})
         assert response.status_code in {401, 403, 405}, f"node token GET {routes[key]}: {response.status_code}"
         assert not list(shows_nothing_of_a(response, f"node token GET {path}"))
+
+
+def _intensity_upload(client: Client, organization: Organization, gco2e_per_kwh: int) -> Any:
+    url = route_path("grid-intensity-csv") + f"?organization={organization.slug}&source_name=zz-up"
+    body = f"zone,hour_start,gco2e_per_kwh\nDE,2026-01-01T00:00:00Z,{gco2e_per_kwh}\n".encode()
+    return client.generic("POST", url, body, content_type="text/csv")
+
+
+def test_grid_intensities_of_one_organization_stay_its_own(world: World) -> None:
+    assert _intensity_upload(world.a, world.org_a, 111).status_code == 201
+    before, public = snapshot(world), GridIntensity.objects.filter(organization=None).count()
+
+    for label, client in clients(world, page=False):
+        refused = _intensity_upload(client, world.org_a, 999)
+        assert refused.status_code == 404, f"{label}: {refused.status_code}"
+        assert _intensity_upload(client, world.org_b, 222).status_code == 201, label  # Org B's own hour
+
+    del before["audit entries"]  # Org B's own uploads are audited, in its own trail (A's is in the snapshot)
+    assert not list(unchanged(world, before, "grid-intensity-csv"))
+    assert GridIntensity.objects.filter(organization=None).count() == public
+    assert GridIntensity.objects.get(organization=world.org_b).gco2e_per_kwh == 222
+
+
+def test_the_creates_refused_to_org_b_succeed_for_org_a(world: World, user_a: Any) -> None:
+    """Org B's 400/404 above is the scoping's, not a malformed body's: Alice's own calls with the same bodies pass."""
+    session = Client()
+    session.force_login(user_a)
+    failed = []
+    for name in COLLECTIONS:
+        probe = PROBES[name]
+        assert isinstance(probe, Collection)
+        path = route_path(name) + (f"?organization={world.org_a.pk}" if probe.organization else "")
+        for body in probe.creates(world) if probe.creates else []:
+            answer = call(session if probe.page else world.a, probe.writes, path, body)
+            if answer.status_code not in {200, 201}:
+                failed.append(f"{name} {body}: {answer.status_code} {body_of(answer)[:300]!r}")
+    assert not failed, "\n".join(failed)
+
+
+def test_the_writes_refused_to_org_b_succeed_for_org_a(world: World, user_a: Any) -> None:
+    """Org B's 404s on A's rows are the scoping's, not a malformed body's: Alice's own writes pass."""
+    session = Client()
+    session.force_login(user_a)
+    failed = []
+    for name in DETAILS:
+        probe = PROBES[name]
+        assert isinstance(probe, Detail)
+        path = route_path(name, probe.args(world))
+        for method in sorted(set(probe.serves) & set(WRITES), key=WRITES.index):  # changes first, deletion last
+            answer = call(session, method, path, probe.body(world))
+            if answer.status_code not in {200, 204}:
+                failed.append(f"{method.upper()} {path}: {answer.status_code} {body_of(answer)[:300]!r}")
+    assert not failed, "\n".join(failed)
