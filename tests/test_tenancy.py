@@ -34,12 +34,12 @@ from accounting.grid.models import GridIntensity
 from accounting.inputs.models import AuditEntry
 from accounting.instruments.models import InstrumentHour
 from accounting.ledger_store import ledger_node_hours_compute
-from accounting.models import LedgerPending
+from accounting.models import LedgerPending, NodePrice
 from accounting.reports.tokens import personal_token_create
 from fleets.admin import ORGANIZATION_PATHS
-from fleets.models import Gpu, NodeCredential, Organization, PersonalToken
+from fleets.models import Gpu, NodeCredential, Organization, PersonalToken, Role
 from fleets.services import credential_issue
-from tests.factories import FleetFactory, GpuFactory, NodeFactory, SiteFactory
+from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
 from tests.telemetry.batches import gpu_ref, make_batch
 
 pytestmark = pytest.mark.django_db
@@ -349,11 +349,12 @@ def world(org_a: Organization, org_b: Organization, user_a: Any, user_b: Any) ->
 
 
 # Rows of Org A that the admin does not list, but a write on A's behalf would leave.
-EXTRA_PATHS = {
-    LedgerPending: "node__fleet__organization",
-    InstrumentHour: "instrument__organization",
-    GridIntensity: "organization",
-}
+EXTRA_PATHS = [
+    (LedgerPending, "node__fleet__organization"),
+    (InstrumentHour, "instrument__organization"),
+    (GridIntensity, "organization"),
+    (NodePrice, "node__fleet__organization"),  # a price naming A's node, whatever fleet it claims
+]
 
 
 def snapshot(world: World) -> dict[str, Any]:
@@ -362,8 +363,10 @@ def snapshot(world: World) -> dict[str, Any]:
     for model, path in ORGANIZATION_PATHS.items():
         scoped = model._default_manager.filter(**{path: world.org_a.pk}).order_by("pk")
         rows[model._meta.label] = [_plain(row) for row in scoped.values()]
-    for model, path in EXTRA_PATHS.items():
-        rows[model._meta.label] = list(model._default_manager.filter(**{path: world.org_a.pk}).order_by("pk").values())
+    for model, path in EXTRA_PATHS:
+        rows[f"{model._meta.label} by {path}"] = list(
+            model._default_manager.filter(**{path: world.org_a.pk}).order_by("pk").values()
+        )
     rows["personal tokens"] = list(PersonalToken.objects.filter(user__username="alice").order_by("pk").values())
     rows["audit entries"] = AuditEntry.objects.count()
     return rows
@@ -609,4 +612,45 @@ def test_the_writes_refused_to_org_b_succeed_for_org_a(world: World, user_a: Any
             answer = call(session, method, path, probe.body(world))
             if answer.status_code not in {200, 204}:
                 failed.append(f"{method.upper()} {path}: {answer.status_code} {body_of(answer)[:300]!r}")
+    assert not failed, "\n".join(failed)
+
+
+def _mixed_bodies(world: World, b_fleet: Any, b_site: Any) -> dict[str, list[dict[str, Any]]]:
+    """Creates for one of Org B's rows that name one of A's beside it: the row would reach into A."""
+    price = _price_body(world)[0] | {"fleet": b_fleet.pk}
+    return {
+        "node-prices": [price],
+        "node-enrollments": [{"fleet": b_fleet.pk, "site": world.ids["site"], "hostname": "zz-b-mixed"}],
+        "instruments": [_instrument(world) | {"organization": str(world.org_b.pk)}],
+        "site-tariffs": [{"site": world.ids["site"], "flat_price_per_kwh": "9", "valid_from": "2026-03-01T00:00Z"}],
+        "node-tokens-page": [{"action": "enroll", "fleet": b_fleet.pk, "site": world.ids["site"], "hostname": "m"}],
+    }
+
+
+def test_a_viewer_of_org_a_who_administers_org_b_changes_nothing_of_a(world: World) -> None:
+    """Carol reads A (a viewer) and administers B: her admin role in B never writes into A, directly or mixed."""
+    carol: Any = UserFactory(username="carol")
+    MembershipFactory(user=carol, organization=world.org_b, role=Role.ADMIN)
+    MembershipFactory(user=carol, organization=world.org_a, role=Role.VIEWER)
+    session = Client()
+    session.force_login(carol)  # her pages show Org B, the first of her organizations by name
+    mixed = _mixed_bodies(world, FleetFactory(organization=world.org_b), SiteFactory(organization=world.org_b))
+    before, failed = snapshot(world), []
+    for name in DETAILS:
+        probe = PROBES[name]
+        assert isinstance(probe, Detail)
+        path = route_path(name, probe.args(world))
+        for method in set(WRITES) & set(probe.serves):  # she may read A: a read-only page answers any method
+            answer = call(session, method, path, probe.body(world))
+            if answer.status_code not in {403, 404}:
+                failed.append(f"{method.upper()} {path}: {answer.status_code} {body_of(answer)[:200]!r}")
+    for name in COLLECTIONS:
+        probe = PROBES[name]
+        assert isinstance(probe, Collection)
+        path = route_path(name) + (f"?organization={world.org_a.pk}" if probe.organization else "")
+        for body in (probe.creates(world) if probe.creates else []) + mixed.get(name, []):
+            answer = call(session, probe.writes, path, body)
+            if answer.status_code not in {400, 403, 404}:
+                failed.append(f"{probe.writes.upper()} {path} {body}: {answer.status_code} {body_of(answer)[:200]!r}")
+    failed += list(unchanged(world, before, "a member of both"))
     assert not failed, "\n".join(failed)
