@@ -39,6 +39,7 @@ from accounting.reports.tokens import personal_token_create
 from fleets.admin import ORGANIZATION_PATHS
 from fleets.models import Gpu, NodeCredential, Organization, PersonalToken, Role
 from fleets.services import credential_issue
+from telemetry.models import GpuSample, ServingEndpoint
 from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
 from tests.telemetry.batches import gpu_ref, make_batch
 
@@ -541,25 +542,41 @@ def test_switching_to_another_organization_is_refused(world: World) -> None:
     assert not list(shows_nothing_of_a(world.b_session.get("/finance/"), "finance after a refused switch"))
 
 
+def _ingest(node_client: APIClient, batch: dict[str, Any]) -> Any:
+    return node_client.post("/api/v1/ingest/", json.dumps(batch), content_type="application/json")
+
+
 def test_a_node_token_reports_only_its_own_gpus_and_reads_nothing(world: World) -> None:
     node_client = APIClient()
     node_client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.a_node_token}")
     b_gpu = Gpu.objects.values().get(uuid=world.b_gpu_uuid)
-    batch = make_batch(gpus=1, seconds=2)
-    batch["gpus"] = [gpu_ref(0) | {"uuid": world.b_gpu_uuid}]
+    b_samples = GpuSample.objects.filter(gpu__uuid=world.b_gpu_uuid).count()
+    foreign_gpu = make_batch(gpus=1, seconds=2)
+    foreign_gpu["gpus"] = [gpu_ref(0) | {"uuid": world.b_gpu_uuid}]
+    foreign_endpoint = make_batch(gpus=1, seconds=10, endpoint=True)
+    foreign_endpoint["endpoints"][0]["gpu_uuids"] = [world.b_gpu_uuid]
     before = snapshot(world)
-    answer = node_client.post("/api/v1/ingest/", json.dumps(batch), content_type="application/json")
-    assert answer.status_code == 403, answer.content
+
+    assert _ingest(node_client, foreign_gpu).status_code == 403
+    assert _ingest(node_client, foreign_endpoint).status_code == 422
+
     assert Gpu.objects.values().get(uuid=world.b_gpu_uuid) == b_gpu
+    assert GpuSample.objects.filter(gpu__uuid=world.b_gpu_uuid).count() == b_samples
+    assert not ServingEndpoint.objects.filter(gpus__uuid=world.b_gpu_uuid).exists()
     assert snapshot(world) == before
-    routes = project_routes()
+    # The same batch naming the node's own GPU is stored: the refusals above are the foreign GPU's.
+    assert _ingest(node_client, make_batch(gpus=1, seconds=10, endpoint=True)).status_code == 200
+    failed = []
     for key, probe in PROBES.items():
-        if isinstance(probe, Special) or probe.page:
+        if isinstance(probe, Special):
             continue
         path = route_path(key, probe.args(world) if isinstance(probe, Detail) else None)
-        response = node_client.get(path, {"organization": world.org_a.pk})
-        assert response.status_code in {401, 403, 405}, f"node token GET {routes[key]}: {response.status_code}"
-        assert not list(shows_nothing_of_a(response, f"node token GET {path}"))
+        for method in METHODS:
+            response = call(node_client, method, path + f"?organization={world.org_a.pk}", {})
+            allowed = {302} if probe.page else {401, 403, 405}  # pages send anyone not signed in to sign in
+            if response.status_code not in allowed or list(shows_nothing_of_a(response, path)):
+                failed.append(f"node token {method.upper()} {path}: {response.status_code}")
+    assert not failed, "\n".join(failed)
 
 
 def _intensity_upload(client: Client, organization: Organization, gco2e_per_kwh: int) -> Any:
