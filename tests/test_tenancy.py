@@ -466,6 +466,12 @@ def _detail_problems(world: World, name: str) -> Iterator[str]:
                 yield f"{what}: {response.status_code}, not {sorted(expected)}: {body_of(response)[:200]!r}"
             yield from shows_nothing_of_a(response, what)
     yield from unchanged(world, before, name)
+    # An id past any database integer is no row of anyone's: 404, never a 500 from the database.
+    beyond = route_path(name, dict.fromkeys(probe.args(world), 2**64))
+    for method in METHODS:
+        response = call(world.b_session, method, beyond, probe.body(world) if method in WRITES else None)
+        if response.status_code not in {404, 405}:
+            yield f"session {method.upper()} {beyond}: {response.status_code}"
 
 
 def _listed_ids(response: Any) -> set[int]:
