@@ -91,7 +91,9 @@ def ledger_policy(*, organization_id: int) -> LedgerPolicy:
     settings = LedgerSettings.objects.filter(organization_id=organization_id).first()
     if settings is None:
         return LedgerPolicy()
-    return LedgerPolicy(Decimal(settings.idle_util_threshold_pct), AmortizationMethod(settings.amortization))
+    return LedgerPolicy(
+        Decimal(settings.idle_util_threshold_pct), AmortizationMethod(settings.amortization), settings.model_host_power
+    )
 
 
 def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) -> int:
@@ -198,10 +200,15 @@ def _node_energy_j(metered: NodeHourUsage | None, rows: list[GpuHourUsage]) -> D
     return Decimal(str(metered.energy_j))
 
 
-def _host_modelled_j(context: _NodeContext, held_h: Decimal) -> Decimal | None:
-    """The host's energy (J) beyond its GPUs over the held time, from the profile's idle and per-GPU power."""
+def _host_modelled_j(context: _NodeContext, covered_s: Decimal, held_h: Decimal) -> Decimal | None:
+    """The host's energy (J) beyond its GPUs, from the profile's idle and per-GPU power, over the time the
+    GPUs' energy covers (measured or bridged, at most the held time): the two add up over the same seconds.
+    ``None`` (the GPU boundary) when the organization's policy does not model hosts, without cited
+    figures, or without any covered time."""
     power_w = context.host_power_w
-    return None if power_w is None else power_w * held_h * S_PER_H
+    if power_w is None or covered_s <= 0 or not context.policy.model_host_power:
+        return None
+    return power_w * min(covered_s, held_h * S_PER_H)
 
 
 def _line(
@@ -219,6 +226,7 @@ def _line(
     observed = max((row.observed_s for row in rows), default=0.0)
     covered = max((row.observed_s + row.bridged_s for row in rows), default=0.0)
     held_h = hours_held(hour, node.commissioned_at, node.decommissioned_at)
+    covered_s = Decimal(str(covered))
     return build_node_hour_line(
         NodeHourInput(
             node_id=str(node.pk),
@@ -226,9 +234,9 @@ def _line(
             currency=node.site.currency,
             gpus=gpu_inputs,
             node_energy_j=_node_energy_j(metered, rows),
-            host_modelled_j=_host_modelled_j(context, held_h),
+            host_modelled_j=_host_modelled_j(context, covered_s, held_h),
             observed_s=Decimal(str(observed)),
-            bridged_s=Decimal(str(covered)) - Decimal(str(observed)),
+            bridged_s=covered_s - Decimal(str(observed)),
             held_h=held_h,
             prompt_tokens=served["prompt"],
             generation_tokens=served["generation"],

@@ -130,6 +130,13 @@ class LedgerSettings(models.Model):
         validators=[MinValueValidator(0), MaxValueValidator(100)],
         help_text="a GPU-hour that served no tokens and averaged below this is idle",
     )
+    model_host_power = models.BooleanField(
+        "Model host power where no meter",
+        default=False,
+        help_text="for a node without a host meter, add its host's energy (CPUs, memory, fans, power supplies) "
+        "modelled from the hardware profile's cited idle and per-GPU power, labelled modelled; off, such a node's "
+        "energy is its GPU boards' alone (the GPU boundary)",
+    )
 
     class Meta:
         verbose_name_plural = "ledger settings"

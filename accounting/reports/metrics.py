@@ -152,8 +152,14 @@ class LedgerSums:
 
     @property
     def node_meter_share(self) -> float | None:
-        """Share (0-1) of IT energy measured by a node meter; the rest is the sum of the GPUs' board energy."""
+        """Share (0-1) of IT energy measured by a node meter (the node boundary, measured)."""
         return ratio(self.node_metered_kwh, self.totals.it_kwh)
+
+    @property
+    def node_modelled_share(self) -> float | None:
+        """Share (0-1) of IT energy at the node boundary with the host modelled; the rest beyond the metered
+        share is the GPUs' board energy alone (the GPU boundary)."""
+        return ratio(self.node_modelled_kwh, self.totals.it_kwh)
 
     @property
     def energy_counter_share(self) -> float | None:

@@ -84,6 +84,7 @@ def trace_output(sums: LedgerSums) -> dict[str, Any]:
         "energy_counter_share": rounded(counter_share, "share"),
         "energy_integrated_share": None if counter_share is None else rounded(1 - counter_share, "share"),
         "node_meter_energy_share": rounded(sums.node_meter_share, "share"),
+        "node_modelled_energy_share": rounded(sums.node_modelled_share, "share"),
         "location_gco2e_per_kwh": per_unit(sums.location_gco2e_per_kwh),
         **{f"grid_{kind}_energy_share": rounded(share, "share") for kind, share in sums.grid_kind_shares().items()},
     }

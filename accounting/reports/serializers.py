@@ -76,7 +76,11 @@ class TraceSerializer(serializers.Serializer):
 
     energy_counter_share = number("share of GPU energy measured by the NVML energy counter")
     energy_integrated_share = number("share of GPU energy integrated from power samples (counter unsupported)")
-    node_meter_energy_share = number("share of IT energy measured by a node meter; the rest is the GPUs' board energy")
+    node_meter_energy_share = number("share of IT energy at the node boundary, measured by the node's meter")
+    node_modelled_energy_share = number(
+        "share of IT energy at the node boundary with the host modelled from the hardware profile (labelled "
+        "modelled, never measured); the rest beyond the metered share is at the GPU boundary (GPU boards alone)"
+    )
     location_gco2e_per_kwh = per_unit_field(
         "grid intensity the location-based carbon used, g/kWh, energy-weighted (one node-hour: that hour's value)"
     )
