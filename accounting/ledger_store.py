@@ -151,20 +151,26 @@ def _gpu_usage(gpus: list[Gpu], hours: list[datetime]) -> dict[tuple[int, dateti
 
 
 def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]:
-    """Per hour: prompt and generation tokens of the node, and tokens served per GPU id."""
+    """Per hour: prompt, generation and prefix-cached prompt tokens of the node, and tokens served per GPU id.
+
+    ``cached`` stays ``None`` unless an endpoint-hour carried the prefix-cache counter (unknown, not zero)."""
     endpoint_gpus = defaultdict(list)
     for endpoint_id, gpu_id in ServingEndpoint.gpus.through.objects.filter(servingendpoint__node=node).values_list(
         "servingendpoint_id", "gpu_id"
     ):
         endpoint_gpus[endpoint_id].append(gpu_id)
-    per_hour: dict[datetime, dict[str, Any]] = defaultdict(lambda: {"prompt": 0, "generation": 0, "by_gpu": {}})
+    per_hour: dict[datetime, dict[str, Any]] = defaultdict(
+        lambda: {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}}
+    )
     rows = EndpointHourUsage.objects.filter(
         endpoint__node=node, hour_start__gte=hours[0], hour_start__lte=hours[-1]
-    ).values_list("endpoint_id", "hour_start", "prompt_tokens", "generation_tokens")
-    for endpoint_id, hour, prompt, generation in rows:
+    ).values_list("endpoint_id", "hour_start", "prompt_tokens", "generation_tokens", "cached_prompt_tokens")
+    for endpoint_id, hour, prompt, generation, cached in rows:
         entry = per_hour[hour]
         entry["prompt"] += prompt
         entry["generation"] += generation
+        if cached is not None:
+            entry["cached"] = (entry["cached"] or 0) + cached
         for gpu_id in endpoint_gpus[endpoint_id]:
             entry["by_gpu"][gpu_id] = entry["by_gpu"].get(gpu_id, 0) + prompt + generation
     return per_hour
@@ -214,7 +220,7 @@ def _host_modelled_j(context: _NodeContext, covered_s: Decimal, held_h: Decimal)
 def _line(
     context: _NodeContext, hour: datetime, usage: dict, tokens: dict, metered: NodeHourUsage | None = None
 ) -> NodeHourLine:
-    node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "by_gpu": {}})
+    node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}})
     held = _held_span(node, hour)
     installed = {gpu.pk: _installed_h(context, gpu, hour, held) for gpu in context.gpus}
     # A GPU counts in the hours it was installed (or measured: telemetry is never dropped).
@@ -240,6 +246,7 @@ def _line(
             held_h=held_h,
             prompt_tokens=served["prompt"],
             generation_tokens=served["generation"],
+            cached_prompt_tokens=served["cached"],
             pue=Decimal(node.site.pue),
             tariff=tariff_price(context.tariffs, hour),
             # Not held (before commissioning, after decommissioning): no asset in force, unpriced.

@@ -221,6 +221,8 @@ class NodeHourInput:
     host_embodied: EmbodiedAsset | None = None
     bridged_s: Decimal = ZERO
     host_modelled_j: Decimal | None = None  # the host's energy (J) modelled from its profile, where not metered
+    # Of prompt_tokens, those served from the prefix cache; None where no server on the node exposes the counter.
+    cached_prompt_tokens: int | None = None
 
     def __post_init__(self) -> None:
         require_utc_hour(self.hour_start)

@@ -59,6 +59,11 @@ class NodeHourLedger(models.Model):
     embodied_unknown_gpu_h = _amount()
     prompt_tokens = models.BigIntegerField()
     generation_tokens = models.BigIntegerField()
+    cached_prompt_tokens = models.BigIntegerField(
+        null=True,
+        help_text="of prompt_tokens, those served from the prefix cache; null when no endpoint of the node-hour "
+        "exposed the counter (TGI)",
+    )
     idle_gpu_h = _amount()
     idle_cost = _amount()
     idle_facility_kwh = _amount()

@@ -46,6 +46,8 @@ from accounting.reports.selectors import (
     sustainability_report,
 )
 from accounting.reports.serializers import (
+    CACHED_PROMPT_TOKENS,
+    IT_KWH,
     PER_TOKEN_FIGURES,
     ComparisonRowSerializer,
     FactorSerializer,
@@ -310,9 +312,7 @@ class SustainabilityReportView(ReportView):
         embodied_kgco2e_high = number("embodied, high estimate")
         embodied_tco2e_central = number("embodied central, tCO2e")
         unknown_model_gpu_h = number("GPU-hours of models without a hardware profile (no embodied figure)")
-        it_kwh = number(
-            "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
-        )
+        it_kwh = number(IT_KWH)
         gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
         node_metered_kwh = number("the part of it_kwh measured at the node boundary by the node's own meter")
         node_modelled_kwh = number("the part of it_kwh at the node boundary with the host modelled from its profile")
@@ -321,6 +321,7 @@ class SustainabilityReportView(ReportView):
         tokens = serializers.IntegerField(help_text="input + output (prompt + generation) tokens")
         prompt_tokens = serializers.IntegerField(help_text="input tokens, prefix-cache hits included")
         generation_tokens = serializers.IntegerField(help_text="output tokens")
+        cached_prompt_tokens = serializers.IntegerField(allow_null=True, help_text=CACHED_PROMPT_TOKENS)
         sci_gco2e_per_1k_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_output_tokens"])
         sci_gco2e_per_1k_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_tokens"])
         energy_counter_share = number("share of GPU energy measured by the NVML energy counter (0-1)")
