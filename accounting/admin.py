@@ -94,7 +94,7 @@ class OrganizationWideAdmin(OrganizationScopedAdmin):
 
 @admin.register(LedgerSettings)
 class LedgerSettingsAdmin(OrganizationWideAdmin):
-    list_display = ["organization", "amortization", "idle_util_threshold_pct", "model_host_power"]
+    list_display = ["organization", "amortization", "idle_util_threshold_pct"]
 
 
 @admin.register(HardwareProfile)

@@ -127,6 +127,13 @@ class LedgerSettings(models.Model):
 
     organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="ledger_settings")
     amortization = models.CharField(max_length=12, choices=Amortization.choices, default=Amortization.TIME)
+    model_host_power = models.BooleanField(
+        "Model host power where no meter",
+        default=False,
+        help_text="for a node without a host meter, add its host's energy (CPUs, memory, fans, power supplies) "
+        "modelled from the hardware profile's cited idle and per-GPU power, labelled modelled; off, such a node's "
+        "energy is its GPU boards' alone (the GPU boundary)",
+    )
     idle_util_threshold_pct = models.DecimalField(
         "Idle below utilization (%)",
         max_digits=5,
@@ -134,13 +141,6 @@ class LedgerSettings(models.Model):
         default=5,
         validators=[MinValueValidator(0), MaxValueValidator(100)],
         help_text="a GPU-hour that served no tokens and averaged below this is idle",
-    )
-    model_host_power = models.BooleanField(
-        "Model host power where no meter",
-        default=False,
-        help_text="for a node without a host meter, add its host's energy (CPUs, memory, fans, power supplies) "
-        "modelled from the hardware profile's cited idle and per-GPU power, labelled modelled; off, such a node's "
-        "energy is its GPU boards' alone (the GPU boundary)",
     )
 
     class Meta:
