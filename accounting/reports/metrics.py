@@ -313,6 +313,8 @@ class ComparisonStats:
     serving: ServingSums
     utilization: UtilizationSums
     embodied_sources: str | None = None
+    # Each grid intensity source with its share of the row's facility kWh ("source=share; ..."), when traced.
+    location_sources: str | None = None
 
     @property
     def currency(self) -> str | None:

@@ -146,6 +146,7 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         "idle_facility_kwh": rounded(totals.idle_facility_kwh, "kwh"),
         "idle_share": rounded(totals.idle_share, "share"),
         **trace_output(sums),
+        "location_sources": row.location_sources,
         "embodied_sources": row.embodied_sources,
     }
 
@@ -224,6 +225,7 @@ def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
         "idle_share": rounded(stats.idle_share, "share"),
         "unpriced_hours": stats.sums.unpriced_hours,
         **trace_output(stats.sums),
+        "location_sources": stats.location_sources,
         "embodied_sources": stats.embodied_sources,
     }
     ratios = row.vs_baseline

@@ -110,9 +110,15 @@ class TraceSerializer(serializers.Serializer):
     grid_annual_energy_share = number("share weighed with the annual average standing in for a missing hour")
     grid_simulated_energy_share = number("share weighed with simulated hourly values (demo)")
     grid_unknown_energy_share = number("share with no grid intensity (not in location_kgco2e)")
+    location_sources = serializers.CharField(
+        allow_null=True,
+        help_text="each grid intensity source with its share (0-1, 4 significant digits) of the row's facility kWh, "
+        '"source=share; ..." largest first; null when no kWh had an intensity',
+    )
     embodied_sources = serializers.CharField(
         allow_null=True,
-        help_text="sources of the GPU model's embodied carbon factors (per GPU model rows only)",
+        help_text="sources of the embodied carbon factors (the card's and the host share's) of every GPU model whose "
+        "lines in the row carry embodied carbon, each once; null when none does",
     )
 
     def get_fields(self) -> dict[str, serializers.Field]:
