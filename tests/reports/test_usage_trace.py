@@ -100,3 +100,21 @@ def test_comparison_rows_name_their_intensity_sources_and_a_mixed_fleets_factors
     enterprise = compared["enterprise"]
     assert enterprise["location_sources"] == "electricitymaps=1.000"
     assert H100_SOURCE in enterprise["embodied_sources"] and RTX_HOST in enterprise["embodied_sources"]
+
+
+def test_the_sustainability_page_names_each_models_embodied_factors(traced, client_a, org_a):
+    page = client_a.get("/sustainability/", {"organization": org_a.slug, "start": "2026-10-31", "end": "2026-11-01"})
+    html = page.content.decode()
+
+    table = html[html.index('id="embodied-factors"') :]
+    h100 = table[table.index('data-model="h100-sxm"') :]
+    rtx = table[table.index('data-model="rtx-4090"') :]
+    assert H100_SOURCE in h100[: h100.index("</tr>")] and RTX_HOST in rtx[: rtx.index("</tr>")]
+    # 3 h x (2 x 197 + 2 x 312.5) kg / 35,040 h = 87.24 g
+    assert "0.087 kgCO2e" in h100[: h100.index("</tr>")]
+
+
+def test_the_finance_page_says_which_boundary_its_energy_per_token_has(traced, client_a, org_a):
+    page = client_a.get("/finance/", {"organization": org_a.slug, "start": "2026-10-31", "end": "2026-11-01"})
+    note = page.content.decode().split('id="energy-boundary"')[1].split("</p>")[0]
+    assert "node boundary" in note and "GPU boundary" in note and "modelled" in note

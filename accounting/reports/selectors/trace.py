@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -29,6 +30,7 @@ from accounting.reports.selectors.lines import (
     MIXED_MODEL,
     ReportFilters,
     embodied_source_lists,
+    gpu_model_profiles,
     ledger_lines,
     mixed_node_models,
     sources_joined,
@@ -104,3 +106,34 @@ def fleet_comparison_traced(
         )
         traced.append(dataclasses.replace(row, stats=stats))
     return traced
+
+
+@dataclass(frozen=True)
+class EmbodiedFactors:
+    """A GPU model whose lines carry embodied carbon, that carbon (central, g), and its factors' sources."""
+
+    gpu_model: str
+    display_name: str
+    embodied_co2e_g: Decimal
+    sources: tuple[str, ...]
+
+
+def embodied_factors_used(
+    *, organization_ids: Collection[int], start: datetime, end: datetime, embodied_g_by_model: Mapping[str, Decimal]
+) -> list[EmbodiedFactors]:
+    """For each model with embodied carbon (given per model, summed by the caller), the sources of its factors.
+
+    A "mixed" model (nodes of several models) names the sources of each of its nodes' models.
+    """
+    sources = embodied_source_lists(organization_ids=organization_ids)
+    names = gpu_model_profiles(organization_ids=organization_ids)
+    used = []
+    for model, embodied_g in sorted(embodied_g_by_model.items()):
+        if embodied_g <= 0:
+            continue
+        models: tuple[str, ...] = (model,)
+        if model == MIXED_MODEL:
+            models = mixed_node_models(lines=ledger_lines(organization_ids=organization_ids, start=start, end=end))
+        cited = tuple(dict.fromkeys(source for key in models for source in sources.get(key, ())))
+        used.append(EmbodiedFactors(model, names.get(model, (model, None))[0], embodied_g, cited))
+    return used
