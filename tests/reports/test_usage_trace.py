@@ -118,3 +118,20 @@ def test_the_finance_page_says_which_boundary_its_energy_per_token_has(traced, c
     page = client_a.get("/finance/", {"organization": org_a.slug, "start": "2026-10-31", "end": "2026-11-01"})
     note = page.content.decode().split('id="energy-boundary"')[1].split("</p>")[0]
     assert "node boundary" in note and "GPU boundary" in note and "modelled" in note
+
+
+def test_idle_energy_stands_beside_idle_cost_on_the_finance_and_sustainability_pages(fleets, client_a, org_a):
+    # idle facility kWh: the H100's idle GPU 1.2 kWh x 3 h = 3.6, the RTX's 0.3 kWh x 1.1 x 3 h = 0.99; 4.59 in all
+    period = {"organization": org_a.slug, "start": "2026-10-31", "end": "2026-11-01"}
+    finance = client_a.get("/finance/", period).content.decode()
+    tile = finance[finance.index('id="tile-idle"') :]
+    assert 'class="idle-kwh" data-value="4.59"' in tile[: tile.index("</div></div>")]
+    table = finance[finance.index('id="by-fleet"') :]
+    enterprise = table[table.index("<td>enterprise</td>") :]
+    # idle cost 2.86 x 3 = 8.58 beside its 3.6 kWh
+    assert (
+        "8.58" in enterprise[: enterprise.index("</tr>")] and "<td>3.6</td>" in enterprise[: enterprise.index("</tr>")]
+    )
+
+    sustainability = client_a.get("/sustainability/", period).content.decode()
+    assert 'id="idle-kwh" data-value="4.59"' in sustainability
