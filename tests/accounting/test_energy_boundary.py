@@ -153,6 +153,9 @@ def test_the_shipped_catalog_models_the_host_where_the_node_has_no_meter(client,
     # J per token at both boundaries: 12,250 / 60,000 = 0.2042 (node, modelled) and 3,000 / 60,000 = 0.05 (GPU)
     assert (row["it_j_per_token"], row["gpu_j_per_token"]) == (0.2042, 0.05)
     assert (row["node_modelled_energy_share"], row["node_meter_energy_share"]) == (1.0, 0.0)
+    # and the node page labels the hour's energy as modelled, never as measured
+    node_page = client.get(f"/nodes/{node.pk}/").content.decode()
+    assert 'node boundary, host <span class="badge">modelled</span>' in node_page
 
 
 def test_a_node_meter_wins_over_the_modelled_host_and_says_so(client, node):
