@@ -27,7 +27,12 @@ from rest_framework.views import APIView
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.reports.authentication import PersonalTokenAuthentication
-from accounting.reports.output import comparison_row_output, sustainability_output, usage_row_output
+from accounting.reports.output import (
+    comparison_row_output,
+    embodied_factors_output,
+    sustainability_output,
+    usage_row_output,
+)
 from accounting.reports.periods import Granularity
 from accounting.reports.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
 from accounting.reports.scope import (
@@ -45,11 +50,13 @@ from accounting.reports.selectors import (
     report_rows_iter,
     sustainability_report,
 )
+from accounting.reports.selectors.trace import organization_embodied_factors
 from accounting.reports.serializers import (
     CACHED_PROMPT_TOKENS,
     IT_KWH,
     PER_TOKEN_FIGURES,
     ComparisonRowSerializer,
+    EmbodiedFactorSerializer,
     FactorSerializer,
     GridHourSerializer,
     PeriodInputSerializer,
@@ -270,7 +277,7 @@ class FleetComparisonView(ReportView):
 def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The report as ``metric,value`` lines: each figure, then each factor's fields."""
     for name, value in shown.items():
-        if name not in ("factors", "grid_hours", "quality_hours"):
+        if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors"):
             yield {"metric": name, "value": value}
     for factor in shown["factors"]:
         prefix = f"factor:{factor['scope']}:{factor['source']}"
@@ -284,6 +291,9 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
         prefix = f"quality:{csv_cell(hour['hour_start'])}"
         for name in QUALITY_HOUR_FIELDS:
             yield {"metric": f"{prefix}:{name}", "value": hour[name]}
+    for used in shown["embodied_factors"]:
+        for name in ("embodied_kgco2e_central", "sources"):
+            yield {"metric": f"embodied:{used['gpu_model']}:{name}", "value": used[name]}
 
 
 QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
@@ -356,6 +366,9 @@ class SustainabilityReportView(ReportView):
             help_text="each UTC hour's data quality over the organization's nodes, in node-hours (not GPU-hours): "
             "held, measured, bridged and missing, and its unpriced node-hours; the hours add up to the totals",
         )
+        embodied_factors = EmbodiedFactorSerializer(
+            many=True, help_text="each GPU model whose lines carry embodied carbon, with the sources of its factors"
+        )
 
     @extend_schema(
         operation_id="reports_sustainability",
@@ -365,7 +378,9 @@ class SustainabilityReportView(ReportView):
             "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
             "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`, each zone-hour's "
             "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`, each hour's data "
-            "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`."
+            "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`, "
+            "each GPU model's embodied carbon and its factors' sources as `embodied:<model>:<embodied_kgco2e_central"
+            "|sources>`."
         ),
         parameters=[InputSerializer],
         responses=_json_or_csv(OutputSerializer),
@@ -376,6 +391,8 @@ class SustainabilityReportView(ReportView):
         organization = report_organization(user=request.user, ref=params.get("organization"))
         report = sustainability_report(organization_id=organization.pk, start=start, end=end)
         shown = sustainability_output(report, organization)
+        used = organization_embodied_factors(organization_id=organization.pk, start=start, end=end)
+        shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
         if self.wants_csv(request):
             return csv_response(
                 ["metric", "value"], _sustainability_metrics(shown), filename=_csv_name("sustainability", start, end)

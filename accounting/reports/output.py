@@ -20,6 +20,7 @@ from accounting.ledger import money_quantize
 from accounting.ledger.units import S_PER_H, significant
 from accounting.reports.metrics import ComparisonRow, LedgerSums, ServingSums
 from accounting.reports.selectors import FactorUse, GridHour, QualityHour, ReportRow, SustainabilityReport
+from accounting.reports.selectors.trace import EmbodiedFactors
 from fleets.models import Organization
 
 # Decimal places shown, per unit.
@@ -286,6 +287,16 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "factors": [_factor_output(use) for use in report.factors],
         "grid_hours": [_grid_hour_output(hour) for hour in report.grid_hours],
         "quality_hours": [quality_hour_output(hour) for hour in report.quality_hours],
+    }
+
+
+def embodied_factors_output(used: EmbodiedFactors) -> dict[str, Any]:
+    """A GPU model's embodied carbon in the period and its factors' sources, as shown (``EmbodiedFactorSerializer``)."""
+    return {
+        "gpu_model": used.gpu_model,
+        "display_name": used.display_name,
+        "embodied_kgco2e_central": _kg(used.embodied_co2e_g),
+        "sources": "; ".join(used.sources) or None,
     }
 
 

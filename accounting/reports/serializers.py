@@ -332,6 +332,17 @@ class GridHourSerializer(serializers.Serializer):
     facility_kwh = number("facility kWh weighed with it")
 
 
+class EmbodiedFactorSerializer(serializers.Serializer):
+    gpu_model = serializers.CharField(help_text='hardware profile key; "mixed" for nodes of several models')
+    display_name = serializers.CharField()
+    embodied_kgco2e_central = number("embodied kgCO2e of the model's lines amortized over the period, central")
+    # A field named like Field.source: DRF's metaclass takes it out of the class attributes.
+    sources = serializers.CharField(
+        allow_null=True,
+        help_text="sources of the model's embodied factors (the card's and the host share's), '; '-separated",
+    )
+
+
 class QualityHourSerializer(serializers.Serializer):
     hour_start = serializers.DateTimeField(help_text="UTC")
     held_h = number("node-hours held in the hour, over the organization's nodes")

@@ -135,3 +135,19 @@ def test_idle_energy_stands_beside_idle_cost_on_the_finance_and_sustainability_p
 
     sustainability = client_a.get("/sustainability/", period).content.decode()
     assert 'id="idle-kwh" data-value="4.59"' in sustainability
+
+
+def test_the_sustainability_export_names_each_models_embodied_factors(fleets, client_a):
+    report = client_a.get("/api/v1/reports/sustainability/", PERIOD).json()
+    used = {row["gpu_model"]: row for row in report["embodied_factors"]}
+
+    # 3 h x (2 x 197 + 2 x 312.5) kg / 35,040 h = 87.243 g; 3 h x (4 x 150 + 4 x 87.5) kg / 35,040 h = 81.336 g
+    assert (used["h100-sxm"]["embodied_kgco2e_central"], used["rtx-4090"]["embodied_kgco2e_central"]) == (
+        0.087243, 0.081336,
+    )  # fmt: skip
+    assert H100_SOURCE in used["h100-sxm"]["sources"] and RTX_HOST in used["rtx-4090"]["sources"]
+
+    response = client_a.get("/api/v1/reports/sustainability/", {**PERIOD, "format": "csv"})
+    values = dict(list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))[1:])
+    assert values["embodied:h100-sxm:embodied_kgco2e_central"] == "0.087243"
+    assert RTX_HOST in values["embodied:rtx-4090:sources"]
