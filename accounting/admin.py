@@ -94,7 +94,7 @@ class OrganizationWideAdmin(OrganizationScopedAdmin):
 
 @admin.register(LedgerSettings)
 class LedgerSettingsAdmin(OrganizationWideAdmin):
-    list_display = ["organization", "amortization", "idle_util_threshold_pct"]
+    list_display = ["organization", "amortization", "idle_util_threshold_pct", "goodput_ttft_target_ms"]
 
 
 @admin.register(HardwareProfile)

@@ -21,6 +21,7 @@ from accounting.ledger import ElectricityStatus, LedgerTotals
 from accounting.ledger.line import NO_PRICE_ID, EnergyMethod
 from accounting.ledger.totals import KNOWN, Prefix, conditions_hold, summed, summed_fields
 from accounting.ledger.units import ZERO
+from accounting.reports.latency import ShareWithin, TimeSum, share_within
 from telemetry.histogram import Histogram, histogram_quantile, histogram_quantile_bucket
 
 TOKENS_PER_MILLION = 1_000_000
@@ -190,16 +191,23 @@ class TtftBasis(enum.StrEnum):
 
 @dataclass(frozen=True)
 class ServingSums:
-    """Hourly serving usage summed: tokens and seconds of endpoint-hours that served tokens, TTFT merged.
+    """Hourly serving usage summed: tokens and seconds of endpoint-hours that served tokens, latency merged.
 
     ``serving_s`` counts the observed seconds of endpoint-hours with at least one
-    token, so throughput is tokens per second *while serving*. ``cached_prompt_tokens``:
-    prompt tokens served from the prefix cache (``None`` where no server exposes it),
-    of ``prompt_tokens_cache_known`` prompt tokens whose server does. ``ttft``: merged
+    token ("while serving"), so throughput is per second *while serving*; ``requests``
+    are those endpoint-hours' requests. ``gpu_serving_s``: the same seconds times the
+    GPUs each endpoint serves from (inventory), with ``gpu_generation_tokens`` /
+    ``gpu_requests`` their tokens and requests (endpoints without GPUs in the inventory
+    are left out of per-GPU figures). ``cached_prompt_tokens``: prompt tokens served
+    from the prefix cache (``None`` where no server exposes it), of
+    ``prompt_tokens_cache_known`` prompt tokens whose server does. ``ttft``: merged
     histograms of endpoints that measure TTFT (vLLM, SGLang); ``ttft_lower_bound``:
     TGI's queue-duration histograms (a lower bound of TTFT). The two are never
     merged: TTFT figures come from ``ttft`` when any endpoint measured it, else
-    from ``ttft_lower_bound``, and ``ttft_basis`` says which.
+    from ``ttft_lower_bound``, and ``ttft_basis`` says which. ``ttft_sum`` /
+    ``ttft_lower_bound_sum``: the histograms' sums, for the mean. ``itl``: merged
+    inter-token latency (time per output token) histograms of the endpoints that
+    expose one (not TGI), ``itl_sum`` their sums.
     """
 
     serving_s: float = 0.0
@@ -209,6 +217,14 @@ class ServingSums:
     ttft_lower_bound: Histogram | None = None
     cached_prompt_tokens: int | None = None
     prompt_tokens_cache_known: int = 0
+    requests: int = 0
+    gpu_serving_s: float = 0.0
+    gpu_generation_tokens: int = 0
+    gpu_requests: int = 0
+    ttft_sum: TimeSum = field(default_factory=TimeSum)
+    ttft_lower_bound_sum: TimeSum = field(default_factory=TimeSum)
+    itl: Histogram | None = None
+    itl_sum: TimeSum = field(default_factory=TimeSum)
 
     @property
     def prefix_cache_hit_share(self) -> float | None:
@@ -232,6 +248,21 @@ class ServingSums:
         return None if self.serving_s == 0 else self.generation_tokens / self.serving_s
 
     @property
+    def requests_per_s(self) -> float | None:
+        """Requests per second while serving."""
+        return None if self.serving_s == 0 else self.requests / self.serving_s
+
+    @property
+    def generation_tokens_per_gpu_s(self) -> float | None:
+        """Output tokens per GPU-second while serving (per GPU)."""
+        return None if self.gpu_serving_s == 0 else self.gpu_generation_tokens / self.gpu_serving_s
+
+    @property
+    def requests_per_gpu_s(self) -> float | None:
+        """Requests per GPU-second while serving (per GPU)."""
+        return None if self.gpu_serving_s == 0 else self.gpu_requests / self.gpu_serving_s
+
+    @property
     def ttft_basis(self) -> TtftBasis | None:
         if self.ttft is not None and self.ttft.total:
             return TtftBasis.MEASURED
@@ -244,6 +275,14 @@ class ServingSums:
         """The histogram the TTFT figures come from (see ``ttft_basis``)."""
         basis = self.ttft_basis
         return None if basis is None else self.ttft if basis is TtftBasis.MEASURED else self.ttft_lower_bound
+
+    @property
+    def ttft_mean_s(self) -> float | None:
+        """Mean TTFT (histogram sum / count) on the same basis as the quantiles; ``None`` without a sum."""
+        basis = self.ttft_basis
+        if basis is None:
+            return None
+        return (self.ttft_sum if basis is TtftBasis.MEASURED else self.ttft_lower_bound_sum).mean_s
 
     @property
     def ttft_lower_bound_requests_left_out(self) -> int:
@@ -260,6 +299,24 @@ class ServingSums:
         shown = self.ttft_shown
         return None if shown is None else histogram_quantile_bucket(q, shown)
 
+    def ttft_within(self, target_s: float) -> ShareWithin | None:
+        """Goodput: the share of requests whose TTFT is at or below ``target_s`` (on ``ttft_basis``)."""
+        shown = self.ttft_shown
+        return None if shown is None else share_within(shown, target_s)
+
+    @property
+    def itl_shown(self) -> Histogram | None:
+        """The inter-token latency histogram, ``None`` where no endpoint exposed one (TGI) or it is empty."""
+        return self.itl if self.itl is not None and self.itl.total else None
+
+    def itl_quantile_s(self, q: float) -> float | None:
+        shown = self.itl_shown
+        return None if shown is None else histogram_quantile(q, shown)
+
+    def itl_quantile_bucket_s(self, q: float) -> tuple[float, float | None] | None:
+        shown = self.itl_shown
+        return None if shown is None else histogram_quantile_bucket(q, shown)
+
 
 @dataclass(frozen=True)
 class UtilizationSums:
@@ -273,6 +330,21 @@ class UtilizationSums:
         return None if self.observed_s == 0 else self.pct_s / self.observed_s
 
 
+class LedgerAllocation(enum.StrEnum):
+    """How a comparison row's ledger figures (cost, energy, carbon, GPU-hours, idle) came to it.
+
+    ``whole``: the row's node-hours in full (per fleet, per GPU model).
+    ``output_token_share``: per LLM model, each node-hour's figures allocated to the
+    LLM models served on the node in that hour in proportion to their output tokens.
+    ``no_output_tokens``: the node-hours of the fleet and GPU model that served no
+    output token, attributed to no LLM model (idle), so that the rows add up.
+    """
+
+    WHOLE = "whole"
+    ALLOCATED = "output_token_share"
+    UNATTRIBUTED = "no_output_tokens"
+
+
 @dataclass(frozen=True)
 class ComparisonStats:
     """One fleet (or one fleet's GPU model) over a period: ledger sums, serving and utilization.
@@ -281,6 +353,9 @@ class ComparisonStats:
     ``None`` for hours whose node-hour has no ledger line yet); ``gpu_class``:
     enterprise or consumer, from the hardware profile; ``embodied_sources``: the
     catalog's (or the organization's) sources of the model's embodied factors.
+    ``llm_model``: the LLM model served (per LLM model rows), ``allocation`` how the
+    ledger sums were attributed to the row (see ``LedgerAllocation``);
+    ``goodput_ttft_target_s``: the TTFT target the fleet's organization set.
     """
 
     fleet_id: int
@@ -291,6 +366,38 @@ class ComparisonStats:
     serving: ServingSums
     utilization: UtilizationSums
     embodied_sources: str | None = None
+    llm_model: str | None = None
+    allocation: LedgerAllocation = field(default_factory=lambda: LedgerAllocation.WHOLE)
+    goodput_ttft_target_s: float | None = None
+
+    @property
+    def requests_per_s(self) -> float | None:
+        return self.serving.requests_per_s
+
+    @property
+    def ttft_mean_s(self) -> float | None:
+        return self.serving.ttft_mean_s
+
+    @property
+    def goodput(self) -> ShareWithin | None:
+        """The share of requests within the TTFT target (``None`` without a target or a histogram)."""
+        target = self.goodput_ttft_target_s
+        return None if target is None else self.serving.ttft_within(target)
+
+    @property
+    def location_g_per_1m_output_tokens(self) -> Decimal | None:
+        """Operational (location-based) gCO2e per 1M output tokens; ``None`` without intensity or tokens."""
+        totals = self.sums.totals
+        if not self.sums.location_known or totals.generation_tokens == 0:
+            return None
+        return totals.location_co2e_g / totals.generation_tokens * TOKENS_PER_MILLION
+
+    def embodied_g_per_1m_output_tokens(self, estimate: str = "central") -> Decimal | None:
+        """Embodied gCO2e (``low``, ``central`` or ``high``) per 1M output tokens; ``None`` without tokens."""
+        totals = self.sums.totals
+        if totals.generation_tokens == 0:
+            return None
+        return getattr(totals.embodied_co2e_g, estimate) / totals.generation_tokens * TOKENS_PER_MILLION
 
     @property
     def currency(self) -> str | None:
