@@ -46,6 +46,7 @@ from accounting.reports.selectors import (
     sustainability_report,
 )
 from accounting.reports.serializers import (
+    ALLOCATION_NOTE,
     PER_TOKEN_FIGURES,
     ComparisonRowSerializer,
     FactorSerializer,
@@ -210,7 +211,10 @@ class UsageReportView(ReportView):
 class FleetComparisonView(ReportView):
     class InputSerializer(ScopeInputSerializer):
         by = serializers.ChoiceField(
-            choices=["fleet", "gpu_model"], default="fleet", help_text="one row per fleet, or per fleet and GPU model"
+            choices=["fleet", "gpu_model", "llm_model"],
+            default="fleet",
+            help_text="one row per fleet, per fleet and GPU model, or per fleet, GPU model and LLM model "
+            "(llm_model: ledger figures allocated by output-token share; see ledger_allocation)",
         )
         baseline = id_field("fleet id whose figures the ratios (*_vs_baseline) divide by", required=False)
 
@@ -234,7 +238,13 @@ class FleetComparisonView(ReportView):
             "bucket as Prometheus's histogram_quantile does, each with that bucket's bounds "
             "(`ttft_p99_bucket_low_ms`, `ttft_p99_bucket_high_ms`), from the period's histograms merged "
             "(bucket layouts coarsened onto their shared bounds); TGI's queue-based figure is a lower bound, "
-            "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. With `baseline`, "
+            "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. Mean TTFT is the "
+            "histograms' sum over their count. Goodput is the share of requests whose TTFT is at or below the "
+            "organization's target (`goodput_ttft_target_ms`, a ledger setting), interpolated within the bucket "
+            "holding the target, with its exact bounds (`goodput_share_certain`, `goodput_share_possible`). "
+            "Inter-token latency (time per output token) comes where the server exposes its histogram (vLLM, "
+            "SGLang), else it is null and `itl_note` says why. With `by=llm_model`, rows are per fleet x GPU model "
+            f"x LLM model, and {ALLOCATION_NOTE}. With `baseline`, "
             "each figure is also given as a ratio to the baseline fleet as a whole (null where undefined, and "
             "for money in another currency). CSV: `Accept: text/csv` or `?format=csv`."
         ),
@@ -255,6 +265,7 @@ class FleetComparisonView(ReportView):
             end=end,
             baseline_fleet_id=baseline,
             by_model=params["by"] == "gpu_model",
+            by_llm_model=params["by"] == "llm_model",
             fleet_ids=fleet_ids,
         )
         rows = [comparison_row_output(row) for row in comparison]
