@@ -139,7 +139,8 @@ def test_llm_model_rows_by_hand(two_models, client_a):
     assert [llama[k] for k in ("goodput_share_possible", "goodput_bucket_low_ms", "goodput_bucket_high_ms")] == [
         0.95, 250.0, 500.0,
     ]  # fmt: skip
-    # Inter-token latency: 6,000 s / 300,000; P50 rank 150,000 is 1/3 into (10, 25]; P99 rank 297,000 is 7/9 into (50, 100].
+    # Inter-token latency: 6,000 s / 300,000 = 20 ms; P50 rank 150,000 is 1/3 into (10, 25];
+    # P99 rank 297,000 is 7/9 into (50, 100].
     assert (llama["itl_tokens"], llama["itl_note"], llama["itl_mean_ms"], llama["itl_p50_ms"]) == (
         300_000,
         None,
