@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.reports.authentication import PersonalTokenAuthentication
+from accounting.reports.metrics import ALLOCATION_NOTE
 from accounting.reports.output import comparison_row_output, sustainability_output, usage_row_output
 from accounting.reports.periods import Granularity
 from accounting.reports.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
@@ -46,7 +47,6 @@ from accounting.reports.selectors import (
     sustainability_report,
 )
 from accounting.reports.serializers import (
-    ALLOCATION_NOTE,
     PER_TOKEN_FIGURES,
     ComparisonRowSerializer,
     FactorSerializer,

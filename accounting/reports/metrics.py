@@ -330,6 +330,15 @@ class UtilizationSums:
         return None if self.observed_s == 0 else self.pct_s / self.observed_s
 
 
+# The ledger's allocation to LLM models, said once for the schema, the page and the docs.
+ALLOCATION_NOTE = (
+    "per LLM model, each node-hour's ledger figures (cost, energy, operational and embodied CO2e, GPU-hours, "
+    "idle) are allocated by output-token share: to the LLM models served on the node in that hour in proportion "
+    "to their output tokens; node-hours without output tokens are attributed to no LLM model and stay with the "
+    "fleet x GPU model (ledger_allocation no_output_tokens), so the rows add up to the fleet"
+)
+
+
 class LedgerAllocation(enum.StrEnum):
     """How a comparison row's ledger figures (cost, energy, carbon, GPU-hours, idle) came to it.
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from accounting.reports.metrics import ALLOCATION_NOTE
+
 # Ids are at most bigint: a larger one names nothing, and would overflow the query that looks it up.
 ID_MAX = 2**63 - 1
 # An organization id (ASCII digits) or slug (ASCII letters, digits, hyphens, underscores).
@@ -213,13 +215,6 @@ def _itl_ms(label: str) -> serializers.FloatField:
     )
 
 
-# The ledger's allocation to LLM models, said once for the schema, the page and the docs.
-ALLOCATION_NOTE = (
-    "per LLM model, each node-hour's ledger figures (cost, energy, operational and embodied CO2e, GPU-hours, "
-    "idle) are allocated by output-token share: to the LLM models served on the node in that hour in proportion "
-    "to their output tokens; node-hours without output tokens are attributed to no LLM model and stay with the "
-    "fleet x GPU model (ledger_allocation no_output_tokens), so the rows add up to the fleet"
-)
 WHILE_SERVING_NOTE = (
     "while serving: over the observed seconds of endpoint-hours that served at least one token; per GPU: over "
     "those seconds times the GPUs each endpoint serves from (inventory)"
