@@ -134,7 +134,13 @@ class UsageReportView(ReportView):
             default=Granularity.DAY.value,
             help_text="UTC buckets: hour, day, month, or total (one row per group for the whole period)",
         )
-        group_by = serializers.ChoiceField(choices=[g.value for g in GroupBy], default=GroupBy.NONE.value)
+        group_by = serializers.ChoiceField(
+            choices=[g.value for g in GroupBy],
+            default=GroupBy.NONE.value,
+            help_text="one row per bucket and organization, fleet, site, node, GPU model, currency or LLM model "
+            "(llm_model: the ledger allocated by output-token share; node-hours without output tokens are the "
+            "row whose group_key is null)",
+        )
         site = serializers.ListField(child=id_field("site id"), required=False, help_text="site id, repeatable")
         node = serializers.ListField(child=id_field("node id"), required=False, help_text="node id, repeatable")
         gpu_model = serializers.ListField(
@@ -171,7 +177,8 @@ class UsageReportView(ReportView):
             'significant digits (money ones as decimal strings, e.g. "0.09820"). '
             "Money amounts are rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
             "refused (400): filter by currency or group by site or currency. With `Accept: text/csv` or "
-            "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields."
+            "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields. "
+            f"With `group_by=llm_model`, {ALLOCATION_NOTE}; their rows' group_key is null."
         ),
         parameters=[InputSerializer],
         responses=_json_or_csv(OutputSerializer),

@@ -334,8 +334,8 @@ class UtilizationSums:
 ALLOCATION_NOTE = (
     "per LLM model, each node-hour's ledger figures (cost, energy, operational and embodied CO2e, GPU-hours, "
     "idle) are allocated by output-token share: to the LLM models served on the node in that hour in proportion "
-    "to their output tokens; node-hours without output tokens are attributed to no LLM model and stay with the "
-    "fleet x GPU model (ledger_allocation no_output_tokens), so the rows add up to the fleet"
+    "to their output tokens (input tokens are each model's own); node-hours without output tokens are attributed "
+    "to no LLM model and shown apart as idle, so the rows add up to the whole"
 )
 
 

@@ -131,7 +131,9 @@ class UsageRowSerializer(TraceSerializer):
     period_start = serializers.DateTimeField(help_text="bucket start (UTC), cut to the period asked for")
     period_end = serializers.DateTimeField(help_text="bucket end (UTC, exclusive), cut to the period asked for")
     group_key = serializers.CharField(
-        allow_null=True, help_text="id, GPU model key or currency code; null: no grouping"
+        allow_null=True,
+        help_text="id, GPU model key, currency code or LLM model; null: no grouping, or (group_by=llm_model) the "
+        "node-hours without output tokens, attributed to no LLM model",
     )
     group_label = serializers.CharField(allow_null=True, help_text="name, hostname or GPU model name")
     currency = serializers.CharField(help_text="ISO 4217 code of every money field of the row")
@@ -235,7 +237,8 @@ class ComparisonRowSerializer(TraceSerializer):
     )
     ledger_allocation = serializers.ChoiceField(
         choices=["whole", "output_token_share", "no_output_tokens"],
-        help_text=f"whole: the row's node-hours in full; otherwise {ALLOCATION_NOTE}",
+        help_text=f"whole: the row's node-hours in full; otherwise {ALLOCATION_NOTE}: output_token_share on an "
+        "LLM model's row, no_output_tokens on the fleet x GPU model's idle row",
     )
     currency = serializers.CharField(allow_null=True)
     cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])

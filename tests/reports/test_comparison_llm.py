@@ -215,3 +215,37 @@ def test_the_goodput_target_must_be_positive(org_a):
     with pytest.raises(ValidationError):
         LedgerSettings(organization=org_a, goodput_ttft_target_ms=0).full_clean()
     assert LedgerSettings(organization=org_a).goodput_ttft_target_ms == 500
+
+
+USAGE = "/api/v1/reports/usage/"
+
+
+def test_the_hourly_usage_report_groups_by_llm_model(two_models, client_a):
+    body = client_a.get(
+        USAGE, {"start": START.isoformat(), "end": END.isoformat(), "granularity": "hour", "group_by": "llm_model"}
+    ).json()
+
+    assert body["count"] == 3
+    assert [
+        (r["period_start"][11:16], r["group_key"], r["cost"], r["generation_tokens"], r["gpu_h"], r["idle_gpu_h"])
+        for r in body["results"]
+    ] == [
+        ("23:00", "llama-8b", "3.32", 300_000, 1.2, 0.0),
+        ("23:00", "qwen-14b", "2.22", 200_000, 0.8, 0.0),
+        ("00:00", None, "5.07", 0, 2.0, 2.0),
+    ]
+    assert body["results"][2]["group_label"] == "no output tokens (idle, attributed to no LLM model)"
+    assert body["results"][0]["it_kwh"] == 0.9
+
+
+def test_usage_by_llm_model_pages_and_streams_as_csv(two_models, client_a):
+    period = {"start": START.isoformat(), "end": END.isoformat(), "granularity": "total", "group_by": "llm_model"}
+
+    page = client_a.get(USAGE, {**period, "limit": 1, "offset": 1}).json()
+    response = client_a.get(USAGE, period, HTTP_ACCEPT="text/csv")
+
+    assert (page["count"], [r["group_key"] for r in page["results"]]) == (3, ["qwen-14b"])
+    table = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert [(r["group_key"], r["cost"], r["cost_per_1m_output_tokens"]) for r in table] == [
+        ("llama-8b", "3.32", "11.08"), ("qwen-14b", "2.22", "11.08"), ("", "5.07", ""),
+    ]  # fmt: skip

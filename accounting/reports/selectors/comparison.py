@@ -48,6 +48,7 @@ from accounting.reports.selectors.lines import (
     gpu_model_profiles,
     ledger_lines,
 )
+from accounting.reports.selectors.usage import UNNAMED_LLM_MODEL
 from fleets.models import Fleet
 from telemetry.histogram import Histogram, histogram_merge
 from telemetry.models import EndpointEpoch, EndpointHourUsage, ServingEndpoint
@@ -55,8 +56,6 @@ from telemetry.models import EndpointEpoch, EndpointHourUsage, ServingEndpoint
 # fleet id, GPU model key (None per fleet), LLM model (None: not split by LLM model, or the
 # hours that served no output token)
 _Key = tuple[int, str | None, str | None]
-# The LLM model of an endpoint that did not name one.
-UNNAMED_LLM_MODEL = "unnamed"
 MS_PER_S = 1000.0
 
 
