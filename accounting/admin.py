@@ -95,6 +95,14 @@ class OrganizationWideAdmin(OrganizationScopedAdmin):
 @admin.register(LedgerSettings)
 class LedgerSettingsAdmin(OrganizationWideAdmin):
     list_display = ["organization", "amortization", "idle_util_threshold_pct", "goodput_ttft_target_ms"]
+    # Read by the reports only (goodput), never by the ledger: changing them recomputes no line.
+    report_only_fields = frozenset({"goodput_ttft_target_ms"})
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change and set(form.changed_data) <= self.report_only_fields:
+            super(OrganizationWideAdmin, self).save_model(request, obj, form, change)
+            return
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(HardwareProfile)

@@ -18,8 +18,9 @@ from typing import Any
 
 from accounting.ledger import money_quantize
 from accounting.ledger.units import S_PER_H, TOKENS_PER_MILLION, significant
-from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums, ServingSums
+from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums
 from accounting.reports.selectors import FactorUse, GridHour, QualityHour, ReportRow, SustainabilityReport
+from accounting.reports.serving import ServingSums
 from fleets.models import Organization
 
 # Decimal places shown, per unit.

@@ -21,10 +21,11 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from accounting.ledger_store import ledger_node_hours_compute
-from accounting.models import LedgerSettings
-from accounting.reports.latency import ShareWithin, share_within
+from accounting.models import LedgerPending, LedgerSettings
+from accounting.reports.latency import ShareWithin, TimeSum, share_within
 from accounting.reports.output import ITL_NOT_EXPOSED
 from accounting.reports.selectors import fleet_comparison
+from accounting.reports.serving import ServingSums
 from telemetry.histogram import Histogram
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
 from tests.reports.conftest import END, H1, H2, H100_EMBODIED_G_PER_H, START, h100_node, live_grid
@@ -249,3 +250,36 @@ def test_usage_by_llm_model_pages_and_streams_as_csv(two_models, client_a):
     assert [(r["group_key"], r["cost"], r["cost_per_1m_output_tokens"]) for r in table] == [
         ("llama-8b", "3.32", "11.08"), ("qwen-14b", "2.22", "11.08"), ("", "5.07", ""),
     ]  # fmt: skip
+
+
+def test_mean_and_quantiles_of_ttft_and_no_itl_without_a_histogram():
+    served = ServingSums(ttft=HISTOGRAM, ttft_sum=TimeSum(250.0, 1000))
+
+    # Mean 250 s / 1000; P50 rank 500 ends (0, 100]; P90 rank 900 is 100/150 into (250, 500].
+    assert served.ttft_mean_s == 0.25
+    assert (served.ttft_quantile_s(0.5), served.ttft_quantile_bucket_s(0.5)) == (0.1, (0.0, 0.1))
+    assert served.ttft_quantile_s(0.9) == pytest.approx(0.25 + 0.25 * 100 / 150)
+    assert served.ttft_quantile_bucket_s(0.99) == (0.5, 1.0)
+    assert (served.itl_shown, served.itl_quantile_s(0.5), served.itl_quantile_bucket_s(0.99)) == (None, None, None)
+
+
+def test_changing_only_the_goodput_target_in_the_admin_recomputes_no_ledger_line(two_models, org_a, user_a, client):
+    client.force_login(user_a)
+    settings = LedgerSettings.objects.get(organization=org_a)
+    form = {"organization": org_a.pk, "amortization": "time", "idle_util_threshold_pct": "5", "_save": "Save"}
+
+    response = client.post(
+        f"/admin/accounting/ledgersettings/{settings.pk}/change/", {**form, "goodput_ttft_target_ms": 200}
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert LedgerSettings.objects.get(pk=settings.pk).goodput_ttft_target_ms == 200
+    assert LedgerPending.objects.count() == 0
+
+    client.post(f"/admin/accounting/ledgersettings/{settings.pk}/change/", {**form, "goodput_ttft_target_ms": 0})
+    assert LedgerSettings.objects.get(pk=settings.pk).goodput_ttft_target_ms == 200  # refused: must be positive
+
+    client.post(
+        f"/admin/accounting/ledgersettings/{settings.pk}/change/",
+        {**form, "idle_util_threshold_pct": "6", "goodput_ttft_target_ms": 200},
+    )
+    assert LedgerPending.objects.count() == 2  # the idle threshold is the ledger's: both node-hours again
