@@ -47,3 +47,16 @@ def test_per_fleet_the_page_has_no_llm_model_column_but_shows_goodput_and_time_p
     assert "Goodput" in html and "the organization's target (500 ms)" in html
     # The demo data has no inter-token latency histogram: the page says the server does not expose one.
     assert html.count("not exposed by the server") == 2
+
+
+@pytest.mark.parametrize("query", ["", "?by=gpu_model", "?by=llm_model"])
+def test_every_row_has_a_cell_under_every_column(signed_in, query):
+    html = signed_in.get(f"/compare/{query}").content.decode()
+
+    table = html[html.index('<table id="comparison"') : html.index("</table>")]
+    columns = table[: table.index("</thead>")].count("<th>")
+    rows = re.findall(r"<tr data-fleet.*?</tr>", table, re.S)
+    spans = [
+        len(re.findall(r"<td", row)) + sum(int(n) - 1 for n in re.findall(r'colspan="(\d+)"', row)) for row in rows
+    ]
+    assert len(rows) == 2 and spans == [columns, columns]
