@@ -72,7 +72,8 @@ def _label(stats: ComparisonStats) -> str:
 
 def _charts(comparison: list[ComparisonRow], fleet_colours: dict[str, str]) -> list[str]:
     """Charts of the unrounded figures (the table shows them rounded); each fleet in its colour of every page."""
-    stats = [row.stats for row in comparison]
+    # The hours without output tokens have no per-token figure to plot.
+    stats = [row.stats for row in comparison if row.stats.allocation is not LedgerAllocation.UNATTRIBUTED]
     points = [(_label(s), _ms(s.ttft_p99_s), _float(s.cost_per_1m_output_tokens)) for s in stats]
     labels = [_label(s) for s in stats]
     colours = {_label(s): fleet_colours.get(s.fleet_name, "#000000") for s in stats}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -283,3 +284,13 @@ def test_changing_only_the_goodput_target_in_the_admin_recomputes_no_ledger_line
         {**form, "idle_util_threshold_pct": "6", "goodput_ttft_target_ms": 200},
     )
     assert LedgerPending.objects.count() == 2  # the idle threshold is the ledger's: both node-hours again
+
+
+def test_the_page_shows_each_llm_model_and_the_idle_hours_apart(two_models, client_a):
+    html = client_a.get("/compare/?start=2026-10-31&end=2026-11-01&by=llm_model").content.decode()
+
+    rows = re.findall(r'<tr data-fleet="enterprise" data-llm-model="([^"]*)" data-allocation="([^"]*)">', html)
+    assert rows == [("llama-8b", "output_token_share"), ("qwen-14b", "output_token_share"), ("", "no_output_tokens")]
+    assert "no output tokens (idle, attributed to no model)" in html
+    assert "USD 5.07" in html  # the idle hours' cost, beside the models' 3.32 and 2.22
+    assert "≤ 86.2 %" in html  # TGI's goodput from a lower bound of TTFT is an upper bound
