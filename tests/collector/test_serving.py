@@ -18,6 +18,7 @@ from .expositions import (
     SGLANG_TTFT_BUCKETS_S,
     TGI_DURATION_BUCKETS_S,
     VLLM_ITL_BUCKETS_S,
+    histogram_lines,
     sglang,
     tgi,
     vllm,
@@ -244,3 +245,17 @@ def test_servers_without_an_inter_token_latency_histogram_send_null(stub_server:
         serve_text(stub_server, text)
         reading = one(scrape(stub_server).read(TS))
         assert reading.endpoint.itl_bucket_bounds_s == () and reading.itl_bucket_counts is reading.itl_sum_s is None
+
+
+def test_sglang_inter_token_latency_is_read_per_model(stub_server: StubServer) -> None:
+    # sglang/srt/metrics/collector.py: buckets of sglang:inter_token_latency_seconds (first five of them here)
+    bounds = (0.002, 0.004, 0.006, 0.008, 0.01)
+    labels = f'model_name="{MODEL}"'
+    itl = "\n".join(histogram_lines("sglang:inter_token_latency_seconds", bounds, 6000, labels, sum_s=30.5))
+    serve_text(stub_server, sglang() + "# TYPE sglang:inter_token_latency_seconds histogram\n" + itl + "\n")
+
+    reading = one(scrape(stub_server).read(TS))
+
+    assert reading.endpoint.itl_bucket_bounds_s == bounds
+    # histogram_lines: floor(6000 x (i + 1) / 3) below bound i, capped at the total
+    assert reading.itl_bucket_counts == (2000, 4000, 6000, 6000, 6000, 6000) and reading.itl_sum_s == 30.5
