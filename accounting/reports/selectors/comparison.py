@@ -17,11 +17,8 @@ from django.db.models import (
     F,
     FilteredRelation,
     FloatField,
-    IntegerField,
-    OuterRef,
     Q,
     QuerySet,
-    Subquery,
     Sum,
 )
 from django.db.models.fields.json import KT
@@ -266,13 +263,14 @@ def _serving(usage: QuerySet[Any], keys: list[str], organization_ids: Collection
     if ttft > widths[0] or itl > widths[1]:
         rows = _serving_rows(usage, keys, (max(ttft, widths[0]), max(itl, widths[1])))
     per_key: dict[_Key, _Serving] = defaultdict(_Serving)
+    gpus = _endpoint_gpus(organization_ids)
     for row in rows:
-        _serving_add(per_key[_usage_key(row)], row)
+        _serving_add(per_key[_usage_key(row)], row, gpus.get(row["endpoint_id"], 0))
     return {key: summed.serving_sums() for key, summed in per_key.items()}
 
 
-def _serving_add(summed: _Serving, row: dict[str, Any]) -> None:
-    sums, gpu_count = summed.sums, row["k_gpus"] or 0
+def _serving_add(summed: _Serving, row: dict[str, Any], gpu_count: int) -> None:
+    sums = summed.sums
     for name in _SERVING_SUMS:
         sums[name] = sums.get(name, 0) + (row[name] or 0)
     sums["s_cached_seen"] = sums.get("s_cached_seen") or row["s_cached"] is not None
@@ -293,11 +291,13 @@ def _serving_add(summed: _Serving, row: dict[str, Any]) -> None:
             summed.itl_sum += TimeSum(float(row["s_itl_sum"] or 0.0), histogram.total)
 
 
-def _endpoint_gpus() -> Subquery:
-    """How many GPUs the endpoint-hour's endpoint serves from (inventory)."""
-    through = ServingEndpoint.gpus.through.objects.filter(servingendpoint_id=OuterRef("endpoint_id"))
-    counted = through.values("servingendpoint_id").annotate(s_n=Count("gpu_id")).values("s_n")  # type: ignore[misc]
-    return Subquery(counted, output_field=IntegerField())
+def _endpoint_gpus(organization_ids: Collection[int]) -> dict[int, int]:
+    """Endpoint id -> how many GPUs it serves from (inventory): one small GROUP BY, not a subquery per row."""
+    through = ServingEndpoint.gpus.through.objects.filter(
+        servingendpoint__node__fleet__organization_id__in=organization_ids
+    )
+    counted = through.values("servingendpoint_id").annotate(s_n=Count("gpu_id")).order_by()
+    return {row["servingendpoint_id"]: row["s_n"] for row in counted}
 
 
 def _histogram_of(row: dict[str, Any], prefix: str) -> Histogram:
@@ -355,8 +355,8 @@ def _serving_rows(usage: QuerySet[EndpointHourUsage], keys: list[str], widths: t
         for prefix in _LATENCIES
     }
     rows = (
-        usage.annotate(k_gpus=_endpoint_gpus(), **known)
-        .values(*keys, "endpoint_id", "endpoint__kind", "k_gpus", *(f"{p}_bucket_bounds_s" for p in _LATENCIES), *known)
+        usage.annotate(**known)
+        .values(*keys, "endpoint_id", "endpoint__kind", *(f"{p}_bucket_bounds_s" for p in _LATENCIES), *known)
         .annotate(
             s_serving_s=Sum("observed_s", filter=served),
             s_prompt=Sum("prompt_tokens"),
