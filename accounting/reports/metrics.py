@@ -236,7 +236,7 @@ class ComparisonStats:
     utilization: UtilizationSums
     embodied_sources: str | None = None
     llm_model: str | None = None
-    allocation: LedgerAllocation = field(default_factory=lambda: LedgerAllocation.WHOLE)
+    allocation: LedgerAllocation = LedgerAllocation.WHOLE
     goodput_ttft_target_s: float | None = None
 
     @property
