@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
+from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import LedgerPending, LedgerSettings
 from accounting.reports.latency import ShareWithin, TimeSum, share_within
@@ -264,26 +265,29 @@ def test_mean_and_quantiles_of_ttft_and_no_itl_without_a_histogram():
     assert (served.itl_shown, served.itl_quantile_s(0.5), served.itl_quantile_bucket_s(0.99)) == (None, None, None)
 
 
-def test_changing_only_the_goodput_target_in_the_admin_recomputes_no_ledger_line(two_models, org_a, user_a, client):
+def test_changing_only_the_goodput_target_in_the_admin_is_audited_and_reopens_no_line(
+    two_models, org_a, user_a, client
+):
+    # given: a closed period holding both node-hours (the ledger's own settings may not change in it)
+    LockedPeriod.objects.create(organization=org_a, start=START, end=END, locked_at=END)
     client.force_login(user_a)
     settings = LedgerSettings.objects.get(organization=org_a)
+    change = f"/admin/accounting/ledgersettings/{settings.pk}/change/"
     form = {"organization": org_a.pk, "amortization": "time", "idle_util_threshold_pct": "5", "_save": "Save"}
 
-    response = client.post(
-        f"/admin/accounting/ledgersettings/{settings.pk}/change/", {**form, "goodput_ttft_target_ms": 200}
-    )
-    assert response.status_code == 302, response.content.decode()[:2000]
+    response = client.post(change, {**form, "goodput_ttft_target_ms": 200})
+
+    assert response.status_code == 302
     assert LedgerSettings.objects.get(pk=settings.pk).goodput_ttft_target_ms == 200
-    assert LedgerPending.objects.count() == 0
-
-    client.post(f"/admin/accounting/ledgersettings/{settings.pk}/change/", {**form, "goodput_ttft_target_ms": 0})
+    assert LedgerPending.objects.count() == 0  # the reports read it; no ledger line weighs on it
+    entry = AuditEntry.objects.get(subject="ledger_settings")
+    assert (entry.before["goodput_ttft_target_ms"], entry.after["goodput_ttft_target_ms"]) == (300, 200)
+    client.post(change, {**form, "goodput_ttft_target_ms": 0})
     assert LedgerSettings.objects.get(pk=settings.pk).goodput_ttft_target_ms == 200  # refused: must be positive
-
-    client.post(
-        f"/admin/accounting/ledgersettings/{settings.pk}/change/",
-        {**form, "idle_util_threshold_pct": "6", "goodput_ttft_target_ms": 200},
-    )
-    assert LedgerPending.objects.count() == 2  # the idle threshold is the ledger's: both node-hours again
+    assert client.post(change, {**form, "goodput_ttft_target_ms": ""}).status_code == 302  # left empty: kept
+    assert LedgerSettings.objects.get(pk=settings.pk).goodput_ttft_target_ms == 200
+    client.post(change, {**form, "idle_util_threshold_pct": "6", "goodput_ttft_target_ms": 200})
+    assert LedgerSettings.objects.get(pk=settings.pk).idle_util_threshold_pct == 5  # the ledger's: locked
 
 
 def test_the_page_shows_each_llm_model_and_the_idle_hours_apart(two_models, client_a):

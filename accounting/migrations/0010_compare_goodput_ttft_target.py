@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounting', '0008_inputs_audit_locks'),
+        ('accounting', '0009_gaps16_site_pue_periods'),
     ]
 
     operations = [
