@@ -16,7 +16,6 @@ from django.db.models import (
     ExpressionWrapper,
     F,
     FilteredRelation,
-    FloatField,
     Q,
     QuerySet,
     Sum,
@@ -27,7 +26,7 @@ from django.db.models.functions import Cast
 from accounting.ledger import CurrencyMismatchError
 from accounting.models import NodeHourLedger
 from accounting.models.ledger import DEFAULT_GOODPUT_TTFT_TARGET_MS
-from accounting.reports.aggregates import Fraction, allocated_ledger_sums, ledger_sums, ledger_sums_from
+from accounting.reports.aggregates import ledger_sums, ledger_sums_from
 from accounting.reports.latency import TimeSum
 from accounting.reports.metrics import (
     ComparisonRow,
@@ -38,6 +37,7 @@ from accounting.reports.metrics import (
     UtilizationSums,
     ledger_sums_merge,
 )
+from accounting.reports.selectors.allocation import LINE, allocated_sums, llm_name, with_line
 from accounting.reports.selectors.lines import (
     MIXED_MODEL,
     ReportFilters,
@@ -45,7 +45,6 @@ from accounting.reports.selectors.lines import (
     gpu_model_profiles,
     ledger_lines,
 )
-from accounting.reports.selectors.usage import UNNAMED_LLM_MODEL
 from fleets.models import Fleet
 from telemetry.histogram import Histogram, histogram_merge
 from telemetry.models import EndpointEpoch, EndpointHourUsage, ServingEndpoint
@@ -146,31 +145,18 @@ def _llm_ledger(lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]) 
         .order_by("fleet_id", "gpu_model", "currency")
     )
     parts = _by_key(idle, lambda values: (values["fleet_id"], values["gpu_model"], None))
-    lines_path = "endpoint__node__ledger_lines"
-    same_hour = FilteredRelation(lines_path, condition=Q(**{f"{lines_path}__hour_start": F("hour_start")}))
-    share = Fraction(F("generation_tokens"), F("k_line__generation_tokens"))
     allocated = (
-        endpoint_hours.annotate(k_line=same_hour)
-        .filter(k_line__generation_tokens__gt=0)
+        with_line(endpoint_hours)
         .values(
-            k_fleet=F("k_line__fleet_id"),
-            k_model=F("k_line__gpu_model"),
+            k_fleet=F(f"{LINE}fleet_id"),
+            k_model=F(f"{LINE}gpu_model"),
             k_llm=F("endpoint__model_name"),
-            currency=F("k_line__currency"),
+            currency=F(f"{LINE}currency"),
         )
-        .annotate(
-            **allocated_ledger_sums(line="k_line__", share=share),
-            s_util_pct_s=Sum(ExpressionWrapper(F("k_line__util_pct_s") * share, output_field=FloatField())),
-            s_util_observed_s=Sum(ExpressionWrapper(F("k_line__util_observed_s") * share, output_field=FloatField())),
-        )
+        .annotate(**allocated_sums(utilization=True))
         .order_by("k_fleet", "k_model", "k_llm", "currency")
     )
-    key_of = lambda values: (values["k_fleet"], values["k_model"], _llm_name(values["k_llm"]))  # noqa: E731
-    return parts | _by_key(allocated, key_of)
-
-
-def _llm_name(model_name: str | None) -> str:
-    return model_name or UNNAMED_LLM_MODEL
+    return parts | _by_key(allocated, lambda values: (values["k_fleet"], values["k_model"], llm_name(values["k_llm"])))
 
 
 def _by_key(rows: QuerySet[Any], key_of: Callable[[dict[str, Any]], _Key]) -> dict[_Key, _LedgerPart]:
@@ -207,7 +193,7 @@ def _keyed_usage(
 
 
 def _usage_key(values: dict[str, Any]) -> _Key:
-    llm = _llm_name(values["k_llm"]) if "k_llm" in values else None
+    llm = llm_name(values["k_llm"]) if "k_llm" in values else None
     return (values["k_fleet"], values.get("k_model"), llm)
 
 

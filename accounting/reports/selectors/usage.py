@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, F, FilteredRelation, Max, Min, Q, QuerySet
+from django.db.models import Count, F, Max, Min, Q, QuerySet
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.models import NodeHourLedger
-from accounting.reports.aggregates import Fraction, allocated_ledger_sums, ledger_sums, ledger_sums_from
+from accounting.reports.aggregates import ledger_sums, ledger_sums_from
 from accounting.reports.metrics import LedgerSums
 from accounting.reports.periods import Granularity, bucket_end
+from accounting.reports.selectors.allocation import LINE, allocated_sums, llm_name, with_line
 from accounting.reports.selectors.lines import (
     NO_FILTERS,
     ReportFilters,
@@ -28,9 +29,6 @@ from accounting.reports.selectors.lines import (
 from accounting.reports.selectors.parts import bucket_expression
 from fleets.models import Fleet, Node, Organization, Site
 from telemetry.models import EndpointHourUsage
-
-# The LLM model of an endpoint that did not name one.
-UNNAMED_LLM_MODEL = "unnamed"
 
 # Rows fetched per round trip when streaming a report (CSV): a few hundred kB each.
 STREAM_CHUNK_ROWS = 2000
@@ -266,18 +264,15 @@ def _llm_model_rows(
     keys = [] if bucket is None else ["bucket"]
     idle = lines.filter(generation_tokens=0)
     idle = idle if bucket is None else idle.annotate(bucket=bucket)
-    lines_path = "endpoint__node__ledger_lines"
-    same_hour = FilteredRelation(lines_path, condition=Q(**{f"{lines_path}__hour_start": F("hour_start")}))
     usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    ).annotate(k_line=same_hour)
-    usage = usage.filter(ledger_lines_where(line="k_line__", filters=filters), k_line__generation_tokens__gt=0)
-    usage = usage if bucket is None else usage.annotate(bucket=bucket)
-    share = Fraction(F("generation_tokens"), F("k_line__generation_tokens"))
-    allocated = usage.values(*keys, k_llm=F("endpoint__model_name"), currency=F("k_line__currency")).annotate(
-        **allocated_ledger_sums(line="k_line__", share=share)
     )
-    found = [(values, values["k_llm"] or UNNAMED_LLM_MODEL) for values in allocated.order_by()]
+    usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=filters))
+    usage = usage if bucket is None else usage.annotate(bucket=bucket)
+    allocated = usage.values(*keys, k_llm=F("endpoint__model_name"), currency=F(f"{LINE}currency"))
+    found: list[tuple[dict[str, Any], str | None]] = [
+        (values, llm_name(values["k_llm"])) for values in allocated.annotate(**allocated_sums()).order_by()
+    ]
     found += [(values, None) for values in idle.values(*keys, "currency").annotate(**ledger_sums()).order_by()]
     rows: dict[tuple[datetime, bool, str], ReportRow] = {}
     for values, model in found:
