@@ -47,7 +47,7 @@ from accounting.reports.selectors.lines import (
 )
 from fleets.models import Fleet
 from telemetry.histogram import Histogram, histogram_merge
-from telemetry.models import EndpointEpoch, EndpointHourUsage, ServingEndpoint
+from telemetry.models import EndpointHourUsage, ServingEndpoint
 
 # fleet id, GPU model key (None per fleet), LLM model (None: not split by LLM model, or the
 # hours that served no output token)
@@ -243,13 +243,12 @@ def _serving(usage: QuerySet[Any], keys: list[str], organization_ids: Collection
     from the declared layouts; should an hour hold a wider one, the query runs again
     as wide as the widest it returned.
     """
-    widths = _width_guess(organization_ids)
+    widths, gpus = _endpoint_layouts(organization_ids)
     rows = _serving_rows(usage, keys, widths)
     ttft, itl = (max((len(row[f"{p}_bucket_bounds_s"] or ()) + 1 for row in rows), default=0) for p in _LATENCIES)
     if ttft > widths[0] or itl > widths[1]:
         rows = _serving_rows(usage, keys, (max(ttft, widths[0]), max(itl, widths[1])))
     per_key: dict[_Key, _Serving] = defaultdict(_Serving)
-    gpus = _endpoint_gpus(organization_ids)
     for row in rows:
         _serving_add(per_key[_usage_key(row)], row, gpus.get(row["endpoint_id"], 0))
     return {key: summed.serving_sums() for key, summed in per_key.items()}
@@ -275,15 +274,6 @@ def _serving_add(summed: _Serving, row: dict[str, Any], gpu_count: int) -> None:
         summed.itl.append(histogram)
         if row["k_itl_sum_known"]:
             summed.itl_sum += TimeSum(float(row["s_itl_sum"] or 0.0), histogram.total)
-
-
-def _endpoint_gpus(organization_ids: Collection[int]) -> dict[int, int]:
-    """Endpoint id -> how many GPUs it serves from (inventory): one small GROUP BY, not a subquery per row."""
-    through = ServingEndpoint.gpus.through.objects.filter(
-        servingendpoint__node__fleet__organization_id__in=organization_ids
-    )
-    counted = through.values("servingendpoint_id").annotate(s_n=Count("gpu_id")).order_by()
-    return {row["servingendpoint_id"]: row["s_n"] for row in counted}
 
 
 def _histogram_of(row: dict[str, Any], prefix: str) -> Histogram:
@@ -316,14 +306,22 @@ def _buckets(prefix: str, width: int, where: Q) -> dict[str, Sum]:
 _LATENCIES = ("ttft", "itl")
 
 
-def _width_guess(organization_ids: Collection[int]) -> tuple[int, int]:
-    """Buckets of the widest TTFT and inter-token latency layouts the endpoints declared (a small table)."""
-    epochs = EndpointEpoch.objects.filter(endpoint__node__fleet__organization_id__in=organization_ids)
-    layouts = list(epochs.values_list(*(f"{p}_bucket_bounds_s" for p in _LATENCIES)))
-    return (
-        max((len(ttft or ()) + 1 for ttft, _ in layouts), default=0),
-        max((len(itl or ()) + 1 for _, itl in layouts), default=0),
+def _endpoint_layouts(organization_ids: Collection[int]) -> tuple[tuple[int, int], dict[int, int]]:
+    """The buckets of the widest TTFT and inter-token latency layouts the endpoints declared, and how many
+    GPUs each endpoint serves from (inventory): one query over the endpoints, their epochs and GPUs."""
+    rows = (
+        ServingEndpoint.objects.filter(node__fleet__organization_id__in=organization_ids)
+        .values("id", *(f"epochs__{p}_bucket_bounds_s" for p in _LATENCIES))
+        .annotate(s_gpus=Count("gpus", distinct=True))
+        .order_by()
     )
+    widths = {p: 0 for p in _LATENCIES}
+    gpus: dict[int, int] = {}
+    for row in rows:
+        gpus[row["id"]] = row["s_gpus"]
+        for p in _LATENCIES:
+            widths[p] = max(widths[p], len(row[f"epochs__{p}_bucket_bounds_s"] or ()) + 1)
+    return (widths["ttft"], widths["itl"]), gpus
 
 
 def _serving_rows(usage: QuerySet[EndpointHourUsage], keys: list[str], widths: tuple[int, int]) -> list[dict[str, Any]]:
