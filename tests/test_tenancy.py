@@ -35,11 +35,12 @@ from accounting.inputs.models import AuditEntry
 from accounting.instruments.models import InstrumentHour
 from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import LedgerPending, NodePrice
+from accounting.reports.selectors import GroupBy
 from accounting.reports.tokens import personal_token_create
 from fleets.admin import ORGANIZATION_PATHS
 from fleets.models import Gpu, NodeCredential, Organization, PersonalToken, Role
 from fleets.services import credential_issue
-from telemetry.models import GpuSample, ServingEndpoint
+from telemetry.models import EndpointHourUsage, GpuHourUsage, GpuSample, ServingEndpoint
 from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
 from tests.telemetry.batches import gpu_ref, make_batch
 
@@ -87,6 +88,7 @@ class Collection:
     csv: bool = False  # exports CSV (?format=csv)
     creates: Callable[[World], list[dict[str, Any]]] | None = None  # bodies naming A's rows, each refused
     filters: tuple[str, ...] = ()  # query parameters that name a fleet, site or node: A's answer 400/404
+    variants: tuple[dict[str, str], ...] = ()  # other shapes of the caller's own report (JSON and CSV)
     writes: str = "post"  # the method of ``creates``
     page: bool = False
     reads: bool = True  # answers GET
@@ -156,8 +158,14 @@ PROBES: dict[str, Detail | Collection | Special] = {
     "node-status-list": Collection(a_ids=_ids("node")),
     "node-status-detail": Detail(lambda w: {"node_id": w.ids["node"]}, serves=("get",)),
     # reports
-    "reports-usage": Collection(organization=True, csv=True, filters=("fleet", "site", "node")),
-    "reports-comparison": Collection(organization=True, csv=True, filters=("fleet", "baseline")),
+    "reports-usage": Collection(
+        organization=True, csv=True, filters=("fleet", "site", "node"),
+        variants=tuple({"group_by": by, "granularity": "hour"} for by in GroupBy),
+    ),
+    "reports-comparison": Collection(
+        organization=True, csv=True, filters=("fleet", "baseline"),
+        variants=({"by": "gpu_model"}, {"by": "llm_model"}),
+    ),
     "reports-sustainability": _REPORT,
     "reports-scope2": _REPORT,
     "reports-scope2-ghg-table": _REPORT,
@@ -345,8 +353,24 @@ def world(org_a: Organization, org_b: Organization, user_a: Any, user_b: Any) ->
     ids["node_token"] = NodeCredential.objects.get(node=node).pk
     built = World(org_a, org_b, ids, a, b_session, b_token, a_node_token, b_gpu.uuid)
     _org_a_rows(built, site, fleet, node, gpu)
+    _served(node, gpu)
     ledger_node_hours_compute(node_id=node.pk, hour_starts=HOURS)
     return built
+
+
+def _served(node: Any, gpu: Any) -> None:
+    """An hour of A's GPU serving "zz-a-model": the per-LLM-model reports name it."""
+    GpuHourUsage.objects.create(
+        gpu=gpu, hour_start=HOURS[0], energy_j=1_800_000.0, energy_counter_j=1_800_000.0, energy_integrated_j=0.0,
+        energy_method="counter", observed_s=3600.0, energy_covered_s=3600.0, busy_s=3600.0, mean_util_pct=80.0,
+        reset_count=0, computed_at=HOURS[0],
+    )  # fmt: skip
+    served = ServingEndpoint.objects.create(node=node, url="http://127.0.0.1:8000/metrics", model_name="zz-a-model")
+    served.gpus.set([gpu])
+    EndpointHourUsage.objects.create(
+        endpoint=served, hour_start=HOURS[0], observed_s=3600.0, reset_count=0, computed_at=HOURS[0],
+        prompt_tokens=1000, generation_tokens=3000, requests=10,
+    )  # fmt: skip
 
 
 # Rows of Org A that the admin does not list, but a write on A's behalf would leave.
@@ -533,12 +557,29 @@ def _own_list_problems(world: World, probe: Collection, client: Client, path: st
         if exported.status_code != 200:
             yield f"{what} CSV: {exported.status_code}"
         yield from shows_nothing_of_a(exported, f"{what} CSV")
+    for variant in probe.variants:
+        for shape in ({}, {"format": "csv"}):
+            shown = client.get(path, variant | shape | PERIOD)
+            if shown.status_code != 200:
+                yield f"{what}?{variant | shape}: {shown.status_code}"
+            yield from shows_nothing_of_a(shown, f"{what}?{variant | shape}")
 
 
-def test_reports_of_org_a_hold_its_names_so_their_absence_for_org_b_means_something(world: World) -> None:
-    exported = world.a.get("/api/v1/reports/usage/", {"format": "csv", "group_by": "fleet"} | PERIOD)
+@pytest.mark.parametrize(
+    ("path", "query", "name"),
+    [
+        ("/api/v1/reports/usage/", {"group_by": "fleet"}, b"zz-a-fleet"),
+        ("/api/v1/reports/usage/", {"group_by": "node"}, b"zz-a-host"),
+        ("/api/v1/reports/usage/", {"group_by": "llm_model"}, b"zz-a-model"),
+        ("/api/v1/reports/comparison/", {"by": "llm_model"}, b"zz-a-model"),
+    ],
+)
+def test_reports_of_org_a_hold_its_names_so_their_absence_for_org_b_means_something(
+    world: World, path: str, query: dict[str, str], name: bytes
+) -> None:
+    exported = world.a.get(path, {"format": "csv"} | query | PERIOD)
     assert exported.status_code == 200
-    assert b"zz-a-fleet" in body_of(exported)
+    assert name in body_of(exported)
 
 
 def test_switching_to_another_organization_is_refused(world: World) -> None:
