@@ -522,7 +522,7 @@ def _collection_problems(world: World, name: str) -> Iterator[str]:
         if probe.reads:
             yield from _own_list_problems(world, probe, client, path, what)
         if probe.organization:
-            queries: list[dict[str, Any]] = [{"organization": world.org_a.pk}]
+            queries: list[dict[str, Any]] = [{"organization": world.org_a.pk}, {"organization": world.org_a.slug}]
             queries += [queries[0] | {"format": "csv"}] if probe.csv else []
             for query in queries:
                 asked = client.get(path, query | PERIOD)
