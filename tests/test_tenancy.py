@@ -77,6 +77,7 @@ class Detail:
     serves: tuple[str, ...]
     body: Callable[[World], dict[str, Any]] = lambda w: {}
     page: bool = False
+    any_member_writes: bool = False  # by design any member of the row's organization may call it, viewers too
 
 
 @dataclass(frozen=True)
@@ -658,7 +659,7 @@ def test_the_creates_refused_to_org_b_succeed_for_org_a(world: World, user_a: An
         path = route_path(name) + (f"?organization={world.org_a.pk}" if probe.organization else "")
         for body in probe.creates(world) if probe.creates else []:
             answer = call(session if probe.page else world.a, probe.writes, path, body)
-            if answer.status_code not in {200, 201}:
+            if answer.status_code not in {200, 201, 302}:
                 failed.append(f"{name} {body}: {answer.status_code} {body_of(answer)[:300]!r}")
     assert not failed, "\n".join(failed)
 
@@ -674,7 +675,7 @@ def test_the_writes_refused_to_org_b_succeed_for_org_a(world: World, user_a: Any
         path = route_path(name, probe.args(world))
         for method in sorted(set(probe.serves) & set(WRITES), key=WRITES.index):  # changes first, deletion last
             answer = call(session, method, path, probe.body(world))
-            if answer.status_code not in {200, 204}:
+            if answer.status_code not in {200, 202, 204, 302}:
                 failed.append(f"{method.upper()} {path}: {answer.status_code} {body_of(answer)[:300]!r}")
     assert not failed, "\n".join(failed)
 
@@ -704,6 +705,8 @@ def test_a_viewer_of_org_a_who_administers_org_b_changes_nothing_of_a(world: Wor
         probe = PROBES[name]
         assert isinstance(probe, Detail)
         path = route_path(name, probe.args(world))
+        if probe.any_member_writes:
+            continue
         for method in set(WRITES) & set(probe.serves):  # she may read A: a read-only page answers any method
             answer = call(session, method, path, probe.body(world))
             if answer.status_code not in {403, 404}:
