@@ -553,6 +553,13 @@ def _own_list_problems(world: World, probe: Collection, client: Client, path: st
     yield from shows_nothing_of_a(own, what)
     if probe.a_ids is not None and probe.a_ids(world) & _listed_ids(own):
         yield f"{what} lists Org A's rows {sorted(probe.a_ids(world) & _listed_ids(own))}"
+    if not probe.organization and not probe.page:  # a list that takes no ?organization= ignores it: still B's only
+        ignored = client.get(path, {"organization": world.org_a.pk})
+        if ignored.status_code not in {200, 400, 404}:
+            yield f"{what}?organization=A: {ignored.status_code}"
+        yield from shows_nothing_of_a(ignored, f"{what}?organization=A")
+        if ignored.status_code == 200 and probe.a_ids is not None and probe.a_ids(world) & _listed_ids(ignored):
+            yield f"{what}?organization=A lists Org A's rows"
     if probe.csv:
         exported = client.get(path, {"format": "csv"} | PERIOD)
         if exported.status_code != 200:
