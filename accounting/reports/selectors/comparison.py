@@ -37,7 +37,7 @@ from accounting.reports.metrics import (
     UtilizationSums,
     ledger_sums_merge,
 )
-from accounting.reports.selectors.allocation import LINE, allocated_sums, llm_name, with_line
+from accounting.reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
 from accounting.reports.selectors.lines import (
     MIXED_MODEL,
     ReportFilters,
@@ -145,21 +145,20 @@ def _llm_ledger(lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]) 
         .order_by("fleet_id", "gpu_model", "currency")
     )
     parts = _by_key(idle, lambda values: (values["fleet_id"], values["gpu_model"], None))
-    allocated = (
-        with_line(endpoint_hours)
-        .values(
-            k_fleet=F(f"{LINE}fleet_id"),
-            k_model=F(f"{LINE}gpu_model"),
-            k_llm=F("endpoint__model_name"),
-            currency=F(f"{LINE}currency"),
-        )
-        .annotate(**allocated_sums(utilization=True))
-        .order_by("k_fleet", "k_model", "k_llm", "currency")
+    grouped = with_line(endpoint_hours).values(
+        k_fleet=F(f"{LINE}fleet_id"),
+        k_model=F(f"{LINE}gpu_model"),
+        k_llm=F("endpoint__model_name"),
+        currency=F(f"{LINE}currency"),
+    )
+    allocated = allocated_rows(grouped, ["k_fleet", "k_model", "k_llm", "currency"], utilization=True)
+    allocated.sort(
+        key=lambda values: (values["k_fleet"], values["k_model"] or "", values["k_llm"] or "", values["currency"])
     )
     return parts | _by_key(allocated, lambda values: (values["k_fleet"], values["k_model"], llm_name(values["k_llm"])))
 
 
-def _by_key(rows: QuerySet[Any], key_of: Callable[[dict[str, Any]], _Key]) -> dict[_Key, _LedgerPart]:
+def _by_key(rows: Iterable[Any], key_of: Callable[[dict[str, Any]], _Key]) -> dict[_Key, _LedgerPart]:
     # Rows come per key x currency: a key in two currencies is refused (money is never added
     # across currencies); the fleet-level roll-up merges model rows with LedgerTotals.merge,
     # which refuses mixed currencies itself.

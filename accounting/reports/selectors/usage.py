@@ -17,7 +17,7 @@ from accounting.models import NodeHourLedger
 from accounting.reports.aggregates import ledger_sums, ledger_sums_from
 from accounting.reports.metrics import LedgerSums
 from accounting.reports.periods import Granularity, bucket_end
-from accounting.reports.selectors.allocation import LINE, allocated_sums, llm_name, with_line
+from accounting.reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
 from accounting.reports.selectors.lines import (
     NO_FILTERS,
     ReportFilters,
@@ -314,9 +314,9 @@ def _llm_model_rows(
     )
     usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=filters))
     usage = usage if bucket is None else usage.annotate(bucket=bucket)
-    allocated = usage.values(*keys, k_llm=F("endpoint__model_name"), currency=F(f"{LINE}currency"))
+    grouped = usage.values(*keys, k_llm=F("endpoint__model_name"), currency=F(f"{LINE}currency"))
     found: list[tuple[dict[str, Any], str | None]] = [
-        (values, llm_name(values["k_llm"])) for values in allocated.annotate(**allocated_sums()).order_by()
+        (values, llm_name(values["k_llm"])) for values in allocated_rows(grouped, [*keys, "k_llm", "currency"])
     ]
     found += [(values, None) for values in idle.values(*keys, "currency").annotate(**ledger_sums()).order_by()]
     rows: dict[tuple[datetime, bool, str], ReportRow] = {}
