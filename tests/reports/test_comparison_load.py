@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from typing import Any
 
 import pytest
@@ -83,3 +84,12 @@ def test_schema_documents_the_load_bands(client_a):
     assert "by_load" in parameters
     band = schema["components"]["schemas"]["LoadBand"]["properties"]
     assert {"band_low_rps_per_gpu", "ttft_p99_bucket_high_ms", "cost_per_1m_output_tokens_vs_baseline"} <= set(band)
+
+
+def test_the_page_shows_each_row_by_load_band(two_models, client_a):  # noqa: F811
+    html = client_a.get("/compare/?start=2026-10-31&end=2026-11-01&by=llm_model&by_load=true").content.decode()
+    assert 'id="comparison-by-load"' in html
+    bands = re.findall(r'<tr data-fleet="enterprise" data-llm-model="([^"]*)" data-band-low="([^"]*)">', html)
+    assert bands == [("llama-8b", "0.0"), ("qwen-14b", "0.0")]  # the idle hours have no band
+    assert "by_load=true" in html  # the exports match the page
+    assert 'id="comparison-by-load"' not in client_a.get("/compare/?start=2026-10-31&end=2026-11-01").content.decode()
