@@ -20,6 +20,7 @@ from tests.reports.conftest import END, START
 from tests.reports.test_comparison_llm import two_models  # noqa: F401 (a fixture)
 
 URL = "/api/v1/reports/comparison/"
+USAGE = "/api/v1/reports/usage/"
 pytestmark = pytest.mark.django_db
 
 
@@ -93,3 +94,20 @@ def test_the_page_shows_each_row_by_load_band(two_models, client_a):  # noqa: F8
     assert bands == [("llama-8b", "0.0"), ("qwen-14b", "0.0")]  # the idle hours have no band
     assert "by_load=true" in html  # the exports match the page
     assert 'id="comparison-by-load"' not in client_a.get("/compare/?start=2026-10-31&end=2026-11-01").content.decode()
+
+
+def test_usage_rows_by_llm_model_carry_the_trace_of_the_node_rows(two_models, client_a):  # noqa: F811
+    period = {"start": START.isoformat(), "end": END.isoformat(), "granularity": "hour"}
+    by_model = client_a.get(USAGE, {**period, "group_by": "llm_model"}).json()["results"]
+    by_node = client_a.get(USAGE, {**period, "group_by": "node"}).json()["results"]
+    # One node, one GPU model, one intensity source per hour: each model's share of H1 is traced as H1 is.
+    node_h1, node_h2 = by_node
+    llama, qwen, idle = by_model
+    for row in (llama, qwen):
+        assert row["location_sources"] == node_h1["location_sources"] is not None
+        assert row["location_sources"] == "electricitymaps=1.000"  # all of the model's facility kWh: never above 1
+        assert row["embodied_sources"] == node_h1["embodied_sources"] is not None
+        assert row["energy_counter_share"] == node_h1["energy_counter_share"] == 1.0
+    assert (idle["location_sources"], idle["embodied_sources"]) == (
+        node_h2["location_sources"], node_h2["embodied_sources"],
+    )  # fmt: skip

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db.models import Aggregate, Case, F, FilteredRelation, FloatField, Q, QuerySet, Sum, When
 
-from accounting.reports.aggregates import Fraction, allocated_ledger_sums, split_line_counts
+from accounting.reports.aggregates import AMOUNT, Fraction, allocated_ledger_sums, split_line_counts
 
 # The LLM model of an endpoint that did not name one.
 UNNAMED_LLM_MODEL = "unnamed"
@@ -58,6 +58,19 @@ def allocated_sums(*, utilization: bool = False) -> dict[str, Aggregate]:
     return sums
 
 
+def allocated_trace_sums() -> dict[str, Aggregate]:
+    """The trace parts' sums (``trace.as_part``) of the joined lines, weighed alike: ``p_kwh`` (facility kWh with a
+    location intensity) and ``p_embodied`` (central embodied g)."""
+    share = Fraction(F("generation_tokens"), F(f"{LINE}generation_tokens"))
+
+    def weighed(column: str) -> Case:
+        value = F(f"{LINE}{column}")
+        return Case(When(WHOLE_LINE, then=value), default=value * share, output_field=AMOUNT)
+
+    known = Q(**{f"{LINE}location_co2e_g__isnull": False})
+    return {"p_kwh": Sum(weighed("facility_kwh"), filter=known), "p_embodied": Sum(weighed("embodied_co2e_g_central"))}
+
+
 def allocated_rows(grouped: QuerySet[Any], keys: Sequence[str], *, utilization: bool = False) -> list[dict[str, Any]]:
     """``grouped`` (endpoint-hours ``with_line``, ``.values(*keys)``) summed with ``allocated_sums``.
 
@@ -65,7 +78,7 @@ def allocated_rows(grouped: QuerySet[Any], keys: Sequence[str], *, utilization: 
     endpoint-hours hold part of their line (several LLM models on one node-hour), to
     count the distinct node-hours those had a share of.
     """
-    rows = list(grouped.annotate(**allocated_sums(utilization=utilization)).order_by())
+    rows = list(grouped.annotate(**allocated_sums(utilization=utilization), **allocated_trace_sums()).order_by())
     if any(row["s_split_rows"] for row in rows):
         counts = split_line_counts(line=LINE, whole=WHOLE_LINE)
         split = {tuple(row[k] for k in keys): row for row in grouped.annotate(**counts).order_by()}
