@@ -296,6 +296,9 @@ class ComparisonStats:
 
     # Each grid intensity source with its share of the row's facility kWh ("source=share; ..."), when traced.
     location_sources: str | None = None
+    # Per LLM model: the row's own lines by GPU model and intensity source, allocated as its sums are
+    # (``selectors.trace.TracePart``); ``None``: the row's lines are its fleet's (x GPU model's) own.
+    trace_parts: tuple[Any, ...] | None = None
 
     @property
     def currency(self) -> str | None:

@@ -111,3 +111,12 @@ def test_usage_rows_by_llm_model_carry_the_trace_of_the_node_rows(two_models, cl
     assert (idle["location_sources"], idle["embodied_sources"]) == (
         node_h2["location_sources"], node_h2["embodied_sources"],
     )  # fmt: skip
+
+
+def test_comparison_rows_by_llm_model_trace_their_own_share(two_models, client_a):  # noqa: F811
+    llama, qwen, idle = compare(client_a, by="llm_model").json()["results"]
+    # Each model's facility kWh (1.08 and 0.72 of H1's 1.8) all had one source: a share of 1, never the
+    # fleet's 2.04 kWh over the model's (which read 1.889 for llama).
+    assert [row["location_sources"] for row in (llama, qwen, idle)] == ["electricitymaps=1.000"] * 3
+    (fleet,) = compare(client_a).json()["results"]
+    assert llama["embodied_sources"] == fleet["embodied_sources"] is not None

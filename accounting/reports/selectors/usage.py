@@ -328,12 +328,12 @@ def _llm_model_rows(
     found += [(values, None) for values in idle_sums.order_by()]
     merged: dict[tuple[Any, str | None, str], tuple[LedgerSums, list[TracePart]]] = {}
     for values, model in found:
-        place = (values.get("bucket"), model, values["currency"])
+        key = (values.get("bucket"), model, values["currency"])
         sums = ledger_sums_from(values, currency=values["currency"])
         part = as_part({**values, "gpu_model": values["t_model"], "location_source": values["t_source"]})
-        if place in merged:
-            sums = ledger_sums_merge(merged[place][0], sums)
-        merged[place] = (sums, [*merged.get(place, (None, []))[1], part])
+        if key in merged:
+            sums = ledger_sums_merge(merged[key][0], sums)
+        merged[key] = (sums, [*merged[key][1], part] if key in merged else [part])
     sources = embodied_source_lists(organization_ids=organization_ids)
     rows: dict[tuple[datetime, bool, str], ReportRow] = {}
     for (bucket, model, currency), (sums, parts) in merged.items():
