@@ -1,4 +1,5 @@
 """Celery tasks of the accounting app; each module registers its own (grid tasks live with the grid)."""
 
 from accounting.grid import tasks as grid  # noqa: F401
+from accounting.scenarios import tasks as scenarios  # noqa: F401
 from accounting.tasks import ledger  # noqa: F401

@@ -1,0 +1,136 @@
+"""A replay's outcome as the stored result (JSON): actual and scenario side by side (pure).
+
+Money is rounded once here (``money_quantize``), unit figures to 4 significant
+digits (``significant``), both as text so that JSON keeps their digits. Per-token
+figures divide by output (generation) tokens; J per output token is IT energy (the
+ledger's ``it_kwh``: the node meter, else the GPU boards plus the host as modelled);
+carbon is location-based; yearly totals are the period's x 8760 / its hours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from accounting.ledger.units import G_PER_KG, H_PER_YEAR, J_PER_KWH, TOKENS_PER_MILLION, money_quantize, significant
+from accounting.scenarios.changes import change_json
+from accounting.scenarios.replay import Outcome, Sums, sums_total
+from telemetry.histogram import histogram_quantile
+
+P99 = 0.99
+
+FIGURES = (
+    ("cost_per_1m_output_tokens", "Cost per 1M output tokens"),
+    ("location_gco2e_per_1m_output_tokens", "Operational gCO2e per 1M output tokens (location-based)"),
+    ("embodied_gco2e_per_1m_output_tokens", "Embodied gCO2e per 1M output tokens (central)"),
+    ("embodied_gco2e_per_1m_output_tokens_range", "Embodied gCO2e per 1M output tokens (low to high)"),
+    ("total_gco2e_per_1m_output_tokens", "Operational + embodied gCO2e per 1M output tokens"),
+    ("j_per_output_token", "J per output token (IT energy)"),
+    ("output_tokens", "Output tokens"),
+    ("cost", "Cost"),
+    ("facility_kwh", "Facility energy (kWh)"),
+    ("location_co2e_kg", "Operational kgCO2e (location-based)"),
+    ("embodied_co2e_kg", "Embodied kgCO2e (central)"),
+    ("yearly_cost", "Cost per year (period scaled)"),
+    ("yearly_facility_mwh", "Facility MWh per year (period scaled)"),
+    ("yearly_co2e_t", "tCO2e per year, operational + embodied (period scaled)"),
+    ("yearly_output_tokens", "Output tokens per year (period scaled)"),
+)
+"""The figures of each side, in the order the page shows them, with their labels."""
+
+
+def _unit(value: Decimal | None) -> str | None:
+    return None if value is None else str(significant(value))
+
+
+def _per_1m(quantity: Decimal, sums: Sums) -> Decimal | None:
+    tokens = sums.generation_tokens
+    return quantity / tokens * TOKENS_PER_MILLION if tokens > 0 else None
+
+
+def figures(sums: Sums, *, period_h: Decimal, currency: str) -> dict[str, Any]:
+    """One side's figures (see ``FIGURES``), plus what is unpriced or without intensity."""
+    year = H_PER_YEAR / period_h
+    low, high = _per_1m(sums.embodied_co2e_g_low, sums), _per_1m(sums.embodied_co2e_g_high, sums)
+    co2e_g = sums.location_co2e_g + sums.embodied_co2e_g_central
+    return {
+        "cost_per_1m_output_tokens": _unit(_per_1m(sums.cost, sums)),
+        "location_gco2e_per_1m_output_tokens": _unit(_per_1m(sums.location_co2e_g, sums)),
+        "embodied_gco2e_per_1m_output_tokens": _unit(_per_1m(sums.embodied_co2e_g_central, sums)),
+        "embodied_gco2e_per_1m_output_tokens_range": None if low is None else [_unit(low), _unit(high)],
+        "total_gco2e_per_1m_output_tokens": _unit(_per_1m(co2e_g, sums)),
+        "j_per_output_token": _unit(sums.it_kwh * J_PER_KWH / sums.generation_tokens)
+        if sums.generation_tokens > 0
+        else None,
+        "output_tokens": str(round(sums.generation_tokens)),
+        "cost": str(money_quantize(sums.cost, currency)),
+        "facility_kwh": _unit(sums.facility_kwh),
+        "location_co2e_kg": _unit(sums.location_co2e_g / G_PER_KG),
+        "embodied_co2e_kg": _unit(sums.embodied_co2e_g_central / G_PER_KG),
+        "yearly_cost": str(money_quantize(sums.cost * year, currency)),
+        "yearly_facility_mwh": _unit(sums.facility_kwh * year / 1000),
+        "yearly_co2e_t": _unit(co2e_g * year / 1_000_000),
+        "yearly_output_tokens": str(round(sums.generation_tokens * year)),
+        "unpriced_facility_kwh": _unit(sums.facility_kwh - sums.facility_kwh_priced - sums.facility_kwh_included),
+        "location_unknown_facility_kwh": _unit(sums.facility_kwh - sums.facility_kwh_located),
+    }
+
+
+def _quantile_s(histogram: Any) -> float | None:
+    value = None if histogram is None else histogram_quantile(P99, histogram)
+    return None if value is None else round(value, 4)
+
+
+def _llm_models(outcome: Outcome) -> list[dict[str, Any]]:
+    rows = []
+    for model in sorted({m for _, m in outcome.usage}):
+        measured, mixed = outcome.ttft_histograms(model)
+        actual = sum(u.generation_tokens for (_, m), u in outcome.usage.items() if m == model)
+        scenario = sum((t[0] for (_, m), t in outcome.models.items() if m == model), Decimal(0))
+        lower = any(u.lower_bound_only for (_, m), u in outcome.usage.items() if m == model)
+        rows.append({
+            "llm_model": model,
+            "actual_output_tokens": str(actual),
+            "scenario_output_tokens": str(round(scenario)),
+            "actual_p99_ttft_s": _quantile_s(measured),
+            "scenario_p99_ttft_s": _quantile_s(mixed),
+            "ttft_note": "TGI endpoints' TTFT (a lower bound) left out" if lower else "",
+        })  # fmt: skip
+    return rows
+
+
+def result_json(
+    outcome: Outcome, *, period_h: Decimal, currency: str, fleet_names: Mapping[int, str]
+) -> dict[str, Any]:
+    """The stored result of a run: totals, per fleet, per LLM model, side by side, with what they mean."""
+    actual, scenario = sums_total(outcome.actual.values()), sums_total(outcome.scenario.values())
+    side = {"period_h": period_h, "currency": currency}
+    single = actual.embodied_co2e_g_low == actual.embodied_co2e_g_high
+    return {
+        "currency": currency,
+        "node_hours_replayed": outcome.rows,
+        "period_hours": str(period_h),
+        "total": {"actual": figures(actual, **side), "scenario": figures(scenario, **side)},  # type: ignore[arg-type]
+        "fleets": [
+            {
+                "fleet_id": fleet,
+                "fleet": fleet_names.get(fleet, str(fleet)),
+                "actual": figures(outcome.actual[fleet], **side),  # type: ignore[arg-type]
+                "scenario": figures(outcome.scenario[fleet], **side),  # type: ignore[arg-type]
+            }
+            for fleet in sorted(outcome.actual, key=lambda f: fleet_names.get(f, str(f)))
+        ],
+        "llm_models": _llm_models(outcome),
+        "changes": [change_json(change) for change in outcome.changes],
+        "embodied_range": "single value (low = high: no range known)" if single else "range (catalog low to high)",
+        "basis": {
+            "per_token": "per 1M output (generation) tokens",
+            "energy": "J per output token: IT energy (node meter, else GPU boards plus the host as modelled)",
+            "carbon": "operational: location-based, from the grid store hour by hour where known",
+            "yearly": f"the period's totals x 8760 / {period_h} hours",
+            "ttft": "P99 from the measured histograms; routed requests take the target fleet's measured "
+            "distribution for the model, not re-estimated for the added load",
+        },
+        "notes": outcome.notes,
+    }

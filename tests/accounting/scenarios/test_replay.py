@@ -1,0 +1,202 @@
+"""The replay's arithmetic on hand-built ledger rows (no database): each change against hand-worked figures.
+
+Fleet 1 (enterprise, site 10, h100-sxm, PUE 1.5): 2 nodes x 2 hours; each node-hour 8 GPU-hours,
+4 kWh IT, 6 kWh facility priced at 0.25 (1.50), hardware 20.00, 400 gCO2e/kWh (2,400 g), embodied
+80 / 200 / 320 g, 2M prompt and 1M output tokens. So per 1M output tokens: 21.50 USD, 2,400 g
+operational, 200 g embodied (80 to 320); 16 kWh x 3.6e6 J / 4M tokens = 14.4 J per output token.
+Fleet 2 (consumer, rtx-4090): 1 node x 2 hours; 8 GPU-hours, 2 kWh IT, 3 kWh facility (0.75),
+hardware 8.00, 1,200 g, embodied 100 g, 0.5M output tokens each: 17.50 per 1M output tokens.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from accounting.scenarios.changes import ChangeInvalid, changes_parse
+from accounting.scenarios.replay import Replay, ReplayError, ReplayInputs, lifetime_factor
+from accounting.scenarios.result import result_json
+
+H0 = datetime(2026, 1, 5, tzinfo=UTC)
+HOURS = [H0, H0 + timedelta(hours=1)]
+D = Decimal
+
+
+def enterprise_row(hour):
+    return (1, 10, "h100-sxm", D("1.50"), hour, D(1), D(8), D(4), D(6), "priced", D("1.5"), D(20), D(2400),
+            D(80), D(200), D(320), 2_000_000, 1_000_000)  # fmt: skip
+
+
+def consumer_row(hour):
+    return (2, 20, "rtx-4090", D("1.50"), hour, D(1), D(8), D(2), D(3), "priced", D("0.75"), D(8), D(1200),
+            D(100), D(100), D(100), 1_000_000, 500_000)  # fmt: skip
+
+
+def replayed(changes, *, consumer=False, usage=(), **inputs):
+    replay = Replay()
+    for hour in HOURS:
+        replay.add(enterprise_row(hour))
+        replay.add(enterprise_row(hour))
+        if consumer:
+            replay.add(consumer_row(hour))
+    for row in usage:
+        replay.add_usage(row)
+    outcome = replay.run(ReplayInputs(changes_parse(changes), **inputs))
+    return result_json(outcome, period_h=D(2), currency="USD", fleet_names={1: "enterprise", 2: "consumer"})
+
+
+LIVES = {"h100-sxm": D(4), "rtx-4090": D(4)}
+
+
+def test_the_actual_side_is_what_the_ledger_rows_say():
+    result = replayed([{"kind": "move", "fleet": 1, "pue": "1.5"}])
+
+    actual = result["total"]["actual"]
+    assert actual["cost_per_1m_output_tokens"] == "21.50"
+    assert actual["location_gco2e_per_1m_output_tokens"] == "2400"
+    assert actual["embodied_gco2e_per_1m_output_tokens"] == "200.0"
+    assert actual["embodied_gco2e_per_1m_output_tokens_range"] == ["80.00", "320.0"]
+    assert actual["j_per_output_token"] == "14.40"
+    assert actual["output_tokens"] == "4000000"
+    assert actual["yearly_cost"] == str(D(86) * 8760 / 2) + ".00"  # the period's 86.00 x 8760 / 2 h
+    assert result["total"]["scenario"] == actual  # the same PUE changes nothing
+    assert result["node_hours_replayed"] == 4
+    assert result["embodied_range"].startswith("range")
+
+
+def test_keeping_cards_8_years_instead_of_4_halves_embodied_per_token_and_leaves_operational_alone():
+    result = replayed([{"kind": "lifetime", "fleet": 1, "extra_years": 4}], lifetime_years=LIVES)
+
+    scenario = result["total"]["scenario"]
+    assert scenario["embodied_gco2e_per_1m_output_tokens"] == "100.0"  # 200 x 4 / 8
+    assert scenario["embodied_gco2e_per_1m_output_tokens_range"] == ["40.00", "160.0"]
+    assert scenario["location_gco2e_per_1m_output_tokens"] == "2400"
+    assert scenario["cost_per_1m_output_tokens"] == "21.50"
+
+
+def test_second_hand_cards_cost_their_price_over_the_years_left_and_carry_the_same_rate():
+    # Bought at 3 years old for 8,760 per card, kept to 4 + 2 = 6 years: 3 years left, 1/3 per GPU-hour.
+    change = {"kind": "lifetime", "fleet": 1, "extra_years": 2, "purchase_price_per_gpu": 8760, "prior_use_years": 3}
+    result = replayed([change], lifetime_years=LIVES)
+
+    scenario = result["total"]["scenario"]
+    assert scenario["embodied_gco2e_per_1m_output_tokens"] == "133.3"  # 200 x 4 / 6
+    # hardware 32 GPU-h / 3 = 10.6667 + electricity 6.00 = 16.67 over 4M output tokens
+    assert scenario["cost"] == "16.67"
+    assert round(lifetime_factor(D(4), changes_parse([change])[0]), 12) == round(D(4) / D(6), 12)
+
+
+def test_a_zone_move_changes_location_carbon_by_the_ratio_of_intensities():
+    zone = {1: dict.fromkeys(HOURS, D(100))}
+    result = replayed([{"kind": "move", "fleet": 1, "zone": "FR"}], zone_intensity=zone)
+
+    actual, scenario = result["total"]["actual"], result["total"]["scenario"]
+    assert scenario["location_gco2e_per_1m_output_tokens"] == "600.0"  # 2400 x 100 / 400
+    assert D(scenario["location_co2e_kg"]) / D(actual["location_co2e_kg"]) == D(100) / D(400)
+    assert scenario["embodied_gco2e_per_1m_output_tokens"] == "200.0"
+
+
+def test_a_zone_with_hours_unknown_leaves_their_kwh_without_location_carbon():
+    zone = {1: {HOURS[0]: D(100), HOURS[1]: None}}
+    result = replayed([{"kind": "move", "fleet": 1, "zone": "FR"}], zone_intensity=zone)
+
+    assert result["total"]["scenario"]["location_unknown_facility_kwh"] == "12.00"
+    assert result["total"]["scenario"]["location_co2e_kg"] == "1.200"
+
+
+def test_pue_and_tariff_of_a_move():
+    result = replayed([{"kind": "move", "fleet": 1, "pue": "1.2", "price_per_kwh": "0.10"}])
+
+    scenario = result["total"]["scenario"]
+    assert scenario["facility_kwh"] == "19.20"  # 16 kWh x 1.2
+    assert scenario["cost"] == "81.92"  # 80.00 hardware + 19.2 kWh x 0.10
+    assert scenario["location_co2e_kg"] == "7.680"  # 9.6 kg x 1.2 / 1.5
+
+
+def test_adding_two_nodes_to_a_fleet_of_two_doubles_its_figures_and_keeps_per_token_ones():
+    result = replayed([{"kind": "nodes", "fleet": 1, "gpu_model": "h100-sxm", "nodes": 2}])
+
+    scenario = result["total"]["scenario"]
+    assert (scenario["cost"], scenario["output_tokens"]) == ("172.00", "8000000")
+    assert scenario["cost_per_1m_output_tokens"] == "21.50"
+
+
+def test_removing_one_node_of_two_halves_the_fleet():
+    result = replayed([{"kind": "nodes", "fleet": 1, "gpu_model": "h100-sxm", "nodes": -1}])
+
+    assert result["total"]["scenario"]["cost"] == "43.00"
+
+
+def test_nodes_of_a_gpu_model_the_fleet_never_measured_are_refused():
+    with pytest.raises(ReplayError, match="no measured node-hours of GPU model 'rtx-4090'"):
+        replayed([{"kind": "nodes", "fleet": 1, "gpu_model": "rtx-4090", "nodes": 2}])
+
+
+def test_renting_with_power_included_instead_of_owning():
+    result = replayed([{"kind": "tenure", "fleet": 1, "mode": "rent", "rate_per_gpu_h": "3", "includes_power": True}])
+
+    scenario = result["total"]["scenario"]
+    assert scenario["cost"] == "96.00"  # 32 GPU-hours x 3.00, no electricity line
+    assert scenario["cost_per_1m_output_tokens"] == "24.00"
+    assert scenario["unpriced_facility_kwh"] == "0"
+
+
+def test_owning_instead_of_renting():
+    # 26,280 per card over 3 years (26,280 h) is 1.00 per GPU-hour, + 0.50 opex: 32 x 1.50 + 6.00 electricity
+    change = {"kind": "tenure", "fleet": 1, "mode": "own", "capex_per_gpu": 26280, "lifetime_years": 3,
+              "opex_per_gpu_h": "0.5"}  # fmt: skip
+    result = replayed([change])
+
+    assert result["total"]["scenario"]["cost"] == "54.00"
+    assert result["total"]["scenario"]["cost_per_1m_output_tokens"] == "13.50"
+
+
+USAGE = (
+    (1, "llama-8b", "vllm", 8_000_000, 4_000_000, [0.1, 1.0], [1000, 0, 0]),
+    (2, "llama-8b", "vllm", 2_000_000, 1_000_000, [0.1, 1.0], [0, 1000, 0]),
+)
+
+
+def test_routing_half_of_a_models_output_costs_it_with_the_target_fleets_per_token_figures():
+    change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": "0.5"}
+    result = replayed([change], consumer=True, usage=USAGE)
+
+    total, fleets = result["total"], {f["fleet"]: f for f in result["fleets"]}
+    assert total["actual"]["cost_per_1m_output_tokens"] == "20.70"  # (86.00 + 17.50) / 5M
+    # enterprise keeps 2M tokens at 21.50 (43.00); consumer serves 3M at 17.50 (52.50): 95.50 / 5M
+    assert (fleets["enterprise"]["scenario"]["cost"], fleets["consumer"]["scenario"]["cost"]) == ("43.00", "52.50")
+    assert total["scenario"]["cost_per_1m_output_tokens"] == "19.10"
+    assert total["scenario"]["output_tokens"] == "5000000"
+    model = result["llm_models"][0]
+    assert (model["actual_output_tokens"], model["scenario_output_tokens"]) == ("5000000", "5000000")
+
+
+def test_routing_all_of_a_model_to_a_slower_fleet_takes_its_measured_p99_ttft():
+    change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": 1}
+    result = replayed([change], consumer=True, usage=USAGE)
+
+    model = result["llm_models"][0]
+    assert model["actual_p99_ttft_s"] == 0.982  # [1000, 1000, 0]: rank 1980 at 98 % of (0.1, 1]
+    assert model["scenario_p99_ttft_s"] == 0.991  # all in the consumer fleet's shape: 99 % of (0.1, 1]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ([], "non-empty list"),
+        ([{"kind": "teleport"}], r"changes\[0\].kind"),
+        ([{"kind": "routing", "llm_model": "m", "from_fleet": 1, "to_fleet": 2, "share": 2}], r"share: must be within"),
+        ([{"kind": "lifetime", "fleet": 1, "extra_years": 2, "prior_use_years": 1}], "both purchase_price"),
+        ([{"kind": "move", "fleet": 1}], "give a zone"),
+        ([{"kind": "move", "fleet": 1, "pue": "0.9"}], r"pue: must be within 1 and 5"),
+        ([{"kind": "nodes", "fleet": 1, "gpu_model": "x", "nodes": 0}], "must not be 0"),
+        ([{"kind": "tenure", "fleet": 1, "mode": "lease"}], "'rent' or 'own'"),
+        ([{"kind": "move", "fleet": 1, "pue": 2}, {"kind": "move", "fleet": 1, "zone": "FR"}], "second change"),
+        ([{"kind": "move", "fleet": 1, "pue": 2, "colour": "red"}], "colour: not a field"),
+    ],
+)
+def test_changes_are_refused_naming_the_field(changes, message):
+    with pytest.raises(ChangeInvalid, match=message):
+        changes_parse(changes)
