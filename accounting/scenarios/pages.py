@@ -156,7 +156,22 @@ def scenario_page(request: HttpRequest, scenario_id: int) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     running = scenario.status in (Scenario.Status.QUEUED, Scenario.Status.RUNNING)
     page = {**context, "period": None, "section": "scenarios", "scenario": scenario, "running": running}
+    page["changes"] = _changes_shown(scenario)
     return render(request, "accounting/scenario.html", page | _result_tables(scenario.result))
+
+
+def _changes_shown(scenario: Scenario) -> list[tuple[str, str]]:
+    """Each change's kind and its fields as text, fleets by name."""
+    names = dict(Fleet.objects.filter(organization=scenario.organization_id).values_list("id", "name"))
+    shown = []
+    for change in scenario.changes:
+        fields = [
+            f"{key} = {names.get(value, value) if key in ('fleet', 'from_fleet', 'to_fleet') else value}"
+            for key, value in change.items()
+            if key != "kind"
+        ]
+        shown.append((KIND_LABELS.get(change["kind"], change["kind"]), "; ".join(fields)))
+    return shown
 
 
 @login_required

@@ -1,0 +1,58 @@
+"""In a real browser: a member creates a scenario on /scenarios/, runs it (a real Celery worker replays the
+ledger) and sees the result beside what happened, the page following the run's progress by itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from fleets.models import Role
+from tests.accounting.scenarios.data import acme_ledger
+from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
+from tests.factories import MembershipFactory
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.celery_worker,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)"),
+]
+
+
+def test_a_member_runs_a_lifetime_scenario_and_sees_embodied_per_token_fall(
+    celery_worker_process, browser_page, live_server, transactional_db
+):
+    acme = acme_ledger("Acme Browser")
+    MembershipFactory(organization=acme["organization"], role=Role.VIEWER, user__username="sam")
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "sam")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/finance/")
+
+    page.click("nav >> text=Scenarios")
+    page.fill("input[name=name]", "Keep the H100s 8 years")
+    page.fill("input[name=start]", "2026-01-05")
+    page.fill("input[name=end]", "2026-01-06")
+    page.select_option("select[name=kind]", "lifetime")
+    page.select_option("select[name=fleet]", label="enterprise")
+    page.fill("input[name=extra_years]", "4")
+    page.click("#scenario-form button[type=submit]")
+    page.wait_for_selector("#run-form")
+    page.click("#run-form button[type=submit]")
+    page.wait_for_selector("#scenario-status[data-status=done]", timeout=60_000)
+
+    row = page.locator("tr[data-figure=embodied_gco2e_per_1m_output_tokens]")
+    assert row.locator(".actual").inner_text() == "200.0"
+    assert row.locator(".scenario").inner_text() == "120.0"  # the enterprise fleet's share halved
+    enterprise = page.locator("#result-fleets tr[data-fleet=enterprise][data-side=scenario] .embodied")
+    assert enterprise.inner_text() == "100.0 (40.00 to 160.0)"
+    operational = page.locator("tr[data-figure=location_gco2e_per_1m_output_tokens]")
+    assert operational.locator(".actual").inner_text() == operational.locator(".scenario").inner_text()
+    assert (
+        page.inner_text("#changes .change-row")
+        == "Keep the cards longer (lifetime)\tfleet = enterprise; extra_years = 4"
+    )
+    shoot(page, "scenario-lifetime")
+    page.click("text=All scenarios")
+    assert page.inner_text("tr[data-scenario='Keep the H100s 8 years'] .status") == "Done"
+    assert page.console_errors == []  # type: ignore[attr-defined]
