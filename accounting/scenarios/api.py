@@ -47,6 +47,8 @@ CHANGES_HELP = (
 
 
 class ScenarioView(InputView):
+    """A scenario operation: a refused scenario is a 400 naming the field."""
+
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, ScenarioInvalid):
             exc = ValidationError({"detail": str(exc)})
@@ -103,6 +105,8 @@ def scenarios_for_user(*, user: Any) -> QuerySet[Scenario]:
 
 
 class ScenariosView(ScenarioView):
+    """Your organizations' scenarios (newest first), and a new one (stored, not run)."""
+
     @extend_schema(
         operation_id="scenarios_list",
         parameters=[OpenApiParameter("organization", str, description="id or slug; default: all of yours")],
@@ -135,6 +139,8 @@ class ScenariosView(ScenarioView):
 
 
 class ScenarioDetailView(ScenarioView):
+    """One scenario: its changes, status, progress of its run, and its result once done."""
+
     @extend_schema(operation_id="scenarios_read", responses={200: ScenarioDetailSerializer, **ERRORS})
     def get(self, request: Request, scenario_id: int) -> Response:
         scenario = owned(scenarios_for_user(user=request.user), scenario_id, "scenario")
@@ -142,6 +148,8 @@ class ScenarioDetailView(ScenarioView):
 
 
 class ScenarioRunView(ScenarioView):
+    """Replays the scenario on the period's stored node-hours in a worker; the ledger is only read."""
+
     @extend_schema(
         operation_id="scenarios_run",
         summary="Queue a run (a Celery task); follow status and progress on the scenario",
@@ -158,6 +166,8 @@ class ScenarioRunView(ScenarioView):
 
 
 class ScenarioResultView(ScenarioView):
+    """The last run's result: actual and scenario side by side (409 until a run is done)."""
+
     @extend_schema(operation_id="scenarios_result", responses={200: ScenarioResultSerializer, **ERRORS, **CONFLICT})
     def get(self, request: Request, scenario_id: int) -> Response:
         scenario = owned(scenarios_for_user(user=request.user), scenario_id, "scenario")

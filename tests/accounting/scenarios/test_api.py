@@ -7,12 +7,15 @@ from decimal import Decimal
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from accounting.models import GridIntensity, NodeHourLedger
 from accounting.scenarios.models import Scenario
 from accounting.scenarios.tasks import scenario_run_task
 from fleets.models import Role
+from fleets.services import credential_issue
 from tests.accounting.scenarios.data import HOURS, acme_ledger
+from tests.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -191,3 +194,11 @@ def test_a_run_on_a_real_worker_stores_its_result(celery_worker_process, transac
     enterprise = next(f for f in client.get(f"/api/v1/scenarios/{scenario['id']}/result/").json()["result"]["fleets"]
                       if f["fleet"] == "enterprise")  # fmt: skip
     assert (enterprise["actual"]["cost"], enterprise["scenario"]["cost"]) == ("86.00", "172.00")
+
+
+@pytest.mark.parametrize("path", ["", "1/", "1/run/", "1/result/"])
+def test_the_scenarios_api_needs_a_personal_token(path):
+    client = APIClient()
+    assert client.get(f"/api/v1/scenarios/{path}").status_code == 401
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {credential_issue(node=NodeFactory())}")
+    assert client.get(f"/api/v1/scenarios/{path}").status_code == 403
