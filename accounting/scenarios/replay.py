@@ -218,10 +218,11 @@ class Replay:
         for fleet in {f for f, _ in self.usage} - set(actual):
             actual[fleet], scenario[fleet] = Sums(), Sums()
         models = _model_tokens(self.usage, actual, scenario)
+        routed = {}
         for change in inputs.changes:
             if isinstance(change, RoutingChange):
-                _route(change, scenario, models)
-        return Outcome(dict(actual), dict(scenario), self.usage, models, inputs.changes, notes, self.rows)
+                routed[change] = _route(change, scenario, models)
+        return Outcome(dict(actual), dict(scenario), self.usage, models, routed, notes, self.rows)
 
 
 @dataclass
@@ -233,20 +234,27 @@ class Outcome:
     scenario: dict[int, Sums]
     usage: Mapping[tuple[int, str], ModelUsage]
     models: dict[tuple[int, str], tuple[Decimal, Decimal]]
-    changes: tuple[Change, ...]
+    routed: dict[RoutingChange, Decimal]  # output tokens each routing moved
     notes: list[str]
     rows: int
 
     def ttft_histograms(self, llm_model: str) -> tuple[Histogram | None, Histogram | None]:
         """The model's TTFT histogram as measured, and as the scenario's traffic would see it."""
-        measured = [(u.histogram(), ONE) for (_, m), u in self.usage.items() if m == llm_model]
+        # Fleets without a histogram (TGI only, or none exposed) are left out of the measured mix.
+        hists = {key: u.histogram() for key, u in self.usage.items() if key[1] == llm_model}
+        measured = [(h, ONE) for h in hists.values() if h is not None]
+        arrived: dict[int, Decimal] = defaultdict(Decimal)  # routed in: counted below in the target's shape
+        for change, moved in self.routed.items():
+            arrived[change.to_fleet] += moved if change.llm_model == llm_model else ZERO
         mixed = []
         for (fleet, model), usage in self.usage.items():
-            if model == llm_model and usage.generation_tokens:
-                mixed.append((usage.histogram(), self.models[(fleet, model)][0] / usage.generation_tokens))
-        for change in self.changes:
-            if isinstance(change, RoutingChange) and change.llm_model == llm_model:
-                mixed += _routed_histogram(change, self.usage, self.models)
+            histogram = hists.get((fleet, model))
+            if histogram is not None and usage.generation_tokens:
+                own = self.models[(fleet, model)][0] - arrived[fleet]
+                mixed.append((histogram, own / usage.generation_tokens))
+        for change, moved in self.routed.items():
+            if change.llm_model == llm_model:
+                mixed += _routed_histogram(change, moved, self.usage)
         return _weighted_merge(measured), _weighted_merge(mixed)
 
 
@@ -352,7 +360,8 @@ def _model_tokens(
     return models
 
 
-def _route(change: RoutingChange, scenario: dict[int, Sums], models: dict[tuple[int, str], tuple]) -> None:
+def _route(change: RoutingChange, scenario: dict[int, Sums], models: dict[tuple[int, str], tuple]) -> Decimal:
+    """Move the change's share of the model's output tokens; return how many output tokens moved."""
     source, target = scenario.get(change.from_fleet), scenario.get(change.to_fleet)
     generation, prompt = models.get((change.from_fleet, change.llm_model), (ZERO, ZERO))
     if source is None or not generation:
@@ -370,25 +379,20 @@ def _route(change: RoutingChange, scenario: dict[int, Sums], models: dict[tuple[
     models[(change.from_fleet, change.llm_model)] = (generation - moved, prompt - moved_prompt)
     there = models.get((change.to_fleet, change.llm_model), (ZERO, ZERO))
     models[(change.to_fleet, change.llm_model)] = (there[0] + moved, there[1] + moved_prompt)
+    return moved
 
 
 def _routed_histogram(
-    change: RoutingChange,
-    usage: Mapping[tuple[int, str], ModelUsage],
-    models: Mapping[tuple[int, str], tuple],
+    change: RoutingChange, moved: Decimal, usage: Mapping[tuple[int, str], ModelUsage]
 ) -> list[tuple[Histogram | None, Decimal]]:
-    """The routed requests: taken out of the source's histogram, added in the target's measured shape."""
-    source = usage.get((change.from_fleet, change.llm_model))
-    if source is None or not source.generation_tokens:
-        return []
+    """The routed requests, as many as the source served per output token, in the target's measured shape."""
+    source = usage[(change.from_fleet, change.llm_model)]
     source_hist = source.histogram()
     target = usage.get((change.to_fleet, change.llm_model))
     target_hist = target.histogram() if target is not None else None
     if source_hist is None or target_hist is None:
         return [(None, ONE)]  # no measured curve to read the routed requests' TTFT from
-    # The source's weight already counts only what stayed (its tokens after the move); the moved
-    # requests are as many as the source's share of them, shaped like the target's distribution.
-    moved_requests = Decimal(source_hist.total) * change.share
+    moved_requests = Decimal(source_hist.total) * moved / source.generation_tokens
     return [(target_hist, moved_requests / target_hist.total)]
 
 

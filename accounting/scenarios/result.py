@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from accounting.ledger.units import G_PER_KG, H_PER_YEAR, J_PER_KWH, TOKENS_PER_MILLION, money_quantize, significant
-from accounting.scenarios.changes import change_json
+from accounting.scenarios.changes import Change, change_json
 from accounting.scenarios.replay import Outcome, Sums, sums_total
 from telemetry.histogram import histogram_quantile
 
@@ -101,7 +101,7 @@ def _llm_models(outcome: Outcome) -> list[dict[str, Any]]:
 
 
 def result_json(
-    outcome: Outcome, *, period_h: Decimal, currency: str, fleet_names: Mapping[int, str]
+    outcome: Outcome, *, changes: tuple[Change, ...], period_h: Decimal, currency: str, fleet_names: Mapping[int, str]
 ) -> dict[str, Any]:
     """The stored result of a run: totals, per fleet, per LLM model, side by side, with what they mean."""
     actual, scenario = sums_total(outcome.actual.values()), sums_total(outcome.scenario.values())
@@ -122,7 +122,7 @@ def result_json(
             for fleet in sorted(outcome.actual, key=lambda f: fleet_names.get(f, str(f)))
         ],
         "llm_models": _llm_models(outcome),
-        "changes": [change_json(change) for change in outcome.changes],
+        "changes": [change_json(change) for change in changes],
         "embodied_range": "single value (low = high: no range known)" if single else "range (catalog low to high)",
         "basis": {
             "per_token": "per 1M output (generation) tokens",

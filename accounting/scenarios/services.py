@@ -178,7 +178,7 @@ def scenario_replay(*, scenario: Scenario) -> dict[str, Any]:
     outcome.notes[:0] = notes
     names = dict(Fleet.objects.filter(organization=organization).values_list("id", "name"))
     Scenario.objects.filter(pk=scenario.pk).update(node_hours_replayed=replay.rows)
-    return result_json(outcome, period_h=period_h, currency=currencies[0], fleet_names=names)
+    return result_json(outcome, changes=changes, period_h=period_h, currency=currencies[0], fleet_names=names)
 
 
 def _usage_add(replay: Replay, scenario: Scenario) -> None:

@@ -43,8 +43,11 @@ def replayed(changes, *, consumer=False, usage=(), **inputs):
             replay.add(consumer_row(hour))
     for row in usage:
         replay.add_usage(row)
-    outcome = replay.run(ReplayInputs(changes_parse(changes), **inputs))
-    return result_json(outcome, period_h=D(2), currency="USD", fleet_names={1: "enterprise", 2: "consumer"})
+    parsed = changes_parse(changes)
+    outcome = replay.run(ReplayInputs(parsed, **inputs))
+    return result_json(
+        outcome, changes=parsed, period_h=D(2), currency="USD", fleet_names={1: "enterprise", 2: "consumer"}
+    )
 
 
 LIVES = {"h100-sxm": D(4), "rtx-4090": D(4)}
@@ -180,6 +183,19 @@ def test_routing_all_of_a_model_to_a_slower_fleet_takes_its_measured_p99_ttft():
     model = result["llm_models"][0]
     assert model["actual_p99_ttft_s"] == 0.982  # [1000, 1000, 0]: rank 1980 at 98 % of (0.1, 1]
     assert model["scenario_p99_ttft_s"] == 0.991  # all in the consumer fleet's shape: 99 % of (0.1, 1]
+
+
+def test_routed_requests_count_as_many_as_the_scaled_source_served():
+    # Enterprise doubled (8M output tokens, 2,000 requests), half routed: 1,000 requests stay in its shape,
+    # 1,000 move in the consumer's beside its own 1,000: [1000, 2000, 0], rank 2970 at 98.5 % of (0.1, 1].
+    changes = [
+        {"kind": "nodes", "fleet": 1, "gpu_model": "h100-sxm", "nodes": 2},
+        {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": "0.5"},
+    ]
+    model = replayed(changes, consumer=True, usage=USAGE)["llm_models"][0]
+
+    assert model["scenario_output_tokens"] == "9000000"
+    assert model["scenario_p99_ttft_s"] == 0.9865
 
 
 @pytest.mark.parametrize(
