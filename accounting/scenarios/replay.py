@@ -242,11 +242,11 @@ class Outcome:
         """The model's TTFT histogram as measured, and as the scenario's traffic would see it."""
         # Fleets without a histogram (TGI only, or none exposed) are left out of the measured mix.
         hists = {key: u.histogram() for key, u in self.usage.items() if key[1] == llm_model}
-        measured = [(h, ONE) for h in hists.values() if h is not None]
+        measured: list[tuple[Histogram | None, Decimal]] = [(h, ONE) for h in hists.values() if h is not None]
         arrived: dict[int, Decimal] = defaultdict(Decimal)  # routed in: counted below in the target's shape
         for change, moved in self.routed.items():
             arrived[change.to_fleet] += moved if change.llm_model == llm_model else ZERO
-        mixed = []
+        mixed: list[tuple[Histogram | None, Decimal]] = []
         for (fleet, model), usage in self.usage.items():
             histogram = hists.get((fleet, model))
             if histogram is not None and usage.generation_tokens:
