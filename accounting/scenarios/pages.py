@@ -199,7 +199,7 @@ def _pair(actual: Any, scenario: Any) -> tuple[str, str, str]:
 def _shown(value: Any) -> str:
     if value is None:
         return "—"
-    if isinstance(value, list):
+    if isinstance(value, list):  # the embodied range, low to high
         return f"{value[0]} to {value[1]}"
     return str(value)
 

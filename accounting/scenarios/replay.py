@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from decimal import Decimal
+from typing import TypeGuard
 
 from accounting.ledger.embodied import embodied_rate_g_per_h
 from accounting.ledger.inputs import EmbodiedAsset, EmbodiedKg
@@ -222,7 +223,39 @@ class Replay:
         for change in inputs.changes:
             if isinstance(change, RoutingChange):
                 routed[change] = _route(change, scenario, models)
-        return Outcome(dict(actual), dict(scenario), self.usage, models, routed, notes, self.rows)
+        lives = {c.fleet: self._lifetime_curve(c, inputs.lifetime_years) for c in inputs.changes if _is_life(c)}
+        return Outcome(dict(actual), dict(scenario), self.usage, models, routed, notes, self.rows, lives)
+
+    def _lifetime_curve(self, change: LifetimeChange, lives: Mapping[str, Decimal]) -> list[LifePoint]:
+        """The fleet's measured hours with only its cards' life changed, a year at a time up to the change's."""
+        steps = [Decimal(k) for k in range(int(change.extra_years) + 1)]
+        steps += [change.extra_years] if change.extra_years not in steps else []
+        points = []
+        for extra in steps:
+            step = LifetimeChange(change.fleet, extra, prior_use_years=change.prior_use_years)
+            embodied, location, tokens = ZERO, ZERO, ZERO
+            for (fleet, _, gpu_model, _, _), sums in self.buckets.items():
+                if fleet == change.fleet:
+                    life = lives.get(gpu_model)
+                    factor = lifetime_factor(life, step) if life is not None and extra else ONE
+                    embodied += sums.embodied_co2e_g_central * factor
+                    location, tokens = location + sums.location_co2e_g, tokens + sums.generation_tokens
+            points.append(LifePoint(extra, embodied, location, tokens))
+        return points
+
+
+@dataclass(frozen=True)
+class LifePoint:
+    """A fleet's measured hours with its cards kept ``extra_years`` longer: embodied and location gCO2e, tokens."""
+
+    extra_years: Decimal
+    embodied_co2e_g: Decimal
+    location_co2e_g: Decimal
+    generation_tokens: Decimal
+
+
+def _is_life(change: Change) -> TypeGuard[LifetimeChange]:
+    return isinstance(change, LifetimeChange)
 
 
 @dataclass
@@ -237,6 +270,7 @@ class Outcome:
     routed: dict[RoutingChange, Decimal]  # output tokens each routing moved
     notes: list[str]
     rows: int
+    lifetime_curves: dict[int, list[LifePoint]] = field(default_factory=dict)  # per fleet given a longer life
 
     def ttft_histograms(self, llm_model: str) -> tuple[Histogram | None, Histogram | None]:
         """The model's TTFT histogram as measured, and as the scenario's traffic would see it."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from accounting.ledger.units import G_PER_KG, H_PER_YEAR, J_PER_KWH, TOKENS_PER_MILLION, money_quantize, significant
 from accounting.scenarios.changes import Change, change_json
-from accounting.scenarios.replay import Outcome, Sums, sums_total
+from accounting.scenarios.replay import LifePoint, Outcome, Sums, sums_total
 from telemetry.histogram import histogram_quantile
 
 P99 = 0.99
@@ -58,7 +58,8 @@ def figures(sums: Sums, *, period_h: Decimal, currency: str) -> dict[str, Any]:
         "cost_per_1m_output_tokens": _unit(_per_1m(sums.cost, sums)),
         "location_gco2e_per_1m_output_tokens": _unit(_per_1m(sums.location_co2e_g, sums)),
         "embodied_gco2e_per_1m_output_tokens": _unit(_per_1m(sums.embodied_co2e_g_central, sums)),
-        "embodied_gco2e_per_1m_output_tokens_range": None if low is None else [_unit(low), _unit(high)],
+        "embodied_gco2e_per_1m_output_tokens_range": None if low is None or low == high else [_unit(low), _unit(high)],
+        "embodied_single_value": sums.embodied_co2e_g_low == sums.embodied_co2e_g_high,
         "total_gco2e_per_1m_output_tokens": _unit(_per_1m(co2e_g, sums)),
         "j_per_output_token": _unit(sums.it_kwh * J_PER_KWH / sums.generation_tokens)
         if sums.generation_tokens > 0
@@ -100,6 +101,22 @@ def _llm_models(outcome: Outcome) -> list[dict[str, Any]]:
     return rows
 
 
+def _life_points(points: list[LifePoint]) -> list[dict[str, Any]]:
+    """Embodied falling with a longer life, beside the operational figure that life does not change."""
+    return [
+        {
+            "extra_years": str(p.extra_years),
+            "embodied_gco2e_per_1m_output_tokens": _unit(p.embodied_co2e_g / p.generation_tokens * TOKENS_PER_MILLION)
+            if p.generation_tokens > 0
+            else None,
+            "location_gco2e_per_1m_output_tokens": _unit(p.location_co2e_g / p.generation_tokens * TOKENS_PER_MILLION)
+            if p.generation_tokens > 0
+            else None,
+        }
+        for p in points
+    ]
+
+
 def result_json(
     outcome: Outcome, *, changes: tuple[Change, ...], period_h: Decimal, currency: str, fleet_names: Mapping[int, str]
 ) -> dict[str, Any]:
@@ -122,6 +139,10 @@ def result_json(
             for fleet in sorted(outcome.actual, key=lambda f: fleet_names.get(f, str(f)))
         ],
         "llm_models": _llm_models(outcome),
+        "lifetime": [
+            {"fleet_id": fleet, "fleet": fleet_names.get(fleet, str(fleet)), "points": _life_points(points)}
+            for fleet, points in outcome.lifetime_curves.items()
+        ],
         "changes": [change_json(change) for change in changes],
         "embodied_range": "single value (low = high: no range known)" if single else "range (catalog low to high)",
         "basis": {

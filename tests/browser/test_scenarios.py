@@ -46,6 +46,8 @@ def test_a_member_runs_a_lifetime_scenario_and_sees_embodied_per_token_fall(
     assert row.locator(".scenario").inner_text() == "120.0"  # the enterprise fleet's share halved
     enterprise = page.locator("#result-fleets tr[data-fleet=enterprise][data-side=scenario] .embodied")
     assert enterprise.inner_text() == "100.0 (40.00 to 160.0)"
+    life = page.locator("table.lifetime[data-fleet=enterprise]")
+    assert [life.locator(f"tr[data-extra='{k}'] .embodied").inner_text() for k in (0, 4)] == ["200.0", "100.0"]
     operational = page.locator("tr[data-figure=location_gco2e_per_1m_output_tokens]")
     assert operational.locator(".actual").inner_text() == operational.locator(".scenario").inner_text()
     assert (

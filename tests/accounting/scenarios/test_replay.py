@@ -79,6 +79,16 @@ def test_keeping_cards_8_years_instead_of_4_halves_embodied_per_token_and_leaves
     assert scenario["cost_per_1m_output_tokens"] == "21.50"
 
 
+def test_the_lifetime_curve_shows_embodied_per_token_falling_year_by_year_beside_a_flat_operational_figure():
+    result = replayed([{"kind": "lifetime", "fleet": 1, "extra_years": 4}], lifetime_years=LIVES)
+
+    (curve,) = result["lifetime"]
+    assert curve["fleet"] == "enterprise"
+    points = [(p["extra_years"], p["embodied_gco2e_per_1m_output_tokens"]) for p in curve["points"]]
+    assert points == [("0", "200.0"), ("1", "160.0"), ("2", "133.3"), ("3", "114.3"), ("4", "100.0")]  # 200 x 4/(4+k)
+    assert {p["location_gco2e_per_1m_output_tokens"] for p in curve["points"]} == {"2400"}
+
+
 def test_second_hand_cards_cost_their_price_over_the_years_left_and_carry_the_same_rate():
     # Bought at 3 years old for 8,760 per card, kept to 4 + 2 = 6 years: 3 years left, 1/3 per GPU-hour.
     change = {"kind": "lifetime", "fleet": 1, "extra_years": 2, "purchase_price_per_gpu": 8760, "prior_use_years": 3}
