@@ -39,7 +39,7 @@ from accounting.scenarios.changes import (
     RoutingChange,
     TenureChange,
 )
-from telemetry.histogram import Histogram, histogram_coarsen, histogram_merge
+from accounting.scenarios.latency import ModelUsage, TtftMix, ttft_mix
 
 LEDGER_COLUMNS = (
     "fleet_id",
@@ -63,11 +63,9 @@ LEDGER_COLUMNS = (
 )
 """The stored ledger's columns the replay reads, in the order ``Replay.add`` takes them."""
 
-USAGE_COLUMNS = ("fleet_id", "llm_model", "kind", "prompt_tokens", "generation_tokens", "bounds_s", "counts")
+USAGE_COLUMNS = ("fleet_id", "hour_start", "llm_model", "kind", "prompt_tokens", "generation_tokens", "requests",
+                 "bounds_s", "counts")  # fmt: skip
 """Endpoint-hour usage as ``Replay.add_usage`` takes it (kind: the server, e.g. vllm, tgi)."""
-
-# TTFT histograms are mixed with fractional weights (a share routed); counts x this stay integers.
-_WEIGHT_SCALE = 1000
 
 
 class ReplayError(ValueError):
@@ -128,21 +126,6 @@ def sums_total(parts: Iterable[Sums]) -> Sums:
 BucketKey = tuple[int, int, str, Decimal, datetime]  # fleet, site, GPU model, PUE, hour
 
 
-@dataclass
-class ModelUsage:
-    """One LLM model's output on one fleet: tokens, and its TTFT histograms by bucket layout."""
-
-    prompt_tokens: int = 0
-    generation_tokens: int = 0
-    histograms: dict[tuple[float, ...], list[int]] = field(default_factory=dict)
-    lower_bound_only: bool = False
-
-    def histogram(self) -> Histogram | None:
-        parts = [Histogram(bounds, tuple(counts)) for bounds, counts in self.histograms.items()]
-        merged = histogram_merge(parts, coarsen=True)
-        return merged if merged is not None and merged.total else None
-
-
 @dataclass(frozen=True)
 class ReplayInputs:
     """What the service resolves for the changes: catalog lives (years) by GPU model, and the
@@ -194,17 +177,8 @@ class Replay:
 
     def add_usage(self, row: tuple) -> None:
         """One endpoint-hour of usage, its values in ``USAGE_COLUMNS`` order."""
-        fleet, model, kind, prompt, generation, bounds, counts = row
-        usage = self.usage[(fleet, model or "unknown")]
-        usage.prompt_tokens += prompt
-        usage.generation_tokens += generation
-        if kind == "tgi":  # TGI's histogram is a lower bound of TTFT (queue time excluded): not mixed in
-            usage.lower_bound_only = True
-            return
-        if counts and len(counts) == len(bounds) + 1:
-            key = tuple(float(b) for b in bounds)
-            held = usage.histograms.get(key)
-            usage.histograms[key] = [a + b for a, b in zip(held, counts, strict=True)] if held else list(counts)
+        fleet, hour, model, *rest = row
+        self.usage[(fleet, model or "unknown")].add(hour, tuple(rest))
 
     def run(self, inputs: ReplayInputs) -> Outcome:
         """The actual and scenario sums per fleet, and the per-model output and TTFT, with notes."""
@@ -224,7 +198,10 @@ class Replay:
             if isinstance(change, RoutingChange):
                 routed[change] = _route(change, scenario, models)
         lives = {c.fleet: self._lifetime_curve(c, inputs.lifetime_years) for c in inputs.changes if _is_life(c)}
-        return Outcome(dict(actual), dict(scenario), self.usage, models, routed, notes, self.rows, lives)
+        gpu_h: dict[int, dict[datetime, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+        for (fleet, _, _, _, hour), sums in self.buckets.items():
+            gpu_h[fleet][hour] += sums.gpu_h
+        return Outcome(dict(actual), dict(scenario), self.usage, models, routed, notes, self.rows, lives, gpu_h)
 
     def _lifetime_curve(self, change: LifetimeChange, lives: Mapping[str, Decimal]) -> list[LifePoint]:
         """The fleet's measured hours with only its cards' life changed, a year at a time up to the change's."""
@@ -271,25 +248,11 @@ class Outcome:
     notes: list[str]
     rows: int
     lifetime_curves: dict[int, list[LifePoint]] = field(default_factory=dict)  # per fleet given a longer life
+    gpu_h: Mapping[int, Mapping[datetime, Decimal]] = field(default_factory=dict)  # per fleet, by hour
 
-    def ttft_histograms(self, llm_model: str) -> tuple[Histogram | None, Histogram | None]:
-        """The model's TTFT histogram as measured, and as the scenario's traffic would see it."""
-        # Fleets without a histogram (TGI only, or none exposed) are left out of the measured mix.
-        hists = {key: u.histogram() for key, u in self.usage.items() if key[1] == llm_model}
-        measured: list[tuple[Histogram | None, Decimal]] = [(h, ONE) for h in hists.values() if h is not None]
-        arrived: dict[int, Decimal] = defaultdict(Decimal)  # routed in: counted below in the target's shape
-        for change, moved in self.routed.items():
-            arrived[change.to_fleet] += moved if change.llm_model == llm_model else ZERO
-        mixed: list[tuple[Histogram | None, Decimal]] = []
-        for (fleet, model), usage in self.usage.items():
-            histogram = hists.get((fleet, model))
-            if histogram is not None and usage.generation_tokens:
-                own = self.models[(fleet, model)][0] - arrived[fleet]
-                mixed.append((histogram, own / usage.generation_tokens))
-        for change, moved in self.routed.items():
-            if change.llm_model == llm_model:
-                mixed += _routed_histogram(change, moved, self.usage)
-        return _weighted_merge(measured), _weighted_merge(mixed)
+    def ttft(self, llm_model: str) -> TtftMix:
+        """The model's TTFT histogram as measured, and as the scenario's traffic would see it (``latency``)."""
+        return ttft_mix(llm_model, usage=self.usage, tokens=self.models, routed=self.routed, gpu_h=self.gpu_h)
 
 
 def _node_factors(buckets: Mapping[BucketKey, Sums], changes: list[NodesChange]) -> dict[tuple, Decimal]:
@@ -414,32 +377,3 @@ def _route(change: RoutingChange, scenario: dict[int, Sums], models: dict[tuple[
     there = models.get((change.to_fleet, change.llm_model), (ZERO, ZERO))
     models[(change.to_fleet, change.llm_model)] = (there[0] + moved, there[1] + moved_prompt)
     return moved
-
-
-def _routed_histogram(
-    change: RoutingChange, moved: Decimal, usage: Mapping[tuple[int, str], ModelUsage]
-) -> list[tuple[Histogram | None, Decimal]]:
-    """The routed requests, as many as the source served per output token, in the target's measured shape."""
-    source = usage[(change.from_fleet, change.llm_model)]
-    source_hist = source.histogram()
-    target = usage.get((change.to_fleet, change.llm_model))
-    target_hist = target.histogram() if target is not None else None
-    if source_hist is None or target_hist is None:
-        return [(None, ONE)]  # no measured curve to read the routed requests' TTFT from
-    moved_requests = Decimal(source_hist.total) * moved / source.generation_tokens
-    return [(target_hist, moved_requests / target_hist.total)]
-
-
-def _weighted_merge(parts: list[tuple[Histogram | None, Decimal]]) -> Histogram | None:
-    """The weighted sum of histograms on their shared bounds; ``None`` if any weighted part is unmeasured."""
-    weighted = [(h, w) for h, w in parts if w]
-    if not weighted or any(h is None for h, _ in weighted):
-        return None
-    histograms = [h for h, _ in weighted if h is not None]
-    bounds = tuple(sorted(set.intersection(*(set(h.bounds_s) for h in histograms))))
-    counts = [0] * (len(bounds) + 1)
-    for histogram, weight in ((h, w) for h, w in weighted if h is not None):
-        common = histogram if histogram.bounds_s == bounds else histogram_coarsen(histogram, bounds)
-        for index, count in enumerate(common.counts):
-            counts[index] += round(count * weight * _WEIGHT_SCALE)
-    return Histogram(bounds, tuple(counts))

@@ -86,7 +86,12 @@ def _quantile_s(histogram: Any) -> float | None:
 def _llm_models(outcome: Outcome) -> list[dict[str, Any]]:
     rows = []
     for model in sorted({m for _, m in outcome.usage}):
-        measured, mixed = outcome.ttft_histograms(model)
+        mix = outcome.ttft(model)
+        if mix.hours_beyond_measured_load:
+            outcome.notes.append(
+                f"{model}: {mix.hours_beyond_measured_load} hours of routed load beyond any load measured on the "
+                "target fleet: its scenario P99 TTFT is a lower bound"
+            )
         actual = sum(u.generation_tokens for (_, m), u in outcome.usage.items() if m == model)
         scenario = sum((t[0] for (_, m), t in outcome.models.items() if m == model), Decimal(0))
         lower = any(u.lower_bound_only for (_, m), u in outcome.usage.items() if m == model)
@@ -94,8 +99,8 @@ def _llm_models(outcome: Outcome) -> list[dict[str, Any]]:
             "llm_model": model,
             "actual_output_tokens": str(actual),
             "scenario_output_tokens": str(round(scenario)),
-            "actual_p99_ttft_s": _quantile_s(measured),
-            "scenario_p99_ttft_s": _quantile_s(mixed),
+            "actual_p99_ttft_s": _quantile_s(mix.measured),
+            "scenario_p99_ttft_s": _quantile_s(mix.scenario),
             "ttft_note": "TGI endpoints' TTFT (a lower bound) left out" if lower else "",
         })  # fmt: skip
     return rows
@@ -150,8 +155,8 @@ def result_json(
             "energy": "J per output token: IT energy (node meter, else GPU boards plus the host as modelled)",
             "carbon": "operational: location-based, from the grid store hour by hour where known",
             "yearly": f"the period's totals x 8760 / {period_h} hours",
-            "ttft": "P99 from the measured histograms; routed requests take the target fleet's measured "
-            "distribution for the model, not re-estimated for the added load",
+            "ttft": "P99 from the measured histograms; on a fleet receiving routed requests, each hour's "
+            "requests take the fleet's measured TTFT at the hour's new load (its latency-by-load curve)",
         },
         "notes": outcome.notes,
     }

@@ -189,10 +189,12 @@ def _usage_add(replay: Replay, scenario: Scenario) -> None:
         hour_start__lt=scenario.period_end,
     ).values_list(
         "endpoint__node__fleet_id",
+        "hour_start",
         "endpoint__model_name",
         "endpoint__kind",
         "prompt_tokens",
         "generation_tokens",
+        "requests",
         "ttft_bucket_bounds_s",
         "ttft_bucket_counts",
     )

@@ -166,9 +166,9 @@ def test_owning_instead_of_renting():
     assert result["total"]["scenario"]["cost_per_1m_output_tokens"] == "13.50"
 
 
-USAGE = (
-    (1, "llama-8b", "vllm", 8_000_000, 4_000_000, [0.1, 1.0], [1000, 0, 0]),
-    (2, "llama-8b", "vllm", 2_000_000, 1_000_000, [0.1, 1.0], [0, 1000, 0]),
+USAGE = (  # fleet, hour, model, kind, prompt, output tokens, requests, TTFT bounds, per-bucket counts
+    *((1, hour, "llama-8b", "vllm", 4_000_000, 2_000_000, 500, [0.1, 1.0], [500, 0, 0]) for hour in HOURS),
+    *((2, hour, "llama-8b", "vllm", 1_000_000, 500_000, 500, [0.1, 1.0], [0, 500, 0]) for hour in HOURS),
 )
 
 
@@ -206,6 +206,35 @@ def test_routed_requests_count_as_many_as_the_scaled_source_served():
 
     assert model["scenario_output_tokens"] == "9000000"
     assert model["scenario_p99_ttft_s"] == 0.9865
+
+
+def curve_usage(enterprise_requests):
+    """Consumer measured at 0.5 req/s per GPU (fast) in hour 0 and 2.0 (slow) in hour 1; 8 GPU-hours each."""
+    return (
+        *((1, h, "llama-8b", "vllm", 4_000_000, 2_000_000, enterprise_requests, [0.1, 1.0], [enterprise_requests, 0, 0])
+          for h in HOURS),
+        (2, HOURS[0], "llama-8b", "vllm", 1_000_000, 500_000, 14400, [0.1, 1.0], [14400, 0, 0]),
+        (2, HOURS[1], "llama-8b", "vllm", 1_000_000, 500_000, 57600, [0.1, 1.0], [0, 57600, 0]),
+    )  # fmt: skip
+
+
+def test_routed_requests_take_the_targets_measured_ttft_at_each_hours_new_load():
+    # A quarter of enterprise's 43,200 requests an hour moves: 10,800. Hour 0: (14,400 + 10,800) / 28,800 =
+    # 0.875 req/s per GPU, still the fast band: 25,200 fast. Hour 1: 2.375, the slow band: 68,400 slow.
+    # Enterprise keeps 0.75 x 86,400 = 64,800 fast. [90,000, 68,400, 0]: rank 156,816 at 97.68 % of (0.1, 1].
+    change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": "0.25"}
+    result = replayed([change], consumer=True, usage=curve_usage(43200))
+
+    assert result["llm_models"][0]["scenario_p99_ttft_s"] == 0.9792
+    assert not any("beyond" in note for note in result["notes"])
+
+
+def test_a_load_beyond_anything_measured_reads_the_highest_band_and_says_so():
+    change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": 1}
+    result = replayed([change], consumer=True, usage=curve_usage(100_000))  # hour 1: 157,600 / 28,800 = 5.5
+
+    assert result["llm_models"][0]["scenario_p99_ttft_s"] == 0.991  # all in the slow band
+    assert "llama-8b: 1 hours of routed load beyond any load measured" in result["notes"][-1]
 
 
 @pytest.mark.parametrize(
