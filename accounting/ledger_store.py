@@ -37,7 +37,14 @@ from accounting.ledger import (
 from accounting.ledger.line import NO_PRICE_ID, line_columns
 from accounting.ledger.units import S_PER_H
 from accounting.models import GridIntensity, LedgerPending, LedgerSettings, NodeHourLedger
-from accounting.prices import market_periods, pricing_at, pricing_periods, tariff_periods, tariff_price
+from accounting.prices import (
+    market_periods,
+    pricing_at,
+    pricing_periods,
+    pue_periods,
+    tariff_periods,
+    tariff_price,
+)
 from accounting.profiles import (
     UNKNOWN_MODEL,
     gpu_embodied_asset,
@@ -82,6 +89,7 @@ class _NodeContext:
     gpu_model: str
     tariffs: list[Any]
     market: list[Any]
+    pue: list[Any]  # dated PUE rows of the site; the site's own PUE where none is in force
     pricing: tuple[list[Any], ...]
     intensity: dict[datetime, Any]
     policy: LedgerPolicy
@@ -131,6 +139,7 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
         market=market_periods(site_id=node.site_id, start=start, end=end),
+        pue=pue_periods(site_id=node.site_id, start=start, end=end),
         pricing=pricing_periods(node=node, start=start, end=end),
         intensity=_intensity(node, hours),
         policy=ledger_policy(organization_id=node.fleet.organization_id),
@@ -232,7 +241,7 @@ def _line(
             held_h=held_h,
             prompt_tokens=served["prompt"],
             generation_tokens=served["generation"],
-            pue=Decimal(node.site.pue),
+            pue=_pue(context, hour),
             tariff=tariff_price(context.tariffs, hour),
             # Not held (before commissioning, after decommissioning): no asset in force, unpriced.
             pricing=(pricing_at(context.pricing, hour) if held_h else None) or _NO_PRICE,
@@ -267,6 +276,12 @@ def _embodied_in_hour(context: _NodeContext, gpu: Gpu, hour: datetime) -> Embodi
     return _FULLY_AMORTIZED if until is not None and hour >= until else context.gpu_embodied[gpu.pk]
 
 
+def _pue(context: _NodeContext, hour: datetime) -> Decimal:
+    """The PUE in force at ``hour``: a dated row of the site's, else the site's own figure."""
+    dated = in_force(context.pue, hour)
+    return Decimal(context.node.site.pue) if dated is None else dated
+
+
 def _location(resolved: Any) -> IntensityFactor | None:
     if resolved is None or resolved.gco2e_per_kwh is None:
         return None
@@ -299,7 +314,7 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         fleet_id=node.fleet_id,
         site_id=node.site_id,
         gpu_model=context.gpu_model,
-        pue=node.site.pue,
+        pue=_pue(context, hour),
         energy_counter_j=sum(u.energy_counter_j + u.energy_bridged_j for u in gpu_usage),
         energy_integrated_j=sum(u.energy_integrated_j for u in gpu_usage),
         util_pct_s=util_pct_s,

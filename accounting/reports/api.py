@@ -27,7 +27,13 @@ from rest_framework.views import APIView
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.reports.authentication import PersonalTokenAuthentication
-from accounting.reports.output import comparison_row_output, sustainability_output, usage_row_output
+from accounting.reports.output import (
+    MARKET_BASIS,
+    MARKET_BASIS_NOTE,
+    comparison_row_output,
+    sustainability_output,
+    usage_row_output,
+)
 from accounting.reports.periods import Granularity
 from accounting.reports.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
 from accounting.reports.scope import (
@@ -301,8 +307,12 @@ class SustainabilityReportView(ReportView):
         end = serializers.DateTimeField()
         location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
         location_tco2e = number("the same in tCO2e")
-        market_kgco2e = number("Scope 2, market-based: facility kWh x the sites' market factors; null when none")
+        market_kgco2e = number(
+            "the ledger's market-based figure: facility kWh x the sites' market factors (per site and hour); null "
+            "when none. Not the instrument allocation: that is /api/v1/reports/scope2/ (see market_basis)"
+        )
         market_tco2e = number("the same in tCO2e")
+        market_basis = serializers.CharField(help_text=f"always '{MARKET_BASIS}': {MARKET_BASIS_NOTE}")
         location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_*)")
         market_unknown_facility_kwh = number("facility kWh without a market factor (not in market_*)")
         embodied_kgco2e_central = number("Scope 3 share attributable to the period: embodied carbon amortized")

@@ -223,6 +223,15 @@ def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
     return shown | {column: rounded(ratios[metric], "ratio") for metric, column in RATIO_COLUMNS.items()}
 
 
+# What the ledger's market-based figure is, said wherever it is shown beside the instruments' one.
+MARKET_BASIS = "site_market_factors"
+MARKET_BASIS_NOTE = (
+    "site market factors: each ledger line's facility kWh x the market factor entered for its site and hour "
+    "(/api/v1/site-market-factors/); the GHG Protocol Scope 2 market-based figure, allocating contractual "
+    "instruments and the residual mix, is /api/v1/reports/scope2/"
+)
+
+
 def sustainability_output(report: SustainabilityReport, organization: Organization) -> dict[str, Any]:
     """The sustainability report as shown (see ``SustainabilityReportView.OutputSerializer``)."""
     sums, totals, grid = report.sums, report.sums.totals, report.grid
@@ -237,6 +246,7 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "location_tco2e": _t(sums.location_co2e_g),
         "market_kgco2e": _kg(sums.market_co2e_g),
         "market_tco2e": _t(sums.market_co2e_g),
+        "market_basis": MARKET_BASIS,
         "location_unknown_facility_kwh": rounded(totals.location_unknown_facility_kwh, "kwh"),
         "market_unknown_facility_kwh": rounded(totals.market_unknown_facility_kwh, "kwh"),
         "embodied_kgco2e_central": _kg(totals.embodied_co2e_g.central),

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounting', '0008_inputs_audit_locks'),
+        ('accounting', '0009_gaps16_site_pue_periods'),
         ('fleets', '0004_gpu_installations'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
