@@ -25,6 +25,7 @@ sites' currency, years of 8760 h, shares 0-1):
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -33,6 +34,7 @@ from typing import Any
 MAX_CHANGES = 20
 MAX_NODES = 100_000
 MAX_YEARS = Decimal(30)
+ZONE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
 class ChangeInvalid(ValueError):
@@ -129,6 +131,8 @@ class _Fields:
             raise self.fail(name, "a non-empty text is required")
         if len(value) > max_length:
             raise self.fail(name, f"at most {max_length} characters")
+        if not value.isprintable():  # a NUL or control character: no name has one, and JSON columns refuse NUL
+            raise self.fail(name, "printable characters only")
         return value.strip()
 
     def decimal(self, name: str, *, minimum: Decimal = Decimal(0), maximum: Decimal | None = None) -> Decimal:
@@ -139,7 +143,9 @@ class _Fields:
             number = Decimal(str(value))
         except InvalidOperation:
             raise self.fail(name, "a number is required") from None
-        if not number.is_finite() or number < minimum or (maximum is not None and number > maximum):
+        if not number.is_finite():
+            raise self.fail(name, "a finite number is required")
+        if number < minimum or (maximum is not None and number > maximum):
             bound = f"within {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
             raise self.fail(name, f"must be {bound}")
         return number
@@ -181,10 +187,17 @@ def _move(f: _Fields) -> MoveChange:
         raise f.fail("zone", "give a zone, a price_per_kwh or a pue (one or more)")
     return MoveChange(
         fleet=f.integer("fleet", minimum=1),
-        zone=f.text("zone", max_length=64) if f.present("zone") else None,
+        zone=_zone(f) if f.present("zone") else None,
         price_per_kwh=f.decimal("price_per_kwh", maximum=Decimal(1000)) if f.present("price_per_kwh") else None,
         pue=f.decimal("pue", minimum=Decimal(1), maximum=Decimal(5)) if f.present("pue") else None,
     )
+
+
+def _zone(f: _Fields) -> str:
+    zone = f.text("zone", max_length=64)
+    if not ZONE_PATTERN.fullmatch(zone):
+        raise f.fail("zone", "a grid zone key such as DE, FR or US-CAL-CISO")
+    return zone
 
 
 def _tenure(f: _Fields) -> TenureChange:

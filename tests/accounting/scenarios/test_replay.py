@@ -250,6 +250,14 @@ def test_a_load_beyond_anything_measured_reads_the_highest_band_and_says_so():
         ([{"kind": "tenure", "fleet": 1, "mode": "lease"}], "'rent' or 'own'"),
         ([{"kind": "move", "fleet": 1, "pue": 2}, {"kind": "move", "fleet": 1, "zone": "FR"}], "second change"),
         ([{"kind": "move", "fleet": 1, "pue": 2, "colour": "red"}], "colour: not a field"),
+        ([{"kind": "move", "fleet": 1, "zone": "DE; DROP"}], "zone: a grid zone key"),
+        ([{"kind": "nodes", "fleet": 1, "gpu_model": "h100\x00", "nodes": 1}], "gpu_model: printable characters only"),
+        ([{"kind": "routing", "llm_model": "m", "from_fleet": 1, "to_fleet": 1, "share": 1}], "must differ"),
+        ([{"kind": "lifetime", "fleet": True, "extra_years": 1}], "fleet: an integer is required"),
+        (
+            [{"kind": "tenure", "fleet": 1, "mode": "own", "capex_per_gpu": "NaN", "lifetime_years": 3}],
+            "a finite number",
+        ),
     ],
 )
 def test_changes_are_refused_naming_the_field(changes, message):
