@@ -63,6 +63,10 @@ class ScenarioInputSerializer(serializers.Serializer):
     changes = serializers.ListField(child=serializers.DictField(), help_text=CHANGES_HELP)
 
 
+class ScenarioListQuerySerializer(serializers.Serializer):
+    organization = serializers.ListField(child=serializers.CharField(max_length=100), required=False, default=list)
+
+
 class ProgressSerializer(serializers.Serializer):
     percent = serializers.FloatField(source="progress_pct")
     node_hours_replayed = serializers.IntegerField()
@@ -113,7 +117,9 @@ class ScenariosView(ScenarioView):
         responses={200: ScenarioOutputSerializer(many=True), **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        ids = report_organization_ids(user=request.user, refs=request.query_params.getlist("organization"))
+        query = ScenarioListQuerySerializer(data={"organization": request.query_params.getlist("organization")})
+        query.is_valid(raise_exception=True)
+        ids = report_organization_ids(user=request.user, refs=query.validated_data["organization"])
         rows = scenarios_for_user(user=request.user).filter(organization_id__in=ids).order_by("-created_at", "-id")
         return Response(ScenarioOutputSerializer(rows, many=True).data)
 

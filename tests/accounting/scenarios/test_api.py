@@ -202,3 +202,9 @@ def test_the_scenarios_api_needs_a_personal_token(path):
     assert client.get(f"/api/v1/scenarios/{path}").status_code == 401
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {credential_issue(node=NodeFactory())}")
     assert client.get(f"/api/v1/scenarios/{path}").status_code == 403
+
+
+def test_an_organization_parameter_with_a_nul_is_refused_with_400(client_as, acme):
+    client = client_as(Role.VIEWER, acme["organization"])
+
+    assert client.get("/api/v1/scenarios/?organization=a%00b").status_code == 400
