@@ -78,6 +78,10 @@ def figures(sums: Sums, *, period_h: Decimal, currency: str) -> dict[str, Any]:
     }
 
 
+def _unpriced_kwh(sums: Sums) -> Decimal:
+    return sums.facility_kwh - sums.facility_kwh_priced - sums.facility_kwh_included
+
+
 def _quantile_s(histogram: Any) -> float | None:
     value = None if histogram is None else histogram_quantile(P99, histogram)
     return None if value is None else round(value, 4)
@@ -129,6 +133,13 @@ def result_json(
     actual, scenario = sums_total(outcome.actual.values()), sums_total(outcome.scenario.values())
     side = {"period_h": period_h, "currency": currency}
     single = actual.embodied_co2e_g_low == actual.embodied_co2e_g_high
+    llm_models = _llm_models(outcome)  # notes loads beyond those measured
+    notes = list(outcome.notes)
+    if _unpriced_kwh(scenario) > _unpriced_kwh(actual):
+        notes.append(
+            f"{_unit(_unpriced_kwh(scenario))} facility kWh of the scenario have no electricity price (power that "
+            "was in the rent, or hours with no tariff): add a tariff with a move change to price them"
+        )
     return {
         "currency": currency,
         "node_hours_replayed": outcome.rows,
@@ -143,7 +154,7 @@ def result_json(
             }
             for fleet in sorted(outcome.actual, key=lambda f: fleet_names.get(f, str(f)))
         ],
-        "llm_models": _llm_models(outcome),
+        "llm_models": llm_models,
         "lifetime": [
             {"fleet_id": fleet, "fleet": fleet_names.get(fleet, str(fleet)), "points": _life_points(points)}
             for fleet, points in outcome.lifetime_curves.items()
@@ -158,5 +169,5 @@ def result_json(
             "ttft": "P99 from the measured histograms; on a fleet receiving routed requests, each hour's "
             "requests take the fleet's measured TTFT at the hour's new load (its latency-by-load curve)",
         },
-        "notes": outcome.notes,
+        "notes": notes,
     }

@@ -156,12 +156,31 @@ def test_renting_with_power_included_instead_of_owning():
     assert scenario["unpriced_facility_kwh"] == "0"
 
 
+def test_owning_cards_whose_rent_included_power_leaves_their_kwh_unpriced_and_says_so():
+    rented = replayed([{"kind": "tenure", "fleet": 1, "mode": "rent", "rate_per_gpu_h": 3, "includes_power": True}])
+    assert not rented["notes"]
+    change = {"kind": "tenure", "fleet": 1, "mode": "own", "capex_per_gpu": 26280, "lifetime_years": 3}
+    replay = Replay()
+    for hour in HOURS:
+        row = list(enterprise_row(hour))
+        row[9], row[10] = "included", D(0)  # the rent paid the power
+        replay.add(tuple(row))
+    parsed = changes_parse([change])
+    result = result_json(replay.run(ReplayInputs(parsed)), changes=parsed, period_h=D(2), currency="USD",
+                         fleet_names={})  # fmt: skip
+
+    assert result["total"]["scenario"]["unpriced_facility_kwh"] == "12.00"
+    assert result["total"]["scenario"]["cost"] == "16.00"  # 16 GPU-hours x 1.00, the power unpriced
+    assert "12.00 facility kWh of the scenario have no electricity price" in result["notes"][0]
+
+
 def test_owning_instead_of_renting():
     # 26,280 per card over 3 years (26,280 h) is 1.00 per GPU-hour, + 0.50 opex: 32 x 1.50 + 6.00 electricity
     change = {"kind": "tenure", "fleet": 1, "mode": "own", "capex_per_gpu": 26280, "lifetime_years": 3,
               "opex_per_gpu_h": "0.5"}  # fmt: skip
     result = replayed([change])
 
+    assert not result["notes"]  # the electricity stays priced
     assert result["total"]["scenario"]["cost"] == "54.00"
     assert result["total"]["scenario"]["cost_per_1m_output_tokens"] == "13.50"
 
