@@ -9,14 +9,16 @@ carbon is location-based; yearly totals are the period's x 8760 / its hours.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from accounting.ledger.units import G_PER_KG, H_PER_YEAR, J_PER_KWH, TOKENS_PER_MILLION, money_quantize, significant
 from accounting.scenarios.changes import Change, change_json
+from accounting.scenarios.latency import TtftMix
 from accounting.scenarios.replay import LifePoint, Outcome, Sums, sums_total
-from telemetry.histogram import histogram_quantile
+from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
 
 P99 = 0.99
 
@@ -87,10 +89,9 @@ def _quantile_s(histogram: Any) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def _llm_models(outcome: Outcome) -> list[dict[str, Any]]:
+def _llm_models(outcome: Outcome, mixes: Mapping[str, TtftMix]) -> list[dict[str, Any]]:
     rows = []
-    for model in sorted({m for _, m in outcome.usage}):
-        mix = outcome.ttft(model)
+    for model, mix in mixes.items():
         if mix.hours_beyond_measured_load:
             outcome.notes.append(
                 f"{model}: {mix.hours_beyond_measured_load} hours of routed load beyond any load measured on the "
@@ -106,6 +107,49 @@ def _llm_models(outcome: Outcome) -> list[dict[str, Any]]:
             "actual_p99_ttft_s": _quantile_s(mix.measured),
             "scenario_p99_ttft_s": _quantile_s(mix.scenario),
             "ttft_note": "TGI endpoints' TTFT (a lower bound) left out" if lower else "",
+        })  # fmt: skip
+    return rows
+
+
+@dataclass(frozen=True)
+class ClassSpec:
+    """A workload class as a result reports it: its LLM model ("" for every model) and TTFT target."""
+
+    name: str
+    llm_model: str
+    percentile: int  # 50, 90, 95 or 99
+    ttft_target_ms: int
+
+
+def _merged(histograms: list[Histogram | None]) -> Histogram | None:
+    """The models' histograms together; ``None`` when one is unknown (a scenario TTFT not estimated)."""
+    if not histograms or any(h is None for h in histograms):
+        return None
+    return histogram_merge([h for h in histograms if h is not None], coarsen=True)
+
+
+def _ms(histogram: Histogram | None, percentile: int) -> float | None:
+    value = None if histogram is None else histogram_quantile(percentile / 100, histogram)
+    return None if value is None else round(value * 1000, 1)
+
+
+def _classes(classes: Sequence[ClassSpec], mixes: Mapping[str, TtftMix]) -> list[dict[str, Any]]:
+    """Each class's TTFT at its percentile, as measured and under the scenario, against its target."""
+    rows = []
+    for spec in classes:
+        # The models the class runs on that have a measured TTFT (TGI-only ones have none).
+        models = [m for m, mix in mixes.items() if (m == spec.llm_model or not spec.llm_model) and mix.measured]
+        actual_ms = _ms(_merged([mixes[m].measured for m in models]), spec.percentile)
+        scenario_ms = _ms(_merged([mixes[m].scenario for m in models]), spec.percentile)
+        rows.append({
+            "workload_class": spec.name,
+            "llm_model": spec.llm_model or "every model",
+            "percentile": f"P{spec.percentile}",
+            "ttft_target_ms": spec.ttft_target_ms,
+            "actual_ttft_ms": actual_ms,
+            "scenario_ttft_ms": scenario_ms,
+            "actual_meets_target": None if actual_ms is None else actual_ms <= spec.ttft_target_ms,
+            "scenario_meets_target": None if scenario_ms is None else scenario_ms <= spec.ttft_target_ms,
         })  # fmt: skip
     return rows
 
@@ -127,13 +171,20 @@ def _life_points(points: list[LifePoint]) -> list[dict[str, Any]]:
 
 
 def result_json(
-    outcome: Outcome, *, changes: tuple[Change, ...], period_h: Decimal, currency: str, fleet_names: Mapping[int, str]
+    outcome: Outcome,
+    *,
+    changes: tuple[Change, ...],
+    period_h: Decimal,
+    currency: str,
+    fleet_names: Mapping[int, str],
+    classes: Sequence[ClassSpec] = (),
 ) -> dict[str, Any]:
     """The stored result of a run: totals, per fleet, per LLM model, side by side, with what they mean."""
     actual, scenario = sums_total(outcome.actual.values()), sums_total(outcome.scenario.values())
     side = {"period_h": period_h, "currency": currency}
     single = actual.embodied_co2e_g_low == actual.embodied_co2e_g_high
-    llm_models = _llm_models(outcome)  # notes loads beyond those measured
+    mixes = {model: outcome.ttft(model) for model in sorted({m for _, m in outcome.usage})}
+    llm_models = _llm_models(outcome, mixes)  # notes loads beyond those measured
     notes = list(outcome.notes)
     if _unpriced_kwh(scenario) > _unpriced_kwh(actual):
         notes.append(
@@ -155,6 +206,7 @@ def result_json(
             for fleet in sorted(outcome.actual, key=lambda f: fleet_names.get(f, str(f)))
         ],
         "llm_models": llm_models,
+        "workload_classes": _classes(classes, mixes),
         "lifetime": [
             {"fleet_id": fleet, "fleet": fleet_names.get(fleet, str(fleet)), "points": _life_points(points)}
             for fleet, points in outcome.lifetime_curves.items()

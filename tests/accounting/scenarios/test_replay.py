@@ -17,7 +17,7 @@ import pytest
 
 from accounting.scenarios.changes import ChangeInvalid, changes_parse
 from accounting.scenarios.replay import Replay, ReplayError, ReplayInputs, lifetime_factor
-from accounting.scenarios.result import result_json
+from accounting.scenarios.result import ClassSpec, result_json
 
 H0 = datetime(2026, 1, 5, tzinfo=UTC)
 HOURS = [H0, H0 + timedelta(hours=1)]
@@ -282,3 +282,25 @@ def test_a_load_beyond_anything_measured_reads_the_highest_band_and_says_so():
 def test_changes_are_refused_naming_the_field(changes, message):
     with pytest.raises(ChangeInvalid, match=message):
         changes_parse(changes)
+
+
+def test_each_workload_class_gets_its_ttft_at_its_percentile_against_its_target():
+    change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": 1}
+    replay = Replay()
+    for hour in HOURS:
+        replay.add(enterprise_row(hour))
+        replay.add(consumer_row(hour))
+    for row in USAGE:
+        replay.add_usage(row)
+    parsed = changes_parse([change])
+    classes = [ClassSpec("chat", "llama-8b", 99, 500), ClassSpec("batch", "", 50, 5000)]
+    result = result_json(replay.run(ReplayInputs(parsed)), changes=parsed, period_h=D(2), currency="USD",
+                         fleet_names={}, classes=classes)  # fmt: skip
+
+    chat, batch = result["workload_classes"]
+    # chat: [1000, 1000, 0] measured, P99 0.982 s; all on the consumer fleet: 0.991 s, past its 500 ms target
+    assert (chat["actual_ttft_ms"], chat["scenario_ttft_ms"]) == (982.0, 991.0)
+    assert (chat["actual_meets_target"], chat["scenario_meets_target"]) == (False, False)
+    # batch (every model), P50: rank 1000 of [1000, 1000, 0] ends the first bucket: 100 ms; all slow: 550 ms
+    assert (batch["llm_model"], batch["actual_ttft_ms"], batch["scenario_ttft_ms"]) == ("every model", 100.0, 550.0)
+    assert batch["scenario_meets_target"] is True
