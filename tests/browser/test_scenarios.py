@@ -17,6 +17,10 @@ pytestmark = [
 ]
 
 
+def fits(page) -> bool:
+    return page.evaluate("Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)") <= 1280
+
+
 def test_a_member_runs_a_lifetime_scenario_and_sees_embodied_per_token_fall(
     celery_worker_process, browser_page, live_server, transactional_db
 ):
@@ -55,6 +59,10 @@ def test_a_member_runs_a_lifetime_scenario_and_sees_embodied_per_token_fall(
         == "Keep the cards longer (lifetime)\tfleet = enterprise; extra_years = 4"
     )
     shoot(page, "scenario-lifetime")
+    page.set_viewport_size({"width": 1280, "height": 800})  # as tests/browser/test_layout.py: no sideways scroll
+    assert fits(page)
     page.click("text=All scenarios")
     assert page.inner_text("tr[data-scenario='Keep the H100s 8 years'] .status") == "Done"
+    assert fits(page)
+    shoot(page, "scenarios-1280")
     assert page.console_errors == []  # type: ignore[attr-defined]
