@@ -15,8 +15,9 @@ sites' currency, years of 8760 h, shares 0-1):
   flat tariff), ``pue``.
 - ``tenure``: ``fleet``, ``mode`` ``rent`` (``rate_per_gpu_h``, ``includes_power``) or
   ``own`` (``capex_per_gpu``, ``lifetime_years``, ``opex_per_gpu_h``).
-- ``routing``: ``llm_model``, ``from_fleet``, ``to_fleet``, ``share``: that share of the
-  model's output tokens on ``from_fleet`` served by ``to_fleet`` instead.
+- ``routing``: ``llm_model`` (or ``workload_class``, a class's name: its model), ``from_fleet``,
+  ``to_fleet``, ``share``: that share of the model's output tokens on ``from_fleet`` served by
+  ``to_fleet`` instead.
 
 ``changes_parse`` refuses anything else with a message naming the field
 (``changes[1].share: ...``); fleets are checked against the organization by the service.
@@ -89,10 +90,11 @@ class TenureChange:
 
 @dataclass(frozen=True)
 class RoutingChange:
-    llm_model: str
+    llm_model: str  # "" until the service resolves ``workload_class`` to its model
     from_fleet: int
     to_fleet: int
     share: Decimal
+    workload_class: str | None = None
 
 
 Change = NodesChange | LifetimeChange | MoveChange | TenureChange | RoutingChange
@@ -214,12 +216,15 @@ def _tenure(f: _Fields) -> TenureChange:
 
 
 def _routing(f: _Fields) -> RoutingChange:
-    f.only({"llm_model", "from_fleet", "to_fleet", "share"})
+    f.only({"llm_model", "workload_class", "from_fleet", "to_fleet", "share"})
     source, target = f.integer("from_fleet", minimum=1), f.integer("to_fleet", minimum=1)
     if source == target:
         raise f.fail("to_fleet", "must differ from from_fleet")
     share = f.decimal("share", maximum=Decimal(1))
-    return RoutingChange(f.text("llm_model"), source, target, share)
+    workload_class = f.text("workload_class", max_length=100) if f.present("workload_class") else None
+    if workload_class is not None and not f.present("llm_model"):
+        return RoutingChange("", source, target, share, workload_class)
+    return RoutingChange(f.text("llm_model"), source, target, share, workload_class)
 
 
 _PARSERS: dict[str, Callable[[_Fields], Change]] = {
@@ -259,7 +264,7 @@ def _one_per_kind_and_fleet(changes: list[Change]) -> None:
         if isinstance(change, NodesChange):
             key += (change.gpu_model,)
         if isinstance(change, RoutingChange):
-            key += (change.llm_model,)
+            key += (change.llm_model, change.workload_class)
         if key in seen:
             raise ChangeInvalid(f"changes[{index}]: a second change of the same kind on the same fleet")
         seen.add(key)

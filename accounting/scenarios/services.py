@@ -10,10 +10,12 @@ updating the progress as it goes. The stored ledger is only read.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.apps import apps
 from django.db.models import Q
 from django.utils import timezone
 
@@ -26,13 +28,14 @@ from accounting.scenarios.changes import (
     Change,
     ChangeInvalid,
     MoveChange,
+    RoutingChange,
     change_fleets,
     change_json,
     changes_parse,
 )
 from accounting.scenarios.models import Scenario
 from accounting.scenarios.replay import LEDGER_COLUMNS, Replay, ReplayError, ReplayInputs
-from accounting.scenarios.result import result_json
+from accounting.scenarios.result import ClassSpec, result_json
 from fleets.models import Fleet, Organization
 from telemetry.models import EndpointHourUsage
 
@@ -46,6 +49,8 @@ CHUNK_ROWS = 5000
 PROGRESS_EVERY_ROWS = 20_000
 # A run that started this long ago and never finished died with its worker: it may be queued again.
 STALE_RUN = timedelta(minutes=15)
+# Placement advice's workload classes, looked up by name: scenarios report per class where they exist.
+WORKLOAD_CLASS_MODEL: str = "accounting.WorkloadClass"
 
 
 class ScenarioInvalid(ValueError):
@@ -63,6 +68,7 @@ def scenario_create(
         raise ScenarioInvalid(str(error)) from error
     _fleets_check(organization, parsed)
     _zones_check(parsed, period_start)
+    parsed = _classes_resolve(organization, parsed)
     return Scenario.objects.create(
         organization=organization,
         name=name,
@@ -100,6 +106,44 @@ def _zones_check(changes: tuple[Change, ...], start: datetime) -> None:
         zone = change.zone if isinstance(change, MoveChange) else None
         if zone and annual_intensity(zone, start.year) is None and not GridIntensity.objects.filter(zone=zone).exists():
             raise ScenarioInvalid(f"changes[{index}].zone: no intensity known for zone {zone!r}")
+
+
+def _workload_class_model() -> Any:
+    """The organization's workload classes (placement advice), where the app has them; else ``None``."""
+    try:
+        return apps.get_model(WORKLOAD_CLASS_MODEL)
+    except LookupError:
+        return None
+
+
+def _classes_resolve(organization: Organization, changes: tuple[Change, ...]) -> tuple[Change, ...]:
+    """Routings named by workload class get the class's LLM model (a class running on any model is refused)."""
+    resolved: list[Change] = []
+    for index, change in enumerate(changes):
+        if isinstance(change, RoutingChange) and change.workload_class and not change.llm_model:
+            model = _workload_class_model()
+            found = (
+                None if model is None else model.objects.filter(organization=organization, name=change.workload_class)
+            )
+            row = found.first() if found is not None else None
+            if row is None:
+                raise ScenarioInvalid(f"changes[{index}].workload_class: no class {change.workload_class!r} in yours")
+            if not row.llm_model:
+                raise ScenarioInvalid(
+                    f"changes[{index}].workload_class: {row.name!r} runs on any model: name its llm_model instead"
+                )
+            change = replace(change, llm_model=row.llm_model)
+        resolved.append(change)
+    return tuple(resolved)
+
+
+def workload_classes(*, organization: Organization) -> list[ClassSpec]:
+    """The organization's workload classes as the result reports them (none where the app has none)."""
+    model = _workload_class_model()
+    if model is None:
+        return []
+    rows = model.objects.filter(organization=organization).order_by("name")
+    return [ClassSpec(r.name, r.llm_model, int(r.ttft_percentile), int(r.ttft_target_ms)) for r in rows]
 
 
 # --- running -------------------------------------------------------------------------------
@@ -178,7 +222,14 @@ def scenario_replay(*, scenario: Scenario) -> dict[str, Any]:
     outcome.notes[:0] = notes
     names = dict(Fleet.objects.filter(organization=organization).values_list("id", "name"))
     Scenario.objects.filter(pk=scenario.pk).update(node_hours_replayed=replay.rows)
-    return result_json(outcome, changes=changes, period_h=period_h, currency=currencies[0], fleet_names=names)
+    return result_json(
+        outcome,
+        changes=changes,
+        period_h=period_h,
+        currency=currencies[0],
+        fleet_names=names,
+        classes=workload_classes(organization=organization),
+    )
 
 
 def _usage_add(replay: Replay, scenario: Scenario) -> None:

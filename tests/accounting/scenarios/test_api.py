@@ -160,6 +160,14 @@ def test_another_organizations_scenarios_answer_404_and_are_not_listed(client_as
         ({"start": "2024-01-01T00:00:00Z"}, "end: a period of at most 366 days"),
         ({"changes": [{"kind": "move", "fleet": "FLEET", "zone": "NOWHERE"}]}, "changes[0].zone: no intensity known"),
         ({"changes": [{"kind": "move", "fleet": 999999, "pue": 2}]}, "changes[0]: no fleet 999999 in organization"),
+        (
+            {
+                "changes": [
+                    {"kind": "routing", "workload_class": "nightly", "from_fleet": "FLEET", "to_fleet": 1, "share": 1}
+                ]
+            },
+            "changes[0].workload_class: no class 'nightly' in yours",
+        ),
     ],
 )
 def test_invalid_scenarios_answer_400_naming_the_field(client_as, acme, body, message):
@@ -208,3 +216,15 @@ def test_an_organization_parameter_with_a_nul_is_refused_with_400(client_as, acm
     client = client_as(Role.VIEWER, acme["organization"])
 
     assert client.get("/api/v1/scenarios/?organization=a%00b").status_code == 400
+
+
+def test_a_routing_named_by_an_unknown_workload_class_answers_400(client_as, acme):
+    client = client_as(Role.VIEWER, acme["organization"])
+    change = {"kind": "routing", "workload_class": "nightly", "from_fleet": acme["enterprise"].pk,
+              "to_fleet": acme["consumer"].pk, "share": 1}  # fmt: skip
+    body = {"name": "x", **PERIOD, "changes": [change]}
+
+    response = client.post("/api/v1/scenarios/", body, format="json")
+
+    assert response.status_code == 400
+    assert response.json() == {"detail": "changes[0].workload_class: no class 'nightly' in yours"}
