@@ -160,14 +160,6 @@ def test_another_organizations_scenarios_answer_404_and_are_not_listed(client_as
         ({"start": "2024-01-01T00:00:00Z"}, "end: a period of at most 366 days"),
         ({"changes": [{"kind": "move", "fleet": "FLEET", "zone": "NOWHERE"}]}, "changes[0].zone: no intensity known"),
         ({"changes": [{"kind": "move", "fleet": 999999, "pue": 2}]}, "changes[0]: no fleet 999999 in organization"),
-        (
-            {
-                "changes": [
-                    {"kind": "routing", "workload_class": "nightly", "from_fleet": "FLEET", "to_fleet": 1, "share": 1}
-                ]
-            },
-            "changes[0].workload_class: no class 'nightly' in yours",
-        ),
     ],
 )
 def test_invalid_scenarios_answer_400_naming_the_field(client_as, acme, body, message):
