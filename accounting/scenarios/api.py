@@ -19,6 +19,7 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 
 from accounting.inputs.api import InputView, owned
 from accounting.inputs.hooks import Conflict
@@ -155,6 +156,9 @@ class ScenarioDetailView(ScenarioView):
 
 class ScenarioRunView(ScenarioView):
     """Replays the scenario on the period's stored node-hours in a worker; the ledger is only read."""
+
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "scenario_runs"  # THROTTLE_SCENARIO_RUNS_RATE
 
     @extend_schema(
         operation_id="scenarios_run",

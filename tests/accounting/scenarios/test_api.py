@@ -220,3 +220,18 @@ def test_a_routing_named_by_an_unknown_workload_class_answers_400(client_as, acm
 
     assert response.status_code == 400
     assert response.json() == {"detail": "changes[0].workload_class: no class 'nightly' in yours"}
+
+
+def test_runs_are_rate_limited_per_user(client_as, acme, settings, django_capture_on_commit_callbacks):
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK,
+                               "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],
+                                                          "scenario_runs": "1/hour"}}  # fmt: skip
+    client = client_as(Role.VIEWER, acme["organization"])
+    scenario = created(client, acme, [{"kind": "move", "fleet": acme["enterprise"].pk, "pue": "1.2"}])
+
+    with django_capture_on_commit_callbacks(execute=False):
+        assert client.post(f"/api/v1/scenarios/{scenario['id']}/run/").status_code == 202
+        refused = client.post(f"/api/v1/scenarios/{scenario['id']}/run/")
+
+    assert refused.status_code == 429
+    assert "Retry-After" in refused
