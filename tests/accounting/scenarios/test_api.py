@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
+from rest_framework.throttling import ScopedRateThrottle
 
 from accounting.models import GridIntensity, NodeHourLedger
 from accounting.scenarios.models import Scenario
@@ -222,10 +223,8 @@ def test_a_routing_named_by_an_unknown_workload_class_answers_400(client_as, acm
     assert response.json() == {"detail": "changes[0].workload_class: no class 'nightly' in yours"}
 
 
-def test_runs_are_rate_limited_per_user(client_as, acme, settings, django_capture_on_commit_callbacks):
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK,
-                               "DEFAULT_THROTTLE_RATES": {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"],
-                                                          "scenario_runs": "1/hour"}}  # fmt: skip
+def test_runs_are_rate_limited_per_user(client_as, acme, monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch.setitem(ScopedRateThrottle.THROTTLE_RATES, "scenario_runs", "1/hour")
     client = client_as(Role.VIEWER, acme["organization"])
     scenario = created(client, acme, [{"kind": "move", "fleet": acme["enterprise"].pk, "pue": "1.2"}])
 
