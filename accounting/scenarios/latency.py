@@ -133,27 +133,51 @@ def ttft_mix(
     hists = {key: u.histogram() for key, u in usage.items() if key[1] == llm_model}
     measured: Parts = [(h, ONE) for h in hists.values() if h is not None]
     routes = {c: moved for c, moved in routed.items() if c.llm_model == llm_model}
-    targets = {c.to_fleet for c in routes}
+    touched = {c.to_fleet for c in routes} | {c.from_fleet for c in routes}
     parts: Parts = []
-    for (fleet, model), served in usage.items():
-        histogram = hists.get((fleet, model))
-        if fleet not in targets and histogram is not None and served.generation_tokens:
+    for (fleet, model), histogram in hists.items():
+        served = usage[(fleet, model)]
+        if fleet not in touched and histogram is not None and served.generation_tokens:
             parts.append((histogram, tokens[(fleet, model)][0] / served.generation_tokens))
     beyond = 0
-    for target in targets:
-        arriving = {c: moved for c, moved in routes.items() if c.to_fleet == target}
-        target_parts, target_beyond = _target_parts(target, llm_model, arriving, usage, tokens, gpu_h.get(target, {}))
-        parts += target_parts
-        beyond += target_beyond
+    for fleet in touched:
+        flows = _Flows.of(fleet, routes, usage)
+        fleet_parts, past = _touched_parts(fleet, llm_model, flows, usage, tokens, gpu_h.get(fleet, {}))
+        parts += fleet_parts
+        beyond += past
     return TtftMix(_weighted_merge(measured), _weighted_merge(parts), beyond)
 
 
-def _moved_by_hour(
-    arriving: Mapping[RoutingChange, Decimal], usage: Mapping[tuple[int, str], ModelUsage]
-) -> dict[datetime, tuple[Decimal, Decimal]]:
-    """Per hour: requests moved onto the target, and the histogram counts they stand for."""
-    moved: dict[datetime, tuple[Decimal, Decimal]] = defaultdict(lambda: (ZERO, ZERO))
-    for change, tokens in arriving.items():
+Moved = dict[datetime, tuple[Decimal, Decimal]]  # per hour: requests, and the histogram counts they stand for
+
+
+@dataclass(frozen=True)
+class _Flows:
+    """The requests routed onto and off one fleet, per hour, and the output tokens in all."""
+
+    inflow: Moved
+    outflow: Moved
+    tokens_in: Decimal
+    tokens_out: Decimal
+
+    @classmethod
+    def of(
+        cls, fleet: int, routes: Mapping[RoutingChange, Decimal], usage: Mapping[tuple[int, str], ModelUsage]
+    ) -> _Flows:
+        arriving = {c: moved for c, moved in routes.items() if c.to_fleet == fleet}
+        leaving = {c: moved for c, moved in routes.items() if c.from_fleet == fleet}
+        return cls(
+            _moved_by_hour(arriving, usage),
+            _moved_by_hour(leaving, usage),
+            sum(arriving.values(), ZERO),
+            sum(leaving.values(), ZERO),
+        )
+
+
+def _moved_by_hour(routes: Mapping[RoutingChange, Decimal], usage: Mapping[tuple[int, str], ModelUsage]) -> Moved:
+    """Per hour: the requests the routings move (as their sources served them), and their histogram counts."""
+    moved: Moved = defaultdict(lambda: (ZERO, ZERO))
+    for change, tokens in routes.items():
         source = usage[(change.from_fleet, change.llm_model)]
         share = tokens / source.generation_tokens
         for hour, served in source.hours.items():
@@ -163,37 +187,46 @@ def _moved_by_hour(
     return moved
 
 
-def _target_parts(
-    target: int,
+def _touched_parts(
+    fleet: int,
     llm_model: str,
-    arriving: Mapping[RoutingChange, Decimal],
+    flows: _Flows,
     usage: Mapping[tuple[int, str], ModelUsage],
     tokens: Mapping[tuple[int, str], tuple[Decimal, Decimal]],
     gpu_h: Mapping[datetime, Decimal],
 ) -> tuple[Parts, int]:
-    """The target fleet's requests, its own and the moved ones, hour by hour, on its latency-by-load curve."""
-    served = usage.get((target, llm_model))
-    bands = served.bands(gpu_h) if served is not None else {}
-    if served is None or not bands:
-        return [(None, ONE)], 0  # no measured curve to read the moved requests' TTFT from
-    moved_in = sum(arriving.values(), ZERO)
-    own_ratio = (tokens[(target, llm_model)][0] - moved_in) / served.generation_tokens
-    moved = _moved_by_hour(arriving, usage)
+    """A fleet that routing adds requests to or takes them from, hour by hour, on its latency-by-load curve:
+    an hour whose load changed takes the histogram of the band of its new load."""
+    served = usage.get((fleet, llm_model))
+    if served is None or not served.generation_tokens:
+        return ([(None, ONE)] if flows.inflow else []), 0  # no measured curve of the model on this fleet
+    bands = served.bands(gpu_h)
+    # The fleet's own scaling (nodes added or removed): its scenario tokens before the routings.
+    ratio = (tokens[(fleet, llm_model)][0] - flows.tokens_in + flows.tokens_out) / served.generation_tokens
     parts: Parts = []
     beyond = 0
-    for hour in set(served.hours) | set(moved):
+    for hour in set(served.hours) | set(flows.inflow):
         here = served.hours.get(hour, HourServed())
-        own_counted = Decimal(sum(sum(c) for c in here.histograms.values())) * own_ratio
-        moved_requests, moved_counted = moved.get(hour, (ZERO, ZERO))
-        if not moved_counted:
-            if own_counted:
-                parts.append((_histogram(here.histograms), own_ratio))
+        counted = Decimal(sum(sum(c) for c in here.histograms.values()))
+        in_requests, in_counted = flows.inflow.get(hour, (ZERO, ZERO))
+        out_requests, out_counted = flows.outflow.get(hour, (ZERO, ZERO))
+        scenario_counted = counted * ratio + in_counted - out_counted
+        if scenario_counted <= 0:
             continue
-        held = gpu_h.get(hour, ZERO)
-        load = (Decimal(here.requests) + moved_requests / (own_ratio or ONE)) / (held * S_PER_H) if held else None
-        histogram, past = band_histogram(bands, band_of(float(load))) if load is not None else (bands[max(bands)], True)
-        beyond += past
-        parts.append((histogram, (own_counted + moved_counted) / histogram.total))
+        if not in_counted and not out_counted:
+            parts.append((_histogram(here.histograms), ratio))
+            continue
+        held = gpu_h.get(hour, ZERO) * ratio
+        if not bands:  # no curve: the moved-in requests are unknown, the rest keep the hour's histogram
+            parts.append((None, ONE) if in_counted else (_histogram(here.histograms), scenario_counted / counted))
+            continue
+        if held <= 0:
+            histogram, past = bands[max(bands)], True
+        else:
+            requests = Decimal(here.requests) * ratio + in_requests - out_requests
+            histogram, past = band_histogram(bands, band_of(float(requests / (held * S_PER_H))))
+        beyond += past and bool(in_counted)
+        parts.append((histogram, scenario_counted / histogram.total))
     return parts, beyond
 
 

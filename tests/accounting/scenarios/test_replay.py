@@ -248,6 +248,22 @@ def test_routed_requests_take_the_targets_measured_ttft_at_each_hours_new_load()
     assert not any("beyond" in note for note in result["notes"])
 
 
+def test_the_fleet_requests_leave_is_read_at_its_lower_load_too():
+    # Enterprise (16 GPU-hours an hour) is slow at 1.0 req/s per GPU (hour 0) and fast at 0.25 (hour 1).
+    # Three quarters leave: hour 0 falls to 0.25, the fast band. The consumer takes them in its fast 2.0 band.
+    usage = (
+        (1, HOURS[0], "llama-8b", "vllm", 4_000_000, 2_000_000, 57600, [0.1, 1.0], [0, 57600, 0]),
+        (1, HOURS[1], "llama-8b", "vllm", 4_000_000, 2_000_000, 14400, [0.1, 1.0], [14400, 0, 0]),
+        (2, HOURS[0], "llama-8b", "vllm", 1_000_000, 500_000, 14400, [0.1, 1.0], [14400, 0, 0]),
+        (2, HOURS[1], "llama-8b", "vllm", 1_000_000, 500_000, 57600, [0.1, 1.0], [57600, 0, 0]),
+    )
+    change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": "0.75"}
+    model = replayed([change], consumer=True, usage=usage)["llm_models"][0]
+
+    assert model["actual_p99_ttft_s"] == 0.9775  # 57,600 slow of 144,000: rank 142,560 at 97.5 % of (0.1, 1]
+    assert model["scenario_p99_ttft_s"] == 0.099  # every request in a fast band
+
+
 def test_a_load_beyond_anything_measured_reads_the_highest_band_and_says_so():
     change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": 1}
     result = replayed([change], consumer=True, usage=curve_usage(100_000))  # hour 1: 157,600 / 28,800 = 5.5
