@@ -14,6 +14,7 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+import accounting.advice.admin  # registers workload classes and advice settings
 import accounting.inputs.admin  # registers the audit trail and locked periods
 import accounting.instruments.admin  # noqa: F401  (registers the instrument register's admin)
 from accounting.inputs.admin import AuditedInputAdmin, admin_refusing

@@ -99,7 +99,9 @@ def ledger_policy(*, organization_id: int) -> LedgerPolicy:
     settings = LedgerSettings.objects.filter(organization_id=organization_id).first()
     if settings is None:
         return LedgerPolicy()
-    return LedgerPolicy(Decimal(settings.idle_util_threshold_pct), AmortizationMethod(settings.amortization))
+    return LedgerPolicy(
+        Decimal(settings.idle_util_threshold_pct), AmortizationMethod(settings.amortization), settings.model_host_power
+    )
 
 
 def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) -> int:
@@ -158,20 +160,26 @@ def _gpu_usage(gpus: list[Gpu], hours: list[datetime]) -> dict[tuple[int, dateti
 
 
 def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]:
-    """Per hour: prompt and generation tokens of the node, and tokens served per GPU id."""
+    """Per hour: prompt, generation and prefix-cached prompt tokens of the node, and tokens served per GPU id.
+
+    ``cached`` stays ``None`` unless an endpoint-hour carried the prefix-cache counter (unknown, not zero)."""
     endpoint_gpus = defaultdict(list)
     for endpoint_id, gpu_id in ServingEndpoint.gpus.through.objects.filter(servingendpoint__node=node).values_list(
         "servingendpoint_id", "gpu_id"
     ):
         endpoint_gpus[endpoint_id].append(gpu_id)
-    per_hour: dict[datetime, dict[str, Any]] = defaultdict(lambda: {"prompt": 0, "generation": 0, "by_gpu": {}})
+    per_hour: dict[datetime, dict[str, Any]] = defaultdict(
+        lambda: {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}}
+    )
     rows = EndpointHourUsage.objects.filter(
         endpoint__node=node, hour_start__gte=hours[0], hour_start__lte=hours[-1]
-    ).values_list("endpoint_id", "hour_start", "prompt_tokens", "generation_tokens")
-    for endpoint_id, hour, prompt, generation in rows:
+    ).values_list("endpoint_id", "hour_start", "prompt_tokens", "generation_tokens", "cached_prompt_tokens")
+    for endpoint_id, hour, prompt, generation, cached in rows:
         entry = per_hour[hour]
         entry["prompt"] += prompt
         entry["generation"] += generation
+        if cached is not None:
+            entry["cached"] = (entry["cached"] or 0) + cached
         for gpu_id in endpoint_gpus[endpoint_id]:
             entry["by_gpu"][gpu_id] = entry["by_gpu"].get(gpu_id, 0) + prompt + generation
     return per_hour
@@ -207,16 +215,21 @@ def _node_energy_j(metered: NodeHourUsage | None, rows: list[GpuHourUsage]) -> D
     return Decimal(str(metered.energy_j))
 
 
-def _host_modelled_j(context: _NodeContext, held_h: Decimal) -> Decimal | None:
-    """The host's energy (J) beyond its GPUs over the held time, from the profile's idle and per-GPU power."""
+def _host_modelled_j(context: _NodeContext, covered_s: Decimal, held_h: Decimal) -> Decimal | None:
+    """The host's energy (J) beyond its GPUs, from the profile's idle and per-GPU power, over the time the
+    GPUs' energy covers (measured or bridged, at most the held time): the two add up over the same seconds.
+    ``None`` (the GPU boundary) when the organization's policy does not model hosts, without cited
+    figures, or without any covered time."""
     power_w = context.host_power_w
-    return None if power_w is None else power_w * held_h * S_PER_H
+    if power_w is None or covered_s <= 0 or not context.policy.model_host_power:
+        return None
+    return power_w * min(covered_s, held_h * S_PER_H)
 
 
 def _line(
     context: _NodeContext, hour: datetime, usage: dict, tokens: dict, metered: NodeHourUsage | None = None
 ) -> NodeHourLine:
-    node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "by_gpu": {}})
+    node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}})
     held = _held_span(node, hour)
     installed = {gpu.pk: _installed_h(context, gpu, hour, held) for gpu in context.gpus}
     # A GPU counts in the hours it was installed (or measured: telemetry is never dropped).
@@ -228,6 +241,7 @@ def _line(
     observed = max((row.observed_s for row in rows), default=0.0)
     covered = max((row.observed_s + row.bridged_s for row in rows), default=0.0)
     held_h = hours_held(hour, node.commissioned_at, node.decommissioned_at)
+    covered_s = Decimal(str(covered))
     return build_node_hour_line(
         NodeHourInput(
             node_id=str(node.pk),
@@ -235,12 +249,13 @@ def _line(
             currency=node.site.currency,
             gpus=gpu_inputs,
             node_energy_j=_node_energy_j(metered, rows),
-            host_modelled_j=_host_modelled_j(context, held_h),
+            host_modelled_j=_host_modelled_j(context, covered_s, held_h),
             observed_s=Decimal(str(observed)),
-            bridged_s=Decimal(str(covered)) - Decimal(str(observed)),
+            bridged_s=covered_s - Decimal(str(observed)),
             held_h=held_h,
             prompt_tokens=served["prompt"],
             generation_tokens=served["generation"],
+            cached_prompt_tokens=served["cached"],
             pue=_pue(context, hour),
             tariff=tariff_price(context.tariffs, hour),
             # Not held (before commissioning, after decommissioning): no asset in force, unpriced.

@@ -59,6 +59,11 @@ class NodeHourLedger(models.Model):
     embodied_unknown_gpu_h = _amount()
     prompt_tokens = models.BigIntegerField()
     generation_tokens = models.BigIntegerField()
+    cached_prompt_tokens = models.BigIntegerField(
+        null=True,
+        help_text="of prompt_tokens, those served from the prefix cache; null when no endpoint of the node-hour "
+        "exposed the counter (TGI)",
+    )
     idle_gpu_h = _amount()
     idle_cost = _amount()
     idle_facility_kwh = _amount()
@@ -122,6 +127,13 @@ class LedgerSettings(models.Model):
 
     organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="ledger_settings")
     amortization = models.CharField(max_length=12, choices=Amortization.choices, default=Amortization.TIME)
+    model_host_power = models.BooleanField(
+        "Model host power where no meter",
+        default=False,
+        help_text="for a node without a host meter, add its host's energy (CPUs, memory, fans, power supplies) "
+        "modelled from the hardware profile's cited idle and per-GPU power, labelled modelled; off, such a node's "
+        "energy is its GPU boards' alone (the GPU boundary)",
+    )
     idle_util_threshold_pct = models.DecimalField(
         "Idle below utilization (%)",
         max_digits=5,

@@ -92,6 +92,7 @@ def ledger_sums_from(values: Mapping[str, Any], *, currency: str | None) -> Ledg
         electricity_known=values.get("s_electricity_cost") is not None,
         location_known=values.get("s_location_co2e_g") is not None,
         market_known=values.get("s_market_co2e_g") is not None,
+        cached_known=values.get("s_cached_prompt_tokens_sum") is not None,
         **{name: value for name, value in summed.items() if name not in totals_names},
         unpriced_hours=int(values.get("s_unpriced_hours") or 0),
     )

@@ -31,6 +31,7 @@ from accounting.reports.output import (
     MARKET_BASIS,
     MARKET_BASIS_NOTE,
     comparison_row_output,
+    embodied_factors_output,
     sustainability_output,
     usage_row_output,
 )
@@ -51,9 +52,13 @@ from accounting.reports.selectors import (
     report_rows_iter,
     sustainability_report,
 )
+from accounting.reports.selectors.trace import organization_embodied_factors
 from accounting.reports.serializers import (
+    CACHED_PROMPT_TOKENS,
+    IT_KWH,
     PER_TOKEN_FIGURES,
     ComparisonRowSerializer,
+    EmbodiedFactorSerializer,
     FactorSerializer,
     GridHourSerializer,
     PeriodInputSerializer,
@@ -274,7 +279,7 @@ class FleetComparisonView(ReportView):
 def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The report as ``metric,value`` lines: each figure, then each factor's fields."""
     for name, value in shown.items():
-        if name not in ("factors", "grid_hours", "quality_hours"):
+        if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors"):
             yield {"metric": name, "value": value}
     for factor in shown["factors"]:
         prefix = f"factor:{factor['scope']}:{factor['source']}"
@@ -288,6 +293,9 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
         prefix = f"quality:{csv_cell(hour['hour_start'])}"
         for name in QUALITY_HOUR_FIELDS:
             yield {"metric": f"{prefix}:{name}", "value": hour[name]}
+    for used in shown["embodied_factors"]:
+        for name in ("embodied_kgco2e_central", "sources"):
+            yield {"metric": f"embodied:{used['gpu_model']}:{name}", "value": used[name]}
 
 
 QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
@@ -320,9 +328,7 @@ class SustainabilityReportView(ReportView):
         embodied_kgco2e_high = number("embodied, high estimate")
         embodied_tco2e_central = number("embodied central, tCO2e")
         unknown_model_gpu_h = number("GPU-hours of models without a hardware profile (no embodied figure)")
-        it_kwh = number(
-            "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
-        )
+        it_kwh = number(IT_KWH)
         gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
         node_metered_kwh = number("the part of it_kwh measured at the node boundary by the node's own meter")
         node_modelled_kwh = number("the part of it_kwh at the node boundary with the host modelled from its profile")
@@ -331,6 +337,7 @@ class SustainabilityReportView(ReportView):
         tokens = serializers.IntegerField(help_text="input + output (prompt + generation) tokens")
         prompt_tokens = serializers.IntegerField(help_text="input tokens, prefix-cache hits included")
         generation_tokens = serializers.IntegerField(help_text="output tokens")
+        cached_prompt_tokens = serializers.IntegerField(allow_null=True, help_text=CACHED_PROMPT_TOKENS)
         sci_gco2e_per_1k_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_output_tokens"])
         sci_gco2e_per_1k_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_tokens"])
         energy_counter_share = number("share of GPU energy measured by the NVML energy counter (0-1)")
@@ -365,6 +372,9 @@ class SustainabilityReportView(ReportView):
             help_text="each UTC hour's data quality over the organization's nodes, in node-hours (not GPU-hours): "
             "held, measured, bridged and missing, and its unpriced node-hours; the hours add up to the totals",
         )
+        embodied_factors = EmbodiedFactorSerializer(
+            many=True, help_text="each GPU model whose lines carry embodied carbon, with the sources of its factors"
+        )
 
     @extend_schema(
         operation_id="reports_sustainability",
@@ -374,7 +384,9 @@ class SustainabilityReportView(ReportView):
             "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
             "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`, each zone-hour's "
             "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`, each hour's data "
-            "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`."
+            "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`, "
+            "each GPU model's embodied carbon and its factors' sources as `embodied:<model>:<embodied_kgco2e_central"
+            "|sources>`."
         ),
         parameters=[InputSerializer],
         responses=_json_or_csv(OutputSerializer),
@@ -385,6 +397,8 @@ class SustainabilityReportView(ReportView):
         organization = report_organization(user=request.user, ref=params.get("organization"))
         report = sustainability_report(organization_id=organization.pk, start=start, end=end)
         shown = sustainability_output(report, organization)
+        used = organization_embodied_factors(organization_id=organization.pk, start=start, end=end)
+        shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
         if self.wants_csv(request):
             return csv_response(
                 ["metric", "value"], _sustainability_metrics(shown), filename=_csv_name("sustainability", start, end)

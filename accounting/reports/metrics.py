@@ -63,13 +63,16 @@ class LedgerSums:
     ``unpriced_hours``: node-hours with telemetry but no price, asset (the node
     not held: before commissioning) or tariff in force: counted, never free.
     ``energy_counter_j`` / ``energy_integrated_j``: GPU energy measured by the
-    NVML counter vs integrated from power samples.
+    NVML counter vs integrated from power samples. ``cached_prompt_tokens_sum``: prompt
+    tokens served from the prefix cache, over the lines whose servers expose the
+    counter (``prompt_tokens_cache_known`` prompt tokens); ``cached_known``: any did.
     """
 
     totals: LedgerTotals = field(default_factory=LedgerTotals)
     electricity_known: bool = False
     location_known: bool = False
     market_known: bool = False
+    cached_known: bool = False
     # Counted in SQL with a condition the declaration cannot say (any telemetry at all): see aggregates.
     unpriced_hours: int = 0
     # Sums the stored lines hold beyond the ledger's own (declared as LedgerTotals' are).
@@ -78,6 +81,8 @@ class LedgerSums:
     node_metered_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.NODE_METER),))
     node_modelled_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.MODELLED),))
     energy_counter_j: float = summed(default=0.0)
+    cached_prompt_tokens_sum: int = summed("cached_prompt_tokens", default=0)
+    prompt_tokens_cache_known: int = summed("prompt_tokens", where=(("cached_prompt_tokens", KNOWN),), default=0)
     energy_integrated_j: float = summed(default=0.0)
     # Facility kWh by the kind of location intensity they were weighed with (the rest known is live).
     location_annual_facility_kwh: Decimal = summed("facility_kwh", where=(_LOCATION_KNOWN, *GRID_KINDS["annual"]))
@@ -91,6 +96,16 @@ class LedgerSums:
     @property
     def location_co2e_g(self) -> Decimal | None:
         return self.totals.location_co2e_g if self.location_known else None
+
+    @property
+    def cached_prompt_tokens(self) -> int | None:
+        """Prompt tokens served from the prefix cache (within ``prompt_tokens``); ``None`` where no server says."""
+        return self.cached_prompt_tokens_sum if self.cached_known else None
+
+    @property
+    def prefix_cache_hit_share(self) -> float | None:
+        """Cached / prompt tokens (0-1), over the lines whose servers expose the prefix-cache counter."""
+        return ratio(self.cached_prompt_tokens, self.prompt_tokens_cache_known)
 
     @property
     def market_co2e_g(self) -> Decimal | None:
@@ -152,8 +167,14 @@ class LedgerSums:
 
     @property
     def node_meter_share(self) -> float | None:
-        """Share (0-1) of IT energy measured by a node meter; the rest is the sum of the GPUs' board energy."""
+        """Share (0-1) of IT energy measured by a node meter (the node boundary, measured)."""
         return ratio(self.node_metered_kwh, self.totals.it_kwh)
+
+    @property
+    def node_modelled_share(self) -> float | None:
+        """Share (0-1) of IT energy at the node boundary with the host modelled; the rest beyond the metered
+        share is the GPUs' board energy alone (the GPU boundary)."""
+        return ratio(self.node_modelled_kwh, self.totals.it_kwh)
 
     @property
     def energy_counter_share(self) -> float | None:
@@ -172,6 +193,7 @@ def ledger_sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
         electricity_known=a.electricity_known or b.electricity_known,
         location_known=a.location_known or b.location_known,
         market_known=a.market_known or b.market_known,
+        cached_known=a.cached_known or b.cached_known,
         unpriced_hours=a.unpriced_hours + b.unpriced_hours,
         **{name: getattr(a, name) + getattr(b, name) for name in _SUMS_SUMMED},
     )
@@ -291,6 +313,8 @@ class ComparisonStats:
     serving: ServingSums
     utilization: UtilizationSums
     embodied_sources: str | None = None
+    # Each grid intensity source with its share of the row's facility kWh ("source=share; ..."), when traced.
+    location_sources: str | None = None
 
     @property
     def currency(self) -> str | None:

@@ -20,6 +20,7 @@ from accounting.ledger import money_quantize
 from accounting.ledger.units import S_PER_H, significant
 from accounting.reports.metrics import ComparisonRow, LedgerSums, ServingSums
 from accounting.reports.selectors import FactorUse, GridHour, QualityHour, ReportRow, SustainabilityReport
+from accounting.reports.selectors.trace import EmbodiedFactors
 from fleets.models import Organization
 
 # Decimal places shown, per unit.
@@ -84,6 +85,7 @@ def trace_output(sums: LedgerSums) -> dict[str, Any]:
         "energy_counter_share": rounded(counter_share, "share"),
         "energy_integrated_share": None if counter_share is None else rounded(1 - counter_share, "share"),
         "node_meter_energy_share": rounded(sums.node_meter_share, "share"),
+        "node_modelled_energy_share": rounded(sums.node_modelled_share, "share"),
         "location_gco2e_per_kwh": per_unit(sums.location_gco2e_per_kwh),
         **{f"grid_{kind}_energy_share": rounded(share, "share") for kind, share in sums.grid_kind_shares().items()},
     }
@@ -120,10 +122,13 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         "prompt_tokens": totals.prompt_tokens,
         "generation_tokens": totals.generation_tokens,
         "tokens": totals.tokens,
+        "cached_prompt_tokens": sums.cached_prompt_tokens,
+        "prefix_cache_hit_share": rounded(sums.prefix_cache_hit_share, "share"),
         "cost_per_1m_output_tokens": money_per_unit(totals.cost_per_1m_output_tokens, currency),
         "cost_per_1m_tokens": money_per_unit(totals.cost_per_1m_tokens, currency),
         "it_j_per_output_token": per_unit(totals.it_j_per_output_token),
         "it_j_per_token": per_unit(totals.it_j_per_token),
+        "gpu_j_per_output_token": per_unit(totals.gpu_j_per_output_token),
         "gpu_j_per_token": per_unit(totals.gpu_j_per_token),
         "facility_j_per_output_token": per_unit(totals.facility_j_per_output_token),
         "facility_j_per_token": per_unit(totals.facility_j_per_token),
@@ -142,6 +147,7 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         "idle_facility_kwh": rounded(totals.idle_facility_kwh, "kwh"),
         "idle_share": rounded(totals.idle_share, "share"),
         **trace_output(sums),
+        "location_sources": row.location_sources,
         "embodied_sources": row.embodied_sources,
     }
 
@@ -211,12 +217,16 @@ def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
         "it_kwh": rounded(totals.it_kwh, "kwh"),
         "it_j_per_output_token": per_unit(stats.it_j_per_output_token),
         "it_j_per_token": per_unit(stats.it_j_per_token),
+        "gpu_kwh": rounded(totals.gpu_kwh, "kwh"),
+        "gpu_j_per_output_token": per_unit(totals.gpu_j_per_output_token),
+        "gpu_j_per_token": per_unit(totals.gpu_j_per_token),
         "gco2e_per_1m_output_tokens": per_unit(stats.g_per_1m_output_tokens),
         "gco2e_per_1m_tokens": per_unit(stats.g_per_1m_tokens),
         "mean_util_pct": rounded(stats.mean_util_pct, "pct"),
         "idle_share": rounded(stats.idle_share, "share"),
         "unpriced_hours": stats.sums.unpriced_hours,
         **trace_output(stats.sums),
+        "location_sources": stats.location_sources,
         "embodied_sources": stats.embodied_sources,
     }
     ratios = row.vs_baseline
@@ -263,6 +273,7 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "tokens": totals.tokens,
         "prompt_tokens": totals.prompt_tokens,
         "generation_tokens": totals.generation_tokens,
+        "cached_prompt_tokens": sums.cached_prompt_tokens,
         "sci_gco2e_per_1k_output_tokens": per_unit(sums.sci_g_per_1k_output_tokens),
         "sci_gco2e_per_1k_tokens": per_unit(sums.sci_g_per_1k_tokens),
         "energy_counter_share": rounded(counter_share, "share"),
@@ -286,6 +297,16 @@ def sustainability_output(report: SustainabilityReport, organization: Organizati
         "factors": [_factor_output(use) for use in report.factors],
         "grid_hours": [_grid_hour_output(hour) for hour in report.grid_hours],
         "quality_hours": [quality_hour_output(hour) for hour in report.quality_hours],
+    }
+
+
+def embodied_factors_output(used: EmbodiedFactors) -> dict[str, Any]:
+    """A GPU model's embodied carbon in the period and its factors' sources, as shown (``EmbodiedFactorSerializer``)."""
+    return {
+        "gpu_model": used.gpu_model,
+        "display_name": used.display_name,
+        "embodied_kgco2e_central": _kg(used.embodied_co2e_g),
+        "sources": "; ".join(used.sources) or None,
     }
 
 

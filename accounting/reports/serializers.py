@@ -57,8 +57,12 @@ def per_unit_field(help_text: str) -> serializers.FloatField:
 PER_TOKEN_FIGURES: dict[str, str] = {
     "cost_per_1m_output_tokens": "cost / output (generation) tokens x 1e6, in the row's currency",
     "cost_per_1m_tokens": "cost / (input + output) tokens x 1e6, in the row's currency",
-    "it_j_per_output_token": "IT energy (node meter, else GPU boards; before PUE) in J / output (generation) tokens",
-    "it_j_per_token": "IT energy (node meter, else GPU boards; before PUE) in J / (input + output) tokens",
+    "it_j_per_output_token": "IT energy (node boundary where metered or the host modelled, else the GPU boards; "
+    "before PUE) in J / output (generation) tokens",
+    "it_j_per_token": "IT energy (node boundary where metered or the host modelled, else the GPU boards; "
+    "before PUE) in J / (input + output) tokens",
+    "gpu_j_per_output_token": "GPU-boundary energy (the boards, as NVML measures them: what the H100 vs RTX 4090 "
+    "study measured) in J / output (generation) tokens",
     "gpu_j_per_token": "GPU-boundary energy (the boards, as NVML measures them) in J / (input + output) tokens",
     "facility_j_per_output_token": "facility energy (IT x PUE) in J / output (generation) tokens",
     "facility_j_per_token": "facility energy (IT x PUE) in J / (input + output) tokens",
@@ -71,12 +75,33 @@ PER_TOKEN_FIGURES: dict[str, str] = {
 }
 
 
+# Prompt tokens served from the prefix cache: said the same way wherever a report carries them.
+CACHED_PROMPT_TOKENS = (
+    "input tokens served from the prefix cache (vLLM prefix_cache_hits, SGLang cached_tokens), summed over the "
+    "endpoint-hours whose server exposes the counter; counted within prompt_tokens and so in every per-token figure "
+    "over input + output tokens (cost_per_1m_tokens, it_j_per_token, gco2e_per_1k_tokens ...), in none per output "
+    "token; null where no endpoint exposes it (TGI)"
+)
+# IT energy and its boundary, said the same way by every report.
+IT_KWH = (
+    "IT energy before PUE, kWh: at the node boundary (GPUs, CPUs, memory, fans, power supplies) for the hours "
+    "the node's own meter measured (node_metered_kwh of it, method node_meter) or its host was modelled from the "
+    "hardware profile (node_modelled_kwh, method modelled, never measured), at the GPU boundary (the boards alone, "
+    "method gpu_sum) for the others"
+)
+PREFIX_CACHE_HIT_SHARE = "cached_prompt_tokens / prompt tokens of the endpoints that expose the counter (0-1)"
+
+
 class TraceSerializer(serializers.Serializer):
     """Where a row's figures came from, as shares (0-1) of its energy."""
 
     energy_counter_share = number("share of GPU energy measured by the NVML energy counter")
     energy_integrated_share = number("share of GPU energy integrated from power samples (counter unsupported)")
-    node_meter_energy_share = number("share of IT energy measured by a node meter; the rest is the GPUs' board energy")
+    node_meter_energy_share = number("share of IT energy at the node boundary, measured by the node's meter")
+    node_modelled_energy_share = number(
+        "share of IT energy at the node boundary with the host modelled from the hardware profile (labelled "
+        "modelled, never measured); the rest beyond the metered share is at the GPU boundary (GPU boards alone)"
+    )
     location_gco2e_per_kwh = per_unit_field(
         "grid intensity the location-based carbon used, g/kWh, energy-weighted (one node-hour: that hour's value)"
     )
@@ -85,9 +110,15 @@ class TraceSerializer(serializers.Serializer):
     grid_annual_energy_share = number("share weighed with the annual average standing in for a missing hour")
     grid_simulated_energy_share = number("share weighed with simulated hourly values (demo)")
     grid_unknown_energy_share = number("share with no grid intensity (not in location_kgco2e)")
+    location_sources = serializers.CharField(
+        allow_null=True,
+        help_text="each grid intensity source with its share (0-1, 4 significant digits) of the row's facility kWh, "
+        '"source=share; ..." largest first; null when no kWh had an intensity',
+    )
     embodied_sources = serializers.CharField(
         allow_null=True,
-        help_text="sources of the GPU model's embodied carbon factors (per GPU model rows only)",
+        help_text="sources of the embodied carbon factors (the card's and the host share's) of every GPU model whose "
+        "lines in the row carry embodied carbon, each once; null when none does",
     )
 
     def get_fields(self) -> dict[str, serializers.Field]:
@@ -136,11 +167,7 @@ class UsageRowSerializer(TraceSerializer):
     held_h = number("node-hours held")
     gpu_h = number("GPU-hours held")
     coverage = number("observed seconds / held seconds (0-1): how much of the held time was measured")
-    it_kwh = number(
-        "IT energy before PUE, kWh: at the node boundary (GPUs, CPUs, memory, fans, power supplies) for the hours "
-        "the node's own meter measured (node_metered_kwh of it) or its host was modelled (node_modelled_kwh), at the "
-        "GPU boundary for the others"
-    )
+    it_kwh = number(IT_KWH)
     gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
     node_metered_kwh = number(
         "the part of it_kwh measured at the node boundary by the node's meter (IPMI DCMI or Redfish)"
@@ -168,10 +195,13 @@ class UsageRowSerializer(TraceSerializer):
     prompt_tokens = serializers.IntegerField(help_text="input tokens, prefix-cache hits included")
     generation_tokens = serializers.IntegerField(help_text="output tokens")
     tokens = serializers.IntegerField(help_text="input + output (prompt + generation)")
+    cached_prompt_tokens = serializers.IntegerField(allow_null=True, help_text=CACHED_PROMPT_TOKENS)
+    prefix_cache_hit_share = number(PREFIX_CACHE_HIT_SHARE)
     cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     cost_per_1m_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_tokens"])
     it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
     it_j_per_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_token"])
+    gpu_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["gpu_j_per_output_token"])
     gpu_j_per_token = per_unit_field(PER_TOKEN_FIGURES["gpu_j_per_token"])
     facility_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["facility_j_per_output_token"])
     facility_j_per_token = per_unit_field(PER_TOKEN_FIGURES["facility_j_per_token"])
@@ -250,11 +280,12 @@ class ComparisonRowSerializer(TraceSerializer):
     cost = money_field("electricity + hardware")
     cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     cost_per_1m_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_tokens"])
-    it_kwh = number(
-        "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
-    )
+    it_kwh = number(IT_KWH)
     it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
     it_j_per_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_token"])
+    gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
+    gpu_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["gpu_j_per_output_token"])
+    gpu_j_per_token = per_unit_field(PER_TOKEN_FIGURES["gpu_j_per_token"])
     gco2e_per_1m_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_output_tokens"])
     gco2e_per_1m_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_tokens"])
     mean_util_pct = number("GPU utilization, mean weighted by observed time, %")
@@ -299,6 +330,17 @@ class GridHourSerializer(serializers.Serializer):
         help_text="live provider, the organization's upload, annual average standing in, simulated (demo), none",
     )
     facility_kwh = number("facility kWh weighed with it")
+
+
+class EmbodiedFactorSerializer(serializers.Serializer):
+    gpu_model = serializers.CharField(help_text='hardware profile key; "mixed" for nodes of several models')
+    display_name = serializers.CharField()
+    embodied_kgco2e_central = number("embodied kgCO2e of the model's lines amortized over the period, central")
+    # A field named like Field.source: DRF's metaclass takes it out of the class attributes.
+    sources = serializers.CharField(
+        allow_null=True,
+        help_text="sources of the model's embodied factors (the card's and the host share's), '; '-separated",
+    )
 
 
 class QualityHourSerializer(serializers.Serializer):

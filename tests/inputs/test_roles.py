@@ -138,7 +138,7 @@ def test_every_member_reads_the_inputs(client_as: Callable[..., APIClient], rows
         (Role.ADMIN, set(Capability)),
         (Role.FINANCE, {Capability.PRICES}),
         (Role.SUSTAINABILITY, {Capability.SUSTAINABILITY}),
-        (Role.ENGINEER, {Capability.NODES}),
+        (Role.ENGINEER, {Capability.NODES, Capability.WORKLOADS}),
         (Role.VIEWER, set()),
     ],
 )

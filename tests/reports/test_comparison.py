@@ -184,7 +184,8 @@ def test_a_baseline_without_data_gives_null_ratios(fleets, client_a, org_a):
 
 
 def test_selector_returns_unrounded_figures(fleets, org_a, django_assert_max_num_queries):
-    with django_assert_max_num_queries(8):
+    # 9: with the trace's (each row's intensity sources and embodied factors' sources) query and profiles
+    with django_assert_max_num_queries(9):
         rows = fleet_comparison(
             organization_ids=[org_a.pk], start=START, end=END, baseline_fleet_id=fleets.enterprise.pk
         )

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import QuerySet
 
+from accounting.hardware import HardwareProfile as HardwareProfileData
 from accounting.hardware import Source, load_catalog
 from accounting.models import HardwareProfile, NodeHourLedger
-from accounting.profiles import UNKNOWN_MODEL
+from accounting.profiles import UNKNOWN_MODEL, hardware_profiles, profile_for_gpu
+from fleets.models import Gpu
 
 # The ledger's label for a node whose GPUs are of several models (accounting.ledger_store).
 MIXED_MODEL = "mixed"
@@ -68,6 +70,11 @@ EMBODIED_FIGURES = frozenset({"embodied_kgco2e", "host_embodied_kgco2e_per_gpu"}
 
 def embodied_sources(*, organization_ids: Collection[int]) -> dict[str, str]:
     """GPU model key → the sources of its embodied carbon factors ("title (url); ..."), own profiles winning."""
+    return {key: "; ".join(cited) for key, cited in embodied_source_lists(organization_ids=organization_ids).items()}
+
+
+def embodied_source_lists(*, organization_ids: Collection[int]) -> dict[str, tuple[str, ...]]:
+    """GPU model key → each source of its embodied carbon factors ("title (url)"), own profiles winning."""
     sources = {profile.key: _cited(profile.sources) for profile in load_catalog()}
     own = HardwareProfile.objects.filter(organization_id__in=organization_ids).order_by("organization_id", "key")
     for key, cited in own.values_list("key", "sources"):
@@ -75,8 +82,30 @@ def embodied_sources(*, organization_ids: Collection[int]) -> dict[str, str]:
     return sources
 
 
-def _cited(sources: Iterable[Source]) -> str:
-    return "; ".join(
+def sources_joined(models: Iterable[str], sources: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The sources of the models' embodied factors, each once, in the models' order; ``None`` without any."""
+    cited = dict.fromkeys(source for model in models for source in sources.get(model, ()))
+    return "; ".join(cited) or None
+
+
+def mixed_node_models(*, lines: QuerySet[NodeHourLedger]) -> tuple[str, ...]:
+    """The GPU model keys on the nodes whose ``lines`` are labelled "mixed" (several models on one node)."""
+    node_ids = lines.filter(gpu_model=MIXED_MODEL).order_by().values_list("node_id", flat=True).distinct()
+    gpus = Gpu.objects.filter(node_id__in=node_ids).select_related("asset", "node__fleet").order_by("node_id", "index")
+    profiles: dict[int, tuple[HardwareProfileData, ...]] = {}
+    models: dict[str, None] = {}
+    for gpu in gpus:
+        organization_id = gpu.node.fleet.organization_id
+        if organization_id not in profiles:
+            profiles[organization_id] = hardware_profiles(organization_id=organization_id)
+        profile = profile_for_gpu(gpu, profiles[organization_id])
+        if profile is not None:
+            models[profile.key] = None
+    return tuple(models)
+
+
+def _cited(sources: Iterable[Source]) -> tuple[str, ...]:
+    return tuple(
         f"{source.title} ({source.url})" if source.url else source.title
         for source in sources
         if source.what in EMBODIED_FIGURES

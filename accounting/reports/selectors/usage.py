@@ -20,11 +20,19 @@ from accounting.reports.periods import Granularity, bucket_end
 from accounting.reports.selectors.lines import (
     NO_FILTERS,
     ReportFilters,
-    embodied_sources,
+    embodied_source_lists,
     gpu_model_profiles,
     ledger_lines,
+    mixed_node_models,
 )
 from accounting.reports.selectors.parts import bucket_expression
+from accounting.reports.selectors.trace import (
+    TracePart,
+    as_part,
+    embodied_sources_of,
+    location_sources,
+    trace_parts,
+)
 from fleets.models import Fleet, Node, Organization, Site
 
 # Rows fetched per round trip when streaming a report (CSV): a few hundred kB each.
@@ -58,6 +66,10 @@ class ReportRow:
     ``group_key``: the id (organization, fleet, site, node), model key or currency
     code as text; ``None`` without grouping. ``sums`` holds the unrounded totals
     and their per-token figures (``sums.totals.cost_per_1m_tokens`` ...).
+    ``embodied_sources``: the sources of the embodied factors of the GPU models whose
+    lines carry embodied carbon (``None`` when none does); ``location_sources``: each
+    grid intensity source with its share (0-1) of the row's facility kWh,
+    ``"source=share; ..."`` largest first (the rest has no intensity).
     """
 
     period_start: datetime
@@ -66,6 +78,17 @@ class ReportRow:
     group_label: str | None
     sums: LedgerSums
     embodied_sources: str | None = None
+    location_sources: str | None = None
+
+
+# Per row, the smallest and largest GPU model and intensity source of its lines: when each pair
+# agrees (one model, one source: node rows, and most fleet rows) the row's trace needs no other query.
+_TRACE_BOUNDS = {
+    "s_model_lo": Min("gpu_model"),
+    "s_model_hi": Max("gpu_model"),
+    "s_source_lo": Min("location_source"),
+    "s_source_hi": Max("location_source"),
+}
 
 
 @dataclass(frozen=True)
@@ -91,7 +114,7 @@ class _UsageQuery:
     def rows(self, offset: int, limit: int | None) -> QuerySet[Any]:
         # Currency is in the GROUP BY so that money of two currencies can never be summed,
         # even if the check were skipped; after the check it splits no row.
-        aggregated = self.lines.values(*self.keys, "currency").annotate(**ledger_sums())
+        aggregated = self.lines.values(*self.keys, "currency").annotate(**ledger_sums(), **_TRACE_BOUNDS)
         ordered = aggregated.order_by(*self.keys, "currency")
         return ordered[offset : None if limit is None else offset + limit]
 
@@ -105,13 +128,35 @@ class _UsageQuery:
             group_key=None if self.group_by is GroupBy.NONE else values[_GROUP_FIELDS[self.group_by]],
             labels=labels,
         )
-        if self.group_by is GroupBy.GPU_MODEL:  # one model per row: its embodied factors' sources
-            row = dataclasses.replace(row, embodied_sources=self.sources.get(row.group_key or ""))
-        return row
+        parts = self._parts(values, row)
+        return dataclasses.replace(
+            row,
+            embodied_sources=embodied_sources_of(parts, self.sources, lambda: self.mixed_models),
+            location_sources=location_sources(parts, row.sums),
+        )
+
+    def _parts(self, values: dict[str, Any], row: ReportRow) -> list[TracePart]:
+        """The row's lines by GPU model and intensity source: from the row itself when it has one of each,
+        else one grouped query over the row's hours and group (rows mixing models or sources only)."""
+        totals = row.sums.totals
+        if values["s_model_lo"] == values["s_model_hi"] and values["s_source_lo"] == values["s_source_hi"]:
+            known_kwh = totals.facility_kwh - totals.location_unknown_facility_kwh
+            return [(values["s_model_lo"], values["s_source_lo"], known_kwh, totals.embodied_co2e_g.central)]
+        lines = self.lines.filter(
+            hour_start__gte=row.period_start, hour_start__lt=row.period_end, currency=values["currency"]
+        )
+        if self.group_by is not GroupBy.NONE:
+            field = _GROUP_FIELDS[self.group_by]
+            lines = lines.filter(**{field: values[field]})
+        return [as_part(part) for part in trace_parts(lines)]
 
     @functools.cached_property
-    def sources(self) -> dict[str, str]:
-        return embodied_sources(organization_ids=self.organization_ids)
+    def sources(self) -> dict[str, tuple[str, ...]]:
+        return embodied_source_lists(organization_ids=self.organization_ids)
+
+    @functools.cached_property
+    def mixed_models(self) -> tuple[str, ...]:
+        return mixed_node_models(lines=self.lines)
 
     def labels(self) -> dict[str, str]:
         return group_labels(self.group_by, self.organization_ids)

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounting', '0009_gaps16_site_pue_periods'),
+        ('accounting', '0011_gaps13_host_power_cached_tokens'),
         ('fleets', '0004_gpu_installations'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
