@@ -7,6 +7,7 @@ while its run is queued or running, showing the progress the task stores.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, time
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -21,7 +22,7 @@ from django.views.decorators.http import require_POST
 from accounting.scenarios.changes import Kind
 from accounting.scenarios.models import Scenario
 from accounting.scenarios.result import FIGURES
-from accounting.scenarios.services import ScenarioInvalid, scenario_create, scenario_run_claim
+from accounting.scenarios.services import ScenarioInvalid, scenario_create, scenario_run_claim, workload_classes
 from accounting.scenarios.tasks import scenario_run_enqueue
 from fleets.models import Fleet
 from fleets.selectors import organizations_for_user
@@ -33,7 +34,7 @@ KIND_FIELDS = {
     Kind.LIFETIME: ("extra_years", "purchase_price_per_gpu", "prior_use_years"),
     Kind.MOVE: ("zone", "price_per_kwh", "pue"),
     Kind.TENURE: ("mode", "rate_per_gpu_h", "includes_power", "capex_per_gpu", "lifetime_years", "opex_per_gpu_h"),
-    Kind.ROUTING: ("llm_model", "to_fleet", "share"),
+    Kind.ROUTING: ("llm_model", "workload_class", "to_fleet", "share"),
 }
 TENURE_FIELDS = {
     "rent": ("rate_per_gpu_h", "includes_power"),
@@ -73,13 +74,15 @@ class ScenarioForm(forms.Form):
     lifetime_years = _number(label="Depreciation years")
     opex_per_gpu_h = _number(label="Opex per GPU-hour")
     llm_model = forms.CharField(required=False, max_length=256, label="LLM model")
+    workload_class = forms.ChoiceField(required=False, label="or a workload class (its model)")
     to_fleet = forms.ModelChoiceField(queryset=Fleet.objects.none(), required=False, label="To fleet")
     share = forms.DecimalField(required=False, min_value=Decimal(0), max_value=Decimal(1), label="Share (0-1)")
 
-    def __init__(self, *args: Any, fleets: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, fleets: Any, classes: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["fleet"].queryset = fleets  # type: ignore[attr-defined]
         self.fields["to_fleet"].queryset = fleets  # type: ignore[attr-defined]
+        self.fields["workload_class"].choices = [("", "—"), *((name, name) for name in classes)]  # type: ignore[attr-defined]
 
     def common_fields(self) -> list[Any]:
         return [self[name] for name in ("name", "start", "end", "kind", "fleet")]
@@ -122,9 +125,10 @@ def scenarios_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     organization = context["organization"]
     fleets = Fleet.objects.filter(organization=organization).order_by("name")
-    form, status, error = ScenarioForm(fleets=fleets, initial={"mode": "rent"}), 200, None
+    classes = [spec.name for spec in workload_classes(organization=organization)] if organization else []
+    form, status, error = ScenarioForm(fleets=fleets, classes=classes, initial={"mode": "rent"}), 200, None
     if request.method == "POST" and organization is not None:
-        form = ScenarioForm(request.POST, fleets=fleets)
+        form = ScenarioForm(request.POST, fleets=fleets, classes=classes)
         if form.is_valid():
             try:
                 scenario = _create(request, form, organization)

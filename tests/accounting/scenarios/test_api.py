@@ -10,6 +10,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
+from accounting.advice.models import WorkloadClass
 from accounting.models import GridIntensity, NodeHourLedger
 from accounting.scenarios.models import Scenario
 from accounting.scenarios.tasks import scenario_run_task
@@ -234,3 +235,25 @@ def test_runs_are_rate_limited_per_user(client_as, acme, monkeypatch, django_cap
 
     assert refused.status_code == 429
     assert "Retry-After" in refused
+
+
+def test_a_routing_named_by_workload_class_moves_its_model_and_the_result_reports_each_class(
+    client_as, acme, django_capture_on_commit_callbacks
+):
+    WorkloadClass.objects.create(
+        organization=acme["organization"], name="chat", llm_model="llama-8b", ttft_target_ms=980,
+        ttft_percentile=99, expected_output_tokens_per_day=10**9,
+    )  # fmt: skip
+    client = client_as(Role.VIEWER, acme["organization"])
+    change = {"kind": "routing", "workload_class": "chat", "from_fleet": acme["enterprise"].pk,
+              "to_fleet": acme["consumer"].pk, "share": 1}  # fmt: skip
+    scenario = created(client, acme, [change])
+    assert scenario["changes"][0]["llm_model"] == "llama-8b"
+
+    result = run_eagerly(client, scenario["id"], django_capture_on_commit_callbacks).json()["result"]
+
+    (chat,) = result["workload_classes"]
+    # P99 as measured 973 ms (within 980); all on the consumer fleet, 991 ms: the target no longer holds
+    assert (chat["workload_class"], chat["percentile"], chat["ttft_target_ms"]) == ("chat", "P99", 980)
+    assert (chat["actual_ttft_ms"], chat["scenario_ttft_ms"]) == (973.0, 991.0)
+    assert (chat["actual_meets_target"], chat["scenario_meets_target"]) == (True, False)

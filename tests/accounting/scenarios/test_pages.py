@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from accounting.advice.models import WorkloadClass
 from accounting.scenarios.models import Scenario
 from accounting.scenarios.tasks import scenario_run_task
 from fleets.models import Role
@@ -84,3 +85,19 @@ def test_another_organizations_scenario_page_is_404(client, acme, org_b):
     assert client.get(f"/scenarios/{scenario.pk}/").status_code == 404
     assert client.post(f"/scenarios/{scenario.pk}/run/").status_code == 404
     assert "theirs" not in client.get("/scenarios/").content.decode()
+
+
+def test_the_form_routes_a_workload_class(signed_in, acme):
+    WorkloadClass.objects.create(
+        organization=acme["organization"], name="chat", llm_model="llama-8b", ttft_target_ms=500,
+        expected_output_tokens_per_day=10**9,
+    )  # fmt: skip
+    assert '<option value="chat">chat</option>' in signed_in.get("/scenarios/").content.decode()
+
+    fields = form(acme, name="chat on consumer", kind="routing", workload_class="chat", to_fleet=acme["consumer"].pk,
+                  share="0.5")  # fmt: skip
+    assert signed_in.post("/scenarios/", fields).status_code == 302
+
+    (change,) = Scenario.objects.get().changes
+    assert change == {"kind": "routing", "llm_model": "llama-8b", "from_fleet": acme["enterprise"].pk,
+                      "to_fleet": acme["consumer"].pk, "share": "0.5", "workload_class": "chat"}  # fmt: skip
