@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from accounting.advice.models import WorkloadClass
 from fleets.models import Role
 from tests.accounting.scenarios.data import acme_ledger
 from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
@@ -25,6 +26,10 @@ def test_a_member_runs_a_lifetime_scenario_and_sees_embodied_per_token_fall(
     celery_worker_process, browser_page, live_server, transactional_db
 ):
     acme = acme_ledger("Acme Browser")
+    WorkloadClass.objects.create(
+        organization=acme["organization"], name="chat", llm_model="llama-8b", ttft_target_ms=980,
+        expected_output_tokens_per_day=10**9,
+    )  # fmt: skip
     MembershipFactory(organization=acme["organization"], role=Role.VIEWER, user__username="sam")
     page = browser_page
     page.goto(f"{live_server.url}/accounts/login/")
@@ -58,6 +63,8 @@ def test_a_member_runs_a_lifetime_scenario_and_sees_embodied_per_token_fall(
         page.inner_text("#changes .change-row")
         == "Keep the cards longer (lifetime)\tfleet = enterprise; extra_years = 4"
     )
+    chat = page.locator("#result-classes tr[data-class=chat]")
+    assert (chat.locator(".actual").inner_text(), chat.locator(".scenario").inner_text()) == ("973.0", "973.0 meets")
     shoot(page, "scenario-lifetime")
     page.set_viewport_size({"width": 1280, "height": 800})  # as tests/browser/test_layout.py: no sideways scroll
     assert fits(page)
