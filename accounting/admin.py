@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -25,6 +26,7 @@ from accounting.inputs.services import (
     gpu_asset_row_save,
     organization_row_delete,
     organization_row_save,
+    organization_setting_save,
     site_pue_update,
     validity_row_delete,
     validity_row_save,
@@ -100,10 +102,40 @@ class OrganizationWideAdmin(AuditedInputAdmin):
         return organization_row_delete(row=obj, subject=self.subject, user=user, now=now)
 
 
+class LedgerSettingsForm(forms.ModelForm):
+    """A form posted without the goodput target (a script written before it existed) keeps the stored one,
+    or the default: the target is optional here, never cleared."""
+
+    class Meta:
+        model = LedgerSettings
+        fields = ["organization", "amortization", "idle_util_threshold_pct", "goodput_ttft_target_ms"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["goodput_ttft_target_ms"].required = False
+
+    def clean_goodput_ttft_target_ms(self) -> int:
+        value = self.cleaned_data.get("goodput_ttft_target_ms")
+        return int(self.instance.goodput_ttft_target_ms if value is None else value)
+
+
 @admin.register(LedgerSettings)
 class LedgerSettingsAdmin(OrganizationWideAdmin):
+    form = LedgerSettingsForm
     subject = "ledger_settings"
-    list_display = ["organization", "amortization", "idle_util_threshold_pct"]
+    list_display = ["organization", "amortization", "idle_util_threshold_pct", "goodput_ttft_target_ms"]
+    # Read by the reports only (goodput), never by the ledger: a change of them alone re-opens no line.
+    report_only_fields = frozenset({"goodput_ttft_target_ms"})
+
+    def input_save(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        stored = LedgerSettings.objects.filter(pk=obj.pk).first() if obj.pk else None
+        if stored is not None and _changed_fields(stored, obj) <= self.report_only_fields:
+            return organization_setting_save(row=obj, subject=self.subject, user=user, now=now)
+        return super().input_save(obj, user=user, now=now)
+
+
+def _changed_fields(stored: Any, edited: Any) -> set[str]:
+    return {f.name for f in edited._meta.concrete_fields if getattr(stored, f.attname) != getattr(edited, f.attname)}
 
 
 @admin.register(HardwareProfile)

@@ -318,6 +318,15 @@ def organization_row_save(*, row: Any, subject: str, user: Any, now: datetime) -
         )
 
 
+def organization_setting_save(*, row: Any, subject: str, user: Any, now: datetime) -> InputChange:
+    """Save an organization's setting that the reports read and no ledger line weighs on (the goodput target):
+    audited; no stored line changes, so none is locked against it or re-opened."""
+    with transaction.atomic():
+        return _all_lines_save(
+            row=row, subject=subject, organization_id=row.organization_id, node_ids=[], user=user, now=now, windows=[]
+        )
+
+
 def organization_row_delete(*, row: Any, subject: str, user: Any, now: datetime) -> InputChange:
     """Delete such a row: refused while a locked period holds lines of the organization; all lines re-open."""
     with transaction.atomic():

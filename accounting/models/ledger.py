@@ -118,8 +118,13 @@ class LedgerPending(models.Model):
         return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
 
 
+# An interactive chat turn's first token within half a second; the organization sets its own.
+DEFAULT_GOODPUT_TTFT_TARGET_MS = 500
+MAX_GOODPUT_TTFT_TARGET_MS = 600_000  # ten minutes: past any interactive or batch target
+
+
 class LedgerSettings(models.Model):
-    """An organization's ledger choices; without a row the defaults apply (time-based, 5 %)."""
+    """An organization's ledger choices; without a row the defaults apply (time-based, 5 %, 500 ms goodput)."""
 
     class Amortization(models.TextChoices):
         TIME = "time", "Time-based (SCI: embodied x time held / life)"
@@ -141,6 +146,12 @@ class LedgerSettings(models.Model):
         default=5,
         validators=[MinValueValidator(0), MaxValueValidator(100)],
         help_text="a GPU-hour that served no tokens and averaged below this is idle",
+    )
+    goodput_ttft_target_ms = models.PositiveIntegerField(
+        "Goodput TTFT target (ms)",
+        default=DEFAULT_GOODPUT_TTFT_TARGET_MS,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_GOODPUT_TTFT_TARGET_MS)],
+        help_text="goodput is the share of requests whose time to first token is at or below this",
     )
 
     class Meta:

@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.reports.authentication import PersonalTokenAuthentication
+from accounting.reports.metrics import ALLOCATION_NOTE
 from accounting.reports.output import (
     MARKET_BASIS,
     MARKET_BASIS_NOTE,
@@ -144,7 +145,13 @@ class UsageReportView(ReportView):
             default=Granularity.DAY.value,
             help_text="UTC buckets: hour, day, month, or total (one row per group for the whole period)",
         )
-        group_by = serializers.ChoiceField(choices=[g.value for g in GroupBy], default=GroupBy.NONE.value)
+        group_by = serializers.ChoiceField(
+            choices=[g.value for g in GroupBy],
+            default=GroupBy.NONE.value,
+            help_text="one row per bucket and organization, fleet, site, node, GPU model, currency or LLM model "
+            "(llm_model: the ledger allocated by output-token share; node-hours without output tokens are the "
+            "row whose group_key is null)",
+        )
         site = serializers.ListField(child=id_field("site id"), required=False, help_text="site id, repeatable")
         node = serializers.ListField(child=id_field("node id"), required=False, help_text="node id, repeatable")
         gpu_model = serializers.ListField(
@@ -181,7 +188,8 @@ class UsageReportView(ReportView):
             'significant digits (money ones as decimal strings, e.g. "0.09820"). '
             "Money amounts are rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
             "refused (400): filter by currency or group by site or currency. With `Accept: text/csv` or "
-            "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields."
+            "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields. "
+            f"With `group_by=llm_model`, {ALLOCATION_NOTE}; their rows' group_key is null."
         ),
         parameters=[InputSerializer],
         responses=_json_or_csv(OutputSerializer),
@@ -221,7 +229,10 @@ class UsageReportView(ReportView):
 class FleetComparisonView(ReportView):
     class InputSerializer(ScopeInputSerializer):
         by = serializers.ChoiceField(
-            choices=["fleet", "gpu_model"], default="fleet", help_text="one row per fleet, or per fleet and GPU model"
+            choices=["fleet", "gpu_model", "llm_model"],
+            default="fleet",
+            help_text="one row per fleet, per fleet and GPU model, or per fleet, GPU model and LLM model "
+            "(llm_model: ledger figures allocated by output-token share; see ledger_allocation)",
         )
         baseline = id_field("fleet id whose figures the ratios (*_vs_baseline) divide by", required=False)
 
@@ -245,7 +256,13 @@ class FleetComparisonView(ReportView):
             "bucket as Prometheus's histogram_quantile does, each with that bucket's bounds "
             "(`ttft_p99_bucket_low_ms`, `ttft_p99_bucket_high_ms`), from the period's histograms merged "
             "(bucket layouts coarsened onto their shared bounds); TGI's queue-based figure is a lower bound, "
-            "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. With `baseline`, "
+            "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. Mean TTFT is the "
+            "histograms' sum over their count. Goodput is the share of requests whose TTFT is at or below the "
+            "organization's target (`goodput_ttft_target_ms`, a ledger setting), interpolated within the bucket "
+            "holding the target, with its exact bounds (`goodput_share_certain`, `goodput_share_possible`). "
+            "Inter-token latency (time per output token) comes where the server exposes its histogram (vLLM, "
+            "SGLang), else it is null and `itl_note` says why. With `by=llm_model`, rows are per fleet x GPU model "
+            f"x LLM model, and {ALLOCATION_NOTE}. With `baseline`, "
             "each figure is also given as a ratio to the baseline fleet as a whole (null where undefined, and "
             "for money in another currency). CSV: `Accept: text/csv` or `?format=csv`."
         ),
@@ -266,6 +283,7 @@ class FleetComparisonView(ReportView):
             end=end,
             baseline_fleet_id=baseline,
             by_model=params["by"] == "gpu_model",
+            by_llm_model=params["by"] == "llm_model",
             fleet_ids=fleet_ids,
         )
         rows = [comparison_row_output(row) for row in comparison]

@@ -17,10 +17,11 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from accounting.ledger import money_quantize
-from accounting.ledger.units import S_PER_H, significant
-from accounting.reports.metrics import ComparisonRow, LedgerSums, ServingSums
+from accounting.ledger.units import S_PER_H, TOKENS_PER_MILLION, significant
+from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums
 from accounting.reports.selectors import FactorUse, GridHour, QualityHour, ReportRow, SustainabilityReport
 from accounting.reports.selectors.trace import EmbodiedFactors
+from accounting.reports.serving import ServingSums
 from fleets.models import Organization
 
 # Decimal places shown, per unit.
@@ -191,38 +192,95 @@ def _ttft_output(serving: ServingSums) -> dict[str, Any]:
     return figures
 
 
+ITL_QUANTILES = {"p50": 0.5, "p99": 0.99}
+# Why a row has no inter-token latency figures.
+ITL_NOT_EXPOSED = "not exposed: no endpoint of the row exports an inter-token latency histogram (TGI has none)"
+
+
+def _itl_output(serving: ServingSums) -> dict[str, Any]:
+    """Inter-token latency (time per output token): mean and quantiles with their buckets, or null and why."""
+    shown = serving.itl_shown
+    figures: dict[str, Any] = {
+        "itl_tokens": None if shown is None else shown.total,
+        "itl_note": ITL_NOT_EXPOSED if shown is None else None,
+        "itl_mean_ms": _ms(serving.itl_sum.mean_s) if shown is not None else None,
+    }
+    for name, q in ITL_QUANTILES.items():
+        bucket = serving.itl_quantile_bucket_s(q)
+        figures[f"itl_{name}_ms"] = _ms(serving.itl_quantile_s(q))
+        figures[f"itl_{name}_bucket_low_ms"] = None if bucket is None else _ms(bucket[0])
+        figures[f"itl_{name}_bucket_high_ms"] = None if bucket is None else _ms(bucket[1])
+    return figures
+
+
+def _goodput_output(stats: ComparisonStats) -> dict[str, Any]:
+    """The share of requests within the organization's TTFT target: interpolated, and its exact bounds."""
+    target_s, within = stats.goodput_ttft_target_s, stats.goodput
+    return {
+        "goodput_ttft_target_ms": _ms(target_s),
+        "goodput_share": None if within is None else rounded(within.estimate, "share"),
+        "goodput_share_certain": None if within is None else rounded(within.certain, "share"),
+        "goodput_share_possible": None if within is None else rounded(within.possible, "share"),
+        "goodput_bucket_low_ms": None if within is None else _ms(within.bucket_low_s),
+        "goodput_bucket_high_ms": None if within is None else _ms(within.bucket_high_s),
+    }
+
+
+def _per_1m(value: Decimal | None) -> Decimal | None:
+    return None if value is None else value * TOKENS_PER_MILLION
+
+
 def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
     """One comparison row as shown (see ``ComparisonRowSerializer``): per output token first."""
     stats, totals = row.stats, row.stats.sums.totals
     currency = stats.currency
+    serving = stats.serving
     shown = {
         "fleet_id": stats.fleet_id,
         "fleet_name": stats.fleet_name,
         "gpu_model": stats.gpu_model,
         "gpu_class": stats.gpu_class,
+        "llm_model": stats.llm_model,
+        "ledger_allocation": stats.allocation.value,
         "currency": currency,
+        "cost_per_1m_output_tokens": money_per_unit(stats.cost_per_1m_output_tokens, currency),
+        "it_j_per_output_token": per_unit(stats.it_j_per_output_token),
+        "it_j_per_1m_output_tokens": per_unit(_per_1m(stats.it_j_per_output_token)),
+        "gco2e_per_1m_output_tokens": per_unit(stats.g_per_1m_output_tokens),
+        "location_gco2e_per_1m_output_tokens": per_unit(stats.location_g_per_1m_output_tokens),
+        "embodied_gco2e_per_1m_output_tokens": per_unit(stats.embodied_g_per_1m_output_tokens("central")),
+        "embodied_gco2e_per_1m_output_tokens_low": per_unit(stats.embodied_g_per_1m_output_tokens("low")),
+        "embodied_gco2e_per_1m_output_tokens_high": per_unit(stats.embodied_g_per_1m_output_tokens("high")),
         "gpu_h": rounded(totals.gpu_h, "h"),
         "prompt_tokens": totals.prompt_tokens,
         "generation_tokens": totals.generation_tokens,
         "tokens": totals.tokens,
-        "serving_h": rounded(stats.serving.serving_s / float(S_PER_H), "h"),
-        "cached_prompt_tokens": stats.serving.cached_prompt_tokens,
-        "prefix_cache_hit_share": rounded(stats.serving.prefix_cache_hit_share, "share"),
+        "requests": serving.requests,
+        "serving_h": rounded(serving.serving_s / float(S_PER_H), "h"),
+        "cached_prompt_tokens": serving.cached_prompt_tokens,
+        "prefix_cache_hit_share": rounded(serving.prefix_cache_hit_share, "share"),
         "generation_tokens_per_s": per_unit(stats.generation_tokens_per_s),
+        "generation_tokens_per_gpu_s": per_unit(serving.generation_tokens_per_gpu_s),
+        "requests_per_s": per_unit(serving.requests_per_s),
+        "requests_per_gpu_s": per_unit(serving.requests_per_gpu_s),
         "tokens_per_s": per_unit(stats.tokens_per_s),
-        **_ttft_output(stats.serving),
+        "ttft_mean_ms": _ms(stats.ttft_mean_s),
+        **_ttft_output(serving),
+        **_goodput_output(stats),
+        **_itl_output(serving),
         "cost": money(totals.cost, currency),
-        "cost_per_1m_output_tokens": money_per_unit(stats.cost_per_1m_output_tokens, currency),
         "cost_per_1m_tokens": money_per_unit(stats.cost_per_1m_tokens, currency),
         "it_kwh": rounded(totals.it_kwh, "kwh"),
-        "it_j_per_output_token": per_unit(stats.it_j_per_output_token),
         "it_j_per_token": per_unit(stats.it_j_per_token),
         "gpu_kwh": rounded(totals.gpu_kwh, "kwh"),
         "gpu_j_per_output_token": per_unit(totals.gpu_j_per_output_token),
         "gpu_j_per_token": per_unit(totals.gpu_j_per_token),
-        "gco2e_per_1m_output_tokens": per_unit(stats.g_per_1m_output_tokens),
         "gco2e_per_1m_tokens": per_unit(stats.g_per_1m_tokens),
+        "location_kgco2e": _kg(stats.sums.location_co2e_g),
+        "embodied_kgco2e_central": _kg(totals.embodied_co2e_g.central),
         "mean_util_pct": rounded(stats.mean_util_pct, "pct"),
+        "idle_gpu_h": rounded(totals.idle_gpu_h, "h"),
+        "idle_cost": money(totals.idle_cost, currency),
         "idle_share": rounded(stats.idle_share, "share"),
         "unpriced_hours": stats.sums.unpriced_hours,
         **trace_output(stats.sums),

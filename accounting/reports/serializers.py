@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from accounting.reports.metrics import ALLOCATION_NOTE
+
 # Ids are at most bigint: a larger one names nothing, and would overflow the query that looks it up.
 ID_MAX = 2**63 - 1
 # An organization id (ASCII digits) or slug (ASCII letters, digits, hyphens, underscores).
@@ -160,7 +162,9 @@ class UsageRowSerializer(TraceSerializer):
     period_start = serializers.DateTimeField(help_text="bucket start (UTC), cut to the period asked for")
     period_end = serializers.DateTimeField(help_text="bucket end (UTC, exclusive), cut to the period asked for")
     group_key = serializers.CharField(
-        allow_null=True, help_text="id, GPU model key or currency code; null: no grouping"
+        allow_null=True,
+        help_text="id, GPU model key, currency code or LLM model; null: no grouping, or (group_by=llm_model) the "
+        "node-hours without output tokens, attributed to no LLM model",
     )
     group_label = serializers.CharField(allow_null=True, help_text="name, hostname or GPU model name")
     currency = serializers.CharField(help_text="ISO 4217 code of every money field of the row")
@@ -236,6 +240,19 @@ def _bucket_high_ms(label: str) -> serializers.FloatField:
     return number(f"upper bound of the histogram bucket the {label} falls in, ms; null for the +Inf bucket")
 
 
+def _itl_ms(label: str) -> serializers.FloatField:
+    return number(
+        f"inter-token latency (time per output token), {label}, ms: interpolated within its histogram bucket; "
+        "null where no endpoint exposes the histogram (itl_note says so)"
+    )
+
+
+WHILE_SERVING_NOTE = (
+    "while serving: over the observed seconds of endpoint-hours that served at least one token; per GPU: over "
+    "those seconds times the GPUs each endpoint serves from (inventory)"
+)
+
+
 class ComparisonRowSerializer(TraceSerializer):
     fleet_id = serializers.IntegerField()
     fleet_name = serializers.CharField()
@@ -243,11 +260,34 @@ class ComparisonRowSerializer(TraceSerializer):
         allow_null=True, help_text='hardware profile key; "mixed" for a fleet of several models'
     )
     gpu_class = serializers.CharField(allow_null=True, help_text="enterprise or consumer")
+    llm_model = serializers.CharField(
+        allow_null=True,
+        help_text="the LLM model served (the endpoint's model name; 'unnamed' when it gave none), by=llm_model "
+        "only; null on rows not split by LLM model and on a GPU model's node-hours without output tokens",
+    )
+    ledger_allocation = serializers.ChoiceField(
+        choices=["whole", "output_token_share", "no_output_tokens"],
+        help_text=f"whole: the row's node-hours in full; otherwise {ALLOCATION_NOTE}: output_token_share on an "
+        "LLM model's row, no_output_tokens on the fleet x GPU model's idle row",
+    )
     currency = serializers.CharField(allow_null=True)
+    cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
+    it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
+    it_j_per_1m_output_tokens = per_unit_field("the same, in J per 1M output (generation) tokens")
+    gco2e_per_1m_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_output_tokens"])
+    location_gco2e_per_1m_output_tokens = per_unit_field(
+        "operational (location-based) gCO2e / output (generation) tokens x 1e6; null without a grid intensity"
+    )
+    embodied_gco2e_per_1m_output_tokens = per_unit_field(
+        "embodied gCO2e (central estimate, amortized over the hours held) / output tokens x 1e6"
+    )
+    embodied_gco2e_per_1m_output_tokens_low = per_unit_field("the same, low estimate")
+    embodied_gco2e_per_1m_output_tokens_high = per_unit_field("the same, high estimate")
     gpu_h = number("GPU-hours held")
     prompt_tokens = serializers.IntegerField(help_text="input tokens on the ledger, prefix-cache hits included")
     generation_tokens = serializers.IntegerField(help_text="output tokens on the ledger")
     tokens = serializers.IntegerField(help_text="input + output (prompt + generation) tokens on the ledger")
+    requests = serializers.IntegerField(help_text="requests of endpoint-hours that served tokens")
     serving_h = number("hours of endpoint-hours that served tokens (observed time)")
     cached_prompt_tokens = serializers.IntegerField(
         allow_null=True,
@@ -257,7 +297,14 @@ class ComparisonRowSerializer(TraceSerializer):
     )
     prefix_cache_hit_share = number("cached_prompt_tokens / prompt tokens of the endpoints that expose it (0-1)")
     generation_tokens_per_s = per_unit_field(PER_TOKEN_FIGURES["generation_tokens_per_s"])
+    generation_tokens_per_gpu_s = per_unit_field(f"output tokens per second per GPU ({WHILE_SERVING_NOTE})")
+    requests_per_s = per_unit_field(f"requests per second ({WHILE_SERVING_NOTE})")
+    requests_per_gpu_s = per_unit_field("requests per second per GPU, while serving")
     tokens_per_s = per_unit_field(PER_TOKEN_FIGURES["tokens_per_s"])
+    ttft_mean_ms = number(
+        "mean time to first token, ms: the histograms' sum / their count, over hours whose server gave the sum; "
+        "a lower bound when ttft_basis is lower_bound"
+    )
     ttft_basis = serializers.ChoiceField(
         choices=["measured", "lower_bound"],
         allow_null=True,
@@ -277,21 +324,43 @@ class ComparisonRowSerializer(TraceSerializer):
     ttft_p99_ms = _ttft_ms("99th percentile")
     ttft_p99_bucket_low_ms = _bucket_low_ms("99th percentile")
     ttft_p99_bucket_high_ms = _bucket_high_ms("99th percentile")
+    goodput_ttft_target_ms = number("the TTFT target goodput counts against: the organization's ledger setting")
+    goodput_share = number(
+        "goodput: share of requests (0-1) whose TTFT is at or below the target, interpolated within the histogram "
+        "bucket holding the target; on the TTFT basis (with lower_bound, an upper bound of goodput)"
+    )
+    goodput_share_certain = number("exact lower bound: requests in buckets wholly within the target (0-1)")
+    goodput_share_possible = number("exact upper bound: those plus the bucket holding the target (0-1)")
+    goodput_bucket_low_ms = number("lower bound of the bucket holding the target, ms; null when it is on a bound")
+    goodput_bucket_high_ms = number("upper bound of that bucket, ms; null for the +Inf bucket or on a bound")
+    itl_tokens = serializers.IntegerField(
+        allow_null=True, help_text="observations (output tokens after the first) in the inter-token latency histograms"
+    )
+    itl_note = serializers.CharField(allow_null=True, help_text="why the inter-token latency figures are null")
+    itl_mean_ms = _itl_ms("mean (histogram sum / count)")
+    itl_p50_ms = _itl_ms("median")
+    itl_p50_bucket_low_ms = _bucket_low_ms("inter-token latency median")
+    itl_p50_bucket_high_ms = _bucket_high_ms("inter-token latency median")
+    itl_p99_ms = _itl_ms("99th percentile")
+    itl_p99_bucket_low_ms = _bucket_low_ms("inter-token latency 99th percentile")
+    itl_p99_bucket_high_ms = _bucket_high_ms("inter-token latency 99th percentile")
     cost = money_field("electricity + hardware")
-    cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     cost_per_1m_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_tokens"])
     it_kwh = number(IT_KWH)
-    it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
     it_j_per_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_token"])
     gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
     gpu_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["gpu_j_per_output_token"])
     gpu_j_per_token = per_unit_field(PER_TOKEN_FIGURES["gpu_j_per_token"])
-    gco2e_per_1m_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_output_tokens"])
     gco2e_per_1m_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_tokens"])
+    location_kgco2e = number("location-based operational kgCO2e; null when no hour had a grid intensity")
+    embodied_kgco2e_central = number("embodied kgCO2e amortized over the hours held, central estimate")
     mean_util_pct = number("GPU utilization, mean weighted by observed time, %")
+    idle_gpu_h = number("GPU-hours that served no tokens below the utilization threshold")
+    idle_cost = money_field("the share of cost paid by idle GPUs")
     idle_share = number("idle GPU-hours / GPU-hours (0-1)")
     unpriced_hours = serializers.IntegerField(
-        help_text="node-hours with telemetry but no price, asset or tariff in force: its cost figures leave them out"
+        help_text="node-hours with telemetry but no price, asset or tariff in force: its cost figures leave them out "
+        "(per LLM model: the node-hours the model had a share of)"
     )
     generation_tokens_per_s_vs_baseline = number("ratio to the baseline fleet; null where undefined")
     tokens_per_s_vs_baseline = number("ratio to the baseline fleet; null where undefined")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from accounting.hardware import HardwareProfile as HardwareProfileData
 from accounting.hardware import Source, load_catalog
@@ -39,6 +40,17 @@ def ledger_lines(
     lines = NodeHourLedger.objects.filter(
         organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
     )
+    for field, values in _narrowing(filters):
+        lines = lines.filter(**{f"{field}__in": values})
+    return lines
+
+
+def ledger_lines_where(*, line: str, filters: ReportFilters = NO_FILTERS) -> Q:
+    """The filters as a condition on ledger lines reached at ``line`` (a path ending in ``__``)."""
+    return Q(**{f"{line}{field}__in": values for field, values in _narrowing(filters)})
+
+
+def _narrowing(filters: ReportFilters) -> list[tuple[str, frozenset[Any]]]:
     narrowing = (
         ("fleet_id", filters.fleet_ids),
         ("site_id", filters.site_ids),
@@ -46,10 +58,7 @@ def ledger_lines(
         ("gpu_model", filters.gpu_models),
         ("currency", filters.currencies),
     )
-    for field, values in narrowing:
-        if values:
-            lines = lines.filter(**{f"{field}__in": values})
-    return lines
+    return [(field, values) for field, values in narrowing if values]
 
 
 def gpu_model_profiles(*, organization_ids: Collection[int]) -> dict[str, tuple[str, str | None]]:

@@ -17,12 +17,14 @@ from accounting.models import NodeHourLedger
 from accounting.reports.aggregates import ledger_sums, ledger_sums_from
 from accounting.reports.metrics import LedgerSums
 from accounting.reports.periods import Granularity, bucket_end
+from accounting.reports.selectors.allocation import LINE, allocated_sums, llm_name, with_line
 from accounting.reports.selectors.lines import (
     NO_FILTERS,
     ReportFilters,
     embodied_source_lists,
     gpu_model_profiles,
     ledger_lines,
+    ledger_lines_where,
     mixed_node_models,
 )
 from accounting.reports.selectors.parts import bucket_expression
@@ -34,6 +36,7 @@ from accounting.reports.selectors.trace import (
     trace_parts,
 )
 from fleets.models import Fleet, Node, Organization, Site
+from telemetry.models import EndpointHourUsage
 
 # Rows fetched per round trip when streaming a report (CSV): a few hundred kB each.
 STREAM_CHUNK_ROWS = 2000
@@ -47,6 +50,7 @@ class GroupBy(enum.StrEnum):
     NODE = "node"
     GPU_MODEL = "gpu_model"
     CURRENCY = "currency"
+    LLM_MODEL = "llm_model"
 
 
 _GROUP_FIELDS = {
@@ -56,7 +60,10 @@ _GROUP_FIELDS = {
     GroupBy.NODE: "node_id",
     GroupBy.GPU_MODEL: "gpu_model",
     GroupBy.CURRENCY: "currency",
+    GroupBy.LLM_MODEL: "k_llm",
 }
+# The group of node-hours without output tokens when grouping by LLM model (attributed to no model).
+NO_OUTPUT_TOKENS_LABEL = "no output tokens (idle, attributed to no LLM model)"
 
 
 @dataclass(frozen=True)
@@ -218,6 +225,8 @@ def report_rows(
     ``offset`` / ``limit`` page through the rows in SQL. Raises ``CurrencyMismatchError``
     when a row would add money in different currencies. Three queries.
     """
+    if group_by is GroupBy.LLM_MODEL:
+        return _llm_model_rows(organization_ids, start, end, granularity, filters)[offset : _stop(offset, limit)]
     query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
     _currency_check(query.lines, query.keys)
     labels = query.labels()
@@ -236,6 +245,9 @@ def report_page(
     limit: int | None = None,
 ) -> ReportPage:
     """As ``report_rows``, with the number of rows in all pages (counted with the currency check)."""
+    if group_by is GroupBy.LLM_MODEL:
+        rows = _llm_model_rows(organization_ids, start, end, granularity, filters)
+        return ReportPage(count=len(rows), rows=rows[offset : _stop(offset, limit)])
     query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
     count = _rows_counted_and_checked(query.lines, query.keys)
     labels = query.labels()
@@ -256,6 +268,8 @@ def report_rows_iter(
     The currency check runs now, before the first row, so that a caller can still
     answer with an error; the rows are read as they are consumed.
     """
+    if group_by is GroupBy.LLM_MODEL:
+        return iter(_llm_model_rows(organization_ids, start, end, granularity, filters))
     query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
     _currency_check(query.lines, query.keys)
     labels = query.labels()
@@ -272,8 +286,58 @@ def report_rows_count(
     filters: ReportFilters = NO_FILTERS,
 ) -> int:
     """How many rows ``report_rows`` gives without paging; raises ``CurrencyMismatchError`` as it does."""
+    if group_by is GroupBy.LLM_MODEL:
+        return len(_llm_model_rows(organization_ids, start, end, granularity, filters))
     query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
     return _rows_counted_and_checked(query.lines, query.keys)
+
+
+def _stop(offset: int, limit: int | None) -> int | None:
+    return None if limit is None else offset + limit
+
+
+def _llm_model_rows(
+    organization_ids: Collection[int], start: datetime, end: datetime, granularity: Granularity, filters: ReportFilters
+) -> list[ReportRow]:
+    """Rows per bucket x LLM model: each node-hour's line allocated to its LLM models by output-token share.
+
+    The node-hours without output tokens make a row of their own per bucket (``group_key``
+    ``None``), so the rows add up. Few rows (buckets x models), built whole and paged here.
+    """
+    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+    bucket = bucket_expression(granularity)
+    keys = [] if bucket is None else ["bucket"]
+    idle = lines.filter(generation_tokens=0)
+    idle = idle if bucket is None else idle.annotate(bucket=bucket)
+    usage = EndpointHourUsage.objects.filter(
+        endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    )
+    usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=filters))
+    usage = usage if bucket is None else usage.annotate(bucket=bucket)
+    allocated = usage.values(*keys, k_llm=F("endpoint__model_name"), currency=F(f"{LINE}currency"))
+    found: list[tuple[dict[str, Any], str | None]] = [
+        (values, llm_name(values["k_llm"])) for values in allocated.annotate(**allocated_sums()).order_by()
+    ]
+    found += [(values, None) for values in idle.values(*keys, "currency").annotate(**ledger_sums()).order_by()]
+    rows: dict[tuple[datetime, bool, str], ReportRow] = {}
+    for values, model in found:
+        row = report_row(
+            ledger_sums_from(values, currency=values["currency"]),
+            start=start,
+            end=end,
+            granularity=granularity,
+            bucket=values.get("bucket"),
+            group_key=model,
+        )
+        place = (row.period_start, model is None, model or "")
+        if place in rows:
+            raise CurrencyMismatchError(
+                f"a report row ({row.period_start:%Y-%m-%d %H:00}, LLM model {model}) holds lines in "
+                f"{rows[place].sums.totals.currency} and {values['currency']}; money in different currencies is "
+                "never added: filter by currency (currency=...)"
+            )
+        rows[place] = row if model is not None else dataclasses.replace(row, group_label=NO_OUTPUT_TOKENS_LABEL)
+    return [rows[place] for place in sorted(rows)]
 
 
 def _rows_counted_and_checked(lines: QuerySet[NodeHourLedger], keys: list[str]) -> int:
