@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounting', '0011_gaps13_host_power_cached_tokens'),
+        ('accounting', '0012_compare_goodput_ttft_target'),
         ('fleets', '0004_gpu_installations'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
