@@ -343,6 +343,12 @@ def _lifetime_notes(inputs: ReplayInputs, gpu_models: set[str], notes: list[str]
         unknown = sorted(m for m in gpu_models if m not in inputs.lifetime_years)
         if unknown:
             notes.append(f"no expected life known for GPU model(s) {', '.join(unknown)}: their embodied is unchanged")
+    for change in inputs.changes:
+        if isinstance(change, LifetimeChange) and not change.second_hand:
+            notes.append(
+                f"fleet {change.fleet}: hardware cost as measured (the ledger's lines do not split depreciation "
+                "from opex); give purchase_price_per_gpu and prior_use_years to cost the cards over their life"
+            )
 
 
 def _model_tokens(

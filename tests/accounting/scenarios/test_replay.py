@@ -77,6 +77,7 @@ def test_keeping_cards_8_years_instead_of_4_halves_embodied_per_token_and_leaves
     assert scenario["embodied_gco2e_per_1m_output_tokens_range"] == ["40.00", "160.0"]
     assert scenario["location_gco2e_per_1m_output_tokens"] == "2400"
     assert scenario["cost_per_1m_output_tokens"] == "21.50"
+    assert "fleet 1: hardware cost as measured" in result["notes"][0]
 
 
 def test_the_lifetime_curve_shows_embodied_per_token_falling_year_by_year_beside_a_flat_operational_figure():
