@@ -259,6 +259,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "personal_token_create": env_rate("THROTTLE_TOKEN_CREATE_RATE", "20/hour"),
         "reports": env_rate("THROTTLE_REPORTS_RATE", "120/minute"),
+        # A scenario run replays a whole period in a worker: a few a minute per user is plenty.
+        "scenario_runs": env_rate("THROTTLE_SCENARIO_RUNS_RATE", "60/hour"),
     },
     # 401 with WWW-Authenticate for missing or refused credentials on every endpoint (config/api_errors.py).
     "EXCEPTION_HANDLER": "config.api_errors.api_exception_handler",

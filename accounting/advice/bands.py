@@ -201,7 +201,7 @@ class LoadCurve:
     @property
     def whole(self) -> CurveBand:
         """Every hour of the curve as one band (its overall figures)."""
-        return _bands_merge(self.bands)
+        return bands_merge(self.bands)
 
 
 def band_index(rps_per_gpu: float, edges: Sequence[float] = DEFAULT_BAND_EDGES_RPS_PER_GPU) -> int:
@@ -352,7 +352,7 @@ def _band_of(low: float, high: float | None, hours: list[LoadHour]) -> CurveBand
     )
 
 
-def _bands_merge(bands: Sequence[CurveBand]) -> CurveBand:
+def bands_merge(bands: Sequence[CurveBand]) -> CurveBand:
     measured = histogram_merge((b.ttft for b in bands if b.ttft is not None and b.ttft_basis == MEASURED), coarsen=True)
     lower = histogram_merge((b.ttft for b in bands if b.ttft is not None and b.ttft_basis == LOWER_BOUND), coarsen=True)
     ttft, basis = (measured, MEASURED) if measured is not None else (lower, LOWER_BOUND if lower else None)

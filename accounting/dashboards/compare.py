@@ -13,8 +13,9 @@ from accounting.charts import figure_html, grouped_bars, scatter_points
 from accounting.dashboards.common import api_query, organization_fleet_colours, organization_ids
 from accounting.dashboards.forms import CompareForm, page_options
 from accounting.reports.metrics import ALLOCATION_NOTE, LedgerAllocation
-from accounting.reports.output import ITL_NOT_EXPOSED, comparison_row_output
+from accounting.reports.output import ITL_NOT_EXPOSED, comparison_row_output, load_band_output
 from accounting.reports.selectors import ComparisonRow, ComparisonStats, fleet_comparison
+from accounting.reports.selectors.load import comparison_load_bands
 from fleets.models import Fleet
 from fleets.web import page_context
 
@@ -37,7 +38,21 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     )
     rows = [comparison_row_output(row) for row in comparison]
     charts = _charts(comparison, organization_fleet_colours(organization)) if rows else []
-    api = api_query(period, organization, baseline=baseline.pk if baseline else None, by=by)
+    by_load = bool(options["by_load"])
+    load_rows = []
+    if by_load and rows:
+        found = comparison_load_bands(
+            comparison,
+            organization_ids=organization_ids(organization),
+            start=period.start,
+            end=period.end,
+            by=by or "fleet",
+            baseline_fleet_id=baseline.pk if baseline else None,
+        )
+        load_rows = [(row, [load_band_output(band) for band in bands]) for row, bands in zip(rows, found, strict=True)]
+    api = api_query(
+        period, organization, baseline=baseline.pk if baseline else None, by=by, by_load="true" if by_load else None
+    )
     return render(
         request,
         "accounting/compare.html",
@@ -53,6 +68,8 @@ def compare_page(request: HttpRequest) -> HttpResponse:
             "allocation_note": ALLOCATION_NOTE,
             "itl_not_exposed": ITL_NOT_EXPOSED,
             "charts": charts,
+            "by_load": by_load,
+            "load_rows": load_rows,
             "api_query": api,
         },
     )

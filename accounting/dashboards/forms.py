@@ -22,6 +22,7 @@ class CompareForm(forms.Form):
         required=False,
     )
     baseline = forms.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    by_load = forms.BooleanField(required=False)
 
 
 def page_options(form_class: type[forms.Form], request: HttpRequest) -> dict[str, object]:

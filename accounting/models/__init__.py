@@ -7,3 +7,4 @@ from accounting.instruments.models import *  # noqa: F403
 from accounting.models.hardware import *  # noqa: F403
 from accounting.models.ledger import *  # noqa: F403
 from accounting.models.prices import *  # noqa: F403
+from accounting.scenarios.models import *  # noqa: F403

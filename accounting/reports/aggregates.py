@@ -18,15 +18,16 @@ from typing import Any
 
 from django.db.models import (
     Aggregate,
+    Case,
     Count,
     DecimalField,
     Expression,
-    ExpressionWrapper,
     F,
     FloatField,
     Func,
     Q,
     Sum,
+    When,
 )
 
 from accounting.ledger import ElectricityStatus, LedgerTotals
@@ -150,13 +151,18 @@ _COUNT_FIGURES = frozenset({"lines"})
 _OWN_TOKENS = {"prompt_tokens": "prompt_tokens", "generation_tokens": "generation_tokens"}
 
 
-def allocated_ledger_sums(*, line: str, share: Expression) -> dict[str, Aggregate]:
+def allocated_ledger_sums(*, line: str, share: Expression, whole: Q) -> dict[str, Aggregate]:
     """The aggregates ``ledger_sums_from`` reads, each line's figures weighed by ``share`` of the line.
 
     Over rows (endpoint-hours) joined to their node-hour's ledger line at ``line``
     (a path ending in ``__``): every summed figure is sum(line figure x share);
-    tokens are the rows' own; counts (lines, unpriced hours) count the distinct
-    node-hours the rows had a share of.
+    tokens are the rows' own; counts (lines, unpriced hours) count the node-hours
+    the rows had a share of. ``whole``: the row holds all of its line (its share is
+    exactly 1, the common case of a node serving one LLM model): its figures are
+    summed as they are, with no product, and it counts its line once. The other
+    rows (``s_split_rows`` of them) are counted by ``split_line_counts``, in a query
+    of their own: a line may be shared by several rows of one group, and counting
+    distinct lines here would make PostgreSQL sort every row instead of hashing.
     """
     sums: dict[str, Aggregate] = {}
     for name, (spec, zero) in _SUMMED.items():
@@ -164,10 +170,25 @@ def allocated_ledger_sums(*, line: str, share: Expression) -> dict[str, Aggregat
         if name in _OWN_TOKENS:
             sums[f"s_{name}"] = Sum(_OWN_TOKENS[name])
         elif not spec.columns or name in _COUNT_FIGURES:
-            sums[f"s_{name}"] = Count(f"{line}id", distinct=True, filter=where)
+            sums[f"s_{name}"] = Count(f"{line}id", filter=whole if where is None else whole & where)
         else:
             product = functools.reduce(operator.mul, (F(f"{line}{column}") for column in spec.columns))
             field = FloatField() if isinstance(zero, float) else AMOUNT
-            sums[f"s_{name}"] = Sum(ExpressionWrapper(product * share, output_field=field), filter=where)
-    sums["s_unpriced_hours"] = Count(f"{line}id", distinct=True, filter=unpriced_with_telemetry(line))
+            weighed = Case(When(whole, then=product), default=product * share, output_field=field)
+            sums[f"s_{name}"] = Sum(weighed, filter=where)
+    sums["s_unpriced_hours"] = Count(f"{line}id", filter=whole & unpriced_with_telemetry(line))
+    sums["s_split_rows"] = Count("pk", filter=~whole & Q(generation_tokens__gt=0))
     return sums
+
+
+def split_line_counts(*, line: str, whole: Q) -> dict[str, Aggregate]:
+    """The counts of ``allocated_ledger_sums`` over the rows that hold part of their line (and some of its
+    output tokens): the distinct node-hours they had a share of. Added to that query's counts."""
+    split = ~whole & Q(generation_tokens__gt=0)
+    counts: dict[str, Aggregate] = {}
+    for name, (spec, _) in _SUMMED.items():
+        if name not in _OWN_TOKENS and (not spec.columns or name in _COUNT_FIGURES):
+            where = _where(spec.where, line)
+            counts[f"s_{name}"] = Count(f"{line}id", distinct=True, filter=split if where is None else split & where)
+    counts["s_unpriced_hours"] = Count(f"{line}id", distinct=True, filter=split & unpriced_with_telemetry(line))
+    return counts

@@ -33,6 +33,7 @@ from accounting.reports.output import (
     MARKET_BASIS_NOTE,
     comparison_row_output,
     embodied_factors_output,
+    load_band_output,
     sustainability_output,
     usage_row_output,
 )
@@ -53,6 +54,7 @@ from accounting.reports.selectors import (
     report_rows_iter,
     sustainability_report,
 )
+from accounting.reports.selectors.load import comparison_load_bands
 from accounting.reports.selectors.trace import organization_embodied_factors
 from accounting.reports.serializers import (
     CACHED_PROMPT_TOKENS,
@@ -62,6 +64,7 @@ from accounting.reports.serializers import (
     EmbodiedFactorSerializer,
     FactorSerializer,
     GridHourSerializer,
+    LoadBandSerializer,
     PeriodInputSerializer,
     QualityHourSerializer,
     ScopeInputSerializer,
@@ -235,6 +238,11 @@ class FleetComparisonView(ReportView):
             "(llm_model: ledger figures allocated by output-token share; see ledger_allocation)",
         )
         baseline = id_field("fleet id whose figures the ratios (*_vs_baseline) divide by", required=False)
+        by_load = serializers.BooleanField(
+            default=False,
+            help_text="also each row's figures per load band (requests/s per GPU), the advisor's measured load "
+            "curves: by_load in JSON; in CSV a line per row x band, its columns prefixed load_",
+        )
 
     @extend_schema_serializer(component_name="FleetComparison")
     class OutputSerializer(serializers.Serializer):
@@ -264,7 +272,12 @@ class FleetComparisonView(ReportView):
             "SGLang), else it is null and `itl_note` says why. With `by=llm_model`, rows are per fleet x GPU model "
             f"x LLM model, and {ALLOCATION_NOTE}. With `baseline`, "
             "each figure is also given as a ratio to the baseline fleet as a whole (null where undefined, and "
-            "for money in another currency). CSV: `Accept: text/csv` or `?format=csv`."
+            "for money in another currency). With `by_load=true`, each row also gives its figures per load band "
+            "(`by_load`), so that fleets are compared at like load: the row's fleet-hours binned by requests/s per "
+            "GPU (bands doubling from 0.25, the last open-ended; the advisor's measured load curves, each LLM "
+            "model's hours apart, a node-hour shared among its models by output tokens), with output tokens/s per "
+            "GPU, TTFT P50/P99 with bucket bounds, cost, J and gCO2e per output token, and their ratios to the "
+            "baseline fleet's band of the same range. CSV: `Accept: text/csv` or `?format=csv`."
         ),
         parameters=[InputSerializer],
         responses=_json_or_csv(OutputSerializer),
@@ -287,11 +300,36 @@ class FleetComparisonView(ReportView):
             fleet_ids=fleet_ids,
         )
         rows = [comparison_row_output(row) for row in comparison]
+        bands: list[list[dict[str, Any]]] | None = None
+        if params["by_load"]:
+            found = comparison_load_bands(
+                comparison,
+                organization_ids=organization_ids,
+                start=start,
+                end=end,
+                by=params["by"],
+                baseline_fleet_id=baseline,
+                fleet_ids=fleet_ids,
+            )
+            bands = [[load_band_output(band) for band in row_bands] for row_bands in found]
         if self.wants_csv(request):
-            columns = list(ComparisonRowSerializer().fields)
+            columns: list[str] = [str(name) for name in ComparisonRowSerializer().fields if name != "by_load"]
+            if bands is not None:
+                band_columns = [f"load_{name}" for name in LoadBandSerializer().fields]
+                lines = list(_rows_by_band(rows, bands))
+                return csv_response(columns + band_columns, lines, filename=_csv_name("comparison", start, end))
             return csv_response(columns, rows, filename=_csv_name("comparison", start, end))
+        for index, row in enumerate(rows):
+            row["by_load"] = None if bands is None else bands[index]
         answer = {"start": start, "end": end, "by": params["by"], "baseline_fleet_id": baseline, "results": rows}
         return Response(self.OutputSerializer(answer).data)
+
+
+def _rows_by_band(rows: list[dict[str, Any]], bands: list[list[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """A CSV line per row x load band (its figures prefixed ``load_``); a row without bands once, blank there."""
+    for row, row_bands in zip(rows, bands, strict=True):
+        for band in row_bands or [{}]:
+            yield row | {f"load_{name}": value for name, value in band.items()}
 
 
 def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -290,8 +290,15 @@ class ComparisonStats:
             return None
         return getattr(totals.embodied_co2e_g, estimate) / totals.generation_tokens * TOKENS_PER_MILLION
 
+    @property
+    def embodied_central_g_per_1m_output_tokens(self) -> Decimal | None:
+        return self.embodied_g_per_1m_output_tokens("central")
+
     # Each grid intensity source with its share of the row's facility kWh ("source=share; ..."), when traced.
     location_sources: str | None = None
+    # Per LLM model: the row's own lines by GPU model and intensity source, allocated as its sums are
+    # (``selectors.trace.TracePart``); ``None``: the row's lines are its fleet's (x GPU model's) own.
+    trace_parts: tuple[Any, ...] | None = None
 
     @property
     def currency(self) -> str | None:
@@ -355,6 +362,7 @@ class ComparisonStats:
 COMPARED_METRICS = (
     "generation_tokens_per_s",
     "tokens_per_s",
+    "ttft_mean_s",
     "ttft_p50_s",
     "ttft_p90_s",
     "ttft_p99_s",
@@ -363,6 +371,8 @@ COMPARED_METRICS = (
     "it_j_per_output_token",
     "it_j_per_token",
     "g_per_1m_output_tokens",
+    "location_g_per_1m_output_tokens",
+    "embodied_central_g_per_1m_output_tokens",
     "g_per_1m_tokens",
     "mean_util_pct",
     "idle_share",

@@ -16,10 +16,12 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from accounting.advice.bands import CurveBand
 from accounting.ledger import money_quantize
 from accounting.ledger.units import S_PER_H, TOKENS_PER_MILLION, significant
-from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums
+from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums, ratio
 from accounting.reports.selectors import FactorUse, GridHour, QualityHour, ReportRow, SustainabilityReport
+from accounting.reports.selectors.load import LoadBand
 from accounting.reports.selectors.trace import EmbodiedFactors
 from accounting.reports.serving import ServingSums
 from fleets.models import Organization
@@ -157,6 +159,7 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
 RATIO_COLUMNS = {
     "generation_tokens_per_s": "generation_tokens_per_s_vs_baseline",
     "tokens_per_s": "tokens_per_s_vs_baseline",
+    "ttft_mean_s": "ttft_mean_vs_baseline",
     "ttft_p50_s": "ttft_p50_vs_baseline",
     "ttft_p90_s": "ttft_p90_vs_baseline",
     "ttft_p99_s": "ttft_p99_vs_baseline",
@@ -165,6 +168,8 @@ RATIO_COLUMNS = {
     "it_j_per_output_token": "it_j_per_output_token_vs_baseline",
     "it_j_per_token": "it_j_per_token_vs_baseline",
     "g_per_1m_output_tokens": "gco2e_per_1m_output_tokens_vs_baseline",
+    "location_g_per_1m_output_tokens": "location_gco2e_per_1m_output_tokens_vs_baseline",
+    "embodied_central_g_per_1m_output_tokens": "embodied_gco2e_per_1m_output_tokens_vs_baseline",
     "g_per_1m_tokens": "gco2e_per_1m_tokens_vs_baseline",
     "mean_util_pct": "mean_util_vs_baseline",
     "idle_share": "idle_share_vs_baseline",
@@ -289,6 +294,57 @@ def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
     }
     ratios = row.vs_baseline
     return shown | {column: rounded(ratios[metric], "ratio") for metric, column in RATIO_COLUMNS.items()}
+
+
+# Load band figure → the output column of its ratio to the baseline fleet's band of the same range.
+LOAD_BAND_RATIO_COLUMNS = {
+    "output_tokens_per_s_per_gpu": "output_tokens_per_s_per_gpu_vs_baseline",
+    "ttft_p99_s": "ttft_p99_vs_baseline",
+    "cost_per_1m_output_tokens": "cost_per_1m_output_tokens_vs_baseline",
+    "it_j_per_output_token": "it_j_per_output_token_vs_baseline",
+    "gco2e_per_1m_output_tokens": "gco2e_per_1m_output_tokens_vs_baseline",
+}
+LOAD_BAND_QUANTILES = {"p50": 0.5, "p99": 0.99}
+
+
+def _band_figure(band: CurveBand, name: str) -> Any:
+    return band.ttft_quantile_s(0.99) if name == "ttft_p99_s" else getattr(band, name)
+
+
+def load_band_output(load: LoadBand) -> dict[str, Any]:
+    """One load band of a comparison row as shown (see ``LoadBandSerializer``), with its ratios to the
+    baseline fleet's band of the same range (money only in the same currency)."""
+    band, currency = load.band, load.currency
+    figures: dict[str, Any] = {
+        "band_low_rps_per_gpu": band.low_rps_per_gpu,
+        "band_high_rps_per_gpu": band.high_rps_per_gpu,
+        "hours": band.hours,
+        "rps_per_gpu": per_unit(band.rps_per_gpu),
+        "max_rps_per_gpu": per_unit(band.max_rps_per_gpu),
+        "output_tokens_per_s_per_gpu": per_unit(band.output_tokens_per_s_per_gpu),
+        "requests": band.requests,
+        "generation_tokens": band.generation_tokens,
+        "gpu_h": rounded(band.gpu_h, "h"),
+        "ttft_basis": band.ttft_basis,
+    }
+    for name, q in LOAD_BAND_QUANTILES.items():
+        bucket = band.ttft_quantile_bucket_s(q)
+        figures[f"ttft_{name}_ms"] = _ms(band.ttft_quantile_s(q))
+        figures[f"ttft_{name}_bucket_low_ms"] = None if bucket is None else _ms(bucket[0])
+        figures[f"ttft_{name}_bucket_high_ms"] = None if bucket is None else _ms(bucket[1])
+    figures |= {
+        "cost_per_1m_output_tokens": money_per_unit(band.cost_per_1m_output_tokens, currency),
+        "it_j_per_output_token": per_unit(band.it_j_per_output_token),
+        "gco2e_per_1m_output_tokens": per_unit(band.gco2e_per_1m_output_tokens),
+        "location_gco2e_per_1m_output_tokens": per_unit(band.operational_gco2e_per_1m_output_tokens),
+        "embodied_gco2e_per_1m_output_tokens": per_unit(band.embodied_gco2e_per_1m_output_tokens),
+    }
+    base = load.baseline
+    for name, column in LOAD_BAND_RATIO_COLUMNS.items():
+        other_money = name == "cost_per_1m_output_tokens" and load.baseline_currency != currency
+        value = None if base is None or other_money else ratio(_band_figure(band, name), _band_figure(base, name))
+        figures[column] = rounded(value, "ratio")
+    return figures
 
 
 # What the ledger's market-based figure is, said wherever it is shown beside the instruments' one.

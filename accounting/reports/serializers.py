@@ -253,6 +253,44 @@ WHILE_SERVING_NOTE = (
 )
 
 
+class LoadBandSerializer(serializers.Serializer):
+    """One load band of a comparison row: the row's fleet-hours whose load fell in the band."""
+
+    band_low_rps_per_gpu = serializers.FloatField(help_text="lower edge of the band, requests/s per GPU (included)")
+    band_high_rps_per_gpu = number("upper edge of the band, requests/s per GPU (excluded); null: open-ended")
+    hours = serializers.IntegerField(
+        help_text="fleet-hours in the band, counted per LLM model (a fleet serving two models in an hour counts it "
+        "once per model)"
+    )
+    rps_per_gpu = per_unit_field("mean load of the band's hours: requests / GPU-seconds")
+    max_rps_per_gpu = per_unit_field("the highest hourly load measured in the band")
+    output_tokens_per_s_per_gpu = per_unit_field("output (generation) tokens / GPU-seconds")
+    requests = serializers.IntegerField()
+    generation_tokens = serializers.IntegerField()
+    gpu_h = number("GPU-hours (a node-hour's shared among its LLM models by output tokens)")
+    ttft_basis = serializers.CharField(allow_null=True, help_text="measured, lower_bound (TGI only) or null")
+    ttft_p50_ms = _ttft_ms("median")
+    ttft_p50_bucket_low_ms = _bucket_low_ms("median")
+    ttft_p50_bucket_high_ms = _bucket_high_ms("median")
+    ttft_p99_ms = _ttft_ms("99th percentile")
+    ttft_p99_bucket_low_ms = _bucket_low_ms("99th percentile")
+    ttft_p99_bucket_high_ms = _bucket_high_ms("99th percentile")
+    cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
+    it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
+    gco2e_per_1m_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_output_tokens"])
+    location_gco2e_per_1m_output_tokens = per_unit_field(
+        "operational (location-based) gCO2e / output tokens x 1e6; null without a grid intensity for every hour"
+    )
+    embodied_gco2e_per_1m_output_tokens = per_unit_field("embodied gCO2e (central) / output tokens x 1e6")
+    output_tokens_per_s_per_gpu_vs_baseline = number("ratio to the baseline fleet's band of the same range")
+    ttft_p99_vs_baseline = number("ratio to the baseline fleet's band of the same range")
+    cost_per_1m_output_tokens_vs_baseline = number(
+        "ratio to the baseline fleet's band of the same range; null across currencies"
+    )
+    it_j_per_output_token_vs_baseline = number("ratio to the baseline fleet's band of the same range")
+    gco2e_per_1m_output_tokens_vs_baseline = number("ratio to the baseline fleet's band of the same range")
+
+
 class ComparisonRowSerializer(TraceSerializer):
     fleet_id = serializers.IntegerField()
     fleet_name = serializers.CharField()
@@ -364,6 +402,7 @@ class ComparisonRowSerializer(TraceSerializer):
     )
     generation_tokens_per_s_vs_baseline = number("ratio to the baseline fleet; null where undefined")
     tokens_per_s_vs_baseline = number("ratio to the baseline fleet; null where undefined")
+    ttft_mean_vs_baseline = number("ratio to the baseline fleet")
     ttft_p50_vs_baseline = number("ratio to the baseline fleet")
     ttft_p90_vs_baseline = number("ratio to the baseline fleet")
     ttft_p99_vs_baseline = number("ratio to the baseline fleet")
@@ -372,9 +411,18 @@ class ComparisonRowSerializer(TraceSerializer):
     it_j_per_output_token_vs_baseline = number("ratio to the baseline fleet")
     it_j_per_token_vs_baseline = number("ratio to the baseline fleet")
     gco2e_per_1m_output_tokens_vs_baseline = number("ratio to the baseline fleet")
+    location_gco2e_per_1m_output_tokens_vs_baseline = number("ratio to the baseline fleet")
+    embodied_gco2e_per_1m_output_tokens_vs_baseline = number("ratio to the baseline fleet (central estimates)")
     gco2e_per_1m_tokens_vs_baseline = number("ratio to the baseline fleet")
     mean_util_vs_baseline = number("ratio to the baseline fleet")
     idle_share_vs_baseline = number("ratio to the baseline fleet")
+    by_load = LoadBandSerializer(
+        many=True,
+        allow_null=True,
+        required=False,
+        help_text="with by_load=true: the row's figures per load band (requests/s per GPU), ascending; "
+        "null otherwise (and in CSV, where each band is a line of its own)",
+    )
 
 
 class FactorSerializer(serializers.Serializer):

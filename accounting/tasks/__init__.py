@@ -2,4 +2,5 @@
 
 from accounting.advice import tasks as advice  # noqa: F401
 from accounting.grid import tasks as grid  # noqa: F401
+from accounting.scenarios import tasks as scenarios  # noqa: F401
 from accounting.tasks import ledger  # noqa: F401

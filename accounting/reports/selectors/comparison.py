@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import (
@@ -24,9 +25,10 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from accounting.ledger import CurrencyMismatchError
+from accounting.ledger.units import ZERO
 from accounting.models import NodeHourLedger
 from accounting.models.ledger import DEFAULT_GOODPUT_TTFT_TARGET_MS
-from accounting.reports.aggregates import ledger_sums, ledger_sums_from
+from accounting.reports.aggregates import LOCATION_KNOWN, amount_sum, ledger_sums, ledger_sums_from
 from accounting.reports.latency import TimeSum
 from accounting.reports.metrics import (
     ComparisonRow,
@@ -37,7 +39,7 @@ from accounting.reports.metrics import (
     UtilizationSums,
     ledger_sums_merge,
 )
-from accounting.reports.selectors.allocation import LINE, allocated_sums, llm_name, with_line
+from accounting.reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
 from accounting.reports.selectors.lines import (
     MIXED_MODEL,
     ReportFilters,
@@ -110,10 +112,14 @@ def _comparison_stats(
     )
     if fleet_ids:
         endpoint_hours = endpoint_hours.filter(endpoint__node__fleet_id__in=fleet_ids)
-    ledger = _llm_ledger(lines, endpoint_hours) if by_llm_model else _comparison_ledger(lines)
+    trace: dict[_Key, tuple[_TracePart, ...]] = {}
+    if by_llm_model:
+        ledger, trace = _llm_ledger(lines, endpoint_hours)
+    else:
+        ledger = _comparison_ledger(lines)
     keyed, keys = _keyed_usage(endpoint_hours, "endpoint__node", by_model, by_llm_model=by_llm_model)
     serving = _serving(keyed, keys, organization_ids)
-    return _stats_assemble(organization_ids, by_model, by_llm_model, ledger, serving)
+    return _stats_assemble(organization_ids, by_model, by_llm_model, ledger, serving, trace)
 
 
 # Per key: the ledger sums, the GPU model, and the GPU utilization of the lines (stored on each
@@ -131,35 +137,83 @@ def _comparison_ledger(lines: QuerySet[NodeHourLedger]) -> dict[_Key, _LedgerPar
     return _by_key(rows, lambda values: (values["fleet_id"], values["gpu_model"], None))
 
 
-def _llm_ledger(lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]) -> dict[_Key, _LedgerPart]:
-    """Ledger sums per fleet x GPU model x LLM model, allocated by output-token share, and the idle rest.
+# A row's lines by GPU model and intensity source: (GPU model, source, facility kWh with an intensity, central
+# embodied g), the shape of ``trace.TracePart``; per LLM model, each line's share of them.
+_TracePart = tuple[Any, Any, Decimal, Decimal]
+_TRACE_SUMS = {
+    "p_kwh": amount_sum("facility_kwh", where=LOCATION_KNOWN),
+    "p_embodied": amount_sum("embodied_co2e_g_central"),
+}
+
+
+def _llm_ledger(
+    lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]
+) -> tuple[dict[_Key, _LedgerPart], dict[_Key, tuple[_TracePart, ...]]]:
+    """Ledger sums per fleet x GPU model x LLM model, allocated by output-token share, and the idle rest,
+    with each row's trace parts (its lines' facility kWh and embodied carbon per intensity source, allocated alike).
 
     Each endpoint-hour takes its output tokens' share of its node-hour's line (the
     line's output tokens are its endpoints'); lines without output tokens are summed
-    whole under the fleet x GPU model with no LLM model.
+    whole under the fleet x GPU model with no LLM model. Both are grouped by the
+    lines' intensity source too (a line has one) and added up here.
     """
     idle = (
         lines.filter(generation_tokens=0)
-        .values("fleet_id", "gpu_model", "currency")
-        .annotate(**ledger_sums(), s_util_pct_s=Sum("util_pct_s"), s_util_observed_s=Sum("util_observed_s"))
-        .order_by("fleet_id", "gpu_model", "currency")
-    )
-    parts = _by_key(idle, lambda values: (values["fleet_id"], values["gpu_model"], None))
-    allocated = (
-        with_line(endpoint_hours)
-        .values(
-            k_fleet=F(f"{LINE}fleet_id"),
-            k_model=F(f"{LINE}gpu_model"),
-            k_llm=F("endpoint__model_name"),
-            currency=F(f"{LINE}currency"),
+        .values("fleet_id", "gpu_model", "currency", t_source=F("location_source"))
+        .annotate(
+            **ledger_sums(),
+            s_util_pct_s=Sum("util_pct_s"),
+            s_util_observed_s=Sum("util_observed_s"),
+            **_TRACE_SUMS,
         )
-        .annotate(**allocated_sums(utilization=True))
-        .order_by("k_fleet", "k_model", "k_llm", "currency")
+        .order_by()
     )
-    return parts | _by_key(allocated, lambda values: (values["k_fleet"], values["k_model"], llm_name(values["k_llm"])))
+    grouped = with_line(endpoint_hours).values(
+        k_fleet=F(f"{LINE}fleet_id"),
+        k_model=F(f"{LINE}gpu_model"),
+        k_llm=F("endpoint__model_name"),
+        currency=F(f"{LINE}currency"),
+        t_source=F(f"{LINE}location_source"),
+    )
+    allocated = allocated_rows(grouped, ["k_fleet", "k_model", "k_llm", "currency", "t_source"], utilization=True)
+    keyed: list[tuple[_Key, dict[str, Any]]] = [((v["fleet_id"], v["gpu_model"], None), dict(v)) for v in idle]
+    keyed += [((v["k_fleet"], v["k_model"], llm_name(v["k_llm"])), v) for v in allocated]
+    return _merged_by_key(keyed)
 
 
-def _by_key(rows: QuerySet[Any], key_of: Callable[[dict[str, Any]], _Key]) -> dict[_Key, _LedgerPart]:
+def _merged_by_key(
+    keyed: list[tuple[_Key, dict[str, Any]]],
+) -> tuple[dict[_Key, _LedgerPart], dict[_Key, tuple[_TracePart, ...]]]:
+    """Rows per key x currency x intensity source added up per key x currency; a key in two currencies is refused."""
+    merged: dict[tuple[_Key, str], tuple[LedgerSums, UtilizationSums, list[_TracePart]]] = {}
+    for key, values in keyed:
+        sums = ledger_sums_from(values, currency=values["currency"])
+        utilization = UtilizationSums(float(values["s_util_pct_s"] or 0.0), float(values["s_util_observed_s"] or 0.0))
+        part = (key[1], values["t_source"], values["p_kwh"] or ZERO, values["p_embodied"] or ZERO)
+        place = (key, values["currency"])
+        if place in merged:
+            before = merged[place]
+            sums, utilization = _sums_merge(before[0], sums), _utilization_merge(before[1], utilization)
+            merged[place] = (sums, utilization, [*before[2], part])
+        else:
+            merged[place] = (sums, utilization, [part])
+    ledger: dict[_Key, _LedgerPart] = {}
+    trace: dict[_Key, tuple[_TracePart, ...]] = {}
+    for (key, currency), (sums, utilization, parts) in sorted(merged.items(), key=lambda item: _place_order(*item[0])):
+        if key in ledger:
+            raise CurrencyMismatchError(
+                f"fleet {key[0]} ({key[1]}) holds lines in {ledger[key][0].totals.currency} and "
+                f"{currency}; money in different currencies is never added: filter by fleet"
+            )
+        ledger[key], trace[key] = (sums, key[1], utilization), tuple(parts)
+    return ledger, trace
+
+
+def _place_order(key: _Key, currency: str) -> tuple[Any, ...]:
+    return (key[0], key[1] or "", key[2] is None, key[2] or "", currency)
+
+
+def _by_key(rows: Iterable[Any], key_of: Callable[[dict[str, Any]], _Key]) -> dict[_Key, _LedgerPart]:
     # Rows come per key x currency: a key in two currencies is refused (money is never added
     # across currencies); the fleet-level roll-up merges model rows with LedgerTotals.merge,
     # which refuses mixed currencies itself.
@@ -361,6 +415,7 @@ def _stats_assemble(
     by_llm_model: bool,
     ledger: dict[_Key, _LedgerPart],
     serving: dict[_Key, ServingSums],
+    trace: dict[_Key, tuple[_TracePart, ...]],
 ) -> list[ComparisonStats]:
     if not by_model:
         ledger = _per_fleet(ledger)
@@ -387,6 +442,7 @@ def _stats_assemble(
                 llm_model=key[2],
                 allocation=_allocation(by_llm_model, key),
                 goodput_ttft_target_s=(target_ms or DEFAULT_GOODPUT_TTFT_TARGET_MS) / MS_PER_S,
+                trace_parts=trace.get(key) if by_llm_model else None,
             )
         )
     return stats

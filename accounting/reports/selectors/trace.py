@@ -98,7 +98,11 @@ def fleet_comparison_traced(
     traced = []
     for row in rows:
         stats = row.stats
-        parts = [p for p in per_fleet[stats.fleet_id] if not by_model or p[0] == stats.gpu_model]
+        parts = (
+            list(stats.trace_parts)
+            if stats.trace_parts is not None
+            else [p for p in per_fleet[stats.fleet_id] if not by_model or p[0] == stats.gpu_model]
+        )
         stats = dataclasses.replace(
             stats,
             location_sources=location_sources(parts, stats.sums),

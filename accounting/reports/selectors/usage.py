@@ -14,10 +14,10 @@ from django.db.models import Count, F, Max, Min, Q, QuerySet
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.models import NodeHourLedger
-from accounting.reports.aggregates import ledger_sums, ledger_sums_from
-from accounting.reports.metrics import LedgerSums
+from accounting.reports.aggregates import LOCATION_KNOWN, amount_sum, ledger_sums, ledger_sums_from
+from accounting.reports.metrics import LedgerSums, ledger_sums_merge
 from accounting.reports.periods import Granularity, bucket_end
-from accounting.reports.selectors.allocation import LINE, allocated_sums, llm_name, with_line
+from accounting.reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
 from accounting.reports.selectors.lines import (
     NO_FILTERS,
     ReportFilters,
@@ -314,29 +314,44 @@ def _llm_model_rows(
     )
     usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=filters))
     usage = usage if bucket is None else usage.annotate(bucket=bucket)
-    allocated = usage.values(*keys, k_llm=F("endpoint__model_name"), currency=F(f"{LINE}currency"))
+    # Keyed by the lines' GPU model and intensity source too (a line has one of each), for each row's trace.
+    trace = {"t_model": F(f"{LINE}gpu_model"), "t_source": F(f"{LINE}location_source")}
+    grouped = usage.values(*keys, k_llm=F("endpoint__model_name"), currency=F(f"{LINE}currency"), **trace)
     found: list[tuple[dict[str, Any], str | None]] = [
-        (values, llm_name(values["k_llm"])) for values in allocated.annotate(**allocated_sums()).order_by()
+        (values, llm_name(values["k_llm"])) for values in allocated_rows(grouped, [*keys, "k_llm", "currency", *trace])
     ]
-    found += [(values, None) for values in idle.values(*keys, "currency").annotate(**ledger_sums()).order_by()]
-    rows: dict[tuple[datetime, bool, str], ReportRow] = {}
+    idle_sums = idle.values(*keys, "currency", t_model=F("gpu_model"), t_source=F("location_source")).annotate(
+        **ledger_sums(),
+        p_kwh=amount_sum("facility_kwh", where=LOCATION_KNOWN),
+        p_embodied=amount_sum("embodied_co2e_g_central"),
+    )
+    found += [(values, None) for values in idle_sums.order_by()]
+    merged: dict[tuple[Any, str | None, str], tuple[LedgerSums, list[TracePart]]] = {}
     for values, model in found:
-        row = report_row(
-            ledger_sums_from(values, currency=values["currency"]),
-            start=start,
-            end=end,
-            granularity=granularity,
-            bucket=values.get("bucket"),
-            group_key=model,
+        key = (values.get("bucket"), model, values["currency"])
+        sums = ledger_sums_from(values, currency=values["currency"])
+        part = as_part({**values, "gpu_model": values["t_model"], "location_source": values["t_source"]})
+        if key in merged:
+            sums = ledger_sums_merge(merged[key][0], sums)
+        merged[key] = (sums, [*merged[key][1], part] if key in merged else [part])
+    sources = embodied_source_lists(organization_ids=organization_ids)
+    rows: dict[tuple[datetime, bool, str], ReportRow] = {}
+    for (bucket, model, currency), (sums, parts) in merged.items():
+        row = report_row(sums, start=start, end=end, granularity=granularity, bucket=bucket, group_key=model)
+        row = dataclasses.replace(
+            row,
+            group_label=row.group_label if model is not None else NO_OUTPUT_TOKENS_LABEL,
+            embodied_sources=embodied_sources_of(parts, sources, lambda: mixed_node_models(lines=lines)),
+            location_sources=location_sources(parts, sums),
         )
         place = (row.period_start, model is None, model or "")
         if place in rows:
             raise CurrencyMismatchError(
                 f"a report row ({row.period_start:%Y-%m-%d %H:00}, LLM model {model}) holds lines in "
-                f"{rows[place].sums.totals.currency} and {values['currency']}; money in different currencies is "
+                f"{rows[place].sums.totals.currency} and {currency}; money in different currencies is "
                 "never added: filter by currency (currency=...)"
             )
-        rows[place] = row if model is not None else dataclasses.replace(row, group_label=NO_OUTPUT_TOKENS_LABEL)
+        rows[place] = row
     return [rows[place] for place in sorted(rows)]
 
 
