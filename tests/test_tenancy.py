@@ -725,6 +725,22 @@ def _mixed_bodies(world: World, b_fleet: Any, b_site: Any) -> dict[str, list[dic
         "instruments": [_instrument(world) | {"organization": str(world.org_b.pk)}],
         "site-tariffs": [{"site": world.ids["site"], "flat_price_per_kwh": "9", "valid_from": "2026-03-01T00:00Z"}],
         "node-tokens-page": [{"action": "enroll", "fleet": b_fleet.pk, "site": world.ids["site"], "hostname": "m"}],
+        "scenarios": [
+            _scenario(world) | {"organization": str(world.org_b.pk)},
+            _scenario(world)
+            | {
+                "organization": str(world.org_b.pk),
+                "changes": [
+                    {
+                        "kind": "routing",
+                        "llm_model": "zz-a-model",
+                        "from_fleet": b_fleet.pk,
+                        "to_fleet": world.ids["fleet"],
+                        "share": "0.5",
+                    },
+                ],
+            },
+        ],
     }
 
 
