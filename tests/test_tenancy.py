@@ -773,3 +773,25 @@ def test_a_viewer_of_org_a_who_administers_org_b_changes_nothing_of_a(world: Wor
                 failed.append(f"{probe.writes.upper()} {path} {body}: {answer.status_code} {body_of(answer)[:200]!r}")
     failed += list(unchanged(world, before, "a member of both"))
     assert not failed, "\n".join(failed)
+
+
+def test_a_scenario_does_not_reveal_which_zones_another_organization_uploaded(world: World) -> None:
+    """A zone only Org A holds intensities for (its own upload) is as unknown to Org B as a zone nobody has."""
+    url = route_path("grid-intensity-csv") + f"?organization={world.org_a.slug}&source_name=ppa"
+    body = "zone,hour_start,gco2e_per_kwh\nPRIVATE-PPA-1,2026-01-01T00:00:00Z,12\n"
+    assert world.a.generic("POST", url, body, content_type="text/csv").status_code == 201
+    b_fleet: Any = FleetFactory(organization=world.org_b)
+
+    def move_to(zone: str) -> Any:
+        change = {"kind": "move", "fleet": b_fleet.pk, "zone": zone}
+        body = {"organization": str(world.org_b.pk), "name": "where", **PERIOD, "changes": [change]}
+        return world.b_token.post("/api/v1/scenarios/", body, format="json")
+
+    held_by_a, held_by_nobody = move_to("PRIVATE-PPA-1"), move_to("PRIVATE-PPA-2")
+
+    assert (held_by_a.status_code, held_by_nobody.status_code) == (400, 400)
+    assert held_by_a.json()["detail"] == held_by_nobody.json()["detail"].replace("PPA-2", "PPA-1")
+    # Org A's own scenario may move a fleet there: its upload is its own.
+    change = {"kind": "move", "fleet": world.ids["fleet"], "zone": "PRIVATE-PPA-1"}
+    own = world.a.post("/api/v1/scenarios/", _scenario(world) | {"changes": [change]}, format="json")
+    assert own.status_code == 201, own.content

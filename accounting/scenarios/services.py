@@ -67,7 +67,7 @@ def scenario_create(
     except ChangeInvalid as error:
         raise ScenarioInvalid(str(error)) from error
     _fleets_check(organization, parsed)
-    _zones_check(parsed, period_start)
+    _zones_check(organization, parsed, period_start)
     parsed = _classes_resolve(organization, parsed)
     return Scenario.objects.create(
         organization=organization,
@@ -101,10 +101,12 @@ def _fleets_check(organization: Organization, changes: tuple[Change, ...]) -> No
                 raise ScenarioInvalid(f"changes[{index}]: no fleet {fleet} in organization {organization.slug}")
 
 
-def _zones_check(changes: tuple[Change, ...], start: datetime) -> None:
+def _zones_check(organization: Organization, changes: tuple[Change, ...], start: datetime) -> None:
+    # Only the public values and the organization's own uploads: another's upload is neither used nor revealed.
+    visible = GridIntensity.objects.filter(Q(organization__isnull=True) | Q(organization=organization))
     for index, change in enumerate(changes):
         zone = change.zone if isinstance(change, MoveChange) else None
-        if zone and annual_intensity(zone, start.year) is None and not GridIntensity.objects.filter(zone=zone).exists():
+        if zone and annual_intensity(zone, start.year) is None and not visible.filter(zone=zone).exists():
             raise ScenarioInvalid(f"changes[{index}].zone: no intensity known for zone {zone!r}")
 
 
