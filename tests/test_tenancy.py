@@ -2,15 +2,20 @@
 Org A's data, and must neither show it, change it, nor fail.
 
 Org A holds one row of every kind the API serves (prices, tariffs, dated PUE, market factors, GPU assets, a
-locked period, an instrument with evidence, a workload class, residual mixes, node and personal tokens, a few
-ledger hours) and every name it chose starts with ``zz-a``. Bob, an admin of Org B (the strongest role, so a
+locked period, an instrument with evidence, a workload class, residual mixes, node and personal tokens, a
+scenario with a result, a few ledger hours with an LLM model served) and every name it chose starts with
+``zz-a``. Bob, an admin of Org B (the strongest role, so a
 refusal is never a role's), calls every route with a browser session and with a personal token:
 
 - a route naming one of A's rows answers 404 to every method the route serves (405 to the others), shows
   nothing of A, and leaves A's rows and the audit trail as they were;
 - a route without parameters lists none of A's ids, answers ``?organization=<A's id>`` with 400 or 404,
   exports CSV without A's names, and refuses (400/404) a create that names A's fleet, node, site or token;
-- A's node token reads no report or list, and cannot report a GPU of B's node.
+- A's node token reads no report or list, and cannot report a GPU of B's node;
+- Carol, a viewer of A who administers B, writes nothing into A, not even with a row of B naming one of A's.
+
+Org A's own calls with the same bodies succeed (positive controls), and A's own lists and reports hold the
+rows and names looked for: a 404 or an absence above is the scoping's, not a malformed request's.
 
 ``PROBES`` says how each route is probed and ``EXCLUDED`` why a route is not; a route in neither fails
 ``test_every_route_is_probed_or_excluded``, so a new route cannot skip the probe.
