@@ -144,3 +144,17 @@ def test_openapi_documents_the_audit_section_and_the_period_filter(client_as: Ca
     assert {"period_start", "period_end"} <= parameters
     for path in ("/api/v1/reports/scope2/", "/api/v1/reports/scope2/ghg-table/", "/api/v1/reports/scope2/esrs/"):
         assert "`audit` section" in schema["paths"][path]["get"]["description"], path
+
+
+@pytest.mark.django_db
+def test_an_audit_cell_a_spreadsheet_would_run_is_escaped(
+    admin_a: APIClient, client_as: Callable[..., APIClient], node_a: Node
+) -> None:
+    finance = client_as(Role.FINANCE, username="=HYPERLINK(1)")
+    assert finance.post("/api/v1/node-prices/", rent_body(node_a), format="json").status_code == 201
+    response = admin_a.get(f"/api/v1/reports/sustainability/?{PERIOD}&format=csv")
+    lines = {
+        row["metric"]: row["value"]
+        for row in csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+    }
+    assert lines[f"audit:{_entry_id(admin_a)}:username"] == "'=HYPERLINK(1)"
