@@ -10,9 +10,9 @@ from django.test import Client
 from django.urls import reverse
 
 from accounting.inputs.models import AuditEntry
-from fleets.models import Node, NodeCredential, Organization, Role
+from fleets.models import Fleet, Node, NodeCredential, Organization, Role, Site
 from fleets.services import node_token_rotate
-from tests.factories import MembershipFactory
+from tests.factories import MembershipFactory, NodeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -89,3 +89,16 @@ def test_tokens_revoked_from_the_changelist_are_audited_one_by_one(staff: Client
     assert sorted(AuditEntry.objects.values_list("object_id", "action")) == sorted(
         [(first.pk, "delete"), (second.pk, "delete")]
     )
+
+
+def test_a_node_deleted_in_the_admin_is_audited_with_its_tokens(
+    staff: Client, fleet_a: Fleet, site_a: Site, org_a: Organization
+) -> None:
+    node = NodeFactory(fleet=fleet_a, site=site_a, hostname="spare-1")
+    credential = node_token_rotate(node=node).credential
+    response = staff.post(reverse("admin:fleets_node_delete", args=[node.pk]), {"post": "yes"})
+    assert response.status_code == 302, response.content
+    assert not Node.objects.filter(pk=node.pk).exists()
+    entries = AuditEntry.objects.order_by("id").values_list("action", "subject", "object_id")
+    assert list(entries) == [("delete", "node_token", credential.pk), ("delete", "node", node.pk)]
+    assert AuditEntry.objects.get(subject="node").before["hostname"] == "spare-1"
