@@ -7,6 +7,11 @@ GPU assets and residual mixes save and delete through the same services as the
 API (``input_save`` / ``input_delete``), so each change is audited (who, when,
 before and after), re-opens the ledger hours it affects, and is refused in a
 locked period: the page says why and nothing is changed.
+
+Nodes and node tokens edited or deleted in the admin are audited as through the
+API and the tokens page (``node`` / ``node_token``, ``accounting.inputs.nodes``):
+the inventory's admin is replaced here by ``AuditedInventoryAdmin`` subclasses,
+as ``accounting.admin`` does for the site's PUE.
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ from django.utils import timezone
 
 from accounting.inputs.locks import PeriodLocked
 from accounting.inputs.models import AuditEntry, LockedPeriod
+from accounting.inputs.nodes import inventory_row_delete_audited, inventory_row_save_audited
 from accounting.inputs.services import InputChange, InputInvalid
-from fleets.admin import OrganizationScopedAdmin, organization_path_register
+from fleets.admin import NodeAdmin, NodeCredentialAdmin, OrganizationScopedAdmin, organization_path_register
+from fleets.models import Node, NodeCredential
 from telemetry.admin import ReadOnlyScopedAdmin
 
 organization_path_register(AuditEntry, "organization")
@@ -90,3 +97,35 @@ class AuditedInputAdmin(OrganizationScopedAdmin):
 
     def changelist_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         return admin_refusing(request, lambda: super(AuditedInputAdmin, self).changelist_view(request, *args, **kwargs))
+
+
+class AuditedInventoryAdmin(OrganizationScopedAdmin):
+    """Nodes and node tokens: each save and delete audited in its own transaction, with the admin's name."""
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        save = super().save_model
+        inventory_row_save_audited(
+            row=obj, save=lambda: save(request, obj, form, change), user=request.user, now=timezone.now()
+        )
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        inventory_row_delete_audited(row=obj, user=request.user, now=timezone.now())
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        with transaction.atomic():  # one by one, each audited; all or none
+            for obj in queryset:
+                self.delete_model(request, obj)
+
+
+admin.site.unregister(Node)
+admin.site.unregister(NodeCredential)
+
+
+@admin.register(Node)
+class AuditedNodeAdmin(AuditedInventoryAdmin, NodeAdmin):
+    pass
+
+
+@admin.register(NodeCredential)
+class AuditedNodeCredentialAdmin(AuditedInventoryAdmin, NodeCredentialAdmin):
+    pass

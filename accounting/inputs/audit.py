@@ -12,6 +12,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db.models import DecimalField, Model, QuerySet
 from django.forms.models import model_to_dict
 
+from accounting.inputs.bearing import bears_on
 from accounting.inputs.models import AuditEntry
 
 SKIPPED_FIELDS = frozenset({"evidence_file"})  # bytes: the file's name and SHA-256 are kept instead
@@ -74,3 +75,17 @@ def audit_entries(
     if end is not None:
         entries = entries.filter(at__lt=end)
     return entries
+
+
+def entries_bearing_on(entries: Iterable[AuditEntry], *, start: datetime, end: datetime) -> list[AuditEntry]:
+    """The changes among ``entries`` that bear on the figures of ``[start, end)`` (``bearing.bears_on``), in
+    their order. Filtered here, not in SQL: the periods live in each entry's JSON, and an organization's trail
+    is small (a row per change a person made)."""
+    period = (start, end)
+    return [entry for entry in entries if bears_on(subject=entry.subject, before=entry.before, after=entry.after,
+                                                   period=period)]  # fmt: skip
+
+
+def audit_entries_bearing_on(*, organization_id: int, start: datetime, end: datetime) -> list[AuditEntry]:
+    """The organization's changes bearing on ``[start, end)``, newest first."""
+    return entries_bearing_on(audit_entries(organization_id=organization_id), start=start, end=end)

@@ -1,4 +1,4 @@
-"""Node and node-token changes made by people (API and page), audited: the ``engineer`` role's work.
+"""Node and node-token changes made by people (API, page and Django admin), audited: the ``engineer`` role's work.
 
 The inventory's own services (``fleets.services``) do the writes; this adds the
 audit entry in the same transaction. A token's plaintext is never audited nor
@@ -7,6 +7,7 @@ stored: its prefix and its row's id are.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -16,11 +17,19 @@ from accounting.inputs.audit import audit_record, snapshot
 from fleets.models import Fleet, Node, NodeCredential, Site
 from fleets.services import IssuedToken, node_create, node_token_revoke, node_token_rotate
 
-_TOKEN_FIELDS = ("node", "prefix", "created_at", "revoked_at")
+NODE_FIELDS = ("fleet", "site", "hostname", "tenure", "commissioned_at", "decommissioned_at")
 
 
-def _token(credential: NodeCredential) -> dict[str, Any] | None:
-    return snapshot(credential, fields=_TOKEN_FIELDS)
+def _node(node: Node | None) -> dict[str, Any] | None:
+    return snapshot(node, fields=NODE_FIELDS)
+
+
+def _token(credential: NodeCredential | None) -> dict[str, Any] | None:
+    """The token's row: node, revocation, and its prefix (not an editable field, so named here); never its hash."""
+    shown = snapshot(credential, fields=("node", "revoked_at"))
+    if credential is None or shown is None:
+        return None
+    return shown | {"prefix": credential.prefix}
 
 
 def node_enroll_audited(
@@ -34,7 +43,7 @@ def node_enroll_audited(
         organization_id = fleet.organization_id
         audit_record(
             organization_id=organization_id, user=user, subject="node", object_id=node.pk, before=None,
-            after=snapshot(node, fields=("fleet", "site", "hostname", "tenure", "commissioned_at")), at=now,
+            after=_node(node), at=now,
         )  # fmt: skip
         audit_record(
             organization_id=organization_id, user=user, subject="node_token", object_id=issued.credential.pk,
@@ -70,3 +79,51 @@ def node_token_revoke_audited(*, user: Any, credential: NodeCredential, now: dat
             object_id=revoked.pk, before=before, after=_token(revoked), at=now,
         )  # fmt: skip
     return revoked
+
+
+def _organization_id(node_id: int) -> int:
+    return int(Node.objects.filter(pk=node_id).values_list("fleet__organization_id", flat=True).get())
+
+
+def inventory_row_save_audited(
+    *, row: Node | NodeCredential, save: Callable[[], None], user: Any, now: datetime
+) -> None:
+    """A node or node token saved outside these services (the Django admin): ``save`` writes it, and the change
+    is audited in the same transaction, as ``node`` / ``node_token`` with the fields the API's entries carry."""
+    subject, shown = _SUBJECTS[type(row)]
+    with transaction.atomic():
+        stored = type(row)._default_manager.filter(pk=row.pk).first() if row.pk else None
+        before = shown(stored)
+        save()
+        organization_id = _organization_id(row.pk if isinstance(row, Node) else row.node_id)
+        after = shown(type(row)._default_manager.get(pk=row.pk))
+        if before != after:
+            audit_record(
+                organization_id=organization_id, user=user, subject=subject, object_id=row.pk, before=before,
+                after=after, at=now,
+            )  # fmt: skip
+
+
+def inventory_row_delete_audited(*, row: Node | NodeCredential, user: Any, now: datetime) -> None:
+    """A node (its tokens with it) or a node token deleted in the Django admin, audited in the same transaction."""
+    subject, shown = _SUBJECTS[type(row)]
+    with transaction.atomic():
+        organization_id = _organization_id(row.pk if isinstance(row, Node) else row.node_id)
+        tokens = list(NodeCredential.objects.filter(node=row)) if isinstance(row, Node) else []
+        row_id, before = row.pk, shown(row)
+        row.delete()
+        for token in tokens:  # deleted with their node: each audited as its own row
+            audit_record(
+                organization_id=organization_id, user=user, subject="node_token", object_id=token.pk,
+                before=_token(token), after=None, at=now,
+            )  # fmt: skip
+        audit_record(
+            organization_id=organization_id, user=user, subject=subject, object_id=row_id, before=before,
+            after=None, at=now,
+        )  # fmt: skip
+
+
+_SUBJECTS: dict[type, tuple[str, Callable[[Any], dict[str, Any] | None]]] = {
+    Node: ("node", _node),
+    NodeCredential: ("node_token", _token),
+}

@@ -25,6 +25,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
+from accounting.inputs.report_audit import AUDIT_SECTION, ReportAuditSerializer, audit_metric_rows, report_audit
 from accounting.ledger import CurrencyMismatchError
 from accounting.reports.authentication import PersonalTokenAuthentication
 from accounting.reports.metrics import ALLOCATION_NOTE
@@ -335,7 +336,7 @@ def _rows_by_band(rows: list[dict[str, Any]], bands: list[list[dict[str, Any]]])
 def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The report as ``metric,value`` lines: each figure, then each factor's fields."""
     for name, value in shown.items():
-        if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors"):
+        if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors", "audit"):
             yield {"metric": name, "value": value}
     for factor in shown["factors"]:
         prefix = f"factor:{factor['scope']}:{factor['source']}"
@@ -352,6 +353,7 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for used in shown["embodied_factors"]:
         for name in ("embodied_kgco2e_central", "sources"):
             yield {"metric": f"embodied:{used['gpu_model']}:{name}", "value": used[name]}
+    yield from ({"metric": metric, "value": value} for metric, value in audit_metric_rows(shown["audit"]))
 
 
 QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
@@ -431,6 +433,7 @@ class SustainabilityReportView(ReportView):
         embodied_factors = EmbodiedFactorSerializer(
             many=True, help_text="each GPU model whose lines carry embodied carbon, with the sources of its factors"
         )
+        audit = ReportAuditSerializer(help_text=AUDIT_SECTION)
 
     @extend_schema(
         operation_id="reports_sustainability",
@@ -442,7 +445,8 @@ class SustainabilityReportView(ReportView):
             "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`, each hour's data "
             "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`, "
             "each GPU model's embodied carbon and its factors' sources as `embodied:<model>:<embodied_kgco2e_central"
-            "|sources>`."
+            "|sources>`, then the audit section as `audit:<entries_count|sha256|href>` and each listed change as "
+            "`audit:<id>:<at|username|action|subject|object_id|ledger_hours_reopened|before|after>`."
         ),
         parameters=[InputSerializer],
         responses=_json_or_csv(OutputSerializer),
@@ -455,6 +459,7 @@ class SustainabilityReportView(ReportView):
         shown = sustainability_output(report, organization)
         used = organization_embodied_factors(organization_id=organization.pk, start=start, end=end)
         shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
+        shown["audit"] = report_audit(user=request.user, organization=organization, start=start, end=end)
         if self.wants_csv(request):
             return csv_response(
                 ["metric", "value"], _sustainability_metrics(shown), filename=_csv_name("sustainability", start, end)
