@@ -385,8 +385,9 @@ def _sum_or_none(values: list[Any]) -> Any:
 
 def _outcome(label: str, placed: list[Placement], spec: ClassSpec, note: str = "") -> Outcome:
     # Missed at a measured load, or already at a lower one than asked: it fails (more load is assumed no faster).
+    # A lower bound (TGI's queue time) over the target proves a miss, but one under it proves nothing.
     missed = any(p.ttft_ms is not None and p.ttft_ms > spec.ttft_target_ms for p in placed)
-    unknown = any(p.ttft_ms is None or p.beyond_measured_range for p in placed)
+    unknown = any(p.ttft_ms is None or p.beyond_measured_range or p.ttft_basis != MEASURED for p in placed)
     holds = False if missed else (None if unknown else True)
     return Outcome(
         label=label,
@@ -414,7 +415,14 @@ def _spread(spec: ClassSpec, pairs: list[_Pair], label: str, settings: AdvisorSe
     ]
     outcome = _outcome(label, placed, spec)
     currencies = {fit.currency for fit, _ in pairs}
-    note = "beyond the measured range: the target is not known to hold" if outcome.target_holds is None else ""
+    note = ""
+    if outcome.target_holds is None:
+        lower = any(p.ttft_ms is not None and p.ttft_basis != MEASURED for p in placed)
+        note = (
+            "TTFT known only as a lower bound (TGI's queue time): the target is not known to hold"
+            if lower
+            else "beyond the measured range: the target is not known to hold"
+        )
     return _with_currency(outcome, currencies, note)
 
 

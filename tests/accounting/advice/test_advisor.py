@@ -137,3 +137,22 @@ def test_a_fleet_whose_bands_are_all_too_thin_gets_no_capacity():
     fit = next(f for f in advice.fits if f.fleet_name == "consumer")
     assert (fit.binding, fit.capacity_output_tokens_per_day) == ("no_latency_data", 0)
     assert "consumer has no trusted load band with a measured TTFT histogram" in advice.explanation
+
+
+def test_a_lower_bound_ttft_never_proves_all_on_consumer_holds_the_target():
+    from dataclasses import replace
+
+    from accounting.advice.bands import LOWER_BOUND
+
+    # a TGI consumer fleet: its only histogram is queue time, a lower bound of TTFT (P99 >= 99.5 ms)
+    tgi = curve(2, "consumer", "consumer", 16, [
+        replace(band(1, 2, max_rps=1.5, ttft=FAST, cost="1000"), ttft_basis=LOWER_BOUND),
+    ])  # fmt: skip
+    advice = advise(spec(100_000_000), [enterprise(), tgi])
+    # all on consumer: 100e6 / 86,400 / 200 / 16 = 0.36 req/s per GPU, read at a lower bound of 99.5 ms:
+    # the real TTFT may be anything above, so whether 200 ms holds is not known (None), never True
+    assert advice.all_consumer.placements[0].ttft_basis == LOWER_BOUND
+    assert advice.all_consumer.target_holds is None
+    assert "lower bound" in advice.all_consumer.note
+    # and the recommendation never credits the TGI fleet with capacity
+    assert [p.fleet_name for p in advice.recommendation.placements] == ["enterprise"]
