@@ -298,3 +298,18 @@ def test_the_page_shows_each_llm_model_and_the_idle_hours_apart(two_models, clie
     assert "no output tokens (idle, attributed to no model)" in html
     assert "USD 5.07" in html  # the idle hours' cost, beside the models' 3.32 and 2.22
     assert "≤ 86.2 %" in html  # TGI's goodput from a lower bound of TTFT is an upper bound
+
+
+def test_goodput_on_tgi_queue_time_proves_no_request_met_the_target():
+    # TGI only: queue time (a lower bound of TTFT) 300 within 0.1 s, 90 in (0.1, 0.5], 10 above; target 0.3 s.
+    # A request queued 0.05 s may still take longer than 0.3 s to its first token: nothing is surely within
+    # (certain 0); at most those queued within 0.3 s are (possible: 390 / 400 = 0.975)
+    serving = ServingSums(ttft_lower_bound=Histogram(*map(tuple, QWEN_QUEUE)))
+    within = serving.ttft_within(0.3)
+    assert within.certain == 0.0
+    assert within.possible == pytest.approx(0.975)
+    # the interpolated share of queue times, (300 + 90 x 0.5) / 400 = 0.8625, is an upper bound of goodput
+    assert within.estimate == pytest.approx(0.8625)
+    # measured TTFT keeps its exact lower bound
+    measured = ServingSums(ttft=HISTOGRAM).ttft_within(0.3)
+    assert measured.certain == pytest.approx(0.8)
