@@ -178,3 +178,20 @@ def test_a_load_between_two_measured_bands_is_not_read_on_the_lighter_one():
     # the recommendation credits the consumer fleet only up to what it was measured to hold: 0.2 req/s per GPU
     fit = next(f for f in advice.fits if f.fleet_name == "consumer")
     assert fit.capacity_output_tokens_per_day == pytest.approx(0.2 * 16 * 200 * 86_400)
+
+
+def test_a_deferrable_run_is_as_long_as_the_recommended_fleet_and_gpu_model_need():
+    from accounting.advice.services import run_hours
+
+    # fleet 1 holds H100s (2.00 per 1M) and, dearer, A100s (9.00 per 1M) with the same capacity
+    a100 = curve(1, "enterprise", "enterprise", 8, [
+        band(1, 2, max_rps=1.9, ttft=FAST, cost="9000"),
+        band(8, 16, max_rps=10.0, ttft=FAST, cost="9000"),
+    ], gpu_model="a100")  # fmt: skip
+    advice = advise(spec(100_000_000), [enterprise(), a100])
+    (placement,) = advice.recommendation.placements
+    assert (placement.fleet_name, placement.gpu_model) == ("enterprise", "h100-sxm")
+    # only the H100s run it: 1,382,400,000 a day = 57.6M an hour, so 100M output tokens take 2 hours
+    # (not 1, as if the A100s of the same fleet, never recommended, ran it too)
+    assert run_hours(advice, output_tokens_per_day=100_000_000, deadline_h=24) == 2
+    assert run_hours(advice, output_tokens_per_day=100_000_000, deadline_h=1) == 1
