@@ -56,7 +56,7 @@ from accounting.reports.selectors.comparison import LOWER_BOUND_TTFT_KINDS
 from accounting.reports.selectors.lines import gpu_model_profiles
 from fleets.models import Fleet
 from telemetry.histogram import Histogram
-from telemetry.models import EndpointHourUsage
+from telemetry.models import EndpointHourUsage, ServingEndpoint
 
 __all__ = ["DEFAULT_BAND_EDGES_RPS_PER_GPU", "QUANTILES", "LoadCurve", "load_curve_rows", "load_curves"]
 
@@ -76,23 +76,29 @@ def load_curves(
 ) -> list[LoadCurve]:
     """The measured curves over ``[start, end)``, ordered by fleet name, GPU model and LLM model.
 
-    Two reads. A node-hour with one served endpoint-hour (the common case: one server,
-    one LLM model) holds all of its line, so those are summed in SQL per fleet-hour x
-    LLM model (x server kind x TTFT bucket layout): a few rows per hour instead of one
-    per node. The others (several endpoint-hours on one node-hour, whose line is
-    shared) are read row by row and shared by ``load_hours``. Both become parts of
-    fleet-hours that ``load_hours_merge`` adds up, as ``load_hours`` alone would.
+    A node-hour with one served endpoint-hour (the common case: one server, one LLM
+    model) holds all of its line, so those are summed in SQL per fleet-hour x LLM
+    model (x server kind x TTFT bucket layout): a few rows per hour instead of one per
+    node. The others (several endpoint-hours on one node-hour, whose line is shared)
+    are read row by row and shared by ``load_hours``; only nodes with several endpoints
+    can have them, so without such nodes that read and its test are skipped. Both
+    become parts of fleet-hours that ``load_hours_merge`` adds up, as ``load_hours``
+    alone would.
     """
     usage = _served_usage(organization_ids, start, end, fleet_ids, llm_models)
-    others = usage.filter(endpoint__node_id=OuterRef("endpoint__node_id"), hour_start=OuterRef("hour_start")).exclude(
-        pk=OuterRef("pk")
-    )
     lines_in = _LineScope(organization_ids, frozenset(fleet_ids))
-    single = _with_line(usage.filter(~Exists(others)))
-    shared = _with_line(usage.filter(Exists(others)))
-    hours = load_hours_merge(
-        itertools.chain(_single_hours(single, lines_in), load_hours(*_shared_rows(shared, lines_in)))
-    )
+    several = _nodes_with_several_endpoints(organization_ids, fleet_ids, llm_models)
+    if not several:
+        hours = load_hours_merge(_single_hours(_with_line(usage), lines_in))
+    else:
+        others = usage.filter(
+            endpoint__node_id=OuterRef("endpoint__node_id"), hour_start=OuterRef("hour_start")
+        ).exclude(pk=OuterRef("pk"))
+        single = _with_line(usage.filter(~Exists(others)))
+        shared = _with_line(usage.filter(endpoint__node_id__in=several).filter(Exists(others)))
+        hours = load_hours_merge(
+            itertools.chain(_single_hours(single, lines_in), load_hours(*_shared_rows(shared, lines_in)))
+        )
     fleet_names = dict(Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name"))
     profiles = gpu_model_profiles(organization_ids=organization_ids)
     return curves_build(
@@ -121,6 +127,19 @@ def _served_usage(
     return usage
 
 
+def _nodes_with_several_endpoints(
+    organization_ids: Collection[int], fleet_ids: Collection[int], llm_models: Collection[str]
+) -> list[int]:
+    """Nodes with more than one (filtered) serving endpoint: the only ones whose node-hours may be shared."""
+    endpoints = ServingEndpoint.objects.filter(node__fleet__organization_id__in=organization_ids)
+    if fleet_ids:
+        endpoints = endpoints.filter(node__fleet_id__in=fleet_ids)
+    if llm_models:
+        endpoints = endpoints.filter(model_name__in=llm_models)
+    several = endpoints.values("node_id").annotate(n=Count("pk")).filter(n__gt=1).order_by()
+    return list(several.values_list("node_id", flat=True))
+
+
 def _with_line(usage: QuerySet[EndpointHourUsage]) -> QuerySet[EndpointHourUsage]:
     """Endpoint-hours joined to their node-hour's ledger line (``k_line``); those without one are left out.
 
@@ -146,7 +165,8 @@ class _LineScope:
 
 def _single_hours(single: QuerySet[EndpointHourUsage], lines_in: _LineScope) -> Iterator[LoadHour]:
     """Parts of fleet-hours from node-hours with one endpoint-hour: its line's figures whole, summed in SQL."""
-    keys = ("k_line__organization_id", "k_line__fleet_id", "k_line__gpu_model", "k_line__currency", "hour_start",
+    # The hour first: PostgreSQL sorts the rows to group them, and most comparisons end at the timestamp.
+    keys = ("hour_start", "k_line__organization_id", "k_line__fleet_id", "k_line__gpu_model", "k_line__currency",
             "endpoint__model_name", "endpoint__kind", "bounds")  # fmt: skip
     figures = ("gpu_h", "cost", "it_kwh", "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")
     rows = (
@@ -163,7 +183,7 @@ def _single_hours(single: QuerySet[EndpointHourUsage], lines_in: _LineScope) -> 
         .values_list(*keys, "s_requests", "s_tokens", *(f"s_{name}" for name in figures), "n_unknown", "counts")
     )
     layouts: dict[str | None, tuple[float, ...]] = {}
-    for (organization_id, fleet_id, gpu_model, currency, hour, llm_model, kind, bounds, requests, tokens,
+    for (hour, organization_id, fleet_id, gpu_model, currency, llm_model, kind, bounds, requests, tokens,
          gpu_h, cost, it_kwh, facility_kwh, operational, embodied, unknown, counts) in rows:  # fmt: skip
         if (organization_id, fleet_id) not in lines_in:
             continue
