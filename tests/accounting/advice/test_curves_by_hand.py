@@ -81,6 +81,12 @@ def figures(band):
             band.facility_kwh, band.operational_co2e_g, band.embodied_co2e_g)  # fmt: skip
 
 
+def ttft(band):
+    """The band's merged histogram: its bounds, counts and basis."""
+    assert band.ttft is not None
+    return band.ttft.bounds_s, band.ttft.counts, band.ttft_basis
+
+
 def test_the_curve_by_hand(org_a, alpha):
     llama, qwen = load_curves(organization_ids=[org_a.pk], start=START, end=END)
     assert (llama.key.llm_model, llama.fleet_name, llama.gpu_class, llama.currency) == (
@@ -92,7 +98,7 @@ def test_the_curve_by_hand(org_a, alpha):
     # H2: 720 requests / (2 GPU-h x 3600 s) = 0.1 req/s per GPU; its line has no intensity: operational unknown.
     assert (quiet.low_rps_per_gpu, quiet.high_rps_per_gpu, quiet.max_rps_per_gpu) == (0.0, 0.25, 0.1)
     assert figures(quiet) == (1, 720, 72_000, 2, 6, Decimal("1.5"), Decimal("1.8"), None, 40)
-    assert (quiet.ttft.bounds_s, quiet.ttft.counts, quiet.ttft_basis) == ((0.1, 0.5), (8, 2, 0), "measured")
+    assert ttft(quiet) == ((0.1, 0.5), (8, 2, 0), "measured")
     # H1: A + B + 3/4 of C = 17,100 requests over 4.75 GPU-h x 3600 s = 1.0 req/s per GPU.
     assert (busy.low_rps_per_gpu, busy.high_rps_per_gpu, busy.max_rps_per_gpu) == (1.0, 2.0, 1.0)
     assert figures(busy) == (
@@ -100,14 +106,14 @@ def test_the_curve_by_hand(org_a, alpha):
     )  # fmt: skip
     # Measured: A's [60, 30, 10] + B's [50, 20 + 20, 10] on the bounds they share (0.1, 0.5); C's TGI
     # queue time is only a lower bound, left out while measured TTFT exists.
-    assert (busy.ttft.bounds_s, busy.ttft.counts, busy.ttft_basis) == ((0.1, 0.5), (110, 70, 20), "measured")
+    assert ttft(busy) == ((0.1, 0.5), (110, 70, 20), "measured")
     # P50: rank 100 of 200 lies 100/110 into (0, 0.1 s].
     assert busy.ttft_quantile_s(0.5) == pytest.approx(0.1 * 100 / 110)
     (only,) = qwen.bands
     # 900 requests / (0.25 GPU-h x 3600 s) = 1.0 req/s per GPU; a quarter of C's line.
     assert (only.low_rps_per_gpu, only.max_rps_per_gpu) == (1.0, 1.0)
     assert figures(only) == (1, 900, 100_000, Decimal("0.25"), 1, Decimal("0.2"), Decimal("0.24"), 48, 5)
-    assert (only.ttft.bounds_s, only.ttft.counts) == ((0.2,), (9, 1))
+    assert ttft(only) == ((0.2,), (9, 1), "measured")
 
 
 def test_one_llm_model_alone_takes_its_node_hours_whole(org_a, alpha):
