@@ -260,7 +260,10 @@ def _histogram_sum(bounds: tuple[float, ...], joined: str | None) -> Histogram |
     fitting = [counts for counts in json.loads(f"[{joined}]") if counts and len(counts) == width]
     if not fitting:
         return None
-    return Histogram(bounds, tuple(sum(int(c) for c in column) for column in zip(*fitting, strict=True)))
+    sums = tuple(map(sum, zip(*fitting, strict=True)))
+    if not all(type(total) is int for total in sums):  # a count stored as a float: each to int first, as before
+        sums = tuple(sum(int(c) for c in column) for column in zip(*fitting, strict=True))
+    return Histogram(bounds, sums)
 
 
 class _Joined(Aggregate):

@@ -5,7 +5,7 @@ Fleet "alpha" (H100 SXM, USD), hours H1 and H2:
 - node A (one vLLM endpoint of llama-8b, and a second one that served nothing: no share):
   H1 7,200 requests, 720,000 output tokens, TTFT [60, 30, 10] on (0.1, 0.5 s]; its line
   2 GPU-h, cost 6, IT 1.5 kWh, facility 1.8 kWh, 360 g location, 40 g embodied.
-  H2 720 requests, 72,000 tokens, TTFT [8, 2, 0]; line alike but with no known intensity.
+  H2 720 requests, 72,000 tokens, TTFT [8.0, 2, 0] (a float count); line alike but with no known intensity.
 - node B (llama-8b on vLLM, finer buckets (0.1, 0.25, 0.5 s]): H1 7,200 requests, 720,000
   tokens, TTFT [50, 20, 20, 10]; line as A's in H1.
 - node C (1 GPU): llama-8b on TGI (a lower bound of TTFT) 2,700 requests, 300,000 tokens, and
@@ -63,7 +63,7 @@ def alpha(org_a):
     site = SiteFactory(organization=org_a)
     a, b, c, d = (NodeFactory(fleet=fleet, site=site, hostname=name) for name in "abcd")
     served(a, "llama-8b", "vllm", H1, requests=7200, tokens=720_000, bounds=[0.1, 0.5], counts=[60, 30, 10])
-    served(a, "llama-8b", "vllm", H2, requests=720, tokens=72_000, bounds=[0.1, 0.5], counts=[8, 2, 0])
+    served(a, "llama-8b", "vllm", H2, requests=720, tokens=72_000, bounds=[0.1, 0.5], counts=[8.0, 2, 0])
     served(a, "llama-8b", "vllm", H1, requests=0, tokens=0, bounds=[0.1], counts=[0, 0], url="http://127.0.0.1:9/")
     served(b, "llama-8b", "vllm", H1, requests=7200, tokens=720_000, bounds=[0.1, 0.25, 0.5], counts=[50, 20, 20, 10])
     served(c, "llama-8b", "tgi", H1, requests=2700, tokens=300_000, bounds=[0.1], counts=[25, 5])
@@ -99,6 +99,7 @@ def test_the_curve_by_hand(org_a, alpha):
     assert (quiet.low_rps_per_gpu, quiet.high_rps_per_gpu, quiet.max_rps_per_gpu) == (0.0, 0.25, 0.1)
     assert figures(quiet) == (1, 720, 72_000, 2, 6, Decimal("1.5"), Decimal("1.8"), None, 40)
     assert ttft(quiet) == ((0.1, 0.5), (8, 2, 0), "measured")
+    assert {type(count) for count in ttft(quiet)[1]} == {int}  # a count stored as 8.0 is read as 8
     # H1: A + B + 3/4 of C = 17,100 requests over 4.75 GPU-h x 3600 s = 1.0 req/s per GPU.
     assert (busy.low_rps_per_gpu, busy.high_rps_per_gpu, busy.max_rps_per_gpu) == (1.0, 2.0, 1.0)
     assert figures(busy) == (
