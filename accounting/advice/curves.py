@@ -41,6 +41,7 @@ from django.db.models.functions import Cast
 
 from accounting.advice.bands import (
     DEFAULT_BAND_EDGES_RPS_PER_GPU,
+    ZERO,
     CurveBand,
     CurveKey,
     EndpointHour,
@@ -80,10 +81,11 @@ def load_curves(
     model) holds all of its line, so those are summed in SQL per fleet-hour x LLM
     model (x server kind x TTFT bucket layout): a few rows per hour instead of one per
     node. The others (several endpoint-hours on one node-hour, whose line is shared)
-    are read row by row and shared by ``load_hours``; only nodes with several endpoints
-    can have them, so without such nodes that read and its test are skipped. Both
-    become parts of fleet-hours that ``load_hours_merge`` adds up, as ``load_hours``
-    alone would.
+    are read row by row, with no histogram, and shared by ``load_hours``; their
+    histograms are summed in SQL as the others' are (merging is exact in any grouping).
+    Only nodes with several endpoints can have them, so without such nodes those reads
+    and their test are skipped. All become parts of fleet-hours that ``load_hours_merge``
+    adds up, as ``load_hours`` alone would.
     """
     usage = _served_usage(organization_ids, start, end, fleet_ids, llm_models)
     lines_in = _LineScope(organization_ids, frozenset(fleet_ids))
@@ -97,7 +99,11 @@ def load_curves(
         single = _with_line(usage.filter(~Exists(others)))
         shared = _with_line(usage.filter(endpoint__node_id__in=several).filter(Exists(others)))
         hours = load_hours_merge(
-            itertools.chain(_single_hours(single, lines_in), load_hours(*_shared_rows(shared, lines_in)))
+            itertools.chain(
+                _single_hours(single, lines_in),
+                load_hours(*_shared_rows(shared, lines_in)),
+                _single_hours(shared, lines_in, histograms_only=True),
+            )
         )
     fleet_names = dict(Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name"))
     profiles = gpu_model_profiles(organization_ids=organization_ids)
@@ -163,8 +169,13 @@ class _LineScope:
         return organization_id in self.organization_ids and (not self.fleet_ids or fleet_id in self.fleet_ids)
 
 
-def _single_hours(single: QuerySet[EndpointHourUsage], lines_in: _LineScope) -> Iterator[LoadHour]:
-    """Parts of fleet-hours from node-hours with one endpoint-hour: its line's figures whole, summed in SQL."""
+def _single_hours(
+    single: QuerySet[EndpointHourUsage], lines_in: _LineScope, *, histograms_only: bool = False
+) -> Iterator[LoadHour]:
+    """Parts of fleet-hours from node-hours with one endpoint-hour: its line's figures whole, summed in SQL.
+
+    ``histograms_only``: of any endpoint-hours, only their TTFT histograms (the other figures zero).
+    """
     # The hour first: PostgreSQL sorts the rows to group them, and most comparisons end at the timestamp.
     keys = ("hour_start", "k_line__organization_id", "k_line__fleet_id", "k_line__gpu_model", "k_line__currency",
             "endpoint__model_name", "endpoint__kind", "bounds")  # fmt: skip
@@ -191,6 +202,15 @@ def _single_hours(single: QuerySet[EndpointHourUsage], lines_in: _LineScope) -> 
             layouts[bounds] = _bounds(bounds)
         ttft = _histogram_sum(layouts[bounds], counts)
         lower = kind in LOWER_BOUND_TTFT_KINDS
+        if histograms_only:
+            if ttft is not None:
+                yield LoadHour(
+                    key=CurveKey(fleet_id, gpu_model, llm_model), currency=currency, hour_start=hour, requests=0,
+                    generation_tokens=0, gpu_h=ZERO, cost=ZERO, it_kwh=ZERO, facility_kwh=ZERO,
+                    operational_co2e_g=ZERO, embodied_co2e_g=ZERO, ttft=None if lower else ttft,
+                    ttft_lower_bound=ttft if lower else None,
+                )  # fmt: skip
+            continue
         yield LoadHour(
             key=CurveKey(fleet_id, gpu_model, llm_model),
             currency=currency,
@@ -211,13 +231,16 @@ def _single_hours(single: QuerySet[EndpointHourUsage], lines_in: _LineScope) -> 
 def _shared_rows(
     shared: QuerySet[EndpointHourUsage], lines_in: _LineScope
 ) -> tuple[list[EndpointHour], list[NodeHour]]:
-    """Endpoint-hours of node-hours with several, and their lines, row by row for ``load_hours`` to share."""
+    """Endpoint-hours of node-hours with several, and their lines, row by row for ``load_hours`` to share.
+
+    No histograms: ``_single_hours(..., histograms_only=True)`` sums them.
+    """
     line_columns = ("node_id", "hour_start", "fleet_id", "gpu_model", "currency", "gpu_h", "cost", "it_kwh",
                     "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")  # fmt: skip
-    columns = ("endpoint__model_name", "requests", "generation_tokens", "ttft_bucket_bounds_s", "ttft_bucket_counts",
-               "endpoint__kind", "k_line__organization_id", *(f"k_line__{name}" for name in line_columns))  # fmt: skip
+    columns = ("endpoint__model_name", "requests", "generation_tokens", "k_line__organization_id",
+               *(f"k_line__{name}" for name in line_columns))  # fmt: skip
     endpoint_hours, node_hours = [], {}
-    for model, requests, tokens, bounds, counts, kind, organization_id, *line in shared.values_list(*columns):
+    for model, requests, tokens, organization_id, *line in shared.values_list(*columns):
         node_hour = NodeHour(*line)  # the columns in NodeHour's field order
         if (organization_id, node_hour.fleet_id) not in lines_in:
             continue
@@ -229,17 +252,9 @@ def _shared_rows(
                 llm_model=model,
                 requests=requests,
                 generation_tokens=tokens,
-                ttft=_histogram(bounds, counts),
-                ttft_lower_bound=kind in LOWER_BOUND_TTFT_KINDS,
             )
         )
     return endpoint_hours, list(node_hours.values())
-
-
-def _histogram(bounds: Any, counts: Any) -> Histogram | None:
-    if not counts or not bounds or len(counts) != len(bounds) + 1:
-        return None
-    return Histogram(tuple(float(b) for b in bounds), tuple(int(c) for c in counts))
 
 
 def _bounds(text: str | None) -> tuple[float, ...]:
@@ -251,8 +266,8 @@ def _bounds(text: str | None) -> tuple[float, ...]:
 def _histogram_sum(bounds: tuple[float, ...], joined: str | None) -> Histogram | None:
     """The bucket-wise sum of the hour's histograms of one layout (``_Joined`` JSON arrays, comma-separated).
 
-    Each array is one endpoint-hour's counts; one that does not fit the layout counts
-    as no histogram, as ``_histogram`` has it.
+    Each array is one endpoint-hour's counts; one that is empty or does not fit the
+    layout counts as no histogram.
     """
     if not bounds or not joined:
         return None
