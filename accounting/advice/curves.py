@@ -12,7 +12,9 @@ Public functions (others call them):
   figures as the load-curves report gives them (JSON and CSV).
 
 The arithmetic (allocation of node-hours among LLM models, banding, merging) is
-``accounting.advice.bands``; this module only reads rows into its dataclasses.
+``accounting.advice.bands``; this module reads rows into its dataclasses: summed
+in SQL per fleet-hour where a node-hour's line is whole (one endpoint-hour), row
+by row where ``bands.load_hours`` shares it (see ``load_curves``).
 """
 
 from __future__ import annotations
