@@ -98,7 +98,7 @@ class FleetFit:
     llm_model: str
     currency: str
     hours: int
-    gpu_count: int
+    gpu_count: float  # fractional: a shared GPU's share (see LoadCurve.gpu_count)
     output_tokens_per_request: float | None
     capacity_rps_per_gpu: float
     capacity_output_tokens_per_day: float

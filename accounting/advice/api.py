@@ -270,8 +270,9 @@ class LoadCurveRowSerializer(serializers.Serializer):
     gpu_class = serializers.CharField(allow_null=True, help_text="enterprise or consumer (the GPU profile's class)")
     llm_model = serializers.CharField(help_text="the served model name")
     currency = serializers.CharField()
-    gpu_count = serializers.IntegerField(
-        help_text="GPUs that served the model in its busiest hour (GPU-hours, shared by output tokens)"
+    gpu_count = number(
+        "GPUs that served the model in its busiest hour (its GPU-hours then, shared by output tokens; fractional "
+        "for a shared GPU)"
     )
     curve_hours = serializers.IntegerField(help_text="fleet-hours of the curve, all bands")
     band_low_rps_per_gpu = serializers.FloatField(help_text="band: requests/s per GPU, inclusive")

@@ -176,8 +176,9 @@ class LoadCurve:
     gpu_class: str | None  # "enterprise" / "consumer" (the GPU profile's class), None if unknown
     currency: str
     # GPUs that served the model in its busiest hour (a node serving several models shares its GPU-hours
-    # among them by output tokens): the GPUs the advisor spreads the class's load over.
-    gpu_count: int
+    # among them by output tokens): the GPUs the advisor spreads the class's load over. Fractional, not
+    # rounded: the load per GPU is per GPU-hour of that share, so capacity = load x this share.
+    gpu_count: float
     bands: tuple[CurveBand, ...]
     first_hour: datetime | None = None
     last_hour: datetime | None = None
@@ -322,9 +323,13 @@ def curves_build(
     return sorted(curves, key=lambda c: (c.fleet_name, c.key.fleet_id, c.key.gpu_model, c.key.llm_model, c.currency))
 
 
-def _gpus_serving(hours_by_band: Iterable[list[LoadHour]]) -> int:
-    """GPUs that served the model in its busiest hour: its GPU-hours in that hour (shared by tokens), rounded."""
-    return round(max((float(hour.gpu_h) for hours in hours_by_band for hour in hours), default=0.0))
+def _gpus_serving(hours_by_band: Iterable[list[LoadHour]]) -> float:
+    """GPUs that served the model in its busiest hour: its GPU-hours in that hour (shared by tokens).
+
+    Not rounded: a model holding 0.4 of a shared GPU has 0.4 GPU of capacity (rounding gave it none,
+    and 2.5 became 2); not ceil'd either, which would count a shared GPU once per model served on it.
+    """
+    return max((float(hour.gpu_h) for hours in hours_by_band for hour in hours), default=0.0)
 
 
 def _edges_check(edges: Sequence[float]) -> None:

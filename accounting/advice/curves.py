@@ -328,7 +328,7 @@ def load_curve_rows(curves: Sequence[LoadCurve]) -> list[dict[str, Any]]:
                     "gpu_class": curve.gpu_class,
                     "llm_model": curve.key.llm_model,
                     "currency": curve.currency,
-                    "gpu_count": curve.gpu_count,
+                    "gpu_count": _unit(curve.gpu_count),
                     "curve_hours": curve.hours,
                     "band_low_rps_per_gpu": band.low_rps_per_gpu,
                     "band_high_rps_per_gpu": band.high_rps_per_gpu,

@@ -92,8 +92,8 @@ def test_the_curve_by_hand(org_a, alpha):
     assert (llama.key.llm_model, llama.fleet_name, llama.gpu_class, llama.currency) == (
         "llama-8b", "alpha", "enterprise", "USD",
     )  # fmt: skip
-    # Busiest hour H1: 2 + 2 + 3/4 GPU-h = 4.75, rounded: 5 GPUs. qwen's 1/4 rounds to 0.
-    assert (llama.gpu_count, qwen.gpu_count, llama.first_hour, llama.last_hour) == (5, 0, H1, H2)
+    # Busiest hour H1: 2 + 2 + 3/4 GPU-h = 4.75 GPUs; qwen's 1/4 of the shared node's GPU: 0.25 (not rounded to 0).
+    assert (llama.gpu_count, qwen.gpu_count, llama.first_hour, llama.last_hour) == (4.75, 0.25, H1, H2)
     quiet, busy = llama.bands
     # H2: 720 requests / (2 GPU-h x 3600 s) = 0.1 req/s per GPU; its line has no intensity: operational unknown.
     assert (quiet.low_rps_per_gpu, quiet.high_rps_per_gpu, quiet.max_rps_per_gpu) == (0.0, 0.25, 0.1)
