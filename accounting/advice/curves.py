@@ -88,25 +88,34 @@ def load_curves(
     Only nodes with several endpoints can have them, so without such nodes those reads
     and their test are skipped. All become parts of fleet-hours that ``load_hours_merge``
     adds up, as ``load_hours`` alone would.
+
+    ``llm_models`` keeps those models' curves only: a node-hour is still shared among every model it
+    served (which endpoint-hours make it shared, and the shares, are read unfiltered).
     """
-    usage = _served_usage(organization_ids, start, end, fleet_ids, llm_models)
+    # Every model's endpoint-hours decide whether a node-hour is shared, and its shares; the model filter
+    # applies to what is summed, and to the shared node-hours' parts once shared.
+    usage = _served_usage(organization_ids, start, end, fleet_ids)
+    wanted = frozenset(llm_models)
+    asked = usage.filter(endpoint__model_name__in=wanted) if wanted else usage
     lines_in = _LineScope(organization_ids, frozenset(fleet_ids))
-    several = _nodes_with_several_endpoints(organization_ids, fleet_ids, llm_models)
+    several = _nodes_with_several_endpoints(organization_ids, fleet_ids, wanted)
     if not several:
-        hours = load_hours_merge(_single_hours(_with_line(usage), lines_in))
+        hours = load_hours_merge(_single_hours(_with_line(asked), lines_in))
     else:
         others = usage.filter(
             endpoint__node_id=OuterRef("endpoint__node_id"), hour_start=OuterRef("hour_start")
         ).exclude(pk=OuterRef("pk"))
-        single = _with_line(usage.filter(~Exists(others)))
-        shared = _with_line(usage.filter(endpoint__node_id__in=several).filter(Exists(others)))
+        single = _with_line(asked.filter(~Exists(others)))
+        shared = usage.filter(endpoint__node_id__in=several).filter(Exists(others))
+        shared_parts = load_hours(*_shared_rows(_with_line(shared), lines_in))
         hours = load_hours_merge(
             itertools.chain(
                 _single_hours(single, lines_in),
-                load_hours(*_shared_rows(shared, lines_in)),
-                _single_hours(shared, lines_in, histograms_only=True),
+                (part for part in shared_parts if not wanted or part.key.llm_model in wanted),
+                _single_hours(_with_line(shared.filter(endpoint__model_name__in=wanted) if wanted else shared),
+                              lines_in, histograms_only=True),
             )
-        )
+        )  # fmt: skip
     fleet_names = dict(Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name"))
     profiles = gpu_model_profiles(organization_ids=organization_ids)
     return curves_build(
@@ -122,29 +131,27 @@ def _served_usage(
     start: datetime,
     end: datetime,
     fleet_ids: Collection[int],
-    llm_models: Collection[str],
 ) -> QuerySet[EndpointHourUsage]:
-    """The endpoint-hours that served anything (requests or output tokens) in the period, filtered."""
+    """The endpoint-hours that served anything (requests or output tokens) in the period, of every LLM model."""
     usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
     ).exclude(requests=0, generation_tokens=0)
     if fleet_ids:
         usage = usage.filter(endpoint__node__fleet_id__in=fleet_ids)
-    if llm_models:
-        usage = usage.filter(endpoint__model_name__in=llm_models)
     return usage
 
 
 def _nodes_with_several_endpoints(
     organization_ids: Collection[int], fleet_ids: Collection[int], llm_models: Collection[str]
 ) -> list[int]:
-    """Nodes with more than one (filtered) serving endpoint: the only ones whose node-hours may be shared."""
+    """Nodes with more than one serving endpoint (of any model), the only ones whose node-hours may be shared;
+    with ``llm_models``, only those with an endpoint of one of them."""
     endpoints = ServingEndpoint.objects.filter(node__fleet__organization_id__in=organization_ids)
     if fleet_ids:
         endpoints = endpoints.filter(node__fleet_id__in=fleet_ids)
-    if llm_models:
-        endpoints = endpoints.filter(model_name__in=llm_models)
     several = endpoints.values("node_id").annotate(n=Count("pk")).filter(n__gt=1).order_by()
+    if llm_models:
+        several = several.filter(node_id__in=endpoints.filter(model_name__in=llm_models).values("node_id"))
     return list(several.values_list("node_id", flat=True))
 
 

@@ -117,13 +117,22 @@ def test_the_curve_by_hand(org_a, alpha):
     assert ttft(only) == ((0.2,), (9, 1), "measured")
 
 
-def test_one_llm_model_alone_takes_its_node_hours_whole(org_a, alpha):
+def test_a_model_filter_keeps_each_model_its_share_of_a_shared_node_hour(org_a, alpha):
     (llama,) = load_curves(organization_ids=[org_a.pk], start=START, end=END, llm_models=["llama-8b"])
-    # With qwen left out, C's hour is llama's alone: 17,100 requests / (5 GPU-h x 3600 s) = 0.95 req/s per GPU.
+    # qwen is filtered out after the shares: C's hour stays 3/4 llama's, as in the unfiltered curve
+    # (17,100 requests / 4.75 GPU-h), not all of it (which gave 5 GPU-h and 0.95 req/s per GPU).
     quiet, busy = llama.bands
-    assert (busy.low_rps_per_gpu, busy.max_rps_per_gpu) == (0.5, 0.95)
-    assert figures(busy) == (1, 17_100, 1_740_000, 5, 16, Decimal("3.8"), Decimal("4.56"), 912, 100)
+    assert (busy.low_rps_per_gpu, busy.max_rps_per_gpu) == (1.0, 1.0)
+    assert figures(busy) == (
+        1, 17_100, 1_740_000, Decimal("4.75"), 15, Decimal("3.6"), Decimal("4.32"), 864, 95
+    )  # fmt: skip
+    assert ttft(busy) == ((0.1, 0.5), (110, 70, 20), "measured")
     assert figures(quiet)[:4] == (1, 720, 72_000, 2)
+    assert llama.gpu_count == 4.75
+    (qwen,) = load_curves(organization_ids=[org_a.pk], start=START, end=END, llm_models=["qwen-14b"])
+    # qwen alone: its quarter of C's line (0.25 GPU-h, cost 1), as unfiltered
+    assert figures(qwen.bands[0]) == (1, 900, 100_000, Decimal("0.25"), 1, Decimal("0.2"), Decimal("0.24"), 48, 5)
+    assert ttft(qwen.bands[0]) == ((0.2,), (9, 1), "measured")
 
 
 def test_a_fleet_filter_and_another_organization_see_nothing_else(org_a, org_b, alpha):
