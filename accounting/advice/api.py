@@ -299,9 +299,17 @@ class LoadCurveRowSerializer(serializers.Serializer):
     cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     it_j_per_output_token = number("IT energy J / output tokens")
     facility_kwh_per_1m_output_tokens = number("facility kWh (after PUE) / output tokens x 1e6")
-    operational_gco2e_per_1m_output_tokens = number("location-based gCO2e / output tokens x 1e6")
+    operational_gco2e_per_1m_output_tokens = number(
+        "location-based gCO2e / output tokens x 1e6; over operational_coverage < 1, the known kWh's mean intensity "
+        "stands in for the rest"
+    )
     embodied_gco2e_per_1m_output_tokens = number("embodied gCO2e (central) / output tokens x 1e6")
     gco2e_per_1m_output_tokens = number("operational + embodied")
+    operational_coverage = number("share (0-1) of the band's facility kWh with a known grid intensity")
+    unpriced_node_hours = serializers.IntegerField(
+        help_text="node-hours with no price, asset or tariff in force: their cost is missing, so "
+        "cost_per_1m_output_tokens is a lower bound when this is above 0"
+    )
 
 
 class LoadCurvesReportView(ReportView):

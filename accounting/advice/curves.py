@@ -29,8 +29,10 @@ from typing import Any
 
 from django.db.models import (
     Aggregate,
+    BooleanField,
     Count,
     Exists,
+    ExpressionWrapper,
     F,
     FilteredRelation,
     OuterRef,
@@ -55,6 +57,7 @@ from accounting.advice.bands import (
     load_hours_merge,
 )
 from accounting.ledger.units import significant
+from accounting.reports.aggregates import unpriced_with_telemetry
 from accounting.reports.selectors.comparison import LOWER_BOUND_TTFT_KINDS
 from accounting.reports.selectors.lines import gpu_model_profiles
 from fleets.models import Fleet
@@ -196,15 +199,18 @@ def _single_hours(
             s_requests=Sum("requests"),
             s_tokens=Sum("generation_tokens"),
             **{f"s_{name}": Sum(f"k_line__{name}") for name in figures},
-            n_unknown=Count("pk", filter=Q(k_line__location_co2e_g__isnull=True)),
+            s_unknown_kwh=Sum("k_line__facility_kwh", filter=Q(k_line__location_co2e_g__isnull=True)),
+            n_unpriced=Count("pk", filter=unpriced_with_telemetry("k_line__")),
             counts=_Joined(Cast("ttft_bucket_counts", TextField())),
         )
         .order_by()
-        .values_list(*keys, "s_requests", "s_tokens", *(f"s_{name}" for name in figures), "n_unknown", "counts")
+        .values_list(
+            *keys, "s_requests", "s_tokens", *(f"s_{name}" for name in figures), "s_unknown_kwh", "n_unpriced", "counts"
+        )
     )
     layouts: dict[str | None, tuple[float, ...]] = {}
     for (hour, organization_id, fleet_id, gpu_model, currency, llm_model, kind, bounds, requests, tokens,
-         gpu_h, cost, it_kwh, facility_kwh, operational, embodied, unknown, counts) in rows:  # fmt: skip
+         gpu_h, cost, it_kwh, facility_kwh, operational, embodied, unknown_kwh, unpriced, counts) in rows:  # fmt: skip
         if (organization_id, fleet_id) not in lines_in:
             continue
         if bounds not in layouts:
@@ -216,7 +222,7 @@ def _single_hours(
                 yield LoadHour(
                     key=CurveKey(fleet_id, gpu_model, llm_model), currency=currency, hour_start=hour, requests=0,
                     generation_tokens=0, gpu_h=ZERO, cost=ZERO, it_kwh=ZERO, facility_kwh=ZERO,
-                    operational_co2e_g=ZERO, embodied_co2e_g=ZERO, ttft=None if lower else ttft,
+                    operational_co2e_g=None, embodied_co2e_g=ZERO, ttft=None if lower else ttft,
                     ttft_lower_bound=ttft if lower else None,
                 )  # fmt: skip
             continue
@@ -230,10 +236,12 @@ def _single_hours(
             cost=cost,
             it_kwh=it_kwh,
             facility_kwh=facility_kwh,
-            operational_co2e_g=None if unknown else operational,
+            operational_co2e_g=operational,  # the known lines' sum (SQL leaves NULLs out); None: none known
             embodied_co2e_g=embodied,
             ttft=None if lower else ttft,
             ttft_lower_bound=ttft if lower else None,
+            unknown_intensity_kwh=unknown_kwh or ZERO,
+            unpriced_node_hours=unpriced,
         )
 
 
@@ -247,9 +255,10 @@ def _shared_rows(
     line_columns = ("node_id", "hour_start", "fleet_id", "gpu_model", "currency", "gpu_h", "cost", "it_kwh",
                     "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")  # fmt: skip
     columns = ("endpoint__model_name", "requests", "generation_tokens", "k_line__organization_id",
-               *(f"k_line__{name}" for name in line_columns))  # fmt: skip
+               *(f"k_line__{name}" for name in line_columns), "k_unpriced")  # fmt: skip
     endpoint_hours, node_hours = [], {}
-    for model, requests, tokens, organization_id, *line in shared.values_list(*columns):
+    unpriced = ExpressionWrapper(unpriced_with_telemetry("k_line__"), output_field=BooleanField())
+    for model, requests, tokens, organization_id, *line in shared.annotate(k_unpriced=unpriced).values_list(*columns):
         node_hour = NodeHour(*line)  # the columns in NodeHour's field order
         if (organization_id, node_hour.fleet_id) not in lines_in:
             continue
@@ -353,6 +362,8 @@ def load_curve_rows(curves: Sequence[LoadCurve]) -> list[dict[str, Any]]:
                     "operational_gco2e_per_1m_output_tokens": _unit(band.operational_gco2e_per_1m_output_tokens),
                     "embodied_gco2e_per_1m_output_tokens": _unit(band.embodied_gco2e_per_1m_output_tokens),
                     "gco2e_per_1m_output_tokens": _unit(band.gco2e_per_1m_output_tokens),
+                    "operational_coverage": _unit(band.operational_coverage),
+                    "unpriced_node_hours": band.unpriced_node_hours,
                 }
             )
     return rows

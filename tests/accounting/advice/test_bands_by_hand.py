@@ -45,3 +45,31 @@ def test_half_gpu_hours_are_not_rounded_to_even():
                    [line(1, 0, gpu_h="5"), line(1, 1, gpu_h="1")])  # fmt: skip
     assert curves["a"].gpu_count == pytest.approx(2.5)
     assert CurveKey(1, "rtx-4090", "a") == curves["a"].key
+
+
+def test_an_hour_with_no_known_intensity_leaves_the_known_part_with_its_coverage():
+    # two hours in one band: 1 kWh at 400 g known, 3 kWh with no intensity; 100 + 100 requests on 1 GPU-h each
+    curves = build(
+        [usage(1, 0, "a", 1000), usage(1, 1, "a", 1000)],
+        [line(1, 0, facility_kwh="1"), line(1, 1, facility_kwh="3", co2e=None)],
+    )
+    (band,) = curves["a"].bands
+    assert band.operational_co2e_g == Decimal(400)  # the known part, not None
+    assert band.unknown_intensity_kwh == Decimal(3)
+    assert band.operational_coverage == pytest.approx(0.25)  # 1 of 4 kWh
+    # per output token: the known kWh's mean intensity (400 g/kWh) over all 4 kWh = 1600 g / 2000 tokens
+    assert band.operational_gco2e_per_1m_output_tokens == pytest.approx(800_000)
+    assert band.gco2e_per_1m_output_tokens == pytest.approx(800_000 + 20 / 2000 * 1e6)
+    # no hour known at all: unknown (None), coverage 0
+    (dark,) = build([usage(1, 0, "a", 1000)], [line(1, 0, co2e=None)])["a"].bands
+    assert (dark.operational_co2e_g, dark.operational_coverage, dark.gco2e_per_1m_output_tokens) == (None, 0.0, None)
+
+
+def test_unpriced_node_hours_are_counted_per_band_and_on_shared_hours_per_model():
+    curves = build(
+        [usage(1, 0, "a", 500), usage(1, 0, "b", 500), usage(1, 1, "a", 1000), usage(2, 1, "a", 1000)],
+        [line(1, 0, unpriced=True), line(1, 1), line(2, 1, unpriced=True)],
+    )
+    assert sum(b.unpriced_node_hours for b in curves["a"].bands) == 2
+    assert curves["a"].whole.unpriced_node_hours == 2
+    assert curves["b"].whole.unpriced_node_hours == 1
