@@ -48,7 +48,11 @@ class GpuEpoch(models.Model):
 
 
 class ServingEndpoint(models.Model):
-    """An inference server's metrics endpoint on a node, and the GPUs it serves from."""
+    """One LLM model served at an inference server's metrics endpoint on a node, and the GPUs it serves from.
+
+    A server serving several models (vLLM's ``model_name`` label sets) is one endpoint per model:
+    its identity is (node, url, model_name), ``model_name`` one model's name, never several joined.
+    """
 
     class Kind(models.TextChoices):
         VLLM = "vllm", "vLLM"
@@ -63,18 +67,21 @@ class ServingEndpoint(models.Model):
     first_seen_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["node", "url"], name="servingendpoint_unique_node_url")]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "url", "model_name"], name="servingendpoint_unique_node_url_model")
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.url}"
 
 
 class EndpointEpoch(models.Model):
-    """One life of an inference server's counters, with its TTFT histogram's bucket bounds."""
+    """One life of an inference server's counters, with its TTFT and inter-token latency histograms' bounds."""
 
     endpoint = models.ForeignKey(ServingEndpoint, on_delete=models.CASCADE, related_name="epochs")
     epoch = models.CharField(max_length=128)
     ttft_bucket_bounds_s = models.JSONField(default=list)
+    itl_bucket_bounds_s = models.JSONField(default=list, help_text="inter-token latency bounds, s; +Inf implicit")
     first_seen_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -112,7 +119,7 @@ class GpuSample(models.Model):
 
 
 class ServingSample(models.Model):
-    """One scrape of an inference server's cumulative counters and TTFT histogram."""
+    """One scrape of an inference server's cumulative counters and TTFT and inter-token latency histograms."""
 
     pk = models.CompositePrimaryKey("endpoint_id", "ts")
     ts = models.DateTimeField()
@@ -130,6 +137,10 @@ class ServingSample(models.Model):
     cached_prompt_tokens = models.BigIntegerField(
         null=True, help_text="prompt tokens served from the prefix cache (within prompt_tokens); null: not exposed"
     )
+    itl_bucket_counts = models.JSONField(
+        null=True, help_text="inter-token latency: cumulative counts, one per bound, then +Inf; null: not exposed"
+    )
+    itl_sum_s = models.FloatField(null=True, help_text="inter-token latency histogram's sum, s; null: not exposed")
 
     def __str__(self) -> str:
         return f"endpoint {self.endpoint_id} at {self.ts.isoformat()}"
@@ -243,10 +254,13 @@ class GpuHourUsage(models.Model):
 
 
 class EndpointHourUsage(models.Model):
-    """One serving endpoint's tokens, requests and TTFT histogram over one UTC hour.
+    """One serving endpoint's tokens, requests, TTFT and inter-token latency histograms over one UTC hour.
 
     ``ttft_bucket_counts``: the hour's per-bucket (not cumulative) counts, one per
     bound in ``ttft_bucket_bounds_s`` then +Inf; ``None`` when the hour had no histogram.
+    ``ttft_sum_s``: the hour's TTFTs summed (mean TTFT = ttft_sum_s / sum(ttft_bucket_counts)).
+    ``itl_*``: the same for inter-token latency (time per output token), where the server exposes it.
+    The LLM model of the row is ``endpoint.model_name``.
     """
 
     endpoint = models.ForeignKey(ServingEndpoint, on_delete=models.CASCADE, related_name="hour_usage")
@@ -259,6 +273,10 @@ class EndpointHourUsage(models.Model):
     )
     ttft_bucket_bounds_s = models.JSONField(default=list)
     ttft_bucket_counts = models.JSONField(null=True)
+    ttft_sum_s = models.FloatField(null=True, help_text="the hour's TTFTs summed, s; null: no histogram")
+    itl_bucket_bounds_s = models.JSONField(default=list)
+    itl_bucket_counts = models.JSONField(null=True, help_text="per bucket (not cumulative), then +Inf")
+    itl_sum_s = models.FloatField(null=True, help_text="the hour's inter-token latencies summed, s")
     observed_s = models.FloatField(help_text="seconds of the hour between samples at most the max gap apart")
     bridged_s = models.FloatField(default=0.0, help_text="seconds of the hour inside gaps the counters bridged")
     bridged_gap_s = models.FloatField(default=0.0, help_text="length of the longest bridged gap in the hour")

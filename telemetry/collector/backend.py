@@ -50,7 +50,10 @@ class GpuBackend(Protocol):
 
 @dataclass(frozen=True)
 class EndpointIdentity:
-    """One life of one inference server's counters (``epoch`` changes when it restarts)."""
+    """One life of one LLM model's counters at one inference server (``epoch`` changes when it restarts).
+
+    A server serving several models gives one identity per model (``model``: one model's name).
+    """
 
     url: str
     kind: str  # "vllm" | "tgi" | "sglang"
@@ -58,6 +61,8 @@ class EndpointIdentity:
     gpu_uuids: tuple[str, ...]
     epoch: str
     ttft_bucket_bounds_s: tuple[float, ...]  # +Inf is implicit
+    # Inter-token latency (time per output token) histogram's bounds; empty where not exposed.
+    itl_bucket_bounds_s: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,9 @@ class ServingReading:
     ttft_sum_s: float | None
     # Prompt tokens served from the prefix cache (a subset of prompt_tokens); None where not exposed.
     cached_prompt_tokens: int | None = None
+    # Inter-token latency histogram: cumulative, one per bound then +Inf, and its sum; None where not exposed.
+    itl_bucket_counts: tuple[int, ...] | None = None
+    itl_sum_s: float | None = None
 
 
 class ServingSource(Protocol):
