@@ -173,7 +173,9 @@ def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
 def _tokens_ensure(nodes: list[DemoNode]) -> None:
     for node in nodes:
         node_token_ensure(node=node.node)
-    node_list_write(rows=[(n.node.hostname, n.spec.simulate, spec.SEED) for n in nodes])
+    node_list_write(
+        rows=[(n.node.hostname, n.spec.simulate, spec.SEED, n.spec.llm, n.fleet.load_pattern) for n in nodes]
+    )
 
 
 def _intensity_seed(organization: Organization, nodes: list[DemoNode], *, since: datetime, end: datetime) -> int:

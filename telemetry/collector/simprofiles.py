@@ -31,7 +31,8 @@ Not found, so labelled ``assumption``:
   shape (sub-linear, concave), not a curve we could fit here; 0.6 puts half load at 66 % of
   the span.
 - Idle power (a GPU holding a loaded model, no request): typical ``nvidia-smi`` readings,
-  not from either source.
+  not from either source; for the H100s and the RTX 4090 the hardware catalog's
+  (``accounting/hardware/catalog.json``, an engineering estimate) so both agree.
 - The H100 SXM on these models: the study ran PCIe cards only. We scale the PCIe throughput by
   the memory-bandwidth ratio (3.35 / 2.0 TB/s, decode is memory-bound) and keep its latencies.
 - Other GPU models (A100, L40S, L4, RTX 3090): demo figures for the 8B model, uncited; their
@@ -123,12 +124,12 @@ def _points(full_tps: float, *rows: tuple[float, float, float, float, float]) ->
 
 POWER: dict[str, PowerProfile] = {
     "h100-sxm": PowerProfile(70, 700, source="NVIDIA (limit); idle: assumption"),
-    "h100-pcie": PowerProfile(48, 350, source="NVIDIA (limit); idle: assumption"),
+    "h100-pcie": PowerProfile(50, 350, source="NVIDIA (limit); idle: assumption"),
     "a100-sxm": PowerProfile(55, 400, source="NVIDIA (limit); idle: assumption"),
     "a100-pcie": PowerProfile(45, 300, source="NVIDIA (limit); idle: assumption"),
     "l40s": PowerProfile(35, 350, source="NVIDIA (limit); idle: assumption"),
     "l4": PowerProfile(16, 72, source="NVIDIA (limit); idle: assumption"),
-    "rtx-4090": PowerProfile(20, 450, source="NVIDIA (limit); idle: assumption"),
+    "rtx-4090": PowerProfile(25, 450, source="NVIDIA (limit); idle: assumption"),
     "rtx-3090": PowerProfile(25, 350, source="NVIDIA (limit); idle: assumption"),
 }
 
@@ -198,7 +199,9 @@ SERVING: dict[tuple[str, str], ServingProfile] = {
     ("rtx-4090", QWEN_14B): _RTX4090_14B,
     ("h100-sxm", LLAMA_8B): _scaled(_H100_PCIE_8B, "h100-sxm", SXM_OVER_PCIE, "assumption: H100 PCIe x bandwidth"),
     ("h100-sxm", QWEN_14B): _scaled(_H100_PCIE_14B, "h100-sxm", SXM_OVER_PCIE, "assumption: H100 PCIe x bandwidth"),
-    **{(gpu, llm): _uncalibrated(gpu, llm, *figures) for gpu, figures in _UNCALIBRATED.items() for llm in LLMS.values()},
+    **{
+        (gpu, llm): _uncalibrated(gpu, llm, *figures) for gpu, figures in _UNCALIBRATED.items() for llm in LLMS.values()
+    },
 }
 
 

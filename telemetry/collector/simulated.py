@@ -22,6 +22,7 @@ time>``) changes, as on a real host.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import uuid
@@ -187,7 +188,9 @@ class PeriodicCurve:
         return KNOT_S * (whole + (x - k) * (self.values[rest] + self.at(ts)) / 2)
 
     def integral(self, start: float, stop: float) -> float:
-        return self.antiderivative(stop) - self.antiderivative(start)
+        """∫ from ``start`` to ``stop``; both shifted back by the same whole weeks, to keep float precision."""
+        base = math.floor(start / S_PER_WEEK) * S_PER_WEEK
+        return self.antiderivative(stop - base) - self.antiderivative(start - base)
 
 
 @dataclass(frozen=True)
@@ -215,12 +218,18 @@ class SimulatedBackend:
         self._origin = DRIVER_ORIGIN_S - node.randrange(365 * 24) * S_PER_HOUR
         self._resets_every_s = resets_every_s
         self.gpus = [self._gpu(m, i, random.Random(f"{seed}:{hostname}:{i}")) for i, m in enumerate(models)]
-        loads = weekly_load_table(PATTERNS[pattern], node.uniform(0.9, 1.0), _noise_table(node))
-        self.load = PeriodicCurve(loads)
-        # Power is tabulated per GPU model at the same knots (the curve is not linear in load).
-        self._shape = {
-            m.key: PeriodicCurve([load**m.power.exponent for load in loads]) for m in {gpu.model for gpu in self.gpus}
-        }
+        self._pattern, self._scale, self._noise_rng = PATTERNS[pattern], node.uniform(0.9, 1.0), node
+
+    @functools.cached_property
+    def load(self) -> PeriodicCurve:
+        """The node's load, tabulated on first use (the inventory alone needs no table)."""
+        return PeriodicCurve(weekly_load_table(self._pattern, self._scale, _noise_table(self._noise_rng)))
+
+    @functools.cached_property
+    def _shape(self) -> dict[str, PeriodicCurve]:
+        """``load ** exponent`` per GPU model, at the same knots (power is not linear in load)."""
+        models = {gpu.model for gpu in self.gpus}
+        return {m.key: PeriodicCurve([v**m.power.exponent for v in self.load.values]) for m in models}
 
     @staticmethod
     def _gpu(model: GpuModel, index: int, rng: random.Random) -> SimulatedGpu:
