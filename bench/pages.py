@@ -95,7 +95,7 @@ def inventory(gpus: int) -> dict[str, Any]:
         for i in range(count):
             Gpu.objects.get_or_create(uuid=f"GPU-pages-{n:03d}-{i}", defaults={"node": node, "index": i, "name": name})
         endpoint, _ = ServingEndpoint.objects.get_or_create(
-            node=node, url="http://127.0.0.1:8000/metrics", defaults={"kind": "vllm", "model_name": "llama-3.1-8b"}
+            node=node, url="http://127.0.0.1:8000/metrics", model_name="llama-3.1-8b", defaults={"kind": "vllm"}
         )
         endpoint.gpus.set(Gpu.objects.filter(node=node))
         EndpointEpoch.objects.get_or_create(endpoint=endpoint, epoch="1", defaults={"ttft_bucket_bounds_s": [0.1, 1]})

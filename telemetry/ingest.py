@@ -182,25 +182,29 @@ def _gpu_refresh(gpu: Gpu, ref: GpuRef) -> bool:
 
 
 def _endpoint_refs(node: Node, refs: Sequence[EndpointRef]) -> list[tuple[int, int]]:
-    """``(endpoint id, epoch id)`` per entry of ``refs``: two reads when every endpoint and epoch is stored
-    and unchanged (kind, model, GPUs, TTFT buckets); else :func:`_endpoints_resolve` writes or refuses."""
+    """``(endpoint id, epoch id)`` per entry of ``refs``: two reads when every endpoint (node, URL, model) and
+    epoch is stored and unchanged (kind, GPUs, buckets); else :func:`_endpoints_resolve` writes or refuses."""
     if not refs:
         return []
     stored = EndpointEpoch.objects.filter(
-        endpoint__node=node, endpoint__url__in={ref.url for ref in refs}, epoch__in={ref.epoch for ref in refs}
+        endpoint__node=node,
+        endpoint__url__in={ref.url for ref in refs},
+        endpoint__model_name__in={ref.model for ref in refs},
+        epoch__in={ref.epoch for ref in refs},
     ).values_list(
-        "endpoint__url", "epoch", "endpoint_id", "id", "endpoint__kind", "endpoint__model_name", "ttft_bucket_bounds_s"
-    )
-    found = {(row[0], row[1]): row[2:] for row in stored}
+        "endpoint__url", "endpoint__model_name", "epoch", "endpoint_id", "id", "endpoint__kind",
+        "ttft_bucket_bounds_s", "itl_bucket_bounds_s",
+    )  # fmt: skip
+    found = {row[:3]: row[3:] for row in stored}
     links = ServingEndpoint.gpus.through.objects.filter(servingendpoint_id__in=[row[0] for row in found.values()])
     gpus: dict[int, list[str]] = {}
     for endpoint_id, uuid in links.values_list("servingendpoint_id", "gpu__uuid").order_by("gpu__uuid"):
         gpus.setdefault(endpoint_id, []).append(uuid)
     known = []
     for ref in refs:
-        row = found.get((ref.url, ref.epoch))
-        fresh = (ref.kind, ref.model, sorted(ref.gpu_uuids), list(ref.ttft_bucket_bounds_s))
-        if row is None or (row[2], row[3], gpus.get(row[0], []), row[4]) != fresh:
+        row = found.get((ref.url, ref.model, ref.epoch))
+        fresh = (ref.kind, sorted(ref.gpu_uuids), list(ref.ttft_bucket_bounds_s), list(ref.itl_bucket_bounds_s))
+        if row is None or (row[2], gpus.get(row[0], []), row[3], row[4]) != fresh:
             return _endpoints_resolve(node, refs)
         known.append((row[0], row[1]))
     return known
@@ -217,22 +221,28 @@ def _endpoints_resolve(node: Node, refs: Sequence[EndpointRef]) -> list[tuple[in
                 f"endpoint {ref.url} names GPUs that are not on this node: {', '.join(unknown)}", status=422
             )
         endpoint = _endpoint_upsert(node, ref, [node_gpu_ids[u] for u in ref.gpu_uuids])
+        ttft, itl = list(ref.ttft_bucket_bounds_s), list(ref.itl_bucket_bounds_s)
         epoch, _ = EndpointEpoch.objects.get_or_create(
-            endpoint=endpoint, epoch=ref.epoch, defaults={"ttft_bucket_bounds_s": list(ref.ttft_bucket_bounds_s)}
+            endpoint=endpoint, epoch=ref.epoch, defaults={"ttft_bucket_bounds_s": ttft, "itl_bucket_bounds_s": itl}
         )
-        if epoch.ttft_bucket_bounds_s != list(ref.ttft_bucket_bounds_s):
+        if epoch.ttft_bucket_bounds_s != ttft:
             raise WireError(f"endpoint {ref.url} changed its TTFT buckets within epoch {ref.epoch!r}", status=422)
+        if epoch.itl_bucket_bounds_s != itl:
+            if epoch.itl_bucket_bounds_s:  # set once: an epoch stored before its collector sent ITL gets them
+                raise WireError(f"endpoint {ref.url} changed its ITL buckets within epoch {ref.epoch!r}", status=422)
+            epoch.itl_bucket_bounds_s = itl
+            epoch.save(update_fields=["itl_bucket_bounds_s"])
         resolved.append((endpoint.pk, epoch.pk))
     return resolved
 
 
 def _endpoint_upsert(node: Node, ref: EndpointRef, gpu_ids: list[int]) -> ServingEndpoint:
     endpoint, created = ServingEndpoint.objects.get_or_create(
-        node=node, url=ref.url, defaults={"kind": ref.kind, "model_name": ref.model}
+        node=node, url=ref.url, model_name=ref.model, defaults={"kind": ref.kind}
     )
-    if not created and (endpoint.kind, endpoint.model_name) != (ref.kind, ref.model):
-        endpoint.kind, endpoint.model_name = ref.kind, ref.model
-        endpoint.save(update_fields=["kind", "model_name"])
+    if not created and endpoint.kind != ref.kind:
+        endpoint.kind = ref.kind
+        endpoint.save(update_fields=["kind"])
     if created or set(endpoint.gpus.values_list("id", flat=True)) != set(gpu_ids):
         endpoint.gpus.set(gpu_ids)
     return endpoint
@@ -263,7 +273,7 @@ def _serving_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> li
     return list(zip(
         cols["at"], map(endpoint_ids.__getitem__, cols["endpoint"]), map(epoch_ids.__getitem__, cols["endpoint"]),
         cols["prompt_tokens"], cols["generation_tokens"], cols["requests"], cols["ttft_bucket_counts"],
-        cols["ttft_sum_s"], cols["cached_prompt_tokens"], strict=True,
+        cols["ttft_sum_s"], cols["cached_prompt_tokens"], cols["itl_bucket_counts"], cols["itl_sum_s"], strict=True,
     ))  # fmt: skip
 
 

@@ -72,7 +72,7 @@ class ServingEndpoint(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.url}"
+        return f"{self.kind} {self.url} ({self.model_name})" if self.model_name else f"{self.kind} {self.url}"
 
 
 class EndpointEpoch(models.Model):

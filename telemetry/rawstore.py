@@ -46,9 +46,11 @@ SERVING_COLUMNS = (
     "ttft_bucket_counts",
     "ttft_sum_s",
     "cached_prompt_tokens",
+    "itl_bucket_counts",
+    "itl_sum_s",
 )
 _MODELS: dict[str, type[models.Model]] = {"gpu_samples": GpuSample, "serving_samples": ServingSample}
-_JSON_COLUMNS = {"ttft_bucket_counts"}
+_JSON_COLUMNS = {"ttft_bucket_counts", "itl_bucket_counts"}
 
 
 def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> int:

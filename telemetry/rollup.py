@@ -77,6 +77,9 @@ _SERVING_COLUMNS = (
     "requests",
     "ttft_bucket_counts",
     "cached_prompt_tokens",
+    "ttft_sum_s",
+    "itl_bucket_counts",
+    "itl_sum_s",
 )
 _KEY_FIELDS = {"id", "gpu", "endpoint", "hour_start"}
 
@@ -321,7 +324,11 @@ def _gpu_usage_model(gpu_id: int, usage: energy.GpuHourUsage, computed_at: datet
     return GpuHourUsage(gpu_id=gpu_id, hour_start=_utc(usage.hour_start_s), computed_at=computed_at, **values)
 
 
-def _serving_source(bounds: dict[int, tuple[float, ...]]) -> _Source:
+# Per endpoint epoch: its TTFT and inter-token latency histograms' bounds.
+_EpochBounds = dict[int, tuple[tuple[float, ...], tuple[float, ...]]]
+
+
+def _serving_source(bounds: _EpochBounds) -> _Source:
     gap_s = settings.TELEMETRY_SERVING_MAX_GAP_S
     return _Source(
         samples=ServingSample.objects.all(),
@@ -337,19 +344,27 @@ def _serving_source(bounds: dict[int, tuple[float, ...]]) -> _Source:
 def _endpoint_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime) -> list[EndpointHourUsage]:
     endpoint_ids = list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True))
     bounds = {
-        epoch_id: tuple(bounds_s)
-        for epoch_id, bounds_s in EndpointEpoch.objects.filter(endpoint_id__in=endpoint_ids).values_list(
-            "id", "ttft_bucket_bounds_s"
+        epoch_id: (tuple(ttft_s), tuple(itl_s))
+        for epoch_id, ttft_s, itl_s in EndpointEpoch.objects.filter(endpoint_id__in=endpoint_ids).values_list(
+            "id", "ttft_bucket_bounds_s", "itl_bucket_bounds_s"
         )
     }
     usages = _owner_usage(_serving_source(bounds), endpoint_ids, hours_s)
     return [_endpoint_usage_model(endpoint_id, usage, computed_at) for endpoint_id, usage in usages]
 
 
-def _serving_point(row: tuple[Any, ...], bounds: dict[int, tuple[float, ...]]) -> energy.ServingPoint:
-    _, ts, epoch_id, prompt, generation, requests, cumulative, cached = row
-    ttft = None if cumulative is None else histogram_from_cumulative(bounds[epoch_id], cumulative)
-    return energy.ServingPoint(ts.timestamp(), str(epoch_id), prompt, generation, requests, ttft, cached)
+def _serving_point(row: tuple[Any, ...], bounds: _EpochBounds) -> energy.ServingPoint:
+    _, ts, epoch_id, prompt, generation, requests, ttft_cumulative, cached, ttft_sum_s, itl_cumulative, itl_sum_s = row
+    ttft_bounds, itl_bounds = bounds[epoch_id]
+    ttft = None if ttft_cumulative is None else histogram_from_cumulative(ttft_bounds, ttft_cumulative)
+    # ITL bounds are set on an epoch once (stored before its collector sent them: rows of none then).
+    itl = None
+    if itl_cumulative is not None and len(itl_cumulative) == len(itl_bounds) + 1:
+        itl = histogram_from_cumulative(itl_bounds, itl_cumulative)
+    return energy.ServingPoint(
+        ts.timestamp(), str(epoch_id), prompt, generation, requests, ttft, cached,
+        ttft_sum_s, itl, None if itl is None else itl_sum_s,
+    )  # fmt: skip
 
 
 def _endpoint_usage_model(
@@ -364,6 +379,10 @@ def _endpoint_usage_model(
         cached_prompt_tokens=usage.cached_prompt_tokens,
         ttft_bucket_bounds_s=list(usage.ttft.bounds_s) if usage.ttft else [],
         ttft_bucket_counts=list(usage.ttft.counts) if usage.ttft else None,
+        ttft_sum_s=usage.ttft_sum_s,
+        itl_bucket_bounds_s=list(usage.itl.bounds_s) if usage.itl else [],
+        itl_bucket_counts=list(usage.itl.counts) if usage.itl else None,
+        itl_sum_s=usage.itl_sum_s,
         observed_s=usage.observed_s,
         bridged_s=usage.bridged_s,
         bridged_gap_s=usage.bridged_gap_s,

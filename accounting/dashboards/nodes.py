@@ -1,5 +1,9 @@
 """Node pages for engineers: collector health, per-GPU telemetry, serving latency and the node's ledger.
 
+Serving is shown per LLM model (an endpoint is one model at one metrics URL):
+each model's tokens, TTFT and inter-token latency, in a table over the period
+and as chart series named by the model.
+
 Everything is read from hourly usage and the stored ledger, bounded by the
 period and summed to the period's granularity (a quarter: a point per day); the
 one exception is the recent raw view (the last few minutes of raw samples),
@@ -72,6 +76,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     gpus = list(node.gpus.all())  # prefetched, by index
     usage = gpu_usage_by_bucket(gpus=gpus, start=period.start, end=period.end, granularity=period.granularity)
     serving = serving_by_bucket(node_id=node.pk, start=period.start, end=period.end, granularity=period.granularity)
+    models = serving_by_model(serving)
     return render(
         request,
         "accounting/node.html",
@@ -84,6 +89,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             + _serving_charts(serving, buckets)
             + [_recent_raw_chart(gpus, now, interval_s=_sample_interval_s(node))],
             "has_usage": bool(usage),
+            "served_models": models,
             "gaps": node_gaps(node_id=node.pk, start=period.start, end=min(period.end, floor_hour(now))),
             "hardware_changes": GpuInstallation.objects.filter(gpu__node=node).select_related("gpu"),
             "ledger": _ledger_rows(node, period.start, period.end),
@@ -118,33 +124,100 @@ def gpu_usage_by_bucket(*, gpus: list[Gpu], start: datetime, end: datetime, gran
 
 
 def serving_by_bucket(*, node_id: int, start: datetime, end: datetime, granularity: str) -> list[dict[str, Any]]:
-    """Per endpoint and hour, day or month: tokens, observed seconds and the merged TTFT histogram.
+    """Per endpoint (one LLM model at one URL) and hour, day or month: tokens, requests, observed seconds,
+    and the merged TTFT and inter-token latency (ITL) histograms with their sums.
 
+    ``endpoint`` names it: its model, or its URL where it has none (with the URL where two share a model).
+    ``*_sum_s`` and ``*_summed``: the histogram's seconds and observations over the hours that carry a sum
+    (older hours may not), so a mean is ``ttft_sum_s / ttft_summed``.
     Read as plain values (one small tuple per endpoint-hour) and added here: the
     histograms of one bucket may have different bounds, which SQL cannot merge.
     """
     hours = endpoint_hour_usage_for_node(node_id=node_id, start=start, end=end).values_list(
-        "endpoint__url",
-        "hour_start",
-        "prompt_tokens",
-        "generation_tokens",
-        "observed_s",
-        "ttft_bucket_bounds_s",
-        "ttft_bucket_counts",
-    )
-    buckets: dict[tuple[str, datetime], dict[str, Any]] = {}
-    for url, hour, prompt, generation, observed_s, bounds, counts in hours:
-        bucket = buckets.setdefault(
-            (url, _bucket_start(hour, granularity)), {"tokens": 0, "observed_s": 0.0, "ttft": []}
-        )
+        "endpoint_id", "endpoint__url", "endpoint__model_name", "hour_start", "prompt_tokens", "generation_tokens",
+        "requests", "observed_s", "ttft_bucket_bounds_s", "ttft_bucket_counts", "ttft_sum_s",
+        "itl_bucket_bounds_s", "itl_bucket_counts", "itl_sum_s",
+    )  # fmt: skip
+    names = _endpoint_names({row[0]: (row[1], row[2]) for row in hours})
+    buckets: dict[tuple[int, datetime], dict[str, Any]] = {}
+    for endpoint_id, url, model, hour, prompt, generation, requests, observed_s, *histograms in hours:
+        bucket = buckets.setdefault((endpoint_id, _bucket_start(hour, granularity)), _serving_sums(url, model))
+        for name, value in (("prompt_tokens", prompt), ("generation_tokens", generation), ("requests", requests)):
+            bucket[name] += value
         bucket["tokens"] += prompt + generation
         bucket["observed_s"] += observed_s
-        if counts:
-            bucket["ttft"].append(Histogram(tuple(bounds), tuple(counts)))
+        for kind, (bounds, counts, sum_s) in zip(("ttft", "itl"), (histograms[:3], histograms[3:]), strict=True):
+            _histogram_added(bucket, kind, bounds, counts, sum_s)
     return [
-        {"endpoint": url, "bucket": bucket, **sums, "ttft": histogram_merge(sums["ttft"], coarsen=True)}
-        for (url, bucket), sums in buckets.items()
+        {
+            **sums,
+            "endpoint": names[endpoint_id],
+            "bucket": bucket,
+            "ttft": histogram_merge(sums["ttft"], coarsen=True),
+            "itl": histogram_merge(sums["itl"], coarsen=True),
+        }
+        for (endpoint_id, bucket), sums in buckets.items()
     ]
+
+
+def _serving_sums(url: str, model: str) -> dict[str, Any]:
+    sums: dict[str, Any] = {"url": url, "model": model, "tokens": 0, "observed_s": 0.0}
+    sums |= {"prompt_tokens": 0, "generation_tokens": 0, "requests": 0}
+    for kind in ("ttft", "itl"):
+        sums |= {kind: [], f"{kind}_sum_s": 0.0, f"{kind}_summed": 0}
+    return sums
+
+
+def _histogram_added(
+    sums: dict[str, Any], kind: str, bounds: list[float], counts: list[int] | None, sum_s: Any
+) -> None:
+    if not counts:
+        return
+    sums[kind].append(Histogram(tuple(bounds), tuple(counts)))
+    if sum_s is not None:
+        sums[f"{kind}_sum_s"] += sum_s
+        sums[f"{kind}_summed"] += sum(counts)
+
+
+def _endpoint_names(endpoints: dict[int, tuple[str, str]]) -> dict[int, str]:
+    """Each endpoint's name on the page: its LLM model; its URL without one; both where two share a model."""
+    models = [model for _, model in endpoints.values()]
+    return {
+        endpoint_id: url if not model else model if models.count(model) == 1 else f"{model} ({url})"
+        for endpoint_id, (url, model) in endpoints.items()
+    }
+
+
+_SUMMED = ("prompt_tokens", "generation_tokens", "requests", "observed_s", "ttft_sum_s", "ttft_summed")
+_SUMMED_ITL = ("itl_sum_s", "itl_summed")
+
+
+def serving_by_model(serving: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The period per endpoint (LLM model) from :func:`serving_by_bucket`'s rows: tokens, output tokens per
+    observed second, and TTFT and ITL means and quantiles (``*_s``, and ``*_ms`` as shown; ``None``: not measured)."""
+    totals: dict[str, dict[str, Any]] = {}
+    for row in serving:
+        total = totals.setdefault(row["endpoint"], _serving_sums(row["url"], row["model"]))
+        for name in (*_SUMMED, *_SUMMED_ITL):
+            total[name] += row[name]
+        total["ttft"] += [row["ttft"]] if row["ttft"] else []
+        total["itl"] += [row["itl"]] if row["itl"] else []
+    models = []
+    for name, total in sorted(totals.items()):
+        row = {**total, "name": name}
+        row["output_tokens_per_s"] = total["generation_tokens"] / total["observed_s"] if total["observed_s"] else None
+        for kind in ("ttft", "itl"):
+            histogram = histogram_merge(total[kind], coarsen=True)
+            row[f"{kind}_mean_s"] = (
+                total[f"{kind}_sum_s"] / total[f"{kind}_summed"] if total[f"{kind}_summed"] else None
+            )
+            for q in (50, 99):
+                row[f"{kind}_p{q}_s"] = histogram_quantile(q / 100, histogram) if histogram else None
+            for stat in ("mean", "p50", "p99"):  # as shown
+                value = row[f"{kind}_{stat}_s"]
+                row[f"{kind}_{stat}_ms"] = None if value is None else value * 1000
+        models.append(row)
+    return models
 
 
 def _bucket_start(hour: datetime, granularity: str) -> datetime:

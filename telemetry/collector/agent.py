@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .backend import GpuBackend, GpuReading, ServingSource
+from . import wire
+from .backend import GpuBackend, GpuReading, ServingSource, serving_readings
 from .batching import BatchBuilder
 from .epochs import EpochBook
 from .hostmeter import HostMeter
@@ -191,7 +192,8 @@ class Collector:
             if now >= next_sample:
                 self.sample_gpus(self.clock.wall())
                 next_sample = next_tick(next_sample, t.sample_interval_s, now)
-            if now >= next_flush or not self.builder.has_room(serving_rows=len(self.serving)):
+            # A scrape adds a row per LLM model a server serves: room for as many as a batch may declare.
+            if now >= next_flush or not self.builder.has_room(serving_rows=wire.MAX_ENDPOINTS):
                 self.flush()
                 next_flush = next_tick(next_flush, t.batch_seconds, now)
             if now >= next_summary:
@@ -203,7 +205,7 @@ class Collector:
         next_scrape = self.clock.monotonic()
         while not stop.is_set():
             for source in self.serving:
-                if (reading := source.read(self.clock.wall())) is not None:
+                for reading in serving_readings(source.read(self.clock.wall())):
                     self.builder.add_serving(reading)
             next_scrape = next_tick(next_scrape, self.timing.serving_interval_s, self.clock.monotonic())
             stop.wait(max(0.0, next_scrape - self.clock.monotonic()))
@@ -257,7 +259,7 @@ class Collector:
 
     def _read_serving(self, ts: float) -> None:
         for source in self.serving:
-            if (reading := source.read(ts)) is not None:
+            for reading in serving_readings(source.read(ts)):
                 self.builder.add_serving(reading)
 
     def _wait_for_room(self, window: tuple[float, float], stop: threading.Event) -> None:

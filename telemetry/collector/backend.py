@@ -8,6 +8,7 @@ failed this tick still gives a reading, with every field ``None`` and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -86,6 +87,14 @@ class ServingReading:
 class ServingSource(Protocol):
     url: str
 
-    def read(self, ts: float) -> ServingReading | None:
-        """The endpoint's counters now, or ``None`` when it could not be read (logged)."""
+    def read(self, ts: float) -> ServingReading | Sequence[ServingReading] | None:
+        """The counters now of each LLM model the server serves (a server of one model may return its reading
+        alone); ``None`` or nothing when it could not be read (logged)."""
         ...
+
+
+def serving_readings(result: ServingReading | Sequence[ServingReading] | None) -> Sequence[ServingReading]:
+    """What :meth:`ServingSource.read` returned, as a sequence of readings."""
+    if result is None:
+        return ()
+    return (result,) if isinstance(result, ServingReading) else result

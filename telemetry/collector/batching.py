@@ -117,9 +117,11 @@ class BatchBuilder:
             columns["ts"].append(round(reading.ts, 3))
             for name in wire.SERVING_COUNTERS_ALL:
                 columns[name].append(getattr(reading, name))
-            counts = reading.ttft_bucket_counts
-            columns["ttft_bucket_counts"].append(list(counts) if counts is not None else None)
+            for name in ("ttft_bucket_counts", "itl_bucket_counts"):
+                counts = getattr(reading, name)
+                columns[name].append(list(counts) if counts is not None else None)
             columns["ttft_sum_s"].append(reading.ttft_sum_s)
+            columns["itl_sum_s"].append(reading.itl_sum_s)
 
     def add_node_meter(self, ts: float, *, method: str, epoch: str, power_w: Any, energy_j: Any) -> None:
         """One reading of the host's meter (``telemetry.collector.hostmeter``) at ``ts``."""
@@ -176,4 +178,5 @@ def _endpoint_ref(endpoint: EndpointIdentity) -> dict[str, Any]:
         "gpu_uuids": list(endpoint.gpu_uuids),
         "epoch": endpoint.epoch[:128],
         "ttft_bucket_bounds_s": list(endpoint.ttft_bucket_bounds_s),
+        "itl_bucket_bounds_s": list(endpoint.itl_bucket_bounds_s),
     }

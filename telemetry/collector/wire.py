@@ -28,16 +28,24 @@ batch of 80 samples is 10 short lists, not 80 dictionaries::
       "endpoints": [                       # referenced by index from serving_samples.endpoint
         {"url": "http://127.0.0.1:8000/metrics", "kind": "vllm", "model": "meta-llama/…",
          "gpu_uuids": ["GPU-…"], "epoch": "<server start time>",
-         "ttft_bucket_bounds_s": [0.001, 0.005, …, 10.0]}   # +Inf is implicit
+         "ttft_bucket_bounds_s": [0.001, 0.005, …, 10.0],   # +Inf is implicit
+         "itl_bucket_bounds_s": [0.01, 0.025, …, 80.0]}     # optional: inter-token latency
       ],
       "serving_samples": {
         "endpoint": [0], "ts": [1764399990.0],
         "prompt_tokens": [123456], "generation_tokens": [654321], "requests": [789],
         "cached_prompt_tokens": [23456],           # optional column: prefix-cache hits, within prompt_tokens
         "ttft_bucket_counts": [[0, 3, …, 789]],   # cumulative, one per bound, +Inf last
-        "ttft_sum_s": [41.2]
+        "ttft_sum_s": [41.2],
+        "itl_bucket_counts": [[0, 5, …, 654000]],  # optional: inter-token latency, like TTFT's
+        "itl_sum_s": [9120.5]                      # optional
       }
     }
+
+An endpoint is one LLM model at one URL: a server serving several models
+(vLLM's ``model_name`` label sets) is declared once per model, and its rows
+are keyed by (url, model). Optional fields and columns (older collectors leave
+them out) read as empty bounds and all-null columns.
 
 Optional ``node_meter``: the host's own meter (``telemetry.collector.hostmeter``)
 with its ``method`` (``ipmi_dcmi``, ``redfish``: the whole node; ``rapl``: CPU
@@ -63,7 +71,7 @@ import itertools
 import math
 import re
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -98,7 +106,7 @@ MAX_GPU_ROWS = 20_000  # e.g. 8 GPUs x 2500 s of backfill
 MAX_SERVING_ROWS = 5_000
 MAX_GPUS = 64
 MAX_ENDPOINTS = 64
-MAX_TTFT_BUCKETS = 64
+MAX_TTFT_BUCKETS = 64  # and inter-token latency buckets
 ENDPOINT_KINDS = ("vllm", "tgi", "sglang")
 
 # Physical bounds: what a real GPU or inference server can report. A value outside them is a
@@ -117,6 +125,8 @@ SERVING_COUNTERS = ("prompt_tokens", "generation_tokens", "requests")
 # Counters a batch may leave out (older collectors): an absent column reads as all null.
 SERVING_COUNTERS_OPTIONAL = ("cached_prompt_tokens",)
 SERVING_COUNTERS_ALL = (*SERVING_COUNTERS, *SERVING_COUNTERS_OPTIONAL)
+# The inter-token latency histogram (cumulative counts, sum): optional columns, absent reads as all null.
+SERVING_ITL_COLUMNS = ("itl_bucket_counts", "itl_sum_s")
 # Per GPU field: (minimum, maximum, integer?). The collector sends a reading outside them as null.
 GPU_BOUNDS: dict[str, tuple[float, float, bool]] = {
     "power_w": (0.0, MAX_POWER_W, False),
@@ -155,6 +165,7 @@ class EndpointRef:
     gpu_uuids: tuple[str, ...]
     epoch: str
     ttft_bucket_bounds_s: tuple[float, ...]
+    itl_bucket_bounds_s: tuple[float, ...] = ()  # empty: the server exposes no inter-token latency
 
 
 @dataclass(frozen=True)
@@ -208,8 +219,8 @@ def empty_gpu_samples() -> dict[str, list[Any]]:
 
 def empty_serving_samples(*, optional: bool = False) -> dict[str, list[Any]]:
     """Empty serving columns; with ``optional``, the optional counters' too (the collector sends them)."""
-    counters = SERVING_COUNTERS_ALL if optional else SERVING_COUNTERS
-    return {"endpoint": [], "ts": [], **{f: [] for f in counters}, "ttft_bucket_counts": [], "ttft_sum_s": []}
+    names = (*SERVING_COUNTERS_ALL, *SERVING_ITL_COLUMNS) if optional else SERVING_COUNTERS
+    return {"endpoint": [], "ts": [], **{f: [] for f in names}, "ttft_bucket_counts": [], "ttft_sum_s": []}
 
 
 # --- decoding (server side) ---------------------------------------------------
@@ -358,20 +369,25 @@ def _endpoint_ref(item: Any, where: str) -> EndpointRef:
     uuids = item.get("gpu_uuids", [])
     if not isinstance(uuids, list) or len(uuids) > MAX_GPUS:
         raise WireError(f"{where}.gpu_uuids must be a list of at most {MAX_GPUS} GPU UUIDs")
-    bounds = item.get("ttft_bucket_bounds_s", [])
-    if not isinstance(bounds, list) or len(bounds) > MAX_TTFT_BUCKETS:
-        raise WireError(f"{where}.ttft_bucket_bounds_s must be a list of at most {MAX_TTFT_BUCKETS} numbers")
-    parsed = tuple(_number(b, f"{where}.ttft_bucket_bounds_s[{i}]") for i, b in enumerate(bounds))
-    if any(later <= earlier for earlier, later in itertools.pairwise(parsed)):
-        raise WireError(f"{where}.ttft_bucket_bounds_s must be strictly increasing")
     return EndpointRef(
         url=_str(item, "url", f"{where}.url", max_len=512),
         kind=kind,
         model=_str(item, "model", f"{where}.model", allow_empty=True) if "model" in item else "",
         gpu_uuids=tuple(_text(u, f"{where}.gpu_uuids[{i}]", max_len=96) for i, u in enumerate(uuids)),
         epoch=_str(item, "epoch", f"{where}.epoch", max_len=128),
-        ttft_bucket_bounds_s=parsed,
+        ttft_bucket_bounds_s=_bounds(item, "ttft_bucket_bounds_s", where),
+        itl_bucket_bounds_s=_bounds(item, "itl_bucket_bounds_s", where),
     )
+
+
+def _bounds(item: Mapping[str, Any], key: str, where: str) -> tuple[float, ...]:
+    bounds = item.get(key, [])
+    if not isinstance(bounds, list) or len(bounds) > MAX_TTFT_BUCKETS:
+        raise WireError(f"{where}.{key} must be a list of at most {MAX_TTFT_BUCKETS} numbers")
+    parsed = tuple(_number(b, f"{where}.{key}[{i}]") for i, b in enumerate(bounds))
+    if any(later <= earlier for earlier, later in itertools.pairwise(parsed)):
+        raise WireError(f"{where}.{key} must be strictly increasing")
+    return parsed
 
 
 def _collector(item: Any, where: str) -> CollectorInfo:
@@ -422,24 +438,40 @@ def _gpu_samples(doc: Any, gpus: Sequence[GpuRef]) -> dict[str, list[Any]]:
 
 def _serving_samples(doc: Any, endpoints: Sequence[EndpointRef]) -> dict[str, list[Any]]:
     names = ("endpoint", "ts", *SERVING_COUNTERS, "ttft_bucket_counts", "ttft_sum_s")
-    sent = [name for name in SERVING_COUNTERS_OPTIONAL if isinstance(doc, dict) and name in doc]
+    optional = (*SERVING_COUNTERS_OPTIONAL, *SERVING_ITL_COLUMNS)
+    sent = [name for name in optional if isinstance(doc, dict) and name in doc]
     columns = _columns(doc, "serving_samples", (*names, *sent), MAX_SERVING_ROWS)
-    for name in SERVING_COUNTERS_OPTIONAL:
+    for name in optional:
         columns.setdefault(name, [None] * len(columns["ts"]))
     _check_refs(columns["endpoint"], len(endpoints), "serving_samples.endpoint")
     _check_column(columns["ts"], "serving_samples.ts", TS_MIN_S, TS_MAX_S, integer=False, nullable=False)
     for name in SERVING_COUNTERS_ALL:
         _check_column(columns[name], f"serving_samples.{name}", 0, MAX_COUNTER, integer=True)
-    _check_column(columns["ttft_sum_s"], "serving_samples.ttft_sum_s", 0.0, MAX_COUNTER, integer=False)
-    for row, (ref, counts) in enumerate(zip(columns["endpoint"], columns["ttft_bucket_counts"], strict=True)):
-        _check_buckets(counts, endpoints[ref], f"serving_samples.ttft_bucket_counts[{row}]")
-    urls = [endpoints[ref].url for ref in columns["endpoint"]]
+    for name in ("ttft_sum_s", "itl_sum_s"):
+        _check_column(columns[name], f"serving_samples.{name}", 0.0, MAX_COUNTER, integer=False)
+    for name in ("ttft_bucket_counts", "itl_bucket_counts"):
+        for row, (ref, counts) in enumerate(zip(columns["endpoint"], columns[name], strict=True)):
+            bounds = getattr(endpoints[ref], name.replace("counts", "bounds_s"))
+            _check_buckets(counts, bounds, f"serving_samples.{name}[{row}]")
+    keys = [(endpoints[ref].url, endpoints[ref].model) for ref in columns["endpoint"]]
     epochs = [endpoints[ref].epoch for ref in columns["endpoint"]]
-    # The TTFT histogram counts requests that got a first token: it rises no faster than requests can.
-    rises = {**MAX_RISE_PER_GPU_S, "ttft_bucket_counts": MAX_RISE_PER_GPU_S["requests"]}
-    totals = {**columns, "ttft_bucket_counts": [None if c is None else c[-1] for c in columns["ttft_bucket_counts"]]}
-    for rows in _series(urls, columns["ts"]):
-        _no_two_alike(rows, columns["ts"], "serving_samples", f"endpoint {urls[rows[0]]}")
+    # The TTFT histogram counts requests that got a first token: it rises no faster than requests can;
+    # the inter-token latency histogram counts output tokens after the first: no faster than they can.
+    rises = {
+        **MAX_RISE_PER_GPU_S,
+        "ttft_bucket_counts": MAX_RISE_PER_GPU_S["requests"],
+        "itl_bucket_counts": MAX_RISE_PER_GPU_S["generation_tokens"],
+    }
+    totals = {
+        **columns,
+        **{
+            name: [None if c is None else c[-1] for c in columns[name]]
+            for name in ("ttft_bucket_counts", "itl_bucket_counts")
+        },
+    }
+    for rows in _series(keys, columns["ts"]):
+        url, model = keys[rows[0]]
+        _no_two_alike(rows, columns["ts"], "serving_samples", f"endpoint {url}" + (f" ({model})" if model else ""))
         gpus = max(1, len(endpoints[columns["endpoint"][rows[0]]].gpu_uuids))
         for name, per_gpu_s in rises.items():
             _rises_bounded(rows, epochs, totals, "serving_samples", name, per_s=per_gpu_s * gpus, limit=f"{gpus} GPUs")
@@ -471,10 +503,10 @@ def _check_column(
             _number(value, f"{where}[{row}]", minimum=low, maximum=high)
 
 
-def _check_buckets(counts: Any, endpoint: EndpointRef, where: str) -> None:
+def _check_buckets(counts: Any, bounds: tuple[float, ...], where: str) -> None:
     if counts is None:
         return
-    expected = len(endpoint.ttft_bucket_bounds_s) + 1
+    expected = len(bounds) + 1
     if not isinstance(counts, list) or len(counts) != expected:
         raise WireError(f"{where} must list {expected} cumulative counts (one per bound, then +Inf)")
     previous = 0
@@ -485,9 +517,9 @@ def _check_buckets(counts: Any, endpoint: EndpointRef, where: str) -> None:
         previous = value
 
 
-def _series(keys: list[str], ts: list[float]) -> Iterator[list[int]]:
-    """The rows of each key (a GPU's UUID, an endpoint's URL), in time order."""
-    rows_of: dict[str, list[int]] = {}
+def _series(keys: Sequence[Hashable], ts: list[float]) -> Iterator[list[int]]:
+    """The rows of each key (a GPU's UUID, an endpoint's URL and model), in time order."""
+    rows_of: dict[Hashable, list[int]] = {}
     for row, key in enumerate(keys):
         rows_of.setdefault(key, []).append(row)
     for rows in rows_of.values():

@@ -1,4 +1,4 @@
-"""Hourly usage of one serving endpoint from its raw samples: tokens, requests, TTFT.
+"""Hourly usage of one serving endpoint from its raw samples: tokens, requests, TTFT and inter-token latency.
 
 Samples are cut into intervals as for GPUs (sorted by time, one per
 timestamp; an interval no longer than ``max_gap_s`` is observed, a longer one
@@ -19,6 +19,11 @@ An hour's TTFT histogram is the bucket-wise sum of its intervals' parts. If
 the bounds changed within the hour (a restart with a new configuration), the
 parts are coarsened onto the bounds they share
 (:func:`telemetry.histogram.histogram_merge` with ``coarsen=True``).
+The inter-token latency (ITL) histogram follows the same rules. Each
+histogram's sum (seconds, a float counter) increases under the same reset rule
+(its histogram restarted, or the sum dropped: the new reading is the increase)
+and is split across hours in proportion to time: an hour's mean TTFT is its
+``ttft_sum_s`` over its TTFT count.
 
 Pure arithmetic: nothing here imports Django.
 """
@@ -63,16 +68,22 @@ class ServingPoint:
     requests: int | None = None
     ttft_since_start: Histogram | None = None
     cached_prompt_tokens: int | None = None  # of prompt_tokens, served from the prefix cache
+    ttft_sum_s: float | None = None  # the TTFT histogram's sum since the server started
+    itl_since_start: Histogram | None = None  # inter-token latency, like ttft_since_start
+    itl_sum_s: float | None = None
 
 
 def serving_point_key(point: ServingPoint) -> tuple[Any, ...]:
     """The total order used to sort samples and pick one of several sharing a timestamp."""
-    ttft = point.ttft_since_start
+    ttft, itl = point.ttft_since_start, point.itl_since_start
     return (
         point.ts_s,
         point.epoch,
         *(nullable_key(value) for value in _counters(point)),
         nullable_key(None if ttft is None else (ttft.bounds_s, ttft.counts)),
+        nullable_key(point.ttft_sum_s),
+        nullable_key(None if itl is None else (itl.bounds_s, itl.counts)),
+        nullable_key(point.itl_sum_s),
     )
 
 
@@ -97,6 +108,9 @@ class EndpointHourUsage:
     bridged_s: float = 0.0
     bridged_gap_s: float = 0.0
     cached_prompt_tokens: int | None = None  # None: no interval of the hour carried the counter
+    ttft_sum_s: float | None = None  # the hour's TTFTs summed; None: no interval carried the sum
+    itl: Histogram | None = None  # inter-token latency, per bucket, like ttft
+    itl_sum_s: float | None = None
 
     @property
     def missing_s(self) -> float:
@@ -141,8 +155,8 @@ def _counters(point: ServingPoint) -> tuple[int | None, int | None, int | None, 
 
 def serving_counters_continue(before: ServingPoint, after: ServingPoint) -> bool:
     """Whether the server's counters prove what it served across the gap between two samples:
-    the same epoch, at least one counter read at both ends, none of them (nor the TTFT histogram) decreased."""
-    if before.epoch != after.epoch or _ttft_restarted(before, after):
+    the same epoch, at least one counter read at both ends, none of them (nor a histogram) decreased."""
+    if before.epoch != after.epoch or _ttft_restarted(before, after) or _itl_restarted(before, after):
         return False
     pairs = [(old, new) for old, new in zip(_counters(before), _counters(after), strict=True) if None not in (old, new)]
     return bool(pairs) and not _dropped(pairs)
@@ -160,6 +174,9 @@ class _ServingSpan:
     counters: tuple[int | None, ...]  # in the order of _counters()
     ttft: Histogram | None
     restarted: bool
+    ttft_sum_s: float | None = None
+    itl: Histogram | None = None
+    itl_sum_s: float | None = None
 
 
 def _serving_spans(points: list[ServingPoint], *, max_gap_s: float) -> Iterator[_ServingSpan]:
@@ -171,12 +188,16 @@ def _serving_spans(points: list[ServingPoint], *, max_gap_s: float) -> Iterator[
 def _serving_span(before: ServingPoint, after: ServingPoint) -> _ServingSpan:
     epoch_changed = before.epoch != after.epoch
     pairs = list(zip(_counters(before), _counters(after), strict=True))
+    ttft_restarted, itl_restarted = _ttft_restarted(before, after), _itl_restarted(before, after)
     return _ServingSpan(
         start_s=before.ts_s,
         end_s=after.ts_s,
         counters=tuple(_increase(old, new, epoch_changed) for old, new in pairs),
-        ttft=_ttft_increase(before, after, epoch_changed),
-        restarted=epoch_changed or _dropped(pairs) or _ttft_restarted(before, after),
+        ttft=_histogram_increase(before.ttft_since_start, after.ttft_since_start, epoch_changed),
+        restarted=epoch_changed or _dropped(pairs) or ttft_restarted or itl_restarted,
+        ttft_sum_s=_sum_increase(before.ttft_sum_s, after.ttft_sum_s, epoch_changed or ttft_restarted),
+        itl=_histogram_increase(before.itl_since_start, after.itl_since_start, epoch_changed),
+        itl_sum_s=_sum_increase(before.itl_sum_s, after.itl_sum_s, epoch_changed or itl_restarted),
     )
 
 
@@ -188,13 +209,24 @@ def _dropped(pairs: list[tuple[int | None, int | None]]) -> bool:
     return any(old is not None and new is not None and new < old for old, new in pairs)
 
 
-def _ttft_increase(before: ServingPoint, after: ServingPoint, epoch_changed: bool) -> Histogram | None:
-    old, new = before.ttft_since_start, after.ttft_since_start
+def _histogram_increase(old: Histogram | None, new: Histogram | None, epoch_changed: bool) -> Histogram | None:
     return None if old is None or new is None else histogram_increase(old, new, epoch_changed=epoch_changed)
+
+
+def _sum_increase(old: float | None, new: float | None, restarted: bool) -> float | None:
+    """A histogram's sum's increase: the new reading after a restart of its histogram or a drop."""
+    if old is None or new is None:
+        return None
+    return new if restarted or new < old else new - old
 
 
 def _ttft_restarted(before: ServingPoint, after: ServingPoint) -> bool:
     old, new = before.ttft_since_start, after.ttft_since_start
+    return old is not None and new is not None and histogram_restarted(old, new, epoch_changed=False)
+
+
+def _itl_restarted(before: ServingPoint, after: ServingPoint) -> bool:
+    old, new = before.itl_since_start, after.itl_since_start
     return old is not None and new is not None and histogram_restarted(old, new, epoch_changed=False)
 
 
@@ -217,8 +249,11 @@ def _span_tallied(span: _ServingSpan, tallies: dict[int, _ServingTally], *, brid
     for index, delta in enumerate(span.counters):
         if delta is not None:
             _counter_tallied(index, delta, span, tallies)
-    if span.ttft is not None:
-        _ttft_tallied(span.ttft, span, tallies)
+    for name in ("ttft", "itl"):
+        if (histogram := getattr(span, name)) is not None:
+            _histogram_tallied(name, histogram, span, tallies)
+        if (increase := getattr(span, f"{name}_sum_s")) is not None:
+            _sum_tallied(name, increase, span, tallies)
     if span.restarted and (tally := tallies.get(hour_start_s_of(span.end_s))) is not None:
         tally.reset_count += 1
 
@@ -230,10 +265,17 @@ def _counter_tallied(index: int, delta: int, span: _ServingSpan, tallies: dict[i
             tally.counted.add(index)
 
 
-def _ttft_tallied(ttft: Histogram, span: _ServingSpan, tallies: dict[int, _ServingTally]) -> None:
-    for hour, part in _histogram_split_by_hour(ttft, span.start_s, span.end_s):
+def _histogram_tallied(name: str, histogram: Histogram, span: _ServingSpan, tallies: dict[int, _ServingTally]) -> None:
+    for hour, part in _histogram_split_by_hour(histogram, span.start_s, span.end_s):
         if (tally := tallies.get(hour)) is not None:
-            tally.ttft_parts.append(part)
+            tally.parts[name].append(part)
+
+
+def _sum_tallied(name: str, increase: float, span: _ServingSpan, tallies: dict[int, _ServingTally]) -> None:
+    """A histogram's sum's increase, split across hours in proportion to time."""
+    for hour, overlap_s in hour_overlaps_s(span.start_s, span.end_s):
+        if (tally := tallies.get(hour)) is not None:
+            tally.sums_s[name] = tally.sums_s.get(name, 0.0) + increase * overlap_s / (span.end_s - span.start_s)
 
 
 # --- per-hour sums --------------------------------------------------------------
@@ -246,7 +288,8 @@ class _ServingTally:
     bridged_gap_s: float = 0.0
     counters: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # in the order of _counters()
     counted: set[int] = field(default_factory=set)  # counters some interval of the hour carried
-    ttft_parts: list[Histogram] = field(default_factory=list)
+    parts: dict[str, list[Histogram]] = field(default_factory=lambda: {"ttft": [], "itl": []})
+    sums_s: dict[str, float] = field(default_factory=dict)  # per histogram carrying its sum in the hour
     reset_count: int = 0
 
     def usage(self, hour_start_s: int) -> EndpointHourUsage:
@@ -256,10 +299,13 @@ class _ServingTally:
             prompt_tokens=prompt_tokens,
             generation_tokens=generation_tokens,
             requests=requests,
-            ttft=histogram_merge(self.ttft_parts, coarsen=True),
+            ttft=histogram_merge(self.parts["ttft"], coarsen=True),
             observed_s=self.observed_s,
             reset_count=self.reset_count,
             bridged_s=self.bridged_s,
             bridged_gap_s=self.bridged_gap_s,
             cached_prompt_tokens=cached_prompt_tokens if 3 in self.counted else None,
+            ttft_sum_s=self.sums_s.get("ttft"),
+            itl=histogram_merge(self.parts["itl"], coarsen=True),
+            itl_sum_s=self.sums_s.get("itl"),
         )

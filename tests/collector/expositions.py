@@ -5,6 +5,12 @@ from __future__ import annotations
 from telemetry.collector.simserving import VLLM_TTFT_BUCKETS_S
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+MODEL_14B = "Qwen/Qwen2.5-14B-Instruct"
+# vllm/v1/metrics/loggers.py: buckets of vllm:inter_token_latency_seconds (and its deprecated alias
+# vllm:time_per_output_token_seconds, exported beside it with the same observations)
+VLLM_ITL_BUCKETS_S = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+)  # fmt: skip
 # text-generation-inference router: 35 duration buckets, 0.0001 x 1.5^k
 TGI_DURATION_BUCKETS_S = tuple(0.0001 * 1.5**k for k in range(1, 36))
 # sglang/srt/metrics/collector.py: default buckets of sglang:time_to_first_token_seconds
@@ -24,16 +30,39 @@ def histogram_lines(name: str, bounds: tuple[float, ...], total: int, labels: st
     return lines
 
 
-def vllm(*, prompt: float = 1.234567e6, generation: float = 654321.0, start: float = 1.7643e9) -> str:
-    labels = f'engine="0",model_name="{MODEL}"'
+def vllm(
+    *,
+    prompt: float = 1.234567e6,
+    generation: float = 654321.0,
+    start: float = 1.7643e9,
+    model: str = MODEL,
+    requests: tuple[int, int] = (700, 89),
+    itl: tuple[int, float] | None = None,
+    process: bool = True,
+    ttft_sum_s: float = 41.2,
+) -> str:
+    """vLLM v1's page for one model; ``requests``: finished by stop and by length; ``itl``: the inter-token
+    latency histogram's (count, sum), exported under both its names; ``process``: with the process's metrics
+    (a page of several models has them once)."""
+    labels = f'engine="0",model_name="{model}"'
+    itl_lines = []
+    if itl is not None:
+        for name in ("vllm:time_per_output_token_seconds", "vllm:inter_token_latency_seconds"):
+            itl_lines += [
+                f"# TYPE {name} histogram",
+                *histogram_lines(name, VLLM_ITL_BUCKETS_S, itl[0], labels, sum_s=itl[1]),
+            ]
+    process_lines = [
+        "# HELP python_gc_objects_collected_total Objects collected during gc",
+        "# TYPE python_gc_objects_collected_total counter",
+        'python_gc_objects_collected_total{generation="0"} 1234.0',
+        "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.",
+        "# TYPE process_start_time_seconds gauge",
+        f"process_start_time_seconds {start}",
+    ]
     return "\n".join(
         [
-            "# HELP python_gc_objects_collected_total Objects collected during gc",
-            "# TYPE python_gc_objects_collected_total counter",
-            'python_gc_objects_collected_total{generation="0"} 1234.0',
-            "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.",
-            "# TYPE process_start_time_seconds gauge",
-            f"process_start_time_seconds {start}",
+            *(process_lines if process else []),
             "# HELP vllm:num_requests_running Number of requests in model execution batches.",
             "# TYPE vllm:num_requests_running gauge",
             f"vllm:num_requests_running{{{labels}}} 12.0",
@@ -46,12 +75,15 @@ def vllm(*, prompt: float = 1.234567e6, generation: float = 654321.0, start: flo
             f"vllm:generation_tokens_total{{{labels}}} {generation}",
             "# HELP vllm:request_success_total Count of successfully processed requests.",
             "# TYPE vllm:request_success_total counter",
-            f'vllm:request_success_total{{engine="0",finished_reason="stop",model_name="{MODEL}"}} 700.0',
-            f'vllm:request_success_total{{engine="0",finished_reason="length",model_name="{MODEL}"}} 89.0',
-            f'vllm:request_success_total{{engine="0",finished_reason="abort",model_name="{MODEL}"}} 0.0',
+            f'vllm:request_success_total{{engine="0",finished_reason="stop",model_name="{model}"}} {requests[0]}.0',
+            f'vllm:request_success_total{{engine="0",finished_reason="length",model_name="{model}"}} {requests[1]}.0',
+            f'vllm:request_success_total{{engine="0",finished_reason="abort",model_name="{model}"}} 0.0',
             "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.",
             "# TYPE vllm:time_to_first_token_seconds histogram",
-            *histogram_lines("vllm:time_to_first_token_seconds", VLLM_TTFT_BUCKETS_S, 789, labels, sum_s=41.2),
+            *histogram_lines(
+                "vllm:time_to_first_token_seconds", VLLM_TTFT_BUCKETS_S, sum(requests), labels, sum_s=ttft_sum_s
+            ),
+            *itl_lines,
             "",
         ]
     )
@@ -108,3 +140,23 @@ def sglang(*, requests: float = 3000.0) -> str:
             "",
         ]
     )
+
+
+def vllm_two_models(*, start: float = 1.7643e9, scale: float = 1.0) -> str:
+    """One vLLM process's page serving two models (an 8B and a 14B), each with its own counters and histograms.
+
+    8B: 1,000,000 prompt and 500,000 output tokens, 800 requests (TTFTs summing 40 s), ITL 499,200 tokens
+    summing 4,992 s; 14B: 300,000 prompt and 100,000 output tokens, 200 requests (TTFTs summing 30 s), ITL
+    99,800 tokens summing 2,994 s; every counter times ``scale`` (rounded).
+    """
+
+    def n(value: float) -> int:
+        return round(value * scale)
+
+    return vllm(
+        prompt=n(1e6), generation=n(500_000), start=start, requests=(n(700), n(100)), itl=(n(499_200), n(4992) * 1.0),
+        ttft_sum_s=n(40) * 1.0,
+    ) + vllm(
+        prompt=n(300_000), generation=n(100_000), start=start, model=MODEL_14B, requests=(n(150), n(50)),
+        itl=(n(99_800), n(2994) * 1.0), process=False, ttft_sum_s=n(30) * 1.0,
+    )  # fmt: skip

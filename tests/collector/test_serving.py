@@ -6,13 +6,24 @@ import logging
 
 import pytest
 
-from telemetry.collector.backend import GpuIdentity
+from telemetry.collector.backend import GpuIdentity, ServingReading
 from telemetry.collector.epochs import EpochBook
 from telemetry.collector.serving import PrometheusEndpoint, ServingTarget, parse_serving_target, resolve_gpus
 from telemetry.collector.simserving import VLLM_TTFT_BUCKETS_S
 
 from .conftest import StubServer
-from .expositions import MODEL, SGLANG_TTFT_BUCKETS_S, TGI_DURATION_BUCKETS_S, sglang, tgi, vllm
+from .expositions import (
+    MODEL,
+    MODEL_14B,
+    SGLANG_TTFT_BUCKETS_S,
+    TGI_DURATION_BUCKETS_S,
+    VLLM_ITL_BUCKETS_S,
+    histogram_lines,
+    sglang,
+    tgi,
+    vllm,
+    vllm_two_models,
+)
 
 TS = 1_764_400_000.0
 GPUS = ("GPU-aaa", "GPU-bbb")
@@ -22,6 +33,12 @@ def serve_text(server: StubServer, text: str) -> None:
     server.default = lambda _request: (200, {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}, text.encode())
 
 
+def one(readings: list[ServingReading]) -> ServingReading:
+    """The reading of a server serving one model."""
+    (reading,) = readings
+    return reading
+
+
 def scrape(server: StubServer, book: EpochBook | None = None) -> PrometheusEndpoint:
     return PrometheusEndpoint(f"{server.url}/metrics", GPUS, book=book or EpochBook(), timeout_s=2)
 
@@ -29,7 +46,7 @@ def scrape(server: StubServer, book: EpochBook | None = None) -> PrometheusEndpo
 def test_vllm_counters_histogram_and_start_time_epoch(stub_server: StubServer) -> None:
     serve_text(stub_server, vllm())
 
-    reading = scrape(stub_server).read(TS)
+    reading = one(scrape(stub_server).read(TS))
 
     assert reading is not None
     assert (reading.prompt_tokens, reading.generation_tokens, reading.requests) == (1_234_567, 654_321, 789)
@@ -46,10 +63,10 @@ def test_vllm_counters_histogram_and_start_time_epoch(stub_server: StubServer) -
 def test_vllm_restart_is_a_new_epoch_from_its_start_time(stub_server: StubServer) -> None:
     endpoint = scrape(stub_server)
     serve_text(stub_server, vllm(start=1.7643e9))
-    before = endpoint.read(TS)
+    before = one(endpoint.read(TS))
     serve_text(stub_server, vllm(start=1.7644e9, prompt=10, generation=5))
 
-    after = endpoint.read(TS + 5)
+    after = one(endpoint.read(TS + 5))
 
     assert before is not None and after is not None
     assert after.endpoint.epoch == str(1.7644e9) != before.endpoint.epoch
@@ -59,7 +76,7 @@ def test_vllm_restart_is_a_new_epoch_from_its_start_time(stub_server: StubServer
 def test_tgi_mapping_and_ttft_from_queue_and_prefill(stub_server: StubServer) -> None:
     serve_text(stub_server, tgi())
 
-    reading = scrape(stub_server).read(TS)
+    reading = one(scrape(stub_server).read(TS))
 
     assert reading is not None
     assert (reading.prompt_tokens, reading.generation_tokens, reading.requests) == (123_456, 654_321, 990)
@@ -72,13 +89,13 @@ def test_tgi_mapping_and_ttft_from_queue_and_prefill(stub_server: StubServer) ->
 def test_tgi_without_start_time_is_first_seen_and_renewed_on_a_reset(stub_server: StubServer, tmp_path) -> None:
     book = EpochBook(tmp_path / "epochs.json")
     serve_text(stub_server, tgi(success=990))
-    first = scrape(stub_server, book).read(TS)
+    first = one(scrape(stub_server, book).read(TS))
     book.save()
     serve_text(stub_server, tgi(success=995))
-    same = scrape(stub_server, EpochBook(tmp_path / "epochs.json")).read(TS + 60)  # collector restarted
+    same = one(scrape(stub_server, EpochBook(tmp_path / "epochs.json")).read(TS + 60))  # collector restarted
     serve_text(stub_server, tgi(success=3, input_sum=300))
 
-    restarted = scrape(stub_server, book).read(TS + 120)
+    restarted = one(scrape(stub_server, book).read(TS + 120))
 
     assert first is not None and same is not None and restarted is not None
     assert first.endpoint.epoch == f"seen@{int(TS)}" == same.endpoint.epoch
@@ -88,7 +105,7 @@ def test_tgi_without_start_time_is_first_seen_and_renewed_on_a_reset(stub_server
 def test_sglang_mapping(stub_server: StubServer) -> None:
     serve_text(stub_server, sglang(requests=3000.0))
 
-    reading = scrape(stub_server).read(TS)
+    reading = one(scrape(stub_server).read(TS))
 
     assert reading is not None
     assert (reading.prompt_tokens, reading.generation_tokens, reading.requests) == (8_128_902, 7_557_572, 3000)
@@ -104,10 +121,10 @@ def test_an_unreachable_endpoint_is_none_warned_once_then_recovers(
     stub_server.default = lambda _request: (503, {}, b"loading model")
 
     with caplog.at_level(logging.INFO):
-        assert endpoint.read(TS) is None
-        assert endpoint.read(TS + 5) is None
+        assert endpoint.read(TS) == []
+        assert endpoint.read(TS + 5) == []
         serve_text(stub_server, vllm())
-        assert endpoint.read(TS + 10) is not None
+        assert endpoint.read(TS + 10) != []
 
     assert sum(r.levelno == logging.WARNING for r in caplog.records) == 1
     assert any("readable again" in r.message for r in caplog.records)
@@ -116,7 +133,7 @@ def test_an_unreachable_endpoint_is_none_warned_once_then_recovers(
 def test_a_page_without_inference_metrics_is_none(stub_server: StubServer) -> None:
     serve_text(stub_server, "# TYPE up gauge\nup 1\n")
 
-    assert scrape(stub_server).read(TS) is None
+    assert scrape(stub_server).read(TS) == []
 
 
 @pytest.mark.parametrize(
@@ -150,19 +167,19 @@ def test_a_fresh_server_reports_nothing_until_its_first_request(stub_server: Stu
     serve_text(stub_server, "# TYPE tgi_queue_size gauge\ntgi_queue_size 0\n# TYPE tgi_batch_current_size gauge\n")
     endpoint = scrape(stub_server)
 
-    assert endpoint.read(TS) is None
+    assert endpoint.read(TS) == []
     serve_text(stub_server, tgi())
-    assert endpoint.read(TS + 5) is not None
+    assert endpoint.read(TS + 5) != []
 
 
 def test_ttft_bounds_stay_fixed_within_an_epoch(stub_server: StubServer) -> None:
     endpoint = scrape(stub_server)
     serve_text(stub_server, vllm())
-    first = endpoint.read(TS)
+    first = one(endpoint.read(TS))
     without_histogram = "\n".join(line for line in vllm().splitlines() if "time_to_first_token" not in line)
     serve_text(stub_server, without_histogram)
 
-    second = endpoint.read(TS + 5)
+    second = one(endpoint.read(TS + 5))
 
     assert first is not None and second is not None
     assert second.endpoint == first.endpoint  # same bounds: the server accepts both in one epoch
@@ -186,7 +203,7 @@ def test_prefix_cache_hits_are_read_where_the_server_counts_them(stub_server: St
         f'vllm:prefix_cache_queries_total{{engine="0",model_name="{MODEL}"}} 1234567.0\n'
     )
     serve_text(stub_server, vllm_text)
-    assert scrape(stub_server).read(TS).cached_prompt_tokens == 417_000
+    assert one(scrape(stub_server).read(TS)).cached_prompt_tokens == 417_000
 
     # SGLang counts cached prompt tokens by cache source: summed.
     sglang_text = sglang() + (
@@ -195,10 +212,50 @@ def test_prefix_cache_hits_are_read_where_the_server_counts_them(stub_server: St
         f'sglang:cached_tokens_total{{model_name="{MODEL}",cache_source="host"}} 100.0\n'
     )
     serve_text(stub_server, sglang_text)
-    assert scrape(stub_server).read(TS).cached_prompt_tokens == 1000
+    assert one(scrape(stub_server).read(TS)).cached_prompt_tokens == 1000
 
 
 def test_servers_that_do_not_count_prefix_cache_hits_send_null(stub_server: StubServer) -> None:
     for text in (vllm(), tgi()):
         serve_text(stub_server, text)
-        assert scrape(stub_server).read(TS).cached_prompt_tokens is None
+        assert one(scrape(stub_server).read(TS)).cached_prompt_tokens is None
+
+
+def test_a_server_of_two_models_gives_one_reading_per_model_with_its_own_counters(stub_server: StubServer) -> None:
+    serve_text(stub_server, vllm_two_models())
+
+    large, small = sorted(scrape(stub_server).read(TS), key=lambda r: r.endpoint.model)
+
+    assert (small.endpoint.model, large.endpoint.model) == (MODEL, MODEL_14B)
+    assert (small.prompt_tokens, small.generation_tokens, small.requests) == (1_000_000, 500_000, 800)
+    assert (large.prompt_tokens, large.generation_tokens, large.requests) == (300_000, 100_000, 200)
+    assert small.ttft_bucket_counts and large.ttft_bucket_counts and small.itl_bucket_counts and large.itl_bucket_counts
+    assert small.ttft_bucket_counts[-1] == 800 and large.ttft_bucket_counts[-1] == 200
+    # Inter-token latency: the model's own histogram, once (not added to its deprecated alias's).
+    assert small.endpoint.itl_bucket_bounds_s == VLLM_ITL_BUCKETS_S == large.endpoint.itl_bucket_bounds_s
+    assert (small.itl_bucket_counts[-1], small.itl_sum_s) == (499_200, 4992.0)
+    assert (large.itl_bucket_counts[-1], large.itl_sum_s) == (99_800, 2994.0)
+    assert len(small.itl_bucket_counts) == len(VLLM_ITL_BUCKETS_S) + 1
+    # One process: both models' epochs are its start time.
+    assert small.endpoint.epoch == large.endpoint.epoch == str(1.7643e9)
+
+
+def test_servers_without_an_inter_token_latency_histogram_send_null(stub_server: StubServer) -> None:
+    for text in (vllm(), tgi()):
+        serve_text(stub_server, text)
+        reading = one(scrape(stub_server).read(TS))
+        assert reading.endpoint.itl_bucket_bounds_s == () and reading.itl_bucket_counts is reading.itl_sum_s is None
+
+
+def test_sglang_inter_token_latency_is_read_per_model(stub_server: StubServer) -> None:
+    # sglang/srt/metrics/collector.py: buckets of sglang:inter_token_latency_seconds (first five of them here)
+    bounds = (0.002, 0.004, 0.006, 0.008, 0.01)
+    labels = f'model_name="{MODEL}"'
+    itl = "\n".join(histogram_lines("sglang:inter_token_latency_seconds", bounds, 6000, labels, sum_s=30.5))
+    serve_text(stub_server, sglang() + "# TYPE sglang:inter_token_latency_seconds histogram\n" + itl + "\n")
+
+    reading = one(scrape(stub_server).read(TS))
+
+    assert reading.endpoint.itl_bucket_bounds_s == bounds
+    # histogram_lines: floor(6000 x (i + 1) / 3) below bound i, capped at the total
+    assert reading.itl_bucket_counts == (2000, 4000, 6000, 6000, 6000, 6000) and reading.itl_sum_s == 30.5

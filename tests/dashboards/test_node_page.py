@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,7 +11,7 @@ from accounting.dashboards.nodes import RECENT_RAW, RECENT_SLOT_S, recent_power_
 from telemetry.histogram import Histogram
 from telemetry.models import EndpointHourUsage, GpuEpoch, GpuSample, ServingEndpoint
 from telemetry.partitions import partitions_ensure
-from tests.factories import GpuFactory, NodeFactory
+from tests.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 11, 29, 12, 0, 3, tzinfo=UTC)
@@ -90,3 +91,39 @@ def test_serving_is_summed_per_day_with_histograms_merged_onto_shared_bounds(nod
     # (0.1, 0.25, 0.5) coarsened onto (0.1, 0.5): [1, 2 + 3, 0], added to [5, 4, 1]
     assert rows[0]["ttft"] == Histogram((0.1, 0.5), (6, 9, 1))
     assert rows[1]["ttft"] == Histogram((0.1, 0.5), (1, 0, 0))
+
+
+def test_a_node_serving_two_models_shows_each_models_tokens_and_latency(client, node):
+    """One URL, two models, one hour each of the last day. 8B: 1,000 requests whose TTFTs sum 50 s (mean 50 ms),
+    100,000 ITL observations summing 2,000 s (mean 20 ms); 14B: 250 requests summing 37.5 s (150 ms), ITL
+    40,000 summing 1,400 s (35 ms). An older hour of the 8B without sums counts in tokens, not in means."""
+    url, hour = "http://127.0.0.1:8000/metrics", datetime(2026, 11, 28, 10, tzinfo=UTC)
+    rows = [  # (model, hour, generation, requests, TTFT counts and sum, ITL counts and sum)
+        ("llama-8b", hour, 300_000, 1000, [600, 400], 50.0, [80_000, 20_000], 2000.0),
+        ("llama-8b", hour - timedelta(hours=1), 10_000, 10, [10, 0], None, None, None),
+        ("qwen-14b", hour, 90_000, 250, [50, 200], 37.5, [10_000, 30_000], 1400.0),
+    ]
+    for model, at, generation, requests, ttft, ttft_sum_s, itl, itl_sum_s in rows:
+        endpoint, _ = ServingEndpoint.objects.get_or_create(node=node, url=url, model_name=model, kind="vllm")
+        EndpointHourUsage.objects.create(
+            endpoint=endpoint, hour_start=at, prompt_tokens=2 * generation, generation_tokens=generation,
+            requests=requests, observed_s=3600.0, ttft_bucket_bounds_s=[0.1], ttft_bucket_counts=ttft,
+            ttft_sum_s=ttft_sum_s, itl_bucket_bounds_s=[0.025] if itl else [], itl_bucket_counts=itl,
+            itl_sum_s=itl_sum_s, reset_count=0, computed_at=at,
+        )  # fmt: skip
+    organization = node.fleet.organization
+    user = UserFactory(username="engineer-two-models")
+    MembershipFactory(user=user, organization=organization, role="engineer")
+    client.force_login(user)
+
+    page = client.get(f"/nodes/{node.pk}/?start=2026-11-27&end=2026-11-28&granularity=hour").content.decode()
+
+    table = page[page.index('id="served-models"') :]
+    table = table[: table.index("</table>")]
+    cells = [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", table)]
+    assert cells[:3] == ["llama-8b", url, "310,000"]  # both hours' output tokens
+    assert cells[6] == "50.00" and cells[9] == "20.00"  # TTFT and ITL means (ms), from the hour that has sums
+    assert cells[12:15] == ["qwen-14b", url, "90,000"]
+    assert cells[18] == "150.0" and cells[21] == "35.00"
+    # The charts' series are named by model.
+    assert "P99 llama-8b" in page and "P99 qwen-14b" in page

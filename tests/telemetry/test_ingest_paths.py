@@ -103,11 +103,16 @@ def test_a_known_endpoint_is_found_and_a_changed_one_is_updated(client, node, to
     assert response.status_code == 200
     assert response.json()["stored"]["serving_samples"] > 0
 
-    changed = make_batch(gpus=1, seconds=5, start_s=NOW_S + 10, endpoint=True)
-    changed["endpoints"][0]["model"] = "another-model"
+    changed = make_batch(gpus=1, seconds=5, start_s=NOW_S + 10, endpoint=True)  # on one GPU now
     assert post(client, changed, token).status_code == 200
 
     endpoint.refresh_from_db()
-    assert endpoint.model_name == "another-model"
     assert list(endpoint.gpus.values_list("uuid", flat=True)) == [changed["gpus"][0]["uuid"]]
     assert EndpointEpoch.objects.filter(endpoint=endpoint).count() == 1
+
+    # Another model at the same URL is another endpoint (an endpoint is one LLM model).
+    another = make_batch(gpus=1, seconds=5, start_s=NOW_S + 15, endpoint=True)
+    another["endpoints"][0]["model"] = "another-model"
+    assert post(client, another, token).status_code == 200
+    assert ServingEndpoint.objects.get(model_name="another-model").url == endpoint.url
+    assert ServingEndpoint.objects.filter(pk=endpoint.pk, model_name=endpoint.model_name).exists()
