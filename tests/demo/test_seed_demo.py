@@ -202,3 +202,29 @@ def test_seed_demo_builds_a_ledger_where_consumer_is_cheaper_and_enterprise_fast
         # A restarted server's first interval counts nothing (at most a minute); twice would be ~2x.
         assert 0.93 * expected < usage.generation_tokens <= expected, usage.endpoint.node.hostname
     assert NodeHourLedger.objects.filter(hour_start=end).count() == 8
+
+
+def weekday_night_end() -> datetime:
+    """04:00 UTC of the latest weekday (Monday to Friday) at least a day ago: the consumer fleet sleeps 00-06."""
+    end = (timezone.now() - 24 * HOUR).astimezone(UTC).replace(hour=4, minute=0, second=0, microsecond=0)
+    while end.weekday() >= 5:
+        end -= 24 * HOUR
+    return end
+
+
+@pytest.mark.django_db(transaction=True)
+def test_at_night_the_consumer_fleet_is_idle_and_its_hour_is_idle_cost():
+    # given: an empty database; when: the demo is seeded for one hour of a weekday night
+    end = weekday_night_end()
+    seed(end, hours=1)
+
+    # then: every consumer GPU-hour is idle (no token, no utilization) and its whole cost is idle cost,
+    # while the enterprise fleet serves its night traffic
+    sums = ledger_by(end - HOUR, end)
+    consumer, enterprise = sums[("consumer", "all")], sums[("enterprise", "all")]
+    assert consumer["output_tokens"] == 0 and consumer["gpu_h"] == 24 and consumer["idle_gpu_h"] == 24
+    consumer_lines = NodeHourLedger.objects.filter(fleet__name="consumer")
+    assert consumer["cost"] > 0 and sum(line.idle_cost for line in consumer_lines) == consumer["cost"]
+    assert enterprise["output_tokens"] > 0 and enterprise["idle_gpu_h"] == 0
+    # idle boards draw their idle power: 24 RTX 4090s at 25 W for an hour, 0.6 kWh
+    assert consumer["it_kwh"] == pytest.approx(Decimal("0.6"), rel=Decimal("0.01"))
