@@ -23,7 +23,7 @@ from accounting.grid.store import intensity_for_hours
 from accounting.instruments.models import ContractualInstrument
 from accounting.models import GridIntensity, NodeHourLedger
 from demo import spec
-from demo.summary import fleet_figures
+from demo.summary import fleet_figures, llm_figures
 from demo.tokens import demo_dir
 from fleets.models import Node, Organization
 from telemetry.collector.simprofiles import LLAMA_8B, LLMS, QWEN_14B, serving_profile
@@ -164,6 +164,11 @@ def test_seed_demo_builds_a_ledger_where_consumer_is_cheaper_and_enterprise_fast
     assert figures["consumer"].cost_per_1m_tokens == sums[("consumer", "all")]["cost"] / all_tokens * 1_000_000
     assert figures["enterprise"].p99_ttft_s == pytest.approx(enterprise_p99)
     assert f"Login: {spec.USERNAME} / {spec.PASSWORD}" in output and "http://" in output
+    by_llm = {(row.fleet, row.llm): row for row in llm_figures(organization=organization, start=start, end=end)}
+    assert len(by_llm) == 4 and "cost/1M output" in output and output.count(QWEN_14B) == 2
+    for key, row in by_llm.items():
+        assert row.cost_per_1m_output_tokens == cost_per_1m_output_tokens(sums[key]), key
+        assert row.j_per_output_token == j_per_output_token(sums[key]) and row.idle_share == 0, key
 
     # the grid intensity is the organization's own, labelled as simulated, never a fallback
     lines = NodeHourLedger.objects.filter(organization=organization)
