@@ -18,8 +18,10 @@ output, about twice as much), ``median_ttft_ms``/``p99_ttft_ms`` and ``median_it
 GeForce RTX 4090 450 W (total graphics power).
 
 ``MLE``: the ML.ENERGY Benchmark (Chung et al., arXiv:2505.06371) and Leaderboard
-(github.com/ml-energy/leaderboard): GPU power rises sub-linearly with batch size while
-throughput rises almost linearly, which is why energy per token falls with load.
+(github.com/ml-energy/leaderboard): energy per output token falls as the batch grows, so
+board power grows more slowly than throughput (sub-linearly in load). The leaderboard's rows
+are for H100 SXM / A100 / B200 at fixed batch sizes, not the RTX 4090 or this serving setup,
+so we take the shape from it, not figures.
 
 Not found, so labelled ``assumption``:
 - Power while serving at full load. The study measured none it published (``monitor_gpu.sh``
@@ -28,8 +30,8 @@ Not found, so labelled ``assumption``:
   the H100 PCIe, the SXM's limit; the PCIe's is 350 W, used here. With 350 W its table gives
   6.2x, not 3.1x, in J per token between one H100 PCIe and two RTX 4090s on the 14B model.)
 - The shape of power against load: ``idle + (full - idle) x load ** 0.6``. ML.ENERGY gives the
-  shape (sub-linear, concave), not a curve we could fit here; 0.6 puts half load at 66 % of
-  the span.
+  shape (sub-linear, concave), not a curve we could fit here; 0.6 is our choice and puts half
+  load at 66 % of the span.
 - Idle power (a GPU holding a loaded model, no request): typical ``nvidia-smi`` readings,
   not from either source; for the H100s and the RTX 4090 the hardware catalog's
   (``accounting/hardware/catalog.json``, an engineering estimate) so both agree.
