@@ -17,21 +17,24 @@ output, about twice as much), ``median_ttft_ms``/``p99_ttft_ms`` and ``median_it
 ``NVIDIA``: board power limits from NVIDIA's product pages: H100 SXM 700 W, H100 PCIe 350 W,
 GeForce RTX 4090 450 W (total graphics power).
 
-``MLE``: the ML.ENERGY Benchmark (Chung et al., arXiv:2505.06371) and Leaderboard
-(github.com/ml-energy/leaderboard): energy per output token falls as the batch grows, so
-board power grows more slowly than throughput (sub-linearly in load). The leaderboard's rows
-are for H100 SXM / A100 / B200 at fixed batch sizes, not the RTX 4090 or this serving setup,
-so we take the shape from it, not figures.
+``MLE``: the ML.ENERGY Leaderboard v3 (github.com/ml-energy/leaderboard,
+``public/data/models/meta-llama__Llama-3.1-8B-Instruct__lm-arena-chat.json``, H100 SXM, one
+GPU, vLLM): average board power against output throughput as the batch grows from 8 to 768:
+486 W at 11 % of the peak throughput (1,070 of 9,806 tokens/s), 560 W at 35 %, 610 W at 52 %,
+669 W at 72 %, 688 W at 100 %. Power is far from linear in load: it jumps as soon as anything
+is served, then flattens. ``idle + (limit - idle) x load ** 0.2`` fits those points within
+11 W RMS (Qwen3-14B on the same page rises more evenly, 443 W at 11 % to 645 W at 100 %).
 
 Not found, so labelled ``assumption``:
 - Power while serving at full load. The study measured none it published (``monitor_gpu.sh``
   logs ``nvidia-smi`` power, but no log is in ``results/``); its Table 3 assumes every GPU at
-  its board limit. We do the same: full load draws the board limit. (The study wrote 700 W for
+  its board limit. We do the same: full load draws the board limit (ML.ENERGY measured 688 W,
+  98 % of the limit, on the H100 SXM at full load). (The study wrote 700 W for
   the H100 PCIe, the SXM's limit; the PCIe's is 350 W, used here. With 350 W its table gives
   6.2x, not 3.1x, in J per token between one H100 PCIe and two RTX 4090s on the 14B model.)
-- The shape of power against load: ``idle + (full - idle) x load ** 0.6``. ML.ENERGY gives the
-  shape (sub-linear, concave), not a curve we could fit here; 0.6 is our choice and puts half
-  load at 66 % of the span.
+- The shape of power against load on GPUs other than the H100 SXM: the H100 SXM's fitted
+  exponent (0.2: half load draws 87 % of the span) applies to every GPU model. ML.ENERGY has
+  no RTX 4090 row, and the study published no power log.
 - Idle power (a GPU holding a loaded model, no request): typical ``nvidia-smi`` readings,
   not from either source; for the H100s and the RTX 4090 the hardware catalog's
   (``accounting/hardware/catalog.json``, an engineering estimate) so both agree.
@@ -52,7 +55,7 @@ QWEN_14B = "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"
 # Short names for the collector's --simulate-llm option.
 LLMS = {"8b": LLAMA_8B, "14b": QWEN_14B}
 
-POWER_EXPONENT = 0.6  # assumption, see the module docstring
+POWER_EXPONENT = 0.2  # fitted to MLE (H100 SXM, Llama 3.1 8B); an assumption for other GPUs
 
 
 @dataclass(frozen=True)

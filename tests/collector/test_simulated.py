@@ -52,7 +52,8 @@ def test_power_stays_between_idle_and_tdp_and_follows_the_daily_load(key: str) -
     assert all(model.idle_w <= r.power_w <= model.tdp_w for r in readings if r.power_w is not None)
     night = sum(r.power_w or 0 for r in backend.read(DAY_START + 4 * 3600))
     afternoon = sum(r.power_w or 0 for r in backend.read(DAY_START + 16 * 3600))
-    assert afternoon > night + 0.4 * (model.tdp_w - model.idle_w)
+    # per GPU, 0.15 ** 0.2 = 0.68 of the span at night and 0.85 ** 0.2 = 0.97 in the afternoon, noise aside
+    assert afternoon > night + 2 * 0.1 * (model.tdp_w - model.idle_w)
     assert all(0 <= (r.util_pct or 0) <= 100 and (r.temp_c or 0) < 90 for r in readings)
 
 
