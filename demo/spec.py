@@ -257,3 +257,38 @@ FLEETS = (
 
 def all_nodes() -> list[tuple[FleetSpec, NodeSpec]]:
     return [(fleet, node) for fleet in FLEETS for node in fleet.nodes]
+
+
+# --- workload classes ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkloadClassSpec:
+    """A ``WorkloadClass`` of the demo, created once (a user's later edits are kept)."""
+
+    name: str
+    llm: str  # a key of telemetry.collector.simprofiles.LLMS
+    ttft_target_ms: int
+    expected_output_tokens_per_day: int
+    ttft_percentile: int = 99
+    deadline_h: int | None = None  # None: latency-sensitive
+    carbon_weight: Decimal = Decimal(0)
+
+
+# Sized against the fleets' measured capacity per day at full load (8B: ~1.9 billion output
+# tokens on the enterprise node, ~1.7 on the consumer ones; 14B: ~1.0 and ~0.3 billion).
+WORKLOAD_CLASSES = (
+    # Interactive chat: the study's "tight SLO" traffic. The RTX 4090s' P99 on the 8B
+    # (110-330 ms) meets 250 ms only at moderate load; the H100s' (27-78 ms) always does.
+    WorkloadClassSpec("Chat assistant", "8b", ttft_target_ms=250, expected_output_tokens_per_day=600_000_000),
+    # Batch summarisation: first-token latency hardly matters, a day's deadline does, and
+    # carbon weighs half: the study's "send batch work to idle consumer GPUs".
+    WorkloadClassSpec(
+        "Document summaries",
+        "14b",
+        ttft_target_ms=5_000,
+        expected_output_tokens_per_day=150_000_000,
+        deadline_h=24,
+        carbon_weight=Decimal("0.5"),
+    ),
+)
