@@ -1,21 +1,36 @@
 """Admin for prices, hardware profiles and assets, scoped to the organizations a user administers.
 
-Saving or deleting a price marks the node-hours it covers for recomputation,
-so the stored ledger follows (history before ``valid_from`` is untouched).
+Prices, tariffs, PUE (dated and the site's own), market factors and GPU assets
+save and delete through the inputs' services (``AuditedInputAdmin``): audited,
+refused in a locked period, re-opening exactly the ledger hours they affect.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from django import forms
 from django.contrib import admin
-from django.db.models import Model
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+import accounting.advice.admin  # registers workload classes and advice settings
 import accounting.inputs.admin  # registers the audit trail and locked periods
-import accounting.instruments.admin  # noqa: F401  (registers the instrument register's admin)
-from accounting.ledger_store import ledger_mark, ledger_mark_existing
+import accounting.instruments.admin  # registers the instrument register's admin
+import accounting.scenarios.admin  # noqa: F401  (registers scenarios, read-only)
+from accounting.inputs.admin import AuditedInputAdmin, admin_refusing
+from accounting.inputs.services import (
+    InputChange,
+    gpu_asset_delete,
+    gpu_asset_row_save,
+    organization_row_delete,
+    organization_row_save,
+    organization_setting_save,
+    site_pue_update,
+    validity_row_delete,
+    validity_row_save,
+)
 from accounting.models import (
     GpuAsset,
     HardwareProfile,
@@ -23,10 +38,11 @@ from accounting.models import (
     NodeHourLedger,
     NodePrice,
     SiteMarketFactor,
+    SitePue,
     SiteTariff,
 )
-from fleets.admin import OrganizationScopedAdmin, organization_path_register
-from fleets.models import Node
+from fleets.admin import OrganizationScopedAdmin, SiteAdmin, organization_path_register
+from fleets.models import Site
 
 for _model, _path in (
     (HardwareProfile, "organization"),
@@ -34,81 +50,131 @@ for _model, _path in (
     (NodePrice, "fleet__organization"),
     (SiteTariff, "site__organization"),
     (SiteMarketFactor, "site__organization"),
+    (SitePue, "site__organization"),
     (NodeHourLedger, "organization"),
     (LedgerSettings, "organization"),
 ):
     organization_path_register(_model, _path)
 
 
-def nodes_priced_by(obj: Model) -> list[int]:
-    """The nodes whose ledger a price row affects."""
-    if isinstance(obj, NodePrice):
-        nodes = Node.objects.filter(pk=obj.node_id) if obj.node_id else Node.objects.filter(fleet_id=obj.fleet_id)
-    else:
-        nodes = Node.objects.filter(site_id=obj.site_id)  # type: ignore[attr-defined]
-    return list(nodes.values_list("id", flat=True))
+class ValidityInputAdmin(AuditedInputAdmin):
+    """Prices, tariffs, PUE periods, market factors: saved as through the API (audited, lock-checked; the
+    hours of the old and new periods re-opened)."""
 
+    def input_save(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return validity_row_save(row=obj, user=user, now=now)
 
-class PricedAdmin(OrganizationScopedAdmin):
-    """Marks the ledger of the affected nodes from ``valid_from`` to now on every change."""
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        previous = type(obj).objects.filter(pk=obj.pk).values_list("valid_from", flat=True).first() if change else None
-        super().save_model(request, obj, form, change)
-        self._mark(obj, start=min(filter(None, [previous, obj.valid_from])))
-
-    def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        super().delete_model(request, obj)
-        self._mark(obj, start=obj.valid_from)
-
-    def _mark(self, obj: Any, *, start: Any) -> None:
-        now = timezone.now()
-        if start < now:
-            ledger_mark(node_ids=nodes_priced_by(obj), start=start, end=now, now=now)
+    def input_delete(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return validity_row_delete(row=obj, user=user, now=now)
 
 
 @admin.register(NodePrice)
-class NodePriceAdmin(PricedAdmin):
+class NodePriceAdmin(ValidityInputAdmin):
     list_display = ["__str__", "kind", "rate_per_h", "rate_per", "includes_power", "capex", "valid_from", "valid_to"]
     list_filter = ["kind"]
 
 
 @admin.register(SiteTariff)
-class SiteTariffAdmin(PricedAdmin):
+class SiteTariffAdmin(ValidityInputAdmin):
     list_display = ["site", "flat_price_per_kwh", "valid_from", "valid_to"]
 
 
 @admin.register(SiteMarketFactor)
-class SiteMarketFactorAdmin(PricedAdmin):
+class SiteMarketFactorAdmin(ValidityInputAdmin):
     list_display = ["site", "gco2e_per_kwh", "source", "valid_from", "valid_to"]
 
 
-class OrganizationWideAdmin(OrganizationScopedAdmin):
-    """For rows that feed every line of their organization: a change recomputes them all."""
+@admin.register(SitePue)
+class SitePueAdmin(ValidityInputAdmin):
+    list_display = ["site", "pue", "valid_from", "valid_to"]
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        nodes = Node.objects.filter(fleet__organization_id=obj.organization_id).values_list("id", flat=True)
-        ledger_mark_existing(node_ids=nodes, now=timezone.now())
+
+class OrganizationWideAdmin(AuditedInputAdmin):
+    """Rows that feed every line of their organization: audited, refused while a locked period holds lines of
+    the organization, and every stored line re-opened."""
+
+    subject = ""
+
+    def input_save(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return organization_row_save(row=obj, subject=self.subject, user=user, now=now)
+
+    def input_delete(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return organization_row_delete(row=obj, subject=self.subject, user=user, now=now)
+
+
+class LedgerSettingsForm(forms.ModelForm):
+    """A form posted without the goodput target (a script written before it existed) keeps the stored one,
+    or the default: the target is optional here, never cleared."""
+
+    class Meta:
+        model = LedgerSettings
+        fields = ["organization", "amortization", "idle_util_threshold_pct", "goodput_ttft_target_ms"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["goodput_ttft_target_ms"].required = False
+
+    def clean_goodput_ttft_target_ms(self) -> int:
+        value = self.cleaned_data.get("goodput_ttft_target_ms")
+        return int(self.instance.goodput_ttft_target_ms if value is None else value)
 
 
 @admin.register(LedgerSettings)
 class LedgerSettingsAdmin(OrganizationWideAdmin):
-    list_display = ["organization", "amortization", "idle_util_threshold_pct"]
+    form = LedgerSettingsForm
+    subject = "ledger_settings"
+    list_display = ["organization", "amortization", "idle_util_threshold_pct", "goodput_ttft_target_ms"]
+    # Read by the reports only (goodput), never by the ledger: a change of them alone re-opens no line.
+    report_only_fields = frozenset({"goodput_ttft_target_ms"})
+
+    def input_save(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        stored = LedgerSettings.objects.filter(pk=obj.pk).first() if obj.pk else None
+        if stored is not None and _changed_fields(stored, obj) <= self.report_only_fields:
+            return organization_setting_save(row=obj, subject=self.subject, user=user, now=now)
+        return super().input_save(obj, user=user, now=now)
+
+
+def _changed_fields(stored: Any, edited: Any) -> set[str]:
+    return {f.name for f in edited._meta.concrete_fields if getattr(stored, f.attname) != getattr(edited, f.attname)}
 
 
 @admin.register(HardwareProfile)
 class HardwareProfileAdmin(OrganizationWideAdmin):
+    subject = "hardware_profile"
     list_display = ["key", "display_name", "organization", "tdp_w", "embodied_central_kgco2e", "lifetime_years"]
 
 
 @admin.register(GpuAsset)
-class GpuAssetAdmin(OrganizationScopedAdmin):
+class GpuAssetAdmin(AuditedInputAdmin):
     list_display = ["gpu", "acquired_on", "condition", "prior_use_years", "profile_key"]
 
+    def input_save(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return gpu_asset_row_save(asset=obj, user=user, now=now)
+
+    def input_delete(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return gpu_asset_delete(asset=obj, user=user, now=now)
+
+
+admin.site.unregister(Site)
+
+
+@admin.register(Site)
+class AuditedSiteAdmin(SiteAdmin):
+    """The site's own PUE is an input: a change to it goes through ``site_pue_update`` (audited, lock-checked,
+    re-opening the hours no dated PUE covers); the site's other fields save as inventory."""
+
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        stored = Site.objects.filter(pk=obj.pk).values_list("pue", flat=True).first() if change else None
+        if stored is None or stored == obj.pue:
+            super().save_model(request, obj, form, change)
+            return
+        pue, obj.pue = obj.pue, stored
         super().save_model(request, obj, form, change)
-        ledger_mark_existing(node_ids=[obj.gpu.node_id], now=timezone.now())
+        site_pue_update(site=obj, pue=pue, user=request.user, now=timezone.now())
+        obj.pue = pue
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        return admin_refusing(request, lambda: super(AuditedSiteAdmin, self).changeform_view(request, *args, **kwargs))
 
 
 @admin.register(NodeHourLedger)

@@ -37,7 +37,14 @@ from accounting.ledger import (
 from accounting.ledger.line import NO_PRICE_ID, line_columns
 from accounting.ledger.units import S_PER_H
 from accounting.models import GridIntensity, LedgerPending, LedgerSettings, NodeHourLedger
-from accounting.prices import market_periods, pricing_at, pricing_periods, tariff_periods, tariff_price
+from accounting.prices import (
+    market_periods,
+    pricing_at,
+    pricing_periods,
+    pue_periods,
+    tariff_periods,
+    tariff_price,
+)
 from accounting.profiles import (
     UNKNOWN_MODEL,
     gpu_embodied_asset,
@@ -82,6 +89,7 @@ class _NodeContext:
     gpu_model: str
     tariffs: list[Any]
     market: list[Any]
+    pue: list[Any]  # dated PUE rows of the site; the site's own PUE where none is in force
     pricing: tuple[list[Any], ...]
     intensity: dict[datetime, Any]
     policy: LedgerPolicy
@@ -91,7 +99,9 @@ def ledger_policy(*, organization_id: int) -> LedgerPolicy:
     settings = LedgerSettings.objects.filter(organization_id=organization_id).first()
     if settings is None:
         return LedgerPolicy()
-    return LedgerPolicy(Decimal(settings.idle_util_threshold_pct), AmortizationMethod(settings.amortization))
+    return LedgerPolicy(
+        Decimal(settings.idle_util_threshold_pct), AmortizationMethod(settings.amortization), settings.model_host_power
+    )
 
 
 def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) -> int:
@@ -131,6 +141,7 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
         market=market_periods(site_id=node.site_id, start=start, end=end),
+        pue=pue_periods(site_id=node.site_id, start=start, end=end),
         pricing=pricing_periods(node=node, start=start, end=end),
         intensity=_intensity(node, hours),
         policy=ledger_policy(organization_id=node.fleet.organization_id),
@@ -149,20 +160,26 @@ def _gpu_usage(gpus: list[Gpu], hours: list[datetime]) -> dict[tuple[int, dateti
 
 
 def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]:
-    """Per hour: prompt and generation tokens of the node, and tokens served per GPU id."""
+    """Per hour: prompt, generation and prefix-cached prompt tokens of the node, and tokens served per GPU id.
+
+    ``cached`` stays ``None`` unless an endpoint-hour carried the prefix-cache counter (unknown, not zero)."""
     endpoint_gpus = defaultdict(list)
     for endpoint_id, gpu_id in ServingEndpoint.gpus.through.objects.filter(servingendpoint__node=node).values_list(
         "servingendpoint_id", "gpu_id"
     ):
         endpoint_gpus[endpoint_id].append(gpu_id)
-    per_hour: dict[datetime, dict[str, Any]] = defaultdict(lambda: {"prompt": 0, "generation": 0, "by_gpu": {}})
+    per_hour: dict[datetime, dict[str, Any]] = defaultdict(
+        lambda: {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}}
+    )
     rows = EndpointHourUsage.objects.filter(
         endpoint__node=node, hour_start__gte=hours[0], hour_start__lte=hours[-1]
-    ).values_list("endpoint_id", "hour_start", "prompt_tokens", "generation_tokens")
-    for endpoint_id, hour, prompt, generation in rows:
+    ).values_list("endpoint_id", "hour_start", "prompt_tokens", "generation_tokens", "cached_prompt_tokens")
+    for endpoint_id, hour, prompt, generation, cached in rows:
         entry = per_hour[hour]
         entry["prompt"] += prompt
         entry["generation"] += generation
+        if cached is not None:
+            entry["cached"] = (entry["cached"] or 0) + cached
         for gpu_id in endpoint_gpus[endpoint_id]:
             entry["by_gpu"][gpu_id] = entry["by_gpu"].get(gpu_id, 0) + prompt + generation
     return per_hour
@@ -198,16 +215,21 @@ def _node_energy_j(metered: NodeHourUsage | None, rows: list[GpuHourUsage]) -> D
     return Decimal(str(metered.energy_j))
 
 
-def _host_modelled_j(context: _NodeContext, held_h: Decimal) -> Decimal | None:
-    """The host's energy (J) beyond its GPUs over the held time, from the profile's idle and per-GPU power."""
+def _host_modelled_j(context: _NodeContext, covered_s: Decimal, held_h: Decimal) -> Decimal | None:
+    """The host's energy (J) beyond its GPUs, from the profile's idle and per-GPU power, over the time the
+    GPUs' energy covers (measured or bridged, at most the held time): the two add up over the same seconds.
+    ``None`` (the GPU boundary) when the organization's policy does not model hosts, without cited
+    figures, or without any covered time."""
     power_w = context.host_power_w
-    return None if power_w is None else power_w * held_h * S_PER_H
+    if power_w is None or covered_s <= 0 or not context.policy.model_host_power:
+        return None
+    return power_w * min(covered_s, held_h * S_PER_H)
 
 
 def _line(
     context: _NodeContext, hour: datetime, usage: dict, tokens: dict, metered: NodeHourUsage | None = None
 ) -> NodeHourLine:
-    node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "by_gpu": {}})
+    node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}})
     held = _held_span(node, hour)
     installed = {gpu.pk: _installed_h(context, gpu, hour, held) for gpu in context.gpus}
     # A GPU counts in the hours it was installed (or measured: telemetry is never dropped).
@@ -219,6 +241,7 @@ def _line(
     observed = max((row.observed_s for row in rows), default=0.0)
     covered = max((row.observed_s + row.bridged_s for row in rows), default=0.0)
     held_h = hours_held(hour, node.commissioned_at, node.decommissioned_at)
+    covered_s = Decimal(str(covered))
     return build_node_hour_line(
         NodeHourInput(
             node_id=str(node.pk),
@@ -226,13 +249,14 @@ def _line(
             currency=node.site.currency,
             gpus=gpu_inputs,
             node_energy_j=_node_energy_j(metered, rows),
-            host_modelled_j=_host_modelled_j(context, held_h),
+            host_modelled_j=_host_modelled_j(context, covered_s, held_h),
             observed_s=Decimal(str(observed)),
-            bridged_s=Decimal(str(covered)) - Decimal(str(observed)),
+            bridged_s=covered_s - Decimal(str(observed)),
             held_h=held_h,
             prompt_tokens=served["prompt"],
             generation_tokens=served["generation"],
-            pue=Decimal(node.site.pue),
+            cached_prompt_tokens=served["cached"],
+            pue=_pue(context, hour),
             tariff=tariff_price(context.tariffs, hour),
             # Not held (before commissioning, after decommissioning): no asset in force, unpriced.
             pricing=(pricing_at(context.pricing, hour) if held_h else None) or _NO_PRICE,
@@ -267,6 +291,12 @@ def _embodied_in_hour(context: _NodeContext, gpu: Gpu, hour: datetime) -> Embodi
     return _FULLY_AMORTIZED if until is not None and hour >= until else context.gpu_embodied[gpu.pk]
 
 
+def _pue(context: _NodeContext, hour: datetime) -> Decimal:
+    """The PUE in force at ``hour``: a dated row of the site's, else the site's own figure."""
+    dated = in_force(context.pue, hour)
+    return Decimal(context.node.site.pue) if dated is None else dated
+
+
 def _location(resolved: Any) -> IntensityFactor | None:
     if resolved is None or resolved.gco2e_per_kwh is None:
         return None
@@ -299,7 +329,7 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         fleet_id=node.fleet_id,
         site_id=node.site_id,
         gpu_model=context.gpu_model,
-        pue=node.site.pue,
+        pue=_pue(context, hour),
         energy_counter_j=sum(u.energy_counter_j + u.energy_bridged_j for u in gpu_usage),
         energy_integrated_j=sum(u.energy_integrated_j for u in gpu_usage),
         util_pct_s=util_pct_s,

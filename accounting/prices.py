@@ -1,4 +1,4 @@
-"""From stored prices to the ledger's pure inputs: tariffs, node pricing, market factors.
+"""From stored prices to the ledger's pure inputs: tariffs, node pricing, PUE, market factors.
 
 Selectors load every period touching a range in one query per kind; the pure
 ``accounting.tariff.in_force`` then picks the one in force at each hour.
@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from accounting.ledger import IntensityFactor, OwnedPricing, Pricing, RatePer, RentedPricing, h_from_years
-from accounting.models import NodePrice, SiteMarketFactor, SiteTariff
+from accounting.models import NodePrice, SiteMarketFactor, SitePue, SiteTariff
 from accounting.tariff import (
     Tariff,
     TariffPrice,
@@ -55,6 +55,12 @@ def market_periods(*, site_id: int, start: datetime, end: datetime) -> list[Vali
     return [
         Validity(row.valid_from, row.valid_to, IntensityFactor(Decimal(row.gco2e_per_kwh), row.source)) for row in rows
     ]
+
+
+def pue_periods(*, site_id: int, start: datetime, end: datetime) -> list[Validity[Decimal]]:
+    """The site's dated PUE rows touching ``[start, end)``; hours outside them take ``Site.pue``."""
+    rows = _overlapping(SitePue.objects.filter(site_id=site_id), start, end)
+    return [Validity(row.valid_from, row.valid_to, Decimal(row.pue)) for row in rows]
 
 
 def pricing_periods(*, node: Node, start: datetime, end: datetime) -> tuple[list[Validity[Pricing]], ...]:

@@ -87,8 +87,8 @@ def responses_documented(result: dict[str, Any], generator: Any, request: Any, p
 
 
 def _parameter_errors_documented(operation: dict[str, Any]) -> None:
-    """Query parameters can be refused (400, ``ValidationError``); ``?format=`` naming no renderer, or
-    ``?organization=`` naming none of the caller's, is a 404."""
+    """Query parameters can be refused (400, ``ValidationError``; 414 from the server when too long);
+    ``?format=`` naming no renderer, or ``?organization=`` naming none of the caller's, is a 404."""
     query = {p.get("name") for p in operation.get("parameters", []) if p.get("in") == "query"}
     if not query:
         return
@@ -100,6 +100,9 @@ def _parameter_errors_documented(operation: dict[str, Any]) -> None:
         json["schema"] = validation
     elif json["schema"] != validation:
         json["schema"] = {"anyOf": [json["schema"], validation]}
+    # The WSGI server, not the app, refuses a request line over its limit (gunicorn: 4,094 bytes), as HTML.
+    responses.setdefault("414", {"description": "the URL is longer than the server accepts (4,094 bytes)",
+                                 "content": {"text/html": {"schema": {"type": "string"}}}})  # fmt: skip
     if query & {"format", "organization"}:  # an unknown renderer, or an organization that is not among yours
         responses.setdefault("404", {"description": "a format no renderer answers, or an object not among yours"})
 

@@ -196,7 +196,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "grid-intensity-fetch": {"task": "accounting.grid_fetch_task", "schedule": timedelta(hours=1)},
     "ledger-recompute": {"task": "accounting.ledger_pending_task", "schedule": timedelta(minutes=1)},
     "ledger-held-hours": {"task": "accounting.ledger_held_hours_task", "schedule": timedelta(hours=1)},
+    "advice-refresh": {"task": "accounting.advice_refresh_task", "schedule": timedelta(hours=1)},
 }
+
+# --- Placement advice ------------------------------------------------------------
+# Seconds a webhook telling an organization its advice changed may take before it is parked.
+ADVICE_WEBHOOK_TIMEOUT_S = env_int("ADVICE_WEBHOOK_TIMEOUT_S", 5, minimum=1)
 
 # --- Telemetry -----------------------------------------------------------------
 TELEMETRY_RETENTION_DAYS = env_int("TELEMETRY_RETENTION_DAYS", 30, minimum=1)
@@ -254,6 +259,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "personal_token_create": env_rate("THROTTLE_TOKEN_CREATE_RATE", "20/hour"),
         "reports": env_rate("THROTTLE_REPORTS_RATE", "120/minute"),
+        # A scenario run replays a whole period in a worker: a few a minute per user is plenty.
+        "scenario_runs": env_rate("THROTTLE_SCENARIO_RUNS_RATE", "60/hour"),
     },
     # 401 with WWW-Authenticate for missing or refused credentials on every endpoint (config/api_errors.py).
     "EXCEPTION_HANDLER": "config.api_errors.api_exception_handler",

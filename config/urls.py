@@ -19,10 +19,14 @@ urlpatterns = [
     path("api/v1/", include("accounting.reports.urls")),
     path("api/v1/", include("accounting.instruments.urls")),
     path("api/v1/", include("accounting.inputs.urls")),
+    path("api/v1/", include("accounting.advice.urls")),
+    path("api/v1/", include("accounting.scenarios.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("fleets.urls")),
     path("", include("accounting.dashboards.urls")),
     path("", include("accounting.inputs.page_urls")),
+    path("", include("accounting.advice.page_urls")),
+    path("", include("accounting.scenarios.page_urls")),
 ]
 
 # Errors under /api/ in JSON (config/api_errors.py), pages elsewhere.

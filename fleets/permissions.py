@@ -2,8 +2,9 @@
 
 ``finance`` edits prices, tariffs, PUE and GPU assets; ``sustainability`` edits
 instruments, intensity uploads and market factors; ``engineer`` manages nodes
-and tokens; ``viewer`` reads; ``admin`` does all of these, and alone locks
-periods and reads the audit trail. Reading needs only membership.
+and tokens and defines workload classes (placement advice); ``viewer`` reads;
+``admin`` does all of these, and alone locks periods, reads the audit trail and
+sets where advice notifications go. Reading needs only membership.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ class Capability(StrEnum):
     SUSTAINABILITY = "sustainability"  # instruments, intensity uploads, market factors
     NODES = "nodes"  # nodes and tokens
     GOVERNANCE = "governance"  # locked periods, the audit trail
+    WORKLOADS = "workloads"  # workload classes of placement advice
+    NOTIFICATIONS = "notifications"  # where advice changes are sent (webhook URL, e-mail addresses)
 
 
 ROLES_FOR: dict[Capability, frozenset[str]] = {
@@ -27,6 +30,8 @@ ROLES_FOR: dict[Capability, frozenset[str]] = {
     Capability.SUSTAINABILITY: frozenset({Role.ADMIN, Role.SUSTAINABILITY}),
     Capability.NODES: frozenset({Role.ADMIN, Role.ENGINEER}),
     Capability.GOVERNANCE: frozenset({Role.ADMIN}),
+    Capability.WORKLOADS: frozenset({Role.ADMIN, Role.ENGINEER}),
+    Capability.NOTIFICATIONS: frozenset({Role.ADMIN}),
 }
 
 _WHAT = {
@@ -36,6 +41,8 @@ _WHAT = {
     ),
     Capability.NODES: "managing nodes and tokens needs the admin or engineer role",
     Capability.GOVERNANCE: "locking periods and reading the audit trail needs the admin role",
+    Capability.WORKLOADS: "defining workload classes needs the admin or engineer role",
+    Capability.NOTIFICATIONS: "reading or changing the advice settings (webhook, e-mail) needs the admin role",
 }
 
 

@@ -1,4 +1,4 @@
-"""Writes to the inventory: enrollment and node credentials."""
+"""Writes to the inventory: enrollment, node credentials (issue, rotate, revoke)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -134,3 +135,56 @@ def _credential_sql() -> str:
         f'SELECT id, node_id, (last_used_at IS NULL OR last_used_at <= %s) FROM "{table}" '  # noqa: S608
         "WHERE token_sha256 = %s AND revoked_at IS NULL"
     )
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A node token just issued: the plaintext (shown once, never stored), its stored row, what it replaced."""
+
+    credential: NodeCredential
+    token: str
+    revoked_count: int
+
+
+class NodeRefused(ValueError):
+    """A node or token change that cannot be made as asked; the message says why."""
+
+
+@transaction.atomic
+def node_create(
+    *, fleet: Fleet, site: Site, hostname: str, tenure: str | None = None, commissioned_at: datetime | None = None
+) -> tuple[Node, IssuedToken]:
+    """Enroll a new node in ``fleet`` at ``site`` (both of one organization) and issue its first token."""
+    if fleet.organization_id != site.organization_id:
+        raise NodeRefused("the site must belong to the fleet's organization")
+    if Node.objects.filter(fleet=fleet, hostname=hostname).exists():
+        raise NodeRefused(f"node {hostname!r} is already enrolled in fleet {fleet.name!r}: rotate its token instead")
+    if commissioned_at is not None and timezone.is_naive(commissioned_at):
+        raise NodeRefused("commissioned_at must be an aware datetime")
+    node = Node(
+        fleet=fleet, site=site, hostname=hostname, tenure=tenure or "rented",
+        commissioned_at=commissioned_at or timezone.now(),
+    )  # fmt: skip
+    try:
+        node.full_clean()
+    except ValidationError as error:
+        raise NodeRefused("; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items())) from None
+    node.save()
+    return node, node_token_rotate(node=node, revoke_others=True)
+
+
+@transaction.atomic
+def node_token_rotate(*, node: Node, revoke_others: bool = True) -> IssuedToken:
+    """Issue ``node`` a new token; its active ones are revoked unless ``revoke_others`` is false (a hand-over)."""
+    Node.objects.select_for_update().filter(pk=node.pk).first()
+    revoked = credentials_revoke(node=node) if revoke_others else 0
+    token = credential_issue(node=node)
+    credential = NodeCredential.objects.get(token_sha256=token_sha256(token))
+    return IssuedToken(credential=credential, token=token, revoked_count=revoked)
+
+
+def node_token_revoke(*, credential: NodeCredential, now: datetime) -> NodeCredential:
+    """Revoke one token of a node from the next ingest request on (already revoked: kept as it was)."""
+    NodeCredential.objects.filter(pk=credential.pk, revoked_at__isnull=True).update(revoked_at=now)
+    credential.refresh_from_db()
+    return credential

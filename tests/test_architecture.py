@@ -35,6 +35,14 @@ VIOLATIONS = {
         "import fleets.models",
     ),
     "the collector imports nothing of the server": ("telemetry/collector/_probe.py", "import telemetry.histogram"),
+    "the advice arithmetic (load bands, advisor, windows) imports no framework and no app model": (
+        "accounting/advice/advisor.py",
+        "from django.db import models",
+    ),
+    "the scenario replay arithmetic imports no framework and no app model": (
+        "accounting/scenarios/replay.py",
+        "import fleets.models",
+    ),
 }
 
 

@@ -12,8 +12,10 @@ from django.utils import timezone
 from accounting.charts import figure_html, grouped_bars, scatter_points
 from accounting.dashboards.common import api_query, organization_fleet_colours, organization_ids
 from accounting.dashboards.forms import CompareForm, page_options
-from accounting.reports.output import comparison_row_output
+from accounting.reports.metrics import ALLOCATION_NOTE, LedgerAllocation
+from accounting.reports.output import ITL_NOT_EXPOSED, comparison_row_output, load_band_output
 from accounting.reports.selectors import ComparisonRow, ComparisonStats, fleet_comparison
+from accounting.reports.selectors.load import comparison_load_bands
 from fleets.models import Fleet
 from fleets.web import page_context
 
@@ -25,18 +27,31 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     fleets = list(Fleet.objects.filter(organization=organization).order_by("name")) if organization else []
     options = page_options(CompareForm, request)
     baseline = _baseline(options["baseline"], fleets)
-    by_model = options["by"] == "gpu_model"
+    by = options["by"] if options["by"] in ("gpu_model", "llm_model") else None
     comparison = fleet_comparison(
         organization_ids=organization_ids(organization),
         start=period.start,
         end=period.end,
         baseline_fleet_id=baseline.pk if baseline else None,
-        by_model=by_model,
+        by_model=by == "gpu_model",
+        by_llm_model=by == "llm_model",
     )
     rows = [comparison_row_output(row) for row in comparison]
     charts = _charts(comparison, organization_fleet_colours(organization)) if rows else []
+    by_load = bool(options["by_load"])
+    load_rows = []
+    if by_load and rows:
+        found = comparison_load_bands(
+            comparison,
+            organization_ids=organization_ids(organization),
+            start=period.start,
+            end=period.end,
+            by=by or "fleet",
+            baseline_fleet_id=baseline.pk if baseline else None,
+        )
+        load_rows = [(row, [load_band_output(band) for band in bands]) for row, bands in zip(rows, found, strict=True)]
     api = api_query(
-        period, organization, baseline=baseline.pk if baseline else None, by="gpu_model" if by_model else None
+        period, organization, baseline=baseline.pk if baseline else None, by=by, by_load="true" if by_load else None
     )
     return render(
         request,
@@ -47,8 +62,14 @@ def compare_page(request: HttpRequest) -> HttpResponse:
             "rows": rows,
             "fleets": fleets,
             "baseline": baseline,
-            "by_model": by_model,
+            "by": by or "fleet",
+            "by_model": by is not None,
+            "by_llm_model": by == "llm_model",
+            "allocation_note": ALLOCATION_NOTE,
+            "itl_not_exposed": ITL_NOT_EXPOSED,
             "charts": charts,
+            "by_load": by_load,
+            "load_rows": load_rows,
             "api_query": api,
         },
     )
@@ -60,12 +81,16 @@ def _baseline(chosen: object, fleets: list[Fleet]) -> Fleet | None:
 
 def _label(stats: ComparisonStats) -> str:
     model = stats.gpu_model
-    return stats.fleet_name + (f" · {model}" if model and model != "mixed" else "")
+    label = stats.fleet_name + (f" · {model}" if model and model != "mixed" else "")
+    if stats.allocation is LedgerAllocation.WHOLE:
+        return label
+    return label + f" · {stats.llm_model}" if stats.llm_model is not None else label + " · no output tokens"
 
 
 def _charts(comparison: list[ComparisonRow], fleet_colours: dict[str, str]) -> list[str]:
     """Charts of the unrounded figures (the table shows them rounded); each fleet in its colour of every page."""
-    stats = [row.stats for row in comparison]
+    # The hours without output tokens have no per-token figure to plot.
+    stats = [row.stats for row in comparison if row.stats.allocation is not LedgerAllocation.UNATTRIBUTED]
     points = [(_label(s), _ms(s.ttft_p99_s), _float(s.cost_per_1m_output_tokens)) for s in stats]
     labels = [_label(s) for s in stats]
     colours = {_label(s): fleet_colours.get(s.fleet_name, "#000000") for s in stats}

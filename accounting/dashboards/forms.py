@@ -17,8 +17,12 @@ class CurrencyForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    by = forms.ChoiceField(choices=[("fleet", "fleet"), ("gpu_model", "GPU model")], required=False)
+    by = forms.ChoiceField(
+        choices=[("fleet", "fleet"), ("gpu_model", "GPU model"), ("llm_model", "GPU model and LLM model")],
+        required=False,
+    )
     baseline = forms.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    by_load = forms.BooleanField(required=False)
 
 
 def page_options(form_class: type[forms.Form], request: HttpRequest) -> dict[str, object]:

@@ -30,6 +30,7 @@ from accounting.reports.selectors.sustainability import (
     quality_hours,
     sustainability_report_from,
 )
+from accounting.reports.selectors.trace import EmbodiedFactors, embodied_factors_used
 from fleets.web import Period, page_context
 
 # The report's groups, split further for the charts: one query gives the tiles, the
@@ -67,7 +68,17 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
             "quality_hours": [quality_hour_output(hour) for hour in imperfect[-QUALITY_HOURS_SHOWN:]],
             "quality_hours_imperfect": len(imperfect),
             "quality_hours_all": len(hours),
+            "embodied_factors": _embodied_factors(parts, organization_ids(organization), period),
         },
+    )
+
+
+def _embodied_factors(parts: list[LedgerPart], ids: list[int], period: Period) -> list[EmbodiedFactors]:
+    """Each GPU model whose lines carry embodied carbon in the period, with its factors' sources."""
+    per_model = parts_sum(parts, lambda p: p.key["gpu_model"] or "")
+    embodied_g = {model: sums.totals.embodied_co2e_g.central for model, sums in per_model.items() if model}
+    return embodied_factors_used(
+        organization_ids=ids, start=period.start, end=period.end, embodied_g_by_model=embodied_g
     )
 
 

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import IO, Any
 
-from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -20,10 +17,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounting.grid import CsvError
-from accounting.grid.csv_upload import parse_intensity_csv
-from accounting.grid.store import SOURCE_NAME_PATTERN, intensity_store
-from accounting.inputs.locks import PeriodLocked, lock_check
-from accounting.ledger_store import ledger_mark_intensity_since
+from accounting.grid.store import SOURCE_NAME_PATTERN
+from accounting.grid.upload_service import intensity_upload_save
+from accounting.inputs.locks import PeriodLocked
 from accounting.reports.authentication import PersonalTokenAuthentication
 from fleets.models import Organization
 from fleets.permissions import ROLES_FOR, Capability
@@ -34,7 +30,6 @@ CSV_CONTENT_TYPE = "text/csv"
 MAX_CSV_BYTES = 16 * 1024 * 1024
 # Enough to fix a file by; a wholly wrong file would otherwise answer one line per row.
 MAX_PROBLEMS_LISTED = 200
-HOUR = timedelta(hours=1)
 UPLOAD_ROLES: set[str] = {str(role) for role in ROLES_FOR[Capability.SUSTAINABILITY]}  # fleets.permissions
 
 
@@ -127,16 +122,9 @@ class IntensityCsvUploadView(APIView):
         organization = _organization_for_upload(user=request.user, slug=query.validated_data["organization"])
         source_name = query.validated_data["source_name"]
         try:
-            started = timezone.now()
-            values = parse_intensity_csv(_csv_body(request), source_name=source_name)
-            with transaction.atomic():
-                Organization.objects.select_for_update().filter(pk=organization.pk).first()
-                # An uploaded hour inside a locked period would change the figures reported for it: 409.
-                lock_check(
-                    organization_id=organization.pk, windows=[(v.hour_start, v.hour_start + HOUR) for v in values]
-                )
-                stored = intensity_store(values=values, organization=organization)
-            ledger_mark_intensity_since(since=started, now=timezone.now())
+            stored, _ = intensity_upload_save(
+                organization=organization, body=_csv_body(request), source_name=source_name, user=request.user
+            )
         except _UploadRefused as refused:
             return Response({"error": str(refused)}, status=refused.status)
         except PeriodLocked as locked:

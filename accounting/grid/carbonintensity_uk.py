@@ -6,6 +6,10 @@ Zones: "GB" → national ``/intensity/{from}/{to}`` →
 ``/regional/intensity/{from}/{to}/regionid/{n}`` →
 ``{"data": {"regionid": 13, "shortname": ..., "data": [{"from", "to", "intensity": {"forecast", "index"}, ...}]}}``.
 
+Forecast (for placement advice): ``/intensity/{from}/fw48h`` (national) and
+``/regional/intensity/{from}/fw48h/regionid/{n}``: the 48 hours from ``from``, each
+half-hour's ``forecast`` (``actual`` is null ahead), hours flagged forecast.
+
 Each half-hour uses ``actual`` when published, else ``forecast`` (flagged estimated;
 regional figures are forecast-only). An hour is the mean of its two half-hours;
 with only one half present it is kept and flagged estimated. Requests start half an
@@ -30,6 +34,7 @@ NAME = "carbonintensity.org.uk"
 DEFAULT_BASE_URL = "https://api.carbonintensity.org.uk"
 MAX_RANGE = timedelta(days=13)
 HALF_HOUR = timedelta(minutes=30)
+FORECAST_SPAN = timedelta(hours=48)
 NATIONAL_ZONE = "GB"
 _REGION_ZONE = re.compile(r"^GB-REGION-(\d{1,2})$")
 REGION_IDS = range(1, 18)
@@ -65,6 +70,21 @@ class CarbonIntensityUKProvider:
         for chunk_start, chunk_end in chunk_range(first - HALF_HOUR, end, MAX_RANGE):
             points += [p for item in self._periods(region, chunk_start, chunk_end) if (p := _point(item)) is not None]
         return hourly_from_points(points, HourlyTag(zone, AVERAGE, NAME, points_per_hour=2), first, end)
+
+    def forecast(self, zone: str, *, now: datetime | None = None) -> list[HourlyIntensity]:
+        """The forecast for the 48 hours from the current hour, hourly; every hour flagged forecast."""
+        region = region_id(self._zone_map.get(zone, zone))
+        first = floor_hour(now or datetime.now(UTC))
+        if region is None:
+            body = _list(self._client.get_json(f"/intensity/{_minute_z(first)}/fw48h"), "data")
+        else:
+            body = _list(
+                _region_of(self._client.get_json(f"/regional/intensity/{_minute_z(first)}/fw48h/regionid/{region}")),
+                "data",
+            )
+        points = [Point(p.at, p.gco2e_per_kwh, is_estimated=True) for item in body if (p := _point(item)) is not None]
+        tag = HourlyTag(zone, AVERAGE, NAME, points_per_hour=2, is_forecast=True)
+        return hourly_from_points(points, tag, first, first + FORECAST_SPAN)
 
     def _periods(self, region: int | None, start: datetime, end: datetime) -> list[Any]:
         span = f"{_minute_z(start)}/{_minute_z(end)}"

@@ -5,6 +5,9 @@
 - ``GET /v3/carbon-intensity/past-range?zone=DE&start=...&end=...`` (paid) → same
   items under ``"data"``; at most 10 days (240 hours) per request, so longer
   ranges are chunked.
+- ``GET /v3/carbon-intensity/forecast?zone=DE&horizonHours=48`` (paid) →
+  ``{"zone": "DE", "forecast": [{"carbonIntensity", "datetime"}, ...], "updatedAt": ...}``,
+  hourly values ahead (for placement advice; never stored as measured hours).
 
 Both keys ("history", "data") are accepted from both endpoints. Auth header:
 ``auth-token``. Error bodies: ``{"status": "error", "message": "..."}``.
@@ -27,6 +30,7 @@ DEFAULT_BASE_URL = "https://api.electricitymap.org"
 MAX_RANGE = timedelta(days=10)
 # /history covers the last 24 hours; use it only when the whole request lies well inside.
 HISTORY_SPAN = timedelta(hours=23)
+FORECAST_HORIZON_H = 48
 
 
 class ElectricityMapsProvider:
@@ -70,6 +74,21 @@ class ElectricityMapsProvider:
         params = {**self._params(zone), "start": iso_z(start), "end": iso_z(end)}
         body = self._client.get_json("/v3/carbon-intensity/past-range", params=params, headers=self._headers)
         return _items(body, "data")
+
+    def forecast(self, zone: str) -> list[HourlyIntensity]:
+        """The latest forecast for the next 48 hours, hourly; every hour flagged forecast and estimated."""
+        params = {**self._params(zone), "horizonHours": str(FORECAST_HORIZON_H)}
+        body = self._client.get_json("/v3/carbon-intensity/forecast", params=params, headers=self._headers)
+        points = [
+            Point(point.at, point.gco2e_per_kwh, is_estimated=True)
+            for item in _items(body, "forecast")
+            if (point := _point(item)) is not None
+        ]
+        if not points:
+            return []
+        first, last = min(p.at for p in points), max(p.at for p in points)
+        tag = HourlyTag(zone, AVERAGE, NAME, points_per_hour=1, is_forecast=True)
+        return hourly_from_points(points, tag, first, last + timedelta(hours=1))
 
     def _params(self, zone: str) -> dict[str, str]:
         return {"zone": self._zone_map.get(zone, zone), "emissionFactorType": self._factor_type}

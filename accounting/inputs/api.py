@@ -1,5 +1,7 @@
 """``/api/v1/node-prices/``, ``/api/v1/site-tariffs/``, ``/api/v1/sites/<id>/pue/``, ``/api/v1/gpu-assets/``.
 
+(Dated PUE and market factors: ``accounting.inputs.site_api``; nodes and tokens: ``accounting.inputs.nodes_api``.)
+
 Authentication as the reports: a personal token (``Bearer wlp_...``) or a
 browser session. Any member reads; the ``admin`` and ``finance`` roles write
 (others: 403, ``fleets.permissions``). A row of an organization the user does
@@ -283,7 +285,7 @@ class SitePueView(InputView):
 
     @extend_schema(
         operation_id="site_pue_update",
-        summary="Change a site's PUE; it has no validity period, so every stored hour of the site is recomputed",
+        summary="Change a site's own PUE: every stored hour of the site that no dated PUE covers is recomputed",
         request=SitePueSerializer, responses={200: SitePueWrittenSerializer, **ERRORS},
     )  # fmt: skip
     def put(self, request: Request, site_id: int) -> Response:

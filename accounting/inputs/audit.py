@@ -5,15 +5,26 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import Model, QuerySet
+from django.db.models import DecimalField, Model, QuerySet
 from django.forms.models import model_to_dict
 
+from accounting.inputs.bearing import bears_on
 from accounting.inputs.models import AuditEntry
 
 SKIPPED_FIELDS = frozenset({"evidence_file"})  # bytes: the file's name and SHA-256 are kept instead
+
+
+def _as_stored(obj: Model, name: str, value: Any) -> Any:
+    """A decimal as its column keeps it ("3.00" given to a 6-place field reads "3.000000"), so that a row
+    not yet re-read compares and shows as the stored one."""
+    field = obj._meta.get_field(name)
+    if isinstance(value, Decimal) and isinstance(field, DecimalField) and field.decimal_places is not None:
+        return value.quantize(Decimal(1).scaleb(-field.decimal_places))
+    return value
 
 
 def snapshot(obj: Model | None, *, fields: Iterable[str] | None = None) -> dict[str, Any] | None:
@@ -21,7 +32,7 @@ def snapshot(obj: Model | None, *, fields: Iterable[str] | None = None) -> dict[
     if obj is None:
         return None
     values = model_to_dict(obj, fields=list(fields) if fields is not None else None)
-    values = {name: value for name, value in values.items() if name not in SKIPPED_FIELDS}
+    values = {name: _as_stored(obj, name, value) for name, value in values.items() if name not in SKIPPED_FIELDS}
     values["id"] = obj.pk
     return json.loads(json.dumps(values, cls=DjangoJSONEncoder))
 
@@ -64,3 +75,17 @@ def audit_entries(
     if end is not None:
         entries = entries.filter(at__lt=end)
     return entries
+
+
+def entries_bearing_on(entries: Iterable[AuditEntry], *, start: datetime, end: datetime) -> list[AuditEntry]:
+    """The changes among ``entries`` that bear on the figures of ``[start, end)`` (``bearing.bears_on``), in
+    their order. Filtered here, not in SQL: the periods live in each entry's JSON, and an organization's trail
+    is small (a row per change a person made)."""
+    period = (start, end)
+    return [entry for entry in entries if bears_on(subject=entry.subject, before=entry.before, after=entry.after,
+                                                   period=period)]  # fmt: skip
+
+
+def audit_entries_bearing_on(*, organization_id: int, start: datetime, end: datetime) -> list[AuditEntry]:
+    """The organization's changes bearing on ``[start, end)``, newest first."""
+    return entries_bearing_on(audit_entries(organization_id=organization_id), start=start, end=end)

@@ -23,9 +23,10 @@ from rest_framework.response import Response
 
 from accounting.csv_safety import csv_escaped
 from accounting.inputs.api import ERRORS, InputView, owned
-from accounting.inputs.audit import audit_entries
+from accounting.inputs.audit import audit_entries, entries_bearing_on
 from accounting.inputs.locks import period_lock, period_unlock
-from accounting.inputs.models import AuditEntry, LockedPeriod
+from accounting.inputs.models import LockedPeriod
+from accounting.inputs.report_audit import AUDIT_COLUMNS, AuditEntrySerializer
 from accounting.reports.renderers import CSVRenderer, csv_response
 from accounting.reports.scope import report_organization
 from fleets.permissions import Capability, change_check
@@ -87,17 +88,6 @@ class LockedPeriodDetailView(InputView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-AUDIT_COLUMNS = (
-    "id", "at", "username", "action", "subject", "object_id", "ledger_hours_reopened", "before", "after",
-)  # fmt: skip
-
-
-class AuditEntrySerializer(serializers.ModelSerializer):
-    class Meta:
-        model = AuditEntry
-        fields = AUDIT_COLUMNS
-
-
 class AuditView(InputView):
     renderer_classes = [JSONRenderer, CSVRenderer]
 
@@ -108,6 +98,14 @@ class AuditView(InputView):
             OpenApiParameter("organization", str, description="id or slug; optional if you belong to one"),
             OpenApiParameter("start", OpenApiTypes.DATETIME, description="changes at or after"),
             OpenApiParameter("end", OpenApiTypes.DATETIME, description="changes before"),
+            OpenApiParameter(
+                "period_start",
+                OpenApiTypes.DATETIME,
+                description="with period_end: only the changes bearing on the reporting period [period_start, "
+                "period_end) (their input's validity, delivery, year or hours overlap it, or it has no period), "
+                "whenever made: the entries a report of that period carries in its audit section",
+            ),
+            OpenApiParameter("period_end", OpenApiTypes.DATETIME, description="exclusive; with period_start"),
             OpenApiParameter("format", str, enum=["json", "csv"]),
         ],
         responses={200: AuditEntrySerializer(many=True), (200, "text/csv"): OpenApiTypes.STR, **ERRORS},
@@ -117,11 +115,14 @@ class AuditView(InputView):
         params.is_valid(raise_exception=True)
         organization = report_organization(user=request.user, ref=params.validated_data.get("organization"))
         change_check(user=request.user, organization=organization, capability=Capability.GOVERNANCE)
-        entries = audit_entries(
+        entries: Any = audit_entries(
             organization_id=organization.pk,
             start=params.validated_data.get("start"),
             end=params.validated_data.get("end"),
         )
+        period_start, period_end = params.validated_data.get("period_start"), params.validated_data.get("period_end")
+        if period_start is not None and period_end is not None:
+            entries = entries_bearing_on(entries, start=period_start, end=period_end)
         rows = AuditEntrySerializer(entries, many=True).data
         if request.accepted_renderer.format == CSVRenderer.format:
             flat = ({**row, "before": _json(row["before"]), "after": _json(row["after"])} for row in rows)
@@ -137,4 +138,14 @@ class _AuditParams(serializers.Serializer):
     organization = serializers.CharField(required=False, max_length=200)
     start = serializers.DateTimeField(required=False)
     end = serializers.DateTimeField(required=False)
+    period_start = serializers.DateTimeField(required=False)
+    period_end = serializers.DateTimeField(required=False)
     format = serializers.ChoiceField(choices=["json", "csv"], required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = ("period_start" in attrs, "period_end" in attrs)
+        if any(given) and not all(given):
+            raise ValidationError("give period_start and period_end together")
+        if all(given) and attrs["period_end"] <= attrs["period_start"]:
+            raise ValidationError("period_end must be after period_start")
+        return attrs

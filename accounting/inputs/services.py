@@ -1,4 +1,4 @@
-"""Writes of finance inputs: node prices, site tariffs, site PUE, GPU assets.
+"""Writes of finance and sustainability inputs: node prices, site tariffs, site PUE, market factors, GPU assets.
 
 Each write is done whole or refused whole: validated (``InputInvalid``, with
 the reason), checked against the organization's locked periods
@@ -22,7 +22,7 @@ from accounting.inputs.audit import audit_record, snapshot
 from accounting.inputs.locks import lock_check, lock_check_lines
 from accounting.inputs.reopen import ledger_lines_reopen
 from accounting.inputs.windows import Window, windows_changed, windows_minus
-from accounting.models import GpuAsset, NodePrice, SiteTariff
+from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SitePue, SiteTariff
 from fleets.models import Node, Organization, Site
 
 NODE_PRICE_FIELDS = (
@@ -30,6 +30,8 @@ NODE_PRICE_FIELDS = (
     "valid_from", "valid_to",
 )  # fmt: skip
 SITE_TARIFF_FIELDS = ("flat_price_per_kwh", "windows", "valid_from", "valid_to")
+SITE_PUE_FIELDS = ("pue", "valid_from", "valid_to")
+SITE_MARKET_FACTOR_FIELDS = ("gco2e_per_kwh", "source", "valid_from", "valid_to")
 GPU_ASSET_FIELDS = ("acquired_on", "condition", "prior_use_years", "expected_own_years", "profile_key")
 _PERIOD = frozenset({"valid_from", "valid_to"})
 
@@ -55,7 +57,7 @@ def _message(error: ValidationError) -> str:
     return " ".join(error.messages)
 
 
-def _validated(row: Model) -> None:
+def validated(row: Model) -> None:
     try:
         row.full_clean()
     except ValidationError as error:
@@ -89,7 +91,7 @@ def _validity_save(
     _organization_lock(organization_id)
     stored = type(row)._default_manager.filter(pk=row.pk).first() if row.pk else None
     before = snapshot(stored)
-    _validated(row)
+    validated(row)
     after = snapshot(row) or {}
     windows = windows_changed(
         before=_period(stored) if stored else None, after=_period(row), values_changed=_values_changed(before, after)
@@ -117,8 +119,9 @@ def _price_node_windows(price: NodePrice, windows: list[Window]) -> dict[int, li
     return {node_id: windows_minus(windows, own.get(node_id, [])) for node_id in nodes}
 
 
-def _site_node_windows(tariff: SiteTariff, windows: list[Window]) -> dict[int, list[Window]]:
-    return {node_id: windows for node_id in Node.objects.filter(site_id=tariff.site_id).values_list("id", flat=True)}
+def _site_node_windows(row: Any, windows: list[Window]) -> dict[int, list[Window]]:
+    """A site's row (tariff, PUE, market factor): the hours of every node of the site."""
+    return {node_id: windows for node_id in Node.objects.filter(site_id=row.site_id).values_list("id", flat=True)}
 
 
 def _assign(row: Model, data: Mapping[str, Any], fields: tuple[str, ...]) -> None:
@@ -151,6 +154,68 @@ def site_tariff_save(*, tariff: SiteTariff, data: Mapping[str, Any], user: Any, 
         )  # fmt: skip
 
 
+def site_pue_period_save(*, row: SitePue, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
+    """Create (``row`` unsaved, with its site) or change a site's dated PUE: the fields of ``data``."""
+    with transaction.atomic():
+        if row.pk:
+            row = SitePue.objects.select_related("site").get(pk=row.pk)
+        _assign(row, data, SITE_PUE_FIELDS)
+        return _validity_save(
+            row=row, subject="site_pue_period", organization_id=row.site.organization_id, user=user, now=now,
+            node_windows=_site_node_windows,
+        )  # fmt: skip
+
+
+def site_market_factor_save(*, row: SiteMarketFactor, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
+    """Create (``row`` unsaved, with its site) or change a site's market factor: the fields of ``data``."""
+    with transaction.atomic():
+        if row.pk:
+            row = SiteMarketFactor.objects.select_related("site").get(pk=row.pk)
+        _assign(row, data, SITE_MARKET_FACTOR_FIELDS)
+        return _validity_save(
+            row=row, subject="site_market_factor", organization_id=row.site.organization_id, user=user, now=now,
+            node_windows=_site_node_windows,
+        )  # fmt: skip
+
+
+VALIDITY_SUBJECTS: dict[type[Model], tuple[str, Callable[[Any], int], Callable[[Any, list[Window]], Any]]] = {
+    NodePrice: ("node_price", lambda row: row.fleet.organization_id, _price_node_windows),
+    SiteTariff: ("site_tariff", lambda row: row.site.organization_id, _site_node_windows),
+    SitePue: ("site_pue_period", lambda row: row.site.organization_id, _site_node_windows),
+    SiteMarketFactor: ("site_market_factor", lambda row: row.site.organization_id, _site_node_windows),
+}
+
+
+def validity_row_delete(*, row: Any, user: Any, now: datetime) -> InputChange:
+    """Delete a price, tariff, PUE or market factor row: refused in a locked period, its hours re-opened."""
+    subject, organization_of, node_windows = VALIDITY_SUBJECTS[type(row)]
+    with transaction.atomic():
+        organization_id = organization_of(row)
+        _organization_lock(organization_id)
+        before = snapshot(row)
+        windows = [_period(row)]
+        lock_check(organization_id=organization_id, windows=windows)
+        row_id = row.pk
+        affected = node_windows(row, windows)  # before the row goes: a fleet default's nodes exclude own prices
+        row.delete()
+        reopened = ledger_lines_reopen(node_windows=affected, now=now)
+        audit_record(
+            organization_id=organization_id, user=user, subject=subject, object_id=row_id,
+            before=before, after=None, at=now, ledger_hours_reopened=reopened,
+        )  # fmt: skip
+    return InputChange(row, reopened)
+
+
+def validity_row_save(*, row: Any, user: Any, now: datetime) -> InputChange:
+    """Save a price, tariff, PUE or market-factor row whose fields are already set (the Django admin's form)."""
+    subject, organization_of, node_windows = VALIDITY_SUBJECTS[type(row)]
+    with transaction.atomic():
+        return _validity_save(
+            row=row, subject=subject, organization_id=organization_of(row), user=user, now=now,
+            node_windows=node_windows,
+        )  # fmt: skip
+
+
 _EVERY_HOUR: list[Window] = [(datetime(1970, 1, 1, tzinfo=UTC), None)]
 
 
@@ -163,15 +228,18 @@ def _all_lines_save(
     user: Any,
     now: datetime,
     fields: tuple[str, ...] | None = None,
+    windows: list[Window] | None = None,
 ) -> InputChange:
-    """Save an input that has no period of its own: it weighs on every stored line of ``node_ids``."""
+    """Save an input that has no period of its own: it weighs on the stored lines of ``node_ids`` (in
+    ``windows``; default: every hour)."""
+    windows = _EVERY_HOUR if windows is None else windows
     _organization_lock(organization_id)
     stored = type(row)._default_manager.filter(pk=row.pk).first() if row.pk else None
     before = snapshot(stored, fields=fields)
-    _validated(row)
-    lock_check_lines(organization_id=organization_id, node_ids=node_ids)
+    validated(row)
+    lock_check_lines(organization_id=organization_id, node_ids=node_ids, windows=windows)
     row.save()
-    reopened = ledger_lines_reopen(node_windows={n: _EVERY_HOUR for n in node_ids}, now=now)
+    reopened = ledger_lines_reopen(node_windows={n: windows for n in node_ids}, now=now)
     audit_record(
         organization_id=organization_id, user=user, subject=subject, object_id=row.pk,
         before=before, after=snapshot(row, fields=fields), at=now, ledger_hours_reopened=reopened,
@@ -180,11 +248,15 @@ def _all_lines_save(
 
 
 def site_pue_update(*, site: Site, pue: Any, user: Any, now: datetime) -> InputChange:
-    """Change a site's PUE. It has no validity period: every stored line of the site is recomputed."""
+    """Change a site's own PUE: the figure of every hour no dated PUE row (``SitePue``) covers.
+
+    Those hours' stored lines are recomputed; hours under a dated row keep theirs.
+    """
     with transaction.atomic():
         site = Site.objects.get(pk=site.pk)
         site.pue = pue
         nodes = list(Node.objects.filter(site=site).values_list("id", flat=True))
+        dated = list(SitePue.objects.filter(site=site).values_list("valid_from", "valid_to"))
         return _all_lines_save(
             row=site,
             subject="site_pue",
@@ -193,6 +265,7 @@ def site_pue_update(*, site: Site, pue: Any, user: Any, now: datetime) -> InputC
             user=user,
             now=now,
             fields=("pue",),
+            windows=windows_minus(_EVERY_HOUR, dated),
         )
 
 
@@ -207,6 +280,68 @@ def gpu_asset_save(*, asset: GpuAsset, data: Mapping[str, Any], user: Any, now: 
             row=asset, subject="gpu_asset", organization_id=node.fleet.organization_id, node_ids=[node.pk],
             user=user, now=now,
         )  # fmt: skip
+
+
+def gpu_asset_row_save(*, asset: GpuAsset, user: Any, now: datetime) -> InputChange:
+    """Save a GPU asset whose fields are already set (the Django admin's form)."""
+    with transaction.atomic():
+        node = Node.objects.select_related("fleet").get(pk=asset.gpu.node_id)
+        return _all_lines_save(
+            row=asset, subject="gpu_asset", organization_id=node.fleet.organization_id, node_ids=[node.pk],
+            user=user, now=now,
+        )  # fmt: skip
+
+
+def gpu_asset_delete(*, asset: GpuAsset, user: Any, now: datetime) -> InputChange:
+    """Delete a GPU asset record: refused while a stored line of its node is locked; its node's lines re-open."""
+    with transaction.atomic():
+        node = Node.objects.select_related("fleet").get(pk=asset.gpu.node_id)
+        organization_id = node.fleet.organization_id
+        _organization_lock(organization_id)
+        lock_check_lines(organization_id=organization_id, node_ids=[node.pk])
+        before, asset_id = snapshot(asset), asset.pk
+        asset.delete()
+        reopened = ledger_lines_reopen(node_windows={node.pk: _EVERY_HOUR}, now=now)
+        audit_record(
+            organization_id=organization_id, user=user, subject="gpu_asset", object_id=asset_id,
+            before=before, after=None, at=now, ledger_hours_reopened=reopened,
+        )  # fmt: skip
+    return InputChange(asset, reopened)
+
+
+def organization_row_save(*, row: Any, subject: str, user: Any, now: datetime) -> InputChange:
+    """Save a row that weighs on every line of its organization (a hardware profile, the ledger settings)."""
+    with transaction.atomic():
+        nodes = list(Node.objects.filter(fleet__organization_id=row.organization_id).values_list("id", flat=True))
+        return _all_lines_save(
+            row=row, subject=subject, organization_id=row.organization_id, node_ids=nodes, user=user, now=now
+        )
+
+
+def organization_setting_save(*, row: Any, subject: str, user: Any, now: datetime) -> InputChange:
+    """Save an organization's setting that the reports read and no ledger line weighs on (the goodput target):
+    audited; no stored line changes, so none is locked against it or re-opened."""
+    with transaction.atomic():
+        return _all_lines_save(
+            row=row, subject=subject, organization_id=row.organization_id, node_ids=[], user=user, now=now, windows=[]
+        )
+
+
+def organization_row_delete(*, row: Any, subject: str, user: Any, now: datetime) -> InputChange:
+    """Delete such a row: refused while a locked period holds lines of the organization; all lines re-open."""
+    with transaction.atomic():
+        organization_id = row.organization_id
+        _organization_lock(organization_id)
+        nodes = list(Node.objects.filter(fleet__organization_id=organization_id).values_list("id", flat=True))
+        lock_check_lines(organization_id=organization_id, node_ids=nodes)
+        before, row_id = snapshot(row), row.pk
+        row.delete()
+        reopened = ledger_lines_reopen(node_windows={n: _EVERY_HOUR for n in nodes}, now=now)
+        audit_record(
+            organization_id=organization_id, user=user, subject=subject, object_id=row_id,
+            before=before, after=None, at=now, ledger_hours_reopened=reopened,
+        )  # fmt: skip
+    return InputChange(row, reopened)
 
 
 def node_rent_change(

@@ -1,4 +1,5 @@
-"""``POST /api/v1/node-prices/upload/`` and ``/api/v1/instruments/upload/``: CSV files, checked row by row.
+"""``POST /api/v1/node-prices/upload/``, ``/api/v1/instruments/upload/``, ``/api/v1/residual-mixes/upload/``:
+CSV files, checked row by row.
 
 Columns: ``fleet`` (name), ``node`` (hostname; empty: the fleet default),
 ``kind``, ``rate_per_h``, ``rate_per``, ``includes_power``, ``capex``,
@@ -6,7 +7,8 @@ Columns: ``fleet`` (name), ``node`` (hostname; empty: the fleet default),
 All rows are saved, or none: a refused file answers 400 with each refused
 line, its cells and the reason. Instruments: the columns of the register's
 API (``site`` by name; no hourly profile), each checked for over-allocation
-against the register and the rows before it.
+against the register and the rows before it. Residual mixes:
+``zone,year,gco2e_per_kwh,source`` (``accounting.inputs.residual_mixes``).
 """
 
 from __future__ import annotations
@@ -23,15 +25,18 @@ from rest_framework.response import Response
 
 from accounting.inputs.api import ERRORS, InputView, NodePriceInputSerializer
 from accounting.inputs.hooks import Conflict, audited_write
+from accounting.inputs.residual_mixes import RESIDUAL_MIX_COLUMNS, ResidualMixCsvSerializer, residual_mix_save
 from accounting.inputs.services import InputChange, InputInvalid, node_price_save
 from accounting.inputs.uploads import UPLOAD_MAX_BYTES, UploadInvalid, csv_rows, rows_save
 from accounting.instruments.api import InstrumentInputSerializer
 from accounting.instruments.claims import OverAllocationError
+from accounting.instruments.models import ResidualMixFactor
 from accounting.instruments.services import InstrumentInvalid, instrument_create
 from accounting.models import NodePrice
 from accounting.reports.scope import report_organization
 from fleets.models import Fleet, Node, Organization, Site
 from fleets.permissions import Capability, change_check
+from fleets.selectors import organizations_for_user
 
 
 class NodePriceCsvSerializer(NodePriceInputSerializer):
@@ -155,3 +160,45 @@ class InstrumentsUploadView(CsvUploadView):
     @upload_schema("instruments_upload", "Instruments", "Instrument")
     def post(self, request: Request) -> Response:
         return super().post(request)
+
+
+def _residual_mix_saver(organization: Organization, user: Any) -> Any:
+    now = timezone.now()
+
+    def save(data: dict[str, Any]) -> InputChange:
+        return residual_mix_save(row=ResidualMixFactor(organization=organization, **data), user=user, now=now)
+
+    return save
+
+
+class ResidualMixesUploadView(CsvUploadView):
+    """Residual mixes the organization holds (e.g. the AIB's, licensed): a zone and year held is replaced."""
+
+    capability = Capability.SUSTAINABILITY
+    required = RESIDUAL_MIX_COLUMNS
+    serializer = ResidualMixCsvSerializer
+
+    def saver(self, organization: Organization, user: Any) -> Any:
+        return _residual_mix_saver(organization, user)
+
+    @upload_schema("residual_mixes_upload", "Residual-mix factors (zone, year, gco2e_per_kwh, source)", "ResidualMix")
+    def post(self, request: Request) -> Response:
+        return super().post(request)
+
+
+class ResidualMixOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    organization_id = serializers.IntegerField()
+    zone = serializers.CharField()
+    year = serializers.IntegerField()
+    gco2e_per_kwh = serializers.DecimalField(max_digits=9, decimal_places=3)
+    source = serializers.CharField()  # type: ignore[assignment]
+
+
+class ResidualMixesView(InputView):
+    @extend_schema(
+        operation_id="residual_mixes_list", responses={200: ResidualMixOutputSerializer(many=True), **ERRORS}
+    )
+    def get(self, request: Request) -> Response:
+        rows = ResidualMixFactor.objects.filter(organization__in=organizations_for_user(user=request.user))
+        return Response(ResidualMixOutputSerializer(rows.order_by("zone", "year"), many=True).data)

@@ -3,10 +3,16 @@ checked) and for residual-mix factors, scoped to the organizations a user admini
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.contrib import admin
 
+from accounting.inputs.admin import AuditedInputAdmin
+from accounting.inputs.residual_mixes import residual_mix_delete, residual_mix_save
+from accounting.inputs.services import InputChange
 from accounting.instruments.models import ContractualInstrument, ResidualMixFactor
-from fleets.admin import OrganizationScopedAdmin, organization_path_register
+from fleets.admin import organization_path_register
 from telemetry.admin import ReadOnlyScopedAdmin
 
 organization_path_register(ContractualInstrument, "organization")
@@ -22,6 +28,14 @@ class ContractualInstrumentAdmin(ReadOnlyScopedAdmin):
 
 
 @admin.register(ResidualMixFactor)
-class ResidualMixFactorAdmin(OrganizationScopedAdmin):
+class ResidualMixFactorAdmin(AuditedInputAdmin):
+    """Saved through ``residual_mix_save``: audited, refused when its year overlaps a locked period."""
+
     list_display = ["zone", "year", "gco2e_per_kwh", "source", "organization"]
     list_filter = ["year"]
+
+    def input_save(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return residual_mix_save(row=obj, user=user, now=now)
+
+    def input_delete(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return residual_mix_delete(row=obj, user=user, now=now)

@@ -51,6 +51,7 @@ _ERRORS = {
     401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
     403: OpenApiResponse(description="a node token, or a role that may not edit instruments"),
     404: OpenApiResponse(description="an instrument or organization that is not among yours"),
+    409: OpenApiResponse(description="the instrument's delivery period overlaps a locked period; nothing was changed"),
 }
 
 
@@ -250,7 +251,7 @@ class InstrumentEvidenceView(InstrumentView):
 
             audited_write(
                 organization_id=instrument.organization_id, user=request.user, subject="instrument",
-                before=instrument, write=attach,
+                before=instrument, write=attach, period=_delivery,  # evidence of a locked period stays as filed
             )  # fmt: skip
         except InstrumentInvalid as error:
             raise _refusing(error) from error

@@ -88,10 +88,35 @@ def _site_output(site: SiteScope2) -> dict[str, Any]:
         "market_annual_matching": _method([site.annual]),
         "residual_mix_gco2e_per_kwh": quantized(site.residual_mix.gco2e_per_kwh, 3) if site.residual_mix else None,
         "residual_mix_source": site.residual_mix.source if site.residual_mix else None,
+        "uncovered_factor": _uncovered_factor(site),
         "cfe_score_hourly": _cfe([site.cfe_hourly]),
         "cfe_score_annual_matching": _cfe([site.cfe_annual]),
         "grid_cfe_source": site.grid_cfe_source,
     }
+
+
+RESIDUAL_MIX_NOTE = (
+    "No residual mix is held for {sites}: Wattledger ships none (the AIB European Residual Mixes are licensed, "
+    "see accounting/instruments/data/README.md), so consumption no instrument covers took each hour's "
+    "location-based factor instead, labelled location_fallback ({kwh} kWh). Load the residual mixes you hold "
+    "(zone,year,gco2e_per_kwh,source) with POST /api/v1/residual-mixes/upload/ or manage.py load_residual_mixes."
+)
+
+
+def _uncovered_factor(site: SiteScope2) -> str:
+    """What consumption no instrument covers takes at this site: a residual mix, or the labelled fallback."""
+    if site.residual_mix is not None:
+        return "residual_mix"
+    return "location_fallback" if site.site.grid_zone else "unknown"
+
+
+def _residual_mix_note(report: Scope2Report) -> str | None:
+    fallback = [site for site in report.sites if site.allocation.location_fallback_kwh > 0]
+    if not fallback:
+        return None
+    names = ", ".join(f"{site.site.name} ({site.site.grid_zone} {report.start.year})" for site in fallback)
+    kwh = quantized(sum((site.allocation.location_fallback_kwh for site in fallback), ZERO), 0)
+    return RESIDUAL_MIX_NOTE.format(sites=names, kwh=f"{kwh:,.0f}")
 
 
 def scope2_output(report: Scope2Report, organization: Organization) -> dict[str, Any]:
@@ -116,6 +141,7 @@ def scope2_output(report: Scope2Report, organization: Organization) -> dict[str,
             for site in report.sites
             for use, annual in zip(site.allocation.uses, site.annual.uses, strict=True)
         ],
+        "residual_mix_note": _residual_mix_note(report),
     }
 
 

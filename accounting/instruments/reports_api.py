@@ -5,12 +5,18 @@
 - ``scope2/ghg-table/``: the GHG-Protocol-shaped table, JSON rows or CSV;
 - ``scope2/esrs/``: datapoints keyed to ESRS E1-5 and E1-6, JSON.
 
+Each carries the audit trail of the inputs bearing on the period
+(``accounting.inputs.report_audit``): an ``audit`` section in JSON, ``audit``
+lines in the Scope 2 CSV (the GHG table's CSV is the table alone; its JSON
+carries the section).
+
 Authentication and scoping as every report (any member reads). Every CSV cell
 that a spreadsheet would take for a formula is escaped.
 """
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
@@ -21,6 +27,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounting.csv_safety import csv_escaped
+from accounting.inputs.report_audit import AUDIT_SECTION, audit_metric_rows, report_audit
 from accounting.instruments.disclosures import GHG_COLUMNS, esrs_datapoints, ghg_table
 from accounting.instruments.exports import scope2_csv_rows, scope2_output
 from accounting.instruments.selectors import Scope2Report, scope2_report
@@ -48,11 +55,15 @@ class Scope2View(ReportView):
         organization = report_organization(user=request.user, ref=params.get("organization"))
         return scope2_report(organization_id=organization.pk, start=start, end=end), organization
 
+    def audit(self, request: Request, report: Scope2Report, organization: Organization) -> dict[str, Any]:
+        return report_audit(user=request.user, organization=organization, start=report.start, end=report.end)
+
     def filename(self, report: Scope2Report) -> str:
         return f"wattledger-{self.name}-{report.start:%Y%m%dT%H}-{report.end:%Y%m%dT%H}.csv"
 
 
 _RESPONSES = {(200, "application/json"): OpenApiTypes.OBJECT, (200, CSV_MEDIA_TYPE): OpenApiTypes.STR}
+_AUDIT = f"The JSON's `audit` section: {AUDIT_SECTION} (`/api/v1/audit/?period_start=...&period_end=...`)."
 
 
 class Scope2ReportView(Scope2View):
@@ -63,7 +74,8 @@ class Scope2ReportView(Scope2View):
             "Per organization and period: location-based and market-based Scope 2 (hourly matching where an "
             "instrument has an hourly profile, annual otherwise) and the all-annual figure beside it; the "
             "instruments used with the quality criteria each met or failed; the residual-mix share and the "
-            "location-based fallback, labelled; the 24/7 carbon-free-energy score per site."
+            "location-based fallback, labelled; the 24/7 carbon-free-energy score per site. " + _AUDIT + " The CSV "
+            "ends with `audit` lines: `entries_count`, `sha256`, `href`, then `<id>:<field>` per listed change."
         ),
         parameters=[Scope2InputSerializer],
         responses=_RESPONSES,
@@ -71,9 +83,12 @@ class Scope2ReportView(Scope2View):
     def get(self, request: Request) -> Any:
         report, organization = self.report(request)
         shown = scope2_output(report, organization)
+        audit = self.audit(request, report, organization)
         if self.wants_csv(request):
-            return csv_response(CSV_COLUMNS, csv_escaped(scope2_csv_rows(shown)), filename=self.filename(report))
-        return Response(shown)
+            rows = chain(scope2_csv_rows(shown), ({"level": "audit", "metric": m, "value": v}
+                                                  for m, v in audit_metric_rows(audit)))  # fmt: skip
+            return csv_response(CSV_COLUMNS, csv_escaped(rows), filename=self.filename(report))
+        return Response(shown | {"audit": audit})
 
 
 class Scope2GhgTableView(Scope2View):
@@ -82,15 +97,18 @@ class Scope2GhgTableView(Scope2View):
     @extend_schema(
         operation_id="reports_scope2_ghg_table",
         summary="Scope 2 as the GHG Protocol table: a row per site and a total, both methods side by side",
+        description=_AUDIT + " The CSV is the table alone.",
         parameters=[Scope2InputSerializer],
         responses=_RESPONSES,
     )
     def get(self, request: Request) -> Any:
-        report, _ = self.report(request)
+        report, organization = self.report(request)
         rows = ghg_table(report)
         if self.wants_csv(request):
             return csv_response(GHG_COLUMNS, csv_escaped(iter(rows)), filename=self.filename(report))
-        return Response({"start": report.start, "end": report.end, "columns": GHG_COLUMNS, "rows": rows})
+        audit = self.audit(request, report, organization)
+        return Response({"start": report.start, "end": report.end, "columns": GHG_COLUMNS, "rows": rows,
+                         "audit": audit})  # fmt: skip
 
 
 class Scope2EsrsView(Scope2View):
@@ -100,6 +118,7 @@ class Scope2EsrsView(Scope2View):
     @extend_schema(
         operation_id="reports_scope2_esrs",
         summary="Energy and Scope 2 datapoints keyed to ESRS E1-5 (para. 37) and E1-6 (paras. 49(a), 49(b))",
+        description=_AUDIT,
         parameters=[Scope2InputSerializer],
         responses={200: OpenApiTypes.OBJECT},
     )
@@ -112,5 +131,6 @@ class Scope2EsrsView(Scope2View):
                 "start": report.start,
                 "end": report.end,
                 "datapoints": esrs_datapoints(report),
+                "audit": self.audit(request, report, organization),
             }
         )

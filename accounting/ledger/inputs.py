@@ -200,7 +200,8 @@ class NodeHourInput:
     ``location``/``market``: ``None`` when no factor is known for the hour.
     ``host_embodied``: the node's host (chassis, CPUs, RAM, disks) embodied share.
     ``host_modelled_j``: without ``node_energy_j``, the host's energy beyond its
-    GPUs modelled from the hardware profile (idle + per-GPU power x held time).
+    GPUs modelled from the hardware profile (idle + per-GPU power x the time the
+    GPUs' energy covers); a node meter's ``node_energy_j`` always wins over it.
     """
 
     node_id: str
@@ -220,6 +221,8 @@ class NodeHourInput:
     host_embodied: EmbodiedAsset | None = None
     bridged_s: Decimal = ZERO
     host_modelled_j: Decimal | None = None  # the host's energy (J) modelled from its profile, where not metered
+    # Of prompt_tokens, those served from the prefix cache; None where no server on the node exposes the counter.
+    cached_prompt_tokens: int | None = None
 
     def __post_init__(self) -> None:
         require_utc_hour(self.hour_start)
@@ -253,10 +256,14 @@ class LedgerPolicy:
 
     ``idle_util_threshold_pct``: a GPU that served no tokens and whose mean
     utilization is below this (0-100) is idle for the hours it was held.
+    ``model_host_power``: where a node has no meter, add its host's energy
+    modelled from the hardware profile's cited idle and per-GPU power (the line
+    says ``modelled``); off, such a node stays at the GPU boundary (``gpu_sum``).
     """
 
     idle_util_threshold_pct: Decimal = Decimal(5)
     amortization: AmortizationMethod = AmortizationMethod.TIME
+    model_host_power: bool = False
 
 
 DEFAULT_POLICY = LedgerPolicy()

@@ -115,6 +115,8 @@ class NodeHourLine:
     location_source: str | None
     market_source: str | None
     amortization: AmortizationMethod
+    # Of prompt_tokens, served from the prefix cache (None: no server exposed the counter).
+    cached_prompt_tokens: int | None = None
 
     @property
     def tokens(self) -> int:
@@ -273,4 +275,5 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         location_source=node.location.source if node.location else None,
         market_source=node.market.source if node.market else None,
         amortization=policy.amortization,
+        cached_prompt_tokens=node.cached_prompt_tokens,
     )

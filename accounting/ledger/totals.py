@@ -211,6 +211,11 @@ class LedgerTotals:
         return _per_token(j_from_kwh(self.gpu_kwh), self.tokens, Decimal(1))
 
     @property
+    def gpu_j_per_output_token(self) -> Decimal | None:
+        """GPU-boundary energy in J per output (generation) token; ``None`` without output tokens."""
+        return _per_token(j_from_kwh(self.gpu_kwh), self.generation_tokens, Decimal(1))
+
+    @property
     def facility_j_per_token(self) -> Decimal | None:
         """Facility energy (after PUE) in J per token, input + output; ``None`` without tokens."""
         return _per_token(j_from_kwh(self.facility_kwh), self.tokens, Decimal(1))

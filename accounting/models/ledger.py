@@ -59,6 +59,11 @@ class NodeHourLedger(models.Model):
     embodied_unknown_gpu_h = _amount()
     prompt_tokens = models.BigIntegerField()
     generation_tokens = models.BigIntegerField()
+    cached_prompt_tokens = models.BigIntegerField(
+        null=True,
+        help_text="of prompt_tokens, those served from the prefix cache; null when no endpoint of the node-hour "
+        "exposed the counter (TGI)",
+    )
     idle_gpu_h = _amount()
     idle_cost = _amount()
     idle_facility_kwh = _amount()
@@ -113,8 +118,13 @@ class LedgerPending(models.Model):
         return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
 
 
+# An interactive chat turn's first token within half a second; the organization sets its own.
+DEFAULT_GOODPUT_TTFT_TARGET_MS = 500
+MAX_GOODPUT_TTFT_TARGET_MS = 600_000  # ten minutes: past any interactive or batch target
+
+
 class LedgerSettings(models.Model):
-    """An organization's ledger choices; without a row the defaults apply (time-based, 5 %)."""
+    """An organization's ledger choices; without a row the defaults apply (time-based, 5 %, 500 ms goodput)."""
 
     class Amortization(models.TextChoices):
         TIME = "time", "Time-based (SCI: embodied x time held / life)"
@@ -122,6 +132,13 @@ class LedgerSettings(models.Model):
 
     organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="ledger_settings")
     amortization = models.CharField(max_length=12, choices=Amortization.choices, default=Amortization.TIME)
+    model_host_power = models.BooleanField(
+        "Model host power where no meter",
+        default=False,
+        help_text="for a node without a host meter, add its host's energy (CPUs, memory, fans, power supplies) "
+        "modelled from the hardware profile's cited idle and per-GPU power, labelled modelled; off, such a node's "
+        "energy is its GPU boards' alone (the GPU boundary)",
+    )
     idle_util_threshold_pct = models.DecimalField(
         "Idle below utilization (%)",
         max_digits=5,
@@ -129,6 +146,12 @@ class LedgerSettings(models.Model):
         default=5,
         validators=[MinValueValidator(0), MaxValueValidator(100)],
         help_text="a GPU-hour that served no tokens and averaged below this is idle",
+    )
+    goodput_ttft_target_ms = models.PositiveIntegerField(
+        "Goodput TTFT target (ms)",
+        default=DEFAULT_GOODPUT_TTFT_TARGET_MS,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_GOODPUT_TTFT_TARGET_MS)],
+        help_text="goodput is the share of requests whose time to first token is at or below this",
     )
 
     class Meta:

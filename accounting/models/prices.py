@@ -1,4 +1,4 @@
-"""Prices with validity periods: what a node costs to hold, and a site's electricity and market factor.
+"""Inputs with validity periods: what a node costs to hold, a site's electricity, PUE and market factor.
 
 A change is a new row from its date (``valid_from``); earlier hours keep the
 price they had, so history is never rewritten. Periods of one subject must not
@@ -17,7 +17,7 @@ from django.db import models
 from accounting.tariff import tariff_from_fields
 from fleets.models import Fleet, Node, Site
 
-__all__ = ["NodePrice", "SiteMarketFactor", "SiteTariff"]
+__all__ = ["NodePrice", "SiteMarketFactor", "SitePue", "SiteTariff"]
 
 
 def _money(verbose_name: str | None = None, **options: Any) -> models.DecimalField:
@@ -145,6 +145,27 @@ class SiteMarketFactor(ValidityPeriod):
 
     def __str__(self) -> str:
         return f"market factor of {self.site} from {self.valid_from:%Y-%m-%d}"
+
+    def subject_filter(self) -> dict[str, Any]:
+        return {"site_id": self.site_id}
+
+
+class SitePue(ValidityPeriod):
+    """A site's PUE over a period (e.g. a measured yearly figure); ``Site.pue`` applies where no row does."""
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="pue_periods")
+    pue = models.DecimalField(
+        "PUE", max_digits=4, decimal_places=2, validators=[MinValueValidator(Decimal("1.00"))],
+        help_text="facility energy / IT energy (1.0 or more) within the period",
+    )  # fmt: skip
+
+    class Meta:
+        ordering = ["valid_from"]
+        verbose_name = "site PUE period"
+        constraints = [models.CheckConstraint(condition=models.Q(pue__gte=1), name="sitepue_at_least_one")]
+
+    def __str__(self) -> str:
+        return f"PUE {self.pue} of {self.site} from {self.valid_from:%Y-%m-%d}"
 
     def subject_filter(self) -> dict[str, Any]:
         return {"site_id": self.site_id}

@@ -16,7 +16,19 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Aggregate, Count, DecimalField, F, FloatField, Q, Sum
+from django.db.models import (
+    Aggregate,
+    Case,
+    Count,
+    DecimalField,
+    Expression,
+    F,
+    FloatField,
+    Func,
+    Q,
+    Sum,
+    When,
+)
 
 from accounting.ledger import ElectricityStatus, LedgerTotals
 from accounting.ledger.line import NO_PRICE_ID
@@ -30,10 +42,23 @@ LOCATION_KNOWN = Q(location_co2e_g__isnull=False)
 LOCATION_HOURLY = Q(location_co2e_g__isnull=False, location_is_fallback=False)
 LOCATION_ANNUAL = Q(location_co2e_g__isnull=False, location_is_fallback=True)
 LOCATION_UNKNOWN = Q(location_co2e_g__isnull=True)
-# A node-hour with telemetry and no price, asset or tariff in force: unpriced, never free.
-UNPRICED_WITH_TELEMETRY = (Q(pricing_price_id=NO_PRICE_ID) | Q(electricity_status=ElectricityStatus.UNPRICED)) & (
-    Q(observed_s__gt=0) | Q(it_kwh__gt=0) | Q(prompt_tokens__gt=0) | Q(generation_tokens__gt=0)
-)
+
+
+def unpriced_with_telemetry(line: str = "") -> Q:
+    """A node-hour with telemetry and no price, asset or tariff in force: unpriced, never free.
+
+    ``line``: the path to the ledger line's columns (``""`` on the lines themselves).
+    """
+    unpriced = Q(**{f"{line}pricing_price_id": NO_PRICE_ID}) | Q(
+        **{f"{line}electricity_status": ElectricityStatus.UNPRICED}
+    )
+    telemetry = Q()
+    for column in ("observed_s", "it_kwh", "prompt_tokens", "generation_tokens"):
+        telemetry |= Q(**{f"{line}{column}__gt": 0})
+    return unpriced & telemetry
+
+
+UNPRICED_WITH_TELEMETRY = unpriced_with_telemetry()
 
 
 def amount_sum(expression: Any, *, where: Q | None = None) -> Sum:
@@ -47,11 +72,11 @@ _SUMMED = {**summed_fields(LedgerTotals), **summed_fields(LedgerSums)}
 _COUNTED = {"s_unpriced_hours": Count("id", filter=UNPRICED_WITH_TELEMETRY)}
 
 
-def _where(where: tuple[tuple[str, Any], ...]) -> Q | None:
-    """The SQL form of ``Summed.where`` (all conditions hold)."""
+def _where(where: tuple[tuple[str, Any], ...], line: str = "") -> Q | None:
+    """The SQL form of ``Summed.where`` (all conditions hold); ``line``: the path to the line's columns."""
     if not where:
         return None
-    return functools.reduce(operator.and_, (_condition(column, value) for column, value in where))
+    return functools.reduce(operator.and_, (_condition(f"{line}{column}", value) for column, value in where))
 
 
 def _condition(column: str, value: Any) -> Q:
@@ -92,6 +117,7 @@ def ledger_sums_from(values: Mapping[str, Any], *, currency: str | None) -> Ledg
         electricity_known=values.get("s_electricity_cost") is not None,
         location_known=values.get("s_location_co2e_g") is not None,
         market_known=values.get("s_market_co2e_g") is not None,
+        cached_known=values.get("s_cached_prompt_tokens_sum") is not None,
         **{name: value for name, value in summed.items() if name not in totals_names},
         unpriced_hours=int(values.get("s_unpriced_hours") or 0),
     )
@@ -100,3 +126,69 @@ def ledger_sums_from(values: Mapping[str, Any], *, currency: str | None) -> Ledg
 def _as(zero: Any, value: Any) -> Any:
     """A SQL sum in the type of the figure's zero (``None``, no row: the zero)."""
     return zero if value is None else type(zero)(value)
+
+
+class Fraction(Func):
+    """``numerator / denominator`` as a fraction, never an integer division (both may be integers).
+
+    PostgreSQL divides as ``numeric``, SQLite as ``REAL`` (it stores a whole decimal as an integer).
+    """
+
+    arity = 2
+    output_field = AMOUNT
+
+    def as_sql(  # type: ignore[override]
+        self, compiler: Any, connection: Any, **extra_context: Any
+    ) -> tuple[str, tuple[Any, ...]]:
+        numerator, denominator = (compiler.compile(expression) for expression in self.get_source_expressions())
+        kind = "REAL" if connection.vendor == "sqlite" else "NUMERIC"
+        return f"(CAST({numerator[0]} AS {kind}) / {denominator[0]})", (*numerator[1], *denominator[1])
+
+
+# Figures that are counts of node-hours: an allocated row counts the node-hours it had a share of.
+_COUNT_FIGURES = frozenset({"lines"})
+# Tokens are the row's own (its endpoint-hours'), never allocated.
+_OWN_TOKENS = {"prompt_tokens": "prompt_tokens", "generation_tokens": "generation_tokens"}
+
+
+def allocated_ledger_sums(*, line: str, share: Expression, whole: Q) -> dict[str, Aggregate]:
+    """The aggregates ``ledger_sums_from`` reads, each line's figures weighed by ``share`` of the line.
+
+    Over rows (endpoint-hours) joined to their node-hour's ledger line at ``line``
+    (a path ending in ``__``): every summed figure is sum(line figure x share);
+    tokens are the rows' own; counts (lines, unpriced hours) count the node-hours
+    the rows had a share of. ``whole``: the row holds all of its line (its share is
+    exactly 1, the common case of a node serving one LLM model): its figures are
+    summed as they are, with no product, and it counts its line once. The other
+    rows (``s_split_rows`` of them) are counted by ``split_line_counts``, in a query
+    of their own: a line may be shared by several rows of one group, and counting
+    distinct lines here would make PostgreSQL sort every row instead of hashing.
+    """
+    sums: dict[str, Aggregate] = {}
+    for name, (spec, zero) in _SUMMED.items():
+        where = _where(spec.where, line)
+        if name in _OWN_TOKENS:
+            sums[f"s_{name}"] = Sum(_OWN_TOKENS[name])
+        elif not spec.columns or name in _COUNT_FIGURES:
+            sums[f"s_{name}"] = Count(f"{line}id", filter=whole if where is None else whole & where)
+        else:
+            product = functools.reduce(operator.mul, (F(f"{line}{column}") for column in spec.columns))
+            field = FloatField() if isinstance(zero, float) else AMOUNT
+            weighed = Case(When(whole, then=product), default=product * share, output_field=field)
+            sums[f"s_{name}"] = Sum(weighed, filter=where)
+    sums["s_unpriced_hours"] = Count(f"{line}id", filter=whole & unpriced_with_telemetry(line))
+    sums["s_split_rows"] = Count("pk", filter=~whole & Q(generation_tokens__gt=0))
+    return sums
+
+
+def split_line_counts(*, line: str, whole: Q) -> dict[str, Aggregate]:
+    """The counts of ``allocated_ledger_sums`` over the rows that hold part of their line (and some of its
+    output tokens): the distinct node-hours they had a share of. Added to that query's counts."""
+    split = ~whole & Q(generation_tokens__gt=0)
+    counts: dict[str, Aggregate] = {}
+    for name, (spec, _) in _SUMMED.items():
+        if name not in _OWN_TOKENS and (not spec.columns or name in _COUNT_FIGURES):
+            where = _where(spec.where, line)
+            counts[f"s_{name}"] = Count(f"{line}id", distinct=True, filter=split if where is None else split & where)
+    counts["s_unpriced_hours"] = Count(f"{line}id", distinct=True, filter=split & unpriced_with_telemetry(line))
+    return counts

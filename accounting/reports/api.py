@@ -25,9 +25,19 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
+from accounting.inputs.report_audit import AUDIT_SECTION, ReportAuditSerializer, audit_metric_rows, report_audit
 from accounting.ledger import CurrencyMismatchError
 from accounting.reports.authentication import PersonalTokenAuthentication
-from accounting.reports.output import comparison_row_output, sustainability_output, usage_row_output
+from accounting.reports.metrics import ALLOCATION_NOTE
+from accounting.reports.output import (
+    MARKET_BASIS,
+    MARKET_BASIS_NOTE,
+    comparison_row_output,
+    embodied_factors_output,
+    load_band_output,
+    sustainability_output,
+    usage_row_output,
+)
 from accounting.reports.periods import Granularity
 from accounting.reports.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
 from accounting.reports.scope import (
@@ -45,11 +55,17 @@ from accounting.reports.selectors import (
     report_rows_iter,
     sustainability_report,
 )
+from accounting.reports.selectors.load import comparison_load_bands
+from accounting.reports.selectors.trace import organization_embodied_factors
 from accounting.reports.serializers import (
+    CACHED_PROMPT_TOKENS,
+    IT_KWH,
     PER_TOKEN_FIGURES,
     ComparisonRowSerializer,
+    EmbodiedFactorSerializer,
     FactorSerializer,
     GridHourSerializer,
+    LoadBandSerializer,
     PeriodInputSerializer,
     QualityHourSerializer,
     ScopeInputSerializer,
@@ -133,7 +149,13 @@ class UsageReportView(ReportView):
             default=Granularity.DAY.value,
             help_text="UTC buckets: hour, day, month, or total (one row per group for the whole period)",
         )
-        group_by = serializers.ChoiceField(choices=[g.value for g in GroupBy], default=GroupBy.NONE.value)
+        group_by = serializers.ChoiceField(
+            choices=[g.value for g in GroupBy],
+            default=GroupBy.NONE.value,
+            help_text="one row per bucket and organization, fleet, site, node, GPU model, currency or LLM model "
+            "(llm_model: the ledger allocated by output-token share; node-hours without output tokens are the "
+            "row whose group_key is null)",
+        )
         site = serializers.ListField(child=id_field("site id"), required=False, help_text="site id, repeatable")
         node = serializers.ListField(child=id_field("node id"), required=False, help_text="node id, repeatable")
         gpu_model = serializers.ListField(
@@ -170,7 +192,8 @@ class UsageReportView(ReportView):
             'significant digits (money ones as decimal strings, e.g. "0.09820"). '
             "Money amounts are rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
             "refused (400): filter by currency or group by site or currency. With `Accept: text/csv` or "
-            "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields."
+            "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields. "
+            f"With `group_by=llm_model`, {ALLOCATION_NOTE}; their rows' group_key is null."
         ),
         parameters=[InputSerializer],
         responses=_json_or_csv(OutputSerializer),
@@ -210,9 +233,17 @@ class UsageReportView(ReportView):
 class FleetComparisonView(ReportView):
     class InputSerializer(ScopeInputSerializer):
         by = serializers.ChoiceField(
-            choices=["fleet", "gpu_model"], default="fleet", help_text="one row per fleet, or per fleet and GPU model"
+            choices=["fleet", "gpu_model", "llm_model"],
+            default="fleet",
+            help_text="one row per fleet, per fleet and GPU model, or per fleet, GPU model and LLM model "
+            "(llm_model: ledger figures allocated by output-token share; see ledger_allocation)",
         )
         baseline = id_field("fleet id whose figures the ratios (*_vs_baseline) divide by", required=False)
+        by_load = serializers.BooleanField(
+            default=False,
+            help_text="also each row's figures per load band (requests/s per GPU), the advisor's measured load "
+            "curves: by_load in JSON; in CSV a line per row x band, its columns prefixed load_",
+        )
 
     @extend_schema_serializer(component_name="FleetComparison")
     class OutputSerializer(serializers.Serializer):
@@ -234,9 +265,20 @@ class FleetComparisonView(ReportView):
             "bucket as Prometheus's histogram_quantile does, each with that bucket's bounds "
             "(`ttft_p99_bucket_low_ms`, `ttft_p99_bucket_high_ms`), from the period's histograms merged "
             "(bucket layouts coarsened onto their shared bounds); TGI's queue-based figure is a lower bound, "
-            "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. With `baseline`, "
+            "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. Mean TTFT is the "
+            "histograms' sum over their count. Goodput is the share of requests whose TTFT is at or below the "
+            "organization's target (`goodput_ttft_target_ms`, a ledger setting), interpolated within the bucket "
+            "holding the target, with its exact bounds (`goodput_share_certain`, `goodput_share_possible`). "
+            "Inter-token latency (time per output token) comes where the server exposes its histogram (vLLM, "
+            "SGLang), else it is null and `itl_note` says why. With `by=llm_model`, rows are per fleet x GPU model "
+            f"x LLM model, and {ALLOCATION_NOTE}. With `baseline`, "
             "each figure is also given as a ratio to the baseline fleet as a whole (null where undefined, and "
-            "for money in another currency). CSV: `Accept: text/csv` or `?format=csv`."
+            "for money in another currency). With `by_load=true`, each row also gives its figures per load band "
+            "(`by_load`), so that fleets are compared at like load: the row's fleet-hours binned by requests/s per "
+            "GPU (bands doubling from 0.25, the last open-ended; the advisor's measured load curves, each LLM "
+            "model's hours apart, a node-hour shared among its models by output tokens), with output tokens/s per "
+            "GPU, TTFT P50/P99 with bucket bounds, cost, J and gCO2e per output token, and their ratios to the "
+            "baseline fleet's band of the same range. CSV: `Accept: text/csv` or `?format=csv`."
         ),
         parameters=[InputSerializer],
         responses=_json_or_csv(OutputSerializer),
@@ -255,20 +297,46 @@ class FleetComparisonView(ReportView):
             end=end,
             baseline_fleet_id=baseline,
             by_model=params["by"] == "gpu_model",
+            by_llm_model=params["by"] == "llm_model",
             fleet_ids=fleet_ids,
         )
         rows = [comparison_row_output(row) for row in comparison]
+        bands: list[list[dict[str, Any]]] | None = None
+        if params["by_load"]:
+            found = comparison_load_bands(
+                comparison,
+                organization_ids=organization_ids,
+                start=start,
+                end=end,
+                by=params["by"],
+                baseline_fleet_id=baseline,
+                fleet_ids=fleet_ids,
+            )
+            bands = [[load_band_output(band) for band in row_bands] for row_bands in found]
         if self.wants_csv(request):
-            columns = list(ComparisonRowSerializer().fields)
+            columns: list[str] = [str(name) for name in ComparisonRowSerializer().fields if name != "by_load"]
+            if bands is not None:
+                band_columns = [f"load_{name}" for name in LoadBandSerializer().fields]
+                lines = list(_rows_by_band(rows, bands))
+                return csv_response(columns + band_columns, lines, filename=_csv_name("comparison", start, end))
             return csv_response(columns, rows, filename=_csv_name("comparison", start, end))
+        for index, row in enumerate(rows):
+            row["by_load"] = None if bands is None else bands[index]
         answer = {"start": start, "end": end, "by": params["by"], "baseline_fleet_id": baseline, "results": rows}
         return Response(self.OutputSerializer(answer).data)
+
+
+def _rows_by_band(rows: list[dict[str, Any]], bands: list[list[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """A CSV line per row x load band (its figures prefixed ``load_``); a row without bands once, blank there."""
+    for row, row_bands in zip(rows, bands, strict=True):
+        for band in row_bands or [{}]:
+            yield row | {f"load_{name}": value for name, value in band.items()}
 
 
 def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The report as ``metric,value`` lines: each figure, then each factor's fields."""
     for name, value in shown.items():
-        if name not in ("factors", "grid_hours", "quality_hours"):
+        if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors", "audit"):
             yield {"metric": name, "value": value}
     for factor in shown["factors"]:
         prefix = f"factor:{factor['scope']}:{factor['source']}"
@@ -282,6 +350,10 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
         prefix = f"quality:{csv_cell(hour['hour_start'])}"
         for name in QUALITY_HOUR_FIELDS:
             yield {"metric": f"{prefix}:{name}", "value": hour[name]}
+    for used in shown["embodied_factors"]:
+        for name in ("embodied_kgco2e_central", "sources"):
+            yield {"metric": f"embodied:{used['gpu_model']}:{name}", "value": used[name]}
+    yield from ({"metric": metric, "value": value} for metric, value in audit_metric_rows(shown["audit"]))
 
 
 QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
@@ -301,8 +373,12 @@ class SustainabilityReportView(ReportView):
         end = serializers.DateTimeField()
         location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
         location_tco2e = number("the same in tCO2e")
-        market_kgco2e = number("Scope 2, market-based: facility kWh x the sites' market factors; null when none")
+        market_kgco2e = number(
+            "the ledger's market-based figure: facility kWh x the sites' market factors (per site and hour); null "
+            "when none. Not the instrument allocation: that is /api/v1/reports/scope2/ (see market_basis)"
+        )
         market_tco2e = number("the same in tCO2e")
+        market_basis = serializers.CharField(help_text=f"always '{MARKET_BASIS}': {MARKET_BASIS_NOTE}")
         location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_*)")
         market_unknown_facility_kwh = number("facility kWh without a market factor (not in market_*)")
         embodied_kgco2e_central = number("Scope 3 share attributable to the period: embodied carbon amortized")
@@ -310,9 +386,7 @@ class SustainabilityReportView(ReportView):
         embodied_kgco2e_high = number("embodied, high estimate")
         embodied_tco2e_central = number("embodied central, tCO2e")
         unknown_model_gpu_h = number("GPU-hours of models without a hardware profile (no embodied figure)")
-        it_kwh = number(
-            "IT energy before PUE, kWh: the node boundary for hours the node's meter measured, else the GPU boundary"
-        )
+        it_kwh = number(IT_KWH)
         gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
         node_metered_kwh = number("the part of it_kwh measured at the node boundary by the node's own meter")
         node_modelled_kwh = number("the part of it_kwh at the node boundary with the host modelled from its profile")
@@ -321,6 +395,7 @@ class SustainabilityReportView(ReportView):
         tokens = serializers.IntegerField(help_text="input + output (prompt + generation) tokens")
         prompt_tokens = serializers.IntegerField(help_text="input tokens, prefix-cache hits included")
         generation_tokens = serializers.IntegerField(help_text="output tokens")
+        cached_prompt_tokens = serializers.IntegerField(allow_null=True, help_text=CACHED_PROMPT_TOKENS)
         sci_gco2e_per_1k_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_output_tokens"])
         sci_gco2e_per_1k_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_tokens"])
         energy_counter_share = number("share of GPU energy measured by the NVML energy counter (0-1)")
@@ -355,6 +430,10 @@ class SustainabilityReportView(ReportView):
             help_text="each UTC hour's data quality over the organization's nodes, in node-hours (not GPU-hours): "
             "held, measured, bridged and missing, and its unpriced node-hours; the hours add up to the totals",
         )
+        embodied_factors = EmbodiedFactorSerializer(
+            many=True, help_text="each GPU model whose lines carry embodied carbon, with the sources of its factors"
+        )
+        audit = ReportAuditSerializer(help_text=AUDIT_SECTION)
 
     @extend_schema(
         operation_id="reports_sustainability",
@@ -364,7 +443,10 @@ class SustainabilityReportView(ReportView):
             "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
             "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`, each zone-hour's "
             "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`, each hour's data "
-            "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`."
+            "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`, "
+            "each GPU model's embodied carbon and its factors' sources as `embodied:<model>:<embodied_kgco2e_central"
+            "|sources>`, then the audit section as `audit:<entries_count|sha256|href>` and each listed change as "
+            "`audit:<id>:<at|username|action|subject|object_id|ledger_hours_reopened|before|after>`."
         ),
         parameters=[InputSerializer],
         responses=_json_or_csv(OutputSerializer),
@@ -375,6 +457,9 @@ class SustainabilityReportView(ReportView):
         organization = report_organization(user=request.user, ref=params.get("organization"))
         report = sustainability_report(organization_id=organization.pk, start=start, end=end)
         shown = sustainability_output(report, organization)
+        used = organization_embodied_factors(organization_id=organization.pk, start=start, end=end)
+        shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
+        shown["audit"] = report_audit(user=request.user, organization=organization, start=start, end=end)
         if self.wants_csv(request):
             return csv_response(
                 ["metric", "value"], _sustainability_metrics(shown), filename=_csv_name("sustainability", start, end)

@@ -21,7 +21,8 @@ from accounting.ledger import ElectricityStatus, LedgerTotals
 from accounting.ledger.line import NO_PRICE_ID, EnergyMethod
 from accounting.ledger.totals import KNOWN, Prefix, conditions_hold, summed, summed_fields
 from accounting.ledger.units import ZERO
-from telemetry.histogram import Histogram, histogram_quantile, histogram_quantile_bucket
+from accounting.reports.latency import ShareWithin
+from accounting.reports.serving import ServingSums
 
 TOKENS_PER_MILLION = 1_000_000
 G_PER_1K_TO_G_PER_1M = Decimal(1000)
@@ -63,13 +64,16 @@ class LedgerSums:
     ``unpriced_hours``: node-hours with telemetry but no price, asset (the node
     not held: before commissioning) or tariff in force: counted, never free.
     ``energy_counter_j`` / ``energy_integrated_j``: GPU energy measured by the
-    NVML counter vs integrated from power samples.
+    NVML counter vs integrated from power samples. ``cached_prompt_tokens_sum``: prompt
+    tokens served from the prefix cache, over the lines whose servers expose the
+    counter (``prompt_tokens_cache_known`` prompt tokens); ``cached_known``: any did.
     """
 
     totals: LedgerTotals = field(default_factory=LedgerTotals)
     electricity_known: bool = False
     location_known: bool = False
     market_known: bool = False
+    cached_known: bool = False
     # Counted in SQL with a condition the declaration cannot say (any telemetry at all): see aggregates.
     unpriced_hours: int = 0
     # Sums the stored lines hold beyond the ledger's own (declared as LedgerTotals' are).
@@ -78,6 +82,8 @@ class LedgerSums:
     node_metered_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.NODE_METER),))
     node_modelled_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.MODELLED),))
     energy_counter_j: float = summed(default=0.0)
+    cached_prompt_tokens_sum: int = summed("cached_prompt_tokens", default=0)
+    prompt_tokens_cache_known: int = summed("prompt_tokens", where=(("cached_prompt_tokens", KNOWN),), default=0)
     energy_integrated_j: float = summed(default=0.0)
     # Facility kWh by the kind of location intensity they were weighed with (the rest known is live).
     location_annual_facility_kwh: Decimal = summed("facility_kwh", where=(_LOCATION_KNOWN, *GRID_KINDS["annual"]))
@@ -91,6 +97,16 @@ class LedgerSums:
     @property
     def location_co2e_g(self) -> Decimal | None:
         return self.totals.location_co2e_g if self.location_known else None
+
+    @property
+    def cached_prompt_tokens(self) -> int | None:
+        """Prompt tokens served from the prefix cache (within ``prompt_tokens``); ``None`` where no server says."""
+        return self.cached_prompt_tokens_sum if self.cached_known else None
+
+    @property
+    def prefix_cache_hit_share(self) -> float | None:
+        """Cached / prompt tokens (0-1), over the lines whose servers expose the prefix-cache counter."""
+        return ratio(self.cached_prompt_tokens, self.prompt_tokens_cache_known)
 
     @property
     def market_co2e_g(self) -> Decimal | None:
@@ -152,8 +168,14 @@ class LedgerSums:
 
     @property
     def node_meter_share(self) -> float | None:
-        """Share (0-1) of IT energy measured by a node meter; the rest is the sum of the GPUs' board energy."""
+        """Share (0-1) of IT energy measured by a node meter (the node boundary, measured)."""
         return ratio(self.node_metered_kwh, self.totals.it_kwh)
+
+    @property
+    def node_modelled_share(self) -> float | None:
+        """Share (0-1) of IT energy at the node boundary with the host modelled; the rest beyond the metered
+        share is the GPUs' board energy alone (the GPU boundary)."""
+        return ratio(self.node_modelled_kwh, self.totals.it_kwh)
 
     @property
     def energy_counter_share(self) -> float | None:
@@ -172,93 +194,10 @@ def ledger_sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
         electricity_known=a.electricity_known or b.electricity_known,
         location_known=a.location_known or b.location_known,
         market_known=a.market_known or b.market_known,
+        cached_known=a.cached_known or b.cached_known,
         unpriced_hours=a.unpriced_hours + b.unpriced_hours,
         **{name: getattr(a, name) + getattr(b, name) for name in _SUMS_SUMMED},
     )
-
-
-class TtftBasis(enum.StrEnum):
-    """What a TTFT figure measures: the time to the first token (vLLM, SGLang), or a lower bound of it.
-
-    TGI exposes no TTFT histogram: its queue-duration histogram (queue time,
-    before the prefill) stands in, so every quantile from it is a lower bound.
-    """
-
-    MEASURED = "measured"
-    LOWER_BOUND = "lower_bound"
-
-
-@dataclass(frozen=True)
-class ServingSums:
-    """Hourly serving usage summed: tokens and seconds of endpoint-hours that served tokens, TTFT merged.
-
-    ``serving_s`` counts the observed seconds of endpoint-hours with at least one
-    token, so throughput is tokens per second *while serving*. ``cached_prompt_tokens``:
-    prompt tokens served from the prefix cache (``None`` where no server exposes it),
-    of ``prompt_tokens_cache_known`` prompt tokens whose server does. ``ttft``: merged
-    histograms of endpoints that measure TTFT (vLLM, SGLang); ``ttft_lower_bound``:
-    TGI's queue-duration histograms (a lower bound of TTFT). The two are never
-    merged: TTFT figures come from ``ttft`` when any endpoint measured it, else
-    from ``ttft_lower_bound``, and ``ttft_basis`` says which.
-    """
-
-    serving_s: float = 0.0
-    prompt_tokens: int = 0
-    generation_tokens: int = 0
-    ttft: Histogram | None = None
-    ttft_lower_bound: Histogram | None = None
-    cached_prompt_tokens: int | None = None
-    prompt_tokens_cache_known: int = 0
-
-    @property
-    def prefix_cache_hit_share(self) -> float | None:
-        """Share (0-1) of prompt tokens served from the prefix cache, over endpoint-hours whose server says.
-
-        Those tokens are in ``prompt_tokens`` and so in every per-token figure (input + output).
-        """
-        if self.cached_prompt_tokens is None or self.prompt_tokens_cache_known == 0:
-            return None
-        return self.cached_prompt_tokens / self.prompt_tokens_cache_known
-
-    @property
-    def tokens_per_s(self) -> float | None:
-        """Input + output tokens per second while serving."""
-        tokens = self.prompt_tokens + self.generation_tokens
-        return None if self.serving_s == 0 else tokens / self.serving_s
-
-    @property
-    def generation_tokens_per_s(self) -> float | None:
-        """Output (generation) tokens per second while serving."""
-        return None if self.serving_s == 0 else self.generation_tokens / self.serving_s
-
-    @property
-    def ttft_basis(self) -> TtftBasis | None:
-        if self.ttft is not None and self.ttft.total:
-            return TtftBasis.MEASURED
-        if self.ttft_lower_bound is not None and self.ttft_lower_bound.total:
-            return TtftBasis.LOWER_BOUND
-        return None
-
-    @property
-    def ttft_shown(self) -> Histogram | None:
-        """The histogram the TTFT figures come from (see ``ttft_basis``)."""
-        basis = self.ttft_basis
-        return None if basis is None else self.ttft if basis is TtftBasis.MEASURED else self.ttft_lower_bound
-
-    @property
-    def ttft_lower_bound_requests_left_out(self) -> int:
-        """Requests of lower-bound (TGI) histograms not in the TTFT figures, because measured ones were."""
-        if self.ttft_basis is not TtftBasis.MEASURED or self.ttft_lower_bound is None:
-            return 0
-        return self.ttft_lower_bound.total
-
-    def ttft_quantile_s(self, q: float) -> float | None:
-        shown = self.ttft_shown
-        return None if shown is None else histogram_quantile(q, shown)
-
-    def ttft_quantile_bucket_s(self, q: float) -> tuple[float, float | None] | None:
-        shown = self.ttft_shown
-        return None if shown is None else histogram_quantile_bucket(q, shown)
 
 
 @dataclass(frozen=True)
@@ -273,6 +212,30 @@ class UtilizationSums:
         return None if self.observed_s == 0 else self.pct_s / self.observed_s
 
 
+# The ledger's allocation to LLM models, said once for the schema, the page and the docs.
+ALLOCATION_NOTE = (
+    "per LLM model, each node-hour's ledger figures (cost, energy, operational and embodied CO2e, GPU-hours, "
+    "idle) are allocated by output-token share: to the LLM models served on the node in that hour in proportion "
+    "to their output tokens (input tokens are each model's own); node-hours without output tokens are attributed "
+    "to no LLM model and shown apart as idle, so the rows add up to the whole"
+)
+
+
+class LedgerAllocation(enum.StrEnum):
+    """How a comparison row's ledger figures (cost, energy, carbon, GPU-hours, idle) came to it.
+
+    ``whole``: the row's node-hours in full (per fleet, per GPU model).
+    ``output_token_share``: per LLM model, each node-hour's figures allocated to the
+    LLM models served on the node in that hour in proportion to their output tokens.
+    ``no_output_tokens``: the node-hours of the fleet and GPU model that served no
+    output token, attributed to no LLM model (idle), so that the rows add up.
+    """
+
+    WHOLE = "whole"
+    ALLOCATED = "output_token_share"
+    UNATTRIBUTED = "no_output_tokens"
+
+
 @dataclass(frozen=True)
 class ComparisonStats:
     """One fleet (or one fleet's GPU model) over a period: ledger sums, serving and utilization.
@@ -281,6 +244,9 @@ class ComparisonStats:
     ``None`` for hours whose node-hour has no ledger line yet); ``gpu_class``:
     enterprise or consumer, from the hardware profile; ``embodied_sources``: the
     catalog's (or the organization's) sources of the model's embodied factors.
+    ``llm_model``: the LLM model served (per LLM model rows), ``allocation`` how the
+    ledger sums were attributed to the row (see ``LedgerAllocation``);
+    ``goodput_ttft_target_s``: the TTFT target the fleet's organization set.
     """
 
     fleet_id: int
@@ -291,6 +257,48 @@ class ComparisonStats:
     serving: ServingSums
     utilization: UtilizationSums
     embodied_sources: str | None = None
+    llm_model: str | None = None
+    allocation: LedgerAllocation = LedgerAllocation.WHOLE
+    goodput_ttft_target_s: float | None = None
+
+    @property
+    def requests_per_s(self) -> float | None:
+        return self.serving.requests_per_s
+
+    @property
+    def ttft_mean_s(self) -> float | None:
+        return self.serving.ttft_mean_s
+
+    @property
+    def goodput(self) -> ShareWithin | None:
+        """The share of requests within the TTFT target (``None`` without a target or a histogram)."""
+        target = self.goodput_ttft_target_s
+        return None if target is None else self.serving.ttft_within(target)
+
+    @property
+    def location_g_per_1m_output_tokens(self) -> Decimal | None:
+        """Operational (location-based) gCO2e per 1M output tokens; ``None`` without intensity or tokens."""
+        totals = self.sums.totals
+        if not self.sums.location_known or totals.generation_tokens == 0:
+            return None
+        return totals.location_co2e_g / totals.generation_tokens * TOKENS_PER_MILLION
+
+    def embodied_g_per_1m_output_tokens(self, estimate: str = "central") -> Decimal | None:
+        """Embodied gCO2e (``low``, ``central`` or ``high``) per 1M output tokens; ``None`` without tokens."""
+        totals = self.sums.totals
+        if totals.generation_tokens == 0:
+            return None
+        return getattr(totals.embodied_co2e_g, estimate) / totals.generation_tokens * TOKENS_PER_MILLION
+
+    @property
+    def embodied_central_g_per_1m_output_tokens(self) -> Decimal | None:
+        return self.embodied_g_per_1m_output_tokens("central")
+
+    # Each grid intensity source with its share of the row's facility kWh ("source=share; ..."), when traced.
+    location_sources: str | None = None
+    # Per LLM model: the row's own lines by GPU model and intensity source, allocated as its sums are
+    # (``selectors.trace.TracePart``); ``None``: the row's lines are its fleet's (x GPU model's) own.
+    trace_parts: tuple[Any, ...] | None = None
 
     @property
     def currency(self) -> str | None:
@@ -354,6 +362,7 @@ class ComparisonStats:
 COMPARED_METRICS = (
     "generation_tokens_per_s",
     "tokens_per_s",
+    "ttft_mean_s",
     "ttft_p50_s",
     "ttft_p90_s",
     "ttft_p99_s",
@@ -362,6 +371,8 @@ COMPARED_METRICS = (
     "it_j_per_output_token",
     "it_j_per_token",
     "g_per_1m_output_tokens",
+    "location_g_per_1m_output_tokens",
+    "embodied_central_g_per_1m_output_tokens",
     "g_per_1m_tokens",
     "mean_util_pct",
     "idle_share",

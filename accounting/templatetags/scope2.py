@@ -15,8 +15,18 @@ register = template.Library()
 
 
 @register.inclusion_tag("accounting/scope2_panel.html")
-def scope2_panel(organization: Any, period: Any, api_query: str) -> dict[str, Any]:
+def scope2_panel(
+    organization: Any, period: Any, api_query: str, ledger_market_kgco2e: float | None = None
+) -> dict[str, Any]:
+    """``ledger_market_kgco2e``: the page's tile (site market factors on ledger lines), reconciled below the
+    table with the instruments' market-based figure, so that the page never shows two without saying why."""
     if organization is None:
         return {"scope2": None}
     report = scope2_report(organization_id=organization.pk, start=period.start, end=period.end)
-    return {"scope2": scope2_output(report, organization), "api_query": api_query}
+    shown = scope2_output(report, organization)
+    instruments_kg = shown["market"]["kgco2e"]
+    differ = ledger_market_kgco2e is not None and instruments_kg is not None and ledger_market_kgco2e != instruments_kg
+    return {
+        "scope2": shown, "api_query": api_query, "ledger_market_kgco2e": ledger_market_kgco2e,
+        "market_difference_kgco2e": (ledger_market_kgco2e - instruments_kg) if differ else None,
+    }  # fmt: skip

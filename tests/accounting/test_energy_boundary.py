@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from accounting.ledger_store import ledger_pending_run
-from accounting.models import HardwareProfile, NodeHourLedger
+from accounting.models import HardwareProfile, LedgerSettings, NodeHourLedger
 from fleets.models import Role
 from fleets.services import credential_issue
 from telemetry.models import NodeHourUsage
@@ -103,6 +103,18 @@ def test_rapl_is_stored_as_the_cpu_packages_boundary_not_the_node(client, node):
     assert NodeHourLedger.objects.get(node=node).energy_method == "gpu_sum"
 
 
+def model_hosts(node) -> None:
+    LedgerSettings.objects.create(organization=node.fleet.organization, model_host_power=True)
+
+
+def report_row(client, node) -> dict:
+    user = UserFactory()
+    MembershipFactory(user=user, organization=node.fleet.organization, role=Role.SUSTAINABILITY)
+    client.force_login(user)
+    period = {"start": at(H).isoformat(), "end": at(H + HOUR_S).isoformat(), "granularity": "total"}
+    return client.get("/api/v1/reports/usage/", period).json()["results"][0]
+
+
 def test_without_a_meter_the_host_is_modelled_from_the_profile_and_labelled(client, node):
     # given the organization's H100 profile with cited host figures: 400 W idle + 150 W per GPU
     HardwareProfile.objects.create(
@@ -112,11 +124,59 @@ def test_without_a_meter_the_host_is_modelled_from_the_profile_and_labelled(clie
         host_embodied_kgco2e_per_gpu=Decimal("312.5"), host_idle_w=Decimal(400), host_per_gpu_w=Decimal(150),
         sources=[{"what": "host_power_w", "title": "the operator's own wall-meter survey", "year": 2026}],
     )  # fmt: skip
+    model_hosts(node)
     post(client, make_batch(gpus=2, seconds=11, start_s=H + 600), credential_issue(node=node))
     roll_up()
     line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
-    # then the GPUs' counters' 2 x 3,000 J plus the host's (400 + 2 x 150) W x the whole held hour
+    # then the GPUs' counters' 2 x 3,000 J plus the host's (400 + 2 x 150) W over the same 10 s the GPUs cover
     gpu_j = Decimal(2 * 3000)
     assert line.energy_method == "modelled"
     assert line.gpu_kwh == pytest.approx(gpu_j / 3_600_000)
-    assert line.it_kwh == pytest.approx((gpu_j + Decimal(700 * 3600)) / 3_600_000)
+    assert line.it_kwh == pytest.approx((gpu_j + Decimal(700 * 10)) / 3_600_000)
+
+
+def test_the_shipped_catalog_models_the_host_where_the_node_has_no_meter(client, node):
+    # given one H100 SXM (catalog: 400 W idle + 525 W per GPU, from the DGX H100's 10.2 kW), no host meter,
+    # 10,000 prompt + 50,000 generation tokens, and the organization modelling hosts
+    model_hosts(node)
+    post(client, make_batch(gpus=1, seconds=11, start_s=H + 600, endpoint=True), credential_issue(node=node))
+    # when
+    roll_up()
+    # then the node boundary is the GPU's 3,000 J plus the host's 925 W x 10 s = 9,250 J: 12,250 J, labelled modelled
+    line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
+    assert (line.energy_method, line.it_kwh) == ("modelled", pytest.approx(Decimal(12250) / 3_600_000))
+    row = report_row(client, node)
+    # 12,250 J = 0.003403 kWh, all of it modelled, none metered; 3,000 J = 0.000833 kWh at the GPU boundary
+    assert (row["it_kwh"], row["node_modelled_kwh"], row["node_metered_kwh"], row["gpu_kwh"]) == (
+        0.003403, 0.003403, 0.0, 0.000833,
+    )  # fmt: skip
+    # J per token at both boundaries: 12,250 / 60,000 = 0.2042 (node, modelled) and 3,000 / 60,000 = 0.05 (GPU)
+    assert (row["it_j_per_token"], row["gpu_j_per_token"]) == (0.2042, 0.05)
+    assert (row["node_modelled_energy_share"], row["node_meter_energy_share"]) == (1.0, 0.0)
+    # and the node page labels the hour's energy as modelled, never as measured
+    node_page = client.get(f"/nodes/{node.pk}/").content.decode()
+    assert 'node boundary, host <span class="badge">modelled</span>' in node_page
+
+
+def test_a_node_meter_wins_over_the_modelled_host_and_says_so(client, node):
+    # given the same H100 node modelling hosts, but with a BMC reading 900 W
+    model_hosts(node)
+    post(
+        client,
+        with_meter(make_batch(gpus=1, seconds=11, start_s=H + 600, endpoint=True), 900.0),
+        credential_issue(node=node),
+    )
+    roll_up()
+    # then the meter's 900 W x 10 s = 9,000 J is the node boundary, not the model's 12,250 J
+    line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
+    assert (line.energy_method, line.it_kwh) == ("node_meter", Decimal("0.0025"))
+    row = report_row(client, node)
+    assert (row["node_metered_kwh"], row["node_modelled_kwh"]) == (0.0025, 0.0)
+    assert (row["node_meter_energy_share"], row["node_modelled_energy_share"]) == (1.0, 0.0)
+
+
+def test_without_the_policy_the_catalog_figures_leave_the_gpu_boundary(client, node):
+    post(client, make_batch(gpus=1, seconds=11, start_s=H + 600), credential_issue(node=node))
+    roll_up()
+    line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
+    assert (line.energy_method, line.it_kwh) == ("gpu_sum", line.gpu_kwh)

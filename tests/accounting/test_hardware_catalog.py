@@ -162,11 +162,40 @@ def test_duplicate_keys_or_names_and_missing_sources_are_refused() -> None:
 
 
 def test_modelled_host_power_needs_its_own_source_and_is_idle_plus_per_gpu() -> None:
-    entry = {**raw_catalog()["profiles"][0], "host_idle_w": "400", "host_per_gpu_w": "150"}
+    shipped = raw_catalog()["profiles"][0]
+    uncited = [source for source in shipped["sources"] if source["what"] != "host_power_w"]
+    entry = {**shipped, "host_idle_w": "400", "host_per_gpu_w": "150", "sources": uncited}
     with pytest.raises(CatalogError, match="host_power_w"):
         parse_catalog({"profiles": [entry]})
 
-    cited = {**entry, "sources": [*entry["sources"], {"what": "host_power_w", "title": "a wall-meter survey"}]}
+    cited = {**entry, "sources": [*uncited, {"what": "host_power_w", "title": "a wall-meter survey"}]}
     (profile,) = parse_catalog({"profiles": [cited]})
     assert profile.host_power_w(8) == D(400 + 8 * 150)
-    assert parse_catalog({"profiles": [raw_catalog()["profiles"][0]]})[0].host_power_w(8) is None
+    without = {key: value for key, value in entry.items() if key not in {"host_idle_w", "host_per_gpu_w"}}
+    assert parse_catalog({"profiles": [without]})[0].host_power_w(8) is None
+
+
+@pytest.mark.parametrize(
+    ("key", "host_8_gpus_w"),
+    [
+        # DGX H100/H200: 10,200 W max - 8 x 700 W boards = 4,600 W beyond the boards (400 W idle + 8 x 525 W)
+        ("h100-sxm", D(4600)),
+        ("h200-sxm", D(4600)),
+        # DGX A100: 6,500 W max - 8 x 400 W = 3,300 W (400 W idle + 8 x 362.5 W)
+        ("a100-sxm4-80gb", D(3300)),
+        # a PCIe server: 250 W idle + 8 x the supply's loss on 350 W at 92 % (30.4 W)
+        ("h100-pcie", D("493.2")),
+        # a desktop host: 60 W idle + 8 x the loss on 450 W at 92 % (39.1 W)
+        ("rtx-4090", D("372.8")),
+    ],
+)
+def test_the_shipped_host_power_is_cited_and_worked_from_its_sources(key: str, host_8_gpus_w: D) -> None:
+    profile = next(p for p in PROFILES if p.key == key)
+    assert profile.host_power_w(8) == host_8_gpus_w
+    cited = [source for source in profile.sources if source.what == "host_power_w"]
+    assert any(source.url for source in cited)  # a published figure, with its address
+    assert any(source.title == "Wattledger assumption" for source in cited)  # the assumption named as such
+
+
+def test_every_shipped_profile_models_its_host() -> None:
+    assert all(profile.host_power_w(1) is not None for profile in PROFILES)

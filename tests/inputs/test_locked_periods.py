@@ -5,9 +5,11 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from accounting.inputs.models import AuditEntry
+from accounting.instruments.models import ContractualInstrument
 from accounting.models import LedgerPending, NodePrice
 from fleets.models import Node, Site
 from tests.inputs.conftest import hardware_cost, ledger_recompute, rent_body
@@ -87,6 +89,32 @@ def test_an_instrument_delivered_in_a_locked_period_is_refused(client_as, admin_
     response = client_as("sustainability").post("/api/v1/instruments/", body, format="json")
     assert response.status_code == 409
     assert "is locked (January closed)" in response.json()["detail"]
+
+
+def test_evidence_replaced_on_an_instrument_of_a_locked_period_is_refused(
+    client_as, admin_a: APIClient, site_a: Site
+) -> None:
+    sustainability = client_as("sustainability")
+    body = {
+        "site": site_a.pk, "kind": "go", "name": "Hydro GOs", "volume_mwh": "25",
+        "delivery_start": "2026-01-01T00:00:00Z", "delivery_end": "2026-04-01T00:00:00Z", "vintage_year": 2026,
+        "generation_zone": "NO", "technology": "hydro",
+    }  # fmt: skip
+    instrument = sustainability.post("/api/v1/instruments/", body, format="json").json()
+    url = f"/api/v1/instruments/{instrument['id']}/evidence/"
+    first = SimpleUploadedFile("statement.pdf", b"%PDF-1.4 filed")
+    assert sustainability.put(url, {"file": first}, format="multipart").status_code == 200
+    admin_a.post("/api/v1/locked-periods/", JANUARY, format="json")
+    audited = AuditEntry.objects.count()
+
+    replaced = SimpleUploadedFile("other.pdf", b"%PDF-1.4 replaced")
+    response = sustainability.put(url, {"file": replaced}, format="multipart")
+
+    assert response.status_code == 409
+    assert "is locked (January closed)" in response.json()["detail"]
+    assert ContractualInstrument.objects.get().evidence_file_name == "statement.pdf"
+    assert bytes(ContractualInstrument.objects.values_list("evidence_file", flat=True)[0]) == b"%PDF-1.4 filed"
+    assert AuditEntry.objects.count() == audited
 
 
 def test_a_lock_must_end_after_it_starts(admin_a: APIClient, org_a) -> None:

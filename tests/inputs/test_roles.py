@@ -9,7 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounting.inputs.models import AuditEntry, LockedPeriod
-from accounting.models import GpuAsset, NodePrice, SiteTariff
+from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SitePue, SiteTariff
 from fleets.models import Gpu, Node, Role, Site
 from fleets.permissions import Capability, may_change
 from tests.factories import MembershipFactory
@@ -18,6 +18,9 @@ from tests.inputs.conftest import JAN_1, JAN_2, ROLES, rent_body
 pytestmark = pytest.mark.django_db
 
 FINANCE_WRITERS = {Role.ADMIN, Role.FINANCE}
+SUSTAINABILITY_WRITERS = {Role.ADMIN, Role.SUSTAINABILITY}
+MAY_1 = JAN_1.replace(month=5)
+JUN_1 = JAN_1.replace(year=2025, month=6)
 
 
 @pytest.fixture
@@ -29,6 +32,14 @@ def rows(node_a: Node, site_a: Site, gpu_a: Gpu) -> dict[str, Any]:
         ),
         "tariff": SiteTariff.objects.create(site=site_a, flat_price_per_kwh=1, valid_from=JAN_1, valid_to=JAN_2),
         "asset": GpuAsset.objects.create(gpu=gpu_a),
+        "pue": SitePue.objects.create(site=site_a, pue="1.1", valid_from=JAN_1, valid_to=JAN_2),
+        "pue_gone": SitePue.objects.create(site=site_a, pue="1.1", valid_from=MAY_1.replace(year=2025), valid_to=JUN_1),
+        "market": SiteMarketFactor.objects.create(
+            site=site_a, gco2e_per_kwh=300, source="supplier:A", valid_from=JAN_1, valid_to=JAN_2
+        ),
+        "market_gone": SiteMarketFactor.objects.create(
+            site=site_a, gco2e_per_kwh=300, source="supplier:A", valid_from=MAY_1.replace(year=2025), valid_to=JUN_1
+        ),
         "lock": LockedPeriod.objects.create(
             organization=site_a.organization,
             start=JAN_1.replace(year=2020),
@@ -52,6 +63,17 @@ def writes(rows: dict[str, Any], node: Node, site: Site) -> list[tuple[str, str,
         ),
         ("patch", f"/api/v1/site-tariffs/{rows['tariff'].pk}/", {"flat_price_per_kwh": "0.3"}, FINANCE_WRITERS),
         ("put", f"/api/v1/sites/{site.pk}/pue/", {"pue": "1.3"}, FINANCE_WRITERS),
+        ("post", "/api/v1/site-pue-periods/", {"site": site.pk, "pue": "1.4", "valid_from": MAY_1}, FINANCE_WRITERS),
+        ("patch", f"/api/v1/site-pue-periods/{rows['pue'].pk}/", {"pue": "1.25"}, FINANCE_WRITERS),
+        ("delete", f"/api/v1/site-pue-periods/{rows['pue_gone'].pk}/", {}, FINANCE_WRITERS),
+        (
+            "post",
+            "/api/v1/site-market-factors/",
+            {"site": site.pk, "gco2e_per_kwh": "250", "source": "supplier:B", "valid_from": MAY_1},
+            SUSTAINABILITY_WRITERS,
+        ),
+        ("patch", f"/api/v1/site-market-factors/{rows['market'].pk}/", {"gco2e_per_kwh": "90"}, SUSTAINABILITY_WRITERS),
+        ("delete", f"/api/v1/site-market-factors/{rows['market_gone'].pk}/", {}, SUSTAINABILITY_WRITERS),
         ("post", "/api/v1/gpu-assets/", {"gpu": gpu_b.pk, "condition": "new"}, FINANCE_WRITERS),
         ("patch", f"/api/v1/gpu-assets/{rows['asset'].pk}/", {"profile_key": "h100-sxm"}, FINANCE_WRITERS),
         (
@@ -89,10 +111,14 @@ def test_another_organizations_user_gets_404_and_changes_nothing(
             body = body | {"organization": "org-a"}
         response = getattr(outsider, method)(url, body, format="json")
         assert response.status_code == 404, (method, url, response.status_code)
-    for url in ("/api/v1/node-prices/", "/api/v1/site-tariffs/", "/api/v1/gpu-assets/", "/api/v1/locked-periods/"):
+    lists = ("node-prices", "site-tariffs", "gpu-assets", "locked-periods", "site-pue-periods", "site-market-factors")
+    for url in (f"/api/v1/{name}/" for name in lists):
         assert outsider.get(url).json() == []
     assert outsider.get(f"/api/v1/node-prices/{rows['price'].pk}/").status_code == 404
     assert outsider.get(f"/api/v1/sites/{site_a.pk}/pue/").status_code == 404
+    assert outsider.get(f"/api/v1/site-pue-periods/{rows['pue'].pk}/").status_code == 404
+    assert outsider.get(f"/api/v1/site-market-factors/{rows['market'].pk}/").status_code == 404
+    assert SitePue.objects.count() == SiteMarketFactor.objects.count() == 2
     assert outsider.get("/api/v1/audit/", {"organization": "org-a"}).status_code == 404
     assert not AuditEntry.objects.exists()
     assert NodePrice.objects.get().rate_per_h == 1
@@ -112,7 +138,7 @@ def test_every_member_reads_the_inputs(client_as: Callable[..., APIClient], rows
         (Role.ADMIN, set(Capability)),
         (Role.FINANCE, {Capability.PRICES}),
         (Role.SUSTAINABILITY, {Capability.SUSTAINABILITY}),
-        (Role.ENGINEER, {Capability.NODES}),
+        (Role.ENGINEER, {Capability.NODES, Capability.WORKLOADS}),
         (Role.VIEWER, set()),
     ],
 )

@@ -105,12 +105,19 @@ def test_h100_against_rtx_4090_by_hand(fleets, client_a):
         "it_j_per_token_vs_baseline": 1.3333,
         "gco2e_per_1m_output_tokens_vs_baseline": places(rtx_g_per_1m / h100_g_per_1m, 4),
         "gco2e_per_1m_tokens_vs_baseline": places(rtx_g_per_1m / h100_g_per_1m, 4),
+        # Location-based: 792 g / 0.9M output tokens = 880 against 1080 g / 1.5M = 720.
+        "location_gco2e_per_1m_output_tokens_vs_baseline": 1.2222,
+        # Embodied (central): 3 h x RTX's per hour / 0.9M against 3 h x H100's / 1.5M.
+        "embodied_gco2e_per_1m_output_tokens_vs_baseline": places(
+            (RTX_EMBODIED_G_PER_H / Decimal("0.9")) / (H100_EMBODIED_G_PER_H / Decimal("1.5")), 4
+        ),
+        "ttft_mean_vs_baseline": None,  # these hours carry no TTFT sum: no mean
         "mean_util_vs_baseline": 1.6524,  # 67.75 / 41
         "idle_share_vs_baseline": 0.5,
     }
     assert {key: value for key, value in enterprise.items() if key.endswith("_vs_baseline")} == dict.fromkeys(
         ratios, 1.0
-    )
+    ) | {"ttft_mean_vs_baseline": None}
 
 
 def test_without_baseline_the_ratios_are_null(fleets, client_a):
@@ -184,7 +191,8 @@ def test_a_baseline_without_data_gives_null_ratios(fleets, client_a, org_a):
 
 
 def test_selector_returns_unrounded_figures(fleets, org_a, django_assert_max_num_queries):
-    with django_assert_max_num_queries(8):
+    # 9: with the trace's (each row's intensity sources and embodied factors' sources) query and profiles
+    with django_assert_max_num_queries(9):
         rows = fleet_comparison(
             organization_ids=[org_a.pk], start=START, end=END, baseline_fleet_id=fleets.enterprise.pk
         )

@@ -34,10 +34,20 @@ pytestmark = pytest.mark.django_db
 
 
 def assert_same(rows, expected, output):
-    """As shown, always; to the last digit on PostgreSQL (SQLite sums decimals as doubles: ~15 digits)."""
+    """As shown, always; to the last digit on PostgreSQL (SQLite sums decimals as doubles: ~15 digits).
+
+    Parts hold sums: a usage row's trace of sources (test_usage_trace) is the report's own, left out here.
+    """
+    expected = [untraced(row) for row in expected]
     assert [output(r) for r in rows] == [output(r) for r in expected]
     if connection.vendor == "postgresql":
         assert rows == expected
+
+
+def untraced(row):
+    if dataclasses.is_dataclass(row) and hasattr(row, "location_sources"):
+        return dataclasses.replace(row, embodied_sources=None, location_sources=None)
+    return row
 
 
 def fine_parts(org, **options):

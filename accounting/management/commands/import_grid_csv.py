@@ -1,4 +1,5 @@
-"""``manage.py import_grid_csv``: store an organization's hourly intensities from a CSV file."""
+"""``manage.py import_grid_csv``: store an organization's hourly intensities from a CSV file (audited, refused
+whole when an hour falls inside a locked period, as the REST upload)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
-from django.utils import timezone
 
 from accounting.grid import CsvError
-from accounting.grid.store import intensity_csv_import
-from accounting.ledger_store import ledger_mark_intensity_since
+from accounting.grid.upload_service import intensity_upload_save
+from accounting.inputs.locks import PeriodLocked
 from fleets.models import Organization
 
 
@@ -34,10 +34,12 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot read {options['file']}: {exc}") from None
         try:
-            started = timezone.now()
-            stored = intensity_csv_import(organization=organization, text=text, source_name=options["source"])
-            ledger_mark_intensity_since(since=started, now=timezone.now())
+            stored, _ = intensity_upload_save(
+                organization=organization, body=text, source_name=options["source"], user=None
+            )
         except CsvError as exc:
+            raise CommandError(f"{exc}\nnothing was stored") from None
+        except PeriodLocked as exc:
             raise CommandError(f"{exc}\nnothing was stored") from None
         except ValueError as exc:
             raise CommandError(str(exc)) from None

@@ -25,7 +25,6 @@ currency, or group by site or currency). Nothing is rounded here:
 """
 
 from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums
-from accounting.reports.selectors.comparison import fleet_comparison
 from accounting.reports.selectors.lines import MIXED_MODEL, NO_FILTERS, ReportFilters, gpu_model_profiles, ledger_lines
 from accounting.reports.selectors.parts import BUCKET, LedgerPart, ledger_parts, parts_sum, parts_total
 from accounting.reports.selectors.sustainability import (
@@ -35,6 +34,9 @@ from accounting.reports.selectors.sustainability import (
     SustainabilityReport,
     sustainability_report,
 )
+
+# The comparison as reports and pages read it: each row traced (intensity and embodied factors' sources).
+from accounting.reports.selectors.trace import fleet_comparison_traced as fleet_comparison
 from accounting.reports.selectors.usage import (
     GroupBy,
     ReportPage,

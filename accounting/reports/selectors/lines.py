@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
+from accounting.hardware import HardwareProfile as HardwareProfileData
 from accounting.hardware import Source, load_catalog
 from accounting.models import HardwareProfile, NodeHourLedger
-from accounting.profiles import UNKNOWN_MODEL
+from accounting.profiles import UNKNOWN_MODEL, hardware_profiles, profile_for_gpu
+from fleets.models import Gpu
 
 # The ledger's label for a node whose GPUs are of several models (accounting.ledger_store).
 MIXED_MODEL = "mixed"
@@ -37,6 +40,17 @@ def ledger_lines(
     lines = NodeHourLedger.objects.filter(
         organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
     )
+    for field, values in _narrowing(filters):
+        lines = lines.filter(**{f"{field}__in": values})
+    return lines
+
+
+def ledger_lines_where(*, line: str, filters: ReportFilters = NO_FILTERS) -> Q:
+    """The filters as a condition on ledger lines reached at ``line`` (a path ending in ``__``)."""
+    return Q(**{f"{line}{field}__in": values for field, values in _narrowing(filters)})
+
+
+def _narrowing(filters: ReportFilters) -> list[tuple[str, frozenset[Any]]]:
     narrowing = (
         ("fleet_id", filters.fleet_ids),
         ("site_id", filters.site_ids),
@@ -44,10 +58,7 @@ def ledger_lines(
         ("gpu_model", filters.gpu_models),
         ("currency", filters.currencies),
     )
-    for field, values in narrowing:
-        if values:
-            lines = lines.filter(**{f"{field}__in": values})
-    return lines
+    return [(field, values) for field, values in narrowing if values]
 
 
 def gpu_model_profiles(*, organization_ids: Collection[int]) -> dict[str, tuple[str, str | None]]:
@@ -68,6 +79,11 @@ EMBODIED_FIGURES = frozenset({"embodied_kgco2e", "host_embodied_kgco2e_per_gpu"}
 
 def embodied_sources(*, organization_ids: Collection[int]) -> dict[str, str]:
     """GPU model key → the sources of its embodied carbon factors ("title (url); ..."), own profiles winning."""
+    return {key: "; ".join(cited) for key, cited in embodied_source_lists(organization_ids=organization_ids).items()}
+
+
+def embodied_source_lists(*, organization_ids: Collection[int]) -> dict[str, tuple[str, ...]]:
+    """GPU model key → each source of its embodied carbon factors ("title (url)"), own profiles winning."""
     sources = {profile.key: _cited(profile.sources) for profile in load_catalog()}
     own = HardwareProfile.objects.filter(organization_id__in=organization_ids).order_by("organization_id", "key")
     for key, cited in own.values_list("key", "sources"):
@@ -75,8 +91,30 @@ def embodied_sources(*, organization_ids: Collection[int]) -> dict[str, str]:
     return sources
 
 
-def _cited(sources: Iterable[Source]) -> str:
-    return "; ".join(
+def sources_joined(models: Iterable[str], sources: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The sources of the models' embodied factors, each once, in the models' order; ``None`` without any."""
+    cited = dict.fromkeys(source for model in models for source in sources.get(model, ()))
+    return "; ".join(cited) or None
+
+
+def mixed_node_models(*, lines: QuerySet[NodeHourLedger]) -> tuple[str, ...]:
+    """The GPU model keys on the nodes whose ``lines`` are labelled "mixed" (several models on one node)."""
+    node_ids = lines.filter(gpu_model=MIXED_MODEL).order_by().values_list("node_id", flat=True).distinct()
+    gpus = Gpu.objects.filter(node_id__in=node_ids).select_related("asset", "node__fleet").order_by("node_id", "index")
+    profiles: dict[int, tuple[HardwareProfileData, ...]] = {}
+    models: dict[str, None] = {}
+    for gpu in gpus:
+        organization_id = gpu.node.fleet.organization_id
+        if organization_id not in profiles:
+            profiles[organization_id] = hardware_profiles(organization_id=organization_id)
+        profile = profile_for_gpu(gpu, profiles[organization_id])
+        if profile is not None:
+            models[profile.key] = None
+    return tuple(models)
+
+
+def _cited(sources: Iterable[Source]) -> tuple[str, ...]:
+    return tuple(
         f"{source.title} ({source.url})" if source.url else source.title
         for source in sources
         if source.what in EMBODIED_FIGURES

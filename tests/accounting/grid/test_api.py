@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
@@ -13,7 +14,7 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from accounting.grid import api as grid_api
-from accounting.inputs.models import LockedPeriod
+from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.models import GridIntensity
 from accounting.reports.tokens import personal_token_create
 from fleets.models import Role
@@ -215,3 +216,35 @@ def test_a_file_with_an_hour_in_a_locked_period_is_refused_and_stores_nothing(ad
     assert not GridIntensity.objects.exists()
     before_the_lock = "zone,hour_start,gco2e_per_kwh\nDE,2024-05-01T13:00:00Z,312.5\n"
     assert upload(admin_a, before_the_lock).status_code == 201
+
+
+def test_an_upload_is_audited_with_its_file_hash_zones_and_hours(admin_a: APIClient, org_a: Any) -> None:
+    assert upload(admin_a, GOOD).status_code == 201
+
+    entry = AuditEntry.objects.get(organization=org_a)
+
+    assert (entry.username, entry.action, entry.subject) == ("alice", "create", "grid_intensity_upload")
+    assert entry.after == {
+        "source_name": "acme", "file_sha256": hashlib.sha256(GOOD.encode()).hexdigest(), "rows": 2, "stored": 2,
+        "zones": ["DE"], "first_hour": "2024-05-01T13:00:00+00:00", "last_hour": "2024-05-01T14:00:00+00:00",
+    }  # fmt: skip
+    assert upload(admin_a, BAD).status_code == 400
+    assert upload(member(org_a, Role.VIEWER), GOOD).status_code == 403
+    assert AuditEntry.objects.count() == 1  # refused uploads change nothing, so leave no entry
+
+
+def test_the_command_is_audited_and_refused_in_a_locked_period_like_the_upload(org_a: Any, tmp_path: Path) -> None:
+    csv_file = tmp_path / "acme.csv"
+    csv_file.write_text(GOOD)
+    call_command("import_grid_csv", "--organization", "org-a", "--source", "acme", str(csv_file), stdout=StringIO())
+    entry = AuditEntry.objects.get()
+    assert (entry.subject, entry.username, entry.after["stored"]) == ("grid_intensity_upload", "", 2)
+    LockedPeriod.objects.create(
+        organization=org_a, start=datetime(2024, 5, 1, tzinfo=UTC), end=datetime(2024, 6, 1, tzinfo=UTC),
+        reason="May closed", locked_at=datetime(2024, 6, 2, tzinfo=UTC),
+    )  # fmt: skip
+    csv_file.write_text(GOOD.replace("312.5", "100"))
+    with pytest.raises(CommandError, match=r"is locked \(May closed\)"):
+        call_command("import_grid_csv", "--organization", "org-a", "--source", "acme", str(csv_file))
+    assert GridIntensity.objects.filter(gco2e_per_kwh=100).count() == 0
+    assert AuditEntry.objects.count() == 1

@@ -149,3 +149,30 @@ def test_unparseable_answers_are_bad_responses(fake: FakeProvider, body: object)
     fake.on(NATIONAL, Reply(body=body))
     with pytest.raises(BadResponse):
         fetch_national(fake)
+
+
+def test_national_forecast_48h_ahead_hourly_and_flagged_forecast(fake: FakeProvider) -> None:
+    # given: the fw48h answer from 12:00 (actual is null ahead)
+    fake.on("/intensity/2018-01-20T12:00Z/fw48h", Reply(body={"data": [
+        period("2018-01-20T12:00Z", "2018-01-20T12:30Z", 200),
+        period("2018-01-20T12:30Z", "2018-01-20T13:00Z", 210),
+        period("2018-01-20T13:00Z", "2018-01-20T13:30Z", 100),
+    ]}))  # fmt: skip
+    # when
+    hours = provider(fake).forecast("GB", now=T0 + timedelta(minutes=20))
+    # then
+    assert [(h.hour_start, h.gco2e_per_kwh, h.is_forecast, h.is_estimated) for h in hours] == [
+        (T0, Decimal("205.000"), True, True),
+        (T0 + timedelta(hours=1), Decimal("100.000"), True, True),
+    ]
+    assert {h.kind for h in hours} == {"average"}
+
+
+def test_regional_forecast_reads_the_region_object(fake: FakeProvider) -> None:
+    fake.on("/regional/intensity/2018-01-20T12:00Z/fw48h/regionid/13", Reply(body={"data": [{
+        "regionid": 13, "shortname": "London",
+        "data": [period("2018-01-20T12:00Z", "2018-01-20T12:30Z", 150, regional=True),
+                 period("2018-01-20T12:30Z", "2018-01-20T13:00Z", 170, regional=True)],
+    }]}))  # fmt: skip
+    hours = provider(fake).forecast("GB-REGION-13", now=T0)
+    assert [(h.zone, h.gco2e_per_kwh, h.is_forecast) for h in hours] == [("GB-REGION-13", Decimal("160.000"), True)]

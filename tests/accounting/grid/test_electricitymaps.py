@@ -162,3 +162,21 @@ def test_rejects_missing_token_and_bad_base_url() -> None:
         ElectricityMapsProvider(api_token="")
     with pytest.raises(ValueError, match="base URL"):
         ElectricityMapsProvider(api_token="t", base_url="file:///etc/passwd")
+
+
+def test_forecast_asks_48_hours_and_flags_every_hour_forecast(fake: FakeProvider) -> None:
+    # given: the v3 forecast answer
+    fake.on("/v3/carbon-intensity/forecast", Reply(body={"zone": "DE", "forecast": [
+        {"carbonIntensity": 311, "datetime": "2024-05-02T01:00:00.000Z"},
+        {"carbonIntensity": 287, "datetime": "2024-05-02T02:00:00.000Z"},
+    ], "updatedAt": "2024-05-02T00:12:00.000Z"}))  # fmt: skip
+    # when
+    hours = provider(fake).forecast("DE")
+    # then
+    assert [(h.hour_start, h.gco2e_per_kwh, h.is_forecast, h.is_estimated, h.kind) for h in hours] == [
+        (datetime(2024, 5, 2, 1, tzinfo=UTC), Decimal("311.000"), True, True, "average"),
+        (datetime(2024, 5, 2, 2, tzinfo=UTC), Decimal("287.000"), True, True, "average"),
+    ]
+    (request,) = fake.requests
+    assert request.query == {"zone": "DE", "emissionFactorType": "lifecycle", "horizonHours": "48"}
+    assert request.headers["auth-token"] == "em-token"

@@ -1,0 +1,374 @@
+"""Load curves as pure arithmetic: a fleet's measured latency, throughput, cost, energy and carbon by load.
+
+A curve belongs to one fleet x GPU model x LLM model. Its points are fleet-hours:
+in one UTC hour, the requests, output tokens and TTFT histogram of every endpoint
+serving that LLM model on the fleet's nodes, beside the ledger figures of those
+node-hours. Load is requests per second per GPU (``requests / (gpu_h x 3600)``).
+Hours are binned into load bands; per band the histograms merge (bucket layouts
+coarsened onto their shared bounds, exact) and the figures add up.
+
+Allocation: a node-hour serving several LLM models shares its GPU-hours, cost,
+energy and carbon among them in proportion to their output tokens (by requests
+when no tokens were counted), the same allocation the ledger labels per model.
+
+Units: loads in requests/s per GPU, TTFT in seconds (``*_s``), money as
+``Decimal`` in the fleet's currency, energy in kWh and carbon in gCO2e as
+``Decimal`` sums. Nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from telemetry.histogram import Histogram, histogram_merge, histogram_quantile, histogram_quantile_bucket
+
+# Band edges, requests/s per GPU: doubling from 0.25, the last band open-ended. An 8B-class model
+# at 200 output tokens per request does ~15 req/s per RTX 4090 and ~30 per H100 at full load.
+DEFAULT_BAND_EDGES_RPS_PER_GPU: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+S_PER_H = 3600
+J_PER_KWH = 3.6e6
+TOKENS_PER_MILLION = Decimal(1_000_000)
+ZERO = Decimal(0)
+
+MEASURED = "measured"
+LOWER_BOUND = "lower_bound"  # TGI's queue-time histogram: a lower bound of TTFT
+
+
+@dataclass(frozen=True, slots=True)
+class CurveKey:
+    fleet_id: int
+    gpu_model: str
+    llm_model: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointHour:
+    """One endpoint-hour of serving: what ``telemetry.EndpointHourUsage`` holds, keyed by node."""
+
+    node_id: int
+    hour_start: datetime
+    llm_model: str
+    requests: int
+    generation_tokens: int
+    ttft: Histogram | None = None
+    ttft_lower_bound: bool = False  # the histogram is TGI's queue time, a lower bound of TTFT
+
+
+@dataclass(frozen=True, slots=True)
+class NodeHour:
+    """One ledger line (node-hour): the figures shared among the LLM models served on it."""
+
+    node_id: int
+    hour_start: datetime
+    fleet_id: int
+    gpu_model: str
+    currency: str
+    gpu_h: Decimal
+    cost: Decimal
+    it_kwh: Decimal
+    facility_kwh: Decimal
+    operational_co2e_g: Decimal | None  # location-based; None: no intensity known
+    embodied_co2e_g: Decimal  # central estimate
+
+
+@dataclass(frozen=True, slots=True)
+class LoadHour:
+    """One fleet-hour of one LLM model: summed over the fleet's nodes serving it."""
+
+    key: CurveKey
+    currency: str
+    hour_start: datetime
+    requests: int
+    generation_tokens: int
+    gpu_h: Decimal
+    cost: Decimal
+    it_kwh: Decimal
+    facility_kwh: Decimal
+    operational_co2e_g: Decimal | None
+    embodied_co2e_g: Decimal
+    ttft: Histogram | None = None
+    ttft_lower_bound: Histogram | None = None
+
+    @property
+    def rps_per_gpu(self) -> float:
+        return self.requests / (float(self.gpu_h) * S_PER_H) if self.gpu_h > 0 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CurveBand:
+    """The hours of one curve whose load fell in ``[low_rps_per_gpu, high_rps_per_gpu)``."""
+
+    low_rps_per_gpu: float
+    high_rps_per_gpu: float | None  # None: open-ended
+    hours: int
+    max_rps_per_gpu: float  # the highest load measured in the band: nothing above it is known
+    requests: int
+    generation_tokens: int
+    gpu_h: Decimal
+    cost: Decimal
+    it_kwh: Decimal
+    facility_kwh: Decimal
+    operational_co2e_g: Decimal | None  # None when an hour had no known intensity
+    embodied_co2e_g: Decimal
+    ttft: Histogram | None
+    ttft_basis: str | None  # "measured", "lower_bound" (TGI only), or None: no histogram
+
+    @property
+    def rps_per_gpu(self) -> float:
+        """Mean load of the band's hours: requests over GPU-seconds."""
+        return self.requests / (float(self.gpu_h) * S_PER_H) if self.gpu_h > 0 else 0.0
+
+    @property
+    def output_tokens_per_s_per_gpu(self) -> float:
+        return self.generation_tokens / (float(self.gpu_h) * S_PER_H) if self.gpu_h > 0 else 0.0
+
+    def ttft_quantile_s(self, q: float) -> float | None:
+        return None if self.ttft is None else histogram_quantile(q, self.ttft)
+
+    def ttft_quantile_bucket_s(self, q: float) -> tuple[float, float | None] | None:
+        return None if self.ttft is None else histogram_quantile_bucket(q, self.ttft)
+
+    @property
+    def cost_per_1m_output_tokens(self) -> Decimal | None:
+        return self.cost / self.generation_tokens * TOKENS_PER_MILLION if self.generation_tokens else None
+
+    @property
+    def it_j_per_output_token(self) -> float | None:
+        return float(self.it_kwh) * J_PER_KWH / self.generation_tokens if self.generation_tokens else None
+
+    @property
+    def facility_kwh_per_1m_output_tokens(self) -> float | None:
+        return (
+            float(self.facility_kwh / self.generation_tokens * TOKENS_PER_MILLION) if self.generation_tokens else None
+        )
+
+    @property
+    def operational_gco2e_per_1m_output_tokens(self) -> float | None:
+        if not self.generation_tokens or self.operational_co2e_g is None:
+            return None
+        return float(self.operational_co2e_g / self.generation_tokens * TOKENS_PER_MILLION)
+
+    @property
+    def embodied_gco2e_per_1m_output_tokens(self) -> float | None:
+        if not self.generation_tokens:
+            return None
+        return float(self.embodied_co2e_g / self.generation_tokens * TOKENS_PER_MILLION)
+
+    @property
+    def gco2e_per_1m_output_tokens(self) -> float | None:
+        """Operational (location-based) plus embodied; None when the operational part is unknown."""
+        operational, embodied = self.operational_gco2e_per_1m_output_tokens, self.embodied_gco2e_per_1m_output_tokens
+        return None if operational is None or embodied is None else operational + embodied
+
+
+@dataclass(frozen=True, slots=True)
+class LoadCurve:
+    """One fleet x GPU model x LLM model: its bands (ascending load, only those with hours)."""
+
+    key: CurveKey
+    fleet_name: str
+    gpu_class: str | None  # "enterprise" / "consumer" (the GPU profile's class), None if unknown
+    currency: str
+    # GPUs that served the model in its busiest hour (a node serving several models shares its GPU-hours
+    # among them by output tokens): the GPUs the advisor spreads the class's load over.
+    gpu_count: int
+    bands: tuple[CurveBand, ...]
+    first_hour: datetime | None = None
+    last_hour: datetime | None = None
+
+    @property
+    def hours(self) -> int:
+        return sum(band.hours for band in self.bands)
+
+    @property
+    def requests(self) -> int:
+        return sum(band.requests for band in self.bands)
+
+    @property
+    def generation_tokens(self) -> int:
+        return sum(band.generation_tokens for band in self.bands)
+
+    @property
+    def output_tokens_per_request(self) -> float | None:
+        return self.generation_tokens / self.requests if self.requests else None
+
+    @property
+    def whole(self) -> CurveBand:
+        """Every hour of the curve as one band (its overall figures)."""
+        return bands_merge(self.bands)
+
+
+def band_index(rps_per_gpu: float, edges: Sequence[float] = DEFAULT_BAND_EDGES_RPS_PER_GPU) -> int:
+    """The band holding a load: ``edges[i] <= load < edges[i + 1]``, the last band open-ended."""
+    return max(bisect.bisect_right(edges, rps_per_gpu) - 1, 0)
+
+
+def load_hours(endpoint_hours: Iterable[EndpointHour], node_hours: Iterable[NodeHour]) -> list[LoadHour]:
+    """Fleet-hours per LLM model; endpoint-hours without a ledger line (no GPU count yet) are left out."""
+    lines = {(line.node_id, line.hour_start): line for line in node_hours}
+    served: dict[tuple[int, datetime], list[EndpointHour]] = defaultdict(list)
+    for usage in endpoint_hours:
+        if (usage.node_id, usage.hour_start) in lines and (usage.requests or usage.generation_tokens):
+            served[(usage.node_id, usage.hour_start)].append(usage)
+    parts: dict[tuple[CurveKey, str, datetime], list[LoadHour]] = defaultdict(list)
+    for node_hour, usages in served.items():
+        for part in _node_hour_parts(lines[node_hour], usages):
+            parts[(part.key, part.currency, part.hour_start)].append(part)
+    return [_load_hour_sum(hours) for hours in parts.values()]
+
+
+def _node_hour_parts(line: NodeHour, usages: list[EndpointHour]) -> list[LoadHour]:
+    per_model: dict[str, list[EndpointHour]] = defaultdict(list)
+    for usage in usages:
+        per_model[usage.llm_model].append(usage)
+    tokens = sum(usage.generation_tokens for usage in usages)
+    weight_of = (
+        (lambda us: sum(u.generation_tokens for u in us)) if tokens else (lambda us: sum(u.requests for u in us))
+    )
+    total = Decimal(tokens or sum(usage.requests for usage in usages))
+    return [_part(line, model, models, Decimal(weight_of(models)) / total) for model, models in per_model.items()]
+
+
+def _part(line: NodeHour, model: str, usages: list[EndpointHour], share: Decimal) -> LoadHour:
+    measured = [u.ttft for u in usages if u.ttft is not None and not u.ttft_lower_bound]
+    lower = [u.ttft for u in usages if u.ttft is not None and u.ttft_lower_bound]
+    return LoadHour(
+        key=CurveKey(line.fleet_id, line.gpu_model, model),
+        currency=line.currency,
+        hour_start=line.hour_start,
+        requests=sum(u.requests for u in usages),
+        generation_tokens=sum(u.generation_tokens for u in usages),
+        gpu_h=line.gpu_h * share,
+        cost=line.cost * share,
+        it_kwh=line.it_kwh * share,
+        facility_kwh=line.facility_kwh * share,
+        operational_co2e_g=None if line.operational_co2e_g is None else line.operational_co2e_g * share,
+        embodied_co2e_g=line.embodied_co2e_g * share,
+        ttft=histogram_merge(measured, coarsen=True),
+        ttft_lower_bound=histogram_merge(lower, coarsen=True),
+    )
+
+
+def _load_hour_sum(hours: list[LoadHour]) -> LoadHour:
+    if len(hours) == 1:
+        return hours[0]
+    first = hours[0]
+    return LoadHour(
+        key=first.key,
+        currency=first.currency,
+        hour_start=first.hour_start,
+        requests=sum(h.requests for h in hours),
+        generation_tokens=sum(h.generation_tokens for h in hours),
+        gpu_h=sum((h.gpu_h for h in hours), ZERO),
+        cost=sum((h.cost for h in hours), ZERO),
+        it_kwh=sum((h.it_kwh for h in hours), ZERO),
+        facility_kwh=sum((h.facility_kwh for h in hours), ZERO),
+        operational_co2e_g=_known_sum(h.operational_co2e_g for h in hours),
+        embodied_co2e_g=sum((h.embodied_co2e_g for h in hours), ZERO),
+        ttft=histogram_merge((h.ttft for h in hours if h.ttft is not None), coarsen=True),
+        ttft_lower_bound=histogram_merge((h.ttft_lower_bound for h in hours if h.ttft_lower_bound), coarsen=True),
+    )
+
+
+def _known_sum(values: Iterable[Decimal | None]) -> Decimal | None:
+    total = ZERO
+    for value in values:
+        if value is None:
+            return None
+        total += value
+    return total
+
+
+def curves_build(
+    hours: Iterable[LoadHour],
+    *,
+    fleet_names: dict[int, str],
+    gpu_classes: dict[str, str | None],
+    edges: Sequence[float] = DEFAULT_BAND_EDGES_RPS_PER_GPU,
+) -> list[LoadCurve]:
+    """One curve per fleet x GPU model x LLM model (and currency), ordered by fleet name, GPU and LLM model."""
+    _edges_check(edges)
+    grouped: dict[tuple[CurveKey, str], dict[int, list[LoadHour]]] = defaultdict(lambda: defaultdict(list))
+    for hour in hours:
+        grouped[(hour.key, hour.currency)][band_index(hour.rps_per_gpu, edges)].append(hour)
+    curves = []
+    for (key, currency), by_band in grouped.items():
+        bands = tuple(_band_of(edges[i], _upper(edges, i), by_band[i]) for i in sorted(by_band))
+        stamps = [hour.hour_start for band_hours in by_band.values() for hour in band_hours]
+        curves.append(
+            LoadCurve(
+                key=key,
+                fleet_name=fleet_names.get(key.fleet_id, str(key.fleet_id)),
+                gpu_class=gpu_classes.get(key.gpu_model),
+                currency=currency,
+                gpu_count=_gpus_serving(by_band.values()),
+                bands=bands,
+                first_hour=min(stamps),
+                last_hour=max(stamps),
+            )
+        )
+    return sorted(curves, key=lambda c: (c.fleet_name, c.key.fleet_id, c.key.gpu_model, c.key.llm_model, c.currency))
+
+
+def _gpus_serving(hours_by_band: Iterable[list[LoadHour]]) -> int:
+    """GPUs that served the model in its busiest hour: its GPU-hours in that hour (shared by tokens), rounded."""
+    return round(max((float(hour.gpu_h) for hours in hours_by_band for hour in hours), default=0.0))
+
+
+def _edges_check(edges: Sequence[float]) -> None:
+    if not edges or edges[0] != 0 or any(b <= a for a, b in itertools.pairwise(edges)):
+        raise ValueError(f"band edges must start at 0 and increase strictly, got {tuple(edges)!r}")
+
+
+def _upper(edges: Sequence[float], index: int) -> float | None:
+    return edges[index + 1] if index + 1 < len(edges) else None
+
+
+def _band_of(low: float, high: float | None, hours: list[LoadHour]) -> CurveBand:
+    measured = histogram_merge((h.ttft for h in hours if h.ttft is not None), coarsen=True)
+    lower = histogram_merge((h.ttft_lower_bound for h in hours if h.ttft_lower_bound is not None), coarsen=True)
+    ttft, basis = (measured, MEASURED) if measured is not None else (lower, LOWER_BOUND if lower else None)
+    return CurveBand(
+        low_rps_per_gpu=low,
+        high_rps_per_gpu=high,
+        hours=len(hours),
+        max_rps_per_gpu=max((h.rps_per_gpu for h in hours), default=0.0),
+        requests=sum(h.requests for h in hours),
+        generation_tokens=sum(h.generation_tokens for h in hours),
+        gpu_h=sum((h.gpu_h for h in hours), ZERO),
+        cost=sum((h.cost for h in hours), ZERO),
+        it_kwh=sum((h.it_kwh for h in hours), ZERO),
+        facility_kwh=sum((h.facility_kwh for h in hours), ZERO),
+        operational_co2e_g=_known_sum(h.operational_co2e_g for h in hours),
+        embodied_co2e_g=sum((h.embodied_co2e_g for h in hours), ZERO),
+        ttft=ttft,
+        ttft_basis=basis,
+    )
+
+
+def bands_merge(bands: Sequence[CurveBand]) -> CurveBand:
+    measured = histogram_merge((b.ttft for b in bands if b.ttft is not None and b.ttft_basis == MEASURED), coarsen=True)
+    lower = histogram_merge((b.ttft for b in bands if b.ttft is not None and b.ttft_basis == LOWER_BOUND), coarsen=True)
+    ttft, basis = (measured, MEASURED) if measured is not None else (lower, LOWER_BOUND if lower else None)
+    return CurveBand(
+        low_rps_per_gpu=bands[0].low_rps_per_gpu if bands else 0.0,
+        high_rps_per_gpu=bands[-1].high_rps_per_gpu if bands else None,
+        hours=sum(b.hours for b in bands),
+        max_rps_per_gpu=max((b.max_rps_per_gpu for b in bands), default=0.0),
+        requests=sum(b.requests for b in bands),
+        generation_tokens=sum(b.generation_tokens for b in bands),
+        gpu_h=sum((b.gpu_h for b in bands), ZERO),
+        cost=sum((b.cost for b in bands), ZERO),
+        it_kwh=sum((b.it_kwh for b in bands), ZERO),
+        facility_kwh=sum((b.facility_kwh for b in bands), ZERO),
+        operational_co2e_g=_known_sum(b.operational_co2e_g for b in bands),
+        embodied_co2e_g=sum((b.embodied_co2e_g for b in bands), ZERO),
+        ttft=ttft,
+        ttft_basis=basis,
+    )

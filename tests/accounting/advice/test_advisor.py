@@ -1,0 +1,139 @@
+"""The advisor on constructed curves: allocations worked by hand, every latency target respected."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from accounting.advice.advisor import AdvisorSettings, ClassSpec, advise
+from tests.accounting.advice.curves_data import FAST, band, consumer, curve, enterprise
+
+# Consumer capacity: 1.5 req/s per GPU x 16 GPUs x 200 tokens x 86,400 s = 414,720,000 output tokens/day.
+CONSUMER_CAPACITY = 414_720_000
+ENTERPRISE_CAPACITY = 1_382_400_000  # 10 x 8 x 200 x 86,400
+
+
+def spec(tokens_per_day: int, *, target_ms: float = 200, weight: float = 0.0, llm: str = "llama-8b") -> ClassSpec:
+    return ClassSpec(
+        class_id=1, name="chat", llm_model=llm, ttft_target_ms=target_ms, ttft_percentile=99,
+        output_tokens_per_day=tokens_per_day, carbon_weight=weight,
+    )  # fmt: skip
+
+
+def test_cheap_consumer_fleet_takes_what_it_holds_within_the_target_and_enterprise_the_rest():
+    # when: 600M output tokens/day at P99 <= 200 ms
+    advice = advise(spec(600_000_000), [enterprise(), consumer()])
+    # then: consumer (1.00 per 1M) is filled to its latency-bound capacity, enterprise (2.00) takes the rest
+    assert advice.status == "ok"
+    shares = {p.fleet_name: p.output_tokens_per_day for p in advice.recommendation.placements}
+    assert shares == pytest.approx({"consumer": CONSUMER_CAPACITY, "enterprise": 600_000_000 - CONSUMER_CAPACITY})
+    assert advice.recommendation.placements[0].share == pytest.approx(0.6912)
+    # 414.72 x 1.00 + 185.28 x 2.00 per day
+    assert advice.recommendation.cost_per_day == pytest.approx(Decimal("785.28"))
+    assert advice.binding == "latency"
+    assert "consumer holds P99 TTFT <= 200 ms up to 1.5 req/s per GPU" in advice.explanation
+    assert "P99 is 497 ms" in advice.explanation
+    assert advice.hours_of_data == 96
+
+
+def test_every_placement_respects_the_latency_target():
+    for tokens in (10_000_000, 300_000_000, 600_000_000, 1_500_000_000):
+        advice = advise(spec(tokens), [enterprise(), consumer()])
+        assert advice.recommendation is not None
+        for placement in advice.recommendation.placements:
+            assert placement.ttft_ms is not None and placement.ttft_ms <= 200
+        assert advice.recommendation.target_holds is True
+
+
+def test_small_load_goes_all_to_the_cheapest_fleet_bound_by_cost():
+    advice = advise(spec(100_000_000), [enterprise(), consumer()])
+    (placement,) = advice.recommendation.placements
+    assert (placement.fleet_name, placement.share) == ("consumer", 1.0)
+    assert advice.binding == "cost"
+
+
+def test_all_on_consumer_misses_the_target_and_all_on_enterprise_costs_more():
+    advice = advise(spec(600_000_000), [enterprise(), consumer()])
+    # consumer alone: 600e6 / 86,400 / 200 / 16 = 2.17 req/s per GPU, in the 2-4 band (P99 497 ms; 0.80 per 1M)
+    assert advice.all_consumer.target_holds is False
+    assert advice.all_consumer.placements[0].ttft_ms == pytest.approx(497.0)
+    assert advice.all_consumer.cost_per_day == pytest.approx(Decimal("480"))
+    # enterprise alone: 4.34 req/s per GPU, read on its 1-2 band: 2.00 per 1M -> 1200 a day, target held
+    assert advice.all_enterprise.target_holds is True
+    assert advice.all_enterprise.cost_per_day == pytest.approx(Decimal("1200"))
+
+
+def test_a_carbon_weight_of_one_prefers_the_cleaner_fleet():
+    cleaner = enterprise(operational_g="10000", embodied_g="5000")
+    advice = advise(spec(600_000_000, weight=1.0), [cleaner, consumer()])
+    (placement,) = advice.recommendation.placements
+    assert placement.fleet_name == "enterprise"
+    assert advice.binding == "carbon_weighted_cost"
+    # 600 x 15 gCO2e per 1M output tokens = 9 kg a day
+    assert advice.recommendation.kgco2e_per_day == pytest.approx(9.0)
+
+
+def test_a_fleet_is_not_extrapolated_past_its_measured_range():
+    # when: more than both fleets ever served within the target
+    advice = advise(spec(2_000_000_000), [enterprise(), consumer()])
+    # then: infeasible, with what the fleets do hold
+    assert advice.status == "infeasible"
+    assert advice.recommendation is None
+    assert advice.binding == "capacity"
+    assert f"{CONSUMER_CAPACITY + ENTERPRISE_CAPACITY:,}" in advice.explanation
+    assert "enterprise holds P99 TTFT <= 200 ms up to 10 req/s per GPU" in advice.explanation
+    assert "the highest load measured" in advice.explanation
+
+
+def test_untrusted_bands_are_skipped():
+    # a consumer band of 2 hours (fewer than min_band_hours) at 8 req/s per GPU does not lift its capacity
+    thin = curve(2, "consumer", "consumer", 16, [band(1, 2, max_rps=1.5, ttft=FAST, cost="1000", hours=30),
+                                                 band(4, 8, max_rps=8, ttft=FAST, cost="1000", hours=2)])  # fmt: skip
+    advice = advise(spec(100_000_000), [thin], AdvisorSettings(min_hours=24, min_band_hours=3))
+    (fit,) = advice.fits
+    assert fit.capacity_rps_per_gpu == 1.5
+
+
+def test_with_no_curve_of_the_model_it_says_so():
+    advice = advise(spec(1000, llm="qwen-14b"), [enterprise(), consumer()])
+    assert advice.status == "insufficient_data"
+    assert advice.recommendation is None
+    assert advice.explanation == "No measured hours of qwen-14b on any fleet: no advice until a fleet has served it."
+
+
+def test_with_too_few_hours_it_says_so_instead_of_guessing():
+    advice = advise(spec(1000), [enterprise(), consumer()], AdvisorSettings(min_hours=100))
+    assert advice.status == "insufficient_data"
+    assert advice.recommendation is None
+    assert (
+        "fewer than 100 measured hours (enterprise (h100-sxm): 48 h, consumer (rtx-4090): 48 h)" in advice.explanation
+    )
+
+
+def test_fingerprint_changes_with_the_shares_only():
+    a = advise(spec(600_000_000), [enterprise(), consumer()])
+    b = advise(spec(600_000_001), [enterprise(), consumer()])
+    c = advise(spec(100_000_000), [enterprise(), consumer()])
+    assert a.fingerprint() == b.fingerprint() == "ok:1/h100-sxm=30%;2/rtx-4090=70%"
+    assert c.fingerprint() == "ok:2/rtx-4090=100%"
+
+
+def test_fleets_in_two_currencies_are_ordered_by_carbon_and_get_no_cost_total():
+    from dataclasses import replace
+
+    euro_consumer = replace(consumer(operational_g="900000"), currency="EUR")  # cheaper in number, dirtier
+    advice = advise(spec(100_000_000), [enterprise(), euro_consumer])
+    (placement,) = advice.recommendation.placements
+    assert placement.fleet_name == "enterprise"
+    assert "ordered by gCO2e alone" in advice.explanation
+    assert advice.recommendation.currency == "USD"  # only the enterprise fleet is placed
+
+
+def test_a_fleet_whose_bands_are_all_too_thin_gets_no_capacity():
+    thin = curve(2, "consumer", "consumer", 16, [band(1, 2, max_rps=1.5, ttft=FAST, cost="1", hours=2)] * 13)
+    advice = advise(spec(100_000_000), [thin, enterprise()])
+    assert [p.fleet_name for p in advice.recommendation.placements] == ["enterprise"]
+    fit = next(f for f in advice.fits if f.fleet_name == "consumer")
+    assert (fit.binding, fit.capacity_output_tokens_per_day) == ("no_latency_data", 0)
+    assert "consumer has no trusted load band with a measured TTFT histogram" in advice.explanation
