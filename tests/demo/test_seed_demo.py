@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from accounting.grid.store import intensity_for_hours
 from accounting.instruments.models import ContractualInstrument
-from accounting.models import GridIntensity, NodeHourLedger
+from accounting.models import Advice, GridIntensity, NodeHourLedger, WorkloadClass
 from demo import spec
 from demo.summary import fleet_figures, llm_figures
 from demo.tokens import demo_dir
@@ -170,7 +170,17 @@ def test_seed_demo_builds_a_ledger_where_consumer_is_cheaper_and_enterprise_fast
         assert row.cost_per_1m_output_tokens == cost_per_1m_output_tokens(sums[key]), key
         assert row.j_per_output_token == j_per_output_token(sums[key]) and row.idle_share == 0, key
 
-    # the grid intensity is the organization's own, labelled as simulated, never a fallback
+    # the workload classes, each with an advice that says two hours are too little to advise on
+    classes = {c.name: c for c in WorkloadClass.objects.filter(organization=organization)}
+    assert {name: c.llm_model for name, c in classes.items()} == {
+        "Chat assistant": LLAMA_8B, "Document summaries": QWEN_14B
+    }  # fmt: skip
+    assert classes["Document summaries"].deadline_h == 24 and classes["Chat assistant"].deadline_h is None
+    for workload_class in classes.values():
+        advice = Advice.objects.get(workload_class=workload_class)
+        assert advice.status == "insufficient_data" and "fewer than 24 measured hours" in advice.explanation
+
+        # the grid intensity is the organization's own, labelled as simulated, never a fallback
     lines = NodeHourLedger.objects.filter(organization=organization)
     assert set(lines.values_list("location_source", flat=True)) == {spec.SIMULATED_INTENSITY_SOURCE}
     assert not lines.filter(location_is_fallback=True).exists()
@@ -195,7 +205,7 @@ def test_seed_demo_builds_a_ledger_where_consumer_is_cheaper_and_enterprise_fast
     # when: seeded again with the same window; then: nothing changes
     before = counts()
     again = seed(end, hours=2)
-    assert counts() == before
+    assert counts() == before and WorkloadClass.objects.count() == 2
     assert "8 node(s) already hold their whole window" in again and "backfill" not in again
 
     # when: seeded half an hour later; then: it resumes, and no token is counted twice
