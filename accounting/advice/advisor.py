@@ -19,7 +19,8 @@ per day) and the curves of the fleets serving that model:
 3. **Allocation.** Fill the lowest-score fleet up to its capacity, then the next:
    with per-token figures fixed per fleet this greedy fill is the cheapest
    feasible mix. Demand beyond the fleets' summed capacity: infeasible, said so.
-4. **Figures.** Each placed share is priced at the band its load falls in: cost,
+4. **Figures.** Each placed share is priced at the lowest band measured up to its load (a load between
+   two measured bands: the heavier, whose TTFT bounds it from above; above all: the last): cost,
    IT energy, facility energy and gCO2e per output token times its tokens per day.
 
 The curve a class's load is read on is the fleet's load for that LLM model: the
@@ -121,6 +122,7 @@ class Placement:
     rps_per_gpu: float
     band_rps_per_gpu: tuple[float, float | None]
     beyond_measured_range: bool
+    between_measured_loads: bool  # below the band read (nothing measured at the load): its TTFT an upper bound
     ttft_ms: float | None  # at the class's percentile, in the band
     ttft_bucket_ms: tuple[float, float | None] | None
     ttft_basis: str | None
@@ -338,8 +340,11 @@ def _placement(
     per_request, gpus = fit.output_tokens_per_request or 0.0, fit.gpu_count
     rps = tokens_per_day / S_PER_DAY / per_request / gpus if per_request and gpus else float("inf")
     bands = _trusted_bands(curve, settings) or list(curve.bands)
-    band = next((b for b in reversed(bands) if b.low_rps_per_gpu <= rps), bands[0])
-    beyond = rps > band.max_rps_per_gpu and band is bands[-1]
+    # The lowest band measured up to the load: a load between two measured bands is read on the heavier one
+    # (an upper bound of its TTFT, never the lighter band's lower one); above every band, on the last.
+    band = next((b for b in bands if b.max_rps_per_gpu >= rps), bands[-1])
+    beyond = rps > band.max_rps_per_gpu
+    between = not beyond and rps < band.low_rps_per_gpu and band is not bands[0]
     bucket = band.ttft_quantile_bucket_s(spec.ttft_percentile / 100)
     per_token = _per_token(band)
     return Placement(
@@ -352,6 +357,7 @@ def _placement(
         rps_per_gpu=rps,
         band_rps_per_gpu=(band.low_rps_per_gpu, band.high_rps_per_gpu),
         beyond_measured_range=beyond,
+        between_measured_loads=between,
         ttft_ms=_ttft_ms(band, spec.ttft_percentile),
         ttft_bucket_ms=None if bucket is None else (bucket[0] * 1000, None if bucket[1] is None else bucket[1] * 1000),
         ttft_basis=band.ttft_basis,
@@ -385,8 +391,18 @@ def _sum_or_none(values: list[Any]) -> Any:
 
 def _outcome(label: str, placed: list[Placement], spec: ClassSpec, note: str = "") -> Outcome:
     # Missed at a measured load, or already at a lower one than asked: it fails (more load is assumed no faster).
-    missed = any(p.ttft_ms is not None and p.ttft_ms > spec.ttft_target_ms for p in placed)
-    unknown = any(p.ttft_ms is None or p.beyond_measured_range for p in placed)
+    # A lower bound (TGI's queue time) over the target proves a miss, but one under it proves nothing.
+    # Between measured loads the heavier band's TTFT is an upper bound: under the target it holds, over it is unknown.
+    missed = any(
+        p.ttft_ms is not None and p.ttft_ms > spec.ttft_target_ms and not p.between_measured_loads for p in placed
+    )
+    unknown = any(
+        p.ttft_ms is None
+        or p.beyond_measured_range
+        or p.ttft_basis != MEASURED
+        or (p.between_measured_loads and p.ttft_ms > spec.ttft_target_ms)
+        for p in placed
+    )
     holds = False if missed else (None if unknown else True)
     return Outcome(
         label=label,
@@ -414,7 +430,14 @@ def _spread(spec: ClassSpec, pairs: list[_Pair], label: str, settings: AdvisorSe
     ]
     outcome = _outcome(label, placed, spec)
     currencies = {fit.currency for fit, _ in pairs}
-    note = "beyond the measured range: the target is not known to hold" if outcome.target_holds is None else ""
+    note = ""
+    if outcome.target_holds is None:
+        lower = any(p.ttft_ms is not None and p.ttft_basis != MEASURED for p in placed)
+        note = (
+            "TTFT known only as a lower bound (TGI's queue time): the target is not known to hold"
+            if lower
+            else "beyond the measured range: the target is not known to hold"
+        )
     return _with_currency(outcome, currencies, note)
 
 

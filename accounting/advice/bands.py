@@ -216,11 +216,17 @@ def load_hours(endpoint_hours: Iterable[EndpointHour], node_hours: Iterable[Node
     for usage in endpoint_hours:
         if (usage.node_id, usage.hour_start) in lines and (usage.requests or usage.generation_tokens):
             served[(usage.node_id, usage.hour_start)].append(usage)
-    parts: dict[tuple[CurveKey, str, datetime], list[LoadHour]] = defaultdict(list)
-    for node_hour, usages in served.items():
-        for part in _node_hour_parts(lines[node_hour], usages):
-            parts[(part.key, part.currency, part.hour_start)].append(part)
-    return [_load_hour_sum(hours) for hours in parts.values()]
+    return load_hours_merge(
+        part for node_hour, usages in served.items() for part in _node_hour_parts(lines[node_hour], usages)
+    )
+
+
+def load_hours_merge(parts: Iterable[LoadHour]) -> list[LoadHour]:
+    """Parts of fleet-hours (node-hours, or sums of them read elsewhere) added up per curve, currency and hour."""
+    grouped: dict[tuple[CurveKey, str, datetime], list[LoadHour]] = defaultdict(list)
+    for part in parts:
+        grouped[(part.key, part.currency, part.hour_start)].append(part)
+    return [_load_hour_sum(hours) for hours in grouped.values()]
 
 
 def _node_hour_parts(line: NodeHour, usages: list[EndpointHour]) -> list[LoadHour]:

@@ -181,12 +181,11 @@ def _window(
     if workload_class.deadline_h is None or recommendation is None or not recommendation.placements:
         return None
     main = max(recommendation.placements, key=lambda p: p.share)
-    fleets = {p.fleet_id for p in recommendation.placements}
-    capacity_per_h = sum(f.capacity_output_tokens_per_day for f in result.fits if f.fleet_id in fleets) / 24
-    run_h = workload_class.deadline_h
-    if capacity_per_h:
-        needed_h = math.ceil(workload_class.expected_output_tokens_per_day / capacity_per_h)
-        run_h = min(run_h, max(1, needed_h))
+    run_h = run_hours(
+        result,
+        output_tokens_per_day=workload_class.expected_output_tokens_per_day,
+        deadline_h=workload_class.deadline_h,
+    )
     site = _main_site(main.fleet_id)
     if site is None:
         return None
@@ -200,6 +199,16 @@ def _window(
         tariff_periods=tariff_periods(site_id=site.pk, start=now, end=now + timedelta(hours=49)),
         currency=site.currency,
     )
+
+
+def run_hours(result: AdviceResult, *, output_tokens_per_day: int, deadline_h: int) -> int:
+    """Hours a day of the class takes on the recommended fleets x GPU models at their capacity (1 to the deadline)."""
+    placed = {(p.fleet_id, p.gpu_model) for p in result.recommendation.placements} if result.recommendation else set()
+    fits = (f for f in result.fits if (f.fleet_id, f.gpu_model) in placed)
+    capacity_per_h = sum(f.capacity_output_tokens_per_day for f in fits) / 24
+    if not capacity_per_h:
+        return deadline_h
+    return min(deadline_h, max(1, math.ceil(output_tokens_per_day / capacity_per_h)))
 
 
 def _main_site(fleet_id: int) -> Any:

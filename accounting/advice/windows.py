@@ -6,7 +6,8 @@ runs of ``run_h`` forecast hours starting at the current hour or later and endin
 by the deadline (and within the forecast). Each is scored like the advisor
 scores fleets: ``(1 - w) x electricity cost / max + w x gCO2e / max`` over the
 candidates (``w`` the class's carbon weight); without a tariff, by carbon alone.
-The saving is the chosen window against starting now (the first candidate).
+The saving is the chosen window against the first candidate: starting now, or where the forecast
+holds no figure for the current hour, at its first hour (and said so).
 
 A forecast of a marginal signal (WattTime MOER) gives the emissions the work
 would cause at the margin, not an inventory figure: it is labelled marginal,
@@ -114,7 +115,7 @@ def window_choose(
     if best.electricity_cost is not None and start_now.electricity_cost is not None:
         saving_cost = start_now.electricity_cost - best.electricity_cost
     saving_g = start_now.co2e_g - best.co2e_g
-    text = _explained(best, start_now, signal, source, saving_g, saving_cost, currency, run_h, deadline_h)
+    text = _explained(best, start_now, first, signal, source, saving_g, saving_cost, currency, run_h, deadline_h)
     return WindowAdvice(OK, signal, source, best, start_now, saving_g, saving_cost, currency, text)
 
 
@@ -182,6 +183,7 @@ def _scored(windows: list[Window], carbon_weight: float) -> list[Window]:
 def _explained(
     best: Window,
     start_now: Window,
+    current_hour: datetime,
     signal: str,
     source: str,
     saving_g: float,
@@ -193,13 +195,19 @@ def _explained(
     when = f"{best.start:%Y-%m-%d %H:%M} to {best.end:%H:%M} UTC"
     label = "marginal (emissions caused at the margin)" if signal == "marginal" else "average"
     money = "" if saving_cost is None else f" and {saving_cost:.2f} {currency or ''} of electricity".rstrip()
+    # The baseline is the earliest window: "now" only when the forecast holds the current hour.
+    is_now = start_now.start == current_hour
     if best.start == start_now.start:
+        run = f"Run now ({when})" if is_now else f"Run {when}, the earliest hours the forecast holds"
         return (
-            f"Run now ({when}): no window of {run_h} h before the {deadline_h} h deadline is better in the "
+            f"{run}: no window of {run_h} h before the {deadline_h} h deadline is better in the "
             f"{label} forecast of {source}."
         )
+    baseline = (
+        "now" if is_now else f"at the forecast's first hours ({start_now.start:%H:%M} to {start_now.end:%H:%M} UTC)"
+    )
     return (
-        f"Run {when}: {best.mean_gco2e_per_kwh:.0f} against {start_now.mean_gco2e_per_kwh:.0f} gCO2e/kWh now "
-        f"({label} forecast of {source}), saving {saving_g / 1000:.3g} kgCO2e{money} against starting now; "
-        f"{run_h} h of work within the {deadline_h} h deadline."
+        f"Run {when}: {best.mean_gco2e_per_kwh:.0f} against {start_now.mean_gco2e_per_kwh:.0f} gCO2e/kWh "
+        f"{baseline} ({label} forecast of {source}), saving {saving_g / 1000:.3g} kgCO2e{money} against "
+        f"{'starting now' if is_now else 'starting then'}; {run_h} h of work within the {deadline_h} h deadline."
     )

@@ -378,6 +378,7 @@ COMPARED_METRICS = (
     "idle_share",
 )
 _MONEY_METRICS = frozenset({"cost_per_1m_output_tokens", "cost_per_1m_tokens"})
+_TTFT_METRICS = frozenset({"ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s"})
 
 
 @dataclass(frozen=True)
@@ -389,7 +390,8 @@ class ComparisonRow:
 
     @property
     def vs_baseline(self) -> dict[str, float | None]:
-        """``metric -> value / baseline value``; ``None`` where undefined, and for money in another currency."""
+        """``metric -> value / baseline value``; ``None`` where undefined, for money in another currency, and
+        for TTFT on another basis (measured against a lower bound)."""
         return {name: self._ratio(name) for name in COMPARED_METRICS}
 
     def _ratio(self, name: str) -> float | None:
@@ -397,6 +399,8 @@ class ComparisonRow:
             return None
         if name in _MONEY_METRICS and self.stats.currency != self.baseline.currency:
             return None
+        if name in _TTFT_METRICS and self.stats.serving.ttft_basis is not self.baseline.serving.ttft_basis:
+            return None  # TGI's queue time (a lower bound) and a measured TTFT are not the same quantity
         return ratio(getattr(self.stats, name), getattr(self.baseline, name))
 
 

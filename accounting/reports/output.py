@@ -342,7 +342,13 @@ def load_band_output(load: LoadBand) -> dict[str, Any]:
     base = load.baseline
     for name, column in LOAD_BAND_RATIO_COLUMNS.items():
         other_money = name == "cost_per_1m_output_tokens" and load.baseline_currency != currency
-        value = None if base is None or other_money else ratio(_band_figure(band, name), _band_figure(base, name))
+        # TGI's queue time (a lower bound) is never divided by a measured TTFT, nor the reverse
+        other_basis = name == "ttft_p99_s" and base is not None and base.ttft_basis != band.ttft_basis
+        value = (
+            None
+            if base is None or other_money or other_basis
+            else ratio(_band_figure(band, name), _band_figure(base, name))
+        )
         figures[column] = rounded(value, "ratio")
     return figures
 

@@ -367,7 +367,10 @@ class ComparisonRowSerializer(TraceSerializer):
         "goodput: share of requests (0-1) whose TTFT is at or below the target, interpolated within the histogram "
         "bucket holding the target; on the TTFT basis (with lower_bound, an upper bound of goodput)"
     )
-    goodput_share_certain = number("exact lower bound: requests in buckets wholly within the target (0-1)")
+    goodput_share_certain = number(
+        "exact lower bound: requests in buckets wholly within the target (0-1); 0 on a lower_bound TTFT basis "
+        "(a queue time within the target proves no TTFT is)"
+    )
     goodput_share_possible = number("exact upper bound: those plus the bucket holding the target (0-1)")
     goodput_bucket_low_ms = number("lower bound of the bucket holding the target, ms; null when it is on a bound")
     goodput_bucket_high_ms = number("upper bound of that bucket, ms; null for the +Inf bucket or on a bound")

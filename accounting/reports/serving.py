@@ -7,7 +7,7 @@ queue duration), never the two merged; times in seconds.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from accounting.reports.latency import ShareWithin, TimeSum, share_within
 from telemetry.histogram import Histogram, histogram_quantile, histogram_quantile_bucket
@@ -135,9 +135,16 @@ class ServingSums:
         return None if shown is None else histogram_quantile_bucket(q, shown)
 
     def ttft_within(self, target_s: float) -> ShareWithin | None:
-        """Goodput: the share of requests whose TTFT is at or below ``target_s`` (on ``ttft_basis``)."""
+        """Goodput: the share of requests whose TTFT is at or below ``target_s`` (on ``ttft_basis``).
+
+        On a lower bound (TGI's queue time) no request is proved within the target: ``certain`` is 0, and
+        ``possible`` / ``estimate`` (the queue times' share) are upper bounds of goodput.
+        """
         shown = self.ttft_shown
-        return None if shown is None else share_within(shown, target_s)
+        within = None if shown is None else share_within(shown, target_s)
+        if within is None or self.ttft_basis is not TtftBasis.LOWER_BOUND:
+            return within
+        return replace(within, certain=0.0)
 
     @property
     def itl_shown(self) -> Histogram | None:

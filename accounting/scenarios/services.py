@@ -16,12 +16,13 @@ from decimal import Decimal
 from typing import Any
 
 from django.apps import apps
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from accounting.grid.annual import annual_intensity
 from accounting.grid.models import GridIntensity
 from accounting.grid.store import intensity_for_hours
+from accounting.ledger.line import NO_PRICE_ID
 from accounting.models import NodeHourLedger
 from accounting.profiles import hardware_profiles
 from accounting.scenarios.changes import (
@@ -221,8 +222,9 @@ def scenario_replay(*, scenario: Scenario) -> dict[str, Any]:
     outcome = replay.run(inputs)
     outcome.notes[:0] = notes
     names = dict(Fleet.objects.filter(organization=organization).values_list("id", "name"))
+    unpriced = _hardware_unpriced(rows, names, outcome.notes)
     Scenario.objects.filter(pk=scenario.pk).update(node_hours_replayed=replay.rows)
-    return result_json(
+    result = result_json(
         outcome,
         changes=changes,
         period_h=period_h,
@@ -230,6 +232,23 @@ def scenario_replay(*, scenario: Scenario) -> dict[str, Any]:
         fleet_names=names,
         classes=workload_classes(organization=organization),
     )
+    return result | {"hardware_unpriced_node_hours": str(unpriced)}
+
+
+def _hardware_unpriced(rows: Any, names: dict[int, str], notes: list[str]) -> int:
+    """The node-hours with no hardware price in force (their hardware cost is missing from the ledger, not
+    zero), noted per fleet; a scenario pricing them (tenure) is then no like-for-like cost comparison."""
+    per_fleet = dict(
+        rows.filter(pricing_price_id=NO_PRICE_ID).order_by().values_list("fleet_id").annotate(n=Count("id"))
+    )
+    total = sum(per_fleet.values())
+    if total:
+        fleets = ", ".join(f"{names.get(fleet, fleet)} {n}" for fleet, n in sorted(per_fleet.items()))
+        notes.append(
+            f"{total} node-hours had no hardware price in force ({fleets}): the actual side's cost leaves their "
+            "hardware out (missing, not zero), so a change that prices them does not raise the cost by that much"
+        )
+    return total
 
 
 def _usage_add(replay: Replay, scenario: Scenario) -> None:

@@ -298,3 +298,48 @@ def test_the_page_shows_each_llm_model_and_the_idle_hours_apart(two_models, clie
     assert "no output tokens (idle, attributed to no model)" in html
     assert "USD 5.07" in html  # the idle hours' cost, beside the models' 3.32 and 2.22
     assert "≤ 86.2 %" in html  # TGI's goodput from a lower bound of TTFT is an upper bound
+
+
+def test_goodput_on_tgi_queue_time_proves_no_request_met_the_target():
+    # TGI only: queue time (a lower bound of TTFT) 300 within 0.1 s, 90 in (0.1, 0.5], 10 above; target 0.3 s.
+    # A request queued 0.05 s may still take longer than 0.3 s to its first token: nothing is surely within
+    # (certain 0); at most those queued within 0.3 s are (possible: 390 / 400 = 0.975)
+    serving = ServingSums(ttft_lower_bound=Histogram(*map(tuple, QWEN_QUEUE)))
+    within = serving.ttft_within(0.3)
+    assert within.certain == 0.0
+    assert within.possible == pytest.approx(0.975)
+    # the interpolated share of queue times, (300 + 90 x 0.5) / 400 = 0.8625, is an upper bound of goodput
+    assert within.estimate == pytest.approx(0.8625)
+    # measured TTFT keeps its exact lower bound
+    measured = ServingSums(ttft=HISTOGRAM).ttft_within(0.3)
+    assert measured.certain == pytest.approx(0.8)
+
+
+def test_a_ttft_ratio_never_divides_tgi_queue_time_by_a_measured_ttft():
+    from accounting.advice.bands import LOWER_BOUND, MEASURED, CurveBand
+    from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums, UtilizationSums
+    from accounting.reports.output import load_band_output
+    from accounting.reports.selectors.load import LoadBand
+
+    def stats(serving: ServingSums) -> ComparisonStats:
+        return ComparisonStats(fleet_id=1, fleet_name="f", gpu_model="h100-sxm", gpu_class=None, sums=LedgerSums(),
+                               serving=serving, utilization=UtilizationSums())  # fmt: skip
+
+    measured = stats(ServingSums(ttft=HISTOGRAM))  # P99 = 0.5 + 0.5 x (990 - 950) / 45 = 0.9444 s
+    tgi = stats(ServingSums(ttft_lower_bound=HISTOGRAM))  # the same numbers, but queue time: a lower bound
+    # measured against measured: 1; queue time against measured TTFT: no ratio (not the same quantity)
+    assert ComparisonRow(measured, measured).vs_baseline["ttft_p99_s"] == pytest.approx(1.0)
+    assert ComparisonRow(tgi, measured).vs_baseline["ttft_p99_s"] is None
+    assert ComparisonRow(tgi, measured).vs_baseline["ttft_mean_s"] is None
+    assert ComparisonRow(tgi, tgi).vs_baseline["ttft_p50_s"] == pytest.approx(1.0)
+
+    def band(basis: str) -> CurveBand:
+        return CurveBand(low_rps_per_gpu=0.0, high_rps_per_gpu=0.25, hours=3, max_rps_per_gpu=0.2, requests=1000,
+                         generation_tokens=10**6, gpu_h=Decimal(8), cost=Decimal(10), it_kwh=Decimal(4),
+                         facility_kwh=Decimal(6), operational_co2e_g=Decimal(2400), embodied_co2e_g=Decimal(200),
+                         ttft=HISTOGRAM, ttft_basis=basis)  # fmt: skip
+
+    shown = load_band_output(LoadBand(band(LOWER_BOUND), "USD", band(MEASURED), "USD"))
+    assert shown["ttft_p99_vs_baseline"] is None
+    assert shown["it_j_per_output_token_vs_baseline"] == 1.0
+    assert load_band_output(LoadBand(band(MEASURED), "USD", band(MEASURED), "USD"))["ttft_p99_vs_baseline"] == 1.0

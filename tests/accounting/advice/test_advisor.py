@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from accounting.advice.advisor import AdvisorSettings, ClassSpec, advise
-from tests.accounting.advice.curves_data import FAST, band, consumer, curve, enterprise
+from tests.accounting.advice.curves_data import FAST, SLOW, band, consumer, curve, enterprise
 
 # Consumer capacity: 1.5 req/s per GPU x 16 GPUs x 200 tokens x 86,400 s = 414,720,000 output tokens/day.
 CONSUMER_CAPACITY = 414_720_000
@@ -137,3 +137,61 @@ def test_a_fleet_whose_bands_are_all_too_thin_gets_no_capacity():
     fit = next(f for f in advice.fits if f.fleet_name == "consumer")
     assert (fit.binding, fit.capacity_output_tokens_per_day) == ("no_latency_data", 0)
     assert "consumer has no trusted load band with a measured TTFT histogram" in advice.explanation
+
+
+def test_a_lower_bound_ttft_never_proves_all_on_consumer_holds_the_target():
+    from dataclasses import replace
+
+    from accounting.advice.bands import LOWER_BOUND
+
+    # a TGI consumer fleet: its only histogram is queue time, a lower bound of TTFT (P99 >= 99.5 ms)
+    tgi = curve(2, "consumer", "consumer", 16, [
+        replace(band(1, 2, max_rps=1.5, ttft=FAST, cost="1000"), ttft_basis=LOWER_BOUND),
+    ])  # fmt: skip
+    advice = advise(spec(100_000_000), [enterprise(), tgi])
+    # all on consumer: 100e6 / 86,400 / 200 / 16 = 0.36 req/s per GPU, read at a lower bound of 99.5 ms:
+    # the real TTFT may be anything above, so whether 200 ms holds is not known (None), never True
+    assert advice.all_consumer.placements[0].ttft_basis == LOWER_BOUND
+    assert advice.all_consumer.target_holds is None
+    assert "lower bound" in advice.all_consumer.note
+    # and the recommendation never credits the TGI fleet with capacity
+    assert [p.fleet_name for p in advice.recommendation.placements] == ["enterprise"]
+
+
+def test_a_load_between_two_measured_bands_is_not_read_on_the_lighter_one():
+    # consumer measured at light load (up to 0.2 req/s per GPU, P99 99.5 ms) and at 2-4 req/s (P99 497 ms);
+    # nothing between 0.2 and 2 was measured
+    gap = curve(2, "consumer", "consumer", 16, [
+        band(0, 0.25, max_rps=0.2, ttft=FAST, cost="1000"),
+        band(2, 4, max_rps=3.5, ttft=SLOW, cost="800"),
+    ])  # fmt: skip
+    # all on consumer: 276,480,000 / 86,400 / 200 / 16 = 1.0 req/s per GPU, between the two
+    advice = advise(spec(276_480_000), [enterprise(), gap])
+    (placement,) = advice.all_consumer.placements
+    assert placement.rps_per_gpu == pytest.approx(1.0)
+    # read on the band measured above that load (497 ms, 0.80 per 1M: 221.18 a day), never on the lighter one,
+    # and since 497 ms is only an upper bound there, whether 200 ms holds is not known
+    assert placement.band_rps_per_gpu == (2, 4)
+    assert placement.ttft_ms == pytest.approx(497.0)
+    assert advice.all_consumer.cost_per_day == pytest.approx(Decimal("221.184"))
+    assert advice.all_consumer.target_holds is None
+    # the recommendation credits the consumer fleet only up to what it was measured to hold: 0.2 req/s per GPU
+    fit = next(f for f in advice.fits if f.fleet_name == "consumer")
+    assert fit.capacity_output_tokens_per_day == pytest.approx(0.2 * 16 * 200 * 86_400)
+
+
+def test_a_deferrable_run_is_as_long_as_the_recommended_fleet_and_gpu_model_need():
+    from accounting.advice.services import run_hours
+
+    # fleet 1 holds H100s (2.00 per 1M) and, dearer, A100s (9.00 per 1M) with the same capacity
+    a100 = curve(1, "enterprise", "enterprise", 8, [
+        band(1, 2, max_rps=1.9, ttft=FAST, cost="9000"),
+        band(8, 16, max_rps=10.0, ttft=FAST, cost="9000"),
+    ], gpu_model="a100")  # fmt: skip
+    advice = advise(spec(100_000_000), [enterprise(), a100])
+    (placement,) = advice.recommendation.placements
+    assert (placement.fleet_name, placement.gpu_model) == ("enterprise", "h100-sxm")
+    # only the H100s run it: 1,382,400,000 a day = 57.6M an hour, so 100M output tokens take 2 hours
+    # (not 1, as if the A100s of the same fleet, never recommended, ran it too)
+    assert run_hours(advice, output_tokens_per_day=100_000_000, deadline_h=24) == 2
+    assert run_hours(advice, output_tokens_per_day=100_000_000, deadline_h=1) == 1

@@ -66,3 +66,18 @@ def test_without_a_forecast_it_says_so():
     advice = window_choose(forecast=[], now=NOW, deadline_h=24, run_h=1, facility_kwh_per_h=1.0, carbon_weight=1.0)
     assert advice.status == "no_forecast"
     assert advice.best is None
+
+
+def test_a_forecast_starting_after_the_current_hour_is_not_called_now():
+    # given: at 00:20 a forecast whose first hour is 01:00 (none for the current hour)
+    later = forecast([400, 300, 100, 120, 500, 500])[1:]
+    advice = window_choose(forecast=later, now=NOW, deadline_h=6, run_h=2, facility_kwh_per_h=10.0, carbon_weight=1.0)
+    # then: the saving is against the earliest window the forecast holds, 01:00-03:00 (400 x 10 g), named so
+    assert advice.now.start == MIDNIGHT + timedelta(hours=1)
+    assert advice.saving_co2e_g == pytest.approx(4000.0 - 2200.0)
+    assert "now" not in advice.explanation
+    assert "against 200 gCO2e/kWh at the forecast's first hours (01:00 to 03:00 UTC)" in advice.explanation
+    # and when that earliest window is the best, it is not "run now" either
+    flat = window_choose(forecast=forecast([400, 100, 100, 500])[1:], now=NOW, deadline_h=4, run_h=2,
+                         facility_kwh_per_h=10.0, carbon_weight=1.0)  # fmt: skip
+    assert flat.explanation.startswith("Run 2026-12-01 01:00 to 03:00 UTC, the earliest hours the forecast holds")

@@ -257,3 +257,20 @@ def test_a_routing_named_by_workload_class_moves_its_model_and_the_result_report
     assert (chat["workload_class"], chat["percentile"], chat["ttft_target_ms"]) == ("chat", "P99", 980)
     assert (chat["actual_ttft_ms"], chat["scenario_ttft_ms"]) == (973.0, 991.0)
     assert (chat["actual_meets_target"], chat["scenario_meets_target"]) == (True, False)
+
+
+def test_node_hours_without_a_hardware_price_are_said_missing_not_zero(
+    client_as, acme, django_capture_on_commit_callbacks
+):
+    # the consumer node's 2 hours had no hardware price in force: the ledger holds no hardware cost for them
+    NodeHourLedger.objects.filter(fleet=acme["consumer"]).update(
+        pricing_price_id="unpriced", hardware_cost=0, cost=Decimal("0.75")
+    )
+    client = client_as(Role.VIEWER, acme["organization"])
+    rent = {"kind": "tenure", "fleet": acme["consumer"].pk, "mode": "rent", "rate_per_gpu_h": "1.00"}
+    scenario = created(client, acme, [rent])
+    result = run_eagerly(client, scenario["id"], django_capture_on_commit_callbacks).json()["result"]
+    # the scenario's rent (16 GPU-hours x 1.00) is not a cost increase over a measured zero: the actual
+    # side's hardware is missing for those 2 node-hours, and the result says so
+    assert result["hardware_unpriced_node_hours"] == "2"
+    assert any("2 node-hours had no hardware price in force" in note for note in result["notes"])
