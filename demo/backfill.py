@@ -127,6 +127,7 @@ def collector_command(*, job: Job, server_url: str, options: BackfillSettings) -
         sys.executable, "-m", "telemetry.collector",
         "--server", server_url, "--token-file", str(token_path(hostname)),
         "--simulate", job.node.spec.simulate, "--simulate-serving",
+        "--simulate-llm", job.node.spec.llm, "--simulate-pattern", job.node.fleet.load_pattern,
         "--seed", str(spec.SEED), "--hostname", hostname,
         "--start", job.start.isoformat(), "--end", job.end.isoformat(),
         "--sample-interval", f"{options.sample_interval_s:g}",

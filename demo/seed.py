@@ -27,6 +27,7 @@ from accounting.grid.store import intensity_store
 from accounting.instruments.demo import demo_instruments_seed
 from accounting.ledger_store import ledger_mark
 from demo import spec
+from demo.advice import demo_advice_refresh, demo_workload_classes_seed
 from demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges, stored_span
 from demo.intensity import shaped_hours
 from demo.inventory import DemoNode, demo_inventory_seed
@@ -150,6 +151,7 @@ def _seed(options: SeedOptions, stream: Stream) -> SeedReport:
         inventory = demo_inventory_seed(window_start=options.start)
         organization, nodes = inventory.organization, inventory.nodes
         _tokens_ensure(nodes)
+        demo_workload_classes_seed(organization=organization)
         since = min(node.node.commissioned_at or options.start for node in nodes)
         _intensity_seed(organization, nodes, since=since, end=options.end)
         if inventory.changed:  # a price or an asset changed: recompute the lines already stored
@@ -173,7 +175,9 @@ def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
 def _tokens_ensure(nodes: list[DemoNode]) -> None:
     for node in nodes:
         node_token_ensure(node=node.node)
-    node_list_write(rows=[(n.node.hostname, n.spec.simulate, spec.SEED) for n in nodes])
+    node_list_write(
+        rows=[(n.node.hostname, n.spec.simulate, spec.SEED, n.spec.llm, n.fleet.load_pattern) for n in nodes]
+    )
 
 
 def _intensity_seed(organization: Organization, nodes: list[DemoNode], *, since: datetime, end: datetime) -> int:
@@ -229,6 +233,9 @@ def _history_seed(report: SeedReport, options: SeedOptions, stream: Stream) -> N
     # A solar PPA and guarantees of origin sized from the stored lines, so the sustainability page
     # shows Scope 2 dual reporting; replaced on every run as the window fills.
     demo_instruments_seed(organization=report.organization, start=options.start, end=options.end)
+    # The workload classes' advice from the curves just stored: the advice page has something to say at once.
+    with _timed(report.timings_s, "advice"):
+        demo_advice_refresh(organization=report.organization, now=timezone.now())
 
 
 _last_state_write = [0.0]

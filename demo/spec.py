@@ -98,6 +98,7 @@ class NodeSpec:
     tenure: str
     price: PriceSpec | None = None  # None: the fleet's default price
     assets: tuple[AssetSpec, ...] = ()  # one per GPU, in index order; empty: no asset rows
+    llm: str = "8b"  # the collector's --simulate-llm: the one LLM the node's inference server serves
 
     @property
     def simulate(self) -> str:
@@ -110,13 +111,16 @@ class FleetSpec:
     description: str
     price: PriceSpec
     nodes: tuple[NodeSpec, ...] = field(default_factory=tuple)
+    # The collector's --simulate-pattern: the fleet's weekly load (telemetry.collector.simulated.PATTERNS).
+    load_pattern: str = "steady"
 
 
 # --- prices ----------------------------------------------------------------------
 
-# Lambda on-demand 8x H100 SXM, USD 2.99 per GPU-hour (2025 list price); power,
+# H100 PCIe (the card the study measured) at USD 1.99 per GPU-hour: the study's "alternative
+# provider" on-demand price (IOG-Foundation/llm-inference-benchmarks README, May 2025); power,
 # cooling and the host are in the rent, as with every cloud GPU rental.
-H100_RENT = PriceSpec("rented", rate_per_gpu_h=Decimal("2.99"), includes_power=True)
+H100_RENT = PriceSpec("rented", rate_per_gpu_h=Decimal("1.99"), includes_power=True)
 # A rented RTX 4090 on a GPU marketplace: RunPod community cloud ~0.34, Vast.ai asks
 # mostly 0.35-0.50 USD per GPU-hour (2025); the host pays the electricity.
 RTX4090_RENT = PriceSpec("rented", rate_per_gpu_h=Decimal("0.40"), includes_power=True)
@@ -209,31 +213,82 @@ _NEWER = AssetSpec(acquired_days_before=150)
 # Ex-gaming cards bought after 1.5 years of use, kept 2.5 more.
 _USED = AssetSpec(acquired_days_before=200, prior_use_years=Decimal("1.5"), expected_own_years=Decimal("2.5"))
 
+# Each node's inference server serves one LLM: the study's 8B (Llama 3 8B class) or its 14B
+# (DeepSeek-R1-Distill-Qwen-14B). Both fleets serve both; on the consumer fleet the 14B (two
+# cards per replica, tensor parallel) runs on three owned boxes, the 8B on the rented ones and
+# the second-hand box.
 FLEETS = (
     FleetSpec(
         "enterprise",
-        "Rented H100 SXM nodes in a San Jose data centre: low latency, power in the rent.",
+        "Rented H100 PCIe nodes in a San Jose data centre: low latency, power in the rent, busy on weekdays.",
         H100_RENT,
         (
-            NodeSpec("sjc-h100-01", "dc-sjc", "h100-sxm", 8, "rented"),
-            NodeSpec("sjc-h100-02", "dc-sjc", "h100-sxm", 8, "rented"),
+            NodeSpec("sjc-h100-01", "dc-sjc", "h100-pcie", 8, "rented", llm="8b"),
+            NodeSpec("sjc-h100-02", "dc-sjc", "h100-pcie", 8, "rented", llm="14b"),
         ),
+        load_pattern="office",
     ),
     FleetSpec(
         "consumer",
-        "RTX 4090 boxes, owned at home sites and rented on a marketplace: cheap tokens, slower first token.",
+        "RTX 4090 boxes, owned at home sites and rented on a marketplace: cheap tokens, slower first token, "
+        "idle at night and on weekend mornings.",
         RTX4090_OWNED,
         (
-            NodeSpec("sto-4090-01", "home-sto", "rtx-4090", 4, "owned", assets=(_NEW,) * 4),
-            NodeSpec("sto-4090-02", "home-sto", "rtx-4090", 4, "rented", price=RTX4090_RENT),
-            NodeSpec("ber-4090-01", "home-ber", "rtx-4090", 4, "owned", assets=(_NEWER,) * 4),
-            NodeSpec("ber-4090-02", "home-ber", "rtx-4090", 4, "owned", price=RTX4090_OWNED_USED, assets=(_USED,) * 4),
-            NodeSpec("waw-4090-01", "home-waw", "rtx-4090", 4, "owned", assets=(_NEW, _NEW, _USED, _USED)),
-            NodeSpec("waw-4090-02", "home-waw", "rtx-4090", 4, "rented", price=RTX4090_RENT),
+            NodeSpec("sto-4090-01", "home-sto", "rtx-4090", 4, "owned", assets=(_NEW,) * 4, llm="14b"),
+            NodeSpec("sto-4090-02", "home-sto", "rtx-4090", 4, "rented", price=RTX4090_RENT, llm="8b"),
+            NodeSpec("ber-4090-01", "home-ber", "rtx-4090", 4, "owned", assets=(_NEWER,) * 4, llm="14b"),
+            NodeSpec(
+                "ber-4090-02",
+                "home-ber",
+                "rtx-4090",
+                4,
+                "owned",
+                price=RTX4090_OWNED_USED,
+                assets=(_USED,) * 4,
+                llm="8b",
+            ),
+            NodeSpec("waw-4090-01", "home-waw", "rtx-4090", 4, "owned", assets=(_NEW, _NEW, _USED, _USED), llm="14b"),
+            NodeSpec("waw-4090-02", "home-waw", "rtx-4090", 4, "rented", price=RTX4090_RENT, llm="8b"),
         ),
+        load_pattern="spare",
     ),
 )
 
 
 def all_nodes() -> list[tuple[FleetSpec, NodeSpec]]:
     return [(fleet, node) for fleet in FLEETS for node in fleet.nodes]
+
+
+# --- workload classes ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkloadClassSpec:
+    """A ``WorkloadClass`` of the demo, created once (a user's later edits are kept)."""
+
+    name: str
+    llm: str  # a key of telemetry.collector.simprofiles.LLMS
+    ttft_target_ms: int
+    expected_output_tokens_per_day: int
+    ttft_percentile: int = 99
+    deadline_h: int | None = None  # None: latency-sensitive
+    carbon_weight: Decimal = Decimal(0)
+
+
+# Sized against the fleets' measured capacity per day at full load (8B: ~1.9 billion output
+# tokens on the enterprise node, ~1.7 on the consumer ones; 14B: ~1.0 and ~0.3 billion).
+WORKLOAD_CLASSES = (
+    # Interactive chat with a real-time target: the study's "tight SLO" traffic. The RTX 4090s'
+    # P99 on the 8B (110-330 ms) misses 150 ms; the H100s' (27-78 ms) holds it.
+    WorkloadClassSpec("Chat assistant", "8b", ttft_target_ms=150, expected_output_tokens_per_day=600_000_000),
+    # Batch summarisation: first-token latency hardly matters, a day's deadline does; cost
+    # leads, carbon weighs a fifth: the study's "send batch work to idle consumer GPUs".
+    WorkloadClassSpec(
+        "Document summaries",
+        "14b",
+        ttft_target_ms=5_000,
+        expected_output_tokens_per_day=150_000_000,
+        deadline_h=24,
+        carbon_weight=Decimal("0.2"),
+    ),
+)

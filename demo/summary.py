@@ -1,4 +1,4 @@
-"""What the demo shows, per fleet, from the stored ledger and hourly usage: a selector (reads only)."""
+"""What the demo shows, per fleet and per fleet and LLM, from the stored ledger and hourly usage (a selector)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from accounting.ledger import J_PER_KWH
 from accounting.models import NodeHourLedger
 from fleets.models import Fleet, Organization
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
-from telemetry.models import EndpointHourUsage
+from telemetry.models import EndpointHourUsage, ServingEndpoint
 
 MILLION = Decimal(1_000_000)
 
@@ -69,10 +69,70 @@ def _figures(fleet: Fleet, start: datetime, end: datetime) -> FleetFigures:
     )
 
 
-def fleet_ttft_quantile(*, fleet: Fleet, start: datetime, end: datetime, q: float) -> float | None:
-    """The ``q``-quantile of time to first token (s) over every endpoint-hour of the fleet."""
-    rows = EndpointHourUsage.objects.filter(
+def fleet_ttft_quantile(
+    *, fleet: Fleet, start: datetime, end: datetime, q: float, llm: str | None = None
+) -> float | None:
+    """The ``q``-quantile of time to first token (s) over every endpoint-hour of the fleet (of ``llm`` if given)."""
+    usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet=fleet, hour_start__gte=start, hour_start__lt=end, ttft_bucket_counts__isnull=False
-    ).values_list("ttft_bucket_bounds_s", "ttft_bucket_counts")
+    )
+    if llm is not None:
+        usage = usage.filter(endpoint__model_name=llm)
+    rows = usage.values_list("ttft_bucket_bounds_s", "ttft_bucket_counts")
     merged = histogram_merge((Histogram(tuple(bounds), tuple(counts or ())) for bounds, counts in rows), coarsen=True)
     return None if merged is None else histogram_quantile(q, merged)
+
+
+@dataclass(frozen=True)
+class LlmFigures:
+    """One fleet's node-hours of one LLM (each demo node serves one LLM, so its lines are that LLM's)."""
+
+    fleet: str
+    llm: str
+    cost: Decimal
+    output_tokens: int
+    it_kwh: Decimal
+    gpu_h: Decimal
+    idle_gpu_h: Decimal
+    p99_ttft_s: float | None
+
+    @property
+    def cost_per_1m_output_tokens(self) -> Decimal | None:
+        return self.cost / self.output_tokens * MILLION if self.output_tokens else None
+
+    @property
+    def j_per_output_token(self) -> Decimal | None:
+        return self.it_kwh * J_PER_KWH / self.output_tokens if self.output_tokens else None
+
+    @property
+    def idle_share(self) -> Decimal | None:
+        return self.idle_gpu_h / self.gpu_h if self.gpu_h else None
+
+
+def llm_figures(*, organization: Organization, start: datetime, end: datetime) -> list[LlmFigures]:
+    """Per fleet and LLM of the organization over ``[start, end)``, by the LLM each node's endpoint serves."""
+    llm_of = dict(
+        ServingEndpoint.objects.filter(node__fleet__organization=organization).values_list("node_id", "model_name")
+    )
+    sums: dict[tuple[str, str], list[Decimal]] = {}
+    lines = NodeHourLedger.objects.filter(fleet__organization=organization, hour_start__gte=start, hour_start__lt=end)
+    for fleet, node_id, cost, tokens, kwh, gpu_h, idle in lines.values_list(
+        "fleet__name", "node_id", "cost", "generation_tokens", "it_kwh", "gpu_h", "idle_gpu_h"
+    ):
+        row = sums.setdefault((fleet, llm_of.get(node_id, "")), [Decimal(0)] * 5)
+        for i, value in enumerate((cost, tokens, kwh, gpu_h, idle)):
+            row[i] += value
+    fleets = {fleet.name: fleet for fleet in Fleet.objects.filter(organization=organization)}
+    return [
+        LlmFigures(
+            fleet,
+            llm,
+            row[0],
+            int(row[1]),
+            row[2],
+            row[3],
+            row[4],
+            fleet_ttft_quantile(fleet=fleets[fleet], start=start, end=end, q=0.99, llm=llm),
+        )
+        for (fleet, llm), row in sorted(sums.items())
+    ]

@@ -53,8 +53,8 @@ def node_token_ensure(*, node: Node) -> str:
     return token
 
 
-def node_list_write(*, rows: Iterable[tuple[str, str, int]]) -> Path:
-    """``nodes.tsv``: hostname, --simulate spec and --seed per line, for ``bin/demo-collectors``."""
+def node_list_write(*, rows: Iterable[tuple[str, str, int, str, str]]) -> Path:
+    """``nodes.tsv`` for ``bin/demo-collectors``: hostname, --simulate, --seed, --simulate-llm, --simulate-pattern."""
     path = demo_dir() / "nodes.tsv"
-    _write_private(path, "".join(f"{hostname}\t{spec}\t{seed}\n" for hostname, spec, seed in rows))
+    _write_private(path, "".join("\t".join(map(str, row)) + "\n" for row in rows))
     return path

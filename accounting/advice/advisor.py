@@ -13,9 +13,11 @@ per day) and the curves of the fleets serving that model:
    Capacity in output tokens/day = load x GPUs x output tokens per request x 86,400.
 2. **Order.** Each fleet's score per output token is
    ``(1 - w) x cost / max cost + w x gCO2e / max gCO2e`` over the candidate fleets
-   (``w`` the class's carbon weight; gCO2e operational + embodied); unknown carbon
-   counts as the worst. With fleets in several currencies cost cannot be compared,
-   and the order is by carbon alone.
+   (``w`` the class's carbon weight; gCO2e operational + embodied); carbon with no
+   intensity known at all counts as the worst; with some hours unknown, the known kWh's
+   mean intensity stands in for the rest, said in the figures (with the share known).
+   Cost leaves out unpriced node-hours: such a fleet's cost is said to be a lower bound.
+   With fleets in several currencies cost cannot be compared, and the order is by carbon alone.
 3. **Allocation.** Fill the lowest-score fleet up to its capacity, then the next:
    with per-token figures fixed per fleet this greedy fill is the cheapest
    feasible mix. Demand beyond the fleets' summed capacity: infeasible, said so.
@@ -98,7 +100,7 @@ class FleetFit:
     llm_model: str
     currency: str
     hours: int
-    gpu_count: int
+    gpu_count: float  # fractional: a shared GPU's share (see LoadCurve.gpu_count)
     output_tokens_per_request: float | None
     capacity_rps_per_gpu: float
     capacity_output_tokens_per_day: float
@@ -109,6 +111,11 @@ class FleetFit:
     gco2e_per_1m_output_tokens: float | None
     it_j_per_output_token: float | None
     score: float | None = None
+    # Share (0-1) of the fleet's facility kWh with a known grid intensity: gCO2e takes the known kWh's mean
+    # intensity for the rest (see CurveBand.operational_gco2e_per_1m_output_tokens).
+    operational_coverage: float = 1.0
+    # Node-hours with no price, asset or tariff in force: their cost is missing, cost per 1M is a lower bound.
+    unpriced_node_hours: int = 0
 
 
 @dataclass(frozen=True)
@@ -297,6 +304,8 @@ def _fit(spec: ClassSpec, curve: LoadCurve, settings: AdvisorSettings) -> FleetF
         cost_per_1m_output_tokens=whole.cost_per_1m_output_tokens,
         gco2e_per_1m_output_tokens=whole.gco2e_per_1m_output_tokens,
         it_j_per_output_token=whole.it_j_per_output_token,
+        operational_coverage=whole.operational_coverage,
+        unpriced_node_hours=whole.unpriced_node_hours,
     )
 
 
@@ -528,8 +537,16 @@ def _fit_figures(fit: FleetFit) -> str:
         if fit.cost_per_1m_output_tokens is None
         else f"{fit.cost_per_1m_output_tokens:.4g} {fit.currency}"
     )
+    if fit.unpriced_node_hours and fit.cost_per_1m_output_tokens is not None:
+        cost = f"at least {cost} ({fit.unpriced_node_hours} node-hours unpriced, their cost missing)"
     carbon = "?" if fit.gco2e_per_1m_output_tokens is None else f"{fit.gco2e_per_1m_output_tokens:.4g}"
-    return f"{fit.fleet_name}: {cost} and {carbon} gCO2e per 1M output tokens"
+    gaps = ""
+    if fit.gco2e_per_1m_output_tokens is not None and fit.operational_coverage < 1:
+        gaps = (
+            f" (intensity known for {fit.operational_coverage:.0%} of its kWh: the rest taken at the known kWh's "
+            "mean intensity)"
+        )
+    return f"{fit.fleet_name}: {cost} and {carbon} gCO2e per 1M output tokens{gaps}"
 
 
 def _ms(value: float | None) -> str:

@@ -270,8 +270,9 @@ class LoadCurveRowSerializer(serializers.Serializer):
     gpu_class = serializers.CharField(allow_null=True, help_text="enterprise or consumer (the GPU profile's class)")
     llm_model = serializers.CharField(help_text="the served model name")
     currency = serializers.CharField()
-    gpu_count = serializers.IntegerField(
-        help_text="GPUs that served the model in its busiest hour (GPU-hours, shared by output tokens)"
+    gpu_count = number(
+        "GPUs that served the model in its busiest hour (its GPU-hours then, shared by output tokens; fractional "
+        "for a shared GPU)"
     )
     curve_hours = serializers.IntegerField(help_text="fleet-hours of the curve, all bands")
     band_low_rps_per_gpu = serializers.FloatField(help_text="band: requests/s per GPU, inclusive")
@@ -298,9 +299,17 @@ class LoadCurveRowSerializer(serializers.Serializer):
     cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     it_j_per_output_token = number("IT energy J / output tokens")
     facility_kwh_per_1m_output_tokens = number("facility kWh (after PUE) / output tokens x 1e6")
-    operational_gco2e_per_1m_output_tokens = number("location-based gCO2e / output tokens x 1e6")
+    operational_gco2e_per_1m_output_tokens = number(
+        "location-based gCO2e / output tokens x 1e6; over operational_coverage < 1, the known kWh's mean intensity "
+        "stands in for the rest"
+    )
     embodied_gco2e_per_1m_output_tokens = number("embodied gCO2e (central) / output tokens x 1e6")
     gco2e_per_1m_output_tokens = number("operational + embodied")
+    operational_coverage = number("share (0-1) of the band's facility kWh with a known grid intensity")
+    unpriced_node_hours = serializers.IntegerField(
+        help_text="node-hours with no price, asset or tariff in force: their cost is missing, so "
+        "cost_per_1m_output_tokens is a lower bound when this is above 0"
+    )
 
 
 class LoadCurvesReportView(ReportView):
@@ -332,11 +341,9 @@ class LoadCurvesReportView(ReportView):
         start, end = report_period(params)
         organization_ids = report_organization_ids(user=request.user, refs=params.get("organization", []))
         fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))
-        # Every model's hours are read, then the asked ones kept: a node-hour is shared among the models it
-        # served by output tokens, and read for one model alone it would be that model's whole.
-        curves = load_curves(organization_ids=organization_ids, start=start, end=end, fleet_ids=fleet_ids)
-        wanted = set(params.get("llm_model", []))
-        curves = [curve for curve in curves if not wanted or curve.key.llm_model in wanted]
+        # load_curves shares a node-hour among every model it served before keeping the asked ones.
+        curves = load_curves(organization_ids=organization_ids, start=start, end=end, fleet_ids=fleet_ids,
+                             llm_models=params.get("llm_model", []))  # fmt: skip
         rows = load_curve_rows(curves)
         if self.wants_csv(request):
             return csv_response(

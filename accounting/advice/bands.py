@@ -11,6 +11,12 @@ Allocation: a node-hour serving several LLM models shares its GPU-hours, cost,
 energy and carbon among them in proportion to their output tokens (by requests
 when no tokens were counted), the same allocation the ledger labels per model.
 
+Gaps: an hour with no known grid intensity leaves the known part of operational carbon, with
+its coverage (the share of facility kWh with a known intensity); per output token, the known
+kWh's mean intensity stands in for the rest (none known: unknown). Node-hours with no price,
+asset or tariff in force (the reports' unpriced hours) are counted per band: their cost is
+missing from the sums, so a cost per token over them is a lower bound.
+
 Units: loads in requests/s per GPU, TTFT in seconds (``*_s``), money as
 ``Decimal`` in the fleet's currency, energy in kWh and carbon in gCO2e as
 ``Decimal`` sums. Nothing here imports Django.
@@ -35,6 +41,7 @@ S_PER_H = 3600
 J_PER_KWH = 3.6e6
 TOKENS_PER_MILLION = Decimal(1_000_000)
 ZERO = Decimal(0)
+ONE = Decimal(1)
 
 MEASURED = "measured"
 LOWER_BOUND = "lower_bound"  # TGI's queue-time histogram: a lower bound of TTFT
@@ -75,6 +82,7 @@ class NodeHour:
     facility_kwh: Decimal
     operational_co2e_g: Decimal | None  # location-based; None: no intensity known
     embodied_co2e_g: Decimal  # central estimate
+    unpriced: bool = False  # no price, asset or tariff in force: the cost lacks that part
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +98,12 @@ class LoadHour:
     cost: Decimal
     it_kwh: Decimal
     facility_kwh: Decimal
-    operational_co2e_g: Decimal | None
+    operational_co2e_g: Decimal | None  # the known part; None: no intensity known in any of its kWh
     embodied_co2e_g: Decimal
     ttft: Histogram | None = None
     ttft_lower_bound: Histogram | None = None
+    unknown_intensity_kwh: Decimal = ZERO  # facility kWh with no known intensity
+    unpriced_node_hours: int = 0
 
     @property
     def rps_per_gpu(self) -> float:
@@ -114,10 +124,19 @@ class CurveBand:
     cost: Decimal
     it_kwh: Decimal
     facility_kwh: Decimal
-    operational_co2e_g: Decimal | None  # None when an hour had no known intensity
+    operational_co2e_g: Decimal | None  # the known part (see operational_coverage); None: none known
     embodied_co2e_g: Decimal
     ttft: Histogram | None
     ttft_basis: str | None  # "measured", "lower_bound" (TGI only), or None: no histogram
+    unknown_intensity_kwh: Decimal = ZERO  # facility kWh with no known intensity: not in operational_co2e_g
+    unpriced_node_hours: int = 0  # node-hours with no price in force: missing from cost (a lower bound)
+
+    @property
+    def operational_coverage(self) -> float:
+        """Share (0-1) of the band's facility kWh with a known intensity (1 without energy)."""
+        if self.facility_kwh <= 0:
+            return 1.0
+        return float(max(ONE - self.unknown_intensity_kwh / self.facility_kwh, ZERO))
 
     @property
     def rps_per_gpu(self) -> float:
@@ -150,9 +169,11 @@ class CurveBand:
 
     @property
     def operational_gco2e_per_1m_output_tokens(self) -> float | None:
-        if not self.generation_tokens or self.operational_co2e_g is None:
+        """The known part over its coverage (the known kWh's mean intensity for the rest), per 1M output tokens."""
+        coverage = self.operational_coverage
+        if not self.generation_tokens or self.operational_co2e_g is None or coverage <= 0:
             return None
-        return float(self.operational_co2e_g / self.generation_tokens * TOKENS_PER_MILLION)
+        return float(self.operational_co2e_g / self.generation_tokens * TOKENS_PER_MILLION) / coverage
 
     @property
     def embodied_gco2e_per_1m_output_tokens(self) -> float | None:
@@ -162,7 +183,7 @@ class CurveBand:
 
     @property
     def gco2e_per_1m_output_tokens(self) -> float | None:
-        """Operational (location-based) plus embodied; None when the operational part is unknown."""
+        """Operational (location-based, over its coverage) plus embodied; None when no intensity is known."""
         operational, embodied = self.operational_gco2e_per_1m_output_tokens, self.embodied_gco2e_per_1m_output_tokens
         return None if operational is None or embodied is None else operational + embodied
 
@@ -176,8 +197,9 @@ class LoadCurve:
     gpu_class: str | None  # "enterprise" / "consumer" (the GPU profile's class), None if unknown
     currency: str
     # GPUs that served the model in its busiest hour (a node serving several models shares its GPU-hours
-    # among them by output tokens): the GPUs the advisor spreads the class's load over.
-    gpu_count: int
+    # among them by output tokens): the GPUs the advisor spreads the class's load over. Fractional, not
+    # rounded: the load per GPU is per GPU-hour of that share, so capacity = load x this share.
+    gpu_count: float
     bands: tuple[CurveBand, ...]
     first_hour: datetime | None = None
     last_hour: datetime | None = None
@@ -258,6 +280,8 @@ def _part(line: NodeHour, model: str, usages: list[EndpointHour], share: Decimal
         embodied_co2e_g=line.embodied_co2e_g * share,
         ttft=histogram_merge(measured, coarsen=True),
         ttft_lower_bound=histogram_merge(lower, coarsen=True),
+        unknown_intensity_kwh=line.facility_kwh * share if line.operational_co2e_g is None else ZERO,
+        unpriced_node_hours=int(line.unpriced),
     )
 
 
@@ -279,16 +303,15 @@ def _load_hour_sum(hours: list[LoadHour]) -> LoadHour:
         embodied_co2e_g=sum((h.embodied_co2e_g for h in hours), ZERO),
         ttft=histogram_merge((h.ttft for h in hours if h.ttft is not None), coarsen=True),
         ttft_lower_bound=histogram_merge((h.ttft_lower_bound for h in hours if h.ttft_lower_bound), coarsen=True),
+        unknown_intensity_kwh=sum((h.unknown_intensity_kwh for h in hours), ZERO),
+        unpriced_node_hours=sum(h.unpriced_node_hours for h in hours),
     )
 
 
 def _known_sum(values: Iterable[Decimal | None]) -> Decimal | None:
-    total = ZERO
-    for value in values:
-        if value is None:
-            return None
-        total += value
-    return total
+    """The sum of the known values; None only when none is known (their coverage says how much is)."""
+    known = [value for value in values if value is not None]
+    return sum(known, ZERO) if known else None
 
 
 def curves_build(
@@ -322,9 +345,13 @@ def curves_build(
     return sorted(curves, key=lambda c: (c.fleet_name, c.key.fleet_id, c.key.gpu_model, c.key.llm_model, c.currency))
 
 
-def _gpus_serving(hours_by_band: Iterable[list[LoadHour]]) -> int:
-    """GPUs that served the model in its busiest hour: its GPU-hours in that hour (shared by tokens), rounded."""
-    return round(max((float(hour.gpu_h) for hours in hours_by_band for hour in hours), default=0.0))
+def _gpus_serving(hours_by_band: Iterable[list[LoadHour]]) -> float:
+    """GPUs that served the model in its busiest hour: its GPU-hours in that hour (shared by tokens).
+
+    Not rounded: a model holding 0.4 of a shared GPU has 0.4 GPU of capacity (rounding gave it none,
+    and 2.5 became 2); not ceil'd either, which would count a shared GPU once per model served on it.
+    """
+    return max((float(hour.gpu_h) for hours in hours_by_band for hour in hours), default=0.0)
 
 
 def _edges_check(edges: Sequence[float]) -> None:
@@ -355,6 +382,8 @@ def _band_of(low: float, high: float | None, hours: list[LoadHour]) -> CurveBand
         embodied_co2e_g=sum((h.embodied_co2e_g for h in hours), ZERO),
         ttft=ttft,
         ttft_basis=basis,
+        unknown_intensity_kwh=sum((h.unknown_intensity_kwh for h in hours), ZERO),
+        unpriced_node_hours=sum(h.unpriced_node_hours for h in hours),
     )
 
 
@@ -377,4 +406,6 @@ def bands_merge(bands: Sequence[CurveBand]) -> CurveBand:
         embodied_co2e_g=sum((b.embodied_co2e_g for b in bands), ZERO),
         ttft=ttft,
         ttft_basis=basis,
+        unknown_intensity_kwh=sum((b.unknown_intensity_kwh for b in bands), ZERO),
+        unpriced_node_hours=sum(b.unpriced_node_hours for b in bands),
     )

@@ -29,8 +29,10 @@ from typing import Any
 
 from django.db.models import (
     Aggregate,
+    BooleanField,
     Count,
     Exists,
+    ExpressionWrapper,
     F,
     FilteredRelation,
     OuterRef,
@@ -55,6 +57,7 @@ from accounting.advice.bands import (
     load_hours_merge,
 )
 from accounting.ledger.units import significant
+from accounting.reports.aggregates import unpriced_with_telemetry
 from accounting.reports.selectors.comparison import LOWER_BOUND_TTFT_KINDS
 from accounting.reports.selectors.lines import gpu_model_profiles
 from fleets.models import Fleet
@@ -88,25 +91,34 @@ def load_curves(
     Only nodes with several endpoints can have them, so without such nodes those reads
     and their test are skipped. All become parts of fleet-hours that ``load_hours_merge``
     adds up, as ``load_hours`` alone would.
+
+    ``llm_models`` keeps those models' curves only: a node-hour is still shared among every model it
+    served (which endpoint-hours make it shared, and the shares, are read unfiltered).
     """
-    usage = _served_usage(organization_ids, start, end, fleet_ids, llm_models)
+    # Every model's endpoint-hours decide whether a node-hour is shared, and its shares; the model filter
+    # applies to what is summed, and to the shared node-hours' parts once shared.
+    usage = _served_usage(organization_ids, start, end, fleet_ids)
+    wanted = frozenset(llm_models)
+    asked = usage.filter(endpoint__model_name__in=wanted) if wanted else usage
     lines_in = _LineScope(organization_ids, frozenset(fleet_ids))
-    several = _nodes_with_several_endpoints(organization_ids, fleet_ids, llm_models)
+    several = _nodes_with_several_endpoints(organization_ids, fleet_ids, wanted)
     if not several:
-        hours = load_hours_merge(_single_hours(_with_line(usage), lines_in))
+        hours = load_hours_merge(_single_hours(_with_line(asked), lines_in))
     else:
         others = usage.filter(
             endpoint__node_id=OuterRef("endpoint__node_id"), hour_start=OuterRef("hour_start")
         ).exclude(pk=OuterRef("pk"))
-        single = _with_line(usage.filter(~Exists(others)))
-        shared = _with_line(usage.filter(endpoint__node_id__in=several).filter(Exists(others)))
+        single = _with_line(asked.filter(~Exists(others)))
+        shared = usage.filter(endpoint__node_id__in=several).filter(Exists(others))
+        shared_parts = load_hours(*_shared_rows(_with_line(shared), lines_in))
         hours = load_hours_merge(
             itertools.chain(
                 _single_hours(single, lines_in),
-                load_hours(*_shared_rows(shared, lines_in)),
-                _single_hours(shared, lines_in, histograms_only=True),
+                (part for part in shared_parts if not wanted or part.key.llm_model in wanted),
+                _single_hours(_with_line(shared.filter(endpoint__model_name__in=wanted) if wanted else shared),
+                              lines_in, histograms_only=True),
             )
-        )
+        )  # fmt: skip
     fleet_names = dict(Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name"))
     profiles = gpu_model_profiles(organization_ids=organization_ids)
     return curves_build(
@@ -122,29 +134,27 @@ def _served_usage(
     start: datetime,
     end: datetime,
     fleet_ids: Collection[int],
-    llm_models: Collection[str],
 ) -> QuerySet[EndpointHourUsage]:
-    """The endpoint-hours that served anything (requests or output tokens) in the period, filtered."""
+    """The endpoint-hours that served anything (requests or output tokens) in the period, of every LLM model."""
     usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
     ).exclude(requests=0, generation_tokens=0)
     if fleet_ids:
         usage = usage.filter(endpoint__node__fleet_id__in=fleet_ids)
-    if llm_models:
-        usage = usage.filter(endpoint__model_name__in=llm_models)
     return usage
 
 
 def _nodes_with_several_endpoints(
     organization_ids: Collection[int], fleet_ids: Collection[int], llm_models: Collection[str]
 ) -> list[int]:
-    """Nodes with more than one (filtered) serving endpoint: the only ones whose node-hours may be shared."""
+    """Nodes with more than one serving endpoint (of any model), the only ones whose node-hours may be shared;
+    with ``llm_models``, only those with an endpoint of one of them."""
     endpoints = ServingEndpoint.objects.filter(node__fleet__organization_id__in=organization_ids)
     if fleet_ids:
         endpoints = endpoints.filter(node__fleet_id__in=fleet_ids)
-    if llm_models:
-        endpoints = endpoints.filter(model_name__in=llm_models)
     several = endpoints.values("node_id").annotate(n=Count("pk")).filter(n__gt=1).order_by()
+    if llm_models:
+        several = several.filter(node_id__in=endpoints.filter(model_name__in=llm_models).values("node_id"))
     return list(several.values_list("node_id", flat=True))
 
 
@@ -189,15 +199,18 @@ def _single_hours(
             s_requests=Sum("requests"),
             s_tokens=Sum("generation_tokens"),
             **{f"s_{name}": Sum(f"k_line__{name}") for name in figures},
-            n_unknown=Count("pk", filter=Q(k_line__location_co2e_g__isnull=True)),
+            s_unknown_kwh=Sum("k_line__facility_kwh", filter=Q(k_line__location_co2e_g__isnull=True)),
+            n_unpriced=Count("pk", filter=unpriced_with_telemetry("k_line__")),
             counts=_Joined(Cast("ttft_bucket_counts", TextField())),
         )
         .order_by()
-        .values_list(*keys, "s_requests", "s_tokens", *(f"s_{name}" for name in figures), "n_unknown", "counts")
+        .values_list(
+            *keys, "s_requests", "s_tokens", *(f"s_{name}" for name in figures), "s_unknown_kwh", "n_unpriced", "counts"
+        )
     )
     layouts: dict[str | None, tuple[float, ...]] = {}
     for (hour, organization_id, fleet_id, gpu_model, currency, llm_model, kind, bounds, requests, tokens,
-         gpu_h, cost, it_kwh, facility_kwh, operational, embodied, unknown, counts) in rows:  # fmt: skip
+         gpu_h, cost, it_kwh, facility_kwh, operational, embodied, unknown_kwh, unpriced, counts) in rows:  # fmt: skip
         if (organization_id, fleet_id) not in lines_in:
             continue
         if bounds not in layouts:
@@ -209,7 +222,7 @@ def _single_hours(
                 yield LoadHour(
                     key=CurveKey(fleet_id, gpu_model, llm_model), currency=currency, hour_start=hour, requests=0,
                     generation_tokens=0, gpu_h=ZERO, cost=ZERO, it_kwh=ZERO, facility_kwh=ZERO,
-                    operational_co2e_g=ZERO, embodied_co2e_g=ZERO, ttft=None if lower else ttft,
+                    operational_co2e_g=None, embodied_co2e_g=ZERO, ttft=None if lower else ttft,
                     ttft_lower_bound=ttft if lower else None,
                 )  # fmt: skip
             continue
@@ -223,10 +236,12 @@ def _single_hours(
             cost=cost,
             it_kwh=it_kwh,
             facility_kwh=facility_kwh,
-            operational_co2e_g=None if unknown else operational,
+            operational_co2e_g=operational,  # the known lines' sum (SQL leaves NULLs out); None: none known
             embodied_co2e_g=embodied,
             ttft=None if lower else ttft,
             ttft_lower_bound=ttft if lower else None,
+            unknown_intensity_kwh=unknown_kwh or ZERO,
+            unpriced_node_hours=unpriced,
         )
 
 
@@ -240,9 +255,10 @@ def _shared_rows(
     line_columns = ("node_id", "hour_start", "fleet_id", "gpu_model", "currency", "gpu_h", "cost", "it_kwh",
                     "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")  # fmt: skip
     columns = ("endpoint__model_name", "requests", "generation_tokens", "k_line__organization_id",
-               *(f"k_line__{name}" for name in line_columns))  # fmt: skip
+               *(f"k_line__{name}" for name in line_columns), "k_unpriced")  # fmt: skip
     endpoint_hours, node_hours = [], {}
-    for model, requests, tokens, organization_id, *line in shared.values_list(*columns):
+    unpriced = ExpressionWrapper(unpriced_with_telemetry("k_line__"), output_field=BooleanField())
+    for model, requests, tokens, organization_id, *line in shared.annotate(k_unpriced=unpriced).values_list(*columns):
         node_hour = NodeHour(*line)  # the columns in NodeHour's field order
         if (organization_id, node_hour.fleet_id) not in lines_in:
             continue
@@ -328,7 +344,7 @@ def load_curve_rows(curves: Sequence[LoadCurve]) -> list[dict[str, Any]]:
                     "gpu_class": curve.gpu_class,
                     "llm_model": curve.key.llm_model,
                     "currency": curve.currency,
-                    "gpu_count": curve.gpu_count,
+                    "gpu_count": _unit(curve.gpu_count),
                     "curve_hours": curve.hours,
                     "band_low_rps_per_gpu": band.low_rps_per_gpu,
                     "band_high_rps_per_gpu": band.high_rps_per_gpu,
@@ -346,6 +362,8 @@ def load_curve_rows(curves: Sequence[LoadCurve]) -> list[dict[str, Any]]:
                     "operational_gco2e_per_1m_output_tokens": _unit(band.operational_gco2e_per_1m_output_tokens),
                     "embodied_gco2e_per_1m_output_tokens": _unit(band.embodied_gco2e_per_1m_output_tokens),
                     "gco2e_per_1m_output_tokens": _unit(band.gco2e_per_1m_output_tokens),
+                    "operational_coverage": _unit(band.operational_coverage),
+                    "unpriced_node_hours": band.unpriced_node_hours,
                 }
             )
     return rows

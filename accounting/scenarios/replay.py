@@ -11,10 +11,14 @@ the changes then act on the buckets, never on the stored ledger:
 3. ``tenure``: hardware = GPU-hours x rent, or x (capex / life + opex); rent with
    power included has no electricity line; without, kWh once included are unpriced.
 4. ``move`` tariff: electricity = facility kWh not included in rent x the price.
-5. ``lifetime``: embodied x L / (L + extra) (the remaining-life rule of
-   ``accounting.ledger.embodied`` with the longer life; second-hand cards carry the
-   same rate), L the GPU model's expected life; second-hand cards cost the purchase
-   price over the years left to them instead of the hardware cost measured.
+5. ``lifetime``: embodied x (rate over the longer life) / (rate the ledger used), by the
+   remaining-life rule of ``accounting.ledger.embodied``, per card: the ledger's card has
+   the GPU model's expected life L, its asset's prior use p and own expected years o (none:
+   the rest of L); kept ``extra`` years longer it has life L + extra, and own years
+   o + extra (none: the rest). A new card with no own years: L / (L + extra). A change's
+   second-hand cards (``prior_use_years``) carry the rate of that prior use over
+   L + extra, and cost the purchase price over the years left to them instead of the
+   hardware cost measured.
 6. ``routing`` (on the fleets' sums): the moved output tokens leave the source fleet
    with its per-output-token figures and reach the target with the target's.
 """
@@ -60,8 +64,14 @@ LEDGER_COLUMNS = (
     "embodied_co2e_g_high",
     "prompt_tokens",
     "generation_tokens",
+    "node_id",
 )
-"""The stored ledger's columns the replay reads, in the order ``Replay.add`` takes them."""
+"""The stored ledger's columns the replay reads, in the order ``Replay.add`` takes them (the node last,
+optional: it finds the cards' lives in ``Replay(node_lives=...)``)."""
+
+LifeKey = tuple[tuple[Decimal, Decimal | None], ...]
+"""The lives the ledger amortised a node's cards over: per card, (prior use years, own expected years or
+``None``: the rest of the GPU model's life); empty: new cards over the GPU model's life."""
 
 USAGE_COLUMNS = ("fleet_id", "hour_start", "llm_model", "kind", "prompt_tokens", "generation_tokens", "requests",
                  "bounds_s", "counts")  # fmt: skip
@@ -123,7 +133,7 @@ def sums_total(parts: Iterable[Sums]) -> Sums:
     return total
 
 
-BucketKey = tuple[int, int, str, Decimal, datetime]  # fleet, site, GPU model, PUE, hour
+BucketKey = tuple[int, int, str, Decimal, datetime, LifeKey]  # fleet, site, GPU model, PUE, hour, cards' lives
 
 
 @dataclass(frozen=True)
@@ -139,7 +149,8 @@ class ReplayInputs:
 class Replay:
     """Sums the measured rows in one pass (``add``, ``add_usage``), then ``run`` applies the changes."""
 
-    def __init__(self) -> None:
+    def __init__(self, node_lives: Mapping[int, LifeKey] | None = None) -> None:
+        self.node_lives: Mapping[int, LifeKey] = node_lives or {}
         self.buckets: dict[BucketKey, Sums] = {}
         self.usage: dict[tuple[int, str], ModelUsage] = defaultdict(ModelUsage)
         self.currencies: set[str] = set()
@@ -148,8 +159,8 @@ class Replay:
     def add(self, row: tuple) -> None:
         """One stored ledger row, its values in ``LEDGER_COLUMNS`` order."""
         (fleet, site, gpu_model, pue, hour, held, gpu_h, it, facility, status, electricity, hardware, location,
-         low, central, high, prompt, generation) = row  # fmt: skip
-        key = (fleet, site, gpu_model, pue, hour)
+         low, central, high, prompt, generation, *node) = row  # fmt: skip
+        key = (fleet, site, gpu_model, pue, hour, self.node_lives.get(node[0], ()) if node else ())
         sums = self.buckets.get(key)
         if sums is None:
             sums = self.buckets[key] = Sums()
@@ -199,7 +210,7 @@ class Replay:
                 routed[change] = _route(change, scenario, models)
         lives = {c.fleet: self._lifetime_curve(c, inputs.lifetime_years) for c in inputs.changes if _is_life(c)}
         gpu_h: dict[int, dict[datetime, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
-        for (fleet, _, _, _, hour), sums in self.buckets.items():
+        for (fleet, _, _, _, hour, _), sums in self.buckets.items():
             gpu_h[fleet][hour] += sums.gpu_h
         return Outcome(dict(actual), dict(scenario), self.usage, models, routed, notes, self.rows, lives, gpu_h)
 
@@ -211,10 +222,10 @@ class Replay:
         for extra in steps:
             step = LifetimeChange(change.fleet, extra, prior_use_years=change.prior_use_years)
             embodied, location, tokens = ZERO, ZERO, ZERO
-            for (fleet, _, gpu_model, _, _), sums in self.buckets.items():
+            for (fleet, _, gpu_model, _, _, cards), sums in self.buckets.items():
                 if fleet == change.fleet:
                     life = lives.get(gpu_model)
-                    factor = lifetime_factor(life, step) if life is not None and extra else ONE
+                    factor = lifetime_factor(life, step, cards) if life is not None and extra else ONE
                     embodied += sums.embodied_co2e_g_central * factor
                     location, tokens = location + sums.location_co2e_g, tokens + sums.generation_tokens
             points.append(LifePoint(extra, embodied, location, tokens))
@@ -259,7 +270,7 @@ def _node_factors(buckets: Mapping[BucketKey, Sums], changes: list[NodesChange])
     """Per (fleet, GPU model, hour): ``(n + N) / n`` (0 at most all removed), n its node-hours then."""
     wanted = {(c.fleet, c.gpu_model): c.nodes for c in changes}
     counts: dict[tuple, int] = defaultdict(int)
-    for (fleet, _, gpu_model, _, hour), sums in buckets.items():
+    for (fleet, _, gpu_model, _, hour, _), sums in buckets.items():
         if (fleet, gpu_model) in wanted:
             counts[(fleet, gpu_model, hour)] += sums.rows
     for fleet, gpu_model in wanted:
@@ -269,7 +280,7 @@ def _node_factors(buckets: Mapping[BucketKey, Sums], changes: list[NodesChange])
 
 
 def _bucket_scenario(key: BucketKey, sums: Sums, inputs: ReplayInputs, factor: Decimal | None) -> Sums:
-    fleet, _, gpu_model, pue, hour = key
+    fleet, _, gpu_model, pue, hour, cards = key
     result = sums.scaled(factor) if factor is not None else sums.scaled(ONE)
     for change in inputs.changes:
         if isinstance(change, MoveChange) and change.fleet == fleet:
@@ -286,7 +297,7 @@ def _bucket_scenario(key: BucketKey, sums: Sums, inputs: ReplayInputs, factor: D
             result.facility_kwh_priced = result.facility_kwh - result.facility_kwh_included
     for change in inputs.changes:
         if isinstance(change, LifetimeChange) and change.fleet == fleet:
-            _lifetime(result, change, inputs.lifetime_years.get(gpu_model))
+            _lifetime(result, change, inputs.lifetime_years.get(gpu_model), cards)
     return result
 
 
@@ -316,18 +327,33 @@ def _tenure(sums: Sums, change: TenureChange) -> None:
     sums.facility_kwh_included = ZERO  # power once in the rent is now unpriced, unless a tariff is given
 
 
-def lifetime_factor(life_years: Decimal, change: LifetimeChange) -> Decimal:
-    """Embodied per hour with the longer life over embodied per hour over ``life_years`` (a new card)."""
-    base = embodied_rate_g_per_h(EmbodiedAsset(EmbodiedKg(ONE, ONE, ONE), h_from_years(life_years))).central
-    prior_h = h_from_years(change.prior_use_years or ZERO)
-    longer = EmbodiedAsset(EmbodiedKg(ONE, ONE, ONE), h_from_years(life_years + change.extra_years), prior_h)
-    return embodied_rate_g_per_h(longer).central / base
+def lifetime_factor(life_years: Decimal, change: LifetimeChange, cards: LifeKey = ()) -> Decimal:
+    """Embodied per hour with the longer life over embodied per hour as the ledger amortised the cards.
+
+    ``cards``: per card, the (prior use, own expected) years the ledger used (``LifeKey``); empty: one new
+    card over ``life_years``. The cards share the GPU model's embodied kg, so their rates add up.
+    """
+    unit = EmbodiedKg(ONE, ONE, ONE)
+    used, longer = ZERO, ZERO
+    for prior_years, own_years in cards or ((ZERO, None),):
+        prior_h = h_from_years(prior_years)
+        own_h = None if own_years is None else h_from_years(own_years)
+        used += embodied_rate_g_per_h(EmbodiedAsset(unit, h_from_years(life_years), prior_h, own_h)).central
+        life_h = h_from_years(life_years + change.extra_years)
+        if change.prior_use_years is not None:  # the change's second-hand cards
+            kept = EmbodiedAsset(unit, life_h, h_from_years(change.prior_use_years))
+        else:
+            kept = EmbodiedAsset(
+                unit, life_h, prior_h, None if own_h is None else own_h + h_from_years(change.extra_years)
+            )
+        longer += embodied_rate_g_per_h(kept).central
+    return longer / used if used else ONE
 
 
-def _lifetime(sums: Sums, change: LifetimeChange, life_years: Decimal | None) -> None:
+def _lifetime(sums: Sums, change: LifetimeChange, life_years: Decimal | None, cards: LifeKey = ()) -> None:
     if life_years is None:
         return
-    factor = lifetime_factor(life_years, change)
+    factor = lifetime_factor(life_years, change, cards)
     sums.embodied_co2e_g_low *= factor
     sums.embodied_co2e_g_central *= factor
     sums.embodied_co2e_g_high *= factor

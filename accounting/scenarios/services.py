@@ -28,6 +28,7 @@ from accounting.profiles import hardware_profiles
 from accounting.scenarios.changes import (
     Change,
     ChangeInvalid,
+    LifetimeChange,
     MoveChange,
     RoutingChange,
     change_fleets,
@@ -35,9 +36,9 @@ from accounting.scenarios.changes import (
     changes_parse,
 )
 from accounting.scenarios.models import Scenario
-from accounting.scenarios.replay import LEDGER_COLUMNS, Replay, ReplayError, ReplayInputs
+from accounting.scenarios.replay import LEDGER_COLUMNS, LifeKey, Replay, ReplayError, ReplayInputs
 from accounting.scenarios.result import ClassSpec, result_json
-from fleets.models import Fleet, Organization
+from fleets.models import Fleet, Gpu, Organization
 from telemetry.models import EndpointHourUsage
 
 logger = logging.getLogger(__name__)
@@ -191,6 +192,24 @@ def _finish(scenario_id: int, **values: Any) -> None:
     Scenario.objects.filter(pk=scenario_id).update(finished_at=timezone.now(), **values)
 
 
+def _node_lives(organization: Organization) -> dict[int, LifeKey]:
+    """Per node with a GPU asset, the lives the ledger amortised its cards over (``replay.LifeKey``): per card,
+    its asset's prior use and own expected years; a card without an asset: new, over its model's life."""
+    cards: dict[int, list[tuple[Decimal, Decimal | None]]] = {}
+    gpus = Gpu.objects.filter(node__fleet__organization=organization).values_list(
+        "node_id", "asset__prior_use_years", "asset__expected_own_years"
+    )
+    for node_id, prior, own in gpus.order_by():
+        cards.setdefault(node_id, []).append((prior or Decimal(0), own))
+    # Sorted, so that nodes with the same cards share buckets; nodes whose every card is new over its
+    # model's life keep the default (empty) key.
+    return {
+        node: tuple(sorted(lives, key=lambda card: (card[0], card[1] is not None, card[1] or 0)))
+        for node, lives in cards.items()
+        if any(prior or own for prior, own in lives)
+    }
+
+
 def scenario_replay(*, scenario: Scenario) -> dict[str, Any]:
     """The result of replaying ``scenario`` on its organization's stored ledger (which it only reads)."""
     changes = changes_parse(scenario.changes)
@@ -203,7 +222,8 @@ def scenario_replay(*, scenario: Scenario) -> dict[str, Any]:
         raise ReplayError("the period's sites use several currencies: a scenario needs one")
     total = rows.count()
     Scenario.objects.filter(pk=scenario.pk).update(node_hours_total=total)
-    replay = Replay()
+    lifetime = any(isinstance(change, LifetimeChange) for change in changes)
+    replay = Replay(node_lives=_node_lives(organization) if lifetime else None)
     for done, row in enumerate(rows.values_list(*LEDGER_COLUMNS).iterator(chunk_size=CHUNK_ROWS), 1):
         replay.add(row)
         if done % PROGRESS_EVERY_ROWS == 0:

@@ -30,7 +30,11 @@ def make_backend(settings: Settings, book: EpochBook) -> GpuBackend:
     if settings.simulate:
         resets_s = round(settings.simulate_resets_h * 3600) or None
         return SimulatedBackend(
-            list(settings.simulate), seed=settings.seed, hostname=settings.hostname, resets_every_s=resets_s
+            list(settings.simulate),
+            seed=settings.seed,
+            hostname=settings.hostname,
+            resets_every_s=resets_s,
+            pattern=settings.simulate_pattern,
         )
     return NvmlBackend(book=book)
 
@@ -48,7 +52,11 @@ def make_serving(settings: Settings, backend: GpuBackend, book: EpochBook, start
     if settings.simulate_serving and isinstance(backend, SimulatedBackend):
         restarts_s = round(settings.simulate_serving_restarts_h * 3600) or None
         simulated = SimulatedVllmEndpoint(
-            backend, hostname=settings.hostname, started_at=started_at, restarts_every_s=restarts_s
+            backend,
+            hostname=settings.hostname,
+            started_at=started_at,
+            restarts_every_s=restarts_s,
+            llm=settings.simulate_llm,
         )
         sources.append(simulated)
     return sources

@@ -22,7 +22,8 @@ from typing import Any
 
 from .hostmeter import host_meter_from_spec
 from .serving import ServingTarget, parse_serving_target
-from .simulated import MODELS, GpuModel, parse_simulate_spec
+from .simprofiles import LLMS
+from .simulated import MODELS, PATTERNS, GpuModel, parse_simulate_spec
 from .spool import DEFAULT_MAX_BYTES, default_spool_dir
 
 ENV_PREFIX = "WATTLEDGER_"
@@ -54,6 +55,8 @@ class Settings:
     end: datetime | None
     log_level: str
     host_meter: str = "none"
+    simulate_llm: str = LLMS["8b"]
+    simulate_pattern: str = "steady"
 
     @property
     def backfill(self) -> bool:
@@ -127,6 +130,20 @@ def _resets(value: Any) -> float:
     if hours < 0 or (0 < hours < 1 / 60):
         raise ValueError(f"must be 0 (off) or at least one minute (in hours), got {value!r}")
     return hours
+
+
+def _llm(value: Any) -> str:
+    """A short name (8b, 14b) or the full name of a simulated LLM."""
+    name = LLMS.get(str(value).lower(), str(value))
+    if name not in LLMS.values():
+        raise ValueError(f"unknown LLM {value!r}; known: {', '.join(LLMS)} ({', '.join(LLMS.values())})")
+    return name
+
+
+def _pattern(value: Any) -> str:
+    if str(value) not in PATTERNS:
+        raise ValueError(f"unknown load pattern {value!r}; known: {', '.join(PATTERNS)}")
+    return str(value)
 
 
 def _hostname(value: Any) -> str:
@@ -240,8 +257,23 @@ OPTIONS: tuple[Option, ...] = (
         "simulate-serving",
         _bool,
         False,
-        "with --simulate: also simulate a vLLM endpoint serving an 8B model on the node's GPUs",
+        "with --simulate: also simulate a vLLM endpoint serving one LLM (--simulate-llm) on the node's GPUs",
         flag=True,
+    ),
+    Option(
+        "simulate-llm",
+        _llm,
+        LLMS["8b"],
+        f"with --simulate-serving: the LLM served, {' or '.join(LLMS)} (default 8b: {LLMS['8b']})",
+        "LLM",
+    ),
+    Option(
+        "simulate-pattern",
+        _pattern,
+        "steady",
+        f"with --simulate: the weekly load pattern, {', '.join(PATTERNS)} (default steady: every day alike; "
+        "spare: idle nights and weekend hours)",
+        "NAME",
     ),
     Option(
         "simulate-resets",
@@ -404,6 +436,8 @@ def _settings(v: dict[str, Any]) -> Settings:
         simulate_resets_h=v["simulate-resets"],
         simulate_serving_restarts_h=v["simulate-serving-restarts"],
         seed=v["seed"],
+        simulate_llm=v["simulate-llm"],
+        simulate_pattern=v["simulate-pattern"],
         start=v["start"],
         end=v["end"],
         log_level=v["log-level"],

@@ -1,15 +1,19 @@
-"""A simulated vLLM endpoint on a simulated node: tokens and TTFT that follow the GPUs' load.
+"""A simulated vLLM endpoint on a simulated node: one LLM, tokens, TTFT and inter-token latency that follow load.
 
-Throughput: each GPU generates ``model.generation_tokens_per_s`` at full load
-(an 8B FP16 model: ~6k tokens/s on an H100 SXM, ~3.3k on an RTX 4090) times
-its load, so the generation-token counter is the exact integral of the GPUs'
-load since the server started (O(1), see :mod:`.simulated`). Prompts are
-``PROMPT_TOKENS_PER_GENERATED`` times as long as answers, which average
-``GENERATED_TOKENS_PER_REQUEST`` tokens.
+The node serves one LLM (``llm``, a full model name of :mod:`.simprofiles`) on
+all its GPUs. Throughput: each GPU generates its profile's output tokens/s at
+full load (measured by the study: on an H100 PCIe, Llama 3 8B 2,693 and the
+14B 1,507; on an RTX 4090, 1,646 and 312) times the node's load, so the
+generation-token counter is the exact integral of the load since the server
+started (O(1), see :mod:`.simulated`). Requests and prompts have the study's
+ShareGPT shape: ``GENERATED_TOKENS_PER_REQUEST`` output tokens per request, as
+many prompt tokens as output tokens.
 
-TTFT: log-normal, its P99 rising with load from the model's no-load to its
-full-load value (H100 SXM 35→75 ms, RTX 4090 110→330 ms); the slowest GPU
-model of the node sets it. Bucket counts use vLLM's real default bounds.
+TTFT and inter-token latency: log-normal, their P50 and P99 at the current load
+interpolated between the study's measured points; the slowest GPU model of the
+node sets them. Bucket counts use vLLM's real default bounds. Every output
+token but a request's first is one inter-token observation, as in vLLM's
+``time_per_output_token`` histogram.
 
 The server "starts" with the simulation (or when the simulated driver
 reloads, or every ``restarts_every_s`` after its first start), so its counters
@@ -23,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 from .backend import EndpointIdentity, ServingReading
+from .simprofiles import LLAMA_8B, Quantiles, serving_profile
 from .simulated import SimulatedBackend
 
 # vllm/v1/metrics/loggers.py: buckets of vllm:time_to_first_token_seconds
@@ -30,31 +35,44 @@ VLLM_TTFT_BUCKETS_S = (
     0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
     1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
 )  # fmt: skip
-SIM_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-PROMPT_TOKENS_PER_GENERATED = 2.0
-GENERATED_TOKENS_PER_REQUEST = 256.0
-TTFT_SIGMA = 0.45  # log-normal shape: P99 is 2.85 x the median
+# vllm/v1/metrics/loggers.py: buckets of vllm:time_per_output_token_seconds
+VLLM_ITL_BUCKETS_S = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75,
+    1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+)  # fmt: skip
+SIM_MODEL = LLAMA_8B
+# The study's ShareGPT runs: 200 requests, ~41,200 prompt and ~40,400 output tokens (8B).
+PROMPT_TOKENS_PER_GENERATED = 1.0
+GENERATED_TOKENS_PER_REQUEST = 202.0
 Z_99 = 2.326
 
 
 @dataclass
 class _Histogram:
     epoch: str = ""
-    requests: int = 0
+    observed: int = 0  # observations so far in this epoch
     counts: list[float] = field(default_factory=list)
     sum_s: float = 0.0
 
 
 class SimulatedVllmEndpoint:
     def __init__(
-        self, backend: SimulatedBackend, *, hostname: str, started_at: float, restarts_every_s: int | None = None
+        self,
+        backend: SimulatedBackend,
+        *,
+        hostname: str,
+        started_at: float,
+        restarts_every_s: int | None = None,
+        llm: str = SIM_MODEL,
     ) -> None:
         self.backend = backend
+        self.llm = llm
         self.url = f"sim://{hostname}/vllm/metrics"
         self._started_at = math.floor(started_at)
         self._restarts_every_s = restarts_every_s
-        self._p99_s = max((gpu.model.ttft_p99_s for gpu in backend.gpus), key=lambda p: p[1])
-        self._ttft = _Histogram()
+        self.profiles = {gpu.model.key: serving_profile(gpu.model.key, llm) for gpu in backend.gpus}
+        self._tokens_per_load_s = sum(self.profiles[gpu.model.key].output_tokens_per_s_per_gpu for gpu in backend.gpus)
+        self._histograms = {"ttft": _Histogram(), "itl": _Histogram()}
 
     def process_start(self, ts: float) -> int:
         """When the simulated server last started: with the simulation, its latest restart, or driver reload."""
@@ -65,45 +83,56 @@ class SimulatedVllmEndpoint:
 
     def generated_tokens(self, ts: float) -> float:
         start = self.process_start(ts)
-        return sum(
-            gpu.model.generation_tokens_per_s * self.backend.load_integral(gpu, start, ts) for gpu in self.backend.gpus
-        )
+        return self._tokens_per_load_s * self.backend.load.integral(start, ts)
 
     def read(self, ts: float) -> ServingReading:
         generated = self.generated_tokens(ts)
         identity = self._identity(ts)
         requests = math.floor(generated / GENERATED_TOKENS_PER_REQUEST)
-        counts, sum_s = self._observe(identity.epoch, requests, self._mean_load(ts))
+        load = self.backend.load.at(ts)
+        counts, sum_s = self._observe("ttft", identity.epoch, requests, self.ttft_at(load), VLLM_TTFT_BUCKETS_S)
+        itl_counts, itl_sum_s = self._observe(
+            "itl", identity.epoch, max(0, math.floor(generated) - requests), self.itl_at(load), VLLM_ITL_BUCKETS_S
+        )
         return ServingReading(
             identity, ts, math.floor(PROMPT_TOKENS_PER_GENERATED * generated), math.floor(generated),
-            requests, counts, sum_s,
+            requests, counts, sum_s, itl_bucket_counts=itl_counts, itl_sum_s=itl_sum_s,
         )  # fmt: skip
+
+    def ttft_at(self, load: float) -> Quantiles:
+        """The slowest GPU model's TTFT quantiles at ``load``."""
+        return max((p.ttft_at(load) for p in self.profiles.values()), key=lambda q: q.p99_s)
+
+    def itl_at(self, load: float) -> Quantiles:
+        return max((p.itl_at(load) for p in self.profiles.values()), key=lambda q: q.p99_s)
+
+    def _observe(
+        self, metric: str, epoch: str, total: int, q: Quantiles, bounds: tuple[float, ...]
+    ) -> tuple[tuple[int, ...], float]:
+        """Add the observations since the last read (``total`` so far this epoch) to a cumulative histogram."""
+        h = self._histograms[metric]
+        if h.epoch != epoch:
+            self._histograms[metric] = h = _Histogram(epoch, 0, [0.0] * len(bounds), 0.0)
+        new = max(0, total - h.observed)
+        sigma = lognormal_sigma(q)
+        for i, bound in enumerate(bounds):
+            h.counts[i] += new * lognormal_cdf(bound, q.p50_s, sigma)
+        h.sum_s += new * q.p50_s * math.exp(sigma**2 / 2)
+        h.observed = total
+        return (*(min(total, math.floor(c + 1e-6)) for c in h.counts), total), round(h.sum_s, 6)
 
     def _identity(self, ts: float) -> EndpointIdentity:
         uuids = tuple(gpu.uuid for gpu in self.backend.gpus)
         epoch = f"{float(self.process_start(ts))}"
-        return EndpointIdentity(self.url, "vllm", SIM_MODEL, uuids, epoch, VLLM_TTFT_BUCKETS_S)
-
-    def _mean_load(self, ts: float) -> float:
-        return sum(self.backend.load_at(gpu, ts) for gpu in self.backend.gpus) / len(self.backend.gpus)
-
-    def _observe(self, epoch: str, requests: int, load: float) -> tuple[tuple[int, ...], float]:
-        """Add the requests finished since the last read to the cumulative TTFT histogram."""
-        h = self._ttft
-        if h.epoch != epoch:
-            self._ttft = h = _Histogram(epoch, 0, [0.0] * len(VLLM_TTFT_BUCKETS_S), 0.0)
-        new = max(0, requests - h.requests)
-        median_s = self._median_s(load)
-        for i, bound in enumerate(VLLM_TTFT_BUCKETS_S):
-            h.counts[i] += new * _lognormal_cdf(bound, median_s)
-        h.sum_s += new * median_s * math.exp(TTFT_SIGMA**2 / 2)
-        h.requests = requests
-        return (*(min(requests, math.floor(c + 1e-6)) for c in h.counts), requests), round(h.sum_s, 6)
-
-    def _median_s(self, load: float) -> float:
-        low, high = self._p99_s
-        return (low + (high - low) * load**2) / math.exp(Z_99 * TTFT_SIGMA)
+        return EndpointIdentity(
+            self.url, "vllm", self.llm, uuids, epoch, VLLM_TTFT_BUCKETS_S, itl_bucket_bounds_s=VLLM_ITL_BUCKETS_S
+        )
 
 
-def _lognormal_cdf(x: float, median: float) -> float:
-    return 0.5 * (1 + math.erf(math.log(x / median) / (TTFT_SIGMA * math.sqrt(2))))
+def lognormal_sigma(q: Quantiles) -> float:
+    """The shape that puts P99 at ``q.p99_s`` for a median of ``q.p50_s`` (at least 0.05)."""
+    return max(0.05, math.log(q.p99_s / q.p50_s) / Z_99)
+
+
+def lognormal_cdf(x: float, median: float, sigma: float) -> float:
+    return 0.5 * (1 + math.erf(math.log(x / median) / (sigma * math.sqrt(2))))

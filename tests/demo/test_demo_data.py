@@ -62,10 +62,14 @@ def test_hours_not_over_yet_are_forecasts() -> None:
 
 def test_every_consumer_node_is_a_4090_box_and_every_enterprise_node_8_h100() -> None:
     nodes = {fleet.name: [n for n in fleet.nodes] for fleet in spec.FLEETS}
-    assert [n.simulate for n in nodes["enterprise"]] == ["h100-sxm:8"] * 2
+    assert [n.simulate for n in nodes["enterprise"]] == ["h100-pcie:8"] * 2
     assert [n.simulate for n in nodes["consumer"]] == ["rtx-4090:4"] * 6
     assert sorted(n.tenure for n in nodes["consumer"]) == ["owned"] * 4 + ["rented"] * 2
     assert all(len(n.assets) in (0, n.gpu_count) for _, n in spec.all_nodes())
+    # both LLMs on both fleets; the consumer fleet has idle hours, the enterprise fleet none
+    assert all(sorted({n.llm for n in fleet_nodes}) == ["14b", "8b"] for fleet_nodes in nodes.values())
+    patterns = {fleet.name: fleet.load_pattern for fleet in spec.FLEETS}
+    assert patterns == {"enterprise": "office", "consumer": "spare"}
 
 
 class FakeStream:

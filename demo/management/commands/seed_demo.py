@@ -19,7 +19,7 @@ from demo import spec
 from demo.backfill import BackfillError
 from demo.seed import NothingToResume, SeedOptions, SeedReport, demo_seed, history_settings, rest_options, window
 from demo.server import ServerError
-from demo.summary import fleet_figures
+from demo.summary import fleet_figures, llm_figures
 from demo.tokens import demo_dir
 
 
@@ -138,4 +138,25 @@ class Command(BaseCommand):
                 + (f"{p99 * 1000:>8.0f} ms" if p99 is not None else f"{'-':>11}")
                 + (f"{joules:>10.4f}" if joules is not None else f"{'-':>10}")
                 + (f"{grams:>14.4f}" if grams is not None else f"{'-':>14}")
+            )
+        self._llm_figures(report, options)
+
+    def _llm_figures(self, report: SeedReport, options: SeedOptions) -> None:
+        """The study's table: per fleet and LLM, per output token (J: IT energy, as above)."""
+        self.stdout.write(
+            f"{'fleet':<12}{'LLM':<42}{'cost/1M output':>16}{'P99 TTFT':>11}{'J/output':>10}{'idle share':>12}"
+        )
+        for row in llm_figures(organization=report.organization, start=report.since, end=options.end):
+            cost, p99, joules, idle = (
+                row.cost_per_1m_output_tokens,
+                row.p99_ttft_s,
+                row.j_per_output_token,
+                row.idle_share,
+            )
+            self.stdout.write(
+                f"{row.fleet:<12}{row.llm[:41]:<42}"
+                + (f"{cost:>16.4f}" if cost is not None else f"{'-':>16}")
+                + (f"{p99 * 1000:>8.0f} ms" if p99 is not None else f"{'-':>11}")
+                + (f"{joules:>10.4f}" if joules is not None else f"{'-':>10}")
+                + (f"{idle:>12.1%}" if idle is not None else f"{'-':>12}")
             )

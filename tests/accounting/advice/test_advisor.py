@@ -195,3 +195,35 @@ def test_a_deferrable_run_is_as_long_as_the_recommended_fleet_and_gpu_model_need
     # (not 1, as if the A100s of the same fleet, never recommended, ran it too)
     assert run_hours(advice, output_tokens_per_day=100_000_000, deadline_h=24) == 2
     assert run_hours(advice, output_tokens_per_day=100_000_000, deadline_h=1) == 1
+
+
+def _with_gaps(fleet, *, unknown_kwh="0", unpriced=0):
+    from dataclasses import replace
+
+    bands = tuple(replace(b, unknown_intensity_kwh=Decimal(unknown_kwh), unpriced_node_hours=unpriced)
+                  for b in fleet.bands)  # fmt: skip
+    return replace(fleet, bands=bands)
+
+
+def test_a_fleet_with_some_hours_of_unknown_intensity_is_ranked_on_its_known_part_and_says_so():
+    # consumer: 40 kg known over half its kWh (600 of 1200 per band unknown): 40 / 0.5 = 80 + 20 embodied
+    # = 100 gCO2e per 1M output tokens, below enterprise's 100 + 20 = 120; no longer "unknown, the worst"
+    consumer_gaps = _with_gaps(consumer(operational_g="40000"), unknown_kwh="600")
+    advice = advise(spec(100_000_000, weight=1.0), [enterprise(), consumer_gaps])
+    (placement,) = advice.recommendation.placements
+    assert placement.fleet_name == "consumer"
+    fit = next(f for f in advice.fits if f.fleet_name == "consumer")
+    assert (fit.gco2e_per_1m_output_tokens, fit.operational_coverage) == (pytest.approx(100.0), 0.5)
+    assert "consumer: 0.9000 USD and 100 gCO2e per 1M output tokens (intensity known for 50% of its kWh" in (
+        advice.explanation
+    )
+    # 100 x 100 g per 1M = 10 kg a day, of which 4 kg operational known, 4 kg estimated, 2 kg embodied
+    assert advice.recommendation.kgco2e_per_day == pytest.approx(10.0)
+
+
+def test_a_fleet_with_unpriced_hours_gives_its_cost_as_a_lower_bound():
+    advice = advise(spec(100_000_000), [enterprise(), _with_gaps(consumer(), unpriced=3)])
+    fit = next(f for f in advice.fits if f.fleet_name == "consumer")
+    assert fit.unpriced_node_hours == 6  # 3 in each of its two bands
+    assert "consumer: at least 0.9000 USD (6 node-hours unpriced, their cost missing)" in advice.explanation
+    assert "enterprise: 2.000 USD and" in advice.explanation

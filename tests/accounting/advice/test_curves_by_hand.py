@@ -21,7 +21,7 @@ from decimal import Decimal
 
 import pytest
 
-from accounting.advice.curves import load_curves
+from accounting.advice.curves import load_curve_rows, load_curves
 from accounting.models import NodeHourLedger
 from fleets.models import Fleet
 from telemetry.models import EndpointHourUsage, ServingEndpoint
@@ -34,7 +34,7 @@ START, END = H1, H2 + timedelta(hours=1)
 pytestmark = pytest.mark.django_db
 
 
-def line(node, hour, *, gpu_h, cost, it_kwh, location_g, embodied_g):
+def line(node, hour, *, gpu_h, cost, it_kwh, location_g, embodied_g, electricity_status="included"):
     it = Decimal(it_kwh)
     NodeHourLedger.objects.create(
         node=node, hour_start=hour, organization=node.fleet.organization, fleet=node.fleet, site=node.site,
@@ -45,7 +45,8 @@ def line(node, hour, *, gpu_h, cost, it_kwh, location_g, embodied_g):
         embodied_co2e_g_low=Decimal(embodied_g), embodied_co2e_g_central=Decimal(embodied_g),
         embodied_co2e_g_high=Decimal(embodied_g), embodied_unknown_gpu_h=0, prompt_tokens=0, generation_tokens=0,
         idle_gpu_h=0, idle_cost=0, idle_facility_kwh=0, energy_method="gpu_sum", energy_counter_j=0.0,
-        energy_integrated_j=0.0, electricity_status="included", location_is_fallback=False, amortization="rented",
+        energy_integrated_j=0.0, electricity_status=electricity_status, location_is_fallback=False,
+        amortization="rented",
     )  # fmt: skip
 
 
@@ -92,8 +93,8 @@ def test_the_curve_by_hand(org_a, alpha):
     assert (llama.key.llm_model, llama.fleet_name, llama.gpu_class, llama.currency) == (
         "llama-8b", "alpha", "enterprise", "USD",
     )  # fmt: skip
-    # Busiest hour H1: 2 + 2 + 3/4 GPU-h = 4.75, rounded: 5 GPUs. qwen's 1/4 rounds to 0.
-    assert (llama.gpu_count, qwen.gpu_count, llama.first_hour, llama.last_hour) == (5, 0, H1, H2)
+    # Busiest hour H1: 2 + 2 + 3/4 GPU-h = 4.75 GPUs; qwen's 1/4 of the shared node's GPU: 0.25 (not rounded to 0).
+    assert (llama.gpu_count, qwen.gpu_count, llama.first_hour, llama.last_hour) == (4.75, 0.25, H1, H2)
     quiet, busy = llama.bands
     # H2: 720 requests / (2 GPU-h x 3600 s) = 0.1 req/s per GPU; its line has no intensity: operational unknown.
     assert (quiet.low_rps_per_gpu, quiet.high_rps_per_gpu, quiet.max_rps_per_gpu) == (0.0, 0.25, 0.1)
@@ -117,13 +118,45 @@ def test_the_curve_by_hand(org_a, alpha):
     assert ttft(only) == ((0.2,), (9, 1), "measured")
 
 
-def test_one_llm_model_alone_takes_its_node_hours_whole(org_a, alpha):
+def test_a_model_filter_keeps_each_model_its_share_of_a_shared_node_hour(org_a, alpha):
     (llama,) = load_curves(organization_ids=[org_a.pk], start=START, end=END, llm_models=["llama-8b"])
-    # With qwen left out, C's hour is llama's alone: 17,100 requests / (5 GPU-h x 3600 s) = 0.95 req/s per GPU.
+    # qwen is filtered out after the shares: C's hour stays 3/4 llama's, as in the unfiltered curve
+    # (17,100 requests / 4.75 GPU-h), not all of it (which gave 5 GPU-h and 0.95 req/s per GPU).
     quiet, busy = llama.bands
-    assert (busy.low_rps_per_gpu, busy.max_rps_per_gpu) == (0.5, 0.95)
-    assert figures(busy) == (1, 17_100, 1_740_000, 5, 16, Decimal("3.8"), Decimal("4.56"), 912, 100)
+    assert (busy.low_rps_per_gpu, busy.max_rps_per_gpu) == (1.0, 1.0)
+    assert figures(busy) == (
+        1, 17_100, 1_740_000, Decimal("4.75"), 15, Decimal("3.6"), Decimal("4.32"), 864, 95
+    )  # fmt: skip
+    assert ttft(busy) == ((0.1, 0.5), (110, 70, 20), "measured")
     assert figures(quiet)[:4] == (1, 720, 72_000, 2)
+    assert llama.gpu_count == 4.75
+    (qwen,) = load_curves(organization_ids=[org_a.pk], start=START, end=END, llm_models=["qwen-14b"])
+    # qwen alone: its quarter of C's line (0.25 GPU-h, cost 1), as unfiltered
+    assert figures(qwen.bands[0]) == (1, 900, 100_000, Decimal("0.25"), 1, Decimal("0.2"), Decimal("0.24"), 48, 5)
+    assert ttft(qwen.bands[0]) == ((0.2,), (9, 1), "measured")
+
+
+def test_unknown_intensity_keeps_the_known_part_and_unpriced_hours_are_counted(org_a, alpha):
+    node_b, node_c = (NodeHourLedger.objects.get(node__hostname=name, hour_start=H1) for name in "bc")
+    node_b.location_co2e_g = None  # B's H1: no intensity (1.8 facility kWh)
+    node_b.electricity_status = "unpriced"
+    node_b.save()
+    node_c.electricity_status = "unpriced"  # the shared node-hour: unpriced for both models
+    node_c.save()
+    llama, qwen = load_curves(organization_ids=[org_a.pk], start=START, end=END)
+    quiet, busy = llama.bands
+    # H1 known: A's 360 g + 3/4 of C's 192 g = 504 g over 1.8 + 0.72 of 4.32 facility kWh
+    assert (busy.operational_co2e_g, busy.unknown_intensity_kwh) == (504, Decimal("1.8"))
+    assert busy.operational_coverage == pytest.approx(2.52 / 4.32)
+    # per 1M output tokens: 504 g / (2.52 / 4.32) / 1,740,000 tokens x 1e6
+    assert busy.operational_gco2e_per_1m_output_tokens == pytest.approx(504 * 4.32 / 2.52 / 1.74)
+    # H2 (A alone, no intensity): nothing known
+    assert (quiet.operational_co2e_g, quiet.operational_coverage) == (None, 0.0)
+    assert (busy.unpriced_node_hours, quiet.unpriced_node_hours, qwen.bands[0].unpriced_node_hours) == (2, 0, 1)
+    rows = load_curve_rows([llama])
+    assert [(r["operational_coverage"], r["unpriced_node_hours"]) for r in rows] == [
+        (Decimal(0), 0), (Decimal("0.5833"), 2),
+    ]  # fmt: skip
 
 
 def test_a_fleet_filter_and_another_organization_see_nothing_else(org_a, org_b, alpha):

@@ -11,13 +11,13 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
 from accounting.advice.models import WorkloadClass
-from accounting.models import GridIntensity, NodeHourLedger
+from accounting.models import GpuAsset, GridIntensity, NodeHourLedger
 from accounting.scenarios.models import Scenario
 from accounting.scenarios.tasks import scenario_run_task
 from fleets.models import Role
 from fleets.services import credential_issue
 from tests.accounting.scenarios.data import HOURS, acme_ledger
-from tests.factories import NodeFactory
+from tests.factories import GpuFactory, NodeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -66,6 +66,23 @@ def test_a_lifetime_extension_from_4_to_8_years_halves_embodied_per_token(
     assert list(NodeHourLedger.objects.order_by("pk").values()) == ledger_before  # the ledger is only read
     detail = client.get(f"/api/v1/scenarios/{scenario['id']}/").json()
     assert detail["progress"] == {"percent": 100.0, "node_hours_replayed": 6, "node_hours_total": 6}
+
+
+def test_a_lifetime_extension_starts_from_a_cards_own_expected_life(
+    client_as, acme, django_capture_on_commit_callbacks
+):
+    # One enterprise node's card is expected to serve 2 of its 4 catalog years: the ledger amortised it at
+    # 1/2 a year; +4 years: 1/6 a year, a third. The other node's (no asset): 4 / 8, a half.
+    node = acme["enterprise"].nodes.order_by("pk").first()
+    GpuAsset.objects.create(gpu=GpuFactory(node=node), expected_own_years=Decimal(2))
+    client = client_as(Role.VIEWER, acme["organization"])
+    scenario = created(client, acme, [{"kind": "lifetime", "fleet": acme["enterprise"].pk, "extra_years": 4}])
+
+    response = run_eagerly(client, scenario["id"], django_capture_on_commit_callbacks)
+
+    enterprise = {f["fleet"]: f for f in response.json()["result"]["fleets"]}["enterprise"]
+    # 200 g per 1M output tokens on each node: (200 / 3 + 200 / 2) / 2 = 83.33
+    assert enterprise["scenario"]["embodied_gco2e_per_1m_output_tokens"] == "83.33"
 
 
 def test_a_zone_move_uses_the_zones_stored_hours_and_scales_location_carbon_by_the_intensity_ratio(

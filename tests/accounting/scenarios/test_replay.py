@@ -102,6 +102,28 @@ def test_second_hand_cards_cost_their_price_over_the_years_left_and_carry_the_sa
     assert round(lifetime_factor(D(4), changes_parse([change])[0]), 12) == round(D(4) / D(6), 12)
 
 
+def test_a_card_with_its_own_expected_life_is_extended_from_the_life_the_ledger_used():
+    # Node 7's cards (4-year catalog life) are expected to serve us 2 years: the ledger amortised them at 1/2
+    # a year. Kept 4 years longer they serve 6: 1/6 a year, a factor (1/6) / (1/2) = 1/3 (not 4 / 8 = 1/2).
+    change = changes_parse([{"kind": "lifetime", "fleet": 1, "extra_years": 4}])[0]
+    assert round(lifetime_factor(D(4), change, ((D(0), D(2)),)), 12) == round(D(1) / D(3), 12)
+    # Second-hand at 2 years with no own life given: the rest of its life, 2 years, at half its embodied
+    # (1/4 a year, as new); +4 years: (1 - 2/8) / 6 = 1/8 a year, a factor of 1/2.
+    assert round(lifetime_factor(D(4), change, ((D(2), None),)), 12) == D(1) / D(2)
+    # A node of both cards: (1/6 + 1/8) / (1/2 + 1/4) = 7/18
+    assert round(lifetime_factor(D(4), change, ((D(0), D(2)), (D(2), None))), 12) == round(D(7) / D(18), 12)
+    replay = Replay(node_lives={7: ((D(0), D(2)),)})
+    for hour in HOURS:
+        replay.add((*enterprise_row(hour), 7))
+        replay.add((*enterprise_row(hour), 8))  # no asset: the catalog life, 4 / 8
+    outcome = replay.run(ReplayInputs((change,), lifetime_years=LIVES))
+    # embodied 2 x 200 x 1/3 + 2 x 200 x 1/2 = 333.3 g over 4M output tokens
+    assert round(outcome.scenario[1].embodied_co2e_g_central, 9) == round(D(400) / 3 + D(200), 9)
+    (curve,) = outcome.lifetime_curves.values()
+    assert round(curve[-1].embodied_co2e_g, 9) == round(D(400) / 3 + D(200), 9)
+    assert curve[0].embodied_co2e_g == D(800)
+
+
 def test_a_zone_move_changes_location_carbon_by_the_ratio_of_intensities():
     zone = {1: dict.fromkeys(HOURS, D(100))}
     result = replayed([{"kind": "move", "fleet": 1, "zone": "FR"}], zone_intensity=zone)
