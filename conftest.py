@@ -10,11 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from accounting.reports.tokens import personal_token_create
 from fleets.models import Role
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+
+# The suite's hand-worked figures are at the GPU boundary: an organization without ledger settings does not
+# model its hosts here (in production it does, LEDGER_MODEL_HOST_POWER_DEFAULT=1). Subprocesses (Celery
+# workers, gunicorn) inherit the same choice. tests/accounting/test_energy_boundary.py covers the default.
+os.environ["LEDGER_MODEL_HOST_POWER_DEFAULT"] = "0"
+django_settings.LEDGER_MODEL_HOST_POWER_DEFAULT = False
 
 
 @pytest.fixture(autouse=True)

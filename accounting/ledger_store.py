@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.db import connection, transaction
 from django.db.models import CharField
 
@@ -98,7 +99,7 @@ class _NodeContext:
 def ledger_policy(*, organization_id: int) -> LedgerPolicy:
     settings = LedgerSettings.objects.filter(organization_id=organization_id).first()
     if settings is None:
-        return LedgerPolicy()
+        return LedgerPolicy(model_host_power=django_settings.LEDGER_MODEL_HOST_POWER_DEFAULT)
     return LedgerPolicy(
         Decimal(settings.idle_util_threshold_pct), AmortizationMethod(settings.amortization), settings.model_host_power
     )

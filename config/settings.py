@@ -202,6 +202,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 # --- Placement advice ------------------------------------------------------------
 # Seconds a webhook telling an organization its advice changed may take before it is parked.
 ADVICE_WEBHOOK_TIMEOUT_S = env_int("ADVICE_WEBHOOK_TIMEOUT_S", 5, minimum=1)
+# An organization without ledger settings of its own models its hosts' power where a node has no meter
+# (accounting.ledger_store): node-boundary energy, labelled ``modelled``. 0: the GPU boards' energy alone.
+LEDGER_MODEL_HOST_POWER_DEFAULT = env_bool("LEDGER_MODEL_HOST_POWER_DEFAULT", True)
 
 # --- Telemetry -----------------------------------------------------------------
 TELEMETRY_RETENTION_DAYS = env_int("TELEMETRY_RETENTION_DAYS", 30, minimum=1)

@@ -134,7 +134,7 @@ class LedgerSettings(models.Model):
     amortization = models.CharField(max_length=12, choices=Amortization.choices, default=Amortization.TIME)
     model_host_power = models.BooleanField(
         "Model host power where no meter",
-        default=False,
+        default=True,
         help_text="for a node without a host meter, add its host's energy (CPUs, memory, fans, power supplies) "
         "modelled from the hardware profile's cited idle and per-GPU power, labelled modelled; off, such a node's "
         "energy is its GPU boards' alone (the GPU boundary)",

@@ -104,7 +104,7 @@ def test_rapl_is_stored_as_the_cpu_packages_boundary_not_the_node(client, node):
 
 
 def model_hosts(node) -> None:
-    LedgerSettings.objects.create(organization=node.fleet.organization, model_host_power=True)
+    LedgerSettings.objects.update_or_create(organization=node.fleet.organization, defaults={"model_host_power": True})
 
 
 def report_row(client, node) -> dict:
@@ -176,6 +176,26 @@ def test_a_node_meter_wins_over_the_modelled_host_and_says_so(client, node):
 
 
 def test_without_the_policy_the_catalog_figures_leave_the_gpu_boundary(client, node):
+    post(client, make_batch(gpus=1, seconds=11, start_s=H + 600), credential_issue(node=node))
+    roll_up()
+    line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
+    assert (line.energy_method, line.it_kwh) == ("gpu_sum", line.gpu_kwh)
+
+
+def test_a_new_organization_models_its_hosts_by_default(client, node, settings):
+    # given the product's default (the suite's conftest turns it off) and an organization without settings
+    settings.LEDGER_MODEL_HOST_POWER_DEFAULT = True
+    # when one H100 SXM without a host meter reports 10 s (3,000 J on its counter)
+    post(client, make_batch(gpus=1, seconds=11, start_s=H + 600), credential_issue(node=node))
+    roll_up()
+    # then the host is modelled from the shipped catalog (400 W + 525 W per GPU over the same 10 s): 12,250 J
+    line = NodeHourLedger.objects.get(node=node, hour_start=at(H))
+    assert (line.energy_method, line.it_kwh) == ("modelled", pytest.approx(Decimal(12250) / 3_600_000))
+    assert LedgerSettings(organization=node.fleet.organization).model_host_power is True
+
+
+def test_the_deployment_default_can_keep_the_gpu_boundary(client, node, settings):
+    settings.LEDGER_MODEL_HOST_POWER_DEFAULT = False
     post(client, make_batch(gpus=1, seconds=11, start_s=H + 600), credential_issue(node=node))
     roll_up()
     line = NodeHourLedger.objects.get(node=node, hour_start=at(H))

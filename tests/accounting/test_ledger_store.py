@@ -303,7 +303,9 @@ def test_a_new_intensity_value_marks_the_lines_it_changes(node):
 
 def test_utilization_weighted_amortization_is_an_organization_choice(node):
     usage(node)  # GPU utilizations 80 % and 2 %
-    LedgerSettings.objects.create(organization=node.fleet.organization, amortization="utilization")
+    LedgerSettings.objects.update_or_create(
+        organization=node.fleet.organization, defaults={"amortization": "utilization"}
+    )
 
     row = line(node)
 
@@ -319,7 +321,9 @@ def test_idle_threshold_is_an_organization_choice(node):
     usage(node, utils=(80.0, 10.0))
     assert line(node).idle_gpu_h == 0  # 10 % is busy under the default 5 %
 
-    LedgerSettings.objects.create(organization=node.fleet.organization, idle_util_threshold_pct=Decimal(20))
+    LedgerSettings.objects.update_or_create(
+        organization=node.fleet.organization, defaults={"idle_util_threshold_pct": Decimal(20)}
+    )
 
     assert line(node).idle_gpu_h == 1
 

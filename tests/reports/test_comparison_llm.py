@@ -82,7 +82,7 @@ def two_models(org_a: Any) -> Any:
     )
     endpoint_hour(llama, H2)  # scraped, served nothing
     ledger_node_hours_compute(node_id=node.pk, hour_starts=[H1, H2])
-    LedgerSettings.objects.create(organization=org_a, goodput_ttft_target_ms=300)
+    LedgerSettings.objects.update_or_create(organization=org_a, defaults={"goodput_ttft_target_ms": 300})
     return node
 
 
