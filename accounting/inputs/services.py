@@ -130,60 +130,50 @@ def _assign(row: Model, data: Mapping[str, Any], fields: tuple[str, ...]) -> Non
             setattr(row, name, value)
 
 
-def node_price_save(*, price: NodePrice, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
-    """Create (``price`` unsaved, with its fleet and node) or change a node price: the fields of ``data``."""
-    with transaction.atomic():
-        if price.pk:
-            price = NodePrice.objects.select_related("fleet", "node").get(pk=price.pk)
-        _assign(price, data, NODE_PRICE_FIELDS)
-        return _validity_save(
-            row=price, subject="node_price", organization_id=price.fleet.organization_id, user=user, now=now,
-            node_windows=_price_node_windows,
-        )  # fmt: skip
-
-
-def site_tariff_save(*, tariff: SiteTariff, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
-    """Create (``tariff`` unsaved, with its site) or change a site tariff: the fields of ``data``."""
-    with transaction.atomic():
-        if tariff.pk:
-            tariff = SiteTariff.objects.select_related("site").get(pk=tariff.pk)
-        _assign(tariff, data, SITE_TARIFF_FIELDS)
-        return _validity_save(
-            row=tariff, subject="site_tariff", organization_id=tariff.site.organization_id, user=user, now=now,
-            node_windows=_site_node_windows,
-        )  # fmt: skip
-
-
-def site_pue_period_save(*, row: SitePue, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
-    """Create (``row`` unsaved, with its site) or change a site's dated PUE: the fields of ``data``."""
-    with transaction.atomic():
-        if row.pk:
-            row = SitePue.objects.select_related("site").get(pk=row.pk)
-        _assign(row, data, SITE_PUE_FIELDS)
-        return _validity_save(
-            row=row, subject="site_pue_period", organization_id=row.site.organization_id, user=user, now=now,
-            node_windows=_site_node_windows,
-        )  # fmt: skip
-
-
-def site_market_factor_save(*, row: SiteMarketFactor, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
-    """Create (``row`` unsaved, with its site) or change a site's market factor: the fields of ``data``."""
-    with transaction.atomic():
-        if row.pk:
-            row = SiteMarketFactor.objects.select_related("site").get(pk=row.pk)
-        _assign(row, data, SITE_MARKET_FACTOR_FIELDS)
-        return _validity_save(
-            row=row, subject="site_market_factor", organization_id=row.site.organization_id, user=user, now=now,
-            node_windows=_site_node_windows,
-        )  # fmt: skip
-
-
 VALIDITY_SUBJECTS: dict[type[Model], tuple[str, Callable[[Any], int], Callable[[Any, list[Window]], Any]]] = {
     NodePrice: ("node_price", lambda row: row.fleet.organization_id, _price_node_windows),
     SiteTariff: ("site_tariff", lambda row: row.site.organization_id, _site_node_windows),
     SitePue: ("site_pue_period", lambda row: row.site.organization_id, _site_node_windows),
     SiteMarketFactor: ("site_market_factor", lambda row: row.site.organization_id, _site_node_windows),
 }
+
+
+def _dated_row_save(
+    *, row: Any, data: Mapping[str, Any], fields: tuple[str, ...], related: tuple[str, ...], user: Any, now: datetime
+) -> InputChange:
+    """Create (``row`` unsaved, with its parent) or change a dated row: the fields of ``data``."""
+    model = type(row)
+    subject, organization_of, node_windows = VALIDITY_SUBJECTS[model]
+    with transaction.atomic():
+        if row.pk:
+            row = model._default_manager.select_related(*related).get(pk=row.pk)
+        _assign(row, data, fields)
+        return _validity_save(
+            row=row, subject=subject, organization_id=organization_of(row), user=user, now=now,
+            node_windows=node_windows,
+        )  # fmt: skip
+
+
+def node_price_save(*, price: NodePrice, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
+    """Create (``price`` unsaved, with its fleet and node) or change a node price: the fields of ``data``."""
+    return _dated_row_save(
+        row=price, data=data, fields=NODE_PRICE_FIELDS, related=("fleet", "node"), user=user, now=now
+    )
+
+
+def site_tariff_save(*, tariff: SiteTariff, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
+    """Create (``tariff`` unsaved, with its site) or change a site tariff: the fields of ``data``."""
+    return _dated_row_save(row=tariff, data=data, fields=SITE_TARIFF_FIELDS, related=("site",), user=user, now=now)
+
+
+def site_pue_period_save(*, row: SitePue, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
+    """Create (``row`` unsaved, with its site) or change a site's dated PUE: the fields of ``data``."""
+    return _dated_row_save(row=row, data=data, fields=SITE_PUE_FIELDS, related=("site",), user=user, now=now)
+
+
+def site_market_factor_save(*, row: SiteMarketFactor, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
+    """Create (``row`` unsaved, with its site) or change a site's market factor: the fields of ``data``."""
+    return _dated_row_save(row=row, data=data, fields=SITE_MARKET_FACTOR_FIELDS, related=("site",), user=user, now=now)
 
 
 def validity_row_delete(*, row: Any, user: Any, now: datetime) -> InputChange:
