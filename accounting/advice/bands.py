@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile, histogram_quantile_bucket
 
@@ -363,6 +364,22 @@ def _upper(edges: Sequence[float], index: int) -> float | None:
     return edges[index + 1] if index + 1 < len(edges) else None
 
 
+def _summed(rows: Sequence[LoadHour] | Sequence[CurveBand]) -> dict[str, Any]:
+    """The additive figures of hours or of bands, summed: the fields a band adds up."""
+    return {
+        "requests": sum(r.requests for r in rows),
+        "generation_tokens": sum(r.generation_tokens for r in rows),
+        "gpu_h": sum((r.gpu_h for r in rows), ZERO),
+        "cost": sum((r.cost for r in rows), ZERO),
+        "it_kwh": sum((r.it_kwh for r in rows), ZERO),
+        "facility_kwh": sum((r.facility_kwh for r in rows), ZERO),
+        "operational_co2e_g": _known_sum(r.operational_co2e_g for r in rows),
+        "embodied_co2e_g": sum((r.embodied_co2e_g for r in rows), ZERO),
+        "unknown_intensity_kwh": sum((r.unknown_intensity_kwh for r in rows), ZERO),
+        "unpriced_node_hours": sum(r.unpriced_node_hours for r in rows),
+    }
+
+
 def _band_of(low: float, high: float | None, hours: list[LoadHour]) -> CurveBand:
     measured = histogram_merge((h.ttft for h in hours if h.ttft is not None), coarsen=True)
     lower = histogram_merge((h.ttft_lower_bound for h in hours if h.ttft_lower_bound is not None), coarsen=True)
@@ -372,18 +389,9 @@ def _band_of(low: float, high: float | None, hours: list[LoadHour]) -> CurveBand
         high_rps_per_gpu=high,
         hours=len(hours),
         max_rps_per_gpu=max((h.rps_per_gpu for h in hours), default=0.0),
-        requests=sum(h.requests for h in hours),
-        generation_tokens=sum(h.generation_tokens for h in hours),
-        gpu_h=sum((h.gpu_h for h in hours), ZERO),
-        cost=sum((h.cost for h in hours), ZERO),
-        it_kwh=sum((h.it_kwh for h in hours), ZERO),
-        facility_kwh=sum((h.facility_kwh for h in hours), ZERO),
-        operational_co2e_g=_known_sum(h.operational_co2e_g for h in hours),
-        embodied_co2e_g=sum((h.embodied_co2e_g for h in hours), ZERO),
         ttft=ttft,
         ttft_basis=basis,
-        unknown_intensity_kwh=sum((h.unknown_intensity_kwh for h in hours), ZERO),
-        unpriced_node_hours=sum(h.unpriced_node_hours for h in hours),
+        **_summed(hours),
     )
 
 
@@ -396,16 +404,7 @@ def bands_merge(bands: Sequence[CurveBand]) -> CurveBand:
         high_rps_per_gpu=bands[-1].high_rps_per_gpu if bands else None,
         hours=sum(b.hours for b in bands),
         max_rps_per_gpu=max((b.max_rps_per_gpu for b in bands), default=0.0),
-        requests=sum(b.requests for b in bands),
-        generation_tokens=sum(b.generation_tokens for b in bands),
-        gpu_h=sum((b.gpu_h for b in bands), ZERO),
-        cost=sum((b.cost for b in bands), ZERO),
-        it_kwh=sum((b.it_kwh for b in bands), ZERO),
-        facility_kwh=sum((b.facility_kwh for b in bands), ZERO),
-        operational_co2e_g=_known_sum(b.operational_co2e_g for b in bands),
-        embodied_co2e_g=sum((b.embodied_co2e_g for b in bands), ZERO),
         ttft=ttft,
         ttft_basis=basis,
-        unknown_intensity_kwh=sum((b.unknown_intensity_kwh for b in bands), ZERO),
-        unpriced_node_hours=sum(b.unpriced_node_hours for b in bands),
+        **_summed(bands),
     )
