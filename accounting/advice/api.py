@@ -40,7 +40,7 @@ from accounting.advice.tasks import advice_refresh_task
 from accounting.reports.api import ReportView, _csv_name, _json_or_csv
 from accounting.reports.authentication import PersonalTokenAuthentication
 from accounting.reports.renderers import csv_response
-from accounting.reports.scope import report_fleet_ids, report_organization, report_organization_ids, report_period
+from accounting.reports.scope import report_fleet_ids, report_organization
 from accounting.reports.serializers import (
     PER_TOKEN_FIGURES,
     ScopeInputSerializer,
@@ -337,9 +337,7 @@ class LoadCurvesReportView(ReportView):
         responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
-        params = self.params(self.InputSerializer(data=request.query_params))
-        start, end = report_period(params)
-        organization_ids = report_organization_ids(user=request.user, refs=params.get("organization", []))
+        params, start, end, organization_ids = self.scope(request, self.InputSerializer(data=request.query_params))
         fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))
         # load_curves shares a node-hour among every model it served before keeping the asked ones.
         curves = load_curves(organization_ids=organization_ids, start=start, end=end, fleet_ids=fleet_ids,

@@ -128,6 +128,14 @@ class ReportView(APIView):
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
 
+    def scope(
+        self, request: Request, serializer: serializers.Serializer
+    ) -> tuple[dict[str, Any], datetime, datetime, list[int]]:
+        """The validated parameters, the period ``[start, end)`` and the organizations asked for (each the user's)."""
+        params = self.params(serializer)
+        start, end = report_period(params)
+        return params, start, end, report_organization_ids(user=request.user, refs=params.get("organization", []))
+
 
 def _csv_name(report: str, start: datetime, end: datetime) -> str:
     return f"wattledger-{report}-{start:%Y%m%dT%H}-{end:%Y%m%dT%H}.csv"
@@ -199,9 +207,7 @@ class UsageReportView(ReportView):
         responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
-        params = self.params(self.InputSerializer(data=request.query_params))
-        start, end = report_period(params)
-        organization_ids = report_organization_ids(user=request.user, refs=params.get("organization", []))
+        params, start, end, organization_ids = self.scope(request, self.InputSerializer(data=request.query_params))
         query: dict[str, Any] = {
             "organization_ids": organization_ids,
             "start": start,
@@ -284,9 +290,7 @@ class FleetComparisonView(ReportView):
         responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
-        params = self.params(self.InputSerializer(data=request.query_params))
-        start, end = report_period(params)
-        organization_ids = report_organization_ids(user=request.user, refs=params.get("organization", []))
+        params, start, end, organization_ids = self.scope(request, self.InputSerializer(data=request.query_params))
         fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))
         baseline = params.get("baseline")
         if baseline is not None:
