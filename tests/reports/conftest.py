@@ -202,3 +202,19 @@ def token_client_a(viewer_a: Any) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     return client
+
+
+@pytest.fixture
+def mixed_grid(fleets: Any) -> Any:
+    """Every kind of grid value: the RTX site moved to zone SE-SE3, simulated hourly values (40 g/kWh)
+    in H1 and H2 and none in H3 (the annual average stands in); the H100 site keeps its live 200 g/kWh."""
+    site = fleets.rtx.site
+    site.grid_zone, site.country = "SE-SE3", "SE"
+    site.save()
+    for hour in (H1, H2):
+        GridIntensity.objects.create(
+            zone="SE-SE3", hour_start=hour, kind="average", source="simulated:annual-shaped",
+            gco2e_per_kwh=Decimal(40), fetched_at=hour,
+        )  # fmt: skip
+    ledger_node_hours_compute(node_id=fleets.rtx.pk, hour_starts=HOURS)
+    return fleets

@@ -11,30 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
-from decimal import Decimal
 
 import pytest
 
 from accounting.grid import annual_intensity
-from accounting.ledger_store import ledger_node_hours_compute
-from accounting.models import GridIntensity
-from tests.reports.conftest import END, H1, H2, HOURS, START
+from tests.reports.conftest import END, START
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def mixed_grid(fleets):
-    site = fleets.rtx.site
-    site.grid_zone, site.country = "SE-SE3", "SE"
-    site.save()
-    for hour in (H1, H2):
-        GridIntensity.objects.create(
-            zone="SE-SE3", hour_start=hour, kind="average", source="simulated:annual-shaped",
-            gco2e_per_kwh=Decimal(40), fetched_at=hour,
-        )  # fmt: skip
-    ledger_node_hours_compute(node_id=fleets.rtx.pk, hour_starts=HOURS)
-    return fleets
 
 
 def test_the_sustainability_export_gives_each_hours_intensity_source_and_kind(mixed_grid, client_a):

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import csv
 import io
-from decimal import Decimal
 
 import pytest
 
 from accounting.grid import annual_intensity
 from accounting.ledger_store import ledger_node_hours_compute
-from accounting.models import GridIntensity, NodeHourLedger
+from accounting.models import NodeHourLedger
 from tests.factories import GpuFactory
-from tests.reports.conftest import END, H1, H2, HOURS, START
+from tests.reports.conftest import END, HOURS, START
 
 pytestmark = pytest.mark.django_db
 PERIOD = {"start": START.isoformat(), "end": END.isoformat()}
@@ -26,21 +25,7 @@ H100_SOURCE = "hubblo-org/gpu-calculator"  # the H100's card factor (catalog)
 RTX_HOST = "greenit.fr"  # the RTX 4090's desktop host share
 
 
-@pytest.fixture
-def traced(fleets):
-    site = fleets.rtx.site
-    site.grid_zone, site.country = "SE-SE3", "SE"
-    site.save()
-    for hour in (H1, H2):
-        GridIntensity.objects.create(
-            zone="SE-SE3", hour_start=hour, kind="average", source="simulated:annual-shaped",
-            gco2e_per_kwh=Decimal(40), fetched_at=hour,
-        )  # fmt: skip
-    ledger_node_hours_compute(node_id=fleets.rtx.pk, hour_starts=HOURS)
-    return fleets
-
-
-def test_a_row_of_both_fleets_names_every_intensity_source_with_its_share(traced, client_a):
+def test_a_row_of_both_fleets_names_every_intensity_source_with_its_share(mixed_grid, client_a):
     (row,) = client_a.get("/api/v1/reports/usage/", {**PERIOD, "granularity": "total"}).json()["results"]
 
     annual = annual_intensity("SE-SE3", 2026).source
@@ -52,7 +37,7 @@ def test_a_row_of_both_fleets_names_every_intensity_source_with_its_share(traced
     assert len(cited) == len(set(cited))
 
 
-def test_a_node_hour_row_names_its_one_source_and_its_models_factors_only(traced, client_a):
+def test_a_node_hour_row_names_its_one_source_and_its_models_factors_only(mixed_grid, client_a):
     params = {**PERIOD, "granularity": "hour", "group_by": "node"}
     rows = client_a.get("/api/v1/reports/usage/", params).json()["results"]
     h100 = next(row for row in rows if row["group_label"] == "h100-a")
@@ -61,7 +46,7 @@ def test_a_node_hour_row_names_its_one_source_and_its_models_factors_only(traced
     assert H100_SOURCE in h100["embodied_sources"] and RTX_HOST not in h100["embodied_sources"]
 
 
-def test_the_usage_csv_carries_the_sources(traced, client_a):
+def test_the_usage_csv_carries_the_sources(mixed_grid, client_a):
     response = client_a.get(
         "/api/v1/reports/usage/", {**PERIOD, "granularity": "total", "group_by": "fleet"}, HTTP_ACCEPT="text/csv"
     )
@@ -78,20 +63,20 @@ def test_the_usage_csv_carries_the_sources(traced, client_a):
     assert table["enterprise"]["node_modelled_energy_share"] == "0.0"
 
 
-def test_a_node_of_two_models_names_both_models_factors(traced, client_a):
+def test_a_node_of_two_models_names_both_models_factors(mixed_grid, client_a):
     # given an RTX 4090 added to the H100 node: its lines are labelled "mixed"
-    GpuFactory(node=traced.h100, index=2, name="NVIDIA GeForce RTX 4090")
-    ledger_node_hours_compute(node_id=traced.h100.pk, hour_starts=HOURS)
-    assert set(NodeHourLedger.objects.filter(node=traced.h100).values_list("gpu_model", flat=True)) == {"mixed"}
+    GpuFactory(node=mixed_grid.h100, index=2, name="NVIDIA GeForce RTX 4090")
+    ledger_node_hours_compute(node_id=mixed_grid.h100.pk, hour_starts=HOURS)
+    assert set(NodeHourLedger.objects.filter(node=mixed_grid.h100).values_list("gpu_model", flat=True)) == {"mixed"}
 
     params = {**PERIOD, "granularity": "total", "group_by": "node"}
     rows = {row["group_label"]: row for row in client_a.get("/api/v1/reports/usage/", params).json()["results"]}
     assert H100_SOURCE in rows["h100-a"]["embodied_sources"] and RTX_HOST in rows["h100-a"]["embodied_sources"]
 
 
-def test_comparison_rows_name_their_intensity_sources_and_a_mixed_fleets_factors(traced, client_a):
-    GpuFactory(node=traced.h100, index=2, name="NVIDIA GeForce RTX 4090")
-    ledger_node_hours_compute(node_id=traced.h100.pk, hour_starts=HOURS)
+def test_comparison_rows_name_their_intensity_sources_and_a_mixed_fleets_factors(mixed_grid, client_a):
+    GpuFactory(node=mixed_grid.h100, index=2, name="NVIDIA GeForce RTX 4090")
+    ledger_node_hours_compute(node_id=mixed_grid.h100.pk, hour_starts=HOURS)
     compared = {r["fleet_name"]: r for r in client_a.get("/api/v1/reports/comparison/", PERIOD).json()["results"]}
 
     annual = annual_intensity("SE-SE3", 2026).source
@@ -102,7 +87,7 @@ def test_comparison_rows_name_their_intensity_sources_and_a_mixed_fleets_factors
     assert H100_SOURCE in enterprise["embodied_sources"] and RTX_HOST in enterprise["embodied_sources"]
 
 
-def test_the_sustainability_page_names_each_models_embodied_factors(traced, client_a, org_a):
+def test_the_sustainability_page_names_each_models_embodied_factors(mixed_grid, client_a, org_a):
     page = client_a.get("/sustainability/", {"organization": org_a.slug, "start": "2026-10-31", "end": "2026-11-01"})
     html = page.content.decode()
 
@@ -114,7 +99,7 @@ def test_the_sustainability_page_names_each_models_embodied_factors(traced, clie
     assert "0.087 kgCO2e" in h100[: h100.index("</tr>")]
 
 
-def test_the_finance_page_says_which_boundary_its_energy_per_token_has(traced, client_a, org_a):
+def test_the_finance_page_says_which_boundary_its_energy_per_token_has(mixed_grid, client_a, org_a):
     page = client_a.get("/finance/", {"organization": org_a.slug, "start": "2026-10-31", "end": "2026-11-01"})
     note = page.content.decode().split('id="energy-boundary"')[1].split("</p>")[0]
     assert "node boundary" in note and "GPU boundary" in note and "modelled" in note
