@@ -13,13 +13,21 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounting.ledger_store import ledger_node_hours_compute, ledger_pending_run
 from accounting.models import NodeHourLedger
 from fleets.models import Fleet, Gpu, Node, Organization, Role, Site
-from tests.factories import FleetFactory, GpuFactory, NodeFactory, OrganizationFactory, SiteFactory
+from tests.factories import (
+    FleetFactory,
+    GpuFactory,
+    MembershipFactory,
+    NodeFactory,
+    OrganizationFactory,
+    SiteFactory,
+)
 
 JAN_1 = datetime(2026, 1, 1, tzinfo=UTC)
 JAN_2 = JAN_1 + timedelta(days=1)
@@ -101,3 +109,11 @@ def rent_body(node: Node, **changes: Any) -> dict[str, Any]:
         "valid_from": JAN_2.isoformat(),
     }  # fmt: skip
     return body | changes
+
+
+@pytest.fixture
+def staff(client: Client, org_a: Organization) -> Client:
+    """The Django admin, signed in as a staff admin of Org A."""
+    user = MembershipFactory(organization=org_a, role=Role.ADMIN, user__username="ada", user__is_staff=True).user
+    client.force_login(user)
+    return client

@@ -17,18 +17,10 @@ from django.urls import reverse
 from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.instruments.models import ResidualMixFactor
 from accounting.models import GpuAsset, LedgerPending, LedgerSettings, NodePrice, SitePue, SiteTariff
-from fleets.models import Node, Organization, Role, Site
-from tests.factories import MembershipFactory
+from fleets.models import Node, Organization, Site
 from tests.inputs.conftest import JAN_1, JAN_2, JAN_3
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff(client: Client, org_a: Organization) -> Client:
-    user = MembershipFactory(organization=org_a, role=Role.ADMIN, user__username="ada", user__is_staff=True).user
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -10,18 +10,11 @@ from django.test import Client
 from django.urls import reverse
 
 from accounting.inputs.models import AuditEntry
-from fleets.models import Fleet, Node, NodeCredential, Organization, Role, Site
+from fleets.models import Fleet, Node, NodeCredential, Organization, Site
 from fleets.services import node_token_rotate
-from tests.factories import MembershipFactory, NodeFactory
+from tests.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff(client: Client, org_a: Organization) -> Client:
-    user = MembershipFactory(organization=org_a, role=Role.ADMIN, user__username="ada", user__is_staff=True).user
-    client.force_login(user)
-    return client
 
 
 def node_form(node: Node, **changed: str) -> dict[str, str]:
