@@ -339,3 +339,78 @@ def background_settle(*, timeout_s: float = 300.0) -> float:
                 break
             time.sleep(1)
     return time.perf_counter() - begun
+
+
+# --- seeding the bench organizations ---------------------------------------------------------------
+
+GPUS_PER_NODE = 8
+BENCH_FLEETS = (("enterprise", "NVIDIA H100 80GB HBM3"), ("consumer", "NVIDIA GeForce RTX 4090"))
+# SQL over every hour ``h`` of ``[%(start)s, %(end)s)``, and a load of 0.15-0.85 varying by hour and row ``o``.
+SQL_HOURS = "generate_series(%(start)s::timestamptz, %(end)s::timestamptz - interval '1 hour', interval '1 hour') h"
+SQL_LOAD = "(0.5 + 0.35 * sin(extract(epoch FROM h) / 13751.0 + o.id))"
+
+
+def bench_nodes(*, organization_name: str, prefix: str, gpus: int, gpu_prefix: str | None = None) -> list[Any]:
+    """Nodes of ``organization_name`` with ``gpus`` GPUs, 8 a node, the nodes alternating between an H100
+    fleet (``enterprise``) and an RTX 4090 one (``consumer``) over three sites in zone DE. Hostnames
+    ``PREFIX-NNN``, GPU UUIDs ``GPU-GPU_PREFIX-NNN-I`` (``gpu_prefix`` defaults to ``prefix``)."""
+    from fleets.models import Gpu
+    from fleets.services import node_enroll
+
+    nodes = []
+    for n in range((gpus + GPUS_PER_NODE - 1) // GPUS_PER_NODE):
+        fleet, name = BENCH_FLEETS[n % len(BENCH_FLEETS)]
+        node = node_enroll(
+            organization_name=organization_name,
+            fleet_name=fleet,
+            site_name=f"site-{n % 3}",
+            hostname=f"{prefix}-{n:03d}",
+            site_defaults={"grid_zone": "DE", "country": "DE"},
+        ).node
+        for i in range(min(GPUS_PER_NODE, gpus - n * GPUS_PER_NODE)):
+            Gpu.objects.get_or_create(
+                uuid=f"GPU-{prefix}-{n:03d}-{i}", defaults={"node": node, "index": i, "name": name}
+            )
+        nodes.append(node)
+    return nodes
+
+
+def ledger_seeded(nodes: list[Any], start: datetime, end: datetime) -> bool:
+    """Whether every node has a ledger line for every hour of ``[start, end)``."""
+    from accounting.models import NodeHourLedger
+
+    hours = int((end - start).total_seconds() // 3600)
+    rows = NodeHourLedger.objects.filter(node__in=nodes, hour_start__gte=start, hour_start__lt=end).count()
+    return rows == len(nodes) * hours
+
+
+def sql_insert(
+    cursor: Any, model: Any, from_sql: str, where: str, params: dict[str, Any], values: dict[str, str]
+) -> None:
+    """INSERT ... SELECT over every concrete column: ``values`` where given, else a default for the column's kind."""
+    columns, expressions = [], []
+    for column in model._meta.concrete_fields:
+        if column.primary_key:
+            continue
+        columns.append(f'"{column.column}"')
+        expressions.append(values.get(column.column) or _sql_default(column))
+    cursor.execute(
+        f"INSERT INTO {model._meta.db_table} ({', '.join(columns)}) "
+        f"SELECT {', '.join(expressions)} FROM {from_sql} WHERE {where}",
+        params,
+    )
+
+
+def _sql_default(field: Any) -> str:
+    if field.null:
+        return "NULL"
+    kind = field.get_internal_type()
+    if kind in ("CharField", "TextField", "SlugField"):
+        return "''"
+    if kind == "BooleanField":
+        return "false"
+    if kind == "DateTimeField":
+        return "now()"
+    if kind == "JSONField":
+        return "'[]'::jsonb"
+    return "0"

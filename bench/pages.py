@@ -30,11 +30,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.common import (
+    SQL_HOURS,
+    SQL_LOAD,
     background_settle,
+    bench_nodes,
     django_setup,
+    ledger_seeded,
     median,
     percentile,
     results_write,
+    sql_insert,
     table_print,
     target,
     targets_print,
@@ -44,8 +49,6 @@ TARGET_P95_MS = 500
 TARGET_RAW_GROWTH = 0.20
 MIN_REQUESTS = 5
 ORG = "Bench Pages"
-GPUS_PER_NODE = 8
-FLEETS = (("enterprise", "NVIDIA H100 80GB HBM3", "h100-sxm"), ("consumer", "NVIDIA GeForce RTX 4090", "rtx-4090"))
 
 # Candidate URLs: (name, path, query). ``{node}`` is a bench node's id.
 DASHBOARDS = (
@@ -77,42 +80,19 @@ def inventory(gpus: int) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
     from fleets.models import Gpu, Membership, Role
-    from fleets.services import node_enroll
     from telemetry.models import EndpointEpoch, ServingEndpoint
 
-    nodes = []
-    for n in range((gpus + GPUS_PER_NODE - 1) // GPUS_PER_NODE):
-        fleet, name, _ = FLEETS[n % len(FLEETS)]
-        enrollment = node_enroll(
-            organization_name=ORG,
-            fleet_name=fleet,
-            site_name=f"site-{n % 3}",
-            hostname=f"pages-{n:03d}",
-            site_defaults={"grid_zone": "DE", "country": "DE"},
-        )
-        node = enrollment.node
-        count = min(GPUS_PER_NODE, gpus - n * GPUS_PER_NODE)
-        for i in range(count):
-            Gpu.objects.get_or_create(uuid=f"GPU-pages-{n:03d}-{i}", defaults={"node": node, "index": i, "name": name})
+    nodes = bench_nodes(organization_name=ORG, prefix="pages", gpus=gpus)
+    for node in nodes:
         endpoint, _ = ServingEndpoint.objects.get_or_create(
             node=node, url="http://127.0.0.1:8000/metrics", model_name="llama-3.1-8b", defaults={"kind": "vllm"}
         )
         endpoint.gpus.set(Gpu.objects.filter(node=node))
         EndpointEpoch.objects.get_or_create(endpoint=endpoint, epoch="1", defaults={"ttft_bucket_bounds_s": [0.1, 1]})
-        nodes.append(node)
     organization = nodes[0].fleet.organization
     user, _ = get_user_model().objects.get_or_create(username="bench-pages", defaults={"is_staff": True})
     Membership.objects.get_or_create(user=user, organization=organization, defaults={"role": Role.ADMIN})
     return {"organization": organization, "nodes": nodes, "user": user}
-
-
-def seeded(nodes: list[Any], start: datetime, end: datetime) -> bool:
-    from accounting.models import NodeHourLedger
-
-    hours = int((end - start).total_seconds() // 3600)
-    return NodeHourLedger.objects.filter(node__in=nodes, hour_start__gte=start, hour_start__lt=end).count() == (
-        len(nodes) * hours
-    )
 
 
 def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
@@ -133,10 +113,9 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 [node_ids],
             )
         cursor.execute(f"DELETE FROM {NodeHourLedger._meta.db_table} WHERE node_id = ANY(%s)", [node_ids])
-        hours = "generate_series(%(start)s::timestamptz, %(end)s::timestamptz - interval '1 hour', interval '1 hour') h"
-        load = "(0.5 + 0.35 * sin(extract(epoch FROM h) / 13751.0 + o.id))"
+        hours, load = SQL_HOURS, SQL_LOAD
         params = {"start": start, "end": end, "nodes": node_ids}
-        _insert(
+        sql_insert(
             cursor,
             GpuHourUsage,
             f"fleets_gpu o, {hours}",
@@ -163,7 +142,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "computed_at": "now()",
             },
         )
-        _insert(
+        sql_insert(
             cursor,
             EndpointHourUsage,
             f"telemetry_servingendpoint o, {hours}",
@@ -182,7 +161,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "computed_at": "now()",
             },
         )
-        _insert(
+        sql_insert(
             cursor,
             NodeHourLedger,
             f"fleets_node o JOIN fleets_fleet f ON f.id = o.fleet_id, {hours}",
@@ -265,36 +244,6 @@ def _analyze() -> None:
         for table in SEEDED_TABLES:
             cursor.execute(f"VACUUM ANALYZE {table}")
         cursor.execute("ANALYZE")
-
-
-def _insert(cursor: Any, model: Any, from_sql: str, where: str, params: dict[str, Any], values: dict[str, str]) -> None:
-    """INSERT ... SELECT over every concrete column: ``values`` where given, else a default for the column's kind."""
-    columns, expressions = [], []
-    for field in model._meta.concrete_fields:
-        if field.primary_key:
-            continue
-        columns.append(f'"{field.column}"')
-        expressions.append(values.get(field.column) or _default(field))
-    cursor.execute(
-        f"INSERT INTO {model._meta.db_table} ({', '.join(columns)}) "
-        f"SELECT {', '.join(expressions)} FROM {from_sql} WHERE {where}",
-        params,
-    )
-
-
-def _default(field: Any) -> str:
-    if field.null:
-        return "NULL"
-    kind = field.get_internal_type()
-    if kind in ("CharField", "TextField", "SlugField"):
-        return "''"
-    if kind == "BooleanField":
-        return "false"
-    if kind == "DateTimeField":
-        return "now()"
-    if kind == "JSONField":
-        return "'[]'::jsonb"
-    return "0"
 
 
 # --- raw samples behind the last hours -------------------------------------------------------------
@@ -423,7 +372,7 @@ def main(argv: list[str] | None = None) -> None:
     start = end - timedelta(days=args.days)
     inv = inventory(args.gpus)
     nodes = inv["nodes"]
-    if args.reseed or not seeded(nodes, start, end):
+    if args.reseed or not ledger_seeded(nodes, start, end):
         print(f"seeding {args.days} days x {args.gpus} GPUs of hourly rows ...", flush=True)
         begun = time.perf_counter()
         # A day more on each side, so that the rows stay valid for reruns over the next day.

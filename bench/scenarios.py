@@ -19,48 +19,36 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench.common import background_settle, django_setup, median, results_write, table_print, target, targets_print
-from bench.pages import _insert
+from bench.common import (
+    SQL_HOURS,
+    SQL_LOAD,
+    background_settle,
+    bench_nodes,
+    django_setup,
+    ledger_seeded,
+    median,
+    results_write,
+    sql_insert,
+    table_print,
+    target,
+    targets_print,
+)
 
 TARGET_RUN_S = 60.0
 ORG = "Bench Scenarios"
-GPUS_PER_NODE = 8
 MODEL = "llama-3.1-8b"
-FLEETS = (("enterprise", "NVIDIA H100 80GB HBM3", "h100-sxm"), ("consumer", "NVIDIA GeForce RTX 4090", "rtx-4090"))
 
 
 def inventory(gpus: int) -> dict[str, Any]:
     """The bench organization, its two fleets, nodes, GPUs and one endpoint per node."""
-    from fleets.models import Gpu
-    from fleets.services import node_enroll
     from telemetry.models import ServingEndpoint
 
-    nodes = []
-    for n in range((gpus + GPUS_PER_NODE - 1) // GPUS_PER_NODE):
-        fleet, name, _ = FLEETS[n % len(FLEETS)]
-        enrollment = node_enroll(
-            organization_name=ORG,
-            fleet_name=fleet,
-            site_name=f"site-{n % 3}",
-            hostname=f"scenarios-{n:03d}",
-            site_defaults={"grid_zone": "DE", "country": "DE"},
-        )
-        node = enrollment.node
-        for i in range(min(GPUS_PER_NODE, gpus - n * GPUS_PER_NODE)):
-            Gpu.objects.get_or_create(uuid=f"GPU-scen-{n:03d}-{i}", defaults={"node": node, "index": i, "name": name})
+    nodes = bench_nodes(organization_name=ORG, prefix="scenarios", gpus=gpus, gpu_prefix="scen")
+    for node in nodes:
         ServingEndpoint.objects.get_or_create(
             node=node, url="http://127.0.0.1:8000/metrics", defaults={"kind": "vllm", "model_name": MODEL}
         )
-        nodes.append(node)
     return {"organization": nodes[0].fleet.organization, "nodes": nodes}
-
-
-def seeded(nodes: list[Any], start: datetime, end: datetime) -> bool:
-    from accounting.models import NodeHourLedger
-
-    hours = int((end - start).total_seconds() // 3600)
-    rows = NodeHourLedger.objects.filter(node__in=nodes, hour_start__gte=start, hour_start__lt=end).count()
-    return rows == len(nodes) * hours
 
 
 def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
@@ -71,8 +59,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
     from telemetry.models import EndpointHourUsage
 
     node_ids = [node.pk for node in nodes]
-    hours = "generate_series(%(start)s::timestamptz, %(end)s::timestamptz - interval '1 hour', interval '1 hour') h"
-    load = "(0.5 + 0.35 * sin(extract(epoch FROM h) / 13751.0 + o.id))"
+    hours, load = SQL_HOURS, SQL_LOAD
     enterprise = "f.name = 'enterprise'"
     params = {"start": start, "end": end, "nodes": node_ids}
     with connection.cursor() as cursor:
@@ -83,7 +70,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
         )
         cursor.execute(f"DELETE FROM {NodeHourLedger._meta.db_table} WHERE node_id = ANY(%s)", [node_ids])
         tokens = f"(8 * CASE WHEN {enterprise} THEN 6000 ELSE 3300 END * 3600 * {load})::bigint"
-        _insert(
+        sql_insert(
             cursor,
             EndpointHourUsage,
             f"telemetry_servingendpoint o JOIN fleets_node n ON n.id = o.node_id "
@@ -105,7 +92,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
             },
         )
         kwh = f"8 * (CASE WHEN {enterprise} THEN 0.07 + 0.63 * {load} ELSE 0.03 + 0.42 * {load} END)"
-        _insert(
+        sql_insert(
             cursor,
             NodeHourLedger,
             f"fleets_node o JOIN fleets_fleet f ON f.id = o.fleet_id, {hours}",
@@ -189,7 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     end = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     start = end - timedelta(days=args.days)
     inv = inventory(args.gpus)
-    if args.reseed or not seeded(inv["nodes"], start, end):
+    if args.reseed or not ledger_seeded(inv["nodes"], start, end):
         print(f"seeding {args.days} days x {args.gpus} GPUs of node-hours ...", flush=True)
         begun = time.perf_counter()
         seed(inv["nodes"], start, end)
