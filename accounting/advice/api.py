@@ -20,12 +20,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from accounting.advice.curves import load_curve_rows, load_curves
 from accounting.advice.models import Advice, AdviceSettings, WorkloadClass
@@ -37,8 +34,8 @@ from accounting.advice.services import (
     workload_class_save,
 )
 from accounting.advice.tasks import advice_refresh_task
+from accounting.inputs.api import InputView
 from accounting.reports.api import ReportView, _csv_name, _json_or_csv
-from accounting.reports.authentication import PersonalTokenAuthentication
 from accounting.reports.renderers import csv_response
 from accounting.reports.scope import report_fleet_ids, report_organization
 from accounting.reports.serializers import (
@@ -48,7 +45,7 @@ from accounting.reports.serializers import (
     number,
     organization_ref_field,
 )
-from fleets.permissions import Capability, RoleRefused, change_check
+from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
 
 ERRORS = {
@@ -59,15 +56,12 @@ ERRORS = {
 }
 
 
-class ClassView(APIView):
-    authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
-    permission_classes = [IsAuthenticated]
+class ClassView(InputView):
+    """A workload class or advice-settings operation: a refused class is a 400 naming its fields."""
 
     def handle_exception(self, exc: Exception) -> Response:
         if isinstance(exc, ClassInvalid):
             exc = ValidationError(exc.errors)
-        elif isinstance(exc, RoleRefused):
-            exc = PermissionDenied(str(exc))
         return super().handle_exception(exc)
 
 
