@@ -144,23 +144,11 @@ def test_only_an_admin_reads_and_sets_where_advice_changes_go(client_as, org_a):
 
 
 def test_the_load_curves_of_one_llm_model_keep_its_share_of_a_shared_node(client_as, org_a):
-    from telemetry.models import EndpointHourUsage, ServingEndpoint
-    from tests.accounting.advice.test_curves import period
-    from tests.dashboards.data import recent_hours, two_fleets
+    from tests.accounting.advice.test_curves import period, second_model_serve
+    from tests.dashboards.data import two_fleets
 
     enterprise = two_fleets(org_a)[0]
-    endpoint = ServingEndpoint.objects.get(node__fleet=enterprise)
-    endpoint.model_name = "llama-8b"
-    endpoint.save()
-    other = ServingEndpoint.objects.create(node=endpoint.node, url="http://127.0.0.1:8001/", kind="vllm",
-                                           model_name="qwen-14b")  # fmt: skip
-    for hour in recent_hours():
-        usage = EndpointHourUsage.objects.get(endpoint=endpoint, hour_start=hour)
-        EndpointHourUsage.objects.create(
-            endpoint=other, hour_start=hour, prompt_tokens=0, generation_tokens=usage.generation_tokens // 3,
-            requests=500, ttft_bucket_bounds_s=[0.1], ttft_bucket_counts=[500, 0], observed_s=3600.0,
-            reset_count=0, computed_at=hour,
-        )  # fmt: skip
+    second_model_serve(enterprise)
     start, end = period()
     query = f"?start={start:%Y-%m-%dT%H:%M:%SZ}&end={end:%Y-%m-%dT%H:%M:%SZ}&fleet={enterprise.pk}"
     client = client_as(Role.VIEWER)
