@@ -337,6 +337,7 @@ def load_band_output(load: LoadBand) -> dict[str, Any]:
         "it_j_per_output_token": per_unit(band.it_j_per_output_token),
         "gco2e_per_1m_output_tokens": per_unit(band.gco2e_per_1m_output_tokens),
         "location_gco2e_per_1m_output_tokens": per_unit(band.operational_gco2e_per_1m_output_tokens),
+        "location_intensity_coverage": rounded(band.operational_coverage, "share"),
         "embodied_gco2e_per_1m_output_tokens": per_unit(band.embodied_gco2e_per_1m_output_tokens),
     }
     base = load.baseline

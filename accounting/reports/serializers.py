@@ -279,8 +279,11 @@ class LoadBandSerializer(serializers.Serializer):
     it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
     gco2e_per_1m_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_output_tokens"])
     location_gco2e_per_1m_output_tokens = per_unit_field(
-        "operational (location-based) gCO2e / output tokens x 1e6; null without a grid intensity for every hour"
+        "operational (location-based) gCO2e / output tokens x 1e6; where some hours have no grid intensity, "
+        "their kWh take the known hours' mean intensity (an estimate: see location_intensity_coverage); "
+        "null without any known intensity"
     )
+    location_intensity_coverage = number("share (0-1) of the band's facility kWh with a known grid intensity")
     embodied_gco2e_per_1m_output_tokens = per_unit_field("embodied gCO2e (central) / output tokens x 1e6")
     output_tokens_per_s_per_gpu_vs_baseline = number("ratio to the baseline fleet's band of the same range")
     ttft_p99_vs_baseline = number("ratio to the baseline fleet's band of the same range")
