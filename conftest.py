@@ -13,8 +13,8 @@ import pytest
 from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
-from accounting.reports.tokens import personal_token_create
 from fleets.models import Role
+from fleets.personal_tokens import personal_token_create
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 # The suite's hand-worked figures are at the GPU boundary: an organization without ledger settings does not

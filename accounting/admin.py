@@ -15,10 +15,6 @@ from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
-import accounting.advice.admin  # registers workload classes and advice settings
-import accounting.inputs.admin  # registers the audit trail and locked periods
-import accounting.instruments.admin  # registers the instrument register's admin
-import accounting.scenarios.admin  # noqa: F401  (registers scenarios, read-only)
 from accounting.inputs.admin import AuditedInputAdmin, admin_refusing
 from accounting.inputs.services import (
     InputChange,

@@ -1,4 +1,4 @@
-"""bench-curves: the measured load curves (``accounting.advice.curves.load_curves``) on bench-pages' data.
+"""bench-curves: the measured load curves (``reports.curves.load_curves``) on bench-pages' data.
 
 Times, in process, ``load_curves`` for the bench organization over the
 ``--days`` ending at the hour after its last ledger line (90 days x 500 GPUs
@@ -36,9 +36,9 @@ def main(argv: list[str] | None = None) -> None:
     django_setup(migrate=False)
     from django.db.models import Max
 
-    from accounting.advice.curves import load_curve_rows, load_curves
     from accounting.models import NodeHourLedger
     from fleets.models import Organization
+    from reports.curves import load_curve_rows, load_curves
     from telemetry.models import EndpointHourUsage
 
     organization = Organization.objects.get(name=args.organization)

@@ -153,7 +153,7 @@ def changes(fleets: dict[str, int]) -> list[dict[str, Any]]:
 def run_once(scenario_id: int) -> tuple[float, str]:
     from django.utils import timezone
 
-    from accounting.scenarios.services import scenario_run, scenario_run_claim
+    from scenarios.services import scenario_run, scenario_run_claim
 
     scenario_run_claim(scenario_id=scenario_id, now=timezone.now())
     begun = time.perf_counter()
@@ -169,9 +169,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reseed", action="store_true")
     args = parser.parse_args(argv)
     django_setup()
-    from accounting.scenarios.models import Scenario
-    from accounting.scenarios.services import scenario_create
     from fleets.models import Fleet
+    from scenarios.models import Scenario
+    from scenarios.services import scenario_create
 
     end = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     start = end - timedelta(days=args.days)

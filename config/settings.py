@@ -55,8 +55,16 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI's files, served as our own static files
     "axes",  # password-login protection: lockouts after repeated failures
     "fleets",
+    "common",
+    "governance",
+    "grid",
     "telemetry",
     "accounting",
+    "reports",
+    "scope2",
+    "advice",
+    "scenarios",
+    "dashboards",
     "demo",  # the demo organization and `manage.py seed_demo`; no other app imports it
 ]
 
@@ -203,7 +211,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 # Seconds a webhook telling an organization its advice changed may take before it is parked.
 ADVICE_WEBHOOK_TIMEOUT_S = env_int("ADVICE_WEBHOOK_TIMEOUT_S", 5, minimum=1)
 # An organization without ledger settings of its own models its hosts' power where a node has no meter
-# (accounting.ledger_store): node-boundary energy, labelled ``modelled``. 0: the GPU boards' energy alone.
+# (accounting.node_hour_lines): node-boundary energy, labelled ``modelled``. 0: the GPU boards' energy alone.
 LEDGER_MODEL_HOST_POWER_DEFAULT = env_bool("LEDGER_MODEL_HOST_POWER_DEFAULT", True)
 
 # --- Telemetry -----------------------------------------------------------------
@@ -253,7 +261,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         # Personal tokens (Bearer wlp_...) for report clients; a node token here is refused (403).
-        "accounting.reports.authentication.PersonalTokenAuthentication",
+        "fleets.authentication.PersonalTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -277,7 +285,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SERVE_AUTHENTICATION": [
         "rest_framework.authentication.SessionAuthentication",
-        "accounting.reports.authentication.PersonalTokenAuthentication",
+        "fleets.authentication.PersonalTokenAuthentication",
     ],
     # /api/docs/ loads Swagger UI from the app's own static files, never from a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",

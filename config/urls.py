@@ -15,18 +15,20 @@ urlpatterns = [
     # Swagger UI, its assets served from our own static files (drf-spectacular-sidecar), no CDN.
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include("telemetry.urls")),
-    path("api/v1/", include("accounting.grid.urls")),
-    path("api/v1/", include("accounting.reports.urls")),
-    path("api/v1/", include("accounting.instruments.urls")),
+    path("api/v1/", include("grid.urls")),
+    path("api/v1/", include("reports.urls")),
+    path("api/v1/", include("fleets.api_urls")),
+    path("api/v1/", include("scope2.urls")),
     path("api/v1/", include("accounting.inputs.urls")),
-    path("api/v1/", include("accounting.advice.urls")),
-    path("api/v1/", include("accounting.scenarios.urls")),
+    path("api/v1/", include("governance.urls")),
+    path("api/v1/", include("advice.urls")),
+    path("api/v1/", include("scenarios.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("fleets.urls")),
-    path("", include("accounting.dashboards.urls")),
+    path("", include("dashboards.urls")),
     path("", include("accounting.inputs.page_urls")),
-    path("", include("accounting.advice.page_urls")),
-    path("", include("accounting.scenarios.page_urls")),
+    path("", include("advice.page_urls")),
+    path("", include("scenarios.page_urls")),
 ]
 
 # Errors under /api/ in JSON (config/api_errors.py), pages elsewhere.

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from accounting.advice.models import WorkloadClass
-from accounting.advice.services import advice_refresh
+from advice.models import WorkloadClass
+from advice.services import advice_refresh
 from demo import spec
 from fleets.models import Organization
 from telemetry.collector.simprofiles import LLMS

@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from accounting.grid import AVERAGE, HourlyIntensity, annual_intensity, quantize_intensity
-from accounting.grid.annual import normalize_zone
+from grid import AVERAGE, HourlyIntensity, annual_intensity, quantize_intensity
+from grid.annual import normalize_zone
 
 HOUR = timedelta(hours=1)
 

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from accounting.ledger_store import ledger_mark, ledger_pending_run
 from accounting.models import LedgerPending, NodeHourLedger
+from accounting.node_hour_lines import ledger_mark, ledger_pending_run
 from demo.progress import Progress, Stream
 from fleets.models import Node
 from telemetry.models import RollupPending, UsageChanged

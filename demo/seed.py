@@ -23,9 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounting.grid.store import intensity_store
-from accounting.instruments.demo import demo_instruments_seed
-from accounting.ledger_store import ledger_mark
+from accounting.node_hour_lines import ledger_mark
 from demo import spec
 from demo.advice import demo_advice_refresh, demo_workload_classes_seed
 from demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges, stored_span
@@ -37,6 +35,8 @@ from demo.server import temporary_server
 from demo.status import state_read, state_write
 from demo.tokens import node_list_write, node_token_ensure
 from fleets.models import Organization
+from grid.stored_intensity import intensity_store
+from scope2.demo import demo_instruments_seed
 
 # Simulated intensity runs this far past the window, as a forecast, so a running demo keeps it.
 INTENSITY_AHEAD = timedelta(days=2)

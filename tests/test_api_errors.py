@@ -7,7 +7,7 @@ import yaml
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from accounting.reports.tokens import personal_token_create, personal_token_revoke
+from fleets.personal_tokens import personal_token_create, personal_token_revoke
 from fleets.services import credential_issue
 from tests.factories import NodeFactory, UserFactory
 

@@ -17,7 +17,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
-from accounting.reports.tokens import personal_token_create
+from fleets.personal_tokens import personal_token_create
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

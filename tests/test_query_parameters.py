@@ -16,8 +16,8 @@ from django.urls.resolvers import RegexPattern, RoutePattern
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accounting.reports.tokens import personal_token_create
 from fleets.models import Role
+from fleets.personal_tokens import personal_token_create
 from tests.dashboards.data import two_fleets
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from accounting.reports.tokens import personal_token_create
 from demo.server import temporary_server
 from fleets.models import Role
+from fleets.personal_tokens import personal_token_create
 from tests.dashboards.data import two_fleets
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 

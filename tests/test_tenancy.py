@@ -36,17 +36,17 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
-from accounting.grid.models import GridIntensity
-from accounting.inputs.models import AuditEntry
-from accounting.instruments.models import InstrumentHour
-from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import LedgerPending, NodePrice
-from accounting.reports.selectors import GroupBy
-from accounting.reports.tokens import personal_token_create
-from accounting.scenarios.models import Scenario
+from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.admin import ORGANIZATION_PATHS
 from fleets.models import Gpu, NodeCredential, Organization, PersonalToken, Role
+from fleets.personal_tokens import personal_token_create
 from fleets.services import credential_issue
+from governance.models import AuditEntry
+from grid.models import GridIntensity
+from reports.selectors import GroupBy
+from scenarios.models import Scenario
+from scope2.models import InstrumentHour
 from telemetry.models import EndpointHourUsage, GpuHourUsage, GpuSample, ServingEndpoint
 from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
 from tests.telemetry.batches import gpu_ref, make_batch

@@ -25,12 +25,13 @@ from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 
-from accounting.inputs.locks import PeriodLocked
-from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.inputs.nodes import inventory_row_delete_audited, inventory_row_save_audited
-from accounting.inputs.services import InputChange, InputInvalid
+from accounting.inputs.services import InputChange
+from common.api import InputInvalid
 from fleets.admin import NodeAdmin, NodeCredentialAdmin, OrganizationScopedAdmin, organization_path_register
 from fleets.models import Node, NodeCredential
+from governance.locks import PeriodLocked
+from governance.models import AuditEntry, LockedPeriod
 from telemetry.admin import ReadOnlyScopedAdmin
 
 organization_path_register(AuditEntry, "organization")

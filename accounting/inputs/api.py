@@ -18,61 +18,17 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from accounting.inputs.hooks import Conflict
-from accounting.inputs.locks import PeriodLocked
-from accounting.inputs.services import (
-    InputChange,
-    InputInvalid,
-    gpu_asset_save,
-    node_price_save,
-    site_pue_update,
-    site_tariff_save,
-)
+from accounting.inputs.services import InputChange, gpu_asset_save, node_price_save, site_pue_update, site_tariff_save
 from accounting.models import GpuAsset, NodePrice, SiteTariff
-from accounting.reports.authentication import PersonalTokenAuthentication
-from fleets.permissions import Capability, RoleRefused, change_check
+from common.api import ERRORS, InputView, owned
+from fleets.permissions import Capability, change_check
 from fleets.selectors import fleets_for_user, gpus_for_user, nodes_for_user, organizations_for_user, sites_for_user
-
-ERRORS = {
-    400: OpenApiResponse(description="an invalid field or an overlapping validity period; nothing was changed"),
-    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
-    403: OpenApiResponse(description="a node token, or a role that may not make this change"),
-    404: OpenApiResponse(description="a row or organization that is not among yours"),
-    409: OpenApiResponse(description="the change would alter a locked period; nothing was changed"),
-}
-
-
-class InputView(APIView):
-    """Maps the services' refusals to HTTP: invalid 400, role 403, locked period 409."""
-
-    authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
-    permission_classes = [IsAuthenticated]
-
-    def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, InputInvalid):
-            exc = ValidationError({"detail": str(exc)})
-        elif isinstance(exc, RoleRefused):
-            exc = PermissionDenied(str(exc))
-        elif isinstance(exc, PeriodLocked):
-            exc = Conflict(str(exc))
-        return super().handle_exception(exc)
-
-
-def owned(queryset: QuerySet[Any], pk: Any, what: str) -> Any:
-    """The row ``pk`` of a user-scoped queryset, or 404 whether it exists elsewhere or not."""
-    row = queryset.filter(pk=pk).first()
-    if row is None:
-        raise NotFound(f"no {what} {pk} among yours")
-    return row
 
 
 def written(output: type[serializers.Serializer], change: InputChange, created: bool = False) -> Response:

@@ -13,9 +13,9 @@ from typing import Any
 
 from django.db import transaction
 
-from accounting.inputs.audit import audit_record, snapshot
 from fleets.models import Fleet, Node, NodeCredential, Site
 from fleets.services import IssuedToken, node_create, node_token_revoke, node_token_rotate
+from governance.audit import audit_record, snapshot
 
 NODE_FIELDS = ("fleet", "site", "hostname", "tenure", "commissioned_at", "decommissioned_at")
 

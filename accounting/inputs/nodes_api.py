@@ -27,8 +27,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounting.inputs.api import InputView, owned
 from accounting.inputs.nodes import node_enroll_audited, node_token_revoke_audited, node_token_rotate_audited
+from common.api import InputView, owned
 from fleets.models import NodeCredential
 from fleets.permissions import Capability, change_check
 from fleets.selectors import fleets_for_user, nodes_for_user, sites_for_user

@@ -18,12 +18,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from accounting.inputs.locks import PeriodLocked
-from accounting.inputs.services import InputInvalid, node_rent_change
+from accounting.inputs.services import node_rent_change
 from accounting.models import LedgerPending, NodePrice
+from common.api import InputInvalid
 from fleets.models import Node
 from fleets.permissions import Capability, may_change
 from fleets.web import page_context
+from governance.locks import PeriodLocked
 
 
 class RentForm(forms.Form):

@@ -9,13 +9,16 @@ go into the ledger's own queue (``LedgerPending``), consumed by
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
 
-from accounting.inputs.windows import Window
 from accounting.models import LedgerPending, NodeHourLedger
+from governance.intervals import Window
+
+# Every hour a line can have: for inputs without a period (a node's policy, a profile, the site's own PUE).
+EVERY_HOUR: list[Window] = [(datetime(1970, 1, 1, tzinfo=UTC), None)]
 
 
 def _at(instant: datetime) -> Any:
@@ -26,8 +29,9 @@ def _at(instant: datetime) -> Any:
 def ledger_lines_reopen(*, node_windows: Mapping[int, Iterable[Window]], now: datetime) -> int:
     """Mark the stored lines of each node within its windows; return how many were marked.
 
-    One ``INSERT ... SELECT`` per node and window: a year of hours never passes
-    through Python objects (as ``ledger_mark_existing``, restricted to a window).
+        One ``INSERT ... SELECT`` per node and window: a year of hours never passes
+        through Python objects. The one way lines are re-opened: by input changes,
+    policy and profile changes (over ``EVERY_HOUR``) alike.
     """
     pending, ledger = LedgerPending._meta.db_table, NodeHourLedger._meta.db_table
     marked = 0

@@ -11,19 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Model
 
-from accounting.inputs.audit import audit_record, snapshot
-from accounting.inputs.locks import lock_check, lock_check_lines
-from accounting.inputs.reopen import ledger_lines_reopen
-from accounting.inputs.windows import Window, windows_changed, windows_minus
+from accounting.inputs.line_locks import lock_check_lines
+from accounting.inputs.reopen import EVERY_HOUR, ledger_lines_reopen
 from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SitePue, SiteTariff
+from common.api import InputInvalid
 from fleets.models import Node, Organization, Site
+from governance.audit import audit_record, snapshot
+from governance.intervals import Window, windows_changed, windows_minus
+from governance.locks import lock_check
 
 NODE_PRICE_FIELDS = (
     "kind", "rate_per_h", "rate_per", "includes_power", "capex", "lifetime_years", "opex_per_h",
@@ -34,10 +36,6 @@ SITE_PUE_FIELDS = ("pue", "valid_from", "valid_to")
 SITE_MARKET_FACTOR_FIELDS = ("gco2e_per_kwh", "source", "valid_from", "valid_to")
 GPU_ASSET_FIELDS = ("acquired_on", "condition", "prior_use_years", "expected_own_years", "profile_key")
 _PERIOD = frozenset({"valid_from", "valid_to"})
-
-
-class InputInvalid(ValueError):
-    """An input that cannot be saved as given; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -206,9 +204,6 @@ def validity_row_save(*, row: Any, user: Any, now: datetime) -> InputChange:
         )  # fmt: skip
 
 
-_EVERY_HOUR: list[Window] = [(datetime(1970, 1, 1, tzinfo=UTC), None)]
-
-
 def _all_lines_save(
     *,
     row: Model,
@@ -222,7 +217,7 @@ def _all_lines_save(
 ) -> InputChange:
     """Save an input that has no period of its own: it weighs on the stored lines of ``node_ids`` (in
     ``windows``; default: every hour)."""
-    windows = _EVERY_HOUR if windows is None else windows
+    windows = EVERY_HOUR if windows is None else windows
     _organization_lock(organization_id)
     stored = type(row)._default_manager.filter(pk=row.pk).first() if row.pk else None
     before = snapshot(stored, fields=fields)
@@ -255,7 +250,7 @@ def site_pue_update(*, site: Site, pue: Any, user: Any, now: datetime) -> InputC
             user=user,
             now=now,
             fields=("pue",),
-            windows=windows_minus(_EVERY_HOUR, dated),
+            windows=windows_minus(EVERY_HOUR, dated),
         )
 
 
@@ -291,7 +286,7 @@ def gpu_asset_delete(*, asset: GpuAsset, user: Any, now: datetime) -> InputChang
         lock_check_lines(organization_id=organization_id, node_ids=[node.pk])
         before, asset_id = snapshot(asset), asset.pk
         asset.delete()
-        reopened = ledger_lines_reopen(node_windows={node.pk: _EVERY_HOUR}, now=now)
+        reopened = ledger_lines_reopen(node_windows={node.pk: EVERY_HOUR}, now=now)
         audit_record(
             organization_id=organization_id, user=user, subject="gpu_asset", object_id=asset_id,
             before=before, after=None, at=now, ledger_hours_reopened=reopened,
@@ -326,7 +321,7 @@ def organization_row_delete(*, row: Any, subject: str, user: Any, now: datetime)
         lock_check_lines(organization_id=organization_id, node_ids=nodes)
         before, row_id = snapshot(row), row.pk
         row.delete()
-        reopened = ledger_lines_reopen(node_windows={n: _EVERY_HOUR for n in nodes}, now=now)
+        reopened = ledger_lines_reopen(node_windows={n: EVERY_HOUR for n in nodes}, now=now)
         audit_record(
             organization_id=organization_id, user=user, subject=subject, object_id=row_id,
             before=before, after=None, at=now, ledger_hours_reopened=reopened,

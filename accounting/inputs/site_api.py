@@ -27,9 +27,10 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounting.inputs.api import ERRORS, InputView, owned, written
+from accounting.inputs.api import written
 from accounting.inputs.services import InputChange, site_market_factor_save, site_pue_period_save, validity_row_delete
 from accounting.models import SiteMarketFactor, SitePue
+from common.api import ERRORS, InputView, owned
 from fleets.permissions import Capability, change_check
 from fleets.selectors import sites_for_user
 

@@ -16,8 +16,9 @@ from typing import Any
 from django.db import transaction
 from rest_framework import serializers
 
-from accounting.inputs.locks import PeriodLocked
-from accounting.inputs.services import InputChange, InputInvalid
+from accounting.inputs.services import InputChange
+from common.api import InputInvalid
+from governance.locks import PeriodLocked
 
 UPLOAD_MAX_BYTES = 2 * 1024 * 1024
 UPLOAD_MAX_ROWS = 5000

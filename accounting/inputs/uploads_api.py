@@ -8,7 +8,7 @@ All rows are saved, or none: a refused file answers 400 with each refused
 line, its cells and the reason. Instruments: the columns of the register's
 API (``site`` by name; no hourly profile), each checked for over-allocation
 against the register and the rows before it. Residual mixes:
-``zone,year,gco2e_per_kwh,source`` (``accounting.inputs.residual_mixes``).
+``zone,year,gco2e_per_kwh,source`` (``scope2.residual_mixes``).
 """
 
 from __future__ import annotations
@@ -23,20 +23,14 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounting.inputs.api import ERRORS, InputView, NodePriceInputSerializer
-from accounting.inputs.hooks import Conflict, audited_write
-from accounting.inputs.residual_mixes import RESIDUAL_MIX_COLUMNS, ResidualMixCsvSerializer, residual_mix_save
-from accounting.inputs.services import InputChange, InputInvalid, node_price_save
+from accounting.inputs.api import NodePriceInputSerializer
+from accounting.inputs.services import InputChange, node_price_save
 from accounting.inputs.uploads import UPLOAD_MAX_BYTES, UploadInvalid, csv_rows, rows_save
-from accounting.instruments.api import InstrumentInputSerializer
-from accounting.instruments.claims import OverAllocationError
-from accounting.instruments.models import ResidualMixFactor
-from accounting.instruments.services import InstrumentInvalid, instrument_create
 from accounting.models import NodePrice
-from accounting.reports.scope import report_organization
-from fleets.models import Fleet, Node, Organization, Site
+from common.api import ERRORS, InputView
+from common.scope import report_organization
+from fleets.models import Fleet, Node, Organization
 from fleets.permissions import Capability, change_check
-from fleets.selectors import organizations_for_user
 
 
 class NodePriceCsvSerializer(NodePriceInputSerializer):
@@ -56,32 +50,6 @@ def _price_saver(organization: Organization, user: Any) -> Any:
         if hostname is not None and node is None:
             raise LookupError(f"node: no node {hostname} in fleet {fleet.name}")
         return node_price_save(price=NodePrice(fleet=fleet, node=node), data=data, user=user, now=now)
-
-    return save
-
-
-class InstrumentCsvSerializer(InstrumentInputSerializer):
-    site = serializers.CharField(max_length=200, help_text="the site's name")  # type: ignore[assignment]
-
-
-def _instrument_saver(organization: Organization, user: Any) -> Any:
-    def save(data: dict[str, Any]) -> InputChange:
-        data.pop("organization", None)
-        data.pop("hourly_profile", None)
-        data["site"] = Site.objects.filter(organization=organization, name=data["site"]).first()
-        if data["site"] is None:
-            raise LookupError("site: no site of that name in this organization")
-        try:
-            instrument = audited_write(
-                organization_id=organization.pk, user=user, subject="instrument", before=None,
-                write=lambda: instrument_create(organization=organization, data=data),
-                period=lambda row: (row.delivery_start, row.delivery_end),
-            )  # fmt: skip
-        except (InstrumentInvalid, OverAllocationError) as error:
-            raise InputInvalid(str(error)) from error
-        except Conflict as error:
-            raise InputInvalid(str(error.detail)) from error
-        return InputChange(instrument, 0)
 
     return save
 
@@ -146,59 +114,3 @@ class NodePricesUploadView(CsvUploadView):
     @upload_schema("node_prices_upload", "Node prices", "NodePrice")
     def post(self, request: Request) -> Response:
         return super().post(request)
-
-
-class InstrumentsUploadView(CsvUploadView):
-    capability = Capability.SUSTAINABILITY
-    required = {"site", "kind", "name", "delivery_start", "delivery_end", "vintage_year", "generation_zone",
-                "technology"}  # fmt: skip
-    serializer = InstrumentCsvSerializer
-
-    def saver(self, organization: Organization, user: Any) -> Any:
-        return _instrument_saver(organization, user)
-
-    @upload_schema("instruments_upload", "Instruments", "Instrument")
-    def post(self, request: Request) -> Response:
-        return super().post(request)
-
-
-def _residual_mix_saver(organization: Organization, user: Any) -> Any:
-    now = timezone.now()
-
-    def save(data: dict[str, Any]) -> InputChange:
-        return residual_mix_save(row=ResidualMixFactor(organization=organization, **data), user=user, now=now)
-
-    return save
-
-
-class ResidualMixesUploadView(CsvUploadView):
-    """Residual mixes the organization holds (e.g. the AIB's, licensed): a zone and year held is replaced."""
-
-    capability = Capability.SUSTAINABILITY
-    required = RESIDUAL_MIX_COLUMNS
-    serializer = ResidualMixCsvSerializer
-
-    def saver(self, organization: Organization, user: Any) -> Any:
-        return _residual_mix_saver(organization, user)
-
-    @upload_schema("residual_mixes_upload", "Residual-mix factors (zone, year, gco2e_per_kwh, source)", "ResidualMix")
-    def post(self, request: Request) -> Response:
-        return super().post(request)
-
-
-class ResidualMixOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField()
-    zone = serializers.CharField()
-    year = serializers.IntegerField()
-    gco2e_per_kwh = serializers.DecimalField(max_digits=9, decimal_places=3)
-    source = serializers.CharField()  # type: ignore[assignment]
-
-
-class ResidualMixesView(InputView):
-    @extend_schema(
-        operation_id="residual_mixes_list", responses={200: ResidualMixOutputSerializer(many=True), **ERRORS}
-    )
-    def get(self, request: Request) -> Response:
-        rows = ResidualMixFactor.objects.filter(organization__in=organizations_for_user(user=request.user))
-        return Response(ResidualMixOutputSerializer(rows.order_by("zone", "year"), many=True).data)

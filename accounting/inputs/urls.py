@@ -9,7 +9,6 @@ from accounting.inputs.api import (
     SiteTariffDetailView,
     SiteTariffsView,
 )
-from accounting.inputs.governance_api import AuditView, LockedPeriodDetailView, LockedPeriodsView
 from accounting.inputs.nodes_api import NodeEnrollmentsView, NodeTokenDetailView, NodeTokensView
 from accounting.inputs.site_api import (
     SiteMarketFactorDetailView,
@@ -17,12 +16,7 @@ from accounting.inputs.site_api import (
     SitePuePeriodDetailView,
     SitePuePeriodsView,
 )
-from accounting.inputs.uploads_api import (
-    InstrumentsUploadView,
-    NodePricesUploadView,
-    ResidualMixesUploadView,
-    ResidualMixesView,
-)
+from accounting.inputs.uploads_api import NodePricesUploadView
 
 urlpatterns = [
     path("node-prices/", NodePricesView.as_view(), name="node-prices"),
@@ -37,13 +31,7 @@ urlpatterns = [
     path("site-market-factors/<int:row_id>/", SiteMarketFactorDetailView.as_view(), name="site-market-factor"),
     path("gpu-assets/", GpuAssetsView.as_view(), name="gpu-assets"),
     path("gpu-assets/<int:asset_id>/", GpuAssetDetailView.as_view(), name="gpu-asset"),
-    path("locked-periods/", LockedPeriodsView.as_view(), name="locked-periods"),
-    path("locked-periods/<int:lock_id>/", LockedPeriodDetailView.as_view(), name="locked-period"),
-    path("instruments/upload/", InstrumentsUploadView.as_view(), name="instruments-upload"),
-    path("residual-mixes/", ResidualMixesView.as_view(), name="residual-mixes"),
-    path("residual-mixes/upload/", ResidualMixesUploadView.as_view(), name="residual-mixes-upload"),
     path("node-enrollments/", NodeEnrollmentsView.as_view(), name="node-enrollments"),
     path("node-tokens/", NodeTokensView.as_view(), name="node-tokens"),
     path("node-tokens/<int:token_id>/", NodeTokenDetailView.as_view(), name="node-token"),
-    path("audit/", AuditView.as_view(), name="audit"),
 ]

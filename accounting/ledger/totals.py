@@ -43,7 +43,7 @@ class Summed:
     (``line_columns``), which are also the stored ledger's. ``money``: an amount
     in the line's currency, never added across currencies.
 
-    ``LedgerTotals.of_line`` applies it to one line; ``accounting.reports.aggregates``
+    ``LedgerTotals.of_line`` applies it to one line; ``reports.aggregates``
     turns it into SQL sums over the stored lines and reads them back by name.
     """
 
@@ -107,7 +107,7 @@ class LedgerTotals:
 
     Each summed field declares, once, how it comes from a line (``summed``): the
     single-line totals, the merge of totals and the SQL sums of stored lines
-    (``accounting.reports.aggregates``) all read that declaration.
+    (``reports.aggregates``) all read that declaration.
     ``currency`` is ``None`` only for the empty total. ``facility_kwh_by_location_source``
     says how much energy each intensity source covered (how much is measured).
     """

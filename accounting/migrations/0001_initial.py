@@ -5,48 +5,84 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('fleets', '0002_gpu_energy_counter_supported'),
+        ("fleets", "0002_gpu_energy_counter_supported"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='GridFetchState',
+            name="GridFetchState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('provider', models.CharField(max_length=64)),
-                ('zone', models.CharField(max_length=64)),
-                ('next_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('failures', models.PositiveIntegerField(default=0, help_text='Consecutive failures since the last success')),
-                ('last_error', models.TextField(blank=True)),
-                ('last_success_at', models.DateTimeField(blank=True, null=True)),
-                ('auth_failed_config', models.CharField(blank=True, editable=False, max_length=64, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("provider", models.CharField(max_length=64)),
+                ("zone", models.CharField(max_length=64)),
+                ("next_attempt_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "failures",
+                    models.PositiveIntegerField(default=0, help_text="Consecutive failures since the last success"),
+                ),
+                ("last_error", models.TextField(blank=True)),
+                ("last_success_at", models.DateTimeField(blank=True, null=True)),
+                ("auth_failed_config", models.CharField(blank=True, editable=False, max_length=64, null=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('provider', 'zone'), name='gridfetchstate_unique_pair')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("provider", "zone"), name="gridfetchstate_unique_pair")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='GridIntensity',
+            name="GridIntensity",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('zone', models.CharField(help_text='Zone key, upper-case (e.g. DE, US-CAL-CISO)', max_length=64)),
-                ('hour_start', models.DateTimeField()),
-                ('kind', models.CharField(choices=[('average', 'Average'), ('marginal', 'Marginal')], max_length=10)),
-                ('source', models.CharField(help_text='e.g. "electricitymaps", "watttime", "csv:<name>"', max_length=100)),
-                ('gco2e_per_kwh', models.DecimalField(decimal_places=3, max_digits=9, verbose_name='gCO2e/kWh')),
-                ('is_estimated', models.BooleanField(default=False, help_text='Modelled, forecast or partly covered by the source')),
-                ('is_forecast', models.BooleanField(default=False, help_text='The hour had not happened when it was fetched')),
-                ('fetched_at', models.DateTimeField()),
-                ('organization', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='grid_intensities', to='fleets.organization')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("zone", models.CharField(help_text="Zone key, upper-case (e.g. DE, US-CAL-CISO)", max_length=64)),
+                ("hour_start", models.DateTimeField()),
+                ("kind", models.CharField(choices=[("average", "Average"), ("marginal", "Marginal")], max_length=10)),
+                (
+                    "source",
+                    models.CharField(help_text='e.g. "electricitymaps", "watttime", "csv:<name>"', max_length=100),
+                ),
+                ("gco2e_per_kwh", models.DecimalField(decimal_places=3, max_digits=9, verbose_name="gCO2e/kWh")),
+                (
+                    "is_estimated",
+                    models.BooleanField(default=False, help_text="Modelled, forecast or partly covered by the source"),
+                ),
+                (
+                    "is_forecast",
+                    models.BooleanField(default=False, help_text="The hour had not happened when it was fetched"),
+                ),
+                ("fetched_at", models.DateTimeField()),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="grid_intensities",
+                        to="fleets.organization",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'grid intensities',
-                'indexes': [models.Index(fields=['zone', 'hour_start'], name='gridintensity_zone_hour')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('organization__isnull', True)), fields=('zone', 'hour_start', 'kind', 'source'), name='gridintensity_unique_public_hour'), models.UniqueConstraint(condition=models.Q(('organization__isnull', False)), fields=('organization', 'zone', 'hour_start', 'kind', 'source'), name='gridintensity_unique_org_hour'), models.CheckConstraint(condition=models.Q(('gco2e_per_kwh__gte', 0)), name='gridintensity_not_negative')],
+                "verbose_name_plural": "grid intensities",
+                "indexes": [models.Index(fields=["zone", "hour_start"], name="gridintensity_zone_hour")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("organization__isnull", True)),
+                        fields=("zone", "hour_start", "kind", "source"),
+                        name="gridintensity_unique_public_hour",
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("organization__isnull", False)),
+                        fields=("organization", "zone", "hour_start", "kind", "source"),
+                        name="gridintensity_unique_org_hour",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("gco2e_per_kwh__gte", 0)), name="gridintensity_not_negative"
+                    ),
+                ],
             },
         ),
     ]

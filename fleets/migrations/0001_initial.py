@@ -9,7 +9,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -18,132 +17,248 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Fleet',
+            name="Fleet",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Organization',
+            name="Organization",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('slug', models.SlugField(max_length=200, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("slug", models.SlugField(max_length=200, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Node',
+            name="Node",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hostname', models.CharField(max_length=253)),
-                ('tenure', models.CharField(choices=[('rented', 'Rented'), ('owned', 'Owned')], default='rented', max_length=10)),
-                ('commissioned_at', models.DateTimeField(blank=True, null=True)),
-                ('decommissioned_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('fleet', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='nodes', to='fleets.fleet')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("hostname", models.CharField(max_length=253)),
+                (
+                    "tenure",
+                    models.CharField(
+                        choices=[("rented", "Rented"), ("owned", "Owned")], default="rented", max_length=10
+                    ),
+                ),
+                ("commissioned_at", models.DateTimeField(blank=True, null=True)),
+                ("decommissioned_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "fleet",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="nodes", to="fleets.fleet"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['hostname'],
+                "ordering": ["hostname"],
             },
         ),
         migrations.CreateModel(
-            name='Gpu',
+            name="Gpu",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('uuid', models.CharField(max_length=96, unique=True, verbose_name='NVML UUID')),
-                ('index', models.PositiveSmallIntegerField(help_text='NVML device index on the node')),
-                ('name', models.CharField(help_text='e.g. NVIDIA H100 80GB HBM3', max_length=128, verbose_name='NVML name')),
-                ('first_seen_at', models.DateTimeField(auto_now_add=True)),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='gpus', to='fleets.node')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("uuid", models.CharField(max_length=96, unique=True, verbose_name="NVML UUID")),
+                ("index", models.PositiveSmallIntegerField(help_text="NVML device index on the node")),
+                (
+                    "name",
+                    models.CharField(help_text="e.g. NVIDIA H100 80GB HBM3", max_length=128, verbose_name="NVML name"),
+                ),
+                ("first_seen_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="gpus", to="fleets.node"
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'GPU',
-                'ordering': ['node', 'index'],
+                "verbose_name": "GPU",
+                "ordering": ["node", "index"],
             },
         ),
         migrations.CreateModel(
-            name='NodeCredential',
+            name="NodeCredential",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token_sha256', models.CharField(editable=False, max_length=64, unique=True)),
-                ('prefix', models.CharField(editable=False, help_text='First characters, to tell tokens apart', max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, editable=False, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='credentials', to='fleets.node')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("token_sha256", models.CharField(editable=False, max_length=64, unique=True)),
+                (
+                    "prefix",
+                    models.CharField(editable=False, help_text="First characters, to tell tokens apart", max_length=16),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, editable=False, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="credentials", to="fleets.node"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='fleet',
-            name='organization',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='fleets', to='fleets.organization'),
+            model_name="fleet",
+            name="organization",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="fleets", to="fleets.organization"
+            ),
         ),
         migrations.CreateModel(
-            name='Site',
+            name="Site",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('grid_zone', models.CharField(blank=True, help_text='Electricity Maps zone, e.g. US-CAL-CISO, DE, SE-SE3. Empty: carbon cannot be computed.', max_length=64, validators=[django.core.validators.RegexValidator('^[A-Za-z]{2}(-[A-Za-z0-9]+)*$', 'a zone looks like DE, SE-SE3 or US-CAL-CISO')])),
-                ('country', models.CharField(blank=True, help_text='ISO 3166-1 alpha-2 country code', max_length=2, validators=[django.core.validators.RegexValidator('^[A-Z]{2}$', 'a two-letter upper-case country code, e.g. DE')])),
-                ('pue', models.DecimalField(decimal_places=2, default=Decimal('1.00'), help_text='Power usage effectiveness: facility energy / IT energy (1.0 or more)', max_digits=4, validators=[django.core.validators.MinValueValidator(Decimal('1.00'))], verbose_name='PUE')),
-                ('currency', models.CharField(default='USD', max_length=3, validators=[django.core.validators.RegexValidator('^[A-Z]{3}$', 'an ISO 4217 code, e.g. USD')])),
-                ('time_zone', models.CharField(default='UTC', max_length=64, validators=[fleets.models.validate_time_zone])),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sites', to='fleets.organization')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "grid_zone",
+                    models.CharField(
+                        blank=True,
+                        help_text="Electricity Maps zone, e.g. US-CAL-CISO, DE, SE-SE3. Empty: carbon cannot be computed.",
+                        max_length=64,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Za-z]{2}(-[A-Za-z0-9]+)*$", "a zone looks like DE, SE-SE3 or US-CAL-CISO"
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "country",
+                    models.CharField(
+                        blank=True,
+                        help_text="ISO 3166-1 alpha-2 country code",
+                        max_length=2,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[A-Z]{2}$", "a two-letter upper-case country code, e.g. DE"
+                            )
+                        ],
+                    ),
+                ),
+                (
+                    "pue",
+                    models.DecimalField(
+                        decimal_places=2,
+                        default=Decimal("1.00"),
+                        help_text="Power usage effectiveness: facility energy / IT energy (1.0 or more)",
+                        max_digits=4,
+                        validators=[django.core.validators.MinValueValidator(Decimal("1.00"))],
+                        verbose_name="PUE",
+                    ),
+                ),
+                (
+                    "currency",
+                    models.CharField(
+                        default="USD",
+                        max_length=3,
+                        validators=[django.core.validators.RegexValidator("^[A-Z]{3}$", "an ISO 4217 code, e.g. USD")],
+                    ),
+                ),
+                (
+                    "time_zone",
+                    models.CharField(default="UTC", max_length=64, validators=[fleets.models.validate_time_zone]),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="sites", to="fleets.organization"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='node',
-            name='site',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='nodes', to='fleets.site'),
+            model_name="node",
+            name="site",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="nodes", to="fleets.site"
+            ),
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('admin', 'Admin'), ('finance', 'Finance'), ('sustainability', 'Sustainability'), ('engineer', 'Engineer'), ('viewer', 'Viewer')], default='viewer', max_length=20)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='fleets.organization')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("admin", "Admin"),
+                            ("finance", "Finance"),
+                            ("sustainability", "Sustainability"),
+                            ("engineer", "Engineer"),
+                            ("viewer", "Viewer"),
+                        ],
+                        default="viewer",
+                        max_length=20,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to="fleets.organization",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('user', 'organization'), name='membership_unique_user_org')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("user", "organization"), name="membership_unique_user_org")
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='fleet',
-            constraint=models.UniqueConstraint(fields=('organization', 'name'), name='fleet_unique_org_name'),
+            model_name="fleet",
+            constraint=models.UniqueConstraint(fields=("organization", "name"), name="fleet_unique_org_name"),
         ),
         migrations.AddConstraint(
-            model_name='site',
-            constraint=models.UniqueConstraint(fields=('organization', 'name'), name='site_unique_org_name'),
+            model_name="site",
+            constraint=models.UniqueConstraint(fields=("organization", "name"), name="site_unique_org_name"),
         ),
         migrations.AddConstraint(
-            model_name='site',
-            constraint=models.CheckConstraint(condition=models.Q(('pue__gte', 1)), name='site_pue_at_least_one'),
+            model_name="site",
+            constraint=models.CheckConstraint(condition=models.Q(("pue__gte", 1)), name="site_pue_at_least_one"),
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.UniqueConstraint(fields=('fleet', 'hostname'), name='node_unique_fleet_hostname'),
+            model_name="node",
+            constraint=models.UniqueConstraint(fields=("fleet", "hostname"), name="node_unique_fleet_hostname"),
         ),
         migrations.AddConstraint(
-            model_name='node',
-            constraint=models.CheckConstraint(condition=models.Q(('decommissioned_at__isnull', True), ('commissioned_at__isnull', True), ('decommissioned_at__gte', models.F('commissioned_at')), _connector='OR'), name='node_decommissioned_after_commissioned'),
+            model_name="node",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("decommissioned_at__isnull", True),
+                    ("commissioned_at__isnull", True),
+                    ("decommissioned_at__gte", models.F("commissioned_at")),
+                    _connector="OR",
+                ),
+                name="node_decommissioned_after_commissioned",
+            ),
         ),
     ]

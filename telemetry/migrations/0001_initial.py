@@ -8,100 +8,176 @@ from telemetry.migration_ops import CreatePartitionedModel
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('fleets', '0002_gpu_energy_counter_supported'),
+        ("fleets", "0002_gpu_energy_counter_supported"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CollectorStatus',
+            name="CollectorStatus",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('last_report_at', models.DateTimeField(help_text='when the server last accepted a batch')),
-                ('newest_sample_at', models.DateTimeField(null=True)),
-                ('lag_s', models.FloatField(help_text='seconds from the newest sample to its arrival', null=True)),
-                ('collector_version', models.CharField(blank=True, max_length=32)),
-                ('reported_hostname', models.CharField(blank=True, max_length=253)),
-                ('dropped_batches', models.BigIntegerField(default=0, help_text="batches the collector's full spool dropped")),
-                ('spool_bytes', models.BigIntegerField(default=0)),
-                ('sample_interval_s', models.FloatField(default=1.0)),
-                ('batches_accepted', models.BigIntegerField(default=0)),
-                ('node', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='collector_status', to='fleets.node')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("last_report_at", models.DateTimeField(help_text="when the server last accepted a batch")),
+                ("newest_sample_at", models.DateTimeField(null=True)),
+                ("lag_s", models.FloatField(help_text="seconds from the newest sample to its arrival", null=True)),
+                ("collector_version", models.CharField(blank=True, max_length=32)),
+                ("reported_hostname", models.CharField(blank=True, max_length=253)),
+                (
+                    "dropped_batches",
+                    models.BigIntegerField(default=0, help_text="batches the collector's full spool dropped"),
+                ),
+                ("spool_bytes", models.BigIntegerField(default=0)),
+                ("sample_interval_s", models.FloatField(default=1.0)),
+                ("batches_accepted", models.BigIntegerField(default=0)),
+                (
+                    "node",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="collector_status", to="fleets.node"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='GpuEpoch',
+            name="GpuEpoch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('epoch', models.CharField(max_length=128)),
-                ('first_seen_at', models.DateTimeField(auto_now_add=True)),
-                ('gpu', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='epochs', to='fleets.gpu')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("epoch", models.CharField(max_length=128)),
+                ("first_seen_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "gpu",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="epochs", to="fleets.gpu"
+                    ),
+                ),
             ],
         ),
         CreatePartitionedModel(
-            name='GpuSample',
+            name="GpuSample",
             fields=[
-                ('pk', models.CompositePrimaryKey('gpu_id', 'ts', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('ts', models.DateTimeField()),
-                ('energy_j', models.FloatField(help_text='NVML total-energy counter, cumulative, J', null=True)),
-                ('mem_used_bytes', models.BigIntegerField(null=True)),
-                ('power_w', telemetry.fields.Float32Field(null=True)),
-                ('util_pct', models.SmallIntegerField(null=True)),
-                ('mem_util_pct', models.SmallIntegerField(null=True)),
-                ('temp_c', models.SmallIntegerField(null=True)),
-                ('epoch', models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='telemetry.gpuepoch')),
-                ('gpu', models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='fleets.gpu')),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "gpu_id", "ts", blank=True, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("ts", models.DateTimeField()),
+                ("energy_j", models.FloatField(help_text="NVML total-energy counter, cumulative, J", null=True)),
+                ("mem_used_bytes", models.BigIntegerField(null=True)),
+                ("power_w", telemetry.fields.Float32Field(null=True)),
+                ("util_pct", models.SmallIntegerField(null=True)),
+                ("mem_util_pct", models.SmallIntegerField(null=True)),
+                ("temp_c", models.SmallIntegerField(null=True)),
+                (
+                    "epoch",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="telemetry.gpuepoch",
+                    ),
+                ),
+                (
+                    "gpu",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="fleets.gpu",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ServingEndpoint',
+            name="ServingEndpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('url', models.CharField(max_length=512)),
-                ('kind', models.CharField(choices=[('vllm', 'vLLM'), ('tgi', 'TGI'), ('sglang', 'SGLang')], max_length=10)),
-                ('model_name', models.CharField(blank=True, max_length=256)),
-                ('first_seen_at', models.DateTimeField(auto_now_add=True)),
-                ('gpus', models.ManyToManyField(blank=True, related_name='serving_endpoints', to='fleets.gpu')),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='serving_endpoints', to='fleets.node')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("url", models.CharField(max_length=512)),
+                (
+                    "kind",
+                    models.CharField(choices=[("vllm", "vLLM"), ("tgi", "TGI"), ("sglang", "SGLang")], max_length=10),
+                ),
+                ("model_name", models.CharField(blank=True, max_length=256)),
+                ("first_seen_at", models.DateTimeField(auto_now_add=True)),
+                ("gpus", models.ManyToManyField(blank=True, related_name="serving_endpoints", to="fleets.gpu")),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="serving_endpoints", to="fleets.node"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='EndpointEpoch',
+            name="EndpointEpoch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('epoch', models.CharField(max_length=128)),
-                ('ttft_bucket_bounds_s', models.JSONField(default=list)),
-                ('first_seen_at', models.DateTimeField(auto_now_add=True)),
-                ('endpoint', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='epochs', to='telemetry.servingendpoint')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("epoch", models.CharField(max_length=128)),
+                ("ttft_bucket_bounds_s", models.JSONField(default=list)),
+                ("first_seen_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="epochs",
+                        to="telemetry.servingendpoint",
+                    ),
+                ),
             ],
         ),
         CreatePartitionedModel(
-            name='ServingSample',
+            name="ServingSample",
             fields=[
-                ('pk', models.CompositePrimaryKey('endpoint_id', 'ts', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('ts', models.DateTimeField()),
-                ('prompt_tokens', models.BigIntegerField(null=True)),
-                ('generation_tokens', models.BigIntegerField(null=True)),
-                ('requests', models.BigIntegerField(null=True)),
-                ('ttft_bucket_counts', models.JSONField(help_text='cumulative counts, one per bound, then +Inf', null=True)),
-                ('ttft_sum_s', models.FloatField(null=True)),
-                ('endpoint', models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='telemetry.servingendpoint')),
-                ('epoch', models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='telemetry.endpointepoch')),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "endpoint_id", "ts", blank=True, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("ts", models.DateTimeField()),
+                ("prompt_tokens", models.BigIntegerField(null=True)),
+                ("generation_tokens", models.BigIntegerField(null=True)),
+                ("requests", models.BigIntegerField(null=True)),
+                (
+                    "ttft_bucket_counts",
+                    models.JSONField(help_text="cumulative counts, one per bound, then +Inf", null=True),
+                ),
+                ("ttft_sum_s", models.FloatField(null=True)),
+                (
+                    "endpoint",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="telemetry.servingendpoint",
+                    ),
+                ),
+                (
+                    "epoch",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="telemetry.endpointepoch",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='gpuepoch',
-            constraint=models.UniqueConstraint(fields=('gpu', 'epoch'), name='gpuepoch_unique'),
+            model_name="gpuepoch",
+            constraint=models.UniqueConstraint(fields=("gpu", "epoch"), name="gpuepoch_unique"),
         ),
         migrations.AddConstraint(
-            model_name='servingendpoint',
-            constraint=models.UniqueConstraint(fields=('node', 'url'), name='servingendpoint_unique_node_url'),
+            model_name="servingendpoint",
+            constraint=models.UniqueConstraint(fields=("node", "url"), name="servingendpoint_unique_node_url"),
         ),
         migrations.AddConstraint(
-            model_name='endpointepoch',
-            constraint=models.UniqueConstraint(fields=('endpoint', 'epoch'), name='endpointepoch_unique'),
+            model_name="endpointepoch",
+            constraint=models.UniqueConstraint(fields=("endpoint", "epoch"), name="endpointepoch_unique"),
         ),
     ]

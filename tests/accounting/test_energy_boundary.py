@@ -10,8 +10,8 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from accounting.ledger_store import ledger_pending_run
 from accounting.models import HardwareProfile, LedgerSettings, NodeHourLedger
+from accounting.node_hour_lines import ledger_pending_run
 from fleets.models import Role
 from fleets.services import credential_issue
 from telemetry.models import NodeHourUsage

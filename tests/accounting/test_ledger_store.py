@@ -8,18 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from accounting.grid import annual_intensity
-from accounting.ledger_store import (
-    ledger_mark,
-    ledger_mark_existing,
-    ledger_mark_held_hours,
-    ledger_mark_intensity_since,
-    ledger_node_hours_compute,
-    ledger_pending_run,
-)
+from accounting.inputs.reopen import EVERY_HOUR, ledger_lines_reopen
 from accounting.models import (
     GpuAsset,
-    GridIntensity,
     LedgerPending,
     LedgerSettings,
     NodeHourLedger,
@@ -27,6 +18,15 @@ from accounting.models import (
     SiteMarketFactor,
     SiteTariff,
 )
+from accounting.node_hour_lines import (
+    ledger_mark,
+    ledger_mark_held_hours,
+    ledger_mark_intensity_since,
+    ledger_node_hours_compute,
+    ledger_pending_run,
+)
+from grid import annual_intensity
+from grid.models import GridIntensity
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
 from tests.factories import GpuFactory, NodeFactory
 
@@ -348,8 +348,9 @@ def test_marking_existing_lines_queues_every_stored_hour_of_the_nodes(node):
         line(node, hour)
     other = NodeFactory(hostname="other")
 
-    assert ledger_mark_existing(node_ids=[node.pk, other.pk], now=datetime.now(UTC)) == 2
-    assert ledger_mark_existing(node_ids=[node.pk], now=datetime.now(UTC)) == 2  # re-marking updates, adds nothing
+    assert ledger_lines_reopen(node_windows={node.pk: EVERY_HOUR, other.pk: EVERY_HOUR}, now=datetime.now(UTC)) == 2
+    # re-marking updates, adds nothing
+    assert ledger_lines_reopen(node_windows={node.pk: EVERY_HOUR}, now=datetime.now(UTC)) == 2
     assert set(LedgerPending.objects.values_list("node_id", "hour_start")) == {
         (node.pk, HOUR),
         (node.pk, HOUR + timedelta(hours=1)),

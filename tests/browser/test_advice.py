@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from accounting.advice.models import AdviceSettings, WorkloadClass
-from accounting.advice.services import advice_refresh
+from advice.models import AdviceSettings, WorkloadClass
+from advice.services import advice_refresh
 from fleets.models import Role
 from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
 from tests.dashboards.data import two_fleets

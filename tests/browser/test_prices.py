@@ -9,8 +9,8 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from accounting.ledger_store import ledger_node_hours_compute, ledger_pending_run
 from accounting.models import NodePrice
+from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending_run
 from fleets.models import Role
 from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
 from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory

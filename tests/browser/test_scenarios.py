@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from accounting.advice.models import WorkloadClass
+from advice.models import WorkloadClass
 from fleets.models import Role
-from tests.accounting.scenarios.data import acme_ledger
 from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
 from tests.factories import MembershipFactory
+from tests.scenarios.data import acme_ledger
 
 pytestmark = [
     pytest.mark.browser,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodePrice, SiteTariff
+from accounting.node_hour_lines import ledger_node_hours_compute
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
 from tests.factories import FleetFactory, GpuFactory, NodeFactory, SiteFactory
 

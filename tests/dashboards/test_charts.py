@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from accounting.charts import FLEET_PALETTE, Buckets, gpu_model_colour, series_lines, stacked_bars
-from accounting.dashboards.nodes import RECENT_SLOT_S, recent_missing_spans
+from common.charts import FLEET_PALETTE, Buckets, gpu_model_colour, series_lines, stacked_bars
+from dashboards.nodes import RECENT_SLOT_S, recent_missing_spans
 from fleets.models import Fleet, Role
 from tests.dashboards.data import two_fleets
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory

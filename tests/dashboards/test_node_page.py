@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from accounting.dashboards.nodes import RECENT_RAW, RECENT_SLOT_S, recent_power_by_slot, serving_by_bucket
+from dashboards.nodes import RECENT_RAW, RECENT_SLOT_S, recent_power_by_slot, serving_by_bucket
 from telemetry.histogram import Histogram
 from telemetry.models import EndpointHourUsage, GpuEpoch, GpuSample, ServingEndpoint
 from telemetry.partitions import partitions_ensure

@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from accounting.charts import figure_html, series_lines
 from accounting.models import NodeHourLedger
 from accounting.templatetags.ledger import number
+from common.charts import figure_html, series_lines
 from fleets.models import Role
 from tests.dashboards.data import two_fleets
 from tests.factories import MembershipFactory, NodeFactory, OrganizationFactory, UserFactory

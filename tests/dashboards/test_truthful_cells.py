@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from accounting.reports.factors import location_factor_source, market_factor_source
 from fleets.models import Role
+from reports.factors import location_factor_source, market_factor_source
 from tests.dashboards.data import build_fleet, two_fleets
 from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 

@@ -7,13 +7,13 @@ from decimal import Decimal
 
 import pytest
 
-from accounting.grid import annual_intensity
 from accounting.models import SiteTariff
 from accounting.prices import tariff_from_model
 from demo import spec
 from demo.intensity import shaped_hours
 from demo.progress import Progress
 from fleets.models import Site
+from grid import annual_intensity
 
 DAY_START = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday, away from clock changes
 

@@ -19,13 +19,15 @@ from django.apps import apps
 from django.core.management import call_command
 from django.utils import timezone
 
-from accounting.grid.store import intensity_for_hours
-from accounting.instruments.models import ContractualInstrument
-from accounting.models import Advice, GridIntensity, NodeHourLedger, WorkloadClass
+from accounting.models import NodeHourLedger
+from advice.models import Advice, WorkloadClass
 from demo import spec
 from demo.summary import fleet_figures, llm_figures
 from demo.tokens import demo_dir
 from fleets.models import Node, Organization
+from grid.models import GridIntensity
+from grid.stored_intensity import intensity_for_hours
+from scope2.models import ContractualInstrument
 from telemetry.collector.simprofiles import LLAMA_8B, LLMS, QWEN_14B, serving_profile
 from telemetry.collector.simulated import SimulatedBackend, parse_simulate_spec
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
@@ -35,7 +37,7 @@ HOUR = timedelta(hours=1)
 COUNTED = [
     "fleets.Site", "fleets.Fleet", "fleets.Node", "fleets.Gpu", "fleets.NodeCredential",
     "accounting.NodePrice", "accounting.SiteTariff", "accounting.SiteMarketFactor", "accounting.GpuAsset",
-    "accounting.GridIntensity", "accounting.NodeHourLedger",
+    "grid.GridIntensity", "accounting.NodeHourLedger",
     "telemetry.GpuSample", "telemetry.ServingSample", "telemetry.GpuHourUsage", "telemetry.EndpointHourUsage",
 ]  # fmt: skip
 

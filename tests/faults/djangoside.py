@@ -31,8 +31,8 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db import models, transaction  # noqa: E402
 
-from accounting.ledger_store import ledger_node_hours_compute  # noqa: E402
 from accounting.models import LedgerPending, NodeHourLedger  # noqa: E402
+from accounting.node_hour_lines import ledger_node_hours_compute  # noqa: E402
 from fleets.models import Gpu, Node  # noqa: E402
 from telemetry.models import (  # noqa: E402
     EndpointHourUsage,

@@ -17,8 +17,8 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounting.ledger_store import ledger_node_hours_compute, ledger_pending_run
 from accounting.models import NodeHourLedger
+from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending_run
 from fleets.models import Fleet, Gpu, Node, Organization, Role, Site
 from tests.factories import (
     FleetFactory,

@@ -14,10 +14,10 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 
-from accounting.inputs.models import AuditEntry, LockedPeriod
-from accounting.instruments.models import ResidualMixFactor
 from accounting.models import GpuAsset, LedgerPending, LedgerSettings, NodePrice, SitePue, SiteTariff
 from fleets.models import Node, Organization, Site
+from governance.models import AuditEntry, LockedPeriod
+from scope2.models import ResidualMixFactor
 from tests.inputs.conftest import JAN_1, JAN_2, JAN_3
 
 pytestmark = pytest.mark.django_db
@@ -142,7 +142,7 @@ def test_a_residual_mix_of_a_locked_year_is_refused_in_the_admin(staff: Client, 
         locked_at=JAN_3,
     )  # fmt: skip
     form = {"organization": str(org_a.pk), "zone": "DE", "gco2e_per_kwh": "400", "source": "AIB ERM v1.0"}
-    url = reverse("admin:accounting_residualmixfactor_add")
+    url = reverse("admin:scope2_residualmixfactor_add")
     assert any("is locked" in message for message in shown(staff.post(url, form | {"year": "2025"})))
     assert staff.post(url, form | {"year": "2026"}).status_code == 302
     assert list(ResidualMixFactor.objects.values_list("year", flat=True)) == [2026]

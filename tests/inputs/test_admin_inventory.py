@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from accounting.inputs.models import AuditEntry
 from fleets.models import Fleet, Node, NodeCredential, Organization, Site
 from fleets.services import node_token_rotate
+from governance.models import AuditEntry
 from tests.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from accounting.inputs.models import AuditEntry
 from fleets.models import Node, Role, Site
+from governance.models import AuditEntry
 from tests.factories import MembershipFactory
 from tests.inputs.conftest import rent_body
 
@@ -80,7 +80,7 @@ def test_the_admin_lists_only_the_entries_of_organizations_one_administers(
     browser = Client()
     browser.force_login(admin_b)
 
-    page = browser.get("/admin/accounting/auditentry/")
+    page = browser.get("/admin/governance/auditentry/")
 
     assert page.status_code == 200
     assert b"bob" in page.content and b"fiona" not in page.content

@@ -9,8 +9,9 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from accounting.inputs.services import InputInvalid, node_price_save
+from accounting.inputs.services import node_price_save
 from accounting.models import NodePrice
+from common.api import InputInvalid
 from fleets.models import Node
 from tests.inputs.conftest import JAN_1, JAN_2
 

@@ -9,10 +9,10 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from accounting.inputs.models import AuditEntry
 from fleets.models import Fleet, Node, NodeCredential, Organization, Role, Site
 from fleets.services import credential_authenticate, credential_issue
 from fleets.tokens import token_sha256
+from governance.models import AuditEntry
 from tests.factories import FleetFactory, MembershipFactory, NodeFactory, SiteFactory
 from tests.inputs.conftest import ROLES
 

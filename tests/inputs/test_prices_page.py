@@ -7,10 +7,10 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
-from accounting.inputs.models import AuditEntry, LockedPeriod
-from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodePrice
+from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.models import Node, Role
+from governance.models import AuditEntry, LockedPeriod
 from tests.factories import MembershipFactory
 from tests.inputs.conftest import HOURS, JAN_1, JAN_2, hardware_cost, ledger_recompute
 

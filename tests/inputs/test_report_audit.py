@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from accounting.inputs.bearing import bears_on
 from fleets.models import Node, Role
+from governance.period_relevance import bears_on
 from tests.inputs.conftest import rent_body
 
 JANUARY = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC))

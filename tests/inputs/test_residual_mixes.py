@@ -1,6 +1,6 @@
 """Residual mixes an organization holds, loaded from CSV (API and command): row by row, audited, lock-checked.
 
-The figures are test inputs, not published residual mixes (none ships: see accounting/instruments/data).
+The figures are test inputs, not published residual mixes (none ships: see scope2/data).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from accounting.inputs.models import AuditEntry, LockedPeriod
-from accounting.instruments.models import ResidualMixFactor
-from accounting.instruments.selectors import residual_mix_for
 from fleets.models import Organization, Role
+from governance.models import AuditEntry, LockedPeriod
+from scope2.models import ResidualMixFactor
+from scope2.selectors import residual_mix_for
 from tests.inputs.conftest import ROLES
 
 pytestmark = pytest.mark.django_db

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SitePue, SiteTariff
 from fleets.models import Gpu, Node, Role, Site
 from fleets.permissions import Capability, may_change
+from governance.models import AuditEntry, LockedPeriod
 from tests.factories import MembershipFactory
 from tests.inputs.conftest import JAN_1, JAN_2, ROLES, rent_body
 

@@ -12,9 +12,9 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
-from accounting.inputs.models import AuditEntry
 from accounting.models import LedgerPending, NodeHourLedger, SiteMarketFactor, SitePue
 from fleets.models import Node, Role, Site
+from governance.models import AuditEntry
 from tests.inputs.conftest import JAN_1, JAN_2, ledger_recompute
 
 pytestmark = pytest.mark.django_db

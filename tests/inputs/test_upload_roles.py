@@ -9,10 +9,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from accounting.inputs.models import AuditEntry
-from accounting.instruments.models import ContractualInstrument
 from accounting.models import NodePrice
 from fleets.models import Node, Role, Site
+from governance.models import AuditEntry
+from scope2.models import ContractualInstrument
 from tests.inputs.conftest import ROLES
 
 pytestmark = pytest.mark.django_db

@@ -8,9 +8,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from accounting.inputs.models import AuditEntry
 from accounting.models import LedgerPending, NodePrice
 from fleets.models import Node, Role
+from governance.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

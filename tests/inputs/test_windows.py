@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from accounting.inputs.windows import windows_changed, windows_minus, windows_overlap, windows_union
+from governance.intervals import windows_changed, windows_minus, windows_overlap, windows_union
 
 
 def day(n: int) -> datetime:

@@ -34,10 +34,11 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from accounting.ledger_store import ledger_node_hours_compute
-from accounting.models import GridIntensity, NodePrice, SiteMarketFactor, SiteTariff
-from accounting.reports.tokens import personal_token_create
+from accounting.models import NodePrice, SiteMarketFactor, SiteTariff
+from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.models import Fleet, Node, Role, Site
+from fleets.personal_tokens import personal_token_create
+from grid.models import GridIntensity
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
 from tests.factories import GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
 

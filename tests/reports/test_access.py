@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounting.reports.tokens import personal_token_create
 from fleets.models import PersonalToken, Role
+from fleets.personal_tokens import personal_token_create
 from fleets.services import credential_issue
 from fleets.tokens import token_sha256
 from tests.factories import MembershipFactory, UserFactory

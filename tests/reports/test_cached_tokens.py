@@ -11,8 +11,8 @@ import io
 
 import pytest
 
-from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodeHourLedger
+from accounting.node_hour_lines import ledger_node_hours_compute
 from telemetry.models import EndpointHourUsage
 from tests.reports.conftest import END, HOURS, START
 

@@ -9,10 +9,10 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 
 from accounting.ledger.units import significant
-from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodePrice
-from accounting.reports.selectors import fleet_comparison
+from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.models import Fleet
+from reports.selectors import fleet_comparison
 from tests.factories import GpuFactory, NodeFactory
 from tests.reports.conftest import END, H100_EMBODIED_G_PER_H, HOURS, LONG_AGO, RTX_EMBODIED_G_PER_H, START, hour_usage
 

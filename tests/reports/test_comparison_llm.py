@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from accounting.inputs.models import AuditEntry, LockedPeriod
-from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import LedgerPending, LedgerSettings
-from accounting.reports.latency import ShareWithin, TimeSum, share_within
-from accounting.reports.output import ITL_NOT_EXPOSED
-from accounting.reports.selectors import fleet_comparison
-from accounting.reports.serving import ServingSums
+from accounting.node_hour_lines import ledger_node_hours_compute
+from governance.models import AuditEntry, LockedPeriod
+from reports.display import ITL_NOT_EXPOSED
+from reports.latency import ShareWithin, TimeSum, share_within
+from reports.selectors import fleet_comparison
+from reports.serving import ServingSums
 from telemetry.histogram import Histogram
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
 from tests.reports.conftest import END, H1, H2, H100_EMBODIED_G_PER_H, START, h100_node, live_grid
@@ -316,10 +316,10 @@ def test_goodput_on_tgi_queue_time_proves_no_request_met_the_target():
 
 
 def test_a_ttft_ratio_never_divides_tgi_queue_time_by_a_measured_ttft():
-    from accounting.advice.bands import LOWER_BOUND, MEASURED, CurveBand
-    from accounting.reports.metrics import ComparisonRow, ComparisonStats, LedgerSums, UtilizationSums
-    from accounting.reports.output import load_band_output
-    from accounting.reports.selectors.load import LoadBand
+    from reports.bands import LOWER_BOUND, MEASURED, CurveBand
+    from reports.display import load_band_output
+    from reports.metrics import ComparisonRow, ComparisonStats, LedgerSums, UtilizationSums
+    from reports.selectors.load import LoadBand
 
     def stats(serving: ServingSums) -> ComparisonStats:
         return ComparisonStats(fleet_id=1, fleet_name="f", gpu_model="h100-sxm", gpu_class=None, sums=LedgerSums(),

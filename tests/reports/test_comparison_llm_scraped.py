@@ -13,9 +13,9 @@ from decimal import Decimal
 
 import pytest
 
-from accounting.ledger_store import ledger_node_hours_compute
-from accounting.reports.selectors import fleet_comparison
+from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.services import credential_issue
+from reports.selectors import fleet_comparison
 from tests.collector.expositions import MODEL, MODEL_14B, vllm_two_models
 from tests.factories import NodeFactory
 from tests.telemetry.test_ingest import post

@@ -11,8 +11,8 @@ from accounting.ledger import LedgerTotals, NodeHourLine
 from accounting.ledger.line import line_columns
 from accounting.ledger.totals import summed_fields
 from accounting.models import NodeHourLedger
-from accounting.reports.aggregates import ledger_sums, ledger_sums_from
-from accounting.reports.metrics import LedgerSums
+from reports.aggregates import ledger_sums, ledger_sums_from
+from reports.metrics import LedgerSums
 from tests.accounting.test_ledger import node
 
 pytestmark = pytest.mark.django_db

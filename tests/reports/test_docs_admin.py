@@ -8,7 +8,7 @@ import pytest
 from django.contrib.staticfiles import finders
 from rest_framework.test import APIClient
 
-from accounting.reports.tokens import personal_token_create
+from fleets.personal_tokens import personal_token_create
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

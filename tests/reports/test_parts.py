@@ -10,9 +10,9 @@ from django.db import connection
 from django.db.models import Q
 
 from accounting.ledger import CurrencyMismatchError
-from accounting.reports.output import sustainability_output, usage_row_output
-from accounting.reports.periods import Granularity
-from accounting.reports.selectors import (
+from common.periods import Granularity
+from reports.display import sustainability_output, usage_row_output
+from reports.selectors import (
     BUCKET,
     GroupBy,
     group_labels,
@@ -23,7 +23,7 @@ from accounting.reports.selectors import (
     report_rows,
     sustainability_report,
 )
-from accounting.reports.selectors.sustainability import (
+from reports.selectors.sustainability import (
     REPORT_ANNOTATIONS,
     REPORT_KEYS,
     sustainability_report_from,
@@ -96,7 +96,7 @@ def test_no_lines_no_parts_and_no_total(org_a):
 def test_money_of_two_currencies_is_never_added(fleets, org_a):
     fleets.rtx.site.currency = "EUR"
     fleets.rtx.site.save()
-    from accounting.ledger_store import ledger_node_hours_compute
+    from accounting.node_hour_lines import ledger_node_hours_compute
     from tests.reports.conftest import HOURS
 
     ledger_node_hours_compute(node_id=fleets.rtx.pk, hour_starts=HOURS)

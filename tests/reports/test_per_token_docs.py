@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from accounting.reports.serializers import PER_TOKEN_FIGURES
+from reports.serializers import PER_TOKEN_FIGURES
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from accounting.reports.periods import Granularity, PeriodError, bucket_end, period_parse, range_check
+from common.periods import Granularity, PeriodError, bucket_end, period_parse, range_check
 
 
 def utc(*args: int) -> datetime:

@@ -19,8 +19,8 @@ from decimal import Decimal
 import pytest
 
 from accounting.ledger.units import significant
-from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodePrice
+from accounting.node_hour_lines import ledger_node_hours_compute
 from accounting.templatetags.ledger import unit
 from fleets.models import Fleet
 from tests.factories import GpuFactory, NodeFactory, SiteFactory

@@ -14,11 +14,11 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from accounting.ledger_store import ledger_pending_run
 from accounting.models import NodePrice, SiteTariff
-from accounting.reports.selectors import sustainability_report
+from accounting.node_hour_lines import ledger_pending_run
 from fleets.models import Role
 from fleets.services import credential_issue
+from reports.selectors import sustainability_report
 from telemetry.rollup import rollup_pending_run
 from tests.factories import MembershipFactory, NodeFactory, UserFactory
 from tests.telemetry.batches import gpu_ref, make_batch

@@ -8,12 +8,12 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from accounting.grid import annual_intensity
-from accounting.grid.annual import EM_ATTRIBUTION, EM_LICENCE
 from accounting.ledger.units import significant
-from accounting.ledger_store import ledger_node_hours_compute
-from accounting.models import GridIntensity
+from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.models import Fleet
+from grid import annual_intensity
+from grid.annual import EM_ATTRIBUTION, EM_LICENCE
+from grid.models import GridIntensity
 from telemetry.models import GpuHourUsage
 from tests.factories import GpuFactory, NodeFactory
 from tests.reports.conftest import H2, H3, H100_EMBODIED_G_PER_H, HOURS, LONG_AGO, RTX_EMBODIED_G_PER_H, hour_usage

@@ -14,7 +14,7 @@ import io
 
 import pytest
 
-from accounting.grid import annual_intensity
+from grid import annual_intensity
 from tests.reports.conftest import END, START
 
 pytestmark = pytest.mark.django_db

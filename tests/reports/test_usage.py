@@ -11,11 +11,11 @@ import pytest
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.ledger.units import significant
-from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodePrice
-from accounting.reports.periods import Granularity
-from accounting.reports.selectors import GroupBy, ReportFilters, report_rows, report_rows_count
+from accounting.node_hour_lines import ledger_node_hours_compute
+from common.periods import Granularity
 from fleets.models import Fleet
+from reports.selectors import GroupBy, ReportFilters, report_rows, report_rows_count
 from telemetry.models import EndpointHourUsage
 from tests.factories import SiteFactory
 from tests.reports.conftest import (

@@ -13,9 +13,9 @@ import io
 
 import pytest
 
-from accounting.grid import annual_intensity
-from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodeHourLedger
+from accounting.node_hour_lines import ledger_node_hours_compute
+from grid import annual_intensity
 from tests.factories import GpuFactory
 from tests.reports.conftest import END, HOURS, START
 

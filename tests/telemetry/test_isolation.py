@@ -15,9 +15,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.db import OperationalError
 from django.utils import timezone
 
-from accounting.ledger_store import ledger_pending_run
 from accounting.models import LedgerPending, NodeHourLedger
-from accounting.tasks.ledger import ledger_pending_task
+from accounting.node_hour_lines import ledger_pending_run
+from accounting.tasks import ledger_pending_task
 from fleets.models import Role
 from telemetry.collector.wire import batch_decode
 from telemetry.ingest import batch_ingest

@@ -11,8 +11,8 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accounting.ledger_store import ledger_pending_run
 from accounting.models import NodeHourLedger
+from accounting.node_hour_lines import ledger_pending_run
 from telemetry import energy
 from telemetry.models import (
     EndpointEpoch,

@@ -1,7 +1,0 @@
-from django.urls import path
-
-from accounting.advice.views import advice_page
-
-urlpatterns = [
-    path("advice/", advice_page, name="advice"),
-]

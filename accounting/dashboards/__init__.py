@@ -1,1 +1,0 @@
-"""Server-rendered dashboards: views ask selectors for rows and ``accounting.charts`` for figures."""

@@ -1,0 +1,28 @@
+"""The hourly advice refresh (beat: ``advice-refresh``)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.utils import timezone
+
+from advice.models import WorkloadClass
+from advice.services import advice_refresh
+
+
+@shared_task(name="accounting.advice_refresh_task")
+def advice_refresh_task(organization_id: int | None = None) -> dict[str, int]:
+    """Refresh the advice of one organization, or of every organization with a workload class.
+
+    Idempotent: an unchanged advice renews its row's ``computed_at``; only a change adds a row and notifies.
+    """
+    now = timezone.now()
+    ids = (
+        [organization_id]
+        if organization_id is not None
+        else sorted(set(WorkloadClass.objects.values_list("organization_id", flat=True)))
+    )
+    totals = {"organizations": len(ids), "classes": 0, "changed": 0, "notified": 0}
+    for org_id in ids:
+        for key, value in advice_refresh(organization_id=org_id, now=now).items():
+            totals[key] += value
+    return totals

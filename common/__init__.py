@@ -1,0 +1,9 @@
+"""What every app above fleets shares, with no models of its own.
+
+- ``scope``: the tenancy scope of a request (the caller's organizations, a period, filters);
+- ``periods``: the one period parser for pages and API;
+- ``renderers``: the streaming CSV renderer; ``csv_safety``: cells a spreadsheet must not run;
+- ``charts``: Plotly figures and fleet colours.
+
+It imports fleets only (``.importlinter``'s layers contract).
+"""

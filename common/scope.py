@@ -1,0 +1,129 @@
+"""What a report request may see: its period, and its organizations and filters among the user's own.
+
+The scoping rule, the same on every report endpoint: a report covers only the
+organizations the user is a member of (any role, viewer included). Naming an
+organization, fleet, site, node or baseline fleet that is not among them
+answers 404, whether it exists or not (its existence is not revealed); without
+an ``organization`` parameter the report covers all of the user's organizations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+from rest_framework.exceptions import NotFound, ValidationError
+
+from common.periods import PeriodError, period_parse, range_check
+from fleets.models import Fleet, Node, Organization, Site
+from fleets.selectors import organizations_for_user
+from fleets.web import DEFAULT_PRESET, PRESETS, preset_range
+
+# The largest id a path or query may name (a bigint); larger ones are refused as not found, not as a 500.
+ID_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class ReportFilters:
+    """Narrowing inside ``organization_ids``; an empty set does not filter. Ids, model keys, ISO currency codes."""
+
+    fleet_ids: frozenset[int] = frozenset()
+    site_ids: frozenset[int] = frozenset()
+    node_ids: frozenset[int] = frozenset()
+    gpu_models: frozenset[str] = frozenset()
+    currencies: frozenset[str] = frozenset()
+
+
+NO_FILTERS = ReportFilters()
+
+# Without a period a report covers what the dashboards show first: the last 7 days, to the next whole hour.
+DEFAULT_PERIOD_LABEL = PRESETS[DEFAULT_PRESET].lower()
+
+
+def report_period(params: Mapping[str, Any]) -> tuple[datetime, datetime]:
+    """``[start, end)`` from ``period``, or from ``start`` and ``end``, or the dashboards' default; 400 otherwise."""
+    period, start, end = params.get("period"), params.get("start"), params.get("end")
+    if not (period or start or end):
+        return preset_range(DEFAULT_PRESET, timezone.now())
+    try:
+        if period and (start or end):
+            raise PeriodError("give period, or start and end, not both")
+        if period:
+            return period_parse(period)
+        if start is None or end is None:
+            raise PeriodError("give period (2026, 2026-Q3, 2026-11), or both start and end, or neither (last 7 days)")
+        return range_check(start, end)
+    except PeriodError as error:
+        raise ValidationError({"period": [str(error)]}) from error
+
+
+def _organization(organizations: QuerySet[Organization], ref: str) -> Organization:
+    # ASCII digits only (``isdigit`` is true of "²", which ``int`` refuses); an id past bigint names nothing.
+    numeric = ref.isascii() and ref.isdigit()
+    if numeric and int(ref) > ID_MAX:
+        raise NotFound(f"no organization {ref!r} among yours")
+    organization = organizations.filter(Q(pk=int(ref)) if numeric else Q(slug=ref)).first()
+    if organization is None:
+        raise NotFound(f"no organization {ref!r} among yours")
+    return organization
+
+
+def report_organization_ids(*, user: Any, refs: Iterable[str]) -> list[int]:
+    """Ids of the organizations asked for (ids or slugs), all of the user's when none; 404 for one not theirs."""
+    mine = organizations_for_user(user=user)
+    refs = list(refs)
+    if not refs:
+        return list(mine.values_list("id", flat=True))
+    return sorted({_organization(mine, ref).pk for ref in refs})
+
+
+def report_organization(*, user: Any, ref: str | None) -> Organization:
+    """The one organization a report is about: the one asked for, or the user's only one."""
+    mine = organizations_for_user(user=user)
+    if ref:
+        return _organization(mine, ref)
+    only = list(mine[:2])
+    if not only:
+        raise NotFound("you belong to no organization")
+    if len(only) > 1:
+        raise ValidationError({"organization": ["you belong to several organizations: name one (id or slug)"]})
+    return only[0]
+
+
+def _owned_ids(queryset: QuerySet[Any], ids: Iterable[int], what: str) -> frozenset[int]:
+    wanted = set(ids)
+    found = set(queryset.filter(pk__in=wanted).values_list("pk", flat=True))
+    missing = sorted(wanted - found)
+    if missing:
+        raise NotFound(f"no {what} {missing[0]} in the organizations of this report")
+    return frozenset(wanted)
+
+
+def report_fleet_ids(*, organization_ids: Collection[int], ids: Iterable[int]) -> frozenset[int]:
+    return _owned_ids(Fleet.objects.filter(organization_id__in=organization_ids), ids, "fleet")
+
+
+def report_filters(*, organization_ids: Collection[int], params: Mapping[str, Any]) -> ReportFilters:
+    """Filters of a report request, each id checked to belong to the report's organizations."""
+    return ReportFilters(
+        fleet_ids=report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", [])),
+        site_ids=_owned_ids(Site.objects.filter(organization_id__in=organization_ids), params.get("site", []), "site"),
+        node_ids=_owned_ids(
+            Node.objects.filter(fleet__organization_id__in=organization_ids), params.get("node", []), "node"
+        ),
+        gpu_models=frozenset(params.get("gpu_model", [])),
+        currencies=frozenset(params.get("currency", [])),
+    )
+
+
+def period_described(params: Mapping[str, Any]) -> str:
+    """The period a report answered for, in the words of its request: ``2026-11``, ``start/end`` or the default."""
+    if params.get("period"):
+        return str(params["period"])
+    if params.get("start") or params.get("end"):
+        return "start/end"
+    return f"{DEFAULT_PERIOD_LABEL} (the default without period, start or end)"

@@ -1,0 +1,46 @@
+"""Pieces the finance, sustainability and comparison pages share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.http import HttpRequest
+from django.utils import timezone
+
+from common.charts import Buckets
+from dashboards.forms import CurrencyForm, page_options
+from fleets.models import Organization
+from fleets.web import Period
+from reports.selectors import NO_FILTERS, ReportFilters
+
+
+def organization_ids(organization: Organization | None) -> list[int]:
+    return [organization.pk] if organization else []
+
+
+def currency_choice(
+    request: HttpRequest, in_period: Iterable[str | None]
+) -> tuple[str | None, list[str], ReportFilters]:
+    """The currency shown (money of two currencies is never added) and the others of the period's lines."""
+    currencies = sorted(currency for currency in set(in_period) if currency is not None)
+    if not currencies:
+        return None, [], NO_FILTERS
+    asked = page_options(CurrencyForm, request)["currency"]
+    chosen = asked if asked in currencies else currencies[0]
+    return chosen, currencies, ReportFilters(currencies=frozenset({chosen}))
+
+
+def api_query(period: Period, organization: Organization | None, **extra: Any) -> str:
+    """The query string of the REST export matching what a page shows."""
+    parts = [f"start={period.start:%Y-%m-%dT%H:%M:%SZ}", f"end={period.end:%Y-%m-%dT%H:%M:%SZ}"]
+    if organization is not None:
+        parts.append(f"organization={organization.slug}")
+    parts += [f"{key}={value}" for key, value in extra.items() if value is not None]
+    return "&".join(parts)
+
+
+def period_buckets(period: Period, *, now: datetime | None = None) -> Buckets:
+    """The period's buckets for the charts; the bucket still in progress counts as partial."""
+    return Buckets(period.granularity, period.start, period.end, now=now or timezone.now())

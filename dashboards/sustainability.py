@@ -1,0 +1,171 @@
+"""The sustainability dashboard: Scope 2 (location and market based), embodied with its range,
+carbon per token over time, energy per token by GPU model, grid intensity per zone, data quality.
+
+Totals and data quality are the report of ``/api/v1/reports/sustainability/``
+(``sustainability_report_from``), built from the same single query as the charts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Sum
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from common.charts import figure_html, gpu_model_colour, grouped_bars, series_lines
+from common.periods import Granularity
+from dashboards.common import api_query, organization_ids, period_buckets
+from fleets.models import Organization
+from fleets.web import Period, page_context
+from reports.display import quality_hour_output, sustainability_output
+from reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
+from reports.selectors.sustainability import (
+    REPORT_ANNOTATIONS,
+    REPORT_KEYS,
+    QualityHour,
+    quality_hours,
+    sustainability_report_from,
+)
+from reports.selectors.trace import EmbodiedFactors, embodied_factors_used
+from scope2.exports import scope2_output
+from scope2.selectors import scope2_report
+
+# The report's groups, split further for the charts: one query gives the tiles, the
+# data-quality table and every chart (the same report as the API's, added from finer parts).
+_KEYS = (*REPORT_KEYS, "fleet_id", "gpu_model", "site__grid_zone")
+# The page's per-hour data-quality table shows at most this many hours (the latest) that were not
+# wholly measured and priced; the export has every hour.
+QUALITY_HOURS_SHOWN = 48
+_INTENSITY = {"s_intensity": Sum("location_gco2e_per_kwh"), "s_intensity_n": Count("location_gco2e_per_kwh")}
+
+
+@login_required
+def sustainability_page(request: HttpRequest) -> HttpResponse:
+    context = page_context(request, now=timezone.now())
+    organization, period = context["organization"], context["period"]
+    page = {**context, "section": "sustainability"}
+    parts = _parts(organization_ids(organization), period) if organization is not None else []
+    if not parts:
+        return render(request, "dashboards/sustainability.html", page)
+    report = sustainability_report_from(parts, organization_id=organization.pk, start=period.start, end=period.end)
+    hours = quality_hours(organization_id=organization.pk, start=period.start, end=period.end)
+    imperfect = [hour for hour in hours if _imperfect(hour)]
+    shown = sustainability_output(report, organization)
+    return render(
+        request,
+        "dashboards/sustainability.html",
+        {
+            **page,
+            "report": shown,
+            "charts": [
+                figure_html(_sci_over_time(parts, period), div_id="chart-sci"),
+                figure_html(_energy_per_token_by_model(parts), div_id="chart-j-per-token"),
+                figure_html(_grid_intensity(parts, period), div_id="chart-grid"),
+            ],
+            "api_query": api_query(period, organization),
+            "quality_hours": [quality_hour_output(hour) for hour in imperfect[-QUALITY_HOURS_SHOWN:]],
+            "quality_hours_imperfect": len(imperfect),
+            "quality_hours_all": len(hours),
+            "embodied_factors": _embodied_factors(parts, organization_ids(organization), period),
+            **_scope2_panel(organization, period, shown["market_kgco2e"]),
+        },
+    )
+
+
+def _scope2_panel(organization: Organization, period: Period, ledger_market_kgco2e: float | None) -> dict[str, Any]:
+    """Scope 2 dual reporting from contractual instruments and the 24/7 CFE score, as its own panel.
+
+    ``ledger_market_kgco2e``: the page's tile (site market factors on ledger lines), reconciled below the
+    table with the instruments' market-based figure, so that the page never shows two without saying why."""
+    shown = scope2_output(
+        scope2_report(organization_id=organization.pk, start=period.start, end=period.end), organization
+    )
+    instruments_kg = shown["market"]["kgco2e"]
+    differ = ledger_market_kgco2e is not None and instruments_kg is not None and ledger_market_kgco2e != instruments_kg
+    return {
+        "scope2": shown, "ledger_market_kgco2e": ledger_market_kgco2e,
+        "market_difference_kgco2e": (ledger_market_kgco2e - instruments_kg) if differ else None,
+    }  # fmt: skip
+
+
+def _embodied_factors(parts: list[LedgerPart], ids: list[int], period: Period) -> list[EmbodiedFactors]:
+    """Each GPU model whose lines carry embodied carbon in the period, with its factors' sources."""
+    per_model = parts_sum(parts, lambda p: p.key["gpu_model"] or "")
+    embodied_g = {model: sums.totals.embodied_co2e_g.central for model, sums in per_model.items() if model}
+    return embodied_factors_used(
+        organization_ids=ids, start=period.start, end=period.end, embodied_g_by_model=embodied_g
+    )
+
+
+def _imperfect(hour: QualityHour) -> bool:
+    """An hour not wholly measured and priced: something bridged, missing or unpriced."""
+    return hour.bridged_h > 0 or hour.missing_h > 0 or hour.unpriced_hours > 0
+
+
+def _parts(ids: list[int], period: Period) -> list[LedgerPart]:
+    return ledger_parts(
+        organization_ids=ids,
+        start=period.start,
+        end=period.end,
+        keys=_KEYS,
+        granularity=Granularity(period.granularity),
+        money=False,
+        annotations=REPORT_ANNOTATIONS,
+        extra=_INTENSITY,
+    )
+
+
+def _sci_over_time(parts: list[LedgerPart], period: Period) -> Any:
+    """Each bucket's carbon per 1k output tokens and per 1k tokens (SCI), unrounded (carbon adds across currencies)."""
+    per_bucket = parts_sum(parts, lambda p: p.key[BUCKET]).items()
+    series = {
+        "gCO2e per 1k output tokens": [
+            (max(bucket, period.start), _float(sums.sci_g_per_1k_output_tokens)) for bucket, sums in per_bucket
+        ],
+        "gCO2e per 1k tokens, input + output (SCI)": [
+            (max(bucket, period.start), _float(sums.sci_g_per_1k_tokens)) for bucket, sums in per_bucket
+        ],
+    }
+    return series_lines(
+        "Carbon per 1k tokens (location-based + embodied)", "gCO2e / 1k tokens", series, buckets=period_buckets(period)
+    )
+
+
+def _energy_per_token_by_model(parts: list[LedgerPart]) -> Any:
+    """Each GPU model's IT energy per output token in its most efficient fleet (the comparison's figure, unrounded)."""
+    per_model: dict[str, list[float]] = defaultdict(list)
+    for (_, model), sums in parts_sum(parts, lambda p: (p.key["fleet_id"], p.key["gpu_model"])).items():
+        j_per_output_token = sums.totals.it_j_per_output_token
+        if j_per_output_token is not None:
+            per_model[model or "unknown"].append(float(j_per_output_token))
+    models = sorted(per_model)
+    fleets = {"J per output token": [min(per_model[m]) for m in models]}
+    colours = {model: gpu_model_colour(None if model == "unknown" else model) for model in models}
+    title = "Energy per output token by GPU model (IT energy)"
+    return grouped_bars(title, "J / output token", models, fleets, category_colours=colours)
+
+
+def _grid_intensity(parts: list[LedgerPart], period: Period) -> Any:
+    """Mean hourly intensity each zone's lines were weighed with, labelled with the sources used."""
+    sums: dict[tuple[str, str, datetime], list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    for part in parts:
+        if part.extra["s_intensity_n"]:
+            total = sums[(part.key["site__grid_zone"], part.key["location_source"], part.key[BUCKET])]
+            total[0] += part.extra["s_intensity"]
+            total[1] += part.extra["s_intensity_n"]
+    series: dict[str, list[tuple[Any, float | None]]] = defaultdict(list)
+    for (zone, source, bucket), (g, n) in sorted(sums.items()):
+        series[f"{zone} · {source}"].append((bucket, float(g / n)))
+    return series_lines(
+        "Grid carbon intensity by zone and source", "gCO2e / kWh", dict(series), buckets=period_buckets(period)
+    )
+
+
+def _float(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)

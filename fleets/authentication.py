@@ -1,0 +1,52 @@
+"""``Authorization: Bearer wlp_...``: a person's token, for report clients.
+
+A node token (``wln_...``) is refused with 403, not 401: it is a valid kind of
+credential that is simply not allowed here, and a 401 would invite the client
+to retry with the same token forever.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
+from rest_framework.request import Request
+
+from fleets.models import PersonalToken
+from fleets.personal_tokens import personal_token_authenticate
+from fleets.tokens import PERSONAL_TOKEN_PREFIX, TOKEN_PREFIX
+
+
+class PersonalTokenAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[Any, PersonalToken] | None:
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != b"bearer":
+            return None
+        if len(parts) != 2:
+            raise AuthenticationFailed("Authorization must be 'Bearer <personal token>'")
+        token = parts[1].decode(errors="replace")
+        if token.startswith(TOKEN_PREFIX):
+            raise PermissionDenied("node tokens are for the ingest API only; use a personal token (wlp_...)")
+        if not token.startswith(PERSONAL_TOKEN_PREFIX):
+            raise AuthenticationFailed("not a personal token (wlp_...)")
+        row = personal_token_authenticate(token=token)
+        if row is None:
+            raise AuthenticationFailed("unknown, expired or revoked token")
+        return row.user, row
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="wattledger"'
+
+
+class PersonalTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "fleets.authentication.PersonalTokenAuthentication"
+    name = "personalToken"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "a personal token (wlp_...) from POST /api/v1/tokens/, shown once",
+        }

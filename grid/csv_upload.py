@@ -1,0 +1,165 @@
+"""Hourly intensities a user uploads as CSV.
+
+Format (header required, columns in any order, names case-insensitive)::
+
+    zone,hour_start,gco2e_per_kwh,kind
+    DE,2024-05-01T13:00:00Z,312.5,average
+    DE,2024-05-01T16:00:00+02:00,298,average
+
+- ``zone``: a zone key, stored upper-cased ("de" → "DE").
+- ``hour_start``: ISO-8601 with an offset or Z, and it must be the start of a UTC
+  hour (a non-aligned time is rejected, not truncated: truncating would silently
+  move a value to an hour the user did not mean). "+05:30" times are therefore
+  never hour starts.
+- ``gco2e_per_kwh``: a decimal number, 0 to 2000 inclusive.
+- ``kind`` (optional column, blank allowed): "average" (default) or "marginal".
+
+Every problem is collected with its line number (the header is line 1) and the
+whole file is rejected with a ``CsvError`` listing up to 20 of them; a file is
+accepted entirely or not at all. The same (zone, hour_start, kind) twice is an error.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+
+from grid.hours import parse_timestamp
+from grid.intensity import AVERAGE, MARGINAL, HourlyIntensity, Kind, is_utc_hour, quantize_intensity
+
+REQUIRED_COLUMNS = ("zone", "hour_start", "gco2e_per_kwh")
+OPTIONAL_COLUMNS = ("kind",)
+MAX_GCO2E_PER_KWH = Decimal(2000)
+MAX_PROBLEMS_SHOWN = 20
+
+
+class CsvError(ValueError):
+    """The upload was rejected; ``problems`` holds every problem found, "line N: ..." each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        shown = problems[:MAX_PROBLEMS_SHOWN]
+        more = len(problems) - len(shown)
+        lines = shown + ([f"... and {more} more problem(s)"] if more else [])
+        super().__init__(f"{len(problems)} problem(s) in the CSV:\n" + "\n".join(lines))
+
+
+class _Row:
+    def __init__(self, line: int, problems: list[str]) -> None:
+        self.line, self.problems = line, problems
+
+    def problem(self, message: str) -> None:
+        self.problems.append(f"line {self.line}: {message}")
+
+
+def parse_intensity_csv(source: str | bytes | Iterable[str], *, source_name: str) -> list[HourlyIntensity]:
+    """Parse an uploaded CSV into hours tagged ``csv:<source_name>``, sorted by zone and hour."""
+    if not source_name.strip():
+        raise ValueError("source_name must not be blank")
+    reader = csv.reader(_lines(source))
+    columns = _header(reader)
+    problems: list[str] = []
+    rows: dict[tuple[str, datetime, Kind], tuple[int, HourlyIntensity]] = {}
+    for fields in reader:
+        row = _Row(reader.line_num, problems)
+        value = _parse_row(fields, columns, row, f"csv:{source_name.strip()}")
+        if value is not None:
+            _add(rows, (value.zone, value.hour_start, value.kind), row, value)
+    if problems:
+        raise CsvError(problems)
+    return sorted((value for _, value in rows.values()), key=lambda v: (v.zone, v.hour_start, v.kind))
+
+
+def _lines(source: str | bytes | Iterable[str]) -> Iterable[str]:
+    if isinstance(source, bytes):
+        try:
+            source = source.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise CsvError([f"the file is not UTF-8 text: {exc}"]) from exc
+    return io.StringIO(source, newline="") if isinstance(source, str) else source
+
+
+def _header(reader: Iterable[list[str]]) -> dict[str, int]:
+    header = next(iter(reader), None)
+    if header is None:
+        raise CsvError(["line 1: the file is empty; expected a header zone,hour_start,gco2e_per_kwh[,kind]"])
+    names = [name.strip().lstrip("\ufeff").lower() for name in header]
+    missing = [name for name in REQUIRED_COLUMNS if name not in names]
+    unknown = [name for name in names if name not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    problems = [f"line 1: missing column {name!r}" for name in missing]
+    problems += [f"line 1: unknown column {name!r}" for name in unknown]
+    problems += [f"line 1: column {name!r} appears twice" for name in repeated]
+    if problems:
+        raise CsvError(problems)
+    return {name: index for index, name in enumerate(names)}
+
+
+def _parse_row(fields: list[str], columns: dict[str, int], row: _Row, source: str) -> HourlyIntensity | None:
+    if not any(field.strip() for field in fields):
+        return None  # blank line
+    if len(fields) != len(columns):
+        row.problem(f"expected {len(columns)} fields, got {len(fields)}")
+        return None
+    text = {name: fields[index].strip() for name, index in columns.items()}
+    zone, hour = _zone(text["zone"], row), _hour(text["hour_start"], row)
+    value, kind = _value(text["gco2e_per_kwh"], row), _kind(text.get("kind", ""), row)
+    if zone is None or hour is None or value is None or kind is None:
+        return None
+    return HourlyIntensity(zone=zone, hour_start=hour, gco2e_per_kwh=value, kind=kind, source=source)
+
+
+def _zone(text: str, row: _Row) -> str | None:
+    if not text:
+        row.problem("zone is empty")
+        return None
+    return text.upper()
+
+
+def _hour(text: str, row: _Row) -> datetime | None:
+    try:
+        moment = parse_timestamp(text)
+    except ValueError:
+        row.problem(f"hour_start {text!r} is not an ISO-8601 time with an offset or Z (e.g. 2024-05-01T13:00:00Z)")
+        return None
+    if not is_utc_hour(moment):
+        row.problem(f"hour_start {text!r} is not the start of a UTC hour")
+        return None
+    return moment
+
+
+def _value(text: str, row: _Row) -> Decimal | None:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        row.problem(f"gco2e_per_kwh {text!r} is not a number")
+        return None
+    if not value.is_finite() or not 0 <= value <= MAX_GCO2E_PER_KWH:
+        row.problem(f"gco2e_per_kwh {text!r} is outside 0..{MAX_GCO2E_PER_KWH}")
+        return None
+    return quantize_intensity(value)
+
+
+def _kind(text: str, row: _Row) -> Kind | None:
+    kind = text.lower() or AVERAGE
+    if kind == AVERAGE:
+        return AVERAGE
+    if kind == MARGINAL:
+        return MARGINAL
+    row.problem(f"kind {text!r} must be 'average' or 'marginal'")
+    return None
+
+
+def _add(
+    rows: dict[tuple[str, datetime, Kind], tuple[int, HourlyIntensity]],
+    key: tuple[str, datetime, Kind],
+    row: _Row,
+    value: HourlyIntensity,
+) -> None:
+    if key in rows:
+        row.problem(f"duplicate of line {rows[key][0]} ({key[0]} {key[1].isoformat()} {key[2]})")
+    else:
+        rows[key] = (row.line, value)

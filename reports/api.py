@@ -1,0 +1,471 @@
+"""``/api/v1/reports/...``: usage, fleet comparison and sustainability, as JSON or CSV.
+
+Authentication: a browser session, or a personal token (``Authorization: Bearer
+wlp_...``); a node token is refused (403). Any member of an organization may read
+its reports, viewers included. Scoping: ``common.scope``. Errors are
+answered in JSON whatever format was asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import APIException
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.utils.urls import remove_query_param, replace_query_param
+from rest_framework.views import APIView
+
+from accounting.ledger import CurrencyMismatchError
+from common.periods import Granularity
+from common.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
+from common.scope import (
+    period_described,
+    report_filters,
+    report_fleet_ids,
+    report_organization,
+    report_organization_ids,
+    report_period,
+)
+from fleets.authentication import PersonalTokenAuthentication
+from governance.report_audit import AUDIT_SECTION, ReportAuditSerializer, audit_metric_rows, report_audit
+from reports.display import (
+    MARKET_BASIS,
+    MARKET_BASIS_NOTE,
+    comparison_row_output,
+    embodied_factors_output,
+    load_band_output,
+    sustainability_output,
+    usage_row_output,
+)
+from reports.metrics import ALLOCATION_NOTE
+from reports.selectors import (
+    GroupBy,
+    fleet_comparison,
+    report_page,
+    report_rows_iter,
+    sustainability_report,
+)
+from reports.selectors.load import comparison_load_bands
+from reports.selectors.trace import organization_embodied_factors
+from reports.serializers import (
+    CACHED_PROMPT_TOKENS,
+    IT_KWH,
+    PER_TOKEN_FIGURES,
+    ComparisonRowSerializer,
+    EmbodiedFactorSerializer,
+    FactorSerializer,
+    GridHourSerializer,
+    LoadBandSerializer,
+    PeriodInputSerializer,
+    QualityHourSerializer,
+    ScopeInputSerializer,
+    UsageRowSerializer,
+    id_field,
+    number,
+    organization_ref_field,
+    per_unit_field,
+)
+
+# Usage rows per page: a month of daily rows for 16 groups; CSV is never paged.
+DEFAULT_PAGE_ROWS = 500
+MAX_PAGE_ROWS = 5000
+MAX_OFFSET = 10**9  # past any report's rows: an offset beyond them answers an empty page
+
+
+class MixedCurrencies(APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "mixed_currencies"
+    default_detail = "money in different currencies is never added: filter by currency or group by site or currency"
+
+
+_ERRORS = {
+    400: OpenApiResponse(description="bad parameters, or money in two currencies in one row"),
+    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
+    403: OpenApiResponse(description="a node token: node tokens are for the ingest API only"),
+    404: OpenApiResponse(description="an organization, fleet, site or node that is not among yours"),
+}
+
+
+def _json_or_csv(output: Any) -> dict[Any, Any]:
+    """A report's documented answers: ``output`` as JSON, the same rows as CSV, and its errors."""
+    return {(200, "application/json"): output, (200, CSV_MEDIA_TYPE): OpenApiTypes.STR, **_ERRORS}
+
+
+class ReportView(APIView):
+    """What every report shares: authentication, a rate per user, JSON or CSV, and errors in JSON."""
+
+    authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "reports"  # THROTTLE_REPORTS_RATE
+    renderer_classes = [JSONRenderer, CSVRenderer]
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, CurrencyMismatchError):
+            exc = MixedCurrencies(str(exc))
+        response = super().handle_exception(exc)
+        # A CSV holding an error message helps no client: errors are JSON whatever was asked.
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
+
+    @staticmethod
+    def wants_csv(request: Request) -> bool:
+        return request.accepted_renderer.format == CSVRenderer.format
+
+    @staticmethod
+    def params(serializer: serializers.Serializer) -> dict[str, Any]:
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    def scope(
+        self, request: Request, serializer: serializers.Serializer
+    ) -> tuple[dict[str, Any], datetime, datetime, list[int]]:
+        """The validated parameters, the period ``[start, end)`` and the organizations asked for (each the user's)."""
+        params = self.params(serializer)
+        start, end = report_period(params)
+        return params, start, end, report_organization_ids(user=request.user, refs=params.get("organization", []))
+
+
+def _csv_name(report: str, start: datetime, end: datetime) -> str:
+    return f"wattledger-{report}-{start:%Y%m%dT%H}-{end:%Y%m%dT%H}.csv"
+
+
+def _page_links(request: Request, *, count: int, offset: int, limit: int) -> tuple[str | None, str | None]:
+    url = request.build_absolute_uri()
+    following = replace_query_param(url, "offset", offset + limit) if offset + limit < count else None
+    if offset <= 0:
+        return following, None
+    earlier = max(offset - limit, 0)
+    return following, remove_query_param(url, "offset") if earlier == 0 else replace_query_param(url, "offset", earlier)
+
+
+class UsageReportView(ReportView):
+    class InputSerializer(ScopeInputSerializer):
+        granularity = serializers.ChoiceField(
+            choices=[g.value for g in Granularity],
+            default=Granularity.DAY.value,
+            help_text="UTC buckets: hour, day, month, or total (one row per group for the whole period)",
+        )
+        group_by = serializers.ChoiceField(
+            choices=[g.value for g in GroupBy],
+            default=GroupBy.NONE.value,
+            help_text="one row per bucket and organization, fleet, site, node, GPU model, currency or LLM model "
+            "(llm_model: the ledger allocated by output-token share; node-hours without output tokens are the "
+            "row whose group_key is null)",
+        )
+        site = serializers.ListField(child=id_field("site id"), required=False, help_text="site id, repeatable")
+        node = serializers.ListField(child=id_field("node id"), required=False, help_text="node id, repeatable")
+        gpu_model = serializers.ListField(
+            child=serializers.SlugField(max_length=64), required=False, help_text="GPU model key, e.g. h100-sxm"
+        )
+        currency = serializers.ListField(
+            child=serializers.RegexField(r"^[A-Z]{3}$"), required=False, help_text="ISO 4217 code, e.g. USD"
+        )
+        limit = serializers.IntegerField(min_value=1, max_value=MAX_PAGE_ROWS, default=DEFAULT_PAGE_ROWS)
+        offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
+
+    @extend_schema_serializer(component_name="UsageReport")
+    class OutputSerializer(serializers.Serializer):
+        period = serializers.CharField(
+            help_text="the period asked for (2026-11, start/end), or 'last 7 days' (the dashboards' default)"
+        )
+        start = serializers.DateTimeField()
+        end = serializers.DateTimeField()
+        granularity = serializers.CharField()
+        group_by = serializers.CharField()
+        count = serializers.IntegerField(help_text="rows in all pages")
+        next = serializers.URLField(allow_null=True)
+        previous = serializers.URLField(allow_null=True)
+        results = UsageRowSerializer(many=True)
+
+    @extend_schema(
+        operation_id="reports_usage",
+        summary="Cost, energy, carbon and tokens per period bucket and group",
+        description=(
+            "Rows are period buckets (UTC) x group, ordered by bucket then group key, paged with limit/offset. "
+            "Per-token figures come in two kinds: `*_per_1m_output_tokens` / `*_per_output_token` divide by "
+            "output (generation) tokens only, as LLM price lists do; the same names without `output` divide by "
+            "input + output tokens (prompt tokens served from a prefix cache included). Unit figures keep 4 "
+            'significant digits (money ones as decimal strings, e.g. "0.09820"). '
+            "Money amounts are rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
+            "refused (400): filter by currency or group by site or currency. With `Accept: text/csv` or "
+            "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields. "
+            f"With `group_by=llm_model`, {ALLOCATION_NOTE}; their rows' group_key is null."
+        ),
+        parameters=[InputSerializer],
+        responses=_json_or_csv(OutputSerializer),
+    )
+    def get(self, request: Request) -> Any:
+        params, start, end, organization_ids = self.scope(request, self.InputSerializer(data=request.query_params))
+        query: dict[str, Any] = {
+            "organization_ids": organization_ids,
+            "start": start,
+            "end": end,
+            "granularity": Granularity(params["granularity"]),
+            "group_by": GroupBy(params["group_by"]),
+            "filters": report_filters(organization_ids=organization_ids, params=params),
+        }
+        if self.wants_csv(request):
+            rows: Iterator[Any] = (usage_row_output(row) for row in report_rows_iter(**query))
+            return csv_response(list(UsageRowSerializer().fields), rows, filename=_csv_name("usage", start, end))
+        offset, limit = params["offset"], params["limit"]
+        page = report_page(**query, offset=offset, limit=limit)
+        following, previous = _page_links(request, count=page.count, offset=offset, limit=limit)
+        answer = {
+            "period": period_described(params),
+            "start": start,
+            "end": end,
+            "granularity": params["granularity"],
+            "group_by": params["group_by"],
+            "count": page.count,
+            "next": following,
+            "previous": previous,
+            "results": [usage_row_output(row) for row in page.rows],
+        }
+        return Response(self.OutputSerializer(answer).data)
+
+
+class FleetComparisonView(ReportView):
+    class InputSerializer(ScopeInputSerializer):
+        by = serializers.ChoiceField(
+            choices=["fleet", "gpu_model", "llm_model"],
+            default="fleet",
+            help_text="one row per fleet, per fleet and GPU model, or per fleet, GPU model and LLM model "
+            "(llm_model: ledger figures allocated by output-token share; see ledger_allocation)",
+        )
+        baseline = id_field("fleet id whose figures the ratios (*_vs_baseline) divide by", required=False)
+        by_load = serializers.BooleanField(
+            default=False,
+            help_text="also each row's figures per load band (requests/s per GPU), the advisor's measured load "
+            "curves: by_load in JSON; in CSV a line per row x band, its columns prefixed load_",
+        )
+
+    @extend_schema_serializer(component_name="FleetComparison")
+    class OutputSerializer(serializers.Serializer):
+        start = serializers.DateTimeField()
+        end = serializers.DateTimeField()
+        by = serializers.CharField()
+        baseline_fleet_id = serializers.IntegerField(allow_null=True)
+        results = ComparisonRowSerializer(many=True)
+
+    @extend_schema(
+        operation_id="reports_comparison",
+        summary="Fleets side by side: throughput, TTFT, cost, energy and carbon per token, utilization",
+        description=(
+            "Leads with figures per output token: `cost_per_1m_output_tokens`, `it_j_per_output_token`, "
+            "`gco2e_per_1m_output_tokens` and `generation_tokens_per_s` divide by output (generation) tokens "
+            "only, as LLM price lists do; the same names without `output` divide by input + output tokens. "
+            "Unit figures keep 4 significant digits (money ones as decimal strings). Throughput is per second "
+            "of endpoint-hours that served tokens. TTFT P50/P90/P99 are interpolated within their histogram "
+            "bucket as Prometheus's histogram_quantile does, each with that bucket's bounds "
+            "(`ttft_p99_bucket_low_ms`, `ttft_p99_bucket_high_ms`), from the period's histograms merged "
+            "(bucket layouts coarsened onto their shared bounds); TGI's queue-based figure is a lower bound, "
+            "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. Mean TTFT is the "
+            "histograms' sum over their count. Goodput is the share of requests whose TTFT is at or below the "
+            "organization's target (`goodput_ttft_target_ms`, a ledger setting), interpolated within the bucket "
+            "holding the target, with its exact bounds (`goodput_share_certain`, `goodput_share_possible`). "
+            "Inter-token latency (time per output token) comes where the server exposes its histogram (vLLM, "
+            "SGLang), else it is null and `itl_note` says why. With `by=llm_model`, rows are per fleet x GPU model "
+            f"x LLM model, and {ALLOCATION_NOTE}. With `baseline`, "
+            "each figure is also given as a ratio to the baseline fleet as a whole (null where undefined, and "
+            "for money in another currency). With `by_load=true`, each row also gives its figures per load band "
+            "(`by_load`), so that fleets are compared at like load: the row's fleet-hours binned by requests/s per "
+            "GPU (bands doubling from 0.25, the last open-ended; the advisor's measured load curves, each LLM "
+            "model's hours apart, a node-hour shared among its models by output tokens), with output tokens/s per "
+            "GPU, TTFT P50/P99 with bucket bounds, cost, J and gCO2e per output token, and their ratios to the "
+            "baseline fleet's band of the same range. CSV: `Accept: text/csv` or `?format=csv`."
+        ),
+        parameters=[InputSerializer],
+        responses=_json_or_csv(OutputSerializer),
+    )
+    def get(self, request: Request) -> Any:
+        params, start, end, organization_ids = self.scope(request, self.InputSerializer(data=request.query_params))
+        fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))
+        baseline = params.get("baseline")
+        if baseline is not None:
+            report_fleet_ids(organization_ids=organization_ids, ids=[baseline])
+        comparison = fleet_comparison(
+            organization_ids=organization_ids,
+            start=start,
+            end=end,
+            baseline_fleet_id=baseline,
+            by_model=params["by"] == "gpu_model",
+            by_llm_model=params["by"] == "llm_model",
+            fleet_ids=fleet_ids,
+        )
+        rows = [comparison_row_output(row) for row in comparison]
+        bands: list[list[dict[str, Any]]] | None = None
+        if params["by_load"]:
+            found = comparison_load_bands(
+                comparison,
+                organization_ids=organization_ids,
+                start=start,
+                end=end,
+                by=params["by"],
+                baseline_fleet_id=baseline,
+                fleet_ids=fleet_ids,
+            )
+            bands = [[load_band_output(band) for band in row_bands] for row_bands in found]
+        if self.wants_csv(request):
+            columns: list[str] = [str(name) for name in ComparisonRowSerializer().fields if name != "by_load"]
+            if bands is not None:
+                band_columns = [f"load_{name}" for name in LoadBandSerializer().fields]
+                lines = list(_rows_by_band(rows, bands))
+                return csv_response(columns + band_columns, lines, filename=_csv_name("comparison", start, end))
+            return csv_response(columns, rows, filename=_csv_name("comparison", start, end))
+        for index, row in enumerate(rows):
+            row["by_load"] = None if bands is None else bands[index]
+        answer = {"start": start, "end": end, "by": params["by"], "baseline_fleet_id": baseline, "results": rows}
+        return Response(self.OutputSerializer(answer).data)
+
+
+def _rows_by_band(rows: list[dict[str, Any]], bands: list[list[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """A CSV line per row x load band (its figures prefixed ``load_``); a row without bands once, blank there."""
+    for row, row_bands in zip(rows, bands, strict=True):
+        for band in row_bands or [{}]:
+            yield row | {f"load_{name}": value for name, value in band.items()}
+
+
+def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The report as ``metric,value`` lines: each figure, then each factor's fields."""
+    for name, value in shown.items():
+        if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors", "audit"):
+            yield {"metric": name, "value": value}
+    for factor in shown["factors"]:
+        prefix = f"factor:{factor['scope']}:{factor['source']}"
+        for name in ("origin", "licence", "attribution", "facility_kwh", "held_h"):
+            yield {"metric": f"{prefix}:{name}", "value": factor[name]}
+    for hour in shown["grid_hours"]:
+        prefix = f"grid:{hour['zone']}:{csv_cell(hour['hour_start'])}:{hour['source'] or '-'}"
+        for name in ("gco2e_per_kwh", "kind", "facility_kwh"):
+            yield {"metric": f"{prefix}:{name}", "value": hour[name]}
+    for hour in shown["quality_hours"]:
+        prefix = f"quality:{csv_cell(hour['hour_start'])}"
+        for name in QUALITY_HOUR_FIELDS:
+            yield {"metric": f"{prefix}:{name}", "value": hour[name]}
+    for used in shown["embodied_factors"]:
+        for name in ("embodied_kgco2e_central", "sources"):
+            yield {"metric": f"embodied:{used['gpu_model']}:{name}", "value": used[name]}
+    yield from ({"metric": metric, "value": value} for metric, value in audit_metric_rows(shown["audit"]))
+
+
+QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
+
+
+class SustainabilityReportView(ReportView):
+    class InputSerializer(PeriodInputSerializer):
+        organization = organization_ref_field(
+            "organization id or slug; optional if you belong to one only", required=False
+        )
+
+    @extend_schema_serializer(component_name="SustainabilityReport")
+    class OutputSerializer(serializers.Serializer):
+        organization_id = serializers.IntegerField()
+        organization = serializers.SlugField()
+        start = serializers.DateTimeField()
+        end = serializers.DateTimeField()
+        location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
+        location_tco2e = number("the same in tCO2e")
+        market_kgco2e = number(
+            "the ledger's market-based figure: facility kWh x the sites' market factors (per site and hour); null "
+            "when none. Not the instrument allocation: that is /api/v1/reports/scope2/ (see market_basis)"
+        )
+        market_tco2e = number("the same in tCO2e")
+        market_basis = serializers.CharField(help_text=f"always '{MARKET_BASIS}': {MARKET_BASIS_NOTE}")
+        location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_*)")
+        market_unknown_facility_kwh = number("facility kWh without a market factor (not in market_*)")
+        embodied_kgco2e_central = number("Scope 3 share attributable to the period: embodied carbon amortized")
+        embodied_kgco2e_low = number("embodied, low estimate")
+        embodied_kgco2e_high = number("embodied, high estimate")
+        embodied_tco2e_central = number("embodied central, tCO2e")
+        unknown_model_gpu_h = number("GPU-hours of models without a hardware profile (no embodied figure)")
+        it_kwh = number(IT_KWH)
+        gpu_kwh = number("GPU-boundary energy, kWh: the GPU boards alone, as NVML's energy counter measures them")
+        node_metered_kwh = number("the part of it_kwh measured at the node boundary by the node's own meter")
+        node_modelled_kwh = number("the part of it_kwh at the node boundary with the host modelled from its profile")
+        facility_kwh = number("facility energy, kWh")
+        pue = number("PUE used, energy-weighted: facility kWh / IT kWh")
+        tokens = serializers.IntegerField(help_text="input + output (prompt + generation) tokens")
+        prompt_tokens = serializers.IntegerField(help_text="input tokens, prefix-cache hits included")
+        generation_tokens = serializers.IntegerField(help_text="output tokens")
+        cached_prompt_tokens = serializers.IntegerField(allow_null=True, help_text=CACHED_PROMPT_TOKENS)
+        sci_gco2e_per_1k_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_output_tokens"])
+        sci_gco2e_per_1k_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_tokens"])
+        energy_counter_share = number("share of GPU energy measured by the NVML energy counter (0-1)")
+        energy_integrated_share = number("share of GPU energy integrated from power samples (0-1)")
+        grid_hourly_energy_share = number("share of facility energy weighed with a live or uploaded hourly value")
+        grid_annual_energy_share = number("share of facility energy weighed with the annual-average fallback")
+        grid_unknown_energy_share = number("share of facility energy with no grid intensity at all")
+        grid_hourly_h = number("node-hours with a live or uploaded hourly grid value")
+        grid_annual_h = number("node-hours with the annual-average fallback")
+        grid_unknown_h = number("node-hours with no grid intensity")
+        idle_gpu_h = number("GPU-hours that served no tokens below the utilization threshold")
+        idle_facility_kwh = number("facility kWh of idle GPUs (their own and their share of the host's)")
+        held_h = number("node-hours held")
+        observed_h = number("node-hours measured: samples at most the max gap apart")
+        bridged_h = number(
+            "node-hours inside telemetry gaps that a cumulative counter carried on across: "
+            "their energy and tokens are counted in full, spread over the gap in proportion to time"
+        )
+        missing_h = number("held but neither measured nor bridged: what no counter proves, hours")
+        coverage = number("observed / held (0-1)")
+        hardware_unpriced_h = number("node-hours with no price in force")
+        electricity_unpriced_h = number("node-hours with no tariff in force")
+        unpriced_hours = serializers.IntegerField(
+            help_text="node-hours with telemetry but no price, asset or tariff in force: unpriced, never free"
+        )
+        factors = FactorSerializer(many=True, help_text="every emission factor source used, with its licence")
+        grid_hours = GridHourSerializer(
+            many=True, help_text="each zone-hour's grid intensity with its source and kind, by zone and hour"
+        )
+        quality_hours = QualityHourSerializer(
+            many=True,
+            help_text="each UTC hour's data quality over the organization's nodes, in node-hours (not GPU-hours): "
+            "held, measured, bridged and missing, and its unpriced node-hours; the hours add up to the totals",
+        )
+        embodied_factors = EmbodiedFactorSerializer(
+            many=True, help_text="each GPU model whose lines carry embodied carbon, with the sources of its factors"
+        )
+        audit = ReportAuditSerializer(help_text=AUDIT_SECTION)
+
+    @extend_schema(
+        operation_id="reports_sustainability",
+        summary="Scope 2 (location and market based), embodied carbon, energy, PUE, SCI and data quality",
+        description=(
+            "One organization over a period (`period=2026`, `2026-Q4`, `2026-11`, or start/end). Lists every "
+            "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
+            "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`, each zone-hour's "
+            "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`, each hour's data "
+            "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`, "
+            "each GPU model's embodied carbon and its factors' sources as `embodied:<model>:<embodied_kgco2e_central"
+            "|sources>`, then the audit section as `audit:<entries_count|sha256|href>` and each listed change as "
+            "`audit:<id>:<at|username|action|subject|object_id|ledger_hours_reopened|before|after>`."
+        ),
+        parameters=[InputSerializer],
+        responses=_json_or_csv(OutputSerializer),
+    )
+    def get(self, request: Request) -> Any:
+        params = self.params(self.InputSerializer(data=request.query_params))
+        start, end = report_period(params)
+        organization = report_organization(user=request.user, ref=params.get("organization"))
+        report = sustainability_report(organization_id=organization.pk, start=start, end=end)
+        shown = sustainability_output(report, organization)
+        used = organization_embodied_factors(organization_id=organization.pk, start=start, end=end)
+        shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
+        shown["audit"] = report_audit(user=request.user, organization=organization, start=start, end=end)
+        if self.wants_csv(request):
+            return csv_response(
+                ["metric", "value"], _sustainability_metrics(shown), filename=_csv_name("sustainability", start, end)
+            )
+        return Response(self.OutputSerializer(shown).data)

@@ -1,0 +1,539 @@
+"""Fleet comparison: per fleet (or fleet x GPU model) figures and their ratios to a baseline fleet."""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import (
+    BigIntegerField,
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    F,
+    FilteredRelation,
+    Q,
+    QuerySet,
+    Sum,
+)
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+
+from accounting.ledger import CurrencyMismatchError
+from accounting.ledger.units import ZERO
+from accounting.models import NodeHourLedger
+from accounting.models.ledger import DEFAULT_GOODPUT_TTFT_TARGET_MS
+from fleets.models import Fleet
+from reports.aggregates import LOCATION_KNOWN, amount_sum, ledger_sums, ledger_sums_from
+from reports.latency import TimeSum
+from reports.metrics import (
+    ComparisonRow,
+    ComparisonStats,
+    LedgerAllocation,
+    LedgerSums,
+    ServingSums,
+    UtilizationSums,
+    ledger_sums_merge,
+)
+from reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
+from reports.selectors.lines import (
+    MIXED_MODEL,
+    ReportFilters,
+    embodied_sources,
+    gpu_model_profiles,
+    ledger_lines,
+)
+from telemetry.histogram import Histogram, histogram_merge
+from telemetry.models import EndpointHourUsage, ServingEndpoint
+
+# fleet id, GPU model key (None per fleet), LLM model (None: not split by LLM model, or the
+# hours that served no output token)
+_Key = tuple[int, str | None, str | None]
+MS_PER_S = 1000.0
+
+
+def fleet_comparison(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    baseline_fleet_id: int | None = None,
+    by_model: bool = False,
+    by_llm_model: bool = False,
+    fleet_ids: Collection[int] = (),
+) -> list[ComparisonRow]:
+    """Each fleet's (fleet x GPU model's, or fleet x GPU model x LLM model's) figures over the period.
+
+    Ordered by fleet name, GPU model, then LLM model (a GPU model's hours without
+    output tokens last). Per LLM model (``by_llm_model``, which implies
+    ``by_model``), each node-hour's ledger figures are allocated to the LLM models
+    served on the node in that hour in proportion to their output tokens; node-hours
+    without output tokens stay with the fleet x GPU model as a row of their own, so
+    the rows add up to the fleet. The baseline is always the baseline fleet as a
+    whole (all its models); its ratios are ``None`` when it has no data. Raises
+    ``CurrencyMismatchError`` for a row whose lines are in two currencies. Fleets
+    without any data are left out.
+    """
+    scope: dict[str, Any] = {"organization_ids": organization_ids, "start": start, "end": end}
+    grouping: dict[str, Any] = {"by_model": by_model or by_llm_model, "by_llm_model": by_llm_model}
+    stats = _comparison_stats(**scope, **grouping, fleet_ids=fleet_ids)
+    baseline = None
+    if baseline_fleet_id is not None:
+        parts = [row for row in stats if row.fleet_id == baseline_fleet_id]
+        if not parts and fleet_ids and baseline_fleet_id not in fleet_ids:  # filtered out: read it on its own
+            parts = _comparison_stats(**scope, by_model=False, by_llm_model=False, fleet_ids=[baseline_fleet_id])
+        baseline = _stats_merge(parts) if parts else None
+    ordered = sorted(stats, key=_order)
+    return [ComparisonRow(stats=row, baseline=baseline) for row in ordered]
+
+
+def _order(stats: ComparisonStats) -> tuple[Any, ...]:
+    return (stats.fleet_name, stats.fleet_id, stats.gpu_model or "", stats.llm_model is None, stats.llm_model or "")
+
+
+def _comparison_stats(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    by_model: bool,
+    by_llm_model: bool,
+    fleet_ids: Collection[int],
+) -> list[ComparisonStats]:
+    filters = ReportFilters(fleet_ids=frozenset(fleet_ids))
+    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+    endpoint_hours = EndpointHourUsage.objects.filter(
+        endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    )
+    if fleet_ids:
+        endpoint_hours = endpoint_hours.filter(endpoint__node__fleet_id__in=fleet_ids)
+    trace: dict[_Key, tuple[_TracePart, ...]] = {}
+    if by_llm_model:
+        ledger, trace = _llm_ledger(lines, endpoint_hours)
+    else:
+        ledger = _comparison_ledger(lines)
+    keyed, keys = _keyed_usage(endpoint_hours, "endpoint__node", by_model, by_llm_model=by_llm_model)
+    serving = _serving(keyed, keys, organization_ids)
+    return _stats_assemble(organization_ids, by_model, by_llm_model, ledger, serving, trace)
+
+
+# Per key: the ledger sums, the GPU model, and the GPU utilization of the lines (stored on each
+# line, so that a quarter of a large fleet reads its node-hours, not its millions of GPU-hours).
+_LedgerPart = tuple[LedgerSums, str | None, UtilizationSums]
+
+
+def _comparison_ledger(lines: QuerySet[NodeHourLedger]) -> dict[_Key, _LedgerPart]:
+    """Ledger sums per fleet and model; per fleet, the model is its only one or "mixed"."""
+    rows = (
+        lines.values("fleet_id", "gpu_model", "currency")
+        .annotate(**ledger_sums(), s_util_pct_s=Sum("util_pct_s"), s_util_observed_s=Sum("util_observed_s"))
+        .order_by("fleet_id", "gpu_model", "currency")
+    )
+    return _by_key(rows, lambda values: (values["fleet_id"], values["gpu_model"], None))
+
+
+# A row's lines by GPU model and intensity source: (GPU model, source, facility kWh with an intensity, central
+# embodied g), the shape of ``trace.TracePart``; per LLM model, each line's share of them.
+_TracePart = tuple[Any, Any, Decimal, Decimal]
+_TRACE_SUMS = {
+    "p_kwh": amount_sum("facility_kwh", where=LOCATION_KNOWN),
+    "p_embodied": amount_sum("embodied_co2e_g_central"),
+}
+
+
+def _llm_ledger(
+    lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]
+) -> tuple[dict[_Key, _LedgerPart], dict[_Key, tuple[_TracePart, ...]]]:
+    """Ledger sums per fleet x GPU model x LLM model, allocated by output-token share, and the idle rest,
+    with each row's trace parts (its lines' facility kWh and embodied carbon per intensity source, allocated alike).
+
+    Each endpoint-hour takes its output tokens' share of its node-hour's line (the
+    line's output tokens are its endpoints'); lines without output tokens are summed
+    whole under the fleet x GPU model with no LLM model. Both are grouped by the
+    lines' intensity source too (a line has one) and added up here.
+    """
+    idle = (
+        lines.filter(generation_tokens=0)
+        .values("fleet_id", "gpu_model", "currency", t_source=F("location_source"))
+        .annotate(
+            **ledger_sums(),
+            s_util_pct_s=Sum("util_pct_s"),
+            s_util_observed_s=Sum("util_observed_s"),
+            **_TRACE_SUMS,
+        )
+        .order_by()
+    )
+    grouped = with_line(endpoint_hours).values(
+        k_fleet=F(f"{LINE}fleet_id"),
+        k_model=F(f"{LINE}gpu_model"),
+        k_llm=F("endpoint__model_name"),
+        currency=F(f"{LINE}currency"),
+        t_source=F(f"{LINE}location_source"),
+    )
+    allocated = allocated_rows(grouped, ["k_fleet", "k_model", "k_llm", "currency", "t_source"], utilization=True)
+    keyed: list[tuple[_Key, dict[str, Any]]] = [((v["fleet_id"], v["gpu_model"], None), dict(v)) for v in idle]
+    keyed += [((v["k_fleet"], v["k_model"], llm_name(v["k_llm"])), v) for v in allocated]
+    return _merged_by_key(keyed)
+
+
+def _merged_by_key(
+    keyed: list[tuple[_Key, dict[str, Any]]],
+) -> tuple[dict[_Key, _LedgerPart], dict[_Key, tuple[_TracePart, ...]]]:
+    """Rows per key x currency x intensity source added up per key x currency; a key in two currencies is refused."""
+    merged: dict[tuple[_Key, str], tuple[LedgerSums, UtilizationSums, list[_TracePart]]] = {}
+    for key, values in keyed:
+        sums = ledger_sums_from(values, currency=values["currency"])
+        utilization = UtilizationSums(float(values["s_util_pct_s"] or 0.0), float(values["s_util_observed_s"] or 0.0))
+        part = (key[1], values["t_source"], values["p_kwh"] or ZERO, values["p_embodied"] or ZERO)
+        place = (key, values["currency"])
+        if place in merged:
+            before = merged[place]
+            sums, utilization = _sums_merge(before[0], sums), _utilization_merge(before[1], utilization)
+            merged[place] = (sums, utilization, [*before[2], part])
+        else:
+            merged[place] = (sums, utilization, [part])
+    ledger: dict[_Key, _LedgerPart] = {}
+    trace: dict[_Key, tuple[_TracePart, ...]] = {}
+    for (key, currency), (sums, utilization, parts) in sorted(merged.items(), key=lambda item: _place_order(*item[0])):
+        if key in ledger:
+            raise CurrencyMismatchError(
+                f"fleet {key[0]} ({key[1]}) holds lines in {ledger[key][0].totals.currency} and "
+                f"{currency}; money in different currencies is never added: filter by fleet"
+            )
+        ledger[key], trace[key] = (sums, key[1], utilization), tuple(parts)
+    return ledger, trace
+
+
+def _place_order(key: _Key, currency: str) -> tuple[Any, ...]:
+    return (key[0], key[1] or "", key[2] is None, key[2] or "", currency)
+
+
+def _by_key(rows: Iterable[Any], key_of: Callable[[dict[str, Any]], _Key]) -> dict[_Key, _LedgerPart]:
+    # Rows come per key x currency: a key in two currencies is refused (money is never added
+    # across currencies); the fleet-level roll-up merges model rows with LedgerTotals.merge,
+    # which refuses mixed currencies itself.
+    per_key: dict[_Key, _LedgerPart] = {}
+    for values in rows:
+        key = key_of(values)
+        if key in per_key:
+            raise CurrencyMismatchError(
+                f"fleet {key[0]} ({key[1]}) holds lines in {per_key[key][0].totals.currency} and "
+                f"{values['currency']}; money in different currencies is never added: filter by fleet"
+            )
+        utilization = UtilizationSums(float(values["s_util_pct_s"] or 0.0), float(values["s_util_observed_s"] or 0.0))
+        per_key[key] = (ledger_sums_from(values, currency=values["currency"]), key[1], utilization)
+    return per_key
+
+
+def _keyed_usage(
+    usage: QuerySet[Any], node_path: str, by_model: bool, *, by_llm_model: bool = False
+) -> tuple[QuerySet[Any], list[str]]:
+    """Hourly usage keyed by fleet and, per model, by the GPU model on its node-hour's ledger line."""
+    usage = usage.annotate(k_fleet=F(f"{node_path}__fleet_id"))
+    if not by_model:
+        return usage, ["k_fleet"]
+    # A LEFT JOIN on the ledger's unique (node, hour_start): hours without a line keep a NULL model.
+    lines = f"{node_path}__ledger_lines"
+    same_hour = FilteredRelation(lines, condition=Q(**{f"{lines}__hour_start": F("hour_start")}))
+    usage = usage.annotate(k_line=same_hour, k_model=F("k_line__gpu_model"))
+    if not by_llm_model:
+        return usage, ["k_fleet", "k_model"]
+    return usage.annotate(k_llm=F("endpoint__model_name")), ["k_fleet", "k_model", "k_llm"]
+
+
+def _usage_key(values: dict[str, Any]) -> _Key:
+    llm = llm_name(values["k_llm"]) if "k_llm" in values else None
+    return (values["k_fleet"], values.get("k_model"), llm)
+
+
+# Servers whose "TTFT" histogram is a lower bound of TTFT (TGI: queue duration, before the prefill).
+LOWER_BOUND_TTFT_KINDS = frozenset({ServingEndpoint.Kind.TGI})
+
+
+@dataclass
+class _Serving:
+    """What one pass over a key's endpoint-hours adds up, before it becomes a ``ServingSums``."""
+
+    sums: dict[str, Any] = field(default_factory=dict)
+    ttft: dict[bool, list[Histogram]] = field(default_factory=lambda: {False: [], True: []})
+    ttft_sum: dict[bool, TimeSum] = field(default_factory=lambda: {False: TimeSum(), True: TimeSum()})
+    itl: list[Histogram] = field(default_factory=list)
+    itl_sum: TimeSum = field(default_factory=TimeSum)
+
+    def serving_sums(self) -> ServingSums:
+        served = self.sums
+        return ServingSums(
+            serving_s=float(served.get("s_serving_s") or 0.0),
+            prompt_tokens=int(served.get("s_prompt") or 0),
+            generation_tokens=int(served.get("s_generation") or 0),
+            cached_prompt_tokens=_cached(served),
+            prompt_tokens_cache_known=int(served.get("s_prompt_cache_known") or 0),
+            ttft=histogram_merge(self.ttft[False], coarsen=True),
+            ttft_lower_bound=histogram_merge(self.ttft[True], coarsen=True),
+            requests=int(served.get("s_requests") or 0),
+            gpu_serving_s=float(served.get("gpu_serving_s") or 0.0),
+            gpu_generation_tokens=int(served.get("gpu_generation") or 0),
+            gpu_requests=int(served.get("gpu_requests") or 0),
+            ttft_sum=self.ttft_sum[False],
+            ttft_lower_bound_sum=self.ttft_sum[True],
+            itl=histogram_merge(self.itl, coarsen=True),
+            itl_sum=self.itl_sum,
+        )
+
+
+def _serving(usage: QuerySet[Any], keys: list[str], organization_ids: Collection[int]) -> dict[_Key, ServingSums]:
+    """Serving sums, merged TTFT and inter-token latency histograms per key, in one pass over the endpoint-hours.
+
+    Measured TTFT (vLLM, SGLang) and TGI's lower bound are merged apart, never together.
+
+    Summed in SQL per key, endpoint and bucket layouts (bucket counts as ``widths``
+    columns), layouts merged here onto the bounds they share
+    (``histogram_merge(coarsen=True)``: exact, only coarser). The widths are a guess
+    from the declared layouts; should an hour hold a wider one, the query runs again
+    as wide as the widest it returned.
+    """
+    widths, gpus = _endpoint_layouts(organization_ids)
+    rows = _serving_rows(usage, keys, widths)
+    ttft, itl = (max((len(row[f"{p}_bucket_bounds_s"] or ()) + 1 for row in rows), default=0) for p in _LATENCIES)
+    if ttft > widths[0] or itl > widths[1]:
+        rows = _serving_rows(usage, keys, (max(ttft, widths[0]), max(itl, widths[1])))
+    per_key: dict[_Key, _Serving] = defaultdict(_Serving)
+    for row in rows:
+        _serving_add(per_key[_usage_key(row)], row, gpus.get(row["endpoint_id"], 0))
+    return {key: summed.serving_sums() for key, summed in per_key.items()}
+
+
+def _serving_add(summed: _Serving, row: dict[str, Any], gpu_count: int) -> None:
+    sums = summed.sums
+    for name in _SERVING_SUMS:
+        sums[name] = sums.get(name, 0) + (row[name] or 0)
+    sums["s_cached_seen"] = sums.get("s_cached_seen") or row["s_cached"] is not None
+    if gpu_count:  # per GPU: the endpoint's seconds while serving times the GPUs it serves from
+        sums["gpu_serving_s"] = sums.get("gpu_serving_s", 0.0) + (row["s_serving_s"] or 0.0) * gpu_count
+        sums["gpu_generation"] = sums.get("gpu_generation", 0) + (row["s_generation"] or 0)
+        sums["gpu_requests"] = sums.get("gpu_requests", 0) + (row["s_requests"] or 0)
+    if row["s_ttft_histograms"]:
+        histogram = _histogram_of(row, "ttft")
+        lower_bound = row["endpoint__kind"] in LOWER_BOUND_TTFT_KINDS
+        summed.ttft[lower_bound].append(histogram)
+        if row["k_ttft_sum_known"]:
+            summed.ttft_sum[lower_bound] += TimeSum(float(row["s_ttft_sum"] or 0.0), histogram.total)
+    if row["s_itl_histograms"]:
+        histogram = _histogram_of(row, "itl")
+        summed.itl.append(histogram)
+        if row["k_itl_sum_known"]:
+            summed.itl_sum += TimeSum(float(row["s_itl_sum"] or 0.0), histogram.total)
+
+
+def _histogram_of(row: dict[str, Any], prefix: str) -> Histogram:
+    bounds = tuple(float(bound) for bound in row[f"{prefix}_bucket_bounds_s"])
+    return Histogram(bounds, tuple(int(row[f"s_{prefix}{i}"] or 0) for i in range(len(bounds) + 1)))
+
+
+# Serving sums per key; ``s_cached_seen`` beside them says whether any endpoint-hour counted
+# prefix-cache hits (without one, the cached tokens are unknown, not zero).
+_SERVING_SUMS = ("s_serving_s", "s_prompt", "s_generation", "s_cached", "s_prompt_cache_known", "s_requests")
+
+
+def _cached(served: dict[str, Any]) -> int | None:
+    return None if not served.get("s_cached_seen") else int(served["s_cached"])
+
+
+def _cached_sum(values: Iterable[int | None]) -> int | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
+def _buckets(prefix: str, width: int, where: Q) -> dict[str, Sum]:
+    return {
+        f"s_{prefix}{i}": Sum(Cast(KT(f"{prefix}_bucket_counts__{i}"), BigIntegerField()), filter=where)
+        for i in range(width)
+    }
+
+
+# The latency histograms an endpoint-hour may hold: time to first token, inter-token latency.
+_LATENCIES = ("ttft", "itl")
+
+
+def _endpoint_layouts(organization_ids: Collection[int]) -> tuple[tuple[int, int], dict[int, int]]:
+    """The buckets of the widest TTFT and inter-token latency layouts the endpoints declared, and how many
+    GPUs each endpoint serves from (inventory): one query over the endpoints, their epochs and GPUs."""
+    rows = (
+        ServingEndpoint.objects.filter(node__fleet__organization_id__in=organization_ids)
+        .values("id", *(f"epochs__{p}_bucket_bounds_s" for p in _LATENCIES))
+        .annotate(s_gpus=Count("gpus", distinct=True))
+        .order_by()
+    )
+    widths = {p: 0 for p in _LATENCIES}
+    gpus: dict[int, int] = {}
+    for row in rows:
+        gpus[row["id"]] = row["s_gpus"]
+        for p in _LATENCIES:
+            widths[p] = max(widths[p], len(row[f"epochs__{p}_bucket_bounds_s"] or ()) + 1)
+    return (widths["ttft"], widths["itl"]), gpus
+
+
+def _serving_rows(usage: QuerySet[EndpointHourUsage], keys: list[str], widths: tuple[int, int]) -> list[dict[str, Any]]:
+    served = Q(prompt_tokens__gt=0) | Q(generation_tokens__gt=0)
+    latencies: dict[str, Any] = {}
+    for prefix, width in zip(_LATENCIES, widths, strict=True):
+        with_histogram = Q(**{f"{prefix}_bucket_counts__isnull": False})
+        latencies |= {
+            f"s_{prefix}_histograms": Count("id", filter=with_histogram),
+            f"s_{prefix}_sum": Sum(f"{prefix}_sum_s", filter=with_histogram),
+            **_buckets(prefix, width, with_histogram),
+        }
+    known = {
+        f"k_{prefix}_sum_known": ExpressionWrapper(Q(**{f"{prefix}_sum_s__isnull": False}), output_field=BooleanField())
+        for prefix in _LATENCIES
+    }
+    rows = (
+        usage.annotate(**known)
+        .values(*keys, "endpoint_id", "endpoint__kind", *(f"{p}_bucket_bounds_s" for p in _LATENCIES), *known)
+        .annotate(
+            s_serving_s=Sum("observed_s", filter=served),
+            s_prompt=Sum("prompt_tokens"),
+            s_generation=Sum("generation_tokens"),
+            s_requests=Sum("requests", filter=served),
+            s_cached=Sum("cached_prompt_tokens"),
+            s_prompt_cache_known=Sum("prompt_tokens", filter=Q(cached_prompt_tokens__isnull=False)),
+            **latencies,
+        )
+        .order_by()
+    )
+    return list(rows)
+
+
+def _stats_assemble(
+    organization_ids: Collection[int],
+    by_model: bool,
+    by_llm_model: bool,
+    ledger: dict[_Key, _LedgerPart],
+    serving: dict[_Key, ServingSums],
+    trace: dict[_Key, tuple[_TracePart, ...]],
+) -> list[ComparisonStats]:
+    if not by_model:
+        ledger = _per_fleet(ledger)
+    fleets = Fleet.objects.filter(organization_id__in=organization_ids)
+    target = "organization__ledger_settings__goodput_ttft_target_ms"  # NULL: no settings, the default
+    names = {pk: (name, ms) for pk, name, ms in fleets.values_list("id", "name", target)}
+    profiles = gpu_model_profiles(organization_ids=organization_ids)
+    sources = embodied_sources(organization_ids=organization_ids)
+    stats = []
+    for key in ledger.keys() | serving.keys():
+        sums, model, utilization = ledger.get(key, (LedgerSums(), None, UtilizationSums()))
+        model = model if model is not None else key[1]
+        name, target_ms = names.get(key[0], (str(key[0]), None))
+        stats.append(
+            ComparisonStats(
+                fleet_id=key[0],
+                fleet_name=name,
+                gpu_model=model,
+                gpu_class=profiles.get(model or "", ("", None))[1],
+                sums=sums,
+                serving=serving.get(key, ServingSums()),
+                utilization=utilization,
+                embodied_sources=_sources_of(model, sources),
+                llm_model=key[2],
+                allocation=_allocation(by_llm_model, key),
+                goodput_ttft_target_s=(target_ms or DEFAULT_GOODPUT_TTFT_TARGET_MS) / MS_PER_S,
+                trace_parts=trace.get(key) if by_llm_model else None,
+            )
+        )
+    return stats
+
+
+def _allocation(by_llm_model: bool, key: _Key) -> LedgerAllocation:
+    if not by_llm_model:
+        return LedgerAllocation.WHOLE
+    return LedgerAllocation.UNATTRIBUTED if key[2] is None else LedgerAllocation.ALLOCATED
+
+
+def _sources_of(model: str | None, sources: dict[str, str]) -> str | None:
+    return sources.get(model) or None if model is not None else None
+
+
+def _per_fleet(per_model: dict[_Key, _LedgerPart]) -> dict[_Key, _LedgerPart]:
+    """Model rows rolled up per fleet; the fleet's model is its only one, or "mixed"."""
+    per_fleet: dict[_Key, _LedgerPart] = {}
+    for (fleet_id, model, _), (sums, _, utilization) in per_model.items():
+        key = (fleet_id, None, None)
+        if key not in per_fleet:
+            per_fleet[key] = (sums, model, utilization)
+            continue
+        merged, first_model, merged_utilization = per_fleet[key]
+        per_fleet[key] = (
+            _sums_merge(merged, sums),
+            first_model if first_model == model else MIXED_MODEL,
+            _utilization_merge(merged_utilization, utilization),
+        )
+    return per_fleet
+
+
+def _stats_merge(parts: list[ComparisonStats]) -> ComparisonStats:
+    """One fleet's model rows as one row: the fleet as a whole (histograms merged, sums added)."""
+    if len(parts) == 1 and parts[0].allocation is LedgerAllocation.WHOLE:
+        return parts[0]
+    models = {part.gpu_model for part in parts}
+    return ComparisonStats(
+        fleet_id=parts[0].fleet_id,
+        fleet_name=parts[0].fleet_name,
+        gpu_model=models.pop() if len(models) == 1 else MIXED_MODEL,
+        gpu_class=parts[0].gpu_class if len(models) == 1 else None,
+        sums=functools.reduce(_sums_merge, (part.sums for part in parts)),
+        serving=_serving_merge([part.serving for part in parts]),
+        utilization=functools.reduce(_utilization_merge, (part.utilization for part in parts)),
+        embodied_sources="; ".join(sorted({p.embodied_sources for p in parts if p.embodied_sources})) or None,
+        goodput_ttft_target_s=parts[0].goodput_ttft_target_s,
+    )
+
+
+def _serving_merge(parts: list[ServingSums]) -> ServingSums:
+    def merged(name: str) -> Histogram | None:
+        return histogram_merge((h for part in parts if (h := getattr(part, name)) is not None), coarsen=True)
+
+    def added(name: str) -> Any:
+        return functools.reduce(lambda a, b: a + b, (getattr(part, name) for part in parts))
+
+    return ServingSums(
+        cached_prompt_tokens=_cached_sum(part.cached_prompt_tokens for part in parts),
+        ttft=merged("ttft"),
+        ttft_lower_bound=merged("ttft_lower_bound"),
+        itl=merged("itl"),
+        **{name: added(name) for name in _SERVING_ADDED},
+    )
+
+
+# ServingSums fields that add up across rows.
+_SERVING_ADDED = (
+    "serving_s",
+    "prompt_tokens",
+    "generation_tokens",
+    "prompt_tokens_cache_known",
+    "requests",
+    "gpu_serving_s",
+    "gpu_generation_tokens",
+    "gpu_requests",
+    "ttft_sum",
+    "ttft_lower_bound_sum",
+    "itl_sum",
+)
+
+
+def _utilization_merge(a: UtilizationSums, b: UtilizationSums) -> UtilizationSums:
+    return UtilizationSums(pct_s=a.pct_s + b.pct_s, observed_s=a.observed_s + b.observed_s)
+
+
+def _sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
+    """Two ``LedgerSums`` added (``LedgerTotals.merge`` raises on mixed currencies)."""
+    try:
+        return ledger_sums_merge(a, b)
+    except CurrencyMismatchError as error:
+        raise CurrencyMismatchError(
+            f"{error}: a fleet holds lines in two currencies; money in different currencies is never added"
+        ) from error

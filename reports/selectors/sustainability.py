@@ -1,0 +1,230 @@
+"""The sustainability report: one organization's Scope 2, embodied carbon, energy and data quality."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.db.models import BooleanField, Count, ExpressionWrapper, Max
+
+from accounting.ledger.units import S_PER_H, ZERO
+from reports.aggregates import LOCATION_UNKNOWN, UNPRICED_WITH_TELEMETRY, amount_sum, ledger_sums_from
+from reports.factors import FactorOrigin, location_factor_source, market_factor_source
+from reports.metrics import GridQuality, LedgerSums, grid_kind
+from reports.selectors.lines import ledger_lines
+from reports.selectors.parts import LedgerPart, ledger_parts, parts_total
+
+
+@dataclass(frozen=True)
+class FactorUse:
+    """An emission factor source used in the period, how much energy it weighed, and its licence.
+
+    ``scope``: "location" (grid intensity) or "market" (the site's market factor).
+    """
+
+    scope: str
+    source: str
+    origin: FactorOrigin
+    licence: str
+    attribution: str
+    facility_kwh: Decimal
+    held_h: Decimal
+
+
+@dataclass(frozen=True)
+class GridHour:
+    """The grid intensity one zone-hour's lines were weighed with, where it came from, and the energy it weighed.
+
+    ``kind``: live, upload, annual (the average standing in), simulated or unknown (``grid_kind``).
+    """
+
+    zone: str
+    hour_start: datetime
+    gco2e_per_kwh: Decimal | None
+    source: str
+    kind: str
+    facility_kwh: Decimal
+
+
+@dataclass(frozen=True)
+class QualityHour:
+    """One UTC hour's data quality over the organization's nodes, in node-hours (not GPU-hours).
+
+    ``held_h``: node-hours held; ``measured_h``: time the samples covered (at most the max gap apart);
+    ``bridged_h``: telemetry gaps a cumulative counter carried on across (counted in full);
+    ``missing_h``: held time neither measured nor bridged (what no counter proves);
+    ``unpriced_hours``: node-hours with telemetry but no price, asset or tariff in force.
+    The hours add up to the report's totals.
+    """
+
+    hour_start: datetime
+    held_h: Decimal
+    measured_h: Decimal
+    bridged_h: Decimal
+    unpriced_hours: int
+
+    @property
+    def missing_h(self) -> Decimal:
+        return max(self.held_h - self.measured_h - self.bridged_h, ZERO)
+
+
+@dataclass(frozen=True)
+class SustainabilityReport:
+    """One organization's carbon over ``[start, end)``: ``sums`` (carbon, energy, tokens; no money),
+    how its location intensity was known (``grid``), every factor source used, and each zone-hour's
+    intensity (``grid_hours``, for the export) and each hour's measured, bridged and missing time
+    (``quality_hours``)."""
+
+    organization_id: int
+    start: datetime
+    end: datetime
+    sums: LedgerSums
+    grid: GridQuality
+    factors: tuple[FactorUse, ...]
+    grid_hours: tuple[GridHour, ...] = ()
+    quality_hours: tuple[QualityHour, ...] = ()
+
+
+# The report's figures are sums over these groups of lines: by the kind of location intensity each
+# line was weighed with (hourly, annual stand-in, none) and by the factor sources used.
+REPORT_KEYS = ("location_unknown", "location_is_fallback", "location_source", "market_source")
+REPORT_ANNOTATIONS = {"location_unknown": ExpressionWrapper(LOCATION_UNKNOWN, output_field=BooleanField())}
+
+
+def sustainability_report(*, organization_id: int, start: datetime, end: datetime) -> SustainabilityReport:
+    """Scope 2 (location and market based), embodied (Scope 3 share), energy, PUE, SCI and data quality.
+
+    Three queries: the lines summed per ``REPORT_KEYS`` (a handful of groups), added here; per
+    zone-hour and intensity source, each hour's intensity; and per hour, its data quality.
+    """
+    parts = ledger_parts(
+        organization_ids=[organization_id],
+        start=start,
+        end=end,
+        keys=REPORT_KEYS,
+        money=False,
+        annotations=REPORT_ANNOTATIONS,
+    )
+    report = sustainability_report_from(parts, organization_id=organization_id, start=start, end=end)
+    return dataclasses.replace(
+        report,
+        grid_hours=grid_hours(organization_id=organization_id, start=start, end=end),
+        quality_hours=quality_hours(organization_id=organization_id, start=start, end=end),
+    )
+
+
+def quality_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[QualityHour, ...]:
+    """Each UTC hour with ledger lines: node-hours held, measured, bridged (and so missing), and unpriced, by hour."""
+    lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
+    rows = (
+        lines.values("hour_start")
+        .annotate(
+            s_held_h=amount_sum("held_h"),
+            s_observed_s=amount_sum("observed_s"),
+            s_bridged_s=amount_sum("bridged_s"),
+            s_unpriced_hours=Count("id", filter=UNPRICED_WITH_TELEMETRY),
+        )
+        .order_by("hour_start")
+    )
+    return tuple(
+        QualityHour(
+            hour_start=row["hour_start"],
+            held_h=row["s_held_h"] or ZERO,
+            measured_h=(row["s_observed_s"] or ZERO) / S_PER_H,
+            bridged_h=(row["s_bridged_s"] or ZERO) / S_PER_H,
+            unpriced_hours=int(row["s_unpriced_hours"] or 0),
+        )
+        for row in rows
+    )
+
+
+def grid_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[GridHour, ...]:
+    """Each zone-hour's grid intensity (g/kWh), its source and kind, and the facility kWh it weighed, by zone and hour.
+
+    Lines of one zone-hour may differ (an organization's upload covers only its own sites): one entry each.
+    """
+    lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
+    rows = (
+        lines.values("site__grid_zone", "hour_start", "location_source", "location_is_fallback")
+        .annotate(
+            s_gco2e_per_kwh=Max("location_gco2e_per_kwh"),
+            s_location_co2e_g=amount_sum("location_co2e_g"),
+            s_facility_kwh=amount_sum("facility_kwh"),
+        )
+        .order_by("site__grid_zone", "hour_start", "location_source")
+    )
+    return tuple(
+        GridHour(
+            zone=row["site__grid_zone"],
+            hour_start=row["hour_start"],
+            gco2e_per_kwh=row["s_gco2e_per_kwh"],
+            source=row["location_source"],
+            kind=grid_kind({**row, "location_co2e_g": row["s_location_co2e_g"]}),
+            facility_kwh=row["s_facility_kwh"] or ZERO,
+        )
+        for row in rows
+    )
+
+
+def sustainability_report_from(
+    parts: list[LedgerPart], *, organization_id: int, start: datetime, end: datetime
+) -> SustainabilityReport:
+    """The report of the lines in ``parts``: carbon-only parts keyed by at least ``REPORT_KEYS``.
+
+    A page keys them finer for its charts and gets the same report as the API.
+    """
+    sums = parts_total(parts) or ledger_sums_from({}, currency=None)
+    location = {
+        kind: _kwh_and_h(p for p in parts if _location_kind(p) == kind) for kind in ("hourly", "annual", "unknown")
+    }
+    grid = GridQuality(
+        hourly_facility_kwh=location["hourly"][0],
+        annual_facility_kwh=location["annual"][0],
+        unknown_facility_kwh=sums.totals.location_unknown_facility_kwh,
+        hourly_h=location["hourly"][1],
+        annual_h=location["annual"][1],
+        unknown_h=location["unknown"][1],
+    )
+    factors = _factor_uses(parts, "location_source") + _factor_uses(parts, "market_source")
+    return SustainabilityReport(organization_id, start, end, sums, grid, factors)
+
+
+def _location_kind(part: LedgerPart) -> str:
+    if part.key["location_unknown"]:
+        return "unknown"
+    return "annual" if part.key["location_is_fallback"] else "hourly"
+
+
+def _kwh_and_h(parts: Iterable[LedgerPart]) -> tuple[Decimal, Decimal]:
+    """Facility kWh and node-hours held of the parts."""
+    kwh, held_h = ZERO, ZERO
+    for part in parts:
+        kwh += part.sums.totals.facility_kwh
+        held_h += part.sums.totals.held_h
+    return kwh, held_h
+
+
+def _factor_uses(parts: list[LedgerPart], field: str) -> tuple[FactorUse, ...]:
+    scope, described = (
+        ("location", location_factor_source) if field == "location_source" else ("market", market_factor_source)
+    )
+    sources = sorted({part.key[field] for part in parts} - {""})
+    uses = []
+    for name in sources:
+        source = described(name)
+        facility_kwh, held_h = _kwh_and_h(p for p in parts if p.key[field] == name)
+        uses.append(
+            FactorUse(
+                scope=scope,
+                source=name,
+                origin=source.origin,
+                licence=source.licence,
+                attribution=source.attribution,
+                facility_kwh=facility_kwh,
+                held_h=held_h,
+            )
+        )
+    return tuple(uses)

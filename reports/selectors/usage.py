@@ -1,0 +1,411 @@
+"""The usage report: cost, energy, carbon and tokens per period bucket x group."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, F, Max, Min, Q, QuerySet
+
+from accounting.ledger import CurrencyMismatchError
+from accounting.models import NodeHourLedger
+from common.periods import Granularity, bucket_end
+from fleets.models import Fleet, Node, Organization, Site
+from reports.aggregates import LOCATION_KNOWN, amount_sum, ledger_sums, ledger_sums_from
+from reports.metrics import LedgerSums, ledger_sums_merge
+from reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
+from reports.selectors.lines import (
+    NO_FILTERS,
+    ReportFilters,
+    embodied_source_lists,
+    gpu_model_profiles,
+    ledger_lines,
+    ledger_lines_where,
+    mixed_node_models,
+)
+from reports.selectors.parts import bucket_expression
+from reports.selectors.trace import (
+    TracePart,
+    as_part,
+    embodied_sources_of,
+    location_sources,
+    trace_parts,
+)
+from telemetry.models import EndpointHourUsage
+
+# Rows fetched per round trip when streaming a report (CSV): a few hundred kB each.
+STREAM_CHUNK_ROWS = 2000
+
+
+class GroupBy(enum.StrEnum):
+    NONE = "none"
+    ORGANIZATION = "organization"
+    FLEET = "fleet"
+    SITE = "site"
+    NODE = "node"
+    GPU_MODEL = "gpu_model"
+    CURRENCY = "currency"
+    LLM_MODEL = "llm_model"
+
+
+_GROUP_FIELDS = {
+    GroupBy.ORGANIZATION: "organization_id",
+    GroupBy.FLEET: "fleet_id",
+    GroupBy.SITE: "site_id",
+    GroupBy.NODE: "node_id",
+    GroupBy.GPU_MODEL: "gpu_model",
+    GroupBy.CURRENCY: "currency",
+    GroupBy.LLM_MODEL: "k_llm",
+}
+# The group of node-hours without output tokens when grouping by LLM model (attributed to no model).
+NO_OUTPUT_TOKENS_LABEL = "no output tokens (idle, attributed to no LLM model)"
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One bucket x group of the usage report. The bucket is cut to the period asked for.
+
+    ``group_key``: the id (organization, fleet, site, node), model key or currency
+    code as text; ``None`` without grouping. ``sums`` holds the unrounded totals
+    and their per-token figures (``sums.totals.cost_per_1m_tokens`` ...).
+    ``embodied_sources``: the sources of the embodied factors of the GPU models whose
+    lines carry embodied carbon (``None`` when none does); ``location_sources``: each
+    grid intensity source with its share (0-1) of the row's facility kWh,
+    ``"source=share; ..."`` largest first (the rest has no intensity).
+    """
+
+    period_start: datetime
+    period_end: datetime
+    group_key: str | None
+    group_label: str | None
+    sums: LedgerSums
+    embodied_sources: str | None = None
+    location_sources: str | None = None
+
+
+# Per row, the smallest and largest GPU model and intensity source of its lines: when each pair
+# agrees (one model, one source: node rows, and most fleet rows) the row's trace needs no other query.
+_TRACE_BOUNDS = {
+    "s_model_lo": Min("gpu_model"),
+    "s_model_hi": Max("gpu_model"),
+    "s_source_lo": Min("location_source"),
+    "s_source_hi": Max("location_source"),
+}
+
+
+@dataclass(frozen=True)
+class ReportPage:
+    """One page of usage rows and the number of rows in all pages."""
+
+    count: int
+    rows: list[ReportRow]
+
+
+@dataclass(frozen=True)
+class _UsageQuery:
+    """The lines of one usage report, their bucket annotated, and the fields a row is keyed by (currency aside)."""
+
+    lines: QuerySet[NodeHourLedger]
+    keys: list[str]
+    organization_ids: Collection[int]
+    start: datetime
+    end: datetime
+    granularity: Granularity
+    group_by: GroupBy
+
+    def rows(self, offset: int, limit: int | None) -> QuerySet[Any]:
+        # Currency is in the GROUP BY so that money of two currencies can never be summed,
+        # even if the check were skipped; after the check it splits no row.
+        aggregated = self.lines.values(*self.keys, "currency").annotate(**ledger_sums(), **_TRACE_BOUNDS)
+        ordered = aggregated.order_by(*self.keys, "currency")
+        return ordered[offset : None if limit is None else offset + limit]
+
+    def row(self, values: dict[str, Any], labels: dict[str, str]) -> ReportRow:
+        row = report_row(
+            ledger_sums_from(values, currency=values["currency"]),
+            start=self.start,
+            end=self.end,
+            granularity=self.granularity,
+            bucket=values.get("bucket"),
+            group_key=None if self.group_by is GroupBy.NONE else values[_GROUP_FIELDS[self.group_by]],
+            labels=labels,
+        )
+        parts = self._parts(values, row)
+        return dataclasses.replace(
+            row,
+            embodied_sources=embodied_sources_of(parts, self.sources, lambda: self.mixed_models),
+            location_sources=location_sources(parts, row.sums),
+        )
+
+    def _parts(self, values: dict[str, Any], row: ReportRow) -> list[TracePart]:
+        """The row's lines by GPU model and intensity source: from the row itself when it has one of each,
+        else one grouped query over the row's hours and group (rows mixing models or sources only)."""
+        totals = row.sums.totals
+        if values["s_model_lo"] == values["s_model_hi"] and values["s_source_lo"] == values["s_source_hi"]:
+            known_kwh = totals.facility_kwh - totals.location_unknown_facility_kwh
+            return [(values["s_model_lo"], values["s_source_lo"], known_kwh, totals.embodied_co2e_g.central)]
+        lines = self.lines.filter(
+            hour_start__gte=row.period_start, hour_start__lt=row.period_end, currency=values["currency"]
+        )
+        if self.group_by is not GroupBy.NONE:
+            field = _GROUP_FIELDS[self.group_by]
+            lines = lines.filter(**{field: values[field]})
+        return [as_part(part) for part in trace_parts(lines)]
+
+    @functools.cached_property
+    def sources(self) -> dict[str, tuple[str, ...]]:
+        return embodied_source_lists(organization_ids=self.organization_ids)
+
+    @functools.cached_property
+    def mixed_models(self) -> tuple[str, ...]:
+        return mixed_node_models(lines=self.lines)
+
+    def labels(self) -> dict[str, str]:
+        return group_labels(self.group_by, self.organization_ids)
+
+
+def report_row(
+    sums: LedgerSums,
+    *,
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    bucket: datetime | None = None,
+    group_key: Any = None,
+    labels: Mapping[str, str] | None = None,
+) -> ReportRow:
+    """The report row of ``sums``: its bucket cut to ``[start, end)``, its group key as text and labelled."""
+    bucket = bucket or start
+    key = None if group_key is None else str(group_key)
+    return ReportRow(
+        period_start=max(bucket, start),
+        period_end=bucket_end(bucket, granularity, end),
+        group_key=key,
+        group_label=None if key is None else (labels or {}).get(key, key),
+        sums=sums,
+    )
+
+
+def _usage_query(
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters,
+) -> _UsageQuery:
+    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+    keys = []
+    bucket = bucket_expression(granularity)
+    if bucket is not None:
+        lines, keys = lines.annotate(bucket=bucket), ["bucket"]
+    if group_by is not GroupBy.NONE:
+        keys.append(_GROUP_FIELDS[group_by])
+    return _UsageQuery(lines, keys, organization_ids, start, end, granularity, group_by)
+
+
+def report_rows(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters = NO_FILTERS,
+    offset: int = 0,
+    limit: int | None = None,
+) -> list[ReportRow]:
+    """Cost, energy, carbon and tokens per bucket x group, ordered by bucket then group key.
+
+    ``offset`` / ``limit`` page through the rows in SQL. Raises ``CurrencyMismatchError``
+    when a row would add money in different currencies. Three queries.
+    """
+    if group_by is GroupBy.LLM_MODEL:
+        return _llm_model_rows(organization_ids, start, end, granularity, filters)[offset : _stop(offset, limit)]
+    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    _currency_check(query.lines, query.keys)
+    labels = query.labels()
+    return [query.row(values, labels) for values in query.rows(offset, limit)]
+
+
+def report_page(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters = NO_FILTERS,
+    offset: int = 0,
+    limit: int | None = None,
+) -> ReportPage:
+    """As ``report_rows``, with the number of rows in all pages (counted with the currency check)."""
+    if group_by is GroupBy.LLM_MODEL:
+        rows = _llm_model_rows(organization_ids, start, end, granularity, filters)
+        return ReportPage(count=len(rows), rows=rows[offset : _stop(offset, limit)])
+    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    count = _rows_counted_and_checked(query.lines, query.keys)
+    labels = query.labels()
+    return ReportPage(count=count, rows=[query.row(values, labels) for values in query.rows(offset, limit)])
+
+
+def report_rows_iter(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters = NO_FILTERS,
+) -> Iterator[ReportRow]:
+    """Every row of ``report_rows``, streamed from the database in chunks (for CSV of any length).
+
+    The currency check runs now, before the first row, so that a caller can still
+    answer with an error; the rows are read as they are consumed.
+    """
+    if group_by is GroupBy.LLM_MODEL:
+        return iter(_llm_model_rows(organization_ids, start, end, granularity, filters))
+    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    _currency_check(query.lines, query.keys)
+    labels = query.labels()
+    return (query.row(values, labels) for values in query.rows(0, None).iterator(chunk_size=STREAM_CHUNK_ROWS))
+
+
+def report_rows_count(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    granularity: Granularity,
+    group_by: GroupBy,
+    filters: ReportFilters = NO_FILTERS,
+) -> int:
+    """How many rows ``report_rows`` gives without paging; raises ``CurrencyMismatchError`` as it does."""
+    if group_by is GroupBy.LLM_MODEL:
+        return len(_llm_model_rows(organization_ids, start, end, granularity, filters))
+    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    return _rows_counted_and_checked(query.lines, query.keys)
+
+
+def _stop(offset: int, limit: int | None) -> int | None:
+    return None if limit is None else offset + limit
+
+
+def _llm_model_rows(
+    organization_ids: Collection[int], start: datetime, end: datetime, granularity: Granularity, filters: ReportFilters
+) -> list[ReportRow]:
+    """Rows per bucket x LLM model: each node-hour's line allocated to its LLM models by output-token share.
+
+    The node-hours without output tokens make a row of their own per bucket (``group_key``
+    ``None``), so the rows add up. Few rows (buckets x models), built whole and paged here.
+    """
+    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+    bucket = bucket_expression(granularity)
+    keys = [] if bucket is None else ["bucket"]
+    idle = lines.filter(generation_tokens=0)
+    idle = idle if bucket is None else idle.annotate(bucket=bucket)
+    usage = EndpointHourUsage.objects.filter(
+        endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    )
+    usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=filters))
+    usage = usage if bucket is None else usage.annotate(bucket=bucket)
+    # Keyed by the lines' GPU model and intensity source too (a line has one of each), for each row's trace.
+    trace = {"t_model": F(f"{LINE}gpu_model"), "t_source": F(f"{LINE}location_source")}
+    grouped = usage.values(*keys, k_llm=F("endpoint__model_name"), currency=F(f"{LINE}currency"), **trace)
+    found: list[tuple[dict[str, Any], str | None]] = [
+        (values, llm_name(values["k_llm"])) for values in allocated_rows(grouped, [*keys, "k_llm", "currency", *trace])
+    ]
+    idle_sums = idle.values(*keys, "currency", t_model=F("gpu_model"), t_source=F("location_source")).annotate(
+        **ledger_sums(),
+        p_kwh=amount_sum("facility_kwh", where=LOCATION_KNOWN),
+        p_embodied=amount_sum("embodied_co2e_g_central"),
+    )
+    found += [(values, None) for values in idle_sums.order_by()]
+    merged: dict[tuple[Any, str | None, str], tuple[LedgerSums, list[TracePart]]] = {}
+    for values, model in found:
+        key = (values.get("bucket"), model, values["currency"])
+        sums = ledger_sums_from(values, currency=values["currency"])
+        part = as_part({**values, "gpu_model": values["t_model"], "location_source": values["t_source"]})
+        if key in merged:
+            sums = ledger_sums_merge(merged[key][0], sums)
+        merged[key] = (sums, [*merged[key][1], part] if key in merged else [part])
+    sources = embodied_source_lists(organization_ids=organization_ids)
+    rows: dict[tuple[datetime, bool, str], ReportRow] = {}
+    for (bucket, model, currency), (sums, parts) in merged.items():
+        row = report_row(sums, start=start, end=end, granularity=granularity, bucket=bucket, group_key=model)
+        row = dataclasses.replace(
+            row,
+            group_label=row.group_label if model is not None else NO_OUTPUT_TOKENS_LABEL,
+            embodied_sources=embodied_sources_of(parts, sources, lambda: mixed_node_models(lines=lines)),
+            location_sources=location_sources(parts, sums),
+        )
+        place = (row.period_start, model is None, model or "")
+        if place in rows:
+            raise CurrencyMismatchError(
+                f"a report row ({row.period_start:%Y-%m-%d %H:00}, LLM model {model}) holds lines in "
+                f"{rows[place].sums.totals.currency} and {currency}; money in different currencies is "
+                "never added: filter by currency (currency=...)"
+            )
+        rows[place] = row
+    return [rows[place] for place in sorted(rows)]
+
+
+def _rows_counted_and_checked(lines: QuerySet[NodeHourLedger], keys: list[str]) -> int:
+    """The number of report rows, and whether one mixes currencies, in one query over the grouped lines."""
+    if not keys:
+        _currency_check(lines, keys)
+        return 1 if lines.exists() else 0
+    per_row = _currency_range(lines, keys).order_by()
+    counted = per_row.aggregate(s_rows=Count("s_lo"), s_mixed=Count("s_lo", filter=MIXED))
+    if counted["s_mixed"]:
+        _currency_check(lines, keys)  # names the first mixed row
+    return int(counted["s_rows"])
+
+
+# A row mixes currencies when its lines' smallest and largest currency codes differ: the same
+# test as counting distinct codes, without the sort a COUNT(DISTINCT) needs per group.
+MIXED = Q(s_lo__lt=F("s_hi"))
+
+
+def _currency_range(lines: QuerySet[NodeHourLedger], keys: list[str]) -> QuerySet[Any]:
+    return lines.values(*keys).annotate(s_lo=Min("currency"), s_hi=Max("currency"))
+
+
+def _currency_check(lines: QuerySet[NodeHourLedger], keys: list[str]) -> None:
+    """Raise ``CurrencyMismatchError`` naming the first row whose lines are in more than one currency."""
+    where: dict[str, Any] = {}
+    if keys:
+        mixed = _currency_range(lines, keys).filter(MIXED).order_by(*keys).first()
+        if mixed is None:
+            return
+        where = {key: mixed[key] for key in keys}
+    currencies = sorted(lines.filter(**where).order_by().values_list("currency", flat=True).distinct())
+    if len(currencies) > 1:
+        row = ", ".join(f"{key}={value}" for key, value in where.items()) or "the whole period"
+        raise CurrencyMismatchError(
+            f"a report row ({row}) holds lines in {' and '.join(currencies)}; money in different currencies "
+            "is never added: filter by currency (currency=...) or group by site or currency"
+        )
+
+
+def group_labels(group_by: GroupBy, organization_ids: Collection[int]) -> dict[str, str]:
+    """Display names of every possible group key of the organizations (one small query)."""
+    pairs: Any
+    if group_by is GroupBy.ORGANIZATION:
+        pairs = Organization.objects.filter(id__in=organization_ids).values_list("id", "name")
+    elif group_by is GroupBy.FLEET:
+        pairs = Fleet.objects.filter(organization_id__in=organization_ids).values_list("id", "name")
+    elif group_by is GroupBy.SITE:
+        pairs = Site.objects.filter(organization_id__in=organization_ids).values_list("id", "name")
+    elif group_by is GroupBy.NODE:
+        pairs = Node.objects.filter(fleet__organization_id__in=organization_ids).values_list("id", "hostname")
+    elif group_by is GroupBy.GPU_MODEL:
+        pairs = [(key, name) for key, (name, _) in gpu_model_profiles(organization_ids=organization_ids).items()]
+    else:
+        pairs = []
+    return {str(key): label for key, label in pairs}

@@ -1,0 +1,245 @@
+"""TTFT under a scenario, read from each fleet's measured latency-by-load curve (pure: no framework).
+
+A fleet's curve for one LLM model: its measured hours binned by load (requests per
+second per GPU of the fleet, ``requests / (gpu_h x 3600)``; bands doubling from
+0.25, as placement advice bins them), each band's TTFT histograms merged. When a
+routing moves requests onto a fleet, each hour's load there rises; that hour's
+requests (its own and the moved ones) take the histogram of the band the new load
+falls in. A band never measured borrows the next measured band above it (a
+pessimistic reading); a load above every measured band takes the highest one and is
+counted as beyond what was measured (its TTFT is then a lower bound). Hours the
+routing does not touch keep their own measured histograms.
+
+Histograms mix with fractional weights: each part is scaled to the requests it
+stands for (counts x weight x 1000, rounded), so quantiles of the mix are exact to
+a thousandth of a request.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from accounting.ledger.units import ONE, S_PER_H, ZERO
+from scenarios.changes import RoutingChange
+from telemetry.histogram import Histogram, histogram_coarsen, histogram_merge
+
+BAND_EDGES_RPS_PER_GPU = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+_WEIGHT_SCALE = 1000
+
+Layouts = dict[tuple[float, ...], list[int]]  # per-bucket counts by bucket bounds
+
+
+def _layouts_add(layouts: Layouts, bounds: list[float], counts: list[int]) -> None:
+    key = tuple(float(b) for b in bounds)
+    held = layouts.get(key)
+    layouts[key] = [a + b for a, b in zip(held, counts, strict=True)] if held else list(counts)
+
+
+def _histogram(layouts: Layouts) -> Histogram | None:
+    merged = histogram_merge([Histogram(bounds, tuple(counts)) for bounds, counts in layouts.items()], coarsen=True)
+    return merged if merged is not None and merged.total else None
+
+
+@dataclass
+class HourServed:
+    requests: int = 0
+    histograms: Layouts = field(default_factory=dict)
+
+
+@dataclass
+class ModelUsage:
+    """One LLM model's output on one fleet over the period: tokens, and per hour requests and TTFT histograms."""
+
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    hours: dict[datetime, HourServed] = field(default_factory=dict)
+    lower_bound_only: bool = False
+    _histogram: Layouts = field(default_factory=dict)
+
+    def add(self, hour: datetime, row: tuple) -> None:
+        """One endpoint-hour: kind, prompt and generation tokens, requests, TTFT bounds and per-bucket counts."""
+        kind, prompt, generation, requests, bounds, counts = row
+        self.prompt_tokens += prompt
+        self.generation_tokens += generation
+        served = self.hours.get(hour)
+        if served is None:
+            served = self.hours[hour] = HourServed()
+        served.requests += requests
+        if kind == "tgi":  # TGI's histogram is a lower bound of TTFT (queue time excluded): not mixed in
+            self.lower_bound_only = True
+        elif counts and len(counts) == len(bounds) + 1:
+            _layouts_add(served.histograms, bounds, counts)
+            _layouts_add(self._histogram, bounds, counts)
+
+    def histogram(self) -> Histogram | None:
+        """The period's TTFT histogram; ``None`` when none was measured."""
+        return _histogram(self._histogram)
+
+    def bands(self, gpu_h: Mapping[datetime, Decimal]) -> dict[int, Histogram]:
+        """The latency-by-load curve: per load band, the merged histograms of the hours measured in it."""
+        layouts: dict[int, Layouts] = defaultdict(dict)
+        for hour, served in self.hours.items():
+            held = gpu_h.get(hour, ZERO)
+            if held > 0 and served.histograms:
+                band = band_of(served.requests / (float(held) * float(S_PER_H)))
+                for bounds, counts in served.histograms.items():
+                    _layouts_add(layouts[band], list(bounds), counts)
+        return {band: h for band, parts in layouts.items() if (h := _histogram(parts)) is not None}
+
+
+def band_of(rps_per_gpu: float) -> int:
+    """The index of the load band holding ``rps_per_gpu``."""
+    return max(bisect.bisect_right(BAND_EDGES_RPS_PER_GPU, rps_per_gpu) - 1, 0)
+
+
+def band_histogram(bands: Mapping[int, Histogram], band: int) -> tuple[Histogram, bool]:
+    """The band's histogram, else the next measured band above; above all: the highest, flagged beyond."""
+    above = [b for b in bands if b >= band]
+    if above:
+        return bands[min(above)], False
+    return bands[max(bands)], True
+
+
+@dataclass(frozen=True)
+class TtftMix:
+    """A model's TTFT histogram as measured and under the scenario; hours read beyond the measured loads."""
+
+    measured: Histogram | None
+    scenario: Histogram | None
+    hours_beyond_measured_load: int = 0
+
+
+Parts = list[tuple[Histogram | None, Decimal]]
+
+
+def ttft_mix(
+    llm_model: str,
+    *,
+    usage: Mapping[tuple[int, str], ModelUsage],
+    tokens: Mapping[tuple[int, str], tuple[Decimal, Decimal]],
+    routed: Mapping[RoutingChange, Decimal],
+    gpu_h: Mapping[int, Mapping[datetime, Decimal]],
+) -> TtftMix:
+    """The model's TTFT as measured (every fleet's histograms) and as the scenario's traffic would see it.
+
+    ``tokens``: the scenario's output tokens per (fleet, model); ``routed``: output
+    tokens each routing moved; ``gpu_h``: per fleet, its GPU-hours by hour.
+    """
+    hists = {key: u.histogram() for key, u in usage.items() if key[1] == llm_model}
+    measured: Parts = [(h, ONE) for h in hists.values() if h is not None]
+    routes = {c: moved for c, moved in routed.items() if c.llm_model == llm_model}
+    touched = {c.to_fleet for c in routes} | {c.from_fleet for c in routes}
+    parts: Parts = []
+    for (fleet, model), histogram in hists.items():
+        served = usage[(fleet, model)]
+        if fleet not in touched and histogram is not None and served.generation_tokens:
+            parts.append((histogram, tokens[(fleet, model)][0] / served.generation_tokens))
+    beyond = 0
+    for fleet in touched:
+        flows = _Flows.of(fleet, routes, usage)
+        fleet_parts, past = _touched_parts(fleet, llm_model, flows, usage, tokens, gpu_h.get(fleet, {}))
+        parts += fleet_parts
+        beyond += past
+    return TtftMix(_weighted_merge(measured), _weighted_merge(parts), beyond)
+
+
+Moved = dict[datetime, tuple[Decimal, Decimal]]  # per hour: requests, and the histogram counts they stand for
+
+
+@dataclass(frozen=True)
+class _Flows:
+    """The requests routed onto and off one fleet, per hour, and the output tokens in all."""
+
+    inflow: Moved
+    outflow: Moved
+    tokens_in: Decimal
+    tokens_out: Decimal
+
+    @classmethod
+    def of(
+        cls, fleet: int, routes: Mapping[RoutingChange, Decimal], usage: Mapping[tuple[int, str], ModelUsage]
+    ) -> _Flows:
+        arriving = {c: moved for c, moved in routes.items() if c.to_fleet == fleet}
+        leaving = {c: moved for c, moved in routes.items() if c.from_fleet == fleet}
+        return cls(
+            _moved_by_hour(arriving, usage),
+            _moved_by_hour(leaving, usage),
+            sum(arriving.values(), ZERO),
+            sum(leaving.values(), ZERO),
+        )
+
+
+def _moved_by_hour(routes: Mapping[RoutingChange, Decimal], usage: Mapping[tuple[int, str], ModelUsage]) -> Moved:
+    """Per hour: the requests the routings move (as their sources served them), and their histogram counts."""
+    moved: Moved = defaultdict(lambda: (ZERO, ZERO))
+    for change, tokens in routes.items():
+        source = usage[(change.from_fleet, change.llm_model)]
+        share = tokens / source.generation_tokens
+        for hour, served in source.hours.items():
+            counted = sum(sum(c) for c in served.histograms.values())
+            requests, histogram = moved[hour]
+            moved[hour] = (requests + served.requests * share, histogram + counted * share)
+    return moved
+
+
+def _touched_parts(
+    fleet: int,
+    llm_model: str,
+    flows: _Flows,
+    usage: Mapping[tuple[int, str], ModelUsage],
+    tokens: Mapping[tuple[int, str], tuple[Decimal, Decimal]],
+    gpu_h: Mapping[datetime, Decimal],
+) -> tuple[Parts, int]:
+    """A fleet that routing adds requests to or takes them from, hour by hour, on its latency-by-load curve:
+    an hour whose load changed takes the histogram of the band of its new load."""
+    served = usage.get((fleet, llm_model))
+    if served is None or not served.generation_tokens:
+        return ([(None, ONE)] if flows.inflow else []), 0  # no measured curve of the model on this fleet
+    bands = served.bands(gpu_h)
+    # The fleet's own scaling (nodes added or removed): its scenario tokens before the routings.
+    ratio = (tokens[(fleet, llm_model)][0] - flows.tokens_in + flows.tokens_out) / served.generation_tokens
+    parts: Parts = []
+    beyond = 0
+    for hour in set(served.hours) | set(flows.inflow):
+        here = served.hours.get(hour, HourServed())
+        counted = Decimal(sum(sum(c) for c in here.histograms.values()))
+        in_requests, in_counted = flows.inflow.get(hour, (ZERO, ZERO))
+        out_requests, out_counted = flows.outflow.get(hour, (ZERO, ZERO))
+        scenario_counted = counted * ratio + in_counted - out_counted
+        if scenario_counted <= 0:
+            continue
+        if not in_counted and not out_counted:
+            parts.append((_histogram(here.histograms), ratio))
+            continue
+        held = gpu_h.get(hour, ZERO) * ratio
+        if not bands:  # no curve: the moved-in requests are unknown, the rest keep the hour's histogram
+            parts.append((None, ONE) if in_counted else (_histogram(here.histograms), scenario_counted / counted))
+            continue
+        if held <= 0:
+            histogram, past = bands[max(bands)], True
+        else:
+            requests = Decimal(here.requests) * ratio + in_requests - out_requests
+            histogram, past = band_histogram(bands, band_of(float(requests / (held * S_PER_H))))
+        beyond += past and bool(in_counted)
+        parts.append((histogram, scenario_counted / histogram.total))
+    return parts, beyond
+
+
+def _weighted_merge(parts: Parts) -> Histogram | None:
+    """The weighted sum of histograms on their shared bounds; ``None`` if any weighted part is unmeasured."""
+    weighted = [(h, w) for h, w in parts if w]
+    if not weighted or any(h is None for h, _ in weighted):
+        return None
+    histograms = [h for h, _ in weighted if h is not None]
+    bounds = tuple(sorted(set.intersection(*(set(h.bounds_s) for h in histograms))))
+    counts = [0] * (len(bounds) + 1)
+    for histogram, weight in ((h, w) for h, w in weighted if h is not None):
+        common = histogram if histogram.bounds_s == bounds else histogram_coarsen(histogram, bounds)
+        for index, count in enumerate(common.counts):
+            counts[index] += round(count * weight * _WEIGHT_SCALE)
+    return Histogram(bounds, tuple(counts))

@@ -1,0 +1,411 @@
+"""Replaying measured node-hours under a scenario's changes (pure: no framework, no database).
+
+One pass over the stored ledger's rows (``LEDGER_COLUMNS``, as ``values_list``
+gives them) sums them into buckets, one per fleet x site x GPU model x PUE x hour;
+the changes then act on the buckets, never on the stored ledger:
+
+1. ``nodes``: a bucket x ``(n + N) / n``, ``n`` the fleet's node-hours of that GPU
+   model in that hour (every figure: the added nodes work like the average node).
+2. ``move``: PUE (facility kWh, electricity and carbon x new / old PUE); zone
+   (location carbon = facility kWh x the zone's intensity of that hour).
+3. ``tenure``: hardware = GPU-hours x rent, or x (capex / life + opex); rent with
+   power included has no electricity line; without, kWh once included are unpriced.
+4. ``move`` tariff: electricity = facility kWh not included in rent x the price.
+5. ``lifetime``: embodied x (rate over the longer life) / (rate the ledger used), by the
+   remaining-life rule of ``accounting.ledger.embodied``, per card: the ledger's card has
+   the GPU model's expected life L, its asset's prior use p and own expected years o (none:
+   the rest of L); kept ``extra`` years longer it has life L + extra, and own years
+   o + extra (none: the rest). A new card with no own years: L / (L + extra). A change's
+   second-hand cards (``prior_use_years``) carry the rate of that prior use over
+   L + extra, and cost the purchase price over the years left to them instead of the
+   hardware cost measured.
+6. ``routing`` (on the fleets' sums): the moved output tokens leave the source fleet
+   with its per-output-token figures and reach the target with the target's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from decimal import Decimal
+from typing import TypeGuard
+
+from accounting.ledger.embodied import embodied_rate_g_per_h
+from accounting.ledger.inputs import EmbodiedAsset, EmbodiedKg
+from accounting.ledger.units import ONE, ZERO, h_from_years
+from scenarios.changes import (
+    Change,
+    LifetimeChange,
+    MoveChange,
+    NodesChange,
+    RoutingChange,
+    TenureChange,
+)
+from scenarios.latency import ModelUsage, TtftMix, ttft_mix
+
+LEDGER_COLUMNS = (
+    "fleet_id",
+    "site_id",
+    "gpu_model",
+    "pue",
+    "hour_start",
+    "held_h",
+    "gpu_h",
+    "it_kwh",
+    "facility_kwh",
+    "electricity_status",
+    "electricity_cost",
+    "hardware_cost",
+    "location_co2e_g",
+    "embodied_co2e_g_low",
+    "embodied_co2e_g_central",
+    "embodied_co2e_g_high",
+    "prompt_tokens",
+    "generation_tokens",
+    "node_id",
+)
+"""The stored ledger's columns the replay reads, in the order ``Replay.add`` takes them (the node last,
+optional: it finds the cards' lives in ``Replay(node_lives=...)``)."""
+
+LifeKey = tuple[tuple[Decimal, Decimal | None], ...]
+"""The lives the ledger amortised a node's cards over: per card, (prior use years, own expected years or
+``None``: the rest of the GPU model's life); empty: new cards over the GPU model's life."""
+
+USAGE_COLUMNS = ("fleet_id", "hour_start", "llm_model", "kind", "prompt_tokens", "generation_tokens", "requests",
+                 "bounds_s", "counts")  # fmt: skip
+"""Endpoint-hour usage as ``Replay.add_usage`` takes it (kind: the server, e.g. vllm, tgi)."""
+
+
+class ReplayError(ValueError):
+    """A scenario that the measured data cannot answer (a fleet with no such node-hours, no tokens...)."""
+
+
+@dataclass(slots=True)
+class Sums:
+    """Summed node-hour figures: money in the sites' currency, energy kWh, carbon gCO2e, tokens.
+
+    ``facility_kwh_priced`` / ``_included``: kWh whose electricity is priced, or included
+    in rent (the rest is unpriced); ``facility_kwh_located``: kWh with a known location
+    intensity (the rest has no location carbon). Tokens are Decimal: scaled sums are fractional.
+    """
+
+    rows: int = 0
+    held_h: Decimal = ZERO
+    gpu_h: Decimal = ZERO
+    it_kwh: Decimal = ZERO
+    facility_kwh: Decimal = ZERO
+    facility_kwh_priced: Decimal = ZERO
+    facility_kwh_included: Decimal = ZERO
+    facility_kwh_located: Decimal = ZERO
+    electricity_cost: Decimal = ZERO
+    hardware_cost: Decimal = ZERO
+    location_co2e_g: Decimal = ZERO
+    embodied_co2e_g_low: Decimal = ZERO
+    embodied_co2e_g_central: Decimal = ZERO
+    embodied_co2e_g_high: Decimal = ZERO
+    prompt_tokens: Decimal = ZERO
+    generation_tokens: Decimal = ZERO
+
+    @property
+    def cost(self) -> Decimal:
+        return self.electricity_cost + self.hardware_cost
+
+    def scaled(self, factor: Decimal) -> Sums:
+        """Every quantity x ``factor`` (the count of rows stays)."""
+        values = {f.name: getattr(self, f.name) * factor for f in fields(self) if f.name != "rows"}
+        return Sums(rows=self.rows, **values)
+
+    def add(self, other: Sums) -> None:
+        """Add ``other`` in place."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+_QUANTITIES = tuple(f.name for f in fields(Sums) if f.name != "rows")
+
+
+def sums_total(parts: Iterable[Sums]) -> Sums:
+    total = Sums()
+    for part in parts:
+        total.add(part)
+    return total
+
+
+BucketKey = tuple[int, int, str, Decimal, datetime, LifeKey]  # fleet, site, GPU model, PUE, hour, cards' lives
+
+
+@dataclass(frozen=True)
+class ReplayInputs:
+    """What the service resolves for the changes: catalog lives (years) by GPU model, and the
+    location intensity (gCO2e/kWh, ``None``: unknown) of each hour in each moved fleet's new zone."""
+
+    changes: tuple[Change, ...]
+    lifetime_years: Mapping[str, Decimal] = field(default_factory=dict)
+    zone_intensity: Mapping[int, Mapping[datetime, Decimal | None]] = field(default_factory=dict)
+
+
+class Replay:
+    """Sums the measured rows in one pass (``add``, ``add_usage``), then ``run`` applies the changes."""
+
+    def __init__(self, node_lives: Mapping[int, LifeKey] | None = None) -> None:
+        self.node_lives: Mapping[int, LifeKey] = node_lives or {}
+        self.buckets: dict[BucketKey, Sums] = {}
+        self.usage: dict[tuple[int, str], ModelUsage] = defaultdict(ModelUsage)
+        self.currencies: set[str] = set()
+        self.rows = 0
+
+    def add(self, row: tuple) -> None:
+        """One stored ledger row, its values in ``LEDGER_COLUMNS`` order."""
+        (fleet, site, gpu_model, pue, hour, held, gpu_h, it, facility, status, electricity, hardware, location,
+         low, central, high, prompt, generation, *node) = row  # fmt: skip
+        key = (fleet, site, gpu_model, pue, hour, self.node_lives.get(node[0], ()) if node else ())
+        sums = self.buckets.get(key)
+        if sums is None:
+            sums = self.buckets[key] = Sums()
+        sums.rows += 1
+        sums.held_h += held
+        sums.gpu_h += gpu_h
+        sums.it_kwh += it
+        sums.facility_kwh += facility
+        if status == "priced":
+            sums.facility_kwh_priced += facility
+        elif status == "included":
+            sums.facility_kwh_included += facility
+        if electricity is not None:
+            sums.electricity_cost += electricity
+        sums.hardware_cost += hardware
+        if location is not None:
+            sums.location_co2e_g += location
+            sums.facility_kwh_located += facility
+        sums.embodied_co2e_g_low += low
+        sums.embodied_co2e_g_central += central
+        sums.embodied_co2e_g_high += high
+        sums.prompt_tokens += prompt
+        sums.generation_tokens += generation
+        self.rows += 1
+
+    def add_usage(self, row: tuple) -> None:
+        """One endpoint-hour of usage, its values in ``USAGE_COLUMNS`` order."""
+        fleet, hour, model, *rest = row
+        self.usage[(fleet, model or "unknown")].add(hour, tuple(rest))
+
+    def run(self, inputs: ReplayInputs) -> Outcome:
+        """The actual and scenario sums per fleet, and the per-model output and TTFT, with notes."""
+        notes: list[str] = []
+        factors = _node_factors(self.buckets, [c for c in inputs.changes if isinstance(c, NodesChange)])
+        actual: dict[int, Sums] = defaultdict(Sums)
+        scenario: dict[int, Sums] = defaultdict(Sums)
+        for key, sums in self.buckets.items():
+            actual[key[0]].add(sums)
+            scenario[key[0]].add(_bucket_scenario(key, sums, inputs, factors.get((key[0], key[2], key[4]))))
+        _lifetime_notes(inputs, {key[2] for key in self.buckets}, notes)
+        for fleet in {f for f, _ in self.usage} - set(actual):
+            actual[fleet], scenario[fleet] = Sums(), Sums()
+        models = _model_tokens(self.usage, actual, scenario)
+        routed = {}
+        for change in inputs.changes:
+            if isinstance(change, RoutingChange):
+                routed[change] = _route(change, scenario, models)
+        lives = {c.fleet: self._lifetime_curve(c, inputs.lifetime_years) for c in inputs.changes if _is_life(c)}
+        gpu_h: dict[int, dict[datetime, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
+        for (fleet, _, _, _, hour, _), sums in self.buckets.items():
+            gpu_h[fleet][hour] += sums.gpu_h
+        return Outcome(dict(actual), dict(scenario), self.usage, models, routed, notes, self.rows, lives, gpu_h)
+
+    def _lifetime_curve(self, change: LifetimeChange, lives: Mapping[str, Decimal]) -> list[LifePoint]:
+        """The fleet's measured hours with only its cards' life changed, a year at a time up to the change's."""
+        steps = [Decimal(k) for k in range(int(change.extra_years) + 1)]
+        steps += [change.extra_years] if change.extra_years not in steps else []
+        points = []
+        for extra in steps:
+            step = LifetimeChange(change.fleet, extra, prior_use_years=change.prior_use_years)
+            embodied, location, tokens = ZERO, ZERO, ZERO
+            for (fleet, _, gpu_model, _, _, cards), sums in self.buckets.items():
+                if fleet == change.fleet:
+                    life = lives.get(gpu_model)
+                    factor = lifetime_factor(life, step, cards) if life is not None and extra else ONE
+                    embodied += sums.embodied_co2e_g_central * factor
+                    location, tokens = location + sums.location_co2e_g, tokens + sums.generation_tokens
+            points.append(LifePoint(extra, embodied, location, tokens))
+        return points
+
+
+@dataclass(frozen=True)
+class LifePoint:
+    """A fleet's measured hours with its cards kept ``extra_years`` longer: embodied and location gCO2e, tokens."""
+
+    extra_years: Decimal
+    embodied_co2e_g: Decimal
+    location_co2e_g: Decimal
+    generation_tokens: Decimal
+
+
+def _is_life(change: Change) -> TypeGuard[LifetimeChange]:
+    return isinstance(change, LifetimeChange)
+
+
+@dataclass
+class Outcome:
+    """What a replay gives: per fleet the actual and scenario sums; per (fleet, LLM model) the scenario's
+    output tokens (``models``: generation, prompt) beside the measured ``usage``."""
+
+    actual: dict[int, Sums]
+    scenario: dict[int, Sums]
+    usage: Mapping[tuple[int, str], ModelUsage]
+    models: dict[tuple[int, str], tuple[Decimal, Decimal]]
+    routed: dict[RoutingChange, Decimal]  # output tokens each routing moved
+    notes: list[str]
+    rows: int
+    lifetime_curves: dict[int, list[LifePoint]] = field(default_factory=dict)  # per fleet given a longer life
+    gpu_h: Mapping[int, Mapping[datetime, Decimal]] = field(default_factory=dict)  # per fleet, by hour
+
+    def ttft(self, llm_model: str) -> TtftMix:
+        """The model's TTFT histogram as measured, and as the scenario's traffic would see it (``latency``)."""
+        return ttft_mix(llm_model, usage=self.usage, tokens=self.models, routed=self.routed, gpu_h=self.gpu_h)
+
+
+def _node_factors(buckets: Mapping[BucketKey, Sums], changes: list[NodesChange]) -> dict[tuple, Decimal]:
+    """Per (fleet, GPU model, hour): ``(n + N) / n`` (0 at most all removed), n its node-hours then."""
+    wanted = {(c.fleet, c.gpu_model): c.nodes for c in changes}
+    counts: dict[tuple, int] = defaultdict(int)
+    for (fleet, _, gpu_model, _, hour, _), sums in buckets.items():
+        if (fleet, gpu_model) in wanted:
+            counts[(fleet, gpu_model, hour)] += sums.rows
+    for fleet, gpu_model in wanted:
+        if not any(key[:2] == (fleet, gpu_model) for key in counts):
+            raise ReplayError(f"fleet {fleet} has no measured node-hours of GPU model {gpu_model!r} in the period")
+    return {key: max(Decimal(n + wanted[key[:2]]), ZERO) / n for key, n in counts.items()}
+
+
+def _bucket_scenario(key: BucketKey, sums: Sums, inputs: ReplayInputs, factor: Decimal | None) -> Sums:
+    fleet, _, gpu_model, pue, hour, cards = key
+    result = sums.scaled(factor) if factor is not None else sums.scaled(ONE)
+    for change in inputs.changes:
+        if isinstance(change, MoveChange) and change.fleet == fleet:
+            if change.pue is not None:
+                _pue(result, change.pue / pue)
+            if change.zone is not None:
+                _zone(result, inputs.zone_intensity.get(fleet, {}).get(hour))
+    for change in inputs.changes:
+        if isinstance(change, TenureChange) and change.fleet == fleet:
+            _tenure(result, change)
+    for change in inputs.changes:
+        if isinstance(change, MoveChange) and change.fleet == fleet and change.price_per_kwh is not None:
+            result.electricity_cost = (result.facility_kwh - result.facility_kwh_included) * change.price_per_kwh
+            result.facility_kwh_priced = result.facility_kwh - result.facility_kwh_included
+    for change in inputs.changes:
+        if isinstance(change, LifetimeChange) and change.fleet == fleet:
+            _lifetime(result, change, inputs.lifetime_years.get(gpu_model), cards)
+    return result
+
+
+def _pue(sums: Sums, ratio: Decimal) -> None:
+    for name in ("facility_kwh", "facility_kwh_priced", "facility_kwh_included", "facility_kwh_located"):
+        setattr(sums, name, getattr(sums, name) * ratio)
+    sums.electricity_cost *= ratio
+    sums.location_co2e_g *= ratio
+
+
+def _zone(sums: Sums, intensity_g_per_kwh: Decimal | None) -> None:
+    known = intensity_g_per_kwh is not None
+    sums.location_co2e_g = sums.facility_kwh * intensity_g_per_kwh if intensity_g_per_kwh is not None else ZERO
+    sums.facility_kwh_located = sums.facility_kwh if known else ZERO
+
+
+def _tenure(sums: Sums, change: TenureChange) -> None:
+    if change.mode == "rent":
+        sums.hardware_cost = sums.gpu_h * change.rate_per_gpu_h
+        if change.includes_power:
+            sums.electricity_cost, sums.facility_kwh_priced = ZERO, ZERO
+            sums.facility_kwh_included = sums.facility_kwh
+            return
+    else:
+        per_gpu_h = change.capex_per_gpu / h_from_years(change.lifetime_years) + change.opex_per_gpu_h
+        sums.hardware_cost = sums.gpu_h * per_gpu_h
+    sums.facility_kwh_included = ZERO  # power once in the rent is now unpriced, unless a tariff is given
+
+
+def lifetime_factor(life_years: Decimal, change: LifetimeChange, cards: LifeKey = ()) -> Decimal:
+    """Embodied per hour with the longer life over embodied per hour as the ledger amortised the cards.
+
+    ``cards``: per card, the (prior use, own expected) years the ledger used (``LifeKey``); empty: one new
+    card over ``life_years``. The cards share the GPU model's embodied kg, so their rates add up.
+    """
+    unit = EmbodiedKg(ONE, ONE, ONE)
+    used, longer = ZERO, ZERO
+    for prior_years, own_years in cards or ((ZERO, None),):
+        prior_h = h_from_years(prior_years)
+        own_h = None if own_years is None else h_from_years(own_years)
+        used += embodied_rate_g_per_h(EmbodiedAsset(unit, h_from_years(life_years), prior_h, own_h)).central
+        life_h = h_from_years(life_years + change.extra_years)
+        if change.prior_use_years is not None:  # the change's second-hand cards
+            kept = EmbodiedAsset(unit, life_h, h_from_years(change.prior_use_years))
+        else:
+            kept = EmbodiedAsset(
+                unit, life_h, prior_h, None if own_h is None else own_h + h_from_years(change.extra_years)
+            )
+        longer += embodied_rate_g_per_h(kept).central
+    return longer / used if used else ONE
+
+
+def _lifetime(sums: Sums, change: LifetimeChange, life_years: Decimal | None, cards: LifeKey = ()) -> None:
+    if life_years is None:
+        return
+    factor = lifetime_factor(life_years, change, cards)
+    sums.embodied_co2e_g_low *= factor
+    sums.embodied_co2e_g_central *= factor
+    sums.embodied_co2e_g_high *= factor
+    if change.purchase_price_per_gpu is not None:
+        left_years = life_years + change.extra_years - (change.prior_use_years or ZERO)
+        if left_years <= 0:
+            raise ReplayError(f"fleet {change.fleet}: prior_use_years leaves the cards no life to use")
+        sums.hardware_cost = sums.gpu_h * change.purchase_price_per_gpu / h_from_years(left_years)
+
+
+def _lifetime_notes(inputs: ReplayInputs, gpu_models: set[str], notes: list[str]) -> None:
+    if any(isinstance(c, LifetimeChange) for c in inputs.changes):
+        unknown = sorted(m for m in gpu_models if m not in inputs.lifetime_years)
+        if unknown:
+            notes.append(f"no expected life known for GPU model(s) {', '.join(unknown)}: their embodied is unchanged")
+    for change in inputs.changes:
+        if isinstance(change, LifetimeChange) and not change.second_hand:
+            notes.append(
+                f"fleet {change.fleet}: hardware cost as measured (the ledger's lines do not split depreciation "
+                "from opex); give purchase_price_per_gpu and prior_use_years to cost the cards over their life"
+            )
+
+
+def _model_tokens(
+    usage: Mapping[tuple[int, str], ModelUsage], actual: Mapping[int, Sums], scenario: Mapping[int, Sums]
+) -> dict[tuple[int, str], tuple[Decimal, Decimal]]:
+    """Scenario (generation, prompt) tokens per fleet and model: measured x the fleet's node scaling."""
+    models = {}
+    for (fleet, model), row in usage.items():
+        before = actual[fleet].generation_tokens
+        ratio = scenario[fleet].generation_tokens / before if before else ONE
+        models[(fleet, model)] = (Decimal(row.generation_tokens) * ratio, Decimal(row.prompt_tokens) * ratio)
+    return models
+
+
+def _route(change: RoutingChange, scenario: dict[int, Sums], models: dict[tuple[int, str], tuple]) -> Decimal:
+    """Move the change's share of the model's output tokens; return how many output tokens moved."""
+    source, target = scenario.get(change.from_fleet), scenario.get(change.to_fleet)
+    generation, prompt = models.get((change.from_fleet, change.llm_model), (ZERO, ZERO))
+    if source is None or not generation:
+        raise ReplayError(f"fleet {change.from_fleet} served no output tokens of {change.llm_model!r} in the period")
+    if target is None or not target.generation_tokens:
+        raise ReplayError(f"fleet {change.to_fleet} served no output tokens in the period: nothing to cost them with")
+    moved, moved_prompt = generation * change.share, prompt * change.share
+    leaving = source.scaled(moved / source.generation_tokens)
+    arriving = target.scaled(moved / target.generation_tokens)
+    source.add(leaving.scaled(-ONE))
+    target.add(arriving)
+    # The fleets' average prompt tokens per output token moved with the figures; the model's own move instead.
+    source.prompt_tokens += leaving.prompt_tokens - moved_prompt
+    target.prompt_tokens += moved_prompt - arriving.prompt_tokens
+    models[(change.from_fleet, change.llm_model)] = (generation - moved, prompt - moved_prompt)
+    there = models.get((change.to_fleet, change.llm_model), (ZERO, ZERO))
+    models[(change.to_fleet, change.llm_model)] = (there[0] + moved, there[1] + moved_prompt)
+    return moved

@@ -1,0 +1,41 @@
+"""Admin for the instrument register (read-only: writes go through the API, where over-allocation is
+checked) and for residual-mix factors, scoped to the organizations a user administers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.contrib import admin
+
+from accounting.inputs.admin import AuditedInputAdmin
+from accounting.inputs.services import InputChange
+from fleets.admin import organization_path_register
+from scope2.models import ContractualInstrument, ResidualMixFactor
+from scope2.residual_mixes import residual_mix_delete, residual_mix_save
+from telemetry.admin import ReadOnlyScopedAdmin
+
+organization_path_register(ContractualInstrument, "organization")
+organization_path_register(ResidualMixFactor, "organization")
+
+
+@admin.register(ContractualInstrument)
+class ContractualInstrumentAdmin(ReadOnlyScopedAdmin):
+    list_display = ["name", "kind", "site", "volume_mwh", "share_of_consumption", "vintage_year", "generation_zone"]
+    list_filter = ["kind", "technology"]
+    search_fields = ["name", "certificate_ref"]
+    exclude = ["evidence_file"]
+
+
+@admin.register(ResidualMixFactor)
+class ResidualMixFactorAdmin(AuditedInputAdmin):
+    """Saved through ``residual_mix_save``: audited, refused when its year overlaps a locked period."""
+
+    list_display = ["zone", "year", "gco2e_per_kwh", "source", "organization"]
+    list_filter = ["year"]
+
+    def input_save(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return residual_mix_save(row=obj, user=user, now=now)
+
+    def input_delete(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
+        return residual_mix_delete(row=obj, user=user, now=now)

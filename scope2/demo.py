@@ -1,0 +1,94 @@
+"""Contractual instruments for the demo organization, so the sustainability page shows dual reporting.
+
+``demo_instruments_seed`` is meant to be called by the demo seed after the
+history backfill and the ledger drain (it sizes the instruments from the
+facility energy of the stored ledger lines). It goes through ``instrument_create``, so the demo's instruments pass the
+same checks as anyone's, and it replaces the demo instruments of an earlier run.
+
+- ``dc-sjc`` (US-CAL-CISO): a solar PPA with an hourly profile, a sine over the
+  site's local daylight hours, delivering 80 % of the window's facility energy:
+  annually matched it covers 80 %, hourly matched less (nights stay uncovered).
+- ``home-sto`` (SE-SE3): Norwegian hydro guarantees of origin for the window's
+  whole facility energy (the same EU/EEA market).
+- ``home-ber`` (DE): none; it takes the residual mix, or, as long as no residual
+  mix is entered, the location-based factor, labelled.
+
+Figures are illustrative (no real contract stands behind them) and say so in
+their evidence reference.
+"""
+
+from __future__ import annotations
+
+import math
+import zoneinfo
+from collections import defaultdict
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from django.db.models import Sum
+
+from accounting.models import NodeHourLedger
+from fleets.models import Organization, Site
+from scope2.allocation import KWH_PER_MWH
+from scope2.models import ContractualInstrument
+from scope2.services import instrument_create
+
+DEMO_REF_PREFIX = "demo:"
+PPA_SHARE = Decimal("0.8")
+EVIDENCE = "illustrative demo instrument: no contract or certificate stands behind it"
+
+
+def _facility_mwh(site: Site, start: datetime, end: datetime) -> Decimal:
+    """The site's facility energy in the stored ledger (what the Scope 2 report allocates), MWh."""
+    lines = NodeHourLedger.objects.filter(site=site, hour_start__gte=start, hour_start__lt=end)
+    return (lines.aggregate(kwh=Sum("facility_kwh"))["kwh"] or Decimal(0)) / KWH_PER_MWH
+
+
+def _solar_weights(site: Site, start: datetime, end: datetime) -> dict[datetime, Decimal]:
+    """Per UTC hour, the sun's share of a day: sin over 06:00-18:00 local time, 0 at night."""
+    local = zoneinfo.ZoneInfo(site.time_zone)
+    weights: dict[datetime, Decimal] = defaultdict(Decimal)
+    hour = start.replace(minute=0, second=0, microsecond=0)
+    while hour < end:
+        local_h = hour.astimezone(local).hour + 0.5
+        if 6 <= local_h < 18:
+            weights[hour] = Decimal(str(round(math.sin(math.pi * (local_h - 6) / 12), 6)))
+        hour += timedelta(hours=1)
+    return weights
+
+
+def _base(site: Site, start: datetime, end: datetime, name: str) -> dict[str, object]:
+    return {
+        "site": site, "name": name, "delivery_start": start, "delivery_end": end, "vintage_year": start.year,
+        "certificate_ref": f"{DEMO_REF_PREFIX}{site.name}:{name}", "evidence_reference": EVIDENCE,
+    }  # fmt: skip
+
+
+def demo_instruments_seed(*, organization: Organization, start: datetime, end: datetime) -> list[ContractualInstrument]:
+    """Replace the demo instruments of ``organization`` for [start, end) (whole hours, UTC)."""
+    ContractualInstrument.objects.filter(
+        organization=organization, certificate_ref__startswith=DEMO_REF_PREFIX
+    ).delete()
+    created = []
+    sites = {site.name: site for site in Site.objects.filter(organization=organization)}
+    if (sjc := sites.get("dc-sjc")) is not None:
+        consumed = _facility_mwh(sjc, start, end)
+        weights = _solar_weights(sjc, start, end)
+        total_weight = sum(weights.values(), Decimal(0))
+        if consumed and total_weight:
+            scale = consumed * PPA_SHARE / total_weight
+            profile = [(hour, (weight * scale).quantize(Decimal("0.000001"))) for hour, weight in weights.items()]
+            data = _base(sjc, start, end, "Solar PPA (demo)") | {
+                "kind": "ppa", "generation_zone": sjc.grid_zone, "technology": "solar",
+                "volume_mwh": sum((mwh for _, mwh in profile), Decimal(0)),
+            }  # fmt: skip
+            created.append(instrument_create(organization=organization, data=data, profile=profile))
+    if (sto := sites.get("home-sto")) is not None:
+        consumed = _facility_mwh(sto, start, end)
+        if consumed:
+            data = _base(sto, start, end, "Hydro guarantees of origin (demo)") | {
+                "kind": "go", "generation_zone": "NO", "technology": "hydro",
+                "volume_mwh": consumed.quantize(Decimal("0.000001")),
+            }  # fmt: skip
+            created.append(instrument_create(organization=organization, data=data))
+    return created

@@ -1,0 +1,121 @@
+"""Two fixed shapes of the Scope 2 report: the GHG Protocol table and the ESRS E1 datapoints.
+
+- ``ghg_table``: GHG Protocol Scope 2 Guidance, ch. 7.1 (dual reporting): one
+  row per site and a total, location- and market-based side by side, the
+  energy each instrument type covered and what took the residual mix.
+- ``esrs_datapoints``: keyed to ESRS E1 (Commission Delegated Regulation (EU)
+  2023/2772) paragraphs: E1-5 para. 37 (energy consumption, MWh) and E1-6
+  paras. 49(a) and 49(b), the two halves of 44(b) (gross Scope 2, location- and market-based,
+  tCO2eq), with AR 45(d) (the share covered by contractual instruments). The
+  boundary is the electricity Wattledger meters (the GPU fleets' facility
+  energy), stated in every datapoint.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from scope2.allocation import ZERO, SiteAllocation
+from scope2.exports import G_PER_T, KWH_PER_MWH, quantized
+from scope2.quality import market_of_zone
+from scope2.selectors import Scope2Report
+
+RENEWABLE = frozenset({"solar", "wind", "hydro", "geothermal", "biomass"})
+KINDS = ("ppa", "go", "rec", "supplier_rate")
+BOUNDARY = "electricity metered by Wattledger: the GPU fleets' facility energy (IT energy x PUE)"
+
+GHG_COLUMNS = [
+    "site", "grid_zone", "market_boundary", "electricity_mwh", "location_based_tco2e",
+    "location_based_gco2e_per_kwh", "market_based_tco2e", "market_based_gco2e_per_kwh",
+    *(f"{kind}_mwh" for kind in KINDS), "residual_mix_mwh", "residual_mix_gco2e_per_kwh", "residual_mix_source",
+    "location_fallback_mwh", "unknown_factor_mwh",
+]  # fmt: skip
+
+
+def _per_kwh(co2e_g: Decimal, kwh: Decimal) -> float | None:
+    return quantized(co2e_g / kwh, 3) if kwh else None
+
+
+def _ghg_row(name: str, zone: str, allocations: list[SiteAllocation], residual: Any) -> dict[str, Any]:
+    def total(attribute: str) -> Decimal:
+        return sum((getattr(allocation, attribute) for allocation in allocations), ZERO)
+
+    consumed, market_g = total("consumption_kwh"), total("market_co2e_g")
+    located_kwh = consumed - total("location_unknown_kwh")
+    row: dict[str, Any] = {
+        "site": name,
+        "grid_zone": zone,
+        "market_boundary": market_of_zone(zone) if zone else "",
+        "electricity_mwh": quantized(consumed / KWH_PER_MWH, 6),
+        "location_based_tco2e": quantized(total("location_co2e_g") / G_PER_T, 6),
+        "location_based_gco2e_per_kwh": _per_kwh(total("location_co2e_g"), located_kwh),
+        "market_based_tco2e": quantized(market_g / G_PER_T, 6),
+        "market_based_gco2e_per_kwh": _per_kwh(market_g, consumed - total("unknown_kwh")),
+        "residual_mix_mwh": quantized(total("residual_mix_kwh") / KWH_PER_MWH, 6),
+        "residual_mix_gco2e_per_kwh": quantized(residual.gco2e_per_kwh, 3) if residual else None,
+        "residual_mix_source": residual.source if residual else "",
+        "location_fallback_mwh": quantized(total("location_fallback_kwh") / KWH_PER_MWH, 6),
+        "unknown_factor_mwh": quantized(total("unknown_kwh") / KWH_PER_MWH, 6),
+    }
+    for kind in KINDS:
+        kwh = sum((use.matched_kwh for a in allocations for use in a.uses if use.instrument.kind == kind), ZERO)
+        row[f"{kind}_mwh"] = quantized(kwh / KWH_PER_MWH, 6)
+    return row
+
+
+def ghg_table(report: Scope2Report) -> list[dict[str, Any]]:
+    """One row per site, then ``TOTAL`` (its factors are consumption-weighted; residual mix per site only)."""
+    rows = [
+        _ghg_row(site.site.name, site.site.grid_zone, [site.allocation], site.residual_mix) for site in report.sites
+    ]
+    rows.append(_ghg_row("TOTAL", "", [site.allocation for site in report.sites], None))
+    return rows
+
+
+def _matched_kwh(report: Scope2Report, technologies: frozenset[str]) -> Decimal:
+    return sum(
+        (use.matched_kwh for site in report.sites for use in site.allocation.uses
+         if use.instrument.technology in technologies),
+        ZERO,
+    )  # fmt: skip
+
+
+def esrs_datapoints(report: Scope2Report) -> list[dict[str, Any]]:
+    allocations = [site.allocation for site in report.sites]
+    consumed = sum((a.consumption_kwh for a in allocations), ZERO)
+    covered = sum((a.instruments_kwh for a in allocations), ZERO)
+    location_g = sum((a.location_co2e_g for a in allocations), ZERO)
+    market_g = sum((a.market_co2e_g for a in allocations), ZERO)
+    kinds = sorted({use.instrument.kind for a in allocations for use in a.uses if use.matched_kwh})
+
+    def point(key: str, label: str, value: float | None, unit: str, **extra: Any) -> dict[str, Any]:
+        return {"datapoint": key, "label": label, "value": value, "unit": unit, "boundary": BOUNDARY, **extra}
+
+    return [
+        point(
+            "E1-5.37", "Total energy consumption related to own operations", quantized(consumed / KWH_PER_MWH, 6), "MWh"
+        ),
+        point(
+            "E1-5.37(b)",
+            "Consumption from nuclear sources (contractual instruments)",
+            quantized(_matched_kwh(report, frozenset({"nuclear"})) / KWH_PER_MWH, 6),
+            "MWh",
+        ),
+        point(
+            "E1-5.37(c)(ii)",
+            "Consumption of purchased or acquired electricity from renewable sources (contractual instruments)",
+            quantized(_matched_kwh(report, RENEWABLE) / KWH_PER_MWH, 6),
+            "MWh",
+            note="renewable energy in the residual mix or the grid is not counted",
+        ),
+        point("E1-6.49(a)", "Gross location-based Scope 2 GHG emissions", quantized(location_g / G_PER_T, 6), "tCO2eq"),
+        point("E1-6.49(b)", "Gross market-based Scope 2 GHG emissions", quantized(market_g / G_PER_T, 6), "tCO2eq"),
+        point(
+            "E1-6.AR45(d)",
+            "Share of consumption covered by contractual instruments",
+            quantized(covered / consumed, 6) if consumed else None,
+            "share (0-1)",
+            instrument_types=kinds,
+        ),
+    ]

@@ -1,0 +1,145 @@
+"""The register of contractual instruments, per organization.
+
+An instrument is claimed for one site: a certificate batch split between two
+sites is two rows carrying the same ``certificate_ref`` (their MWh together
+may not exceed ``certificate_mwh``). Energy is stored in MWh as contracts and
+registries state it; the allocation works in kWh.
+"""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from fleets.models import Organization, Site
+
+__all__ = ["ContractualInstrument", "InstrumentHour", "ResidualMixFactor"]
+
+
+class ContractualInstrument(models.Model):
+    class Kind(models.TextChoices):
+        PPA = "ppa", "Power purchase agreement"
+        GUARANTEE_OF_ORIGIN = "go", "Guarantee of origin"
+        REC = "rec", "Renewable energy certificate"
+        SUPPLIER_RATE = "supplier_rate", "Supplier-specific emission rate"
+
+    class Technology(models.TextChoices):
+        SOLAR = "solar", "Solar"
+        WIND = "wind", "Wind"
+        HYDRO = "hydro", "Hydro"
+        GEOTHERMAL = "geothermal", "Geothermal"
+        BIOMASS = "biomass", "Biomass"
+        NUCLEAR = "nuclear", "Nuclear"
+        FOSSIL = "fossil", "Fossil"
+        MIXED = "mixed", "Mixed (a supplier's mix)"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="instruments")
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="instruments")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    name = models.CharField(max_length=200, help_text="e.g. 'Solar PPA Brandenburg 2025'")
+    volume_mwh = models.DecimalField(
+        max_digits=16,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="MWh delivered over the delivery period; empty when the instrument covers a share",
+    )
+    share_of_consumption = models.DecimalField(
+        max_digits=7,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(1)],
+        help_text="share (0-1) of the site's consumption covered; empty when the instrument has a volume",
+    )
+    delivery_start = models.DateTimeField(help_text="UTC, inclusive")
+    delivery_end = models.DateTimeField(help_text="UTC, exclusive")
+    vintage_year = models.PositiveIntegerField(help_text="year the energy was generated")
+    generation_zone = models.CharField(max_length=64, help_text="zone or country of the generator, e.g. DE, SE-SE3")
+    technology = models.CharField(max_length=16, choices=Technology.choices)
+    emission_factor_gco2e_per_kwh = models.DecimalField(
+        "gCO2e/kWh",
+        max_digits=9,
+        decimal_places=3,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="as stated by the instrument; empty means 0 for renewable and nuclear technologies",
+    )
+    certificate_ref = models.CharField(max_length=200, blank=True, help_text="registry id of the certificates")
+    certificate_mwh = models.DecimalField(
+        max_digits=16,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text="MWh the certificate batch holds, across every row that claims it",
+    )
+    evidence_reference = models.TextField(blank=True, help_text="contract or cancellation statement reference")
+    evidence_file_name = models.CharField(max_length=200, blank=True)
+    evidence_file_sha256 = models.CharField(max_length=64, blank=True)
+    # Kept in the database so that every web host serves it and a backup keeps it with the claim.
+    evidence_file = models.BinaryField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "accounting_contractualinstrument"  # kept from before the app had its own label
+        ordering = ["delivery_start", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(volume_mwh__isnull=True) ^ models.Q(share_of_consumption__isnull=True)),
+                name="instrument_volume_xor_share",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(delivery_end__gt=models.F("delivery_start")), name="instrument_period_positive"
+            ),
+        ]
+        indexes = [
+            # The report: an organization's instruments delivering in a period.
+            models.Index(fields=["organization", "delivery_start"], name="instrument_org_start"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} {self.name}"
+
+
+class InstrumentHour(models.Model):
+    """An instrument's hourly profile: the MWh it delivered in one hour (enables hourly matching)."""
+
+    instrument = models.ForeignKey(ContractualInstrument, on_delete=models.CASCADE, related_name="hours")
+    hour_start = models.DateTimeField()
+    mwh = models.DecimalField(max_digits=16, decimal_places=6, validators=[MinValueValidator(0)])
+
+    class Meta:
+        db_table = "accounting_instrumenthour"  # kept from before the app had its own label
+        constraints = [
+            models.UniqueConstraint(fields=["instrument", "hour_start"], name="instrumenthour_unique"),
+            models.CheckConstraint(condition=models.Q(mwh__gte=0), name="instrumenthour_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.instrument_id} {self.hour_start:%Y-%m-%d %H:00} {self.mwh} MWh"
+
+
+class ResidualMixFactor(models.Model):
+    """A residual-mix factor an organization holds (e.g. from the AIB report it licensed), per zone and year.
+
+    It takes precedence over the shipped table (``scope2/data``).
+    """
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="residual_mixes")
+    zone = models.CharField(max_length=64, help_text="zone or country, upper-case, e.g. DE")
+    year = models.PositiveIntegerField()
+    gco2e_per_kwh = models.DecimalField("gCO2e/kWh", max_digits=9, decimal_places=3, validators=[MinValueValidator(0)])
+    source = models.CharField(max_length=200, help_text="publication, version and table, e.g. 'AIB ERM 2024 v1.0'")
+
+    class Meta:
+        db_table = "accounting_residualmixfactor"  # kept from before the app had its own label
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "zone", "year"], name="residualmix_unique_org_zone_year")
+        ]
+
+    def __str__(self) -> str:
+        return f"residual mix {self.zone} {self.year}: {self.gco2e_per_kwh} g/kWh"
