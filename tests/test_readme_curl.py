@@ -1,6 +1,7 @@
-"""The README's ``curl`` examples, run as written against a live gunicorn with a real personal token,
-so that they cannot go stale. Only the host (``https://ledger.example.com``) is replaced by the test
-server's; ``$WATTLEDGER_TOKEN`` is a token issued to a member of the organization ``acme-ai``."""
+"""The ``curl`` examples of the README and of the app docs, run as written against a live gunicorn with a
+real personal token, so that they cannot go stale. Only the host (``https://ledger.example.com``) is
+replaced by the test server's; ``$WATTLEDGER_TOKEN`` is a token issued to a member of the organization
+``acme-ai``."""
 
 from __future__ import annotations
 
@@ -20,11 +21,13 @@ from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_HOST = "https://ledger.example.com"
+# The files whose examples are run: the README's first API call, and the app docs the rest moved to.
+DOCUMENTED = ("README.md", "docs/reports.md", "docs/grid.md", "docs/advice.md", "docs/scenarios.md")
 
 
-def readme_curl_examples() -> list[str]:
-    """Every ``curl`` command in the README's ``sh`` blocks, continuation lines joined."""
-    text = (ROOT / "README.md").read_text()
+def curl_examples(path: str) -> list[str]:
+    """Every ``curl`` command in the ``sh`` blocks of ``path``, continuation lines joined."""
+    text = (ROOT / path).read_text()
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
         joined = re.sub(r"\\\n\s*", " ", block)
@@ -32,17 +35,28 @@ def readme_curl_examples() -> list[str]:
     return commands
 
 
+def documented_curl_examples() -> list[str]:
+    """Every ``curl`` command of the README and of the documented app docs, in that order, each once."""
+    return list(dict.fromkeys(command for path in DOCUMENTED for command in curl_examples(path)))
+
+
+@pytest.mark.parametrize("path", DOCUMENTED)
+def test_each_documented_file_has_curl_examples(path):
+    assert curl_examples(path), f"{path} holds no curl example: drop it from DOCUMENTED or restore them"
+
+
 def _params() -> list[object]:
     return [
         pytest.param(command, id=f"{number}-{command.split('/api/v1/', 1)[-1][:40]}")
-        for number, command in enumerate(readme_curl_examples())
+        for number, command in enumerate(documented_curl_examples())
     ]
 
 
-def test_the_readme_has_curl_examples_for_every_report_and_the_csv_upload():
-    paths = " ".join(readme_curl_examples())
+def test_the_docs_have_curl_examples_for_every_report_and_the_csv_upload():
+    paths = " ".join(documented_curl_examples())
     for endpoint in ("reports/usage/", "reports/comparison/", "reports/sustainability/", "grid/intensity.csv"):
         assert f"/api/v1/{endpoint}" in paths, endpoint
+    assert "/api/v1/reports/usage/" in " ".join(curl_examples("README.md")), "the README's first API call"
 
 
 @pytest.fixture
@@ -58,7 +72,7 @@ def token(transactional_db):
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
 @pytest.mark.django_db(transaction=True, reset_sequences=True)
 @pytest.mark.parametrize("command", _params())
-def test_a_readme_curl_example_answers_2xx(command, token, tmp_path):
+def test_a_documented_curl_example_answers_2xx(command, token, tmp_path):
     (tmp_path / "hourly.csv").write_text(
         "zone,hour_start,gco2e_per_kwh,kind\nUS-CAL-CISO,2026-11-01T13:00:00Z,212.5,average\n"
     )

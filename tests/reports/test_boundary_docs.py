@@ -1,4 +1,4 @@
-"""Every energy boundary is defined in one sentence, in the README and in the OpenAPI schema."""
+"""Every energy boundary is defined in one sentence, in the accounting doc and in the OpenAPI schema."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 from tests.reports.conftest import END, START
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ACCOUNTING_DOC = Path(__file__).resolve().parents[2] / "docs" / "accounting.md"  # "Energy boundaries"
 
 
-def test_the_readme_defines_each_boundary_in_one_sentence():
-    text = " ".join(README.read_text().split())
+def test_the_accounting_doc_defines_each_boundary_in_one_sentence():
+    text = " ".join(ACCOUNTING_DOC.read_text().split())
     paragraph = text[text.index("**Energy boundaries.**") + len("**Energy boundaries.** ") :]
     sentences = re.split(r"(?<=\.) (?=[A-Z*`])", paragraph[: paragraph.index("### ")])
     gpu = [s for s in sentences if s.startswith("The *GPU boundary*")]

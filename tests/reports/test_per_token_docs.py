@@ -1,4 +1,4 @@
-"""Every per-token figure is defined in one sentence, the same in the README and in the OpenAPI schema."""
+"""Every per-token figure is defined in one sentence, the same in the reports doc and in the OpenAPI schema."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pytest
 
 from reports.serializers import PER_TOKEN_FIGURES
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPORTS_DOC = Path(__file__).resolve().parents[2] / "docs" / "reports.md"  # "Per-token figures"
 
 
 @pytest.mark.parametrize("name", sorted(PER_TOKEN_FIGURES))
-def test_the_readme_defines_each_per_token_figure_in_one_sentence(name):
-    lines = [line for line in README.read_text().splitlines() if line.startswith(f"- `{name}`: ")]
+def test_the_reports_doc_defines_each_per_token_figure_in_one_sentence(name):
+    lines = [line for line in REPORTS_DOC.read_text().splitlines() if line.startswith(f"- `{name}`: ")]
 
     assert len(lines) == 1
     definition = lines[0].removeprefix(f"- `{name}`: ").replace("\u00d7", "x").rstrip(".")
