@@ -1,4 +1,4 @@
-"""Market-based allocation over the hand-worked year (``tests/instruments/worked.py``), no database."""
+"""Market-based allocation over the hand-worked year (``tests/scope2/worked.py``), no database."""
 
 from __future__ import annotations
 
