@@ -8,8 +8,10 @@ Hours are binned into load bands; per band the histograms merge (bucket layouts
 coarsened onto their shared bounds, exact) and the figures add up.
 
 Allocation: a node-hour serving several LLM models shares its GPU-hours, cost,
-energy and carbon among them in proportion to their output tokens (by requests
-when no tokens were counted), the same allocation the ledger labels per model.
+energy and carbon among them by ``accounting.reports.sharing``'s rule, the
+comparison's: in proportion to their output tokens. A node-hour without output
+tokens is no model's (the comparison's idle row): it has no load and no band, so a
+model's bands add up to its comparison row.
 
 Gaps: an hour with no known grid intensity leaves the known part of operational carbon, with
 its coverage (the share of facility kWh with a known intensity); per output token, the known
@@ -33,6 +35,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from accounting.reports.sharing import output_token_share, takes_share
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile, histogram_quantile_bucket
 
 # Band edges, requests/s per GPU: doubling from 0.25, the last band open-ended. An 8B-class model
@@ -84,6 +87,9 @@ class NodeHour:
     operational_co2e_g: Decimal | None  # location-based; None: no intensity known
     embodied_co2e_g: Decimal  # central estimate
     unpriced: bool = False  # no price, asset or tariff in force: the cost lacks that part
+    # The line's output tokens, the shares' denominator (the ledger's: its endpoints'); None: the sum of its
+    # endpoint-hours given to ``load_hours`` (lines built by hand).
+    generation_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,11 +239,12 @@ def band_index(rps_per_gpu: float, edges: Sequence[float] = DEFAULT_BAND_EDGES_R
 
 
 def load_hours(endpoint_hours: Iterable[EndpointHour], node_hours: Iterable[NodeHour]) -> list[LoadHour]:
-    """Fleet-hours per LLM model; endpoint-hours without a ledger line (no GPU count yet) are left out."""
+    """Fleet-hours per LLM model; endpoint-hours without a ledger line (no GPU count yet), and those without
+    output tokens (no share of their line: ``sharing.takes_share``), are left out."""
     lines = {(line.node_id, line.hour_start): line for line in node_hours}
     served: dict[tuple[int, datetime], list[EndpointHour]] = defaultdict(list)
     for usage in endpoint_hours:
-        if (usage.node_id, usage.hour_start) in lines and (usage.requests or usage.generation_tokens):
+        if (usage.node_id, usage.hour_start) in lines and takes_share(usage.generation_tokens):
             served[(usage.node_id, usage.hour_start)].append(usage)
     return load_hours_merge(
         part for node_hour, usages in served.items() for part in _node_hour_parts(lines[node_hour], usages)
@@ -253,15 +260,19 @@ def load_hours_merge(parts: Iterable[LoadHour]) -> list[LoadHour]:
 
 
 def _node_hour_parts(line: NodeHour, usages: list[EndpointHour]) -> list[LoadHour]:
+    """The line's parts per LLM model, each its ``sharing.output_token_share`` of the line."""
     per_model: dict[str, list[EndpointHour]] = defaultdict(list)
     for usage in usages:
         per_model[usage.llm_model].append(usage)
-    tokens = sum(usage.generation_tokens for usage in usages)
-    weight_of = (
-        (lambda us: sum(u.generation_tokens for u in us)) if tokens else (lambda us: sum(u.requests for u in us))
-    )
-    total = Decimal(tokens or sum(usage.requests for usage in usages))
-    return [_part(line, model, models, Decimal(weight_of(models)) / total) for model, models in per_model.items()]
+    line_tokens = line.generation_tokens
+    if line_tokens is None:
+        line_tokens = sum(usage.generation_tokens for usage in usages)
+    parts = []
+    for model, models in per_model.items():
+        share = output_token_share(sum(u.generation_tokens for u in models), line_tokens)
+        if share is not None:
+            parts.append(_part(line, model, models, share))
+    return parts
 
 
 def _part(line: NodeHour, model: str, usages: list[EndpointHour], share: Decimal) -> LoadHour:
