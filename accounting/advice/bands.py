@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from accounting.reports.sharing import output_token_share, takes_share
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile, histogram_quantile_bucket
@@ -236,6 +236,44 @@ class LoadCurve:
 def band_index(rps_per_gpu: float, edges: Sequence[float] = DEFAULT_BAND_EDGES_RPS_PER_GPU) -> int:
     """The band holding a load: ``edges[i] <= load < edges[i + 1]``, the last band open-ended."""
     return max(bisect.bisect_right(edges, rps_per_gpu) - 1, 0)
+
+
+class MeasuredBand(Protocol):
+    """What reading a load needs of a band: where its range starts, and the highest load measured in it."""
+
+    @property
+    def low_rps_per_gpu(self) -> float: ...
+
+    @property
+    def max_rps_per_gpu(self) -> float: ...
+
+
+_Band = TypeVar("_Band", bound=MeasuredBand)
+
+
+@dataclass(frozen=True, slots=True)
+class BandReading(Generic[_Band]):
+    """The band a load is read on, and how far the reading stands from what was measured."""
+
+    band: _Band
+    beyond_measured_range: bool  # above every measured load: read on the heaviest band, its TTFT a lower bound
+    between_measured_loads: bool  # below the band read, above the lighter one's highest: its TTFT an upper bound
+
+
+def band_read(bands: Sequence[_Band], rps_per_gpu: float) -> BandReading[_Band]:
+    """The band a load is read on: the lightest whose highest *measured* load reaches it.
+
+    Nothing is extrapolated past a measured load: a load between two measured bands
+    (above one band's highest load, below the next band's) is read on the heavier
+    band, whose TTFT bounds it from above, never on the lighter one's (which would
+    promise too little); a load above every measured band is read on the heaviest and
+    said to be beyond the measured range. ``bands``: ascending, not empty (the
+    advisor passes the bands it trusts, the scenarios every band with a histogram).
+    """
+    band = next((b for b in bands if b.max_rps_per_gpu >= rps_per_gpu), bands[-1])
+    beyond = rps_per_gpu > band.max_rps_per_gpu
+    between = not beyond and rps_per_gpu < band.low_rps_per_gpu and band is not bands[0]
+    return BandReading(band, beyond, between)
 
 
 def load_hours(endpoint_hours: Iterable[EndpointHour], node_hours: Iterable[NodeHour]) -> list[LoadHour]:
