@@ -21,8 +21,9 @@ per day) and the curves of the fleets serving that model:
 3. **Allocation.** Fill the lowest-score fleet up to its capacity, then the next:
    with per-token figures fixed per fleet this greedy fill is the cheapest
    feasible mix. Demand beyond the fleets' summed capacity: infeasible, said so.
-4. **Figures.** Each placed share is priced at the lowest band measured up to its load (a load between
-   two measured bands: the heavier, whose TTFT bounds it from above; above all: the last): cost,
+4. **Figures.** Each placed share is priced at the band its load is read on (``bands.band_read``, the
+   scenarios' reading too: the lowest band measured up to the load; a load between two measured bands:
+   the heavier, whose TTFT bounds it from above; above all: the last): cost,
    IT energy, facility energy and gCO2e per output token times its tokens per day.
 
 The curve a class's load is read on is the fleet's load for that LLM model: the
@@ -41,7 +42,7 @@ from decimal import Decimal
 from typing import Any
 
 from accounting.ledger.units import money_quantize, significant
-from reports.bands import MEASURED, TOKENS_PER_MILLION, CurveBand, LoadCurve
+from reports.bands import MEASURED, TOKENS_PER_MILLION, CurveBand, LoadCurve, band_read
 
 S_PER_DAY = 86_400
 J_PER_KWH = 3.6e6
@@ -348,12 +349,8 @@ def _placement(
 ) -> Placement:
     per_request, gpus = fit.output_tokens_per_request or 0.0, fit.gpu_count
     rps = tokens_per_day / S_PER_DAY / per_request / gpus if per_request and gpus else float("inf")
-    bands = _trusted_bands(curve, settings) or list(curve.bands)
-    # The lowest band measured up to the load: a load between two measured bands is read on the heavier one
-    # (an upper bound of its TTFT, never the lighter band's lower one); above every band, on the last.
-    band = next((b for b in bands if b.max_rps_per_gpu >= rps), bands[-1])
-    beyond = rps > band.max_rps_per_gpu
-    between = not beyond and rps < band.low_rps_per_gpu and band is not bands[0]
+    reading = band_read(_trusted_bands(curve, settings) or list(curve.bands), rps)
+    band = reading.band
     bucket = band.ttft_quantile_bucket_s(spec.ttft_percentile / 100)
     per_token = _per_token(band)
     return Placement(
@@ -365,8 +362,8 @@ def _placement(
         output_tokens_per_day=tokens_per_day,
         rps_per_gpu=rps,
         band_rps_per_gpu=(band.low_rps_per_gpu, band.high_rps_per_gpu),
-        beyond_measured_range=beyond,
-        between_measured_loads=between,
+        beyond_measured_range=reading.beyond_measured_range,
+        between_measured_loads=reading.between_measured_loads,
         ttft_ms=_ttft_ms(band, spec.ttft_percentile),
         ttft_bucket_ms=None if bucket is None else (bucket[0] * 1000, None if bucket[1] is None else bucket[1] * 1000),
         ttft_basis=band.ttft_basis,

@@ -151,7 +151,7 @@ _COUNT_FIGURES = frozenset({"lines"})
 _OWN_TOKENS = {"prompt_tokens": "prompt_tokens", "generation_tokens": "generation_tokens"}
 
 
-def allocated_ledger_sums(*, line: str, share: Expression, whole: Q) -> dict[str, Aggregate]:
+def allocated_ledger_sums(*, line: str, share: Expression, whole: Q, takes_share: Q) -> dict[str, Aggregate]:
     """The aggregates ``ledger_sums_from`` reads, each line's figures weighed by ``share`` of the line.
 
     Over rows (endpoint-hours) joined to their node-hour's ledger line at ``line``
@@ -159,8 +159,9 @@ def allocated_ledger_sums(*, line: str, share: Expression, whole: Q) -> dict[str
     tokens are the rows' own; counts (lines, unpriced hours) count the node-hours
     the rows had a share of. ``whole``: the row holds all of its line (its share is
     exactly 1, the common case of a node serving one LLM model): its figures are
-    summed as they are, with no product, and it counts its line once. The other
-    rows (``s_split_rows`` of them) are counted by ``split_line_counts``, in a query
+    summed as they are, with no product, and it counts its line once. ``takes_share``:
+    the row has a share at all. The other rows that do (``s_split_rows`` of them) are
+    counted by ``split_line_counts``, in a query
     of their own: a line may be shared by several rows of one group, and counting
     distinct lines here would make PostgreSQL sort every row instead of hashing.
     """
@@ -177,14 +178,14 @@ def allocated_ledger_sums(*, line: str, share: Expression, whole: Q) -> dict[str
             weighed = Case(When(whole, then=product), default=product * share, output_field=field)
             sums[f"s_{name}"] = Sum(weighed, filter=where)
     sums["s_unpriced_hours"] = Count(f"{line}id", filter=whole & unpriced_with_telemetry(line))
-    sums["s_split_rows"] = Count("pk", filter=~whole & Q(generation_tokens__gt=0))
+    sums["s_split_rows"] = Count("pk", filter=~whole & takes_share)
     return sums
 
 
-def split_line_counts(*, line: str, whole: Q) -> dict[str, Aggregate]:
-    """The counts of ``allocated_ledger_sums`` over the rows that hold part of their line (and some of its
-    output tokens): the distinct node-hours they had a share of. Added to that query's counts."""
-    split = ~whole & Q(generation_tokens__gt=0)
+def split_line_counts(*, line: str, whole: Q, takes_share: Q) -> dict[str, Aggregate]:
+    """The counts of ``allocated_ledger_sums`` over the rows that hold part of their line (and a share of it):
+    the distinct node-hours they had a share of. Added to that query's counts."""
+    split = ~whole & takes_share
     counts: dict[str, Aggregate] = {}
     for name, (spec, _) in _SUMMED.items():
         if name not in _OWN_TOKENS and (not spec.columns or name in _COUNT_FIGURES):

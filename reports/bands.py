@@ -8,8 +8,10 @@ Hours are binned into load bands; per band the histograms merge (bucket layouts
 coarsened onto their shared bounds, exact) and the figures add up.
 
 Allocation: a node-hour serving several LLM models shares its GPU-hours, cost,
-energy and carbon among them in proportion to their output tokens (by requests
-when no tokens were counted), the same allocation the ledger labels per model.
+energy and carbon among them by ``reports.sharing``'s rule, the
+comparison's: in proportion to their output tokens. A node-hour without output
+tokens is no model's (the comparison's idle row): it has no load and no band, so a
+model's bands add up to its comparison row.
 
 Gaps: an hour with no known grid intensity leaves the known part of operational carbon, with
 its coverage (the share of facility kWh with a known intensity); per output token, the known
@@ -31,8 +33,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
+from reports.sharing import output_token_share, takes_share
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile, histogram_quantile_bucket
 
 # Band edges, requests/s per GPU: doubling from 0.25, the last band open-ended. An 8B-class model
@@ -84,6 +87,9 @@ class NodeHour:
     operational_co2e_g: Decimal | None  # location-based; None: no intensity known
     embodied_co2e_g: Decimal  # central estimate
     unpriced: bool = False  # no price, asset or tariff in force: the cost lacks that part
+    # The line's output tokens, the shares' denominator (the ledger's: its endpoints'); None: the sum of its
+    # endpoint-hours given to ``load_hours`` (lines built by hand).
+    generation_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,12 +238,51 @@ def band_index(rps_per_gpu: float, edges: Sequence[float] = DEFAULT_BAND_EDGES_R
     return max(bisect.bisect_right(edges, rps_per_gpu) - 1, 0)
 
 
+class MeasuredBand(Protocol):
+    """What reading a load needs of a band: where its range starts, and the highest load measured in it."""
+
+    @property
+    def low_rps_per_gpu(self) -> float: ...
+
+    @property
+    def max_rps_per_gpu(self) -> float: ...
+
+
+_Band = TypeVar("_Band", bound=MeasuredBand)
+
+
+@dataclass(frozen=True, slots=True)
+class BandReading(Generic[_Band]):
+    """The band a load is read on, and how far the reading stands from what was measured."""
+
+    band: _Band
+    beyond_measured_range: bool  # above every measured load: read on the heaviest band, its TTFT a lower bound
+    between_measured_loads: bool  # below the band read, above the lighter one's highest: its TTFT an upper bound
+
+
+def band_read(bands: Sequence[_Band], rps_per_gpu: float) -> BandReading[_Band]:
+    """The band a load is read on: the lightest whose highest *measured* load reaches it.
+
+    Nothing is extrapolated past a measured load: a load between two measured bands
+    (above one band's highest load, below the next band's) is read on the heavier
+    band, whose TTFT bounds it from above, never on the lighter one's (which would
+    promise too little); a load above every measured band is read on the heaviest and
+    said to be beyond the measured range. ``bands``: ascending, not empty (the
+    advisor passes the bands it trusts, the scenarios every band with a histogram).
+    """
+    band = next((b for b in bands if b.max_rps_per_gpu >= rps_per_gpu), bands[-1])
+    beyond = rps_per_gpu > band.max_rps_per_gpu
+    between = not beyond and rps_per_gpu < band.low_rps_per_gpu and band is not bands[0]
+    return BandReading(band, beyond, between)
+
+
 def load_hours(endpoint_hours: Iterable[EndpointHour], node_hours: Iterable[NodeHour]) -> list[LoadHour]:
-    """Fleet-hours per LLM model; endpoint-hours without a ledger line (no GPU count yet) are left out."""
+    """Fleet-hours per LLM model; endpoint-hours without a ledger line (no GPU count yet), and those without
+    output tokens (no share of their line: ``sharing.takes_share``), are left out."""
     lines = {(line.node_id, line.hour_start): line for line in node_hours}
     served: dict[tuple[int, datetime], list[EndpointHour]] = defaultdict(list)
     for usage in endpoint_hours:
-        if (usage.node_id, usage.hour_start) in lines and (usage.requests or usage.generation_tokens):
+        if (usage.node_id, usage.hour_start) in lines and takes_share(usage.generation_tokens):
             served[(usage.node_id, usage.hour_start)].append(usage)
     return load_hours_merge(
         part for node_hour, usages in served.items() for part in _node_hour_parts(lines[node_hour], usages)
@@ -253,15 +298,19 @@ def load_hours_merge(parts: Iterable[LoadHour]) -> list[LoadHour]:
 
 
 def _node_hour_parts(line: NodeHour, usages: list[EndpointHour]) -> list[LoadHour]:
+    """The line's parts per LLM model, each its ``sharing.output_token_share`` of the line."""
     per_model: dict[str, list[EndpointHour]] = defaultdict(list)
     for usage in usages:
         per_model[usage.llm_model].append(usage)
-    tokens = sum(usage.generation_tokens for usage in usages)
-    weight_of = (
-        (lambda us: sum(u.generation_tokens for u in us)) if tokens else (lambda us: sum(u.requests for u in us))
-    )
-    total = Decimal(tokens or sum(usage.requests for usage in usages))
-    return [_part(line, model, models, Decimal(weight_of(models)) / total) for model, models in per_model.items()]
+    line_tokens = line.generation_tokens
+    if line_tokens is None:
+        line_tokens = sum(usage.generation_tokens for usage in usages)
+    parts = []
+    for model, models in per_model.items():
+        share = output_token_share(sum(u.generation_tokens for u in models), line_tokens)
+        if share is not None:
+            parts.append(_part(line, model, models, share))
+    return parts
 
 
 def _part(line: NodeHour, model: str, usages: list[EndpointHour], share: Decimal) -> LoadHour:

@@ -11,10 +11,13 @@ Public functions (others call them):
 - ``load_curve_rows(curves) -> list[dict]``: one flat row per curve x band, the
   figures as the load-curves report gives them (JSON and CSV).
 
-The arithmetic (allocation of node-hours among LLM models, banding, merging) is
-``reports.bands``; this module reads rows into its dataclasses: summed
-in SQL per fleet-hour where a node-hour's line is whole (one endpoint-hour), row
-by row where ``bands.load_hours`` shares it (see ``load_curves``).
+The arithmetic (banding, merging) is ``reports.bands``; the sharing of a
+node-hour among LLM models is ``reports.sharing``'s rule, the
+comparison's (by output tokens; node-hours without output tokens are no model's
+and have no band). This module reads rows into the bands' dataclasses: summed in
+SQL per fleet-hour where a node-hour has one endpoint-hour with output tokens
+(with ``selectors.allocation``'s share expressions), row by row where
+``bands.load_hours`` shares it (see ``load_curves``).
 """
 
 from __future__ import annotations
@@ -33,8 +36,6 @@ from django.db.models import (
     Count,
     Exists,
     ExpressionWrapper,
-    F,
-    FilteredRelation,
     OuterRef,
     Q,
     QuerySet,
@@ -45,7 +46,7 @@ from django.db.models.functions import Cast
 
 from accounting.ledger.units import significant
 from fleets.models import Fleet
-from reports.aggregates import unpriced_with_telemetry
+from reports.aggregates import AMOUNT, unpriced_with_telemetry
 from reports.bands import (
     DEFAULT_BAND_EDGES_RPS_PER_GPU,
     ZERO,
@@ -59,6 +60,7 @@ from reports.bands import (
     load_hours,
     load_hours_merge,
 )
+from reports.selectors.allocation import TAKES_SHARE, weighed, with_line
 from reports.selectors.comparison import LOWER_BOUND_TTFT_KINDS
 from reports.selectors.lines import gpu_model_profiles
 from telemetry.histogram import Histogram
@@ -67,8 +69,6 @@ from telemetry.models import EndpointHourUsage, ServingEndpoint
 __all__ = ["DEFAULT_BAND_EDGES_RPS_PER_GPU", "QUANTILES", "LoadCurve", "load_curve_rows", "load_curves"]
 
 QUANTILES = (50, 90, 95, 99)
-# An endpoint-hour's ledger line: the node's line of the same hour.
-_LINES = "endpoint__node__ledger_lines"
 
 
 def load_curves(
@@ -82,8 +82,9 @@ def load_curves(
 ) -> list[LoadCurve]:
     """The measured curves over ``[start, end)``, ordered by fleet name, GPU model and LLM model.
 
-    A node-hour with one served endpoint-hour (the common case: one server, one LLM
-    model) holds all of its line, so those are summed in SQL per fleet-hour x LLM
+    Only endpoint-hours with output tokens take a share of their line (the others, and node-hours
+    without output tokens, have no load). A node-hour with one such endpoint-hour (the common
+    case: one server, one LLM model) holds all of its line, so those are summed in SQL per fleet-hour x LLM
     model (x server kind x TTFT bucket layout): a few rows per hour instead of one per
     node. The others (several endpoint-hours on one node-hour, whose line is shared)
     are read row by row, with no histogram, and shared by ``load_hours``; their
@@ -103,19 +104,19 @@ def load_curves(
     lines_in = _LineScope(organization_ids, frozenset(fleet_ids))
     several = _nodes_with_several_endpoints(organization_ids, fleet_ids, wanted)
     if not several:
-        hours = load_hours_merge(_single_hours(_with_line(asked), lines_in))
+        hours = load_hours_merge(_single_hours(with_line(asked), lines_in))
     else:
         others = usage.filter(
             endpoint__node_id=OuterRef("endpoint__node_id"), hour_start=OuterRef("hour_start")
         ).exclude(pk=OuterRef("pk"))
-        single = _with_line(asked.filter(~Exists(others)))
+        single = with_line(asked.filter(~Exists(others)))
         shared = usage.filter(endpoint__node_id__in=several).filter(Exists(others))
-        shared_parts = load_hours(*_shared_rows(_with_line(shared), lines_in))
+        shared_parts = load_hours(*_shared_rows(with_line(shared), lines_in))
         hours = load_hours_merge(
             itertools.chain(
                 _single_hours(single, lines_in),
                 (part for part in shared_parts if not wanted or part.key.llm_model in wanted),
-                _single_hours(_with_line(shared.filter(endpoint__model_name__in=wanted) if wanted else shared),
+                _single_hours(with_line(shared.filter(endpoint__model_name__in=wanted) if wanted else shared),
                               lines_in, histograms_only=True),
             )
         )  # fmt: skip
@@ -135,10 +136,14 @@ def _served_usage(
     end: datetime,
     fleet_ids: Collection[int],
 ) -> QuerySet[EndpointHourUsage]:
-    """The endpoint-hours that served anything (requests or output tokens) in the period, of every LLM model."""
+    """The endpoint-hours that take a share of their line (they served output tokens) in the period, of every
+    LLM model: the others have no GPU-hours, hence no load (``reports.sharing``)."""
     usage = EndpointHourUsage.objects.filter(
-        endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    ).exclude(requests=0, generation_tokens=0)
+        TAKES_SHARE,
+        endpoint__node__fleet__organization_id__in=organization_ids,
+        hour_start__gte=start,
+        hour_start__lt=end,
+    )
     if fleet_ids:
         usage = usage.filter(endpoint__node__fleet_id__in=fleet_ids)
     return usage
@@ -158,20 +163,10 @@ def _nodes_with_several_endpoints(
     return list(several.values_list("node_id", flat=True))
 
 
-def _with_line(usage: QuerySet[EndpointHourUsage]) -> QuerySet[EndpointHourUsage]:
-    """Endpoint-hours joined to their node-hour's ledger line (``k_line``); those without one are left out.
-
-    The line's organization and fleet are read, not filtered in the join: a condition on
-    the line's organization makes PostgreSQL look lines up by (organization, hour) and
-    filter by node, ~30x the rows of the (node, hour) key. ``_LineScope`` checks them.
-    """
-    same_hour = FilteredRelation(_LINES, condition=Q(**{f"{_LINES}__hour_start": F("hour_start")}))
-    return usage.annotate(k_line=same_hour).filter(k_line__id__isnull=False)
-
-
 @dataclass(frozen=True, slots=True)
 class _LineScope:
-    """The ledger lines ``ledger_lines`` would give: the organizations' (and the fleets', if any)."""
+    """The ledger lines ``ledger_lines`` would give: the organizations' (and the fleets', if any), checked here
+    rather than in ``with_line``'s join (see there)."""
 
     organization_ids: Collection[int]
     fleet_ids: frozenset[int]
@@ -184,7 +179,8 @@ class _LineScope:
 def _single_hours(
     single: QuerySet[EndpointHourUsage], lines_in: _LineScope, *, histograms_only: bool = False
 ) -> Iterator[LoadHour]:
-    """Parts of fleet-hours from node-hours with one endpoint-hour: its line's figures whole, summed in SQL.
+    """Parts of fleet-hours from node-hours with one endpoint-hour: its share of its line (whole, where the
+    line's output tokens are its own), summed in SQL.
 
     ``histograms_only``: of any endpoint-hours, only their TTFT histograms (the other figures zero).
     """
@@ -198,8 +194,8 @@ def _single_hours(
         .annotate(
             s_requests=Sum("requests"),
             s_tokens=Sum("generation_tokens"),
-            **{f"s_{name}": Sum(f"k_line__{name}") for name in figures},
-            s_unknown_kwh=Sum("k_line__facility_kwh", filter=Q(k_line__location_co2e_g__isnull=True)),
+            **{f"s_{name}": Sum(weighed(name, AMOUNT)) for name in figures},
+            s_unknown_kwh=Sum(weighed("facility_kwh", AMOUNT), filter=Q(k_line__location_co2e_g__isnull=True)),
             n_unpriced=Count("pk", filter=unpriced_with_telemetry("k_line__")),
             counts=_Joined(Cast("ttft_bucket_counts", TextField())),
         )
@@ -255,7 +251,7 @@ def _shared_rows(
     line_columns = ("node_id", "hour_start", "fleet_id", "gpu_model", "currency", "gpu_h", "cost", "it_kwh",
                     "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")  # fmt: skip
     columns = ("endpoint__model_name", "requests", "generation_tokens", "k_line__organization_id",
-               *(f"k_line__{name}" for name in line_columns), "k_unpriced")  # fmt: skip
+               *(f"k_line__{name}" for name in line_columns), "k_unpriced", "k_line__generation_tokens")  # fmt: skip
     endpoint_hours, node_hours = [], {}
     unpriced = ExpressionWrapper(unpriced_with_telemetry("k_line__"), output_field=BooleanField())
     for model, requests, tokens, organization_id, *line in shared.annotate(k_unpriced=unpriced).values_list(*columns):

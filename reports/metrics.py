@@ -23,6 +23,7 @@ from accounting.ledger.totals import KNOWN, Prefix, conditions_hold, summed, sum
 from accounting.ledger.units import ZERO
 from reports.latency import ShareWithin
 from reports.serving import ServingSums
+from reports.sharing import SHARING_NOTE
 
 TOKENS_PER_MILLION = 1_000_000
 G_PER_1K_TO_G_PER_1M = Decimal(1000)
@@ -212,13 +213,8 @@ class UtilizationSums:
         return None if self.observed_s == 0 else self.pct_s / self.observed_s
 
 
-# The ledger's allocation to LLM models, said once for the schema, the page and the docs.
-ALLOCATION_NOTE = (
-    "per LLM model, each node-hour's ledger figures (cost, energy, operational and embodied CO2e, GPU-hours, "
-    "idle) are allocated by output-token share: to the LLM models served on the node in that hour in proportion "
-    "to their output tokens (input tokens are each model's own); node-hours without output tokens are attributed "
-    "to no LLM model and shown apart as idle, so the rows add up to the whole"
-)
+# The ledger's allocation to LLM models: the sharing rule's own words (``reports.sharing``).
+ALLOCATION_NOTE = SHARING_NOTE
 
 
 class LedgerAllocation(enum.StrEnum):

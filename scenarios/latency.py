@@ -1,14 +1,16 @@
 """TTFT under a scenario, read from each fleet's measured latency-by-load curve (pure: no framework).
 
 A fleet's curve for one LLM model: its measured hours binned by load (requests per
-second per GPU of the fleet, ``requests / (gpu_h x 3600)``; bands doubling from
-0.25, as placement advice bins them), each band's TTFT histograms merged. When a
-routing moves requests onto a fleet, each hour's load there rises; that hour's
-requests (its own and the moved ones) take the histogram of the band the new load
-falls in. A band never measured borrows the next measured band above it (a
-pessimistic reading); a load above every measured band takes the highest one and is
-counted as beyond what was measured (its TTFT is then a lower bound). Hours the
-routing does not touch keep their own measured histograms.
+second per GPU of the fleet, ``requests / (gpu_h x 3600)``), each band's TTFT
+histograms merged, with the load bands of placement advice (``reports.bands``:
+its edges, and its reading of a load). When a routing moves requests onto a fleet,
+each hour's load there rises; that hour's requests (its own and the moved ones) take
+the histogram of the band the new load is read on (``bands.band_read``, the advisor's
+reading): the lightest band whose highest measured load reaches it, so a load between
+two measured bands borrows the heavier one (a pessimistic reading), and a load above
+every measured load takes the heaviest band and is counted as beyond what was measured
+(its TTFT is then a lower bound). Hours the routing does not touch keep their own
+measured histograms.
 
 Histograms mix with fractional weights: each part is scaled to the requests it
 stands for (counts x weight x 1000, rounded), so quantiles of the mix are exact to
@@ -17,18 +19,17 @@ a thousandth of a request.
 
 from __future__ import annotations
 
-import bisect
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
 from accounting.ledger.units import ONE, S_PER_H, ZERO
+from reports.bands import DEFAULT_BAND_EDGES_RPS_PER_GPU, band_index, band_read
 from scenarios.changes import RoutingChange
 from telemetry.histogram import Histogram, histogram_coarsen, histogram_merge
 
-BAND_EDGES_RPS_PER_GPU = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 _WEIGHT_SCALE = 1000
 
 Layouts = dict[tuple[float, ...], list[int]]  # per-bucket counts by bucket bounds
@@ -80,29 +81,41 @@ class ModelUsage:
         """The period's TTFT histogram; ``None`` when none was measured."""
         return _histogram(self._histogram)
 
-    def bands(self, gpu_h: Mapping[datetime, Decimal]) -> dict[int, Histogram]:
-        """The latency-by-load curve: per load band, the merged histograms of the hours measured in it."""
+    def bands(self, gpu_h: Mapping[datetime, Decimal]) -> list[LatencyBand]:
+        """The latency-by-load curve: per load band (ascending), the merged histograms of the hours measured in it
+        and the highest load measured there."""
         layouts: dict[int, Layouts] = defaultdict(dict)
+        highest: dict[int, float] = defaultdict(float)
         for hour, served in self.hours.items():
             held = gpu_h.get(hour, ZERO)
             if held > 0 and served.histograms:
-                band = band_of(served.requests / (float(held) * float(S_PER_H)))
+                load = served.requests / (float(held) * float(S_PER_H))
+                band = band_index(load)
+                highest[band] = max(highest[band], load)
                 for bounds, counts in served.histograms.items():
                     _layouts_add(layouts[band], list(bounds), counts)
-        return {band: h for band, parts in layouts.items() if (h := _histogram(parts)) is not None}
+        return [
+            LatencyBand(DEFAULT_BAND_EDGES_RPS_PER_GPU[band], highest[band], h)
+            for band, parts in sorted(layouts.items())
+            if (h := _histogram(parts)) is not None
+        ]
 
 
-def band_of(rps_per_gpu: float) -> int:
-    """The index of the load band holding ``rps_per_gpu``."""
-    return max(bisect.bisect_right(BAND_EDGES_RPS_PER_GPU, rps_per_gpu) - 1, 0)
+@dataclass(frozen=True)
+class LatencyBand:
+    """One band of a latency-by-load curve: where its range starts, the highest load measured in it (requests/s
+    per GPU) and its merged TTFT histogram; read with ``reports.bands.band_read``."""
+
+    low_rps_per_gpu: float
+    max_rps_per_gpu: float
+    ttft: Histogram
 
 
-def band_histogram(bands: Mapping[int, Histogram], band: int) -> tuple[Histogram, bool]:
-    """The band's histogram, else the next measured band above; above all: the highest, flagged beyond."""
-    above = [b for b in bands if b >= band]
-    if above:
-        return bands[min(above)], False
-    return bands[max(bands)], True
+def ttft_at_load(bands: Sequence[LatencyBand], rps_per_gpu: float) -> tuple[Histogram, bool]:
+    """The TTFT histogram a load is read on (``bands.band_read``, the advisor's reading), and whether the load lies
+    beyond every measured load. ``bands``: a curve's, ascending, not empty."""
+    reading = band_read(bands, rps_per_gpu)
+    return reading.band.ttft, reading.beyond_measured_range
 
 
 @dataclass(frozen=True)
@@ -221,10 +234,10 @@ def _touched_parts(
             parts.append((None, ONE) if in_counted else (_histogram(here.histograms), scenario_counted / counted))
             continue
         if held <= 0:
-            histogram, past = bands[max(bands)], True
+            histogram, past = bands[-1].ttft, True
         else:
             requests = Decimal(here.requests) * ratio + in_requests - out_requests
-            histogram, past = band_histogram(bands, band_of(float(requests / (held * S_PER_H))))
+            histogram, past = ttft_at_load(bands, float(requests / (held * S_PER_H)))
         beyond += past and bool(in_counted)
         parts.append((histogram, scenario_counted / histogram.total))
     return parts, beyond

@@ -1,10 +1,10 @@
-"""A node-hour's ledger line shared among the LLM models served on the node in that hour.
+"""A node-hour's ledger line shared among the LLM models served on the node in that hour, in SQL.
 
-Each endpoint-hour (one LLM model at one metrics URL of a node, over one hour) takes
-the share of its node-hour's line that its output tokens are of the line's (the
-line's output tokens are its endpoints'): cost, energy, carbon, GPU-hours and idle
-alike. Lines without output tokens are no model's: callers sum them whole, apart, so
-that the rows add up. Input tokens are each endpoint-hour's own, never allocated.
+The rule is ``reports.sharing``'s (by output tokens; lines without output
+tokens are no model's: callers sum them whole, apart, so that the rows add up); the
+expressions here are built from its ``SHARED_BY``, so the SQL and the Python share
+cannot drift apart. Used by the comparison, the usage report by LLM model and the
+load curves.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from django.db.models import Aggregate, Case, F, FilteredRelation, FloatField, Q, QuerySet, Sum, When
+from django.db.models import Aggregate, Case, F, Field, FilteredRelation, FloatField, Q, QuerySet, Sum, When
 
 from reports.aggregates import AMOUNT, Fraction, allocated_ledger_sums, split_line_counts
+from reports.sharing import SHARED_BY
 
 # The LLM model of an endpoint that did not name one.
 UNNAMED_LLM_MODEL = "unnamed"
@@ -29,17 +30,31 @@ def llm_name(model_name: str | None) -> str:
 
 
 def with_line(usage: QuerySet[Any], *, where: Q | None = None) -> QuerySet[Any]:
-    """Endpoint-hours joined to their node-hour's ledger line (``k_line``), where it has output tokens.
+    """Endpoint-hours joined to their node-hour's ledger line (``k_line``), where the line is shared (it has
+    output tokens; the others are the idle row's).
 
     The join is on the ledger's unique (node, hour_start); ``where``: a further condition on the line.
+    The line's organization and fleet are not filtered in the join: such a condition makes
+    PostgreSQL look lines up by (organization, hour) and filter by node, ~30x the rows of the
+    (node, hour) key.
     """
     same_hour = FilteredRelation(_LINES, condition=Q(**{f"{_LINES}__hour_start": F("hour_start")}))
-    joined = usage.annotate(k_line=same_hour).filter(k_line__generation_tokens__gt=0)
+    joined = usage.annotate(k_line=same_hour).filter(**{f"{LINE}{SHARED_BY}__gt": 0})
     return joined if where is None else joined.filter(where)
 
 
+# An endpoint-hour that takes a share of its line (``sharing.takes_share``): it served output tokens.
+TAKES_SHARE = Q(**{f"{SHARED_BY}__gt": 0})
 # The endpoint-hour holds all of its line's output tokens: its share is exactly 1.
-WHOLE_LINE = Q(generation_tokens=F(f"{LINE}generation_tokens"))
+WHOLE_LINE = Q(**{SHARED_BY: F(f"{LINE}{SHARED_BY}")})
+# The endpoint-hour's share of its line (``sharing.output_token_share``), on lines ``with_line`` keeps.
+SHARE = Fraction(F(SHARED_BY), F(f"{LINE}{SHARED_BY}"))
+
+
+def weighed(column: str, output_field: Field) -> Case:
+    """The joined line's ``column`` times the endpoint-hour's share (as it is where the share is whole)."""
+    value = F(f"{LINE}{column}")
+    return Case(When(WHOLE_LINE, then=value), default=value * SHARE, output_field=output_field)
 
 
 def allocated_sums(*, utilization: bool = False) -> dict[str, Aggregate]:
@@ -48,27 +63,21 @@ def allocated_sums(*, utilization: bool = False) -> dict[str, Aggregate]:
     ``utilization``: also the lines' utilization sums (``s_util_pct_s``, ``s_util_observed_s``), weighed alike.
     Read them with ``allocated_rows``, which completes the counts of lines shared by several rows.
     """
-    share = Fraction(F("generation_tokens"), F(f"{LINE}generation_tokens"))
-    sums = allocated_ledger_sums(line=LINE, share=share, whole=WHOLE_LINE)
+    sums = allocated_ledger_sums(line=LINE, share=SHARE, whole=WHOLE_LINE, takes_share=TAKES_SHARE)
     if utilization:
         for name in ("util_pct_s", "util_observed_s"):
-            column = F(f"{LINE}{name}")
-            weighed = Case(When(WHOLE_LINE, then=column), default=column * share, output_field=FloatField())
-            sums[f"s_{name}"] = Sum(weighed)
+            sums[f"s_{name}"] = Sum(weighed(name, FloatField()))
     return sums
 
 
 def allocated_trace_sums() -> dict[str, Aggregate]:
     """The trace parts' sums (``trace.as_part``) of the joined lines, weighed alike: ``p_kwh`` (facility kWh with a
     location intensity) and ``p_embodied`` (central embodied g)."""
-    share = Fraction(F("generation_tokens"), F(f"{LINE}generation_tokens"))
-
-    def weighed(column: str) -> Case:
-        value = F(f"{LINE}{column}")
-        return Case(When(WHOLE_LINE, then=value), default=value * share, output_field=AMOUNT)
-
     known = Q(**{f"{LINE}location_co2e_g__isnull": False})
-    return {"p_kwh": Sum(weighed("facility_kwh"), filter=known), "p_embodied": Sum(weighed("embodied_co2e_g_central"))}
+    return {
+        "p_kwh": Sum(weighed("facility_kwh", AMOUNT), filter=known),
+        "p_embodied": Sum(weighed("embodied_co2e_g_central", AMOUNT)),
+    }
 
 
 def allocated_rows(grouped: QuerySet[Any], keys: Sequence[str], *, utilization: bool = False) -> list[dict[str, Any]]:
@@ -80,7 +89,7 @@ def allocated_rows(grouped: QuerySet[Any], keys: Sequence[str], *, utilization: 
     """
     rows = list(grouped.annotate(**allocated_sums(utilization=utilization), **allocated_trace_sums()).order_by())
     if any(row["s_split_rows"] for row in rows):
-        counts = split_line_counts(line=LINE, whole=WHOLE_LINE)
+        counts = split_line_counts(line=LINE, whole=WHOLE_LINE, takes_share=TAKES_SHARE)
         split = {tuple(row[k] for k in keys): row for row in grouped.annotate(**counts).order_by()}
         for row in rows:
             found = split.get(tuple(row[k] for k in keys), {})

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from accounting.node_hour_lines import ledger_node_hours_compute
 from reports.curves import load_curve_rows, load_curves
 from telemetry.models import EndpointHourUsage, ServingEndpoint
 from tests.dashboards.data import recent_hours, two_fleets
@@ -69,6 +70,8 @@ def second_model_serve(fleet):
             requests=500, ttft_bucket_bounds_s=[0.1], ttft_bucket_counts=[500, 0], observed_s=3600.0,
             reset_count=0, computed_at=hour,
         )  # fmt: skip
+    # The node's lines count both models' output tokens, as the ledger does (the shares' denominator).
+    ledger_node_hours_compute(node_id=endpoint.node_id, hour_starts=list(recent_hours()))
 
 
 def test_a_node_serving_two_models_splits_its_hour_by_output_tokens(org_a, fleets):

@@ -34,7 +34,8 @@ START, END = H1, H2 + timedelta(hours=1)
 pytestmark = pytest.mark.django_db
 
 
-def line(node, hour, *, gpu_h, cost, it_kwh, location_g, embodied_g, electricity_status="included"):
+def line(node, hour, *, gpu_h, cost, it_kwh, location_g, embodied_g, tokens, electricity_status="included"):
+    """A ledger line; ``tokens``: its output tokens, its endpoint-hours' (the shares' denominator)."""
     it = Decimal(it_kwh)
     NodeHourLedger.objects.create(
         node=node, hour_start=hour, organization=node.fleet.organization, fleet=node.fleet, site=node.site,
@@ -43,7 +44,7 @@ def line(node, hour, *, gpu_h, cost, it_kwh, location_g, embodied_g, electricity
         hardware_cost=Decimal(cost), cost=Decimal(cost),
         location_co2e_g=None if location_g is None else Decimal(location_g),
         embodied_co2e_g_low=Decimal(embodied_g), embodied_co2e_g_central=Decimal(embodied_g),
-        embodied_co2e_g_high=Decimal(embodied_g), embodied_unknown_gpu_h=0, prompt_tokens=0, generation_tokens=0,
+        embodied_co2e_g_high=Decimal(embodied_g), embodied_unknown_gpu_h=0, prompt_tokens=0, generation_tokens=tokens,
         idle_gpu_h=0, idle_cost=0, idle_facility_kwh=0, energy_method="gpu_sum", energy_counter_j=0.0,
         energy_integrated_j=0.0, electricity_status=electricity_status, location_is_fallback=False,
         amortization="rented",
@@ -71,9 +72,9 @@ def alpha(org_a):
     served(c, "qwen-14b", "vllm", H1, requests=900, tokens=100_000, bounds=[0.2], counts=[9, 1])
     served(d, "llama-8b", "vllm", H1, requests=5000, tokens=500_000, bounds=[0.1], counts=[50, 0])
     for node in (a, b):
-        line(node, H1, gpu_h="2", cost="6", it_kwh="1.5", location_g="360", embodied_g="40")
-    line(a, H2, gpu_h="2", cost="6", it_kwh="1.5", location_g=None, embodied_g="40")
-    line(c, H1, gpu_h="1", cost="4", it_kwh="0.8", location_g="192", embodied_g="20")
+        line(node, H1, gpu_h="2", cost="6", it_kwh="1.5", location_g="360", embodied_g="40", tokens=720_000)
+    line(a, H2, gpu_h="2", cost="6", it_kwh="1.5", location_g=None, embodied_g="40", tokens=72_000)
+    line(c, H1, gpu_h="1", cost="4", it_kwh="0.8", location_g="192", embodied_g="20", tokens=400_000)
     return fleet
 
 

@@ -262,13 +262,15 @@ def curve_usage(enterprise_requests):
 
 def test_routed_requests_take_the_targets_measured_ttft_at_each_hours_new_load():
     # A quarter of enterprise's 43,200 requests an hour moves: 10,800. Hour 0: (14,400 + 10,800) / 28,800 =
-    # 0.875 req/s per GPU, still the fast band: 25,200 fast. Hour 1: 2.375, the slow band: 68,400 slow.
-    # Enterprise keeps 0.75 x 86,400 = 64,800 fast. [90,000, 68,400, 0]: rank 156,816 at 97.68 % of (0.1, 1].
+    # 0.875 req/s per GPU, above the fast band's highest measured load (0.5) and below the slow band: read on
+    # the slow band (as the advisor reads it: never extrapolated past a measured load): 25,200 slow. Hour 1:
+    # 2.375, above the 2.0 measured: beyond, on the slow band: 68,400 slow. Enterprise keeps 0.75 x 86,400 =
+    # 64,800 fast. [64,800, 93,600, 0]: rank 156,816 at 98.3 % of (0.1, 1].
     change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": "0.25"}
     result = replayed([change], consumer=True, usage=curve_usage(43200))
 
-    assert result["llm_models"][0]["scenario_p99_ttft_s"] == 0.9792
-    assert not any("beyond" in note for note in result["notes"])
+    assert result["llm_models"][0]["scenario_p99_ttft_s"] == 0.9848
+    assert "llama-8b: 1 hours of routed load beyond any load measured" in result["notes"][-1]
 
 
 def test_the_fleet_requests_leave_is_read_at_its_lower_load_too():
@@ -289,10 +291,11 @@ def test_the_fleet_requests_leave_is_read_at_its_lower_load_too():
 
 def test_a_load_beyond_anything_measured_reads_the_highest_band_and_says_so():
     change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": 1}
-    result = replayed([change], consumer=True, usage=curve_usage(100_000))  # hour 1: 157,600 / 28,800 = 5.5
+    # hour 0: 114,400 / 28,800 = 3.97 req/s per GPU, hour 1: 157,600 / 28,800 = 5.5: both above the 2.0 measured
+    result = replayed([change], consumer=True, usage=curve_usage(100_000))
 
     assert result["llm_models"][0]["scenario_p99_ttft_s"] == 0.991  # all in the slow band
-    assert "llama-8b: 1 hours of routed load beyond any load measured" in result["notes"][-1]
+    assert "llama-8b: 2 hours of routed load beyond any load measured" in result["notes"][-1]
 
 
 @pytest.mark.parametrize(
