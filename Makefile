@@ -1,4 +1,5 @@
-# Wattledger: `make demo` runs the product (the `demo` app seeds it), `make test` runs the suite. Both set themselves up.
+# Wattledger: `make demo` runs the product (the `demo` app seeds it), `make test` runs the suite, `make test-fast`
+# the inner loop (all but the slow tests and the fault harness). Each sets itself up.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -9,7 +10,7 @@ PYTEST_ARGS ?=
 SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test test-pg test-services test-faults soak lint typecheck check migrations-check clean \
+.PHONY: demo test test-fast test-pg test-services test-faults soak lint typecheck check migrations-check clean \
 	bench bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -26,6 +27,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The inner loop: the suite less the tests marked slow (gunicorn, a Celery worker, Chromium, end-to-end, the demo's
+# seed and run, the collector's signals; see conftest.py) and the fault harness. `make test` and CI still run them.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow and not faults" $(PYTEST_ARGS)
 
 # The suite on a throwaway PostgreSQL cluster that bin/test-pg starts, and removes after.
 test-pg: $(STAMP)

@@ -73,6 +73,22 @@ def client_as(org_a: Any) -> Callable[..., APIClient]:
     return make
 
 
+# A test that uses one of these starts a server or worker process (seconds, not milliseconds): it is slow.
+SLOW_FIXTURES = frozenset({"celery_worker_process", "gunicorn_port"})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that drives Chromium or uses a real gunicorn or Celery worker, before ``-m`` selects.
+
+    The rest of the slow set (gunicorn through `both_ways_in`, end-to-end, the demo's seed and run, the collector's
+    signals, health against a stopped service, the README's curl) is marked where it is written.
+    """
+    for item in items:
+        if item.get_closest_marker("browser") or SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Remove this run's var/ folder (test database, broker and results)."""
     import shutil

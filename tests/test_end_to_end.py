@@ -25,6 +25,7 @@ from telemetry.collector.simulated import SimulatedBackend, parse_simulate_spec
 from telemetry.models import GpuSample
 from tests.factories import NodeFactory
 
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 SEED, HOSTNAME, SPEC = 7, "e2e-host", "h100-sxm:2"
 WINDOW = timedelta(hours=1)

@@ -64,6 +64,7 @@ def _poll_health(port: int, server: subprocess.Popen) -> tuple[int, dict]:
     pytest.fail("server did not answer within 30 s")
 
 
+@pytest.mark.slow
 def test_healthz_is_503_when_the_database_is_unreachable(tmp_path):
     status, body = serve_and_get_health(
         {"DATABASE_URL": "sqlite:////nonexistent-dir/wattledger.sqlite3", "CELERY_BROKER_URL": "filesystem://"},
@@ -76,6 +77,7 @@ def test_healthz_is_503_when_the_database_is_unreachable(tmp_path):
     assert body["broker"] == "up"
 
 
+@pytest.mark.slow
 def test_healthz_is_503_when_the_broker_is_unreachable(tmp_path):
     status, body = serve_and_get_health(
         {"DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3", "CELERY_BROKER_URL": "redis://127.0.0.1:1/0"},
@@ -113,6 +115,7 @@ def timed_health(port: int, server: subprocess.Popen) -> tuple[int, dict, float]
     return status, body, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_healthz_answers_503_within_2_s_while_postgresql_hangs(tmp_path):
     listener, db_port = hung_server()
     port = free_port()

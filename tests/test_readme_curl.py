@@ -69,6 +69,7 @@ def token(transactional_db):
     return secret
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
 @pytest.mark.django_db(transaction=True, reset_sequences=True)
 @pytest.mark.parametrize("command", _params())

@@ -83,6 +83,7 @@ def test_importing_the_collector_imports_neither_django_nor_the_server_nor_pynvm
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server_up", [True, False], ids=["server-up", "server-down"])
 def test_sigterm_spools_the_last_samples_and_exits_0(stub_server: StubServer, tmp_path: Path, server_up: bool) -> None:
     if not server_up:
@@ -106,6 +107,7 @@ def test_sigterm_spools_the_last_samples_and_exits_0(stub_server: StubServer, tm
     assert "SIGTERM" in stderr
 
 
+@pytest.mark.slow
 def test_kill_9_leaves_whole_batches_that_a_restart_sends(stub_server: StubServer, tmp_path: Path) -> None:
     stub_server.default = lambda _request: (503, {}, b"down")
     spool = tmp_path / "spool"

@@ -90,6 +90,7 @@ def test_no_banner_without_a_demo(signed_in):
     assert _banner(signed_in) is None
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_first_start_sends_the_last_hours_first_and_the_rest_later_without_counting_a_token_twice():
     end = peak_window_end()

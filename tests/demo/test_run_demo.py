@@ -73,6 +73,7 @@ def _read_until(process: subprocess.Popen[str], needle: str, timeout_s: float, s
     pytest.fail(f"{needle!r} not printed within {timeout_s} s:\n{''.join(seen)}")
 
 
+@pytest.mark.slow
 def test_the_terminal_shows_url_login_and_warnings_and_ctrl_c_stops_everything_within_10_s(seeded):
     port = _free_port()
     process = subprocess.Popen(

@@ -33,6 +33,7 @@ from telemetry.collector.simulated import SimulatedBackend, parse_simulate_spec
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
 from telemetry.models import EndpointHourUsage, ServingEndpoint
 
+pytestmark = pytest.mark.slow
 HOUR = timedelta(hours=1)
 COUNTED = [
     "fleets.Site", "fleets.Fleet", "fleets.Node", "fleets.Gpu", "fleets.NodeCredential",

@@ -105,7 +105,8 @@ def gunicorn_started(port: int) -> subprocess.Popen[bytes]:
 
 
 @pytest.fixture(
-    params=["django", pytest.param("gunicorn", marks=pytest.mark.django_db(transaction=True))], name="client"
+    params=["django", pytest.param("gunicorn", marks=[pytest.mark.django_db(transaction=True), pytest.mark.slow])],
+    name="client",
 )
 def both_ways_in(request: pytest.FixtureRequest, client: Any) -> Any:
     """``client`` for a module that imports this: each test runs through Django's test client, then
