@@ -25,6 +25,8 @@ from accounting.grid.store import intensity_for_hours
 from accounting.ledger.line import NO_PRICE_ID
 from accounting.models import NodeHourLedger
 from accounting.profiles import hardware_profiles
+from accounting.reports.aggregates import AMOUNT
+from accounting.reports.selectors.allocation import joined_line, share_of
 from accounting.scenarios.changes import (
     Change,
     ChangeInvalid,
@@ -274,21 +276,28 @@ def _hardware_unpriced(rows: Any, names: dict[int, str], notes: list[str]) -> in
 
 
 def _usage_add(replay: Replay, scenario: Scenario) -> None:
-    """The period's endpoint-hours of the organization: output tokens and TTFT per fleet and LLM model."""
+    """The period's endpoint-hours of the organization: output tokens and TTFT per fleet and LLM model, and each
+    one's share of its node-hour's GPU-hours (``accounting.reports.sharing``'s rule, the load curves')."""
     usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization=scenario.organization,
         hour_start__gte=scenario.period_start,
         hour_start__lt=scenario.period_end,
-    ).values_list(
-        "endpoint__node__fleet_id",
-        "hour_start",
-        "endpoint__model_name",
-        "endpoint__kind",
-        "prompt_tokens",
-        "generation_tokens",
-        "requests",
-        "ttft_bucket_bounds_s",
-        "ttft_bucket_counts",
+    )
+    usage = (
+        joined_line(usage)
+        .annotate(k_gpu_h=share_of("gpu_h", AMOUNT))
+        .values_list(
+            "endpoint__node__fleet_id",
+            "hour_start",
+            "endpoint__model_name",
+            "endpoint__kind",
+            "prompt_tokens",
+            "generation_tokens",
+            "requests",
+            "ttft_bucket_bounds_s",
+            "ttft_bucket_counts",
+            "k_gpu_h",
+        )
     )
     for row in usage.iterator(chunk_size=CHUNK_ROWS):
         replay.add_usage(row)
