@@ -41,8 +41,8 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from accounting.ledger.units import money_quantize, significant
-from reports.bands import MEASURED, TOKENS_PER_MILLION, CurveBand, LoadCurve, band_read
+from accounting.ledger.units import TOKENS_PER_MILLION, money_quantize, significant
+from reports.bands import MEASURED, CurveBand, LoadCurve, band_read
 
 S_PER_DAY = 86_400
 J_PER_KWH = 3.6e6

@@ -35,6 +35,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, Protocol, TypeVar
 
+from accounting.ledger.units import per_1m
 from reports.sharing import output_token_share, takes_share
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile, histogram_quantile_bucket
 
@@ -43,7 +44,6 @@ from telemetry.histogram import Histogram, histogram_merge, histogram_quantile, 
 DEFAULT_BAND_EDGES_RPS_PER_GPU: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 S_PER_H = 3600
 J_PER_KWH = 3.6e6
-TOKENS_PER_MILLION = Decimal(1_000_000)
 ZERO = Decimal(0)
 ONE = Decimal(1)
 
@@ -162,7 +162,7 @@ class CurveBand:
 
     @property
     def cost_per_1m_output_tokens(self) -> Decimal | None:
-        return self.cost / self.generation_tokens * TOKENS_PER_MILLION if self.generation_tokens else None
+        return per_1m(self.cost, self.generation_tokens)
 
     @property
     def it_j_per_output_token(self) -> float | None:
@@ -170,29 +170,30 @@ class CurveBand:
 
     @property
     def facility_kwh_per_1m_output_tokens(self) -> float | None:
-        return (
-            float(self.facility_kwh / self.generation_tokens * TOKENS_PER_MILLION) if self.generation_tokens else None
-        )
+        return _float(per_1m(self.facility_kwh, self.generation_tokens))
 
     @property
     def operational_gco2e_per_1m_output_tokens(self) -> float | None:
         """The known part over its coverage (the known kWh's mean intensity for the rest), per 1M output tokens."""
         coverage = self.operational_coverage
-        if not self.generation_tokens or self.operational_co2e_g is None or coverage <= 0:
+        if self.operational_co2e_g is None or coverage <= 0:
             return None
-        return float(self.operational_co2e_g / self.generation_tokens * TOKENS_PER_MILLION) / coverage
+        known = _float(per_1m(self.operational_co2e_g, self.generation_tokens))
+        return None if known is None else known / coverage
 
     @property
     def embodied_gco2e_per_1m_output_tokens(self) -> float | None:
-        if not self.generation_tokens:
-            return None
-        return float(self.embodied_co2e_g / self.generation_tokens * TOKENS_PER_MILLION)
+        return _float(per_1m(self.embodied_co2e_g, self.generation_tokens))
 
     @property
     def gco2e_per_1m_output_tokens(self) -> float | None:
         """Operational (location-based, over its coverage) plus embodied; None when no intensity is known."""
         operational, embodied = self.operational_gco2e_per_1m_output_tokens, self.embodied_gco2e_per_1m_output_tokens
         return None if operational is None or embodied is None else operational + embodied
+
+
+def _float(value: Decimal | None) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True, slots=True)

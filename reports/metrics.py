@@ -20,12 +20,11 @@ from typing import Any
 from accounting.ledger import ElectricityStatus, LedgerTotals
 from accounting.ledger.line import NO_PRICE_ID, EnergyMethod
 from accounting.ledger.totals import KNOWN, Prefix, conditions_hold, summed, summed_fields
-from accounting.ledger.units import ZERO
+from accounting.ledger.units import ZERO, per_1m
 from reports.latency import ShareWithin
 from reports.serving import ServingSums
 from reports.sharing import SHARING_NOTE
 
-TOKENS_PER_MILLION = 1_000_000
 G_PER_1K_TO_G_PER_1M = Decimal(1000)
 
 
@@ -277,14 +276,12 @@ class ComparisonStats:
         totals = self.sums.totals
         if not self.sums.location_known or totals.generation_tokens == 0:
             return None
-        return totals.location_co2e_g / totals.generation_tokens * TOKENS_PER_MILLION
+        return per_1m(totals.location_co2e_g, totals.generation_tokens)
 
     def embodied_g_per_1m_output_tokens(self, estimate: str = "central") -> Decimal | None:
         """Embodied gCO2e (``low``, ``central`` or ``high``) per 1M output tokens; ``None`` without tokens."""
         totals = self.sums.totals
-        if totals.generation_tokens == 0:
-            return None
-        return getattr(totals.embodied_co2e_g, estimate) / totals.generation_tokens * TOKENS_PER_MILLION
+        return per_1m(getattr(totals.embodied_co2e_g, estimate), totals.generation_tokens)
 
     @property
     def embodied_central_g_per_1m_output_tokens(self) -> Decimal | None:

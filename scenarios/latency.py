@@ -1,7 +1,9 @@
 """TTFT under a scenario, read from each fleet's measured latency-by-load curve (pure: no framework).
 
 A fleet's curve for one LLM model: its measured hours binned by load (requests per
-second per GPU of the fleet, ``requests / (gpu_h x 3600)``), each band's TTFT
+second per GPU, ``requests / (gpu_h x 3600)``, ``gpu_h`` the model's share of the
+fleet's GPU-hours in that hour by ``reports.sharing``'s rule, as the load
+curves share them: by output tokens, node-hours without any no model's), each band's TTFT
 histograms merged, with the load bands of placement advice (``reports.bands``:
 its edges, and its reading of a load). When a routing moves requests onto a fleet,
 each hour's load there rises; that hour's requests (its own and the moved ones) take
@@ -49,6 +51,7 @@ def _histogram(layouts: Layouts) -> Histogram | None:
 @dataclass
 class HourServed:
     requests: int = 0
+    gpu_h: Decimal = ZERO  # the model's share of the fleet's GPU-hours (``reports.sharing``)
     histograms: Layouts = field(default_factory=dict)
 
 
@@ -63,14 +66,16 @@ class ModelUsage:
     _histogram: Layouts = field(default_factory=dict)
 
     def add(self, hour: datetime, row: tuple) -> None:
-        """One endpoint-hour: kind, prompt and generation tokens, requests, TTFT bounds and per-bucket counts."""
-        kind, prompt, generation, requests, bounds, counts = row
+        """One endpoint-hour: kind, prompt and generation tokens, requests, TTFT bounds and per-bucket counts, and
+        its share of its node-hour's GPU-hours."""
+        kind, prompt, generation, requests, bounds, counts, gpu_h = row
         self.prompt_tokens += prompt
         self.generation_tokens += generation
         served = self.hours.get(hour)
         if served is None:
             served = self.hours[hour] = HourServed()
         served.requests += requests
+        served.gpu_h += gpu_h
         if kind == "tgi":  # TGI's histogram is a lower bound of TTFT (queue time excluded): not mixed in
             self.lower_bound_only = True
         elif counts and len(counts) == len(bounds) + 1:
@@ -81,15 +86,14 @@ class ModelUsage:
         """The period's TTFT histogram; ``None`` when none was measured."""
         return _histogram(self._histogram)
 
-    def bands(self, gpu_h: Mapping[datetime, Decimal]) -> list[LatencyBand]:
+    def bands(self) -> list[LatencyBand]:
         """The latency-by-load curve: per load band (ascending), the merged histograms of the hours measured in it
         and the highest load measured there."""
         layouts: dict[int, Layouts] = defaultdict(dict)
         highest: dict[int, float] = defaultdict(float)
-        for hour, served in self.hours.items():
-            held = gpu_h.get(hour, ZERO)
-            if held > 0 and served.histograms:
-                load = served.requests / (float(held) * float(S_PER_H))
+        for served in self.hours.values():
+            if served.gpu_h > 0 and served.histograms:
+                load = served.requests / (float(served.gpu_h) * float(S_PER_H))
                 band = band_index(load)
                 highest[band] = max(highest[band], load)
                 for bounds, counts in served.histograms.items():
@@ -136,12 +140,11 @@ def ttft_mix(
     usage: Mapping[tuple[int, str], ModelUsage],
     tokens: Mapping[tuple[int, str], tuple[Decimal, Decimal]],
     routed: Mapping[RoutingChange, Decimal],
-    gpu_h: Mapping[int, Mapping[datetime, Decimal]],
 ) -> TtftMix:
     """The model's TTFT as measured (every fleet's histograms) and as the scenario's traffic would see it.
 
     ``tokens``: the scenario's output tokens per (fleet, model); ``routed``: output
-    tokens each routing moved; ``gpu_h``: per fleet, its GPU-hours by hour.
+    tokens each routing moved.
     """
     hists = {key: u.histogram() for key, u in usage.items() if key[1] == llm_model}
     measured: Parts = [(h, ONE) for h in hists.values() if h is not None]
@@ -155,7 +158,7 @@ def ttft_mix(
     beyond = 0
     for fleet in touched:
         flows = _Flows.of(fleet, routes, usage)
-        fleet_parts, past = _touched_parts(fleet, llm_model, flows, usage, tokens, gpu_h.get(fleet, {}))
+        fleet_parts, past = _touched_parts(fleet, llm_model, flows, usage, tokens)
         parts += fleet_parts
         beyond += past
     return TtftMix(_weighted_merge(measured), _weighted_merge(parts), beyond)
@@ -206,14 +209,13 @@ def _touched_parts(
     flows: _Flows,
     usage: Mapping[tuple[int, str], ModelUsage],
     tokens: Mapping[tuple[int, str], tuple[Decimal, Decimal]],
-    gpu_h: Mapping[datetime, Decimal],
 ) -> tuple[Parts, int]:
     """A fleet that routing adds requests to or takes them from, hour by hour, on its latency-by-load curve:
     an hour whose load changed takes the histogram of the band of its new load."""
     served = usage.get((fleet, llm_model))
     if served is None or not served.generation_tokens:
         return ([(None, ONE)] if flows.inflow else []), 0  # no measured curve of the model on this fleet
-    bands = served.bands(gpu_h)
+    bands = served.bands()
     # The fleet's own scaling (nodes added or removed): its scenario tokens before the routings.
     ratio = (tokens[(fleet, llm_model)][0] - flows.tokens_in + flows.tokens_out) / served.generation_tokens
     parts: Parts = []
@@ -229,7 +231,7 @@ def _touched_parts(
         if not in_counted and not out_counted:
             parts.append((_histogram(here.histograms), ratio))
             continue
-        held = gpu_h.get(hour, ZERO) * ratio
+        held = here.gpu_h * ratio
         if not bands:  # no curve: the moved-in requests are unknown, the rest keep the hour's histogram
             parts.append((None, ONE) if in_counted else (_histogram(here.histograms), scenario_counted / counted))
             continue

@@ -74,8 +74,9 @@ LifeKey = tuple[tuple[Decimal, Decimal | None], ...]
 ``None``: the rest of the GPU model's life); empty: new cards over the GPU model's life."""
 
 USAGE_COLUMNS = ("fleet_id", "hour_start", "llm_model", "kind", "prompt_tokens", "generation_tokens", "requests",
-                 "bounds_s", "counts")  # fmt: skip
-"""Endpoint-hour usage as ``Replay.add_usage`` takes it (kind: the server, e.g. vllm, tgi)."""
+                 "bounds_s", "counts", "gpu_h")  # fmt: skip
+"""Endpoint-hour usage as ``Replay.add_usage`` takes it (kind: the server, e.g. vllm, tgi; gpu_h: its share of its
+node-hour's GPU-hours by ``reports.sharing``'s rule, zero without output tokens)."""
 
 
 class ReplayError(ValueError):
@@ -209,10 +210,7 @@ class Replay:
             if isinstance(change, RoutingChange):
                 routed[change] = _route(change, scenario, models)
         lives = {c.fleet: self._lifetime_curve(c, inputs.lifetime_years) for c in inputs.changes if _is_life(c)}
-        gpu_h: dict[int, dict[datetime, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
-        for (fleet, _, _, _, hour, _), sums in self.buckets.items():
-            gpu_h[fleet][hour] += sums.gpu_h
-        return Outcome(dict(actual), dict(scenario), self.usage, models, routed, notes, self.rows, lives, gpu_h)
+        return Outcome(dict(actual), dict(scenario), self.usage, models, routed, notes, self.rows, lives)
 
     def _lifetime_curve(self, change: LifetimeChange, lives: Mapping[str, Decimal]) -> list[LifePoint]:
         """The fleet's measured hours with only its cards' life changed, a year at a time up to the change's."""
@@ -259,11 +257,10 @@ class Outcome:
     notes: list[str]
     rows: int
     lifetime_curves: dict[int, list[LifePoint]] = field(default_factory=dict)  # per fleet given a longer life
-    gpu_h: Mapping[int, Mapping[datetime, Decimal]] = field(default_factory=dict)  # per fleet, by hour
 
     def ttft(self, llm_model: str) -> TtftMix:
         """The model's TTFT histogram as measured, and as the scenario's traffic would see it (``latency``)."""
-        return ttft_mix(llm_model, usage=self.usage, tokens=self.models, routed=self.routed, gpu_h=self.gpu_h)
+        return ttft_mix(llm_model, usage=self.usage, tokens=self.models, routed=self.routed)
 
 
 def _node_factors(buckets: Mapping[BucketKey, Sums], changes: list[NodesChange]) -> dict[tuple, Decimal]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from accounting.ledger.units import G_PER_KG, H_PER_YEAR, J_PER_KWH, TOKENS_PER_MILLION, money_quantize, significant
+from accounting.ledger.units import G_PER_KG, H_PER_YEAR, J_PER_KWH, money_quantize, per_1m, significant
 from scenarios.changes import Change, change_json
 from scenarios.latency import TtftMix
 from scenarios.replay import LifePoint, Outcome, Sums, sums_total
@@ -47,8 +47,7 @@ def _unit(value: Decimal | None) -> str | None:
 
 
 def _per_1m(quantity: Decimal, sums: Sums) -> Decimal | None:
-    tokens = sums.generation_tokens
-    return quantity / tokens * TOKENS_PER_MILLION if tokens > 0 else None
+    return per_1m(quantity, sums.generation_tokens)
 
 
 def figures(sums: Sums, *, period_h: Decimal, currency: str) -> dict[str, Any]:
@@ -159,12 +158,8 @@ def _life_points(points: list[LifePoint]) -> list[dict[str, Any]]:
     return [
         {
             "extra_years": str(p.extra_years),
-            "embodied_gco2e_per_1m_output_tokens": _unit(p.embodied_co2e_g / p.generation_tokens * TOKENS_PER_MILLION)
-            if p.generation_tokens > 0
-            else None,
-            "location_gco2e_per_1m_output_tokens": _unit(p.location_co2e_g / p.generation_tokens * TOKENS_PER_MILLION)
-            if p.generation_tokens > 0
-            else None,
+            "embodied_gco2e_per_1m_output_tokens": _unit(per_1m(p.embodied_co2e_g, p.generation_tokens)),
+            "location_gco2e_per_1m_output_tokens": _unit(per_1m(p.location_co2e_g, p.generation_tokens)),
         }
         for p in points
     ]

@@ -26,6 +26,8 @@ from fleets.models import Fleet, Gpu, Organization
 from grid.annual import annual_intensity
 from grid.models import GridIntensity
 from grid.stored_intensity import intensity_for_hours
+from reports.aggregates import AMOUNT
+from reports.selectors.allocation import joined_line, share_of
 from scenarios.changes import (
     Change,
     ChangeInvalid,
@@ -257,21 +259,28 @@ def _hardware_unpriced(rows: Any, names: dict[int, str], notes: list[str]) -> in
 
 
 def _usage_add(replay: Replay, scenario: Scenario) -> None:
-    """The period's endpoint-hours of the organization: output tokens and TTFT per fleet and LLM model."""
+    """The period's endpoint-hours of the organization: output tokens and TTFT per fleet and LLM model, and each
+    one's share of its node-hour's GPU-hours (``reports.sharing``'s rule, the load curves')."""
     usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization=scenario.organization,
         hour_start__gte=scenario.period_start,
         hour_start__lt=scenario.period_end,
-    ).values_list(
-        "endpoint__node__fleet_id",
-        "hour_start",
-        "endpoint__model_name",
-        "endpoint__kind",
-        "prompt_tokens",
-        "generation_tokens",
-        "requests",
-        "ttft_bucket_bounds_s",
-        "ttft_bucket_counts",
+    )
+    usage = (
+        joined_line(usage)
+        .annotate(k_gpu_h=share_of("gpu_h", AMOUNT))
+        .values_list(
+            "endpoint__node__fleet_id",
+            "hour_start",
+            "endpoint__model_name",
+            "endpoint__kind",
+            "prompt_tokens",
+            "generation_tokens",
+            "requests",
+            "ttft_bucket_bounds_s",
+            "ttft_bucket_counts",
+            "k_gpu_h",
+        )
     )
     for row in usage.iterator(chunk_size=CHUNK_ROWS):
         replay.add_usage(row)

@@ -16,7 +16,7 @@ from typing import Any
 
 from accounting.ledger.embodied import EmbodiedG
 from accounting.ledger.line import ElectricityStatus, NodeHourLine, line_columns
-from accounting.ledger.units import S_PER_H, TOKENS_PER_MILLION, TOKENS_PER_THOUSAND, ZERO, j_from_kwh
+from accounting.ledger.units import S_PER_H, TOKENS_PER_THOUSAND, ZERO, j_from_kwh, per_1m
 
 
 class CurrencyMismatchError(ValueError):
@@ -188,12 +188,12 @@ class LedgerTotals:
     @property
     def cost_per_1m_tokens(self) -> Decimal | None:
         """Cost (currency) per million tokens, input + output; ``None`` without tokens."""
-        return _per_token(self.cost, self.tokens, TOKENS_PER_MILLION)
+        return per_1m(self.cost, self.tokens)
 
     @property
     def cost_per_1m_output_tokens(self) -> Decimal | None:
         """Cost (currency) per million output (generation) tokens; ``None`` without output tokens."""
-        return _per_token(self.cost, self.generation_tokens, TOKENS_PER_MILLION)
+        return per_1m(self.cost, self.generation_tokens)
 
     @property
     def it_j_per_token(self) -> Decimal | None:

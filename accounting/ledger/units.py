@@ -26,6 +26,13 @@ PERCENT = Decimal(100)
 ZERO = Decimal(0)
 ONE = Decimal(1)
 
+
+def per_1m(quantity: Decimal, tokens: int | Decimal) -> Decimal | None:
+    """``quantity`` per million ``tokens``: quantity / tokens x 1e6 (the study's and price lists' convention);
+    ``None`` without tokens (a figure over nothing is unknown, not zero). Every per-1M-token figure is this."""
+    return None if tokens <= 0 else quantity / tokens * TOKENS_PER_MILLION
+
+
 # ISO 4217 minor units that are not 2. Everything else displays with two decimals.
 _CURRENCY_EXPONENTS: dict[str, int] = {
     **dict.fromkeys(("BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG"), 0),

@@ -29,6 +29,12 @@ def llm_name(model_name: str | None) -> str:
     return model_name or UNNAMED_LLM_MODEL
 
 
+def joined_line(usage: QuerySet[Any]) -> QuerySet[Any]:
+    """Endpoint-hours LEFT JOINed to their node-hour's ledger line (``k_line``; NULL where none), all kept."""
+    same_hour = FilteredRelation(_LINES, condition=Q(**{f"{_LINES}__hour_start": F("hour_start")}))
+    return usage.annotate(k_line=same_hour)
+
+
 def with_line(usage: QuerySet[Any], *, where: Q | None = None) -> QuerySet[Any]:
     """Endpoint-hours joined to their node-hour's ledger line (``k_line``), where the line is shared (it has
     output tokens; the others are the idle row's).
@@ -38,11 +44,12 @@ def with_line(usage: QuerySet[Any], *, where: Q | None = None) -> QuerySet[Any]:
     PostgreSQL look lines up by (organization, hour) and filter by node, ~30x the rows of the
     (node, hour) key.
     """
-    same_hour = FilteredRelation(_LINES, condition=Q(**{f"{_LINES}__hour_start": F("hour_start")}))
-    joined = usage.annotate(k_line=same_hour).filter(**{f"{LINE}{SHARED_BY}__gt": 0})
+    joined = joined_line(usage).filter(LINE_SHARED)
     return joined if where is None else joined.filter(where)
 
 
+# The joined line is shared among LLM models: it has output tokens (the others are the idle row's).
+LINE_SHARED = Q(**{f"{LINE}{SHARED_BY}__gt": 0})
 # An endpoint-hour that takes a share of its line (``sharing.takes_share``): it served output tokens.
 TAKES_SHARE = Q(**{f"{SHARED_BY}__gt": 0})
 # The endpoint-hour holds all of its line's output tokens: its share is exactly 1.
@@ -55,6 +62,14 @@ def weighed(column: str, output_field: Field) -> Case:
     """The joined line's ``column`` times the endpoint-hour's share (as it is where the share is whole)."""
     value = F(f"{LINE}{column}")
     return Case(When(WHOLE_LINE, then=value), default=value * SHARE, output_field=output_field)
+
+
+def share_of(column: str, output_field: Field) -> Case:
+    """The endpoint-hour's share of its ``joined_line``'s ``column``; zero where it takes none (no output tokens,
+    or no line, or a line without output tokens: the idle row's)."""
+    return Case(
+        When(TAKES_SHARE & LINE_SHARED, then=weighed(column, output_field)), default=0, output_field=output_field
+    )
 
 
 def allocated_sums(*, utilization: bool = False) -> dict[str, Aggregate]:

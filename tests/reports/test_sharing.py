@@ -12,6 +12,7 @@ One node of conftest's "enterprise" fleet (2 x H100, the real ledger), two LLM m
 from __future__ import annotations
 
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,11 +24,14 @@ from reports.curves import load_curves
 from reports.metrics import ComparisonStats, LedgerSums
 from reports.selectors import GroupBy, fleet_comparison, report_rows
 from reports.sharing import output_token_share
+from scenarios.replay import Replay
+from scenarios.services import _usage_add
 from tests.reports.conftest import END, H1, H2, H3, START, h100_node, live_grid
 from tests.reports.test_comparison_llm import endpoint, endpoint_hour, gpu_hours
 
 pytestmark = pytest.mark.django_db
 PLACES = 9
+FAST = ([0.1, 1.0], [90, 10, 0])
 
 
 @pytest.fixture
@@ -37,10 +41,10 @@ def requests_without_tokens(org_a: Any) -> Any:
     for hour in (H1, H2, H3):
         gpu_hours(node, hour, (1_800_000.0, 3_600_000.0), (80.0, 60.0))
     llama, qwen = endpoint(node, "llama-8b", "vllm"), endpoint(node, "qwen-14b", "vllm")
-    endpoint_hour(llama, H1, prompt_tokens=600_000, generation_tokens=300_000, requests=1000)
-    endpoint_hour(qwen, H1, prompt_tokens=100_000, generation_tokens=200_000, requests=400)
-    endpoint_hour(llama, H2, prompt_tokens=50_000, generation_tokens=0, requests=120)
-    endpoint_hour(llama, H3, prompt_tokens=200_000, generation_tokens=100_000, requests=500)
+    endpoint_hour(llama, H1, prompt_tokens=600_000, generation_tokens=300_000, requests=1000, ttft=FAST)
+    endpoint_hour(qwen, H1, prompt_tokens=100_000, generation_tokens=200_000, requests=400, ttft=FAST)
+    endpoint_hour(llama, H2, prompt_tokens=50_000, generation_tokens=0, requests=120, ttft=FAST)
+    endpoint_hour(llama, H3, prompt_tokens=200_000, generation_tokens=100_000, requests=500, ttft=FAST)
     ledger_node_hours_compute(node_id=node.pk, hour_starts=[H1, H2, H3])
     return node
 
@@ -99,3 +103,17 @@ def test_the_rule_shares_by_output_tokens_and_leaves_a_line_without_any_to_no_mo
     assert output_token_share(300_000, 500_000) == Decimal("0.6")
     assert output_token_share(0, 500_000) == 0  # no output token: no share, whatever its requests
     assert output_token_share(0, 0) is None  # the idle row's, never shared by requests
+
+
+def test_the_scenarios_load_a_model_on_its_share_of_the_gpu_hours_as_the_load_curves_do(requests_without_tokens, org_a):
+    # given the scenarios' reading of the same endpoint-hours (llama: 0.6 of H1's 2 GPU-hours, H3's whole, H2's none)
+    replay = Replay()
+    _usage_add(replay, SimpleNamespace(organization=org_a, period_start=START, period_end=END))
+    curves = {curve.key.llm_model: curve for curve in load_curves(organization_ids=[org_a.pk], start=START, end=END)}
+
+    for model, curve in curves.items():
+        bands = replay.usage[(requests_without_tokens.fleet_id, model)].bands()
+        assert [(b.low_rps_per_gpu, b.max_rps_per_gpu) for b in bands] == [
+            (b.low_rps_per_gpu, b.max_rps_per_gpu) for b in curve.bands
+        ], model
+    assert curves["llama-8b"].bands[-1].max_rps_per_gpu == pytest.approx(1000 / (1.2 * 3600))

@@ -49,7 +49,7 @@ def scenario_usage() -> ModelUsage:
     usage = ModelUsage()
     for h, rps, counts in MEASURED:
         requests = round(rps * 3600)
-        usage.add(hour(h), ("vllm", 0, requests * TOKENS_PER_REQUEST, requests, BOUNDS, counts))
+        usage.add(hour(h), ("vllm", 0, requests * TOKENS_PER_REQUEST, requests, BOUNDS, counts, Decimal(1)))
     return usage
 
 
@@ -83,7 +83,7 @@ def band_at(curve: LoadCurve, low: float) -> CurveBand:
 )
 def test_scenarios_and_the_advisor_read_a_load_on_the_same_band(rps_per_gpu, low, beyond):
     curve = advisor_curve()
-    bands = scenario_usage().bands({hour(h): Decimal(1) for h, _, _ in MEASURED})
+    bands = scenario_usage().bands()
 
     assert [(b.low_rps_per_gpu, b.max_rps_per_gpu) for b in bands] == [
         (b.low_rps_per_gpu, b.max_rps_per_gpu) for b in curve.bands

@@ -208,9 +208,9 @@ def test_owning_instead_of_renting():
     assert result["total"]["scenario"]["cost_per_1m_output_tokens"] == "13.50"
 
 
-USAGE = (  # fleet, hour, model, kind, prompt, output tokens, requests, TTFT bounds, per-bucket counts
-    *((1, hour, "llama-8b", "vllm", 4_000_000, 2_000_000, 500, [0.1, 1.0], [500, 0, 0]) for hour in HOURS),
-    *((2, hour, "llama-8b", "vllm", 1_000_000, 500_000, 500, [0.1, 1.0], [0, 500, 0]) for hour in HOURS),
+USAGE = (  # fleet, hour, model, kind, prompt, output tokens, requests, TTFT bounds, per-bucket counts, GPU-hours
+    *((1, hour, "llama-8b", "vllm", 4_000_000, 2_000_000, 500, [0.1, 1.0], [500, 0, 0], D(16)) for hour in HOURS),
+    *((2, hour, "llama-8b", "vllm", 1_000_000, 500_000, 500, [0.1, 1.0], [0, 500, 0], D(8)) for hour in HOURS),
 )
 
 
@@ -253,10 +253,11 @@ def test_routed_requests_count_as_many_as_the_scaled_source_served():
 def curve_usage(enterprise_requests):
     """Consumer measured at 0.5 req/s per GPU (fast) in hour 0 and 2.0 (slow) in hour 1; 8 GPU-hours each."""
     return (
-        *((1, h, "llama-8b", "vllm", 4_000_000, 2_000_000, enterprise_requests, [0.1, 1.0], [enterprise_requests, 0, 0])
+        *((1, h, "llama-8b", "vllm", 4_000_000, 2_000_000, enterprise_requests, [0.1, 1.0], [enterprise_requests, 0, 0],
+           D(16))
           for h in HOURS),
-        (2, HOURS[0], "llama-8b", "vllm", 1_000_000, 500_000, 14400, [0.1, 1.0], [14400, 0, 0]),
-        (2, HOURS[1], "llama-8b", "vllm", 1_000_000, 500_000, 57600, [0.1, 1.0], [0, 57600, 0]),
+        (2, HOURS[0], "llama-8b", "vllm", 1_000_000, 500_000, 14400, [0.1, 1.0], [14400, 0, 0], D(8)),
+        (2, HOURS[1], "llama-8b", "vllm", 1_000_000, 500_000, 57600, [0.1, 1.0], [0, 57600, 0], D(8)),
     )  # fmt: skip
 
 
@@ -277,10 +278,10 @@ def test_the_fleet_requests_leave_is_read_at_its_lower_load_too():
     # Enterprise (16 GPU-hours an hour) is slow at 1.0 req/s per GPU (hour 0) and fast at 0.25 (hour 1).
     # Three quarters leave: hour 0 falls to 0.25, the fast band. The consumer takes them in its fast 2.0 band.
     usage = (
-        (1, HOURS[0], "llama-8b", "vllm", 4_000_000, 2_000_000, 57600, [0.1, 1.0], [0, 57600, 0]),
-        (1, HOURS[1], "llama-8b", "vllm", 4_000_000, 2_000_000, 14400, [0.1, 1.0], [14400, 0, 0]),
-        (2, HOURS[0], "llama-8b", "vllm", 1_000_000, 500_000, 14400, [0.1, 1.0], [14400, 0, 0]),
-        (2, HOURS[1], "llama-8b", "vllm", 1_000_000, 500_000, 57600, [0.1, 1.0], [57600, 0, 0]),
+        (1, HOURS[0], "llama-8b", "vllm", 4_000_000, 2_000_000, 57600, [0.1, 1.0], [0, 57600, 0], D(16)),
+        (1, HOURS[1], "llama-8b", "vllm", 4_000_000, 2_000_000, 14400, [0.1, 1.0], [14400, 0, 0], D(16)),
+        (2, HOURS[0], "llama-8b", "vllm", 1_000_000, 500_000, 14400, [0.1, 1.0], [14400, 0, 0], D(8)),
+        (2, HOURS[1], "llama-8b", "vllm", 1_000_000, 500_000, 57600, [0.1, 1.0], [57600, 0, 0], D(8)),
     )
     change = {"kind": "routing", "llm_model": "llama-8b", "from_fleet": 1, "to_fleet": 2, "share": "0.75"}
     model = replayed([change], consumer=True, usage=usage)["llm_models"][0]
