@@ -6,8 +6,7 @@ from django.contrib import admin
 from django.db import models
 
 from advice.models import AdviceNotification, AdviceSettings, WorkloadClass
-from fleets.admin import OrganizationScopedAdmin, organization_path_register
-from telemetry.admin import ReadOnlyScopedAdmin
+from fleets.admin import OrganizationScopedAdmin, ReadOnlyScopedAdmin, organization_path_register
 
 organization_path_register(WorkloadClass, "organization")
 organization_path_register(AdviceSettings, "organization")

@@ -232,3 +232,13 @@ class PersonalTokenAdmin(admin.ModelAdmin):
     def revoke(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
         self.message_user(request, f"{revoked} token(s) revoked")
+
+
+class ReadOnlyScopedAdmin(OrganizationScopedAdmin):
+    """Rows the admin shows but never adds or changes (they are written by the product: samples, audit, runs)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

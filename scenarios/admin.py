@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from fleets.admin import organization_path_register
+from fleets.admin import ReadOnlyScopedAdmin, organization_path_register
 from scenarios.models import Scenario
-from telemetry.admin import ReadOnlyScopedAdmin
 
 organization_path_register(Scenario, "organization")
 

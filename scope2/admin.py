@@ -10,10 +10,9 @@ from django.contrib import admin
 
 from accounting.inputs.admin import AuditedInputAdmin
 from accounting.inputs.services import InputChange
-from fleets.admin import organization_path_register
+from fleets.admin import ReadOnlyScopedAdmin, organization_path_register
 from scope2.models import ContractualInstrument, ResidualMixFactor
 from scope2.residual_mixes import residual_mix_delete, residual_mix_save
-from telemetry.admin import ReadOnlyScopedAdmin
 
 organization_path_register(ContractualInstrument, "organization")
 organization_path_register(ResidualMixFactor, "organization")

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
-from fleets.admin import OrganizationScopedAdmin, organization_path_register
+from fleets.admin import ReadOnlyScopedAdmin, organization_path_register
 from telemetry.models import CollectorStatus, ServingEndpoint
 
 organization_path_register(CollectorStatus, "node__fleet__organization")
 organization_path_register(ServingEndpoint, "node__fleet__organization")
-
-
-class ReadOnlyScopedAdmin(OrganizationScopedAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(CollectorStatus)

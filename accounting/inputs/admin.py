@@ -1,6 +1,4 @@
-"""Admin for the audit trail and locked periods (read-only), and the one hook by which the admin edits inputs.
-
-Locks are made and lifted through ``/api/v1/locked-periods/``, where each is audited.
+"""The one hook by which the admin edits inputs.
 
 ``AuditedInputAdmin``: the admin pages of prices, tariffs, PUE, market factors,
 GPU assets and residual mixes save and delete through the same services as the
@@ -28,33 +26,9 @@ from django.utils import timezone
 from accounting.inputs.nodes import inventory_row_delete_audited, inventory_row_save_audited
 from accounting.inputs.services import InputChange
 from common.api import InputInvalid
-from fleets.admin import NodeAdmin, NodeCredentialAdmin, OrganizationScopedAdmin, organization_path_register
+from fleets.admin import NodeAdmin, NodeCredentialAdmin, OrganizationScopedAdmin
 from fleets.models import Node, NodeCredential
 from governance.locks import PeriodLocked
-from governance.models import AuditEntry, LockedPeriod
-from telemetry.admin import ReadOnlyScopedAdmin
-
-organization_path_register(AuditEntry, "organization")
-organization_path_register(LockedPeriod, "organization")
-
-
-@admin.register(AuditEntry)
-class AuditEntryAdmin(ReadOnlyScopedAdmin):
-    list_display = ["at", "username", "action", "subject", "object_id", "ledger_hours_reopened", "organization"]
-    list_filter = ["subject", "action"]
-    search_fields = ["username", "subject"]
-    date_hierarchy = "at"
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # the trail is kept whole
-
-
-@admin.register(LockedPeriod)
-class LockedPeriodAdmin(ReadOnlyScopedAdmin):
-    list_display = ["organization", "start", "end", "reason", "locked_by", "locked_at"]
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # unlocked through the API, which audits it
 
 
 def admin_refusing(request: HttpRequest, view: Callable[[], HttpResponse]) -> HttpResponse:
