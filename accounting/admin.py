@@ -151,9 +151,6 @@ class GpuAssetAdmin(AuditedInputAdmin):
         return gpu_asset_delete(asset=obj, user=user, now=now)
 
 
-admin.site.unregister(Site)
-
-
 @admin.register(Site)
 class AuditedSiteAdmin(SiteAdmin):
     """The site's own PUE is an input: a change to it goes through ``site_pue_update`` (audited, lock-checked,

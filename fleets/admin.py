@@ -125,7 +125,7 @@ class MembershipAdmin(OrganizationScopedAdmin):
     list_filter = ["role"]
 
 
-@admin.register(Site)
+# Registered by the ledger app (``accounting.admin``): the site's own PUE is one of its inputs.
 class SiteAdmin(OrganizationScopedAdmin):
     list_display = ["name", "organization", "grid_zone", "country", "pue", "currency", "time_zone"]
     search_fields = ["name", "grid_zone"]
@@ -136,7 +136,7 @@ class FleetAdmin(OrganizationScopedAdmin):
     list_display = ["name", "organization"]
 
 
-@admin.register(Node)
+# Registered by the ledger app (``accounting.inputs.admin``), whose subclass audits every save and delete.
 class NodeAdmin(OrganizationScopedAdmin):
     list_display = ["hostname", "fleet", "site", "tenure", "commissioned_at", "decommissioned_at"]
     list_filter = ["tenure"]
@@ -179,7 +179,7 @@ class GpuInstallationAdmin(OrganizationScopedAdmin):
         return False
 
 
-@admin.register(NodeCredential)
+# Registered by the ledger app, as ``NodeAdmin``.
 class NodeCredentialAdmin(OrganizationScopedAdmin):
     """Tokens are issued by ``enroll_node`` (shown once); here they can only be seen and revoked."""
 

@@ -8,8 +8,8 @@ locked period: the page says why and nothing is changed.
 
 Nodes and node tokens edited or deleted in the admin are audited as through the
 API and the tokens page (``node`` / ``node_token``, ``accounting.inputs.nodes``):
-the inventory's admin is replaced here by ``AuditedInventoryAdmin`` subclasses,
-as ``accounting.admin`` does for the site's PUE.
+the inventory's node and token admins (``fleets.admin``) are registered here, as
+``AuditedInventoryAdmin`` subclasses, and only here.
 """
 
 from __future__ import annotations
@@ -90,10 +90,6 @@ class AuditedInventoryAdmin(OrganizationScopedAdmin):
         with transaction.atomic():  # one by one, each audited; all or none
             for obj in queryset:
                 self.delete_model(request, obj)
-
-
-admin.site.unregister(Node)
-admin.site.unregister(NodeCredential)
 
 
 @admin.register(Node)
