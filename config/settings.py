@@ -65,8 +65,13 @@ INSTALLED_APPS = [
     "advice",
     "scenarios",
     "dashboards",
-    "demo",  # the demo organization and `manage.py seed_demo`; no other app imports it
 ]
+# The demo app (the demo organization, `manage.py seed_demo`, the backfill notice on every page) is
+# installed only where the demo runs: `make demo` and the tests (DEBUG, or DEMO_ENABLED=1), and the
+# compose file's demo. No other app imports it, so a production install without it loses nothing.
+DEMO_ENABLED = env_bool("DEMO_ENABLED", DEBUG)
+if DEMO_ENABLED:
+    INSTALLED_APPS.append("demo")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -97,7 +102,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 # "backfilling: n of 14 days" while `make demo` still fills the demo's history.
-                "demo.context_processors.demo_backfill",
+                *(["demo.context_processors.demo_backfill"] if DEMO_ENABLED else []),
             ],
         },
     },

@@ -14,6 +14,7 @@ os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 os.environ.setdefault("SESSION_COOKIE_SECURE", "0")
 os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
 os.environ.setdefault("SECURE_HSTS_SECONDS", "0")
+os.environ.setdefault("DEMO_ENABLED", "1")  # the demo app's own tests, and the suite's seeded demos
 
 from config.settings import *  # noqa: F403
 

@@ -23,7 +23,7 @@ PRODUCTION = {
 
 def run_django(env: dict[str, str], code: str = "import django; django.setup()", tmp_path: Path | None = None):
     # Start from this environment less what the test settings module relaxes.
-    relaxed = {"DEBUG", "SECRET_KEY", "DATABASE_URL", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE"}
+    relaxed = {"DEBUG", "SECRET_KEY", "DATABASE_URL", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "DEMO_ENABLED"}
     base = {k: v for k, v in os.environ.items() if k not in relaxed and not k.startswith("SECURE_")}
     base.update({"DJANGO_SETTINGS_MODULE": "config.settings", **env})
     if tmp_path is not None:
@@ -62,6 +62,22 @@ def test_production_values_pass_check_deploy(tmp_path):
 
     assert result.returncode == 0, result.stderr
     assert "no issues" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("override", "installed"),
+    [({}, False), ({"DEMO_ENABLED": "1"}, True), ({"DEBUG": "1", "SECRET_KEY": ""}, True)],
+)
+def test_the_demo_app_is_installed_only_where_the_demo_runs(override, installed, tmp_path):
+    code = (
+        "import django; django.setup(); from django.apps import apps; from django.conf import settings; "
+        "print(apps.is_installed('demo'), any('demo.' in p for t in settings.TEMPLATES "
+        "for p in t['OPTIONS']['context_processors']))"
+    )
+    result = run_django({**PRODUCTION, **override}, code=code, tmp_path=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(installed), str(installed)]
 
 
 def test_debug_generates_and_keeps_a_development_key(tmp_path):
