@@ -48,8 +48,8 @@ from fleets.admin import ORGANIZATION_PATHS
 from fleets.models import Gpu, NodeCredential, Organization, PersonalToken, Role
 from fleets.services import credential_issue
 from telemetry.models import EndpointHourUsage, GpuHourUsage, GpuSample, ServingEndpoint
-from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
-from tests.telemetry.batches import gpu_ref, make_batch
+from tests.helpers.batches import gpu_ref, make_batch
+from tests.helpers.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

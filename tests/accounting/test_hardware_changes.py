@@ -14,9 +14,9 @@ from accounting.models import NodeHourLedger, NodePrice
 from fleets.models import Gpu, GpuInstallation
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
-from tests.factories import NodeFactory
-from tests.telemetry.batches import gpu_ref, make_batch
-from tests.telemetry.test_ingest import post
+from tests.helpers.batches import gpu_ref, make_batch
+from tests.helpers.factories import NodeFactory
+from tests.helpers.ingest import post
 
 HOUR_S = 3600
 H = (int(time.time()) // HOUR_S - 3) * HOUR_S  # the hour of the swap; H - 1 h is the hour before it

@@ -28,7 +28,7 @@ from accounting.models import (
     SiteTariff,
 )
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
-from tests.factories import GpuFactory, NodeFactory
+from tests.helpers.factories import GpuFactory, NodeFactory
 
 HOUR = datetime(2026, 11, 2, 14, tzinfo=UTC)
 LONG_AGO = datetime(2026, 1, 1, tzinfo=UTC)

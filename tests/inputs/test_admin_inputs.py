@@ -18,7 +18,7 @@ from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.instruments.models import ResidualMixFactor
 from accounting.models import GpuAsset, LedgerPending, LedgerSettings, NodePrice, SitePue, SiteTariff
 from fleets.models import Node, Organization, Site
-from tests.inputs.conftest import JAN_1, JAN_2, JAN_3
+from tests.helpers.inputs import JAN_1, JAN_2, JAN_3
 
 pytestmark = pytest.mark.django_db
 

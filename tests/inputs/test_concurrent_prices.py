@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounting.inputs.services import InputInvalid, node_price_save
 from accounting.models import NodePrice
 from fleets.models import Node
-from tests.inputs.conftest import JAN_1, JAN_2
+from tests.helpers.inputs import JAN_1, JAN_2
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

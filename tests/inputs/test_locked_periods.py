@@ -12,7 +12,7 @@ from accounting.inputs.models import AuditEntry
 from accounting.instruments.models import ContractualInstrument
 from accounting.models import LedgerPending, NodePrice
 from fleets.models import Node, Site
-from tests.inputs.conftest import hardware_cost, ledger_recompute, rent_body
+from tests.helpers.inputs import hardware_cost, ledger_recompute, rent_body
 
 pytestmark = pytest.mark.django_db
 

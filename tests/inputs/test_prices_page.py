@@ -11,8 +11,8 @@ from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import NodePrice
 from fleets.models import Node, Role
-from tests.factories import MembershipFactory
-from tests.inputs.conftest import HOURS, JAN_1, JAN_2, hardware_cost, ledger_recompute
+from tests.helpers.factories import MembershipFactory
+from tests.helpers.inputs import HOURS, JAN_1, JAN_2, hardware_cost, ledger_recompute
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.instruments.models import ResidualMixFactor
 from accounting.instruments.selectors import residual_mix_for
 from fleets.models import Organization, Role
-from tests.inputs.conftest import ROLES
+from tests.helpers.inputs import ROLES
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from accounting.inputs.models import AuditEntry
 from accounting.instruments.models import ContractualInstrument
 from accounting.models import NodePrice
 from fleets.models import Node, Role, Site
-from tests.inputs.conftest import ROLES
+from tests.helpers.inputs import ROLES
 
 pytestmark = pytest.mark.django_db
 

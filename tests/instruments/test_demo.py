@@ -16,8 +16,8 @@ from accounting.instruments.demo import demo_instruments_seed
 from accounting.instruments.models import ContractualInstrument
 from accounting.instruments.selectors import scope2_report
 from fleets.models import Organization
-from tests.factories import MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
-from tests.instruments.conftest import ledger_hours
+from tests.helpers.factories import MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
+from tests.helpers.instruments import ledger_hours
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from accounting.instruments.models import ContractualInstrument
 from fleets.models import Role, Site
-from tests.factories import OrganizationFactory, SiteFactory
+from tests.helpers.factories import OrganizationFactory, SiteFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -20,9 +20,9 @@ from accounting.reports.selectors import sustainability_report
 from fleets.models import Role
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
-from tests.factories import MembershipFactory, NodeFactory, UserFactory
-from tests.telemetry.batches import gpu_ref, make_batch
-from tests.telemetry.test_ingest import post
+from tests.helpers.batches import gpu_ref, make_batch
+from tests.helpers.factories import MembershipFactory, NodeFactory, UserFactory
+from tests.helpers.ingest import post
 
 HOUR_S = 3600
 B = (int(time.time()) // HOUR_S - 3) * HOUR_S  # the second hour; the node's price starts here

@@ -15,8 +15,8 @@ from accounting.ledger_store import ledger_node_hours_compute
 from accounting.models import GridIntensity
 from fleets.models import Fleet
 from telemetry.models import GpuHourUsage
-from tests.factories import GpuFactory, NodeFactory
-from tests.reports.conftest import H2, H3, H100_EMBODIED_G_PER_H, HOURS, LONG_AGO, RTX_EMBODIED_G_PER_H, hour_usage
+from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.reports import H2, H3, H100_EMBODIED_G_PER_H, HOURS, LONG_AGO, RTX_EMBODIED_G_PER_H, hour_usage
 
 URL = "/api/v1/reports/sustainability/"
 pytestmark = pytest.mark.django_db

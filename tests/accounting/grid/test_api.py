@@ -18,7 +18,7 @@ from accounting.inputs.models import AuditEntry, LockedPeriod
 from accounting.models import GridIntensity
 from accounting.reports.tokens import personal_token_create
 from fleets.models import Role
-from tests.factories import MembershipFactory, UserFactory
+from tests.helpers.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,8 @@ from accounting.scenarios.models import Scenario
 from accounting.scenarios.tasks import scenario_run_task
 from fleets.models import Role
 from fleets.services import credential_issue
-from tests.accounting.scenarios.data import HOURS, acme_ledger
-from tests.factories import GpuFactory, NodeFactory
+from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.scenarios_data import HOURS, acme_ledger
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ from accounting.advice.models import WorkloadClass
 from accounting.scenarios.models import Scenario
 from accounting.scenarios.tasks import scenario_run_task
 from fleets.models import Role
-from tests.accounting.scenarios.data import acme_ledger
-from tests.factories import MembershipFactory
+from tests.helpers.factories import MembershipFactory
+from tests.helpers.scenarios_data import acme_ledger
 
 pytestmark = pytest.mark.django_db
 
