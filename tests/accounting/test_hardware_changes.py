@@ -10,12 +10,12 @@ import pytest
 from django.utils import timezone
 
 from accounting.ledger_store import ledger_pending_run
-from accounting.models import NodeHourLedger, NodePrice
+from accounting.models import NodeHourLedger
 from fleets.models import Gpu, GpuInstallation
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
 from tests.helpers.batches import gpu_ref, make_batch
-from tests.helpers.factories import NodeFactory
+from tests.helpers.factories import NodeFactory, NodePriceFactory
 from tests.helpers.ingest import post
 
 HOUR_S = 3600
@@ -32,14 +32,7 @@ def at(ts_s: float) -> datetime:
 @pytest.fixture
 def node(db):
     node = NodeFactory(commissioned_at=at(H0))
-    NodePrice.objects.create(
-        fleet=node.fleet,
-        node=node,
-        kind="rented",
-        rate_per_h=Decimal("2.50"),
-        rate_per="gpu",
-        valid_from=at(H0 - 86400),
-    )
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=at(H0 - 86400))
     return node
 
 

@@ -11,12 +11,12 @@ import pytest
 from django.utils import timezone
 
 from accounting.ledger_store import ledger_pending_run
-from accounting.models import NodeHourLedger, NodePrice, SiteTariff
+from accounting.models import NodeHourLedger
 from fleets.models import Role
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
 from tests.helpers.batches import make_batch
-from tests.helpers.factories import MembershipFactory, NodeFactory, UserFactory
+from tests.helpers.factories import MembershipFactory, NodeFactory, NodePriceFactory, SiteTariffFactory, UserFactory
 from tests.helpers.ingest import post
 
 HOUR_S = 3600
@@ -31,10 +31,8 @@ def at(ts_s: float) -> datetime:
 @pytest.fixture
 def node(db):
     node = NodeFactory(commissioned_at=at(H))
-    NodePrice.objects.create(
-        fleet=node.fleet, node=node, kind="rented", rate_per_h=Decimal("2.50"), rate_per="gpu", valid_from=at(H - 86400)
-    )
-    SiteTariff.objects.create(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=at(H - 86400))
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=at(H - 86400))
+    SiteTariffFactory(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=at(H - 86400))
     return node
 
 

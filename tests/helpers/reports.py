@@ -8,10 +8,10 @@ from decimal import Decimal
 from typing import Any
 
 from accounting.ledger_store import ledger_node_hours_compute
-from accounting.models import GridIntensity, NodePrice, SiteTariff
+from accounting.models import NodePrice, SiteTariff
 from fleets.models import Fleet, Node, Site
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
-from tests.helpers.factories import GpuFactory, NodeFactory, SiteFactory
+from tests.helpers.factories import GpuFactory, GridIntensityFactory, NodeFactory, NodePriceFactory, SiteFactory
 
 H1 = datetime(2026, 10, 31, 23, tzinfo=UTC)
 H2 = datetime(2026, 11, 1, 0, tzinfo=UTC)
@@ -74,9 +74,7 @@ def h100_node(organization: Any, *, fleet: Fleet | None = None, site: Site | Non
     node = NodeFactory(fleet=fleet, site=site, hostname="h100-a", tenure="rented", commissioned_at=LONG_AGO)
     for index in range(2):
         GpuFactory(node=node, index=index, name="NVIDIA H100 80GB HBM3")
-    NodePrice.objects.create(
-        fleet=fleet, node=node, kind="rented", rate_per_h=Decimal("2.50"), rate_per="gpu", valid_from=LONG_AGO
-    )
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=LONG_AGO)
     SiteTariff.objects.get_or_create(
         site=site, defaults={"flat_price_per_kwh": Decimal("0.30"), "valid_from": LONG_AGO}
     )
@@ -117,10 +115,7 @@ def rtx_node(organization: Any) -> Node:
 
 def live_grid(zone: str = "US-CAL-CISO", g_per_kwh: str = "200", hours: tuple[datetime, ...] = HOURS) -> None:
     for hour in hours:
-        GridIntensity.objects.create(
-            zone=zone, hour_start=hour, kind="average", source="electricitymaps", gco2e_per_kwh=Decimal(g_per_kwh),
-            fetched_at=hour,
-        )  # fmt: skip
+        GridIntensityFactory(zone=zone, hour_start=hour, gco2e_per_kwh=Decimal(g_per_kwh))
 
 
 LLAMA_TTFT = ([0.1, 0.25, 0.5, 1.0], [500, 300, 150, 45, 5])

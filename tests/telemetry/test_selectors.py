@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from django.utils import timezone
 
 from fleets.models import Gpu
@@ -19,11 +18,6 @@ from tests.helpers.rollup import HOUR_S, H
 
 HOUR = timedelta(hours=1)
 T = datetime(2026, 11, 2, 10, tzinfo=UTC)
-
-
-@pytest.fixture
-def node(db):
-    return NodeFactory(hostname="gpu-01")
 
 
 def gpu_usage(gpu: Gpu, hour: datetime, observed_s: float = 3600.0, **bridged: float) -> GpuHourUsage:
