@@ -15,7 +15,8 @@ from rest_framework.test import APIClient
 
 from fleets.models import Role
 from fleets.personal_tokens import personal_token_create
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.processes import subprocess_env
 
 # The suite's hand-worked figures are at the GPU boundary: an organization without ledger settings does not
 # model its hosts here (in production it does, LEDGER_MODEL_HOST_POWER_DEFAULT=1). Subprocesses (Celery
@@ -97,23 +98,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     if settings.VAR_DIR.name.startswith("run-"):
         shutil.rmtree(settings.VAR_DIR, ignore_errors=True)
-
-
-def database_url_for_subprocesses() -> str:
-    """A DATABASE_URL naming the test database, for processes started by the tests."""
-    from django.db import connection
-
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{Path(db['NAME']).resolve()}"
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{auth}@{db['HOST'] or 'localhost'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def subprocess_env() -> dict[str, str]:
-    """The environment for a server or worker process that the tests start on the test database."""
-    database_url = database_url_for_subprocesses()
-    return {**os.environ, "DATABASE_URL": database_url, "DJANGO_SETTINGS_MODULE": "config.settings_test"}
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ an ``organization`` parameter the report covers all of the user's organizations.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +26,8 @@ from fleets.web import DEFAULT_PRESET, PRESETS, preset_range
 
 # The largest id a path or query may name (a bigint); larger ones are refused as not found, not as a 500.
 ID_MAX = 2**63 - 1
+# What an organization's slug can be (Django's SlugField).
+_SLUG = re.compile(r"[-a-zA-Z0-9_]+")
 
 
 @dataclass(frozen=True)
@@ -62,9 +65,10 @@ def report_period(params: Mapping[str, Any]) -> tuple[datetime, datetime]:
 
 
 def _organization(organizations: QuerySet[Organization], ref: str) -> Organization:
-    # ASCII digits only (``isdigit`` is true of "²", which ``int`` refuses); an id past bigint names nothing.
+    # ASCII digits only (``isdigit`` is true of "²", which ``int`` refuses); an id past bigint names nothing,
+    # and neither does text no slug can be (a NUL byte, which PostgreSQL refuses in a query, included).
     numeric = ref.isascii() and ref.isdigit()
-    if numeric and int(ref) > ID_MAX:
+    if (numeric and int(ref) > ID_MAX) or (not numeric and not _SLUG.fullmatch(ref)):
         raise NotFound(f"no organization {ref!r} among yours")
     organization = organizations.filter(Q(pk=int(ref)) if numeric else Q(slug=ref)).first()
     if organization is None:

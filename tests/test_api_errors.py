@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from fleets.personal_tokens import personal_token_create, personal_token_revoke
 from fleets.services import credential_issue
-from tests.factories import NodeFactory, UserFactory
+from tests.helpers.factories import NodeFactory, UserFactory
 
 # Every API operation but ingest (node tokens, answered by the ingest path itself).
 OPERATIONS = [

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import subprocess_env
 from fleets.services import credential_issue
 from telemetry.collector.simulated import SimulatedBackend, parse_simulate_spec
 from telemetry.models import GpuSample
-from tests.factories import NodeFactory
+from tests.helpers.factories import NodeFactory
+from tests.helpers.processes import subprocess_env
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent

@@ -183,7 +183,7 @@ def test_postgresql_connections_have_a_statement_timeout_and_keepalives():
 def test_a_statement_past_the_timeout_is_cancelled_by_the_server(db):
     if not _on_postgresql():
         pytest.skip("PostgreSQL's statement_timeout")
-    from conftest import subprocess_env
+    from tests.helpers.processes import subprocess_env
 
     script = (
         "import django, time; django.setup(); from django.db import connection, OperationalError\n"

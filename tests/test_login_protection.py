@@ -18,11 +18,11 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
 from fleets.personal_tokens import personal_token_create
-from tests.factories import UserFactory
+from tests.helpers.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
-PASSWORD = "correct horse battery staple"  # tests.factories.UserFactory's
+PASSWORD = "correct horse battery staple"  # tests.helpers.factories.UserFactory's
 LOGIN_PAGES = ["/accounts/login/", "/admin/login/"]
 START = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

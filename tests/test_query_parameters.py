@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from fleets.models import Role
 from fleets.personal_tokens import personal_token_create
-from tests.dashboards.data import two_fleets
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 _CONVERTER = re.compile(r"<(?:(?P<converter>[^>:]+):)?(?P<name>[^>]+)>")
 JUNK_IDS = ["0", "1", "99999999999999999999", "9223372036854775808", "2147483648"]

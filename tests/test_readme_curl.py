@@ -16,8 +16,8 @@ import pytest
 from demo.server import temporary_server
 from fleets.models import Role
 from fleets.personal_tokens import personal_token_create
-from tests.dashboards.data import two_fleets
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_HOST = "https://ledger.example.com"

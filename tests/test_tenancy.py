@@ -48,8 +48,8 @@ from reports.selectors import GroupBy
 from scenarios.models import Scenario
 from scope2.models import InstrumentHour
 from telemetry.models import EndpointHourUsage, GpuHourUsage, GpuSample, ServingEndpoint
-from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
-from tests.telemetry.batches import gpu_ref, make_batch
+from tests.helpers.batches import gpu_ref, make_batch
+from tests.helpers.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -19,9 +19,9 @@ from accounting.node_hour_lines import ledger_pending_run
 from fleets.models import Role
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
-from tests.factories import MembershipFactory, NodeFactory, UserFactory
-from tests.telemetry.batches import make_batch
-from tests.telemetry.test_ingest import post
+from tests.helpers.batches import make_batch
+from tests.helpers.factories import MembershipFactory, NodeFactory, UserFactory
+from tests.helpers.ingest import post
 
 HOUR_S = 3600
 H = (int(time.time()) // HOUR_S - 3) * HOUR_S

@@ -9,14 +9,14 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from accounting.models import NodeHourLedger, NodePrice
+from accounting.models import NodeHourLedger
 from accounting.node_hour_lines import ledger_pending_run
 from fleets.models import Gpu, GpuInstallation
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
-from tests.factories import NodeFactory
-from tests.telemetry.batches import gpu_ref, make_batch
-from tests.telemetry.test_ingest import post
+from tests.helpers.batches import gpu_ref, make_batch
+from tests.helpers.factories import NodeFactory, NodePriceFactory
+from tests.helpers.ingest import post
 
 HOUR_S = 3600
 H = (int(time.time()) // HOUR_S - 3) * HOUR_S  # the hour of the swap; H - 1 h is the hour before it
@@ -32,14 +32,7 @@ def at(ts_s: float) -> datetime:
 @pytest.fixture
 def node(db):
     node = NodeFactory(commissioned_at=at(H0))
-    NodePrice.objects.create(
-        fleet=node.fleet,
-        node=node,
-        kind="rented",
-        rate_per_h=Decimal("2.50"),
-        rate_per="gpu",
-        valid_from=at(H0 - 86400),
-    )
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=at(H0 - 86400))
     return node
 
 

@@ -9,15 +9,7 @@ from decimal import Decimal
 import pytest
 
 from accounting.inputs.reopen import EVERY_HOUR, ledger_lines_reopen
-from accounting.models import (
-    GpuAsset,
-    LedgerPending,
-    LedgerSettings,
-    NodeHourLedger,
-    NodePrice,
-    SiteMarketFactor,
-    SiteTariff,
-)
+from accounting.models import LedgerPending, LedgerSettings, NodeHourLedger, NodePrice, SiteTariff
 from accounting.node_hour_lines import (
     ledger_mark,
     ledger_mark_held_hours,
@@ -26,9 +18,16 @@ from accounting.node_hour_lines import (
     ledger_pending_run,
 )
 from grid import annual_intensity
-from grid.models import GridIntensity
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
-from tests.factories import GpuFactory, NodeFactory
+from tests.helpers.factories import (
+    GpuAssetFactory,
+    GpuFactory,
+    GridIntensityFactory,
+    NodeFactory,
+    NodePriceFactory,
+    SiteMarketFactorFactory,
+    SiteTariffFactory,
+)
 
 HOUR = datetime(2026, 11, 2, 14, tzinfo=UTC)
 LONG_AGO = datetime(2026, 1, 1, tzinfo=UTC)
@@ -44,10 +43,8 @@ def node(db):
     )  # fmt: skip
     for index in range(2):
         GpuFactory(node=node, index=index, uuid=f"GPU-ledger-{index}", name="NVIDIA H100 80GB HBM3")
-    NodePrice.objects.create(
-        fleet=node.fleet, node=node, kind="rented", rate_per_h=Decimal("2.50"), rate_per="gpu", valid_from=LONG_AGO
-    )
-    SiteTariff.objects.create(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=LONG_AGO)
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=LONG_AGO)
+    SiteTariffFactory(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=LONG_AGO)
     return node
 
 
@@ -107,10 +104,7 @@ def test_location_carbon_uses_the_annual_average_as_fallback_and_says_so(node):
 
 def test_a_live_hourly_value_wins_over_the_annual_average(node):
     usage(node)
-    GridIntensity.objects.create(
-        zone="DE", hour_start=HOUR, kind="average", source="electricitymaps", gco2e_per_kwh=Decimal("250"),
-        fetched_at=HOUR,
-    )  # fmt: skip
+    GridIntensityFactory(zone="DE", hour_start=HOUR, gco2e_per_kwh=Decimal("250"))
 
     row = line(node)
 
@@ -120,9 +114,7 @@ def test_a_live_hourly_value_wins_over_the_annual_average(node):
 
 def test_market_factor_in_force_gives_market_based_carbon(node):
     usage(node)
-    SiteMarketFactor.objects.create(
-        site=node.site, gco2e_per_kwh=Decimal("20"), source="contract:PPA-7", valid_from=LONG_AGO
-    )
+    SiteMarketFactorFactory(site=node.site, gco2e_per_kwh=Decimal("20"), source="contract:PPA-7", valid_from=LONG_AGO)
 
     row = line(node)
 
@@ -145,9 +137,7 @@ def test_embodied_carbon_is_amortized_per_gpu_and_host_with_its_range(node):
 def test_second_hand_gpu_amortizes_over_its_remaining_life(node):
     usage(node)
     second = node.gpus.get(index=1)
-    GpuAsset.objects.create(
-        gpu=second, condition="second_hand", prior_use_years=Decimal(2), expected_own_years=Decimal(3)
-    )
+    GpuAssetFactory(gpu=second, condition="second_hand", prior_use_years=Decimal(2), expected_own_years=Decimal(3))
 
     row = line(node)
 
@@ -204,9 +194,7 @@ def test_unpriced_node_is_labelled_not_silently_free(node):
 def test_price_change_mid_period_applies_from_its_date(node):
     change = HOUR + timedelta(hours=1)
     NodePrice.objects.update(valid_to=change)
-    NodePrice.objects.create(
-        fleet=node.fleet, node=node, kind="rented", rate_per_h=Decimal("3.00"), rate_per="gpu", valid_from=change
-    )
+    NodePriceFactory(node=node, rate_per_h=Decimal("3.00"), valid_from=change)
     usage(node, HOUR)
     usage(node, change)
 
@@ -291,10 +279,7 @@ def test_a_new_intensity_value_marks_the_lines_it_changes(node):
     usage(node)
     line(node)
     since = datetime.now(UTC)
-    GridIntensity.objects.create(
-        zone="DE", hour_start=HOUR, kind="average", source="electricitymaps", gco2e_per_kwh=Decimal("100"),
-        fetched_at=since,
-    )  # fmt: skip
+    GridIntensityFactory(zone="DE", hour_start=HOUR, gco2e_per_kwh=Decimal("100"), fetched_at=since)
 
     assert ledger_mark_intensity_since(since=since, now=since) == 1
     ledger_pending_run(now=since)
@@ -331,8 +316,8 @@ def test_idle_threshold_is_an_organization_choice(node):
 def test_a_card_past_its_own_life_carries_no_more_embodied_carbon(node):
     usage(node)
     first, second = node.gpus.order_by("index")
-    GpuAsset.objects.create(gpu=first, acquired_on=date(2021, 1, 1))  # 4 years ended 2024-12-31
-    GpuAsset.objects.create(gpu=second, acquired_on=date(2025, 6, 1))
+    GpuAssetFactory(gpu=first, acquired_on=date(2021, 1, 1))  # 4 years ended 2024-12-31
+    GpuAssetFactory(gpu=second, acquired_on=date(2025, 6, 1))
 
     row = line(node)
 

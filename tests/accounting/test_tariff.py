@@ -25,7 +25,7 @@ from accounting.tariff import (
     price_at,
     tariff_price_at,
 )
-from tests.accounting.test_ledger import gpu, node
+from tests.helpers.ledger_inputs import gpu, node
 
 PEAK = D("0.30")
 OFF_PEAK = D("0.12")

@@ -10,14 +10,14 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from accounting.models import NodeHourLedger, NodePrice, SiteTariff
+from accounting.models import NodeHourLedger
 from accounting.node_hour_lines import ledger_pending_run
 from fleets.models import Role
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
-from tests.factories import MembershipFactory, NodeFactory, UserFactory
-from tests.telemetry.batches import make_batch
-from tests.telemetry.test_ingest import post
+from tests.helpers.batches import make_batch
+from tests.helpers.factories import MembershipFactory, NodeFactory, NodePriceFactory, SiteTariffFactory, UserFactory
+from tests.helpers.ingest import post
 
 HOUR_S = 3600
 H = (int(time.time()) // HOUR_S - 3) * HOUR_S  # the node is commissioned at H
@@ -31,10 +31,8 @@ def at(ts_s: float) -> datetime:
 @pytest.fixture
 def node(db):
     node = NodeFactory(commissioned_at=at(H))
-    NodePrice.objects.create(
-        fleet=node.fleet, node=node, kind="rented", rate_per_h=Decimal("2.50"), rate_per="gpu", valid_from=at(H - 86400)
-    )
-    SiteTariff.objects.create(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=at(H - 86400))
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=at(H - 86400))
+    SiteTariffFactory(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=at(H - 86400))
     return node
 
 

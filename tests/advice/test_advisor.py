@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from advice.advisor import AdvisorSettings, ClassSpec, advise
-from tests.advice.curves_data import FAST, SLOW, band, consumer, curve, enterprise
+from tests.helpers.curves_data import FAST, SLOW, band, consumer, curve, enterprise
 
 # Consumer capacity: 1.5 req/s per GPU x 16 GPUs x 200 tokens x 86,400 s = 414,720,000 output tokens/day.
 CONSUMER_CAPACITY = 414_720_000

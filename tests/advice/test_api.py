@@ -7,7 +7,7 @@ import pytest
 from advice.models import WorkloadClass
 from fleets.models import Role
 from governance.models import AuditEntry
-from tests.factories import OrganizationFactory
+from tests.helpers.factories import OrganizationFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -99,8 +99,7 @@ def test_a_name_used_twice_in_one_organization_is_refused(client_as, org_a):
 
 
 def test_the_load_curves_report_in_json_and_csv(client_as, org_a):
-    from tests.advice.test_curves import period
-    from tests.dashboards.data import two_fleets
+    from tests.helpers.dashboard_data import period, two_fleets
 
     two_fleets(org_a)
     start, end = period()
@@ -144,8 +143,7 @@ def test_only_an_admin_reads_and_sets_where_advice_changes_go(client_as, org_a):
 
 
 def test_the_load_curves_of_one_llm_model_keep_its_share_of_a_shared_node(client_as, org_a):
-    from tests.advice.test_curves import period, second_model_serve
-    from tests.dashboards.data import two_fleets
+    from tests.helpers.dashboard_data import period, second_model_serve, two_fleets
 
     enterprise = two_fleets(org_a)[0]
     second_model_serve(enterprise)

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 
-from accounting.node_hour_lines import ledger_node_hours_compute
 from reports.curves import load_curve_rows, load_curves
-from telemetry.models import EndpointHourUsage, ServingEndpoint
-from tests.dashboards.data import recent_hours, two_fleets
+from tests.helpers.dashboard_data import period, second_model_serve, two_fleets
 
 
 @pytest.fixture
 def fleets(org_a):
     return two_fleets(org_a)
-
-
-def period():
-    hours = recent_hours()
-    return hours[0], hours[-1] + timedelta(hours=1)
 
 
 def test_one_curve_per_fleet_gpu_and_llm_model_with_its_band(org_a, fleets):
@@ -53,25 +45,6 @@ def test_rows_give_quantiles_with_their_buckets_and_per_token_figures(org_a, fle
     assert consumer["ttft_basis"] == "measured"
     assert consumer["hours"] == 3
     assert consumer["cost_per_1m_output_tokens"] is not None
-
-
-def second_model_serve(fleet):
-    """The fleet's node serves llama-8b and, beside it, qwen-14b: a third of llama's output tokens and
-    500 requests an hour, every TTFT under 100 ms."""
-    endpoint = ServingEndpoint.objects.get(node__fleet=fleet)
-    endpoint.model_name = "llama-8b"
-    endpoint.save()
-    other = ServingEndpoint.objects.create(node=endpoint.node, url="http://127.0.0.1:8001/", kind="vllm",
-                                           model_name="qwen-14b")  # fmt: skip
-    for hour in recent_hours():
-        usage = EndpointHourUsage.objects.get(endpoint=endpoint, hour_start=hour)
-        EndpointHourUsage.objects.create(
-            endpoint=other, hour_start=hour, prompt_tokens=0, generation_tokens=usage.generation_tokens // 3,
-            requests=500, ttft_bucket_bounds_s=[0.1], ttft_bucket_counts=[500, 0], observed_s=3600.0,
-            reset_count=0, computed_at=hour,
-        )  # fmt: skip
-    # The node's lines count both models' output tokens, as the ledger does (the shares' denominator).
-    ledger_node_hours_compute(node_id=endpoint.node_id, hour_starts=list(recent_hours()))
 
 
 def test_a_node_serving_two_models_splits_its_hour_by_output_tokens(org_a, fleets):

@@ -25,7 +25,7 @@ from accounting.models import NodeHourLedger
 from fleets.models import Fleet
 from reports.curves import load_curve_rows, load_curves
 from telemetry.models import EndpointHourUsage, ServingEndpoint
-from tests.factories import NodeFactory, SiteFactory
+from tests.helpers.factories import NodeFactory, SiteFactory
 
 H1 = datetime(2026, 11, 2, 10, tzinfo=UTC)
 H2 = H1 + timedelta(hours=1)

@@ -9,8 +9,8 @@ import pytest
 from advice.forecasts import forecast_hours
 from advice.models import Advice, AdviceSettings, WorkloadClass
 from advice.services import advice_refresh
-from tests.dashboards.data import two_fleets
-from tests.grid.conftest import FakeProvider, Reply, _fake_server, fake  # noqa: F401 (fixtures)
+from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.grid_provider import FakeProvider, Reply, _fake_server, fake  # noqa: F401 (fixtures)
 
 FORECAST = "/v3/carbon-intensity/forecast"
 

@@ -9,8 +9,8 @@ from django.utils import timezone
 from advice.models import AdviceSettings, WorkloadClass
 from advice.services import advice_refresh
 from fleets.models import Role
-from tests.dashboards.data import two_fleets
-from tests.factories import MembershipFactory
+from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.factories import MembershipFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from advice.models import Advice, AdviceNotification, AdviceSettings, WorkloadClass
 from advice.services import advice_refresh
 from advice.tasks import advice_refresh_task
-from tests.dashboards.data import two_fleets
+from tests.helpers.dashboard_data import two_fleets
 
 
 class Receiver:

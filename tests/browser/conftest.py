@@ -1,20 +1,15 @@
 """Browser tests: Debian's headless Chromium driven by Playwright (which never downloads a browser here).
 
-``browser_page`` collects console errors in ``page.console_errors``; ``shoot`` saves a full-page
-screenshot under test-results/screenshots/.
+``browser_page`` collects console errors in ``page.console_errors``; ``tests.helpers.browser.shoot`` saves
+a full-page screenshot under test-results/screenshots/.
 """
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 from django.db import connections
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
-PASSWORD = "correct horse battery staple"
+from tests.helpers.browser import CHROMIUM
 
 
 @pytest.fixture
@@ -38,8 +33,3 @@ def browser_page(monkeypatch):
         # closed here, or PostgreSQL would refuse to drop the test database while it is open.
         connections.close_all()
         browser.close()
-
-
-def shoot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)

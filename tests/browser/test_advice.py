@@ -8,9 +8,9 @@ from django.utils import timezone
 from advice.models import AdviceSettings, WorkloadClass
 from advice.services import advice_refresh
 from fleets.models import Role
-from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
-from tests.dashboards.data import two_fleets
-from tests.factories import MembershipFactory, OrganizationFactory
+from tests.helpers.browser import CHROMIUM, PASSWORD, shoot
+from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.factories import MembershipFactory, OrganizationFactory
 
 pytestmark = [
     pytest.mark.browser,

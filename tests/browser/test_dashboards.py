@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from fleets.models import Role
-from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
-from tests.dashboards.data import two_fleets
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.browser import CHROMIUM, PASSWORD, shoot
+from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 pytestmark = [
     pytest.mark.browser,

@@ -12,8 +12,15 @@ from django.utils import timezone
 from accounting.models import NodePrice
 from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending_run
 from fleets.models import Role
-from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
-from tests.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
+from tests.helpers.browser import CHROMIUM, PASSWORD, shoot
+from tests.helpers.factories import (
+    FleetFactory,
+    GpuFactory,
+    MembershipFactory,
+    NodeFactory,
+    OrganizationFactory,
+    SiteFactory,
+)
 
 pytestmark = [
     pytest.mark.browser,

@@ -7,9 +7,9 @@ import pytest
 
 from advice.models import WorkloadClass
 from fleets.models import Role
-from tests.browser.conftest import CHROMIUM, PASSWORD, shoot
-from tests.factories import MembershipFactory
-from tests.scenarios.data import acme_ledger
+from tests.helpers.browser import CHROMIUM, PASSWORD, shoot
+from tests.helpers.factories import MembershipFactory
+from tests.helpers.scenarios_data import acme_ledger
 
 pytestmark = [
     pytest.mark.browser,

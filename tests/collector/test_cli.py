@@ -18,8 +18,7 @@ import pytest
 
 from telemetry.collector import wire
 from telemetry.collector.spool import Spool
-
-from .conftest import StubServer
+from tests.helpers.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTOR = [sys.executable, "-m", "telemetry.collector"]

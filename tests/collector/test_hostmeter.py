@@ -23,7 +23,7 @@ from telemetry.collector.hostmeter import (
     dcmi_power_w,
     host_meter_from_spec,
 )
-from tests.telemetry.batches import make_batch
+from tests.helpers.batches import make_batch
 
 DCMI_OUTPUT = """
     Instantaneous power reading:                   245 Watts

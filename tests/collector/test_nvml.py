@@ -10,8 +10,7 @@ import pytest
 
 from telemetry.collector.epochs import EpochBook
 from telemetry.collector.nvml import NvmlBackend, NvmlUnavailable, load_pynvml, read_boot_id
-
-from .fake_pynvml import FakeGpu, fake_pynvml
+from tests.helpers.fake_pynvml import FakeGpu, fake_pynvml
 
 BOOT = "6f1e2d3c-0000-4000-8000-000000000001"
 TS = 1_764_400_000.0

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 from telemetry.collector import promtext
-
-from .expositions import MODEL, vllm
+from tests.helpers.expositions import MODEL, vllm
 
 
 def test_labels_with_escapes_special_values_timestamps_and_exemplars() -> None:

@@ -11,8 +11,7 @@ import pytest
 from telemetry.collector.backend import GpuIdentity, GpuReading
 from telemetry.collector.cli import main
 from telemetry.collector.resolution import GpuAverager
-
-from .conftest import StubServer
+from tests.helpers.stub_server import StubServer
 
 HOUR_START = 1_748_736_000  # 2025-06-01T00:00:00Z
 

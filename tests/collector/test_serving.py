@@ -10,9 +10,7 @@ from telemetry.collector.backend import GpuIdentity, ServingReading
 from telemetry.collector.epochs import EpochBook
 from telemetry.collector.serving import PrometheusEndpoint, ServingTarget, parse_serving_target, resolve_gpus
 from telemetry.collector.simserving import VLLM_TTFT_BUCKETS_S
-
-from .conftest import StubServer
-from .expositions import (
+from tests.helpers.expositions import (
     MODEL,
     MODEL_14B,
     SGLANG_TTFT_BUCKETS_S,
@@ -24,6 +22,7 @@ from .expositions import (
     vllm,
     vllm_two_models,
 )
+from tests.helpers.stub_server import StubServer
 
 TS = 1_764_400_000.0
 GPUS = ("GPU-aaa", "GPU-bbb")

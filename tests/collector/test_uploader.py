@@ -13,8 +13,7 @@ import pytest
 
 from telemetry.collector.spool import Spool
 from telemetry.collector.uploader import Backoff, Outcome, Uploader, ingest_url, parse_retry_after, post_batch
-
-from .conftest import Request, StubServer
+from tests.helpers.stub_server import Request, StubServer
 
 TOKEN = "node-token-123"
 

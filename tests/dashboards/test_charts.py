@@ -12,8 +12,8 @@ import pytest
 from common.charts import FLEET_PALETTE, Buckets, gpu_model_colour, series_lines, stacked_bars
 from dashboards.nodes import RECENT_SLOT_S, recent_missing_spans
 from fleets.models import Fleet, Role
-from tests.dashboards.data import two_fleets
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ import pytest
 
 from fleets.models import Role
 from telemetry.models import ServingEndpoint
-from tests.dashboards.data import two_fleets
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from dashboards.nodes import RECENT_RAW, RECENT_SLOT_S, recent_power_by_slot, se
 from telemetry.histogram import Histogram
 from telemetry.models import EndpointHourUsage, GpuEpoch, GpuSample, ServingEndpoint
 from telemetry.partitions import partitions_ensure
-from tests.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
+from tests.helpers.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 NOW = datetime(2026, 11, 29, 12, 0, 3, tzinfo=UTC)

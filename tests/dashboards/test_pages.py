@@ -12,8 +12,8 @@ from accounting.models import NodeHourLedger
 from accounting.templatetags.ledger import number
 from common.charts import figure_html, series_lines
 from fleets.models import Role
-from tests.dashboards.data import two_fleets
-from tests.factories import MembershipFactory, NodeFactory, OrganizationFactory, UserFactory
+from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.factories import MembershipFactory, NodeFactory, OrganizationFactory, UserFactory
 
 PAGES = ["/finance/", "/sustainability/", "/compare/", "/nodes/"]
 ROLES = [r.value for r in Role]

@@ -9,8 +9,8 @@ import pytest
 
 from fleets.models import Role
 from reports.factors import location_factor_source, market_factor_source
-from tests.dashboards.data import build_fleet, two_fleets
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.dashboard_data import build_fleet, two_fleets
+from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 H100_RENT = {"kind": "rented", "rate_per_h": Decimal("3.00"), "rate_per": "gpu", "includes_power": True}
 

@@ -14,6 +14,7 @@ from demo.intensity import shaped_hours
 from demo.progress import Progress
 from fleets.models import Site
 from grid import annual_intensity
+from tests.helpers.demo import FakeStream
 
 DAY_START = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday, away from clock changes
 
@@ -70,20 +71,6 @@ def test_every_consumer_node_is_a_4090_box_and_every_enterprise_node_8_h100() ->
     assert all(sorted({n.llm for n in fleet_nodes}) == ["14b", "8b"] for fleet_nodes in nodes.values())
     patterns = {fleet.name: fleet.load_pattern for fleet in spec.FLEETS}
     assert patterns == {"enterprise": "office", "consumer": "spare"}
-
-
-class FakeStream:
-    def __init__(self, tty: bool) -> None:
-        self.text, self.tty = "", tty
-
-    def write(self, text: str) -> None:
-        self.text += text
-
-    def flush(self) -> None:
-        pass
-
-    def isatty(self) -> bool:
-        return self.tty
 
 
 def test_progress_redraws_in_place_on_a_terminal_and_prints_few_lines_otherwise() -> None:

@@ -15,9 +15,8 @@ from demo.progress import Progress
 from demo.status import STALE_AFTER, state_read, state_write
 from fleets.models import Role
 from telemetry.models import EndpointHourUsage
-from tests.demo.test_demo_data import FakeStream
-from tests.demo.test_seed_demo import HOUR, expected_generation_tokens, peak_window_end
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.demo import HOUR, FakeStream, expected_generation_tokens, peak_window_end
+from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 
 def test_a_queue_whose_estimate_was_twice_its_work_still_ends_at_100_percent():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import stat
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
@@ -28,27 +28,18 @@ from fleets.models import Node, Organization
 from grid.models import GridIntensity
 from grid.stored_intensity import intensity_for_hours
 from scope2.models import ContractualInstrument
-from telemetry.collector.simprofiles import LLAMA_8B, LLMS, QWEN_14B, serving_profile
-from telemetry.collector.simulated import SimulatedBackend, parse_simulate_spec
+from telemetry.collector.simprofiles import LLAMA_8B, QWEN_14B
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
 from telemetry.models import EndpointHourUsage, ServingEndpoint
+from tests.helpers.demo import HOUR, expected_generation_tokens, peak_window_end
 
 pytestmark = pytest.mark.slow
-HOUR = timedelta(hours=1)
 COUNTED = [
     "fleets.Site", "fleets.Fleet", "fleets.Node", "fleets.Gpu", "fleets.NodeCredential",
     "accounting.NodePrice", "accounting.SiteTariff", "accounting.SiteMarketFactor", "accounting.GpuAsset",
     "grid.GridIntensity", "accounting.NodeHourLedger",
     "telemetry.GpuSample", "telemetry.ServingSample", "telemetry.GpuHourUsage", "telemetry.EndpointHourUsage",
 ]  # fmt: skip
-
-
-def peak_window_end() -> datetime:
-    """The latest 17:00 UTC at least an hour ago (so that 17:30 is in the past too)."""
-    end = (timezone.now() - HOUR).astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    while end.hour != 17:
-        end -= HOUR
-    return end
 
 
 def seed(end: datetime, hours: float) -> str:
@@ -108,15 +99,6 @@ def mean_itl_s(fleet: str, llm: str, start: datetime, end: datetime) -> float:
     total_s, count = sum(row[0] or 0 for row in rows), sum(sum(row[1] or ()) for row in rows)
     assert count > 0, (fleet, llm)
     return float(total_s) / count
-
-
-def expected_generation_tokens(node: Node, start: datetime, end: datetime) -> float:
-    """What the node's simulated vLLM generates in ``[start, end)``, computed from the simulator alone."""
-    fleet_spec, node_spec = next((f, n) for f, n in spec.all_nodes() if n.hostname == node.hostname)
-    simulate = parse_simulate_spec(node_spec.simulate)
-    backend = SimulatedBackend(simulate, seed=spec.SEED, hostname=node.hostname, pattern=fleet_spec.load_pattern)
-    rate = serving_profile(node_spec.model, LLMS[node_spec.llm]).output_tokens_per_s_per_gpu * node_spec.gpu_count
-    return rate * backend.load.integral(start.timestamp(), end.timestamp())
 
 
 @pytest.mark.django_db(transaction=True)

@@ -25,7 +25,7 @@ from django.urls import NoReverseMatch, reverse
 from fleets.admin import ORGANIZATION_PATHS
 from fleets.models import Gpu, Node, Organization, PersonalToken, Role
 from fleets.services import credential_issue
-from tests.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
+from tests.helpers.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

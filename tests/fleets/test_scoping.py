@@ -8,7 +8,7 @@ from django.urls import reverse
 from fleets.models import Fleet, Gpu, Membership, Node, NodeCredential, Organization, Role, Site
 from fleets.selectors import fleets_for_user, gpus_for_user, nodes_for_user, sites_for_user
 from fleets.services import credential_issue
-from tests.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
+from tests.helpers.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
 
 
 @pytest.fixture

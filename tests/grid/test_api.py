@@ -18,7 +18,7 @@ from fleets.personal_tokens import personal_token_create
 from governance.models import AuditEntry, LockedPeriod
 from grid import api as grid_api
 from grid.models import GridIntensity
-from tests.factories import MembershipFactory, UserFactory
+from tests.helpers.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

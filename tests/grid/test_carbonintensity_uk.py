@@ -14,7 +14,7 @@ from grid import (
     UnsupportedZone,
 )
 from grid.carbonintensity_uk import region_id
-from tests.grid.conftest import FakeProvider, Reply
+from tests.helpers.grid_provider import FakeProvider, Reply
 
 T0 = datetime(2018, 1, 20, 12, tzinfo=UTC)
 NATIONAL = "/intensity/2018-01-20T11:30Z/2018-01-20T16:00Z"

@@ -7,7 +7,7 @@ import pytest
 
 from grid import AuthError, BadResponse, ElectricityMapsProvider, ProviderUnavailable, RateLimited
 from grid.errors import RequestRejected
-from tests.grid.conftest import FakeProvider, Reply
+from tests.helpers.grid_provider import FakeProvider, Reply
 
 NOW = datetime(2024, 5, 2, 0, 30, tzinfo=UTC)
 HISTORY = "/v3/carbon-intensity/history"

@@ -17,7 +17,7 @@ from grid import (
     providers_for_zone,
     providers_from_env,
 )
-from tests.grid.conftest import FakeProvider, Reply
+from tests.helpers.grid_provider import FakeProvider, Reply
 
 
 def test_provider_for_builds_each_kind() -> None:

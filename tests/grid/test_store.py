@@ -9,12 +9,10 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from django.db import IntegrityError, transaction
 
-import conftest as root_conftest
 from config.celery import ping_task
 from grid import ConfiguredProvider, ElectricityMapsProvider, HourlyIntensity, annual_intensity
 from grid.hours import hour_starts, iso_z, parse_timestamp
@@ -27,8 +25,9 @@ from grid.stored_intensity import (
     intensity_store,
 )
 from grid.tasks import grid_fetch_task
-from tests.factories import SiteFactory
-from tests.grid.conftest import FakeProvider, Reply, Seen
+from tests.helpers.factories import SiteFactory
+from tests.helpers.grid_provider import FakeProvider, Reply, Seen
+from tests.helpers.processes import ROOT, subprocess_env
 
 NOW = datetime(2024, 5, 2, 12, 30, tzinfo=UTC)
 DAY = datetime(2024, 5, 1, tzinfo=UTC)
@@ -262,14 +261,13 @@ def grid_worker(transactional_db: None, fake: FakeProvider) -> Iterator[str]:
     """
     queue = f"grid-test-{uuid.uuid4().hex[:8]}"
     env = {
-        **root_conftest.subprocess_env(),
+        **subprocess_env(),
         "GRID_PROVIDERS": "electricitymaps:DE",
         "ELECTRICITYMAPS_API_TOKEN": "em-token",
         "ELECTRICITYMAPS_BASE_URL": fake.base_url,
     }
     command = [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "-Q", queue]
-    cwd = Path(root_conftest.__file__).parent
-    worker = subprocess.Popen([*command, "-n", f"{queue}@%h", "--loglevel", "WARNING"], env=env, cwd=cwd)
+    worker = subprocess.Popen([*command, "-n", f"{queue}@%h", "--loglevel", "WARNING"], env=env, cwd=ROOT)
     try:
         assert ping_task.apply_async(queue=queue).get(timeout=60) == "pong", "the Celery worker did not start"
         yield queue

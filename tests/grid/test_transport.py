@@ -7,7 +7,7 @@ import pytest
 
 from grid import ProviderUnavailable
 from grid.transport import JsonClient, error_text, retry_after_seconds, validate_base_url
-from tests.grid.conftest import FakeProvider, Reply
+from tests.helpers.grid_provider import FakeProvider, Reply
 
 
 def test_retry_after_accepts_seconds_and_http_dates() -> None:

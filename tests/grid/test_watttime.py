@@ -14,7 +14,7 @@ from grid import (
     WattTimeProvider,
     gco2_per_kwh_from_lbs_per_mwh,
 )
-from tests.grid.conftest import FakeProvider, Reply
+from tests.helpers.grid_provider import FakeProvider, Reply
 
 HISTORICAL = "/v3/historical"
 T0 = datetime(2022, 7, 15, tzinfo=UTC)

@@ -8,19 +8,17 @@ Org B, apart, has its own site, fleet and node.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.test import Client
-from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounting.models import NodeHourLedger
-from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending_run
+from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.models import Fleet, Gpu, Node, Organization, Role, Site
-from tests.factories import (
+from tests.helpers.factories import (
     FleetFactory,
     GpuFactory,
     MembershipFactory,
@@ -28,12 +26,7 @@ from tests.factories import (
     OrganizationFactory,
     SiteFactory,
 )
-
-JAN_1 = datetime(2026, 1, 1, tzinfo=UTC)
-JAN_2 = JAN_1 + timedelta(days=1)
-JAN_3 = JAN_1 + timedelta(days=2)
-HOURS = [JAN_1 + timedelta(hours=n) for n in range(48)]
-ROLES = [Role.ADMIN, Role.FINANCE, Role.SUSTAINABILITY, Role.ENGINEER, Role.VIEWER]
+from tests.helpers.inputs import HOURS
 
 
 @pytest.fixture
@@ -93,22 +86,6 @@ def finance(client_as: Callable[..., APIClient]) -> APIClient:
 @pytest.fixture
 def admin_a(client_as: Callable[..., APIClient]) -> APIClient:
     return client_as(Role.ADMIN, username="ada")
-
-
-def ledger_recompute() -> int:
-    return ledger_pending_run(now=timezone.now())
-
-
-def hardware_cost(node: Node) -> Decimal:
-    return sum((line.hardware_cost for line in NodeHourLedger.objects.filter(node=node)), Decimal(0))
-
-
-def rent_body(node: Node, **changes: Any) -> dict[str, Any]:
-    body = {
-        "fleet": node.fleet_id, "node": node.pk, "kind": "rented", "rate_per_h": "2.50", "rate_per": "gpu",
-        "valid_from": JAN_2.isoformat(),
-    }  # fmt: skip
-    return body | changes
 
 
 @pytest.fixture

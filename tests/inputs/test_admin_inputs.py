@@ -18,7 +18,7 @@ from accounting.models import GpuAsset, LedgerPending, LedgerSettings, NodePrice
 from fleets.models import Node, Organization, Site
 from governance.models import AuditEntry, LockedPeriod
 from scope2.models import ResidualMixFactor
-from tests.inputs.conftest import JAN_1, JAN_2, JAN_3
+from tests.helpers.inputs import JAN_1, JAN_2, JAN_3
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 from fleets.models import Fleet, Node, NodeCredential, Organization, Site
 from fleets.services import node_token_rotate
 from governance.models import AuditEntry
-from tests.factories import NodeFactory
+from tests.helpers.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db
 

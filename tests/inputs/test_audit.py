@@ -12,8 +12,8 @@ from rest_framework.test import APIClient
 
 from fleets.models import Node, Role, Site
 from governance.models import AuditEntry
-from tests.factories import MembershipFactory
-from tests.inputs.conftest import rent_body
+from tests.helpers.factories import MembershipFactory
+from tests.helpers.inputs import rent_body
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from accounting.inputs.services import node_price_save
 from accounting.models import NodePrice
 from common.api import InputInvalid
 from fleets.models import Node
-from tests.inputs.conftest import JAN_1, JAN_2
+from tests.helpers.inputs import JAN_1, JAN_2
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -12,7 +12,7 @@ from accounting.models import LedgerPending, NodePrice
 from fleets.models import Node, Site
 from governance.models import AuditEntry
 from scope2.models import ContractualInstrument
-from tests.inputs.conftest import hardware_cost, ledger_recompute, rent_body
+from tests.helpers.inputs import hardware_cost, ledger_recompute, rent_body
 
 pytestmark = pytest.mark.django_db
 

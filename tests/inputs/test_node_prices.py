@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from accounting.models import LedgerPending, NodePrice
 from fleets.models import Node
 from governance.models import AuditEntry
-from tests.inputs.conftest import JAN_1, JAN_3, hardware_cost, ledger_recompute, rent_body
+from tests.helpers.inputs import JAN_1, JAN_3, hardware_cost, ledger_recompute, rent_body
 
 pytestmark = pytest.mark.django_db
 

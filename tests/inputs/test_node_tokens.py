@@ -13,8 +13,8 @@ from fleets.models import Fleet, Node, NodeCredential, Organization, Role, Site
 from fleets.services import credential_authenticate, credential_issue
 from fleets.tokens import token_sha256
 from governance.models import AuditEntry
-from tests.factories import FleetFactory, MembershipFactory, NodeFactory, SiteFactory
-from tests.inputs.conftest import ROLES
+from tests.helpers.factories import FleetFactory, MembershipFactory, NodeFactory, SiteFactory
+from tests.helpers.inputs import ROLES
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from accounting.models import NodePrice
 from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.models import Node, Role
 from governance.models import AuditEntry, LockedPeriod
-from tests.factories import MembershipFactory
-from tests.inputs.conftest import HOURS, JAN_1, JAN_2, hardware_cost, ledger_recompute
+from tests.helpers.factories import MembershipFactory
+from tests.helpers.inputs import HOURS, JAN_1, JAN_2, hardware_cost, ledger_recompute
 
 pytestmark = pytest.mark.django_db
 

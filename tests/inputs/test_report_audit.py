@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from fleets.models import Node, Role
 from governance.period_relevance import bears_on
-from tests.inputs.conftest import rent_body
+from tests.helpers.inputs import rent_body
 
 JANUARY = (datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC))
 PERIOD = "start=2026-01-01T00:00:00Z&end=2026-02-01T00:00:00Z"

@@ -19,7 +19,7 @@ from fleets.models import Organization, Role
 from governance.models import AuditEntry, LockedPeriod
 from scope2.models import ResidualMixFactor
 from scope2.selectors import residual_mix_for
-from tests.inputs.conftest import ROLES
+from tests.helpers.inputs import ROLES
 
 pytestmark = pytest.mark.django_db
 

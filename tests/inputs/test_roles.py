@@ -12,8 +12,8 @@ from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SitePue, Si
 from fleets.models import Gpu, Node, Role, Site
 from fleets.permissions import Capability, may_change
 from governance.models import AuditEntry, LockedPeriod
-from tests.factories import MembershipFactory
-from tests.inputs.conftest import JAN_1, JAN_2, ROLES, rent_body
+from tests.helpers.factories import MembershipFactory
+from tests.helpers.inputs import JAN_1, JAN_2, ROLES, rent_body
 
 pytestmark = pytest.mark.django_db
 

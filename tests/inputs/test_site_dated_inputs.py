@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from accounting.models import LedgerPending, NodeHourLedger, SiteMarketFactor, SitePue
 from fleets.models import Node, Role, Site
 from governance.models import AuditEntry
-from tests.inputs.conftest import JAN_1, JAN_2, ledger_recompute
+from tests.helpers.inputs import JAN_1, JAN_2, ledger_recompute
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from accounting.models import GpuAsset, LedgerPending, NodeHourLedger, SiteTariff
 from fleets.models import Node, Site
-from tests.inputs.conftest import JAN_2, ledger_recompute
+from tests.helpers.inputs import JAN_2, ledger_recompute
 
 pytestmark = pytest.mark.django_db
 

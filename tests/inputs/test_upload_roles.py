@@ -13,7 +13,7 @@ from accounting.models import NodePrice
 from fleets.models import Node, Role, Site
 from governance.models import AuditEntry
 from scope2.models import ContractualInstrument
-from tests.inputs.conftest import ROLES
+from tests.helpers.inputs import ROLES
 
 pytestmark = pytest.mark.django_db
 

@@ -115,3 +115,17 @@ def test_a_file_past_the_limit_is_refused_before_it_is_read(finance: APIClient, 
     response = finance.post("/api/v1/node-prices/upload/", {"file": big}, format="multipart")
     assert (response.status_code, response.json()) == (400, {"detail": "files are limited to 2097152 bytes"})
     assert not NodePrice.objects.exists()
+
+
+@pytest.mark.parametrize("ref", ["A\x00", "Aé", "org a", "../org-a"])
+def test_an_organization_no_slug_can_name_is_not_found_and_nothing_is_saved(
+    finance: APIClient, node_a: Node, ref: str
+) -> None:
+    answer = finance.post(
+        "/api/v1/node-prices/upload/",
+        {"file": SimpleUploadedFile("p.csv", b"fleet,node,rate_per_h\n"), "organization": ref},
+    )
+
+    assert answer.status_code == 404
+    assert "among yours" in answer.json()["detail"]
+    assert not NodePrice.objects.exists()

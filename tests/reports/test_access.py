@@ -12,7 +12,7 @@ from fleets.models import PersonalToken, Role
 from fleets.personal_tokens import personal_token_create
 from fleets.services import credential_issue
 from fleets.tokens import token_sha256
-from tests.factories import MembershipFactory, UserFactory
+from tests.helpers.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 

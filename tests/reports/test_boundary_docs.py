@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.reports.conftest import END, START
+from tests.helpers.reports import END, START
 
 ACCOUNTING_DOC = Path(__file__).resolve().parents[2] / "docs" / "accounting.md"  # "Energy boundaries"
 

@@ -14,7 +14,7 @@ import pytest
 from accounting.models import NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute
 from telemetry.models import EndpointHourUsage
-from tests.reports.conftest import END, HOURS, START
+from tests.helpers.reports import END, HOURS, START
 
 pytestmark = pytest.mark.django_db
 PERIOD = {"start": START.isoformat(), "end": END.isoformat()}

@@ -13,8 +13,8 @@ from accounting.models import NodePrice
 from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.models import Fleet
 from reports.selectors import fleet_comparison
-from tests.factories import GpuFactory, NodeFactory
-from tests.reports.conftest import END, H100_EMBODIED_G_PER_H, HOURS, LONG_AGO, RTX_EMBODIED_G_PER_H, START, hour_usage
+from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.reports import END, H100_EMBODIED_G_PER_H, HOURS, LONG_AGO, RTX_EMBODIED_G_PER_H, START, hour_usage
 
 URL = "/api/v1/reports/comparison/"
 pytestmark = pytest.mark.django_db

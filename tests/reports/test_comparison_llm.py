@@ -16,74 +16,26 @@ import csv
 import io
 import re
 from decimal import Decimal
-from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
 
 from accounting.models import LedgerPending, LedgerSettings
-from accounting.node_hour_lines import ledger_node_hours_compute
 from governance.models import AuditEntry, LockedPeriod
 from reports.display import ITL_NOT_EXPOSED
 from reports.latency import ShareWithin, TimeSum, share_within
 from reports.selectors import fleet_comparison
 from reports.serving import ServingSums
 from telemetry.histogram import Histogram
-from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
-from tests.reports.conftest import END, H1, H2, H100_EMBODIED_G_PER_H, START, h100_node, live_grid
+from tests.helpers.reports import (
+    END,
+    H100_EMBODIED_G_PER_H,
+    QWEN_QUEUE,
+    START,
+)
 
 URL = "/api/v1/reports/comparison/"
 pytestmark = pytest.mark.django_db
-
-LLAMA_TTFT = ([0.1, 0.25, 0.5, 1.0], [500, 300, 150, 45, 5])
-QWEN_QUEUE = ([0.1, 0.5], [300, 90, 10])
-LLAMA_ITL = ([0.01, 0.025, 0.05, 0.1], [100_000, 150_000, 40_000, 9_000, 1_000])
-
-
-def gpu_hours(node: Any, hour: Any, energies_j: tuple[float, float], util_pct: tuple[float, float]) -> None:
-    for gpu, energy_j, util in zip(node.gpus.order_by("index"), energies_j, util_pct, strict=True):
-        GpuHourUsage.objects.create(
-            gpu=gpu, hour_start=hour, energy_j=energy_j, energy_counter_j=energy_j, energy_integrated_j=0.0,
-            energy_method="counter", observed_s=3600.0, energy_covered_s=3600.0, busy_s=3600.0,
-            mean_util_pct=util, reset_count=0, computed_at=hour,
-        )  # fmt: skip
-
-
-def endpoint(node: Any, model_name: str, kind: str) -> ServingEndpoint:
-    served = ServingEndpoint.objects.create(
-        node=node, url="http://127.0.0.1:8000/metrics", kind=kind, model_name=model_name
-    )
-    served.gpus.set(node.gpus.all())
-    return served
-
-
-def endpoint_hour(served: ServingEndpoint, hour: Any, **fields: Any) -> None:
-    ttft, itl = fields.pop("ttft", ([], None)), fields.pop("itl", ([], None))
-    EndpointHourUsage.objects.create(
-        endpoint=served, hour_start=hour, observed_s=3600.0, reset_count=0, computed_at=hour,
-        ttft_bucket_bounds_s=ttft[0], ttft_bucket_counts=ttft[1], itl_bucket_bounds_s=itl[0],
-        itl_bucket_counts=itl[1], **{"prompt_tokens": 0, "generation_tokens": 0, "requests": 0, **fields},
-    )  # fmt: skip
-
-
-@pytest.fixture
-def two_models(org_a: Any) -> Any:
-    live_grid(hours=(H1, H2))
-    node = h100_node(org_a)
-    gpu_hours(node, H1, (1_800_000.0, 3_600_000.0), (80.0, 60.0))
-    gpu_hours(node, H2, (360_000.0, 360_000.0), (1.0, 1.0))
-    llama, qwen = endpoint(node, "llama-8b", "vllm"), endpoint(node, "qwen-14b", "tgi")
-    endpoint_hour(
-        llama, H1, prompt_tokens=600_000, generation_tokens=300_000, requests=1000,
-        ttft=LLAMA_TTFT, ttft_sum_s=250.0, itl=LLAMA_ITL, itl_sum_s=6000.0,
-    )  # fmt: skip
-    endpoint_hour(
-        qwen, H1, prompt_tokens=100_000, generation_tokens=200_000, requests=400, ttft=QWEN_QUEUE, ttft_sum_s=40.0
-    )
-    endpoint_hour(llama, H2)  # scraped, served nothing
-    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H1, H2])
-    LedgerSettings.objects.update_or_create(organization=org_a, defaults={"goodput_ttft_target_ms": 300})
-    return node
 
 
 def test_two_llm_models_share_a_node_hour_by_output_tokens(two_models, org_a):

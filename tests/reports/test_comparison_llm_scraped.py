@@ -16,11 +16,11 @@ import pytest
 from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.services import credential_issue
 from reports.selectors import fleet_comparison
-from tests.collector.expositions import MODEL, MODEL_14B, vllm_two_models
-from tests.factories import NodeFactory
-from tests.telemetry.test_ingest import post
-from tests.telemetry.test_per_model import batch_of, scraped
-from tests.telemetry.test_rollup import H, at, run
+from tests.helpers.expositions import MODEL, MODEL_14B, vllm_two_models
+from tests.helpers.factories import NodeFactory
+from tests.helpers.ingest import post
+from tests.helpers.per_model import batch_of, scraped
+from tests.helpers.rollup import H, at, run
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.reports.conftest import END, START
-from tests.reports.test_comparison_llm import two_models  # noqa: F401 (a fixture)
+from tests.helpers.reports import END, START
 
 URL = "/api/v1/reports/comparison/"
 USAGE = "/api/v1/reports/usage/"
@@ -30,7 +29,7 @@ def compare(client: Any, **params: Any) -> Any:
     return response
 
 
-def test_each_llm_model_row_by_load_band(two_models, client_a):  # noqa: F811
+def test_each_llm_model_row_by_load_band(two_models, client_a):
     body = compare(client_a, by="llm_model", by_load="true", baseline=two_models.fleet_id).json()
     llama, qwen, idle = body["results"]
 
@@ -56,7 +55,7 @@ def test_each_llm_model_row_by_load_band(two_models, client_a):  # noqa: F811
     assert idle["by_load"] == []  # the hours without output tokens have no load
 
 
-def test_the_fleet_row_merges_its_models_bands(two_models, client_a):  # noqa: F811
+def test_the_fleet_row_merges_its_models_bands(two_models, client_a):
     (row,) = compare(client_a, by_load="true").json()["results"]
     (band,) = row["by_load"]
     # llama + qwen: 1,400 requests over 2 GPU-hours = 0.1944 requests/s per GPU; one hour per model.
@@ -64,11 +63,11 @@ def test_the_fleet_row_merges_its_models_bands(two_models, client_a):  # noqa: F
     assert band["cost_per_1m_output_tokens_vs_baseline"] is None  # no baseline named
 
 
-def test_without_by_load_rows_carry_no_bands(two_models, client_a):  # noqa: F811
+def test_without_by_load_rows_carry_no_bands(two_models, client_a):
     assert [row["by_load"] for row in compare(client_a, by="llm_model").json()["results"]] == [None, None, None]
 
 
-def test_csv_gives_a_line_per_row_and_band(two_models, client_a):  # noqa: F811
+def test_csv_gives_a_line_per_row_and_band(two_models, client_a):
     response = compare(client_a, by="llm_model", by_load="true", format="csv")
     lines = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     assert [(line["llm_model"], line["load_band_low_rps_per_gpu"], line["load_requests"]) for line in lines] == [
@@ -87,7 +86,7 @@ def test_schema_documents_the_load_bands(client_a):
     assert {"band_low_rps_per_gpu", "ttft_p99_bucket_high_ms", "cost_per_1m_output_tokens_vs_baseline"} <= set(band)
 
 
-def test_the_page_shows_each_row_by_load_band(two_models, client_a):  # noqa: F811
+def test_the_page_shows_each_row_by_load_band(two_models, client_a):
     html = client_a.get("/compare/?start=2026-10-31&end=2026-11-01&by=llm_model&by_load=true").content.decode()
     assert 'id="comparison-by-load"' in html
     bands = re.findall(r'<tr data-fleet="enterprise" data-llm-model="([^"]*)" data-band-low="([^"]*)">', html)
@@ -96,7 +95,7 @@ def test_the_page_shows_each_row_by_load_band(two_models, client_a):  # noqa: F8
     assert 'id="comparison-by-load"' not in client_a.get("/compare/?start=2026-10-31&end=2026-11-01").content.decode()
 
 
-def test_usage_rows_by_llm_model_carry_the_trace_of_the_node_rows(two_models, client_a):  # noqa: F811
+def test_usage_rows_by_llm_model_carry_the_trace_of_the_node_rows(two_models, client_a):
     period = {"start": START.isoformat(), "end": END.isoformat(), "granularity": "hour"}
     by_model = client_a.get(USAGE, {**period, "group_by": "llm_model"}).json()["results"]
     by_node = client_a.get(USAGE, {**period, "group_by": "node"}).json()["results"]
@@ -113,7 +112,7 @@ def test_usage_rows_by_llm_model_carry_the_trace_of_the_node_rows(two_models, cl
     )  # fmt: skip
 
 
-def test_comparison_rows_by_llm_model_trace_their_own_share(two_models, client_a):  # noqa: F811
+def test_comparison_rows_by_llm_model_trace_their_own_share(two_models, client_a):
     llama, qwen, idle = compare(client_a, by="llm_model").json()["results"]
     # Each model's facility kWh (1.08 and 0.72 of H1's 1.8) all had one source: a share of 1, never the
     # fleet's 2.04 kWh over the model's (which read 1.889 for llama).

@@ -13,7 +13,7 @@ from accounting.ledger.totals import summed_fields
 from accounting.models import NodeHourLedger
 from reports.aggregates import ledger_sums, ledger_sums_from
 from reports.metrics import LedgerSums
-from tests.accounting.test_ledger import node
+from tests.helpers.ledger_inputs import node
 
 pytestmark = pytest.mark.django_db
 STORED = {f.attname for f in NodeHourLedger._meta.concrete_fields}

@@ -9,7 +9,7 @@ from django.contrib.staticfiles import finders
 from rest_framework.test import APIClient
 
 from fleets.personal_tokens import personal_token_create
-from tests.factories import UserFactory
+from tests.helpers.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 

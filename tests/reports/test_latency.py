@@ -13,8 +13,8 @@ import pytest
 
 from fleets.models import Fleet
 from telemetry.models import EndpointHourUsage, ServingEndpoint
-from tests.factories import GpuFactory, NodeFactory
-from tests.reports.conftest import END, HOURS, LONG_AGO, START
+from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.reports import END, HOURS, LONG_AGO, START
 
 pytestmark = pytest.mark.django_db
 TGI_BOUNDS = [0.01, 0.05, 0.1]

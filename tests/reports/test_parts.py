@@ -28,7 +28,7 @@ from reports.selectors.sustainability import (
     REPORT_KEYS,
     sustainability_report_from,
 )
-from tests.reports.conftest import END, START
+from tests.helpers.reports import END, START
 
 pytestmark = pytest.mark.django_db
 
@@ -97,7 +97,7 @@ def test_money_of_two_currencies_is_never_added(fleets, org_a):
     fleets.rtx.site.currency = "EUR"
     fleets.rtx.site.save()
     from accounting.node_hour_lines import ledger_node_hours_compute
-    from tests.reports.conftest import HOURS
+    from tests.helpers.reports import HOURS
 
     ledger_node_hours_compute(node_id=fleets.rtx.pk, hour_starts=HOURS)
     parts = fine_parts(org_a)

@@ -23,8 +23,8 @@ from accounting.models import NodePrice
 from accounting.node_hour_lines import ledger_node_hours_compute
 from accounting.templatetags.ledger import unit
 from fleets.models import Fleet
-from tests.factories import GpuFactory, NodeFactory, SiteFactory
-from tests.reports.conftest import H2, LONG_AGO, hour_usage, live_grid
+from tests.helpers.factories import GpuFactory, NodeFactory, SiteFactory
+from tests.helpers.reports import H2, LONG_AGO, hour_usage, live_grid
 
 pytestmark = pytest.mark.django_db
 PERIOD = {"start": "2026-11-01T00:00:00Z", "end": "2026-11-01T01:00:00Z"}

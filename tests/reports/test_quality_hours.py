@@ -14,15 +14,14 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from accounting.models import NodePrice, SiteTariff
 from accounting.node_hour_lines import ledger_pending_run
 from fleets.models import Role
 from fleets.services import credential_issue
 from reports.selectors import sustainability_report
 from telemetry.rollup import rollup_pending_run
-from tests.factories import MembershipFactory, NodeFactory, UserFactory
-from tests.telemetry.batches import gpu_ref, make_batch
-from tests.telemetry.test_ingest import post
+from tests.helpers.batches import gpu_ref, make_batch
+from tests.helpers.factories import MembershipFactory, NodeFactory, NodePriceFactory, SiteTariffFactory, UserFactory
+from tests.helpers.ingest import post
 
 HOUR_S = 3600
 B = (int(time.time()) // HOUR_S - 3) * HOUR_S  # the second hour; the node's price starts here
@@ -37,10 +36,8 @@ def at(ts_s: float) -> datetime:
 @pytest.fixture
 def node(db):
     node = NodeFactory(commissioned_at=at(A - 86400))
-    NodePrice.objects.create(
-        fleet=node.fleet, node=node, kind="rented", rate_per_h=Decimal("2.50"), rate_per="gpu", valid_from=at(B)
-    )
-    SiteTariff.objects.create(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=at(A - 86400))
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=at(B))
+    SiteTariffFactory(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=at(A - 86400))
     return node
 
 

@@ -26,8 +26,7 @@ from reports.selectors import GroupBy, fleet_comparison, report_rows
 from reports.sharing import output_token_share
 from scenarios.replay import Replay
 from scenarios.services import _usage_add
-from tests.reports.conftest import END, H1, H2, H3, START, h100_node, live_grid
-from tests.reports.test_comparison_llm import endpoint, endpoint_hour, gpu_hours
+from tests.helpers.reports import END, H1, H2, H3, START, endpoint, endpoint_hour, gpu_hours, h100_node, live_grid
 
 pytestmark = pytest.mark.django_db
 PLACES = 9

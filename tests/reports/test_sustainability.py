@@ -15,8 +15,8 @@ from grid import annual_intensity
 from grid.annual import EM_ATTRIBUTION, EM_LICENCE
 from grid.models import GridIntensity
 from telemetry.models import GpuHourUsage
-from tests.factories import GpuFactory, NodeFactory
-from tests.reports.conftest import H2, H3, H100_EMBODIED_G_PER_H, HOURS, LONG_AGO, RTX_EMBODIED_G_PER_H, hour_usage
+from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.reports import H2, H3, H100_EMBODIED_G_PER_H, HOURS, LONG_AGO, RTX_EMBODIED_G_PER_H, hour_usage
 
 URL = "/api/v1/reports/sustainability/"
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ import io
 import pytest
 
 from grid import annual_intensity
-from tests.reports.conftest import END, START
+from tests.helpers.reports import END, START
 
 pytestmark = pytest.mark.django_db
 

@@ -17,8 +17,8 @@ from common.periods import Granularity
 from fleets.models import Fleet
 from reports.selectors import GroupBy, ReportFilters, report_rows, report_rows_count
 from telemetry.models import EndpointHourUsage
-from tests.factories import SiteFactory
-from tests.reports.conftest import (
+from tests.helpers.factories import SiteFactory
+from tests.helpers.reports import (
     END,
     H1,
     H2,

@@ -16,8 +16,8 @@ import pytest
 from accounting.models import NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute
 from grid import annual_intensity
-from tests.factories import GpuFactory
-from tests.reports.conftest import END, HOURS, START
+from tests.helpers.factories import GpuFactory
+from tests.helpers.reports import END, HOURS, START
 
 pytestmark = pytest.mark.django_db
 PERIOD = {"start": START.isoformat(), "end": END.isoformat()}

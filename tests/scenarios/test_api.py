@@ -17,8 +17,8 @@ from fleets.services import credential_issue
 from grid.models import GridIntensity
 from scenarios.models import Scenario
 from scenarios.tasks import scenario_run_task
-from tests.factories import GpuFactory, NodeFactory
-from tests.scenarios.data import HOURS, acme_ledger
+from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.scenarios_data import HOURS, acme_ledger
 
 pytestmark = pytest.mark.django_db
 

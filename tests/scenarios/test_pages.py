@@ -8,8 +8,8 @@ from advice.models import WorkloadClass
 from fleets.models import Role
 from scenarios.models import Scenario
 from scenarios.tasks import scenario_run_task
-from tests.factories import MembershipFactory
-from tests.scenarios.data import acme_ledger
+from tests.helpers.factories import MembershipFactory
+from tests.helpers.scenarios_data import acme_ledger
 
 pytestmark = pytest.mark.django_db
 

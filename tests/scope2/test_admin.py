@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from scope2.models import ResidualMixFactor
-from tests.factories import MembershipFactory, OrganizationFactory
+from tests.helpers.factories import MembershipFactory, OrganizationFactory
 
 pytestmark = pytest.mark.django_db
 

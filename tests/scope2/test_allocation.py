@@ -1,4 +1,4 @@
-"""Market-based allocation over the hand-worked year (``tests/scope2/worked.py``), no database."""
+"""Market-based allocation over the hand-worked year (``tests/helpers/instruments.py``), no database."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from scope2.allocation import Instrument, ResidualMix, SiteHour, site_allocate
 from scope2.claims import OverAllocationError
-from tests.scope2.worked import (
+from tests.helpers.instruments import (
     HOURS,
     LOAD_KWH,
     LOCATION_G_PER_KWH,

@@ -13,7 +13,7 @@ from django.db.models import F
 from django.test import Client
 
 from accounting.models import NodeHourLedger
-from tests.factories import MembershipFactory
+from tests.helpers.factories import MembershipFactory
 
 pytestmark = pytest.mark.django_db
 

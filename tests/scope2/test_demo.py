@@ -16,8 +16,8 @@ from fleets.models import Organization
 from scope2.demo import demo_instruments_seed
 from scope2.models import ContractualInstrument
 from scope2.selectors import scope2_report
-from tests.factories import MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
-from tests.scope2.conftest import ledger_hours
+from tests.helpers.factories import MembershipFactory, NodeFactory, OrganizationFactory, SiteFactory
+from tests.helpers.instruments import ledger_hours
 
 pytestmark = pytest.mark.django_db
 

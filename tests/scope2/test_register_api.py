@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from fleets.models import Role, Site
 from scope2.models import ContractualInstrument
-from tests.factories import OrganizationFactory, SiteFactory
+from tests.helpers.factories import OrganizationFactory, SiteFactory
 
 pytestmark = pytest.mark.django_db
 

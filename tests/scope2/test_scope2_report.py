@@ -18,7 +18,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from fleets.models import Site
-from tests.scope2.conftest import ppa_body
+from tests.helpers.instruments import ppa_body
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ from typing import Any
 import pytest
 
 from fleets.services import credential_issue
-from tests.factories import NodeFactory
-from tests.telemetry.clients import free_port, gunicorn_started
+from tests.helpers.clients import free_port, gunicorn_started
+from tests.helpers.factories import NodeFactory
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def token(node):
 
 @pytest.fixture(scope="session")
 def gunicorn_port(django_db_setup: Any, django_db_blocker: Any) -> Iterator[int]:
-    """One gunicorn for the session (``tests.telemetry.clients``), stopped before the test database goes."""
+    """One gunicorn for the session (``tests.helpers.clients``), stopped before the test database goes."""
     port = free_port()
     server = gunicorn_started(port)
     yield port

@@ -11,7 +11,7 @@ from telemetry.collector.batching import BatchBuilder, SpoolState
 from telemetry.collector.simserving import SimulatedVllmEndpoint
 from telemetry.collector.simulated import SimulatedBackend, parse_simulate_spec
 from telemetry.models import GpuSample, ServingEndpoint, ServingSample
-from tests.telemetry.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
+from tests.helpers.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
 
 
 @pytest.mark.parametrize("spec", ["h100-sxm:8", "rtx-4090:4", "l4:1"])

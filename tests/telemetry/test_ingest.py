@@ -12,21 +12,10 @@ from fleets.models import Gpu
 from fleets.services import credentials_revoke
 from telemetry.collector import wire
 from telemetry.models import CollectorStatus, GpuSample, ServingEndpoint, ServingSample
-from tests.factories import GpuFactory, NodeFactory
-from tests.telemetry.batches import make_batch
-from tests.telemetry.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
-
-URL = "/api/v1/ingest/"
-
-
-def post(client, body, token, *, gzip_it=True, content_type="application/json", **headers):
-    raw = body if isinstance(body, bytes) else orjson.dumps(body)
-    if gzip_it:
-        raw = gzip.compress(raw)
-        headers["Content-Encoding"] = "gzip"
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    return client.post(URL, data=raw, content_type=content_type, headers=headers)
+from tests.helpers.batches import make_batch
+from tests.helpers.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
+from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.ingest import URL, post
 
 
 def stored_counts():

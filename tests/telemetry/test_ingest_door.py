@@ -14,9 +14,9 @@ from drf_spectacular.generators import SchemaGenerator
 
 from telemetry.collector import wire
 from telemetry.models import CollectorStatus, GpuSample, ServingSample
-from tests.telemetry.batches import make_batch
-from tests.telemetry.clients import GunicornClient, both_ways_in  # noqa: F401 - the client fixture: both ways in
-from tests.telemetry.test_ingest import URL, post
+from tests.helpers.batches import make_batch
+from tests.helpers.clients import GunicornClient, both_ways_in  # noqa: F401 - the client fixture: both ways in
+from tests.helpers.ingest import URL, post
 
 NOW_S = float(int(time.time()) - 600)
 

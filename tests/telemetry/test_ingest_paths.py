@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from fleets.models import Gpu
 from telemetry.models import CollectorStatus, GpuEpoch, GpuSample, RollupPending, ServingSample
-from tests.telemetry.batches import gpu_ref, make_batch
-from tests.telemetry.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
-from tests.telemetry.test_ingest import post
+from tests.helpers.batches import gpu_ref, make_batch
+from tests.helpers.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
+from tests.helpers.ingest import post
 
 NOW_S = float(int(time.time()) - 600)
 

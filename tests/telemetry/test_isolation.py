@@ -34,8 +34,8 @@ from telemetry.models import (
 from telemetry.partitions import partitions_ensure
 from telemetry.rollup import rollup_pending_run
 from telemetry.tasks import rollup_pending_task
-from tests.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
-from tests.telemetry.batches import make_batch
+from tests.helpers.batches import make_batch
+from tests.helpers.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
 
 HOUR_S = 3600
 H = (int(time.time()) // HOUR_S - 2) * HOUR_S

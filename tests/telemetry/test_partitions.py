@@ -11,7 +11,7 @@ from telemetry.models import GpuEpoch, GpuSample
 from telemetry.partitions import partitions_ensure, partitions_existing, partitions_maintain, retention_apply
 from telemetry.rawstore import GPU_COLUMNS, rows_insert
 from telemetry.tasks import partitions_maintain_task
-from tests.factories import GpuFactory
+from tests.helpers.factories import GpuFactory
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="partitions exist on PostgreSQL only")

@@ -18,35 +18,15 @@ from __future__ import annotations
 import pytest
 
 from telemetry import energy
-from telemetry.collector.backend import ServingReading
-from telemetry.collector.batching import BatchBuilder, SpoolState
-from telemetry.collector.epochs import EpochBook
-from telemetry.collector.serving import PrometheusEndpoint
 from telemetry.histogram import histogram_from_cumulative
 from telemetry.models import EndpointEpoch, EndpointHourUsage, ServingEndpoint, ServingSample
-from tests.collector.expositions import MODEL, MODEL_14B, VLLM_ITL_BUCKETS_S, vllm_two_models
-from tests.telemetry.batches import make_batch
-from tests.telemetry.test_ingest import post
-from tests.telemetry.test_rollup import H, run
+from tests.helpers.batches import make_batch
+from tests.helpers.expositions import MODEL, MODEL_14B, VLLM_ITL_BUCKETS_S, vllm_two_models
+from tests.helpers.ingest import post
+from tests.helpers.per_model import METRICS_URL, batch_of, scraped
+from tests.helpers.rollup import H, run
 
 pytestmark = pytest.mark.django_db
-URL = "http://127.0.0.1:8000/metrics"
-
-
-def scraped(pages: list[str]) -> list[ServingReading]:
-    """The readings of one scraper reading ``pages`` one after the other, 10 s apart from H+600."""
-    page = iter(pages)
-    endpoint = PrometheusEndpoint(URL, (), book=EpochBook(), fetch=lambda _url, _timeout: next(page))
-    return [reading for i in range(len(pages)) for reading in endpoint.read(H + 600 + 10 * i)]
-
-
-def batch_of(readings: list[ServingReading]) -> dict:
-    builder = BatchBuilder(hostname="gpu-01", sample_interval_s=1.0, spool_state=lambda: SpoolState(0, 0))
-    for reading in readings:
-        builder.add_serving(reading)
-    built = builder.build(sent_at=H + 620)
-    assert built is not None
-    return built.payload
 
 
 def test_two_models_served_at_one_url_are_two_endpoints_with_their_own_hour(client, node, token):
@@ -54,7 +34,7 @@ def test_two_models_served_at_one_url_are_two_endpoints_with_their_own_hour(clie
     assert response.status_code == 200, response.content
     run()
 
-    endpoints = ServingEndpoint.objects.filter(node=node, url=URL)
+    endpoints = ServingEndpoint.objects.filter(node=node, url=METRICS_URL)
     assert sorted(endpoints.values_list("model_name", flat=True)) == [MODEL_14B, MODEL]
     small = EndpointHourUsage.objects.get(endpoint__model_name=MODEL)
     large = EndpointHourUsage.objects.get(endpoint__model_name=MODEL_14B)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from telemetry.models import EndpointHourUsage
-from tests.telemetry.batches import make_batch
-from tests.telemetry.test_ingest import post
-from tests.telemetry.test_rollup import H, run
+from tests.helpers.batches import make_batch
+from tests.helpers.ingest import post
+from tests.helpers.rollup import H, run
 
 pytestmark = pytest.mark.django_db
 STATUS = 422  # out of bounds: a counter is a non-negative integer or null

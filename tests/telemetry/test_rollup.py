@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -14,33 +13,16 @@ from telemetry.collector import wire
 from telemetry.energy import DEFAULT_GPU_MAX_GAP_S, DEFAULT_MAX_BRIDGE_S, DEFAULT_SERVING_MAX_GAP_S
 from telemetry.models import EndpointHourUsage, GpuHourUsage, RollupPending, UsageChanged
 from telemetry.rollup import rollup_node_hours, rollup_pending_run
-from tests.factories import GpuFactory, NodeFactory
-from tests.telemetry.batches import VLLM_BOUNDS, gpu_ref, make_batch
-from tests.telemetry.test_ingest import post
+from tests.helpers.batches import VLLM_BOUNDS, gpu_ref, make_batch
+from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.ingest import post
+from tests.helpers.rollup import HOUR_S, H, at, run, table
 
-HOUR_S = 3600
-# A complete hour two hours back: in retention, not in the future, never the current hour.
-H = (int(time.time()) // HOUR_S - 2) * HOUR_S
 GIB = 2**30
-
-
-def at(ts_s: float) -> datetime:
-    return datetime.fromtimestamp(ts_s, tz=UTC)
-
-
-def run() -> int:
-    return rollup_pending_run(now=timezone.now())
 
 
 def usage(gpu_index: int, hour_s: int) -> GpuHourUsage:
     return GpuHourUsage.objects.get(gpu__index=gpu_index, hour_start=at(hour_s))
-
-
-def table() -> list[dict]:
-    """Both usage tables, without the ids and times that a recomputation renews."""
-    gpu = GpuHourUsage.objects.order_by("gpu_id", "hour_start").values()
-    endpoint = EndpointHourUsage.objects.order_by("endpoint_id", "hour_start").values()
-    return [{k: v for k, v in row.items() if k not in {"id", "computed_at"}} for row in [*gpu, *endpoint]]
 
 
 def pending_hours() -> list[int]:

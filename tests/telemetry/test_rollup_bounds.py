@@ -28,7 +28,7 @@ from telemetry.models import (
 from telemetry.parking import columns_fit
 from telemetry.partitions import partitions_ensure
 from telemetry.rollup import rollup_pending_run
-from tests.factories import GpuFactory, NodeFactory
+from tests.helpers.factories import GpuFactory, NodeFactory
 
 HOUR_S = 3600
 H = (int(time.time()) // HOUR_S - 2) * HOUR_S

@@ -17,10 +17,10 @@ from telemetry.ingest import batch_ingest
 from telemetry.models import GpuHourUsage, RollupPending
 from telemetry.rollup import rollup_pending_run
 from telemetry.tasks import rollup_pending_task
-from tests.factories import NodeFactory
-from tests.telemetry.batches import make_batch
-from tests.telemetry.test_ingest import post
-from tests.telemetry.test_rollup import HOUR_S, table
+from tests.helpers.batches import make_batch
+from tests.helpers.factories import NodeFactory
+from tests.helpers.ingest import post
+from tests.helpers.rollup import HOUR_S, table
 
 H = (int(time.time()) // HOUR_S - 2) * HOUR_S
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
 from django.utils import timezone
 
 from fleets.models import Gpu
@@ -12,18 +11,13 @@ from fleets.services import credential_issue
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
 from telemetry.rollup import rollup_pending_run
 from telemetry.selectors import NodeGap, endpoint_hour_usage_for_node, gpu_hour_usage_for_node, node_gaps
-from tests.factories import GpuFactory, NodeFactory
-from tests.telemetry.batches import gpu_ref, make_batch
-from tests.telemetry.test_ingest import post
-from tests.telemetry.test_rollup import HOUR_S, H
+from tests.helpers.batches import gpu_ref, make_batch
+from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.ingest import post
+from tests.helpers.rollup import HOUR_S, H
 
 HOUR = timedelta(hours=1)
 T = datetime(2026, 11, 2, 10, tzinfo=UTC)
-
-
-@pytest.fixture
-def node(db):
-    return NodeFactory(hostname="gpu-01")
 
 
 def gpu_usage(gpu: Gpu, hour: datetime, observed_s: float = 3600.0, **bridged: float) -> GpuHourUsage:

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
-from tests.factories import GpuFactory, NodeFactory
-from tests.telemetry.batches import make_batch
+from tests.helpers.batches import make_batch
+from tests.helpers.factories import GpuFactory, NodeFactory
 
 
 @pytest.fixture

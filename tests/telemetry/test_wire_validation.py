@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from telemetry.collector import wire
-from tests.telemetry.batches import make_batch
+from tests.helpers.batches import make_batch
 
 values = st.one_of(
     st.none(),

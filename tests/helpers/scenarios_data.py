@@ -12,7 +12,7 @@ from typing import Any
 
 from accounting.models import NodeHourLedger
 from telemetry.models import EndpointHourUsage, ServingEndpoint
-from tests.factories import FleetFactory, NodeFactory, OrganizationFactory, SiteFactory
+from tests.helpers.factories import FleetFactory, NodeFactory, OrganizationFactory, SiteFactory
 
 H0 = datetime(2026, 1, 5, tzinfo=UTC)
 HOURS = [H0, H0 + timedelta(hours=1)]

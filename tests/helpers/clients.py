@@ -15,15 +15,12 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from conftest import subprocess_env
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.processes import ROOT, subprocess_env
 
 
 def free_port() -> int:

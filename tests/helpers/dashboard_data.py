@@ -8,7 +8,7 @@ from decimal import Decimal
 from accounting.models import NodePrice, SiteTariff
 from accounting.node_hour_lines import ledger_node_hours_compute
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint
-from tests.factories import FleetFactory, GpuFactory, NodeFactory, SiteFactory
+from tests.helpers.factories import FleetFactory, GpuFactory, NodeFactory, SiteFactory
 
 LONG_AGO = datetime(2026, 1, 1, tzinfo=UTC)
 BOUNDS = [0.01, 0.05, 0.1, 0.25, 0.5]
@@ -58,3 +58,27 @@ def two_fleets(organization):
         energy_j=1_300_000.0, tokens=4 * 3300 * 3600, ttft_counts=[0, 100, 300, 560, 30, 10],
     )  # fmt: skip
     return enterprise, consumer
+
+
+def period():
+    hours = recent_hours()
+    return hours[0], hours[-1] + timedelta(hours=1)
+
+
+def second_model_serve(fleet):
+    """The fleet's node serves llama-8b and, beside it, qwen-14b: a third of llama's output tokens and
+    500 requests an hour, every TTFT under 100 ms."""
+    endpoint = ServingEndpoint.objects.get(node__fleet=fleet)
+    endpoint.model_name = "llama-8b"
+    endpoint.save()
+    other = ServingEndpoint.objects.create(node=endpoint.node, url="http://127.0.0.1:8001/", kind="vllm",
+                                           model_name="qwen-14b")  # fmt: skip
+    for hour in recent_hours():
+        usage = EndpointHourUsage.objects.get(endpoint=endpoint, hour_start=hour)
+        EndpointHourUsage.objects.create(
+            endpoint=other, hour_start=hour, prompt_tokens=0, generation_tokens=usage.generation_tokens // 3,
+            requests=500, ttft_bucket_bounds_s=[0.1], ttft_bucket_counts=[500, 0], observed_s=3600.0,
+            reset_count=0, computed_at=hour,
+        )  # fmt: skip
+    # The node's lines count both models' output tokens, as the ledger does (the shares' denominator).
+    ledger_node_hours_compute(node_id=endpoint.node_id, hour_starts=list(recent_hours()))
