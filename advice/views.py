@@ -23,8 +23,8 @@ from advice.models import Advice, AdviceSettings, WorkloadClass
 from advice.services import ClassInvalid, advice_settings, workload_class_save
 from advice.tasks import advice_refresh_task
 from common.charts import figure_html, organization_fleet_colours
+from common.pages import page_context
 from fleets.permissions import Capability, may_change
-from fleets.web import page_context
 from reports.curves import load_curves
 
 

@@ -1,23 +1,47 @@
-"""Report periods and time buckets, pure: no Django.
+"""What a period is, for the dashboard pages and the report API alike: pure, no Django.
 
 A period is half-open, ``[start, end)``, in UTC, on whole hours (the ledger's
-unit). It is named (``2026``, ``2026-Q3``, ``2026-11``) or given as two
-instants. Buckets are UTC calendar hours, days or months; ``total`` is one
-bucket spanning the whole period.
+unit), between ``EARLIEST`` and ``LATEST``. It is written in one of four ways:
+
+- a preset of the pages' picker (``24h``, ``7d``, ``30d``, ``90d``, ``mtd``,
+  ``last-month``, ``ytd``), relative to now; without any period both pages and
+  reports show ``DEFAULT_PRESET``;
+- a calendar period of the API (``2026``, ``2026-Q3``, ``2026-11``);
+- a page's two dates (``start=2026-11-01&end=2026-11-30``): whole UTC days, the
+  end day included, as the picker's "from ... to ..." says;
+- the API's two instants (``start=2026-11-01T00:00:00Z&end=2026-12-01T00:00:00Z``):
+  on whole hours, the end excluded. A bare date there is the instant at its
+  midnight (DRF reads it so), so the same ``end`` date is one day shorter on the
+  API than on a page: each form keeps the reading its callers rely on. Pages
+  link to the API with instants (``dashboards.common.api_query``).
+
+Buckets are UTC calendar hours, days or months; ``total`` is one bucket
+spanning the whole period. The pages chart hours, days or months, the finest
+that keeps a chart readable unless one is asked for. Pages read their query with
+``period_from_query`` and show what is wrong beside the default; the API calls
+``api_range`` (through ``common.scope``) and answers 400.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 
 _PERIOD = re.compile(r"^(?P<year>\d{4})(?:-(?:Q(?P<quarter>[1-4])|(?P<month>0[1-9]|1[0-2])))?$", re.ASCII)
 HOUR = timedelta(hours=1)
-# What a report may cover: from the Unix epoch to the end of 2999. Far wider than any ledger, and far
+DAY = timedelta(days=1)
+# What a period may cover: from the Unix epoch to the end of 2999. Far wider than any ledger, and far
 # enough inside datetime's range (year 9999) that no bucket or neighbouring period overflows it.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(3000, 1, 1, tzinfo=UTC)
+# The pages' custom ranges are picked in days: they span at most this many (three years).
+CUSTOM_DAYS_MAX = 3 * 366
+# The bounds in the words of each form: the instant the last hour ends, the last day included.
+_OUTSIDE = f"start and end must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}"
+_OUTSIDE_DAYS = f"start and end must lie between {EARLIEST:%Y-%m-%d} and {LATEST - DAY:%Y-%m-%d}"
 
 
 class PeriodError(ValueError):
@@ -31,10 +55,41 @@ class Granularity(enum.StrEnum):
     TOTAL = "total"
 
 
+# What a chart can be drawn in: every granularity but ``total`` (one bucket is a tile, not a chart).
+CHART_GRANULARITIES = (Granularity.HOUR, Granularity.DAY, Granularity.MONTH)
+# The finest granularity that keeps a chart readable for a period of this length.
+_AUTO_GRANULARITY = ((timedelta(days=3), Granularity.HOUR), (timedelta(days=120), Granularity.DAY))
+
+PRESETS = {
+    "24h": "Last 24 hours",
+    "7d": "Last 7 days",
+    "30d": "Last 30 days",
+    "90d": "Last 90 days",
+    "mtd": "This month",
+    "last-month": "Last month",
+    "ytd": "This year",
+}
+DEFAULT_PRESET = "7d"
+_ROLLING = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90)}
+
+
 def month_add(at: datetime, months: int) -> datetime:
     """The first instant of the month ``months`` after the month of ``at`` (``at`` on a month start)."""
     index = at.year * 12 + at.month - 1 + months
     return at.replace(year=index // 12, month=index % 12 + 1)
+
+
+def preset_range(preset: str, now: datetime) -> tuple[datetime, datetime]:
+    """``[start, end)`` in UTC; rolling presets end at the next whole hour so the current hour shows."""
+    hour_end = now.replace(minute=0, second=0, microsecond=0) + HOUR
+    month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    if preset in _ROLLING:
+        return hour_end - _ROLLING[preset], hour_end
+    if preset == "mtd":
+        return month_start, hour_end
+    if preset == "last-month":
+        return month_add(month_start, -1), month_start
+    return month_start.replace(month=1), hour_end  # ytd
 
 
 def period_parse(text: str) -> tuple[datetime, datetime]:
@@ -54,6 +109,39 @@ def period_parse(text: str) -> tuple[datetime, datetime]:
     return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
 
 
+def day_parse(text: str) -> date | None:
+    """The date ``text`` names (ISO 8601, no time of day), or ``None`` for anything else."""
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def day_start(day: date) -> datetime:
+    """Midnight UTC at the start of ``day``: where a range whose first day is ``day`` starts."""
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def day_end(day: date) -> datetime:
+    """Midnight UTC after ``day``: where a range whose last day (included) is ``day`` ends."""
+    return day_start(day) + DAY
+
+
+def api_range(
+    period: str | None, start: datetime | None, end: datetime | None, *, now: datetime
+) -> tuple[datetime, datetime]:
+    """A report's ``[start, end)``: ``period``, or ``start`` and ``end``, or neither (``DEFAULT_PRESET``)."""
+    if not (period or start or end):
+        return preset_range(DEFAULT_PRESET, now)
+    if period and (start or end):
+        raise PeriodError("give period, or start and end, not both")
+    if period:
+        return period_parse(period)
+    if start is None or end is None:
+        raise PeriodError("give period (2026, 2026-Q3, 2026-11), or both start and end, or neither (last 7 days)")
+    return range_check(start, end)
+
+
 def range_check(start: datetime, end: datetime) -> tuple[datetime, datetime]:
     """``(start, end)`` in UTC, or ``PeriodError``: both aware, on whole hours, start before end.
 
@@ -65,14 +153,14 @@ def range_check(start: datetime, end: datetime) -> tuple[datetime, datetime]:
     try:
         start, end = start.astimezone(UTC), end.astimezone(UTC)
     except OverflowError:  # 0001-01-01T00:00+14:00 is before the first representable UTC instant
-        raise PeriodError(f"start and end must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}") from None
+        raise PeriodError(_OUTSIDE) from None
     for name, at in (("start", start), ("end", end)):
         if at.minute or at.second or at.microsecond:
             raise PeriodError(f"{name} {at.isoformat()} is not on a whole hour (the ledger is hourly)")
     if end <= start:
         raise PeriodError("end must be after start")
     if start < EARLIEST or end > LATEST:
-        raise PeriodError(f"start and end must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}")
+        raise PeriodError(_OUTSIDE)
     return start, end
 
 
@@ -81,9 +169,80 @@ def bucket_end(bucket_start: datetime, granularity: Granularity, end: datetime) 
     if granularity is Granularity.HOUR:
         natural = bucket_start + HOUR
     elif granularity is Granularity.DAY:
-        natural = bucket_start + timedelta(days=1)
+        natural = bucket_start + DAY
     elif granularity is Granularity.MONTH:
         natural = month_add(bucket_start, 1)
     else:
         natural = end
     return min(natural, end)
+
+
+def auto_granularity(length: timedelta) -> Granularity:
+    """The finest chart granularity that keeps a period of ``length`` readable."""
+    return next((name for limit, name in _AUTO_GRANULARITY if length <= limit), Granularity.MONTH)
+
+
+@dataclass(frozen=True)
+class Period:
+    """The period a dashboard page shows, with what was wrong in the query that asked for it."""
+
+    start: datetime
+    end: datetime
+    granularity: Granularity
+    preset: str  # a key of PRESETS, or "custom"
+    errors: tuple[str, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        if self.preset in PRESETS:
+            return PRESETS[self.preset]
+        return f"{self.start:%Y-%m-%d} to {(self.end - timedelta(seconds=1)):%Y-%m-%d}"
+
+    def previous(self) -> Period:
+        """The period of the same length just before this one (for "change vs previous")."""
+        length = self.end - self.start
+        return Period(self.start - length, self.start, self.granularity, "custom")
+
+    def query(self) -> str:
+        if self.preset == "custom":
+            last_day = self.end - DAY
+            return f"start={self.start:%Y-%m-%d}&end={last_day:%Y-%m-%d}&granularity={self.granularity}"
+        return f"period={self.preset}&granularity={self.granularity}"
+
+
+def period_from_query(query: Mapping[str, str], *, now: datetime) -> Period:
+    """A page's period from its query string; a bad value is named in ``errors`` and the default shown."""
+    errors: list[str] = []
+    start, end, preset = _page_range(query, now, errors)
+    asked = query.get("granularity")
+    if asked and asked not in CHART_GRANULARITIES:
+        errors.append(f"granularity {asked!r} is not one of {', '.join(CHART_GRANULARITIES)}")
+    granularity = Granularity(asked) if asked in CHART_GRANULARITIES else auto_granularity(end - start)
+    return Period(start, end, granularity, preset, tuple(errors))
+
+
+def _page_range(query: Mapping[str, str], now: datetime, errors: list[str]) -> tuple[datetime, datetime, str]:
+    if query.get("start") or query.get("end"):
+        try:
+            return (*page_days(query.get("start", ""), query.get("end", "")), "custom")
+        except PeriodError as error:
+            errors.append(str(error))
+    preset = query.get("period") or DEFAULT_PRESET
+    if preset not in PRESETS:
+        errors.append(f"period {preset!r} is not one of {', '.join(PRESETS)}")
+        preset = DEFAULT_PRESET
+    return (*preset_range(preset, now), preset)
+
+
+def page_days(start_text: str, end_text: str) -> tuple[datetime, datetime]:
+    """A page's custom range: two dates, whole UTC days with the last included, at most three years."""
+    first, last = day_parse(start_text), day_parse(end_text)
+    if first is None or last is None:
+        raise PeriodError("start and end must be dates like 2026-11-01")
+    if first < EARLIEST.date() or last >= LATEST.date():  # checked before any arithmetic: 9999-12-31 is refused
+        raise PeriodError(_OUTSIDE_DAYS)
+    if last < first:
+        raise PeriodError("the end date is before the start date")
+    if (last - first).days > CUSTOM_DAYS_MAX:
+        raise PeriodError("a custom period may span at most three years")
+    return day_start(first), day_end(last)

@@ -19,10 +19,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 from rest_framework.exceptions import NotFound, ValidationError
 
-from common.periods import PeriodError, period_parse, range_check
+from common.periods import DEFAULT_PRESET, PRESETS, PeriodError, api_range
 from fleets.models import Fleet, Node, Organization, Site
 from fleets.selectors import organizations_for_user
-from fleets.web import DEFAULT_PRESET, PRESETS, preset_range
 
 # The largest id a path or query may name (a bigint); larger ones are refused as not found, not as a 500.
 ID_MAX = 2**63 - 1
@@ -49,17 +48,8 @@ DEFAULT_PERIOD_LABEL = PRESETS[DEFAULT_PRESET].lower()
 
 def report_period(params: Mapping[str, Any]) -> tuple[datetime, datetime]:
     """``[start, end)`` from ``period``, or from ``start`` and ``end``, or the dashboards' default; 400 otherwise."""
-    period, start, end = params.get("period"), params.get("start"), params.get("end")
-    if not (period or start or end):
-        return preset_range(DEFAULT_PRESET, timezone.now())
     try:
-        if period and (start or end):
-            raise PeriodError("give period, or start and end, not both")
-        if period:
-            return period_parse(period)
-        if start is None or end is None:
-            raise PeriodError("give period (2026, 2026-Q3, 2026-11), or both start and end, or neither (last 7 days)")
-        return range_check(start, end)
+        return api_range(params.get("period"), params.get("start"), params.get("end"), now=timezone.now())
     except PeriodError as error:
         raise ValidationError({"period": [str(error)]}) from error
 

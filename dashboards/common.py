@@ -10,9 +10,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from common.charts import Buckets
+from common.periods import Period
 from dashboards.forms import CurrencyForm, page_options
 from fleets.models import Organization
-from fleets.web import Period
 from reports.selectors import NO_FILTERS, ReportFilters
 
 

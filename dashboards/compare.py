@@ -10,10 +10,10 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from common.charts import figure_html, grouped_bars, organization_fleet_colours, scatter_points
+from common.pages import page_context
 from dashboards.common import api_query, organization_ids
 from dashboards.forms import CompareForm, page_options
 from fleets.models import Fleet
-from fleets.web import page_context
 from reports.display import ITL_NOT_EXPOSED, comparison_row_output, load_band_output
 from reports.metrics import ALLOCATION_NOTE, LedgerAllocation
 from reports.selectors import ComparisonRow, ComparisonStats, fleet_comparison

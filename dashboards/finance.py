@@ -20,9 +20,9 @@ from django.utils import timezone
 from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
 from common.charts import figure_html, gpu_model_colour, grouped_bars, organization_fleet_colours, pivot, stacked_bars
-from common.periods import Granularity
+from common.pages import page_context
+from common.periods import Granularity, Period
 from dashboards.common import api_query, currency_choice, organization_ids, period_buckets
-from fleets.web import Period, page_context
 from reports.aggregates import amount_sum
 from reports.display import money, usage_row_output
 from reports.selectors import (
@@ -55,7 +55,7 @@ def finance_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     organization, period = context["organization"], context["period"]
     ids = organization_ids(organization)
-    granularity = Granularity(period.granularity)
+    granularity = period.granularity
     every_currency = ledger_parts(
         organization_ids=ids, start=period.start, end=period.end, keys=_KEYS, granularity=granularity, extra=_IN_RENT
     )
@@ -128,7 +128,7 @@ def _change(total: dict[str, Any] | None, previous_cost: Decimal | None) -> floa
 def _charts(
     parts: list[LedgerPart], period: Period, labels: dict[str, str], currency: str, colours: dict[str, str]
 ) -> list[str]:
-    granularity = Granularity(period.granularity)
+    granularity = period.granularity
     per_bucket = parts_sum(parts, lambda p: (p.key[BUCKET], p.key["fleet_id"]))
     over_time = [
         (usage_row_output(row), row)

@@ -1,4 +1,4 @@
-"""The pages' own query parameters, parsed with bounds (the period is ``fleets.web``'s).
+"""The pages' own query parameters, parsed with bounds (the period is ``common.periods``'s).
 
 A page never answers 500 or 400 for a parameter a person edited by hand: a value
 that does not parse is dropped and the page shows its default, as for a missing one.

@@ -26,8 +26,8 @@ from django.utils import timezone
 from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
 from common.charts import Buckets, figure_html, series_lines
+from common.pages import page_context
 from fleets.models import Gpu, GpuInstallation, Node
-from fleets.web import page_context
 from grid.hours import floor_hour
 from reports.aggregates import UNPRICED_WITH_TELEMETRY, ledger_sums, ledger_sums_from
 from reports.metrics import grid_kind

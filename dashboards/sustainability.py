@@ -19,10 +19,10 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from common.charts import figure_html, gpu_model_colour, grouped_bars, series_lines
-from common.periods import Granularity
+from common.pages import page_context
+from common.periods import Period
 from dashboards.common import api_query, organization_ids, period_buckets
 from fleets.models import Organization
-from fleets.web import Period, page_context
 from reports.display import quality_hour_output, sustainability_output
 from reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
 from reports.selectors.sustainability import (
@@ -114,7 +114,7 @@ def _parts(ids: list[int], period: Period) -> list[LedgerPart]:
         start=period.start,
         end=period.end,
         keys=_KEYS,
-        granularity=Granularity(period.granularity),
+        granularity=period.granularity,
         money=False,
         annotations=REPORT_ANNOTATIONS,
         extra=_INTENSITY,

@@ -19,9 +19,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from common.pages import page_context
 from fleets.models import Fleet
 from fleets.selectors import organizations_for_user
-from fleets.web import page_context
 from scenarios.changes import Kind
 from scenarios.models import Scenario
 from scenarios.result import FIGURES

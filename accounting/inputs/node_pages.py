@@ -17,10 +17,10 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from accounting.inputs.nodes import node_enroll_audited, node_token_revoke_audited, node_token_rotate_audited
+from common.pages import page_context
 from fleets.models import Fleet, Node, NodeCredential, Site
 from fleets.permissions import Capability, may_change
 from fleets.services import NodeRefused
-from fleets.web import page_context
 
 
 class EnrollForm(forms.Form):

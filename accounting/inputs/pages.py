@@ -21,9 +21,9 @@ from django.utils import timezone
 from accounting.inputs.services import node_rent_change
 from accounting.models import LedgerPending, NodePrice
 from common.api import InputInvalid
+from common.pages import page_context
 from fleets.models import Node
 from fleets.permissions import Capability, may_change
-from fleets.web import page_context
 from governance.locks import PeriodLocked
 
 

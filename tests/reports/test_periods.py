@@ -1,4 +1,4 @@
-"""Report periods and buckets: pure, no database."""
+"""Periods of the pages and the reports, and their buckets: pure, no database."""
 
 from __future__ import annotations
 
@@ -6,7 +6,21 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from common.periods import Granularity, PeriodError, bucket_end, period_parse, range_check
+from common.periods import (
+    CHART_GRANULARITIES,
+    EARLIEST,
+    HOUR,
+    LATEST,
+    PRESETS,
+    Granularity,
+    PeriodError,
+    api_range,
+    bucket_end,
+    period_from_query,
+    period_parse,
+    preset_range,
+    range_check,
+)
 
 
 def utc(*args: int) -> datetime:
@@ -59,3 +73,62 @@ def test_bucket_ends_follow_the_calendar_and_stop_at_the_period_end():
     assert bucket_end(utc(2026, 12, 1), Granularity.MONTH, end) == utc(2027, 1, 1)
     assert bucket_end(utc(2026, 12, 31), Granularity.DAY, utc(2026, 12, 31, 12)) == utc(2026, 12, 31, 12)
     assert bucket_end(utc(2026, 10, 1), Granularity.TOTAL, end) == end
+
+
+# One parser for pages and reports (common.periods): each form read once, the same way by both callers.
+
+NOW = utc(2026, 11, 17, 9) + timedelta(minutes=41)
+
+
+def page(**query: str):
+    return period_from_query(query, now=NOW)
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_a_presets_range_is_the_one_preset_range_on_a_page(preset):
+    period = page(period=preset)
+
+    assert (period.start, period.end, period.preset) == (*preset_range(preset, NOW), preset)
+
+
+def test_without_a_period_a_report_covers_what_a_page_shows_first():
+    shown = page()
+
+    assert (shown.start, shown.end) == (utc(2026, 11, 10, 10), utc(2026, 11, 17, 10))
+    assert api_range(None, None, None, now=NOW) == (shown.start, shown.end)
+
+
+def test_a_months_dates_on_a_page_are_the_apis_named_month_and_its_instants():
+    shown = page(start="2026-11-01", end="2026-11-30")
+
+    assert (shown.start, shown.end) == api_range("2026-11", None, None, now=NOW)
+    assert (shown.start, shown.end) == api_range(None, utc(2026, 11, 1), utc(2026, 12, 1), now=NOW)
+
+
+def test_an_end_date_is_included_on_a_page_and_an_instant_in_the_api():
+    # The one reading that differs, kept because callers rely on each: the picker's "to" day is included; the API's
+    # bare date is the instant at its midnight, exclusive like every end (tests/dashboards/test_pages.py asks the API
+    # for one day as start=D&end=D+1).
+    shown = page(start="2026-11-01", end="2026-11-02")
+
+    assert (shown.start, shown.end) == (utc(2026, 11, 1), utc(2026, 11, 3))
+    assert api_range(None, utc(2026, 11, 1), utc(2026, 11, 2), now=NOW) == (utc(2026, 11, 1), utc(2026, 11, 2))
+
+
+def test_pages_and_reports_share_one_pair_of_bounds():
+    assert range_check(EARLIEST, LATEST) == (EARLIEST, LATEST)
+    assert page(start="1970-01-01", end="1970-01-01").start == EARLIEST
+    assert page(start="2999-01-01", end="2999-12-31").end == LATEST
+    for start, end in [("1969-12-31", "1970-01-02"), ("2999-12-31", "3000-01-01"), ("9999-12-30", "9999-12-31")]:
+        assert page(start=start, end=end).errors == ("start and end must lie between 1970-01-01 and 2999-12-31",)
+    for start, end in [(EARLIEST - HOUR, EARLIEST + HOUR), (LATEST - HOUR, LATEST + HOUR)]:
+        with pytest.raises(PeriodError, match="between 1970-01-01 and 3000-01-01"):
+            range_check(start, end)
+
+
+def test_a_page_charts_every_granularity_but_total_and_names_them_as_the_api_does():
+    assert set(CHART_GRANULARITIES) == set(Granularity) - {Granularity.TOTAL}
+    assert page(granularity="day").granularity is Granularity.DAY
+    assert page(granularity="total").errors == ("granularity 'total' is not one of hour, day, month",)
+    assert page(period="24h").granularity is Granularity.HOUR and page(period="90d").granularity is Granularity.DAY
+    assert page(period="ytd").granularity is Granularity.MONTH
