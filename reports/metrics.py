@@ -289,9 +289,9 @@ class ComparisonStats:
 
     # Each grid intensity source with its share of the row's facility kWh ("source=share; ..."), when traced.
     location_sources: str | None = None
-    # Per LLM model: the row's own lines by GPU model and intensity source, allocated as its sums are
-    # (``selectors.trace.TracePart``); ``None``: the row's lines are its fleet's (x GPU model's) own.
-    trace_parts: tuple[Any, ...] | None = None
+    # The row's lines by GPU model and intensity source (``selectors.trace.TracePart``), allocated as its
+    # sums are per LLM model: what ``location_sources`` and ``embodied_sources`` were traced from.
+    trace_parts: tuple[Any, ...] = ()
 
     @property
     def currency(self) -> str | None:

@@ -6,11 +6,18 @@ the changes then act on the buckets, never on the stored ledger:
 
 1. ``nodes``: a bucket x ``(n + N) / n``, ``n`` the fleet's node-hours of that GPU
    model in that hour (every figure: the added nodes work like the average node).
-2. ``move``: PUE (facility kWh, electricity and carbon x new / old PUE); zone
-   (location carbon = facility kWh x the zone's intensity of that hour).
-3. ``tenure``: hardware = GPU-hours x rent, or x (capex / life + opex); rent with
-   power included has no electricity line; without, kWh once included are unpriced.
+2. ``move``: PUE (facility kWh = IT kWh x the new PUE; electricity and carbon x new / old
+   PUE, at the prices and intensities measured); zone (location carbon = facility kWh x
+   the zone's intensity of that hour).
+3. ``tenure``: hardware = GPU-hours x rent, or each card's capex over its life + opex
+   for its GPU-hours; rent with power included has no electricity line; without, kWh
+   once included are unpriced.
 4. ``move`` tariff: electricity = facility kWh not included in rent x the price.
+
+Facility energy, electricity, hardware and cost are the ledger's own rules
+(``accounting.ledger.line``: ``facility_kwh``, ``electricity_cost``,
+``tariff_electricity_cost``, ``hardware_cost``, ``line_cost``), applied to the
+bucket's sums, so that a change of a money rule changes the ledger and the replay alike.
 5. ``lifetime``: embodied x (rate over the longer life) / (rate the ledger used), by the
    remaining-life rule of ``accounting.ledger.embodied``, per card: the ledger's card has
    the GPU model's expected life L, its asset's prior use p and own expected years o (none:
@@ -33,8 +40,17 @@ from decimal import Decimal
 from typing import TypeGuard
 
 from accounting.ledger.embodied import embodied_rate_g_per_h
-from accounting.ledger.inputs import EmbodiedAsset, EmbodiedKg
+from accounting.ledger.inputs import EmbodiedAsset, EmbodiedKg, OwnedPricing, RatePer, RentedPricing
+from accounting.ledger.line import (
+    ElectricityStatus,
+    electricity_cost,
+    facility_kwh,
+    hardware_cost,
+    line_cost,
+    tariff_electricity_cost,
+)
 from accounting.ledger.units import ONE, ZERO, h_from_years
+from accounting.tariff import TariffPrice
 from scenarios.changes import (
     Change,
     LifetimeChange,
@@ -89,7 +105,9 @@ class Sums:
 
     ``facility_kwh_priced`` / ``_included``: kWh whose electricity is priced, or included
     in rent (the rest is unpriced); ``facility_kwh_located``: kWh with a known location
-    intensity (the rest has no location carbon). Tokens are Decimal: scaled sums are fractional.
+    intensity (the rest has no location carbon); ``it_kwh_priced`` / ``_included`` /
+    ``_located``: the IT kWh behind them (facility kWh at another PUE). Tokens are Decimal:
+    scaled sums are fractional.
     """
 
     rows: int = 0
@@ -100,6 +118,9 @@ class Sums:
     facility_kwh_priced: Decimal = ZERO
     facility_kwh_included: Decimal = ZERO
     facility_kwh_located: Decimal = ZERO
+    it_kwh_priced: Decimal = ZERO
+    it_kwh_included: Decimal = ZERO
+    it_kwh_located: Decimal = ZERO
     electricity_cost: Decimal = ZERO
     hardware_cost: Decimal = ZERO
     location_co2e_g: Decimal = ZERO
@@ -111,7 +132,7 @@ class Sums:
 
     @property
     def cost(self) -> Decimal:
-        return self.electricity_cost + self.hardware_cost
+        return line_cost(self.hardware_cost, self.electricity_cost)
 
     def scaled(self, factor: Decimal) -> Sums:
         """Every quantity x ``factor`` (the count of rows stays)."""
@@ -170,16 +191,19 @@ class Replay:
         sums.gpu_h += gpu_h
         sums.it_kwh += it
         sums.facility_kwh += facility
-        if status == "priced":
+        if status == ElectricityStatus.PRICED:
             sums.facility_kwh_priced += facility
-        elif status == "included":
+            sums.it_kwh_priced += it
+        elif status == ElectricityStatus.INCLUDED:
             sums.facility_kwh_included += facility
+            sums.it_kwh_included += it
         if electricity is not None:
             sums.electricity_cost += electricity
         sums.hardware_cost += hardware
         if location is not None:
             sums.location_co2e_g += location
             sums.facility_kwh_located += facility
+            sums.it_kwh_located += it
         sums.embodied_co2e_g_low += low
         sums.embodied_co2e_g_central += central
         sums.embodied_co2e_g_high += high
@@ -282,7 +306,7 @@ def _bucket_scenario(key: BucketKey, sums: Sums, inputs: ReplayInputs, factor: D
     for change in inputs.changes:
         if isinstance(change, MoveChange) and change.fleet == fleet:
             if change.pue is not None:
-                _pue(result, change.pue / pue)
+                _pue(result, pue, change.pue)
             if change.zone is not None:
                 _zone(result, inputs.zone_intensity.get(fleet, {}).get(hour))
     for change in inputs.changes:
@@ -290,17 +314,25 @@ def _bucket_scenario(key: BucketKey, sums: Sums, inputs: ReplayInputs, factor: D
             _tenure(result, change)
     for change in inputs.changes:
         if isinstance(change, MoveChange) and change.fleet == fleet and change.price_per_kwh is not None:
-            result.electricity_cost = (result.facility_kwh - result.facility_kwh_included) * change.price_per_kwh
-            result.facility_kwh_priced = result.facility_kwh - result.facility_kwh_included
+            _tariff(result, TariffPrice(change.price_per_kwh, SCENARIO_PRICE_ID))
     for change in inputs.changes:
         if isinstance(change, LifetimeChange) and change.fleet == fleet:
             _lifetime(result, change, inputs.lifetime_years.get(gpu_model), cards)
     return result
 
 
-def _pue(sums: Sums, ratio: Decimal) -> None:
-    for name in ("facility_kwh", "facility_kwh_priced", "facility_kwh_included", "facility_kwh_located"):
-        setattr(sums, name, getattr(sums, name) * ratio)
+# The trace tag of the flat price a ``move`` change gives (``TariffPrice.price_id``).
+SCENARIO_PRICE_ID = "scenario:price_per_kwh"
+
+
+def _pue(sums: Sums, pue: Decimal, new_pue: Decimal) -> None:
+    """Facility kWh of the same IT kWh at ``new_pue`` (the ledger's rule); their electricity and carbon at the
+    prices and intensities measured (per kWh, so x new / old PUE)."""
+    sums.facility_kwh = facility_kwh(sums.it_kwh, new_pue)
+    sums.facility_kwh_priced = facility_kwh(sums.it_kwh_priced, new_pue)
+    sums.facility_kwh_included = facility_kwh(sums.it_kwh_included, new_pue)
+    sums.facility_kwh_located = facility_kwh(sums.it_kwh_located, new_pue)
+    ratio = new_pue / pue
     sums.electricity_cost *= ratio
     sums.location_co2e_g *= ratio
 
@@ -309,19 +341,36 @@ def _zone(sums: Sums, intensity_g_per_kwh: Decimal | None) -> None:
     known = intensity_g_per_kwh is not None
     sums.location_co2e_g = sums.facility_kwh * intensity_g_per_kwh if intensity_g_per_kwh is not None else ZERO
     sums.facility_kwh_located = sums.facility_kwh if known else ZERO
+    sums.it_kwh_located = sums.it_kwh if known else ZERO
+
+
+def _tariff(sums: Sums, tariff: TariffPrice) -> None:
+    """The kWh not included in rent priced at ``tariff``."""
+    sums.facility_kwh_priced = sums.facility_kwh - sums.facility_kwh_included
+    sums.it_kwh_priced = sums.it_kwh - sums.it_kwh_included
+    sums.electricity_cost = tariff_electricity_cost(sums.facility_kwh_priced, tariff)
 
 
 def _tenure(sums: Sums, change: TenureChange) -> None:
     if change.mode == "rent":
-        sums.hardware_cost = sums.gpu_h * change.rate_per_gpu_h
-        if change.includes_power:
-            sums.electricity_cost, sums.facility_kwh_priced = ZERO, ZERO
-            sums.facility_kwh_included = sums.facility_kwh
+        rent = RentedPricing(change.rate_per_gpu_h, RatePer.GPU, change.includes_power, price_id=SCENARIO_PRICE_ID)
+        sums.hardware_cost = hardware_cost(rent, sums.held_h, sums.gpu_h)
+        electricity, status = electricity_cost(sums.facility_kwh, rent, None)
+        if status is ElectricityStatus.INCLUDED:
+            sums.electricity_cost = electricity or ZERO
+            sums.facility_kwh_priced, sums.it_kwh_priced = ZERO, ZERO
+            sums.facility_kwh_included, sums.it_kwh_included = sums.facility_kwh, sums.it_kwh
             return
     else:
-        per_gpu_h = change.capex_per_gpu / h_from_years(change.lifetime_years) + change.opex_per_gpu_h
-        sums.hardware_cost = sums.gpu_h * per_gpu_h
-    sums.facility_kwh_included = ZERO  # power once in the rent is now unpriced, unless a tariff is given
+        sums.hardware_cost = _cards_owned_cost(change.capex_per_gpu, change.lifetime_years, change.opex_per_gpu_h, sums)
+    # power once in the rent is now unpriced, unless a tariff is given
+    sums.facility_kwh_included, sums.it_kwh_included = ZERO, ZERO
+
+
+def _cards_owned_cost(capex_per_gpu: Decimal, life_years: Decimal, opex_per_gpu_h: Decimal, sums: Sums) -> Decimal:
+    """The ledger's owned hardware cost of cards each held their GPU-hours: capex over the life, plus opex."""
+    owned = OwnedPricing(capex_per_gpu, h_from_years(life_years), opex_per_gpu_h, price_id=SCENARIO_PRICE_ID)
+    return hardware_cost(owned, sums.gpu_h, sums.gpu_h)
 
 
 def lifetime_factor(life_years: Decimal, change: LifetimeChange, cards: LifeKey = ()) -> Decimal:
@@ -358,7 +407,7 @@ def _lifetime(sums: Sums, change: LifetimeChange, life_years: Decimal | None, ca
         left_years = life_years + change.extra_years - (change.prior_use_years or ZERO)
         if left_years <= 0:
             raise ReplayError(f"fleet {change.fleet}: prior_use_years leaves the cards no life to use")
-        sums.hardware_cost = sums.gpu_h * change.purchase_price_per_gpu / h_from_years(left_years)
+        sums.hardware_cost = _cards_owned_cost(change.purchase_price_per_gpu, left_years, ZERO, sums)
 
 
 def _lifetime_notes(inputs: ReplayInputs, gpu_models: set[str], notes: list[str]) -> None:

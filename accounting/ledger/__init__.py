@@ -34,7 +34,9 @@ from accounting.ledger.line import (
     electricity_cost,
     facility_kwh,
     hardware_cost,
+    line_cost,
     operational_co2e_g,
+    tariff_electricity_cost,
 )
 from accounting.ledger.totals import CurrencyMismatchError, LedgerTotals
 from accounting.ledger.units import H_PER_YEAR, J_PER_KWH, h_from_years, kwh_from_j, money_quantize
@@ -70,6 +72,8 @@ __all__ = [
     "hardware_cost",
     "hours_held",
     "kwh_from_j",
+    "line_cost",
     "money_quantize",
     "operational_co2e_g",
+    "tariff_electricity_cost",
 ]

@@ -164,7 +164,17 @@ def electricity_cost(
         return ZERO, ElectricityStatus.INCLUDED
     if tariff is None:
         return None, ElectricityStatus.UNPRICED
-    return facility_kwh * tariff.price_per_kwh, ElectricityStatus.PRICED
+    return tariff_electricity_cost(facility_kwh, tariff), ElectricityStatus.PRICED
+
+
+def tariff_electricity_cost(facility_kwh: Decimal, tariff: TariffPrice) -> Decimal:
+    """Electricity cost (currency) of ``facility_kwh`` priced at ``tariff`` (the hour's price per kWh)."""
+    return facility_kwh * tariff.price_per_kwh
+
+
+def line_cost(hardware_cost: Decimal, electricity_cost: Decimal | None) -> Decimal:
+    """A node-hour's cost (currency): hardware plus electricity; unpriced electricity (``None``) adds nothing."""
+    return hardware_cost + (electricity_cost or ZERO)
 
 
 def hardware_cost(pricing: Pricing, held_h: Decimal, gpu_h: Decimal) -> Decimal:
@@ -220,12 +230,11 @@ def _idle(
     node: NodeHourInput, it_energy_j: Decimal, hardware: Decimal, charged: TariffPrice | None, policy: LedgerPolicy
 ) -> _Idle:
     """Idle GPU-hours, cost and facility kWh of the node-hour, under the share rule above."""
-    price_per_kwh = charged.price_per_kwh if charged is not None else ZERO
     idle, gpu_h = _Idle(), node.gpu_h
     for gpu in (gpu for gpu in node.gpus if is_idle(gpu, policy)):
         kwh = gpu_share_facility_kwh(node, gpu, it_energy_j)
         hardware_share = hardware * node.gpu_held_h(gpu) / gpu_h if gpu_h else hardware / len(node.gpus)
-        cost = hardware_share + kwh * price_per_kwh
+        cost = line_cost(hardware_share, tariff_electricity_cost(kwh, charged) if charged is not None else None)
         idle = _Idle(idle.gpu_h + node.gpu_held_h(gpu), idle.cost + cost, idle.facility_kwh + kwh)
     return idle
 
@@ -256,7 +265,7 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         facility_kwh=facility,
         electricity_cost=electricity,
         hardware_cost=hardware,
-        cost=hardware + (electricity or ZERO),
+        cost=line_cost(hardware, electricity),
         location_co2e_g=operational_co2e_g(facility, node.location),
         market_co2e_g=operational_co2e_g(facility, node.market),
         embodied_co2e_g=node_embodied_co2e_g(node, policy.amortization),

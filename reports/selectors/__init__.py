@@ -19,12 +19,14 @@ currency, or group by site or currency). Nothing is rounded here:
 - ``ledger_parts`` / ``parts_sum`` / ``parts_total``: the lines summed once per a
   few keys, for a page that shows several roll-ups of them (added exactly in Python).
 - ``fleet_comparison``: per fleet (or fleet x GPU model): throughput, TTFT, cost,
-  energy and carbon per token, utilization, idle share, and ratios to a baseline fleet.
+  energy and carbon per token, utilization, idle share, each row traced (intensity and
+  embodied factors' sources), and ratios to a baseline fleet.
 - ``sustainability_report``: one organization's Scope 2 and embodied carbon,
   energy and PUE, with the quality and sources of the data behind them.
 """
 
 from reports.metrics import ComparisonRow, ComparisonStats, LedgerSums
+from reports.selectors.comparison import fleet_comparison
 from reports.selectors.lines import MIXED_MODEL, NO_FILTERS, ReportFilters, gpu_model_profiles, ledger_lines
 from reports.selectors.parts import BUCKET, LedgerPart, ledger_parts, parts_sum, parts_total
 from reports.selectors.sustainability import (
@@ -34,9 +36,6 @@ from reports.selectors.sustainability import (
     SustainabilityReport,
     sustainability_report,
 )
-
-# The comparison as reports and pages read it: each row traced (intensity and embodied factors' sources).
-from reports.selectors.trace import fleet_comparison_traced as fleet_comparison
 from reports.selectors.usage import (
     GroupBy,
     ReportPage,

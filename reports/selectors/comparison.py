@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 from django.db.models import (
@@ -25,11 +24,10 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from accounting.ledger import CurrencyMismatchError
-from accounting.ledger.units import ZERO
 from accounting.models import NodeHourLedger
 from accounting.models.ledger import DEFAULT_GOODPUT_TTFT_TARGET_MS
 from fleets.models import Fleet
-from reports.aggregates import LOCATION_KNOWN, amount_sum, ledger_sums, ledger_sums_from
+from reports.aggregates import ledger_sums, ledger_sums_from
 from reports.latency import TimeSum
 from reports.metrics import (
     ComparisonRow,
@@ -41,13 +39,8 @@ from reports.metrics import (
     ledger_sums_merge,
 )
 from reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
-from reports.selectors.lines import (
-    MIXED_MODEL,
-    ReportFilters,
-    embodied_sources,
-    gpu_model_profiles,
-    ledger_lines,
-)
+from reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles, ledger_lines
+from reports.selectors.trace import TRACE_SUMS, RowTracer, TracePart, as_part
 from telemetry.histogram import Histogram, histogram_merge
 from telemetry.models import EndpointHourUsage, ServingEndpoint
 
@@ -81,13 +74,14 @@ def fleet_comparison(
     """
     scope: dict[str, Any] = {"organization_ids": organization_ids, "start": start, "end": end}
     grouping: dict[str, Any] = {"by_model": by_model or by_llm_model, "by_llm_model": by_llm_model}
-    stats = _comparison_stats(**scope, **grouping, fleet_ids=fleet_ids)
+    stats, tracer = _comparison_stats(**scope, **grouping, fleet_ids=fleet_ids)
     baseline = None
     if baseline_fleet_id is not None:
         parts = [row for row in stats if row.fleet_id == baseline_fleet_id]
         if not parts and fleet_ids and baseline_fleet_id not in fleet_ids:  # filtered out: read it on its own
-            parts = _comparison_stats(**scope, by_model=False, by_llm_model=False, fleet_ids=[baseline_fleet_id])
-        baseline = _stats_merge(parts) if parts else None
+            alone: dict[str, Any] = {"by_model": False, "by_llm_model": False, "fleet_ids": [baseline_fleet_id]}
+            parts, tracer = _comparison_stats(**scope, **alone)
+        baseline = _stats_merge(parts, tracer) if parts else None
     ordered = sorted(stats, key=_order)
     return [ComparisonRow(stats=row, baseline=baseline) for row in ordered]
 
@@ -104,7 +98,8 @@ def _comparison_stats(
     by_model: bool,
     by_llm_model: bool,
     fleet_ids: Collection[int],
-) -> list[ComparisonStats]:
+) -> tuple[list[ComparisonStats], RowTracer]:
+    """The rows, each traced, and what traced them (to trace a merge of them alike)."""
     filters = ReportFilters(fleet_ids=frozenset(fleet_ids))
     lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
     endpoint_hours = EndpointHourUsage.objects.filter(
@@ -112,43 +107,42 @@ def _comparison_stats(
     )
     if fleet_ids:
         endpoint_hours = endpoint_hours.filter(endpoint__node__fleet_id__in=fleet_ids)
-    trace: dict[_Key, tuple[_TracePart, ...]] = {}
-    if by_llm_model:
-        ledger, trace = _llm_ledger(lines, endpoint_hours)
-    else:
-        ledger = _comparison_ledger(lines)
+    ledger = _llm_ledger(lines, endpoint_hours) if by_llm_model else _comparison_ledger(lines)
     keyed, keys = _keyed_usage(endpoint_hours, "endpoint__node", by_model, by_llm_model=by_llm_model)
     serving = _serving(keyed, keys, organization_ids)
-    return _stats_assemble(organization_ids, by_model, by_llm_model, ledger, serving, trace)
+    tracer = RowTracer(organization_ids=organization_ids, lines=lines)
+    return _stats_assemble(organization_ids, by_model, by_llm_model, ledger, serving, tracer), tracer
 
 
-# Per key: the ledger sums, the GPU model, and the GPU utilization of the lines (stored on each
-# line, so that a quarter of a large fleet reads its node-hours, not its millions of GPU-hours).
-_LedgerPart = tuple[LedgerSums, str | None, UtilizationSums]
+@dataclass(frozen=True)
+class _LedgerPart:
+    """A key's ledger sums, its GPU model, the GPU utilization of its lines (stored on each line, so that a quarter
+    of a large fleet reads its node-hours, not its millions of GPU-hours), and its lines by GPU model and
+    intensity source (``trace.TracePart``; per LLM model, each line's share of them), summed in the same query."""
+
+    sums: LedgerSums
+    gpu_model: str | None
+    utilization: UtilizationSums
+    trace: tuple[TracePart, ...] = ()
+
+
+# What a key's lines sum to beside ``ledger_sums``: their utilization and their trace parts.
+_LINE_SUMS = {"s_util_pct_s": Sum("util_pct_s"), "s_util_observed_s": Sum("util_observed_s"), **TRACE_SUMS}
 
 
 def _comparison_ledger(lines: QuerySet[NodeHourLedger]) -> dict[_Key, _LedgerPart]:
-    """Ledger sums per fleet and model; per fleet, the model is its only one or "mixed"."""
+    """Ledger sums and trace parts per fleet and model, in one query grouped by intensity source too (a line has
+    one) and added up here; per fleet, the model is its only one or "mixed"."""
     rows = (
-        lines.values("fleet_id", "gpu_model", "currency")
-        .annotate(**ledger_sums(), s_util_pct_s=Sum("util_pct_s"), s_util_observed_s=Sum("util_observed_s"))
-        .order_by("fleet_id", "gpu_model", "currency")
+        lines.values("fleet_id", "gpu_model", "currency", t_source=F("location_source"))
+        .annotate(**ledger_sums(), **_LINE_SUMS)
+        .order_by()
     )
-    return _by_key(rows, lambda values: (values["fleet_id"], values["gpu_model"], None))
+    keyed: list[tuple[_Key, dict[str, Any]]] = [((v["fleet_id"], v["gpu_model"], None), dict(v)) for v in rows]
+    return _merged_by_key(keyed)
 
 
-# A row's lines by GPU model and intensity source: (GPU model, source, facility kWh with an intensity, central
-# embodied g), the shape of ``trace.TracePart``; per LLM model, each line's share of them.
-_TracePart = tuple[Any, Any, Decimal, Decimal]
-_TRACE_SUMS = {
-    "p_kwh": amount_sum("facility_kwh", where=LOCATION_KNOWN),
-    "p_embodied": amount_sum("embodied_co2e_g_central"),
-}
-
-
-def _llm_ledger(
-    lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]
-) -> tuple[dict[_Key, _LedgerPart], dict[_Key, tuple[_TracePart, ...]]]:
+def _llm_ledger(lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]) -> dict[_Key, _LedgerPart]:
     """Ledger sums per fleet x GPU model x LLM model, allocated by output-token share, and the idle rest,
     with each row's trace parts (its lines' facility kWh and embodied carbon per intensity source, allocated alike).
 
@@ -160,12 +154,7 @@ def _llm_ledger(
     idle = (
         lines.filter(generation_tokens=0)
         .values("fleet_id", "gpu_model", "currency", t_source=F("location_source"))
-        .annotate(
-            **ledger_sums(),
-            s_util_pct_s=Sum("util_pct_s"),
-            s_util_observed_s=Sum("util_observed_s"),
-            **_TRACE_SUMS,
-        )
+        .annotate(**ledger_sums(), **_LINE_SUMS)
         .order_by()
     )
     grouped = with_line(endpoint_hours).values(
@@ -181,53 +170,44 @@ def _llm_ledger(
     return _merged_by_key(keyed)
 
 
-def _merged_by_key(
-    keyed: list[tuple[_Key, dict[str, Any]]],
-) -> tuple[dict[_Key, _LedgerPart], dict[_Key, tuple[_TracePart, ...]]]:
-    """Rows per key x currency x intensity source added up per key x currency; a key in two currencies is refused."""
-    merged: dict[tuple[_Key, str], tuple[LedgerSums, UtilizationSums, list[_TracePart]]] = {}
+def _merged_by_key(keyed: list[tuple[_Key, dict[str, Any]]]) -> dict[_Key, _LedgerPart]:
+    """Rows per key x currency x intensity source added up per key x currency; a key in two currencies is refused
+    (money is never added across currencies; the fleet-level roll-up merges model rows with
+    ``LedgerTotals.merge``, which refuses mixed currencies itself)."""
+    merged: dict[tuple[_Key, str], _LedgerPart] = {}
     for key, values in keyed:
-        sums = ledger_sums_from(values, currency=values["currency"])
         utilization = UtilizationSums(float(values["s_util_pct_s"] or 0.0), float(values["s_util_observed_s"] or 0.0))
-        part = (key[1], values["t_source"], values["p_kwh"] or ZERO, values["p_embodied"] or ZERO)
+        part = _LedgerPart(
+            sums=ledger_sums_from(values, currency=values["currency"]),
+            gpu_model=key[1],
+            utilization=utilization,
+            trace=(as_part({**values, "gpu_model": key[1], "location_source": values["t_source"]}),),
+        )
         place = (key, values["currency"])
-        if place in merged:
-            before = merged[place]
-            sums, utilization = _sums_merge(before[0], sums), _utilization_merge(before[1], utilization)
-            merged[place] = (sums, utilization, [*before[2], part])
-        else:
-            merged[place] = (sums, utilization, [part])
+        merged[place] = _part_merge(merged[place], part) if place in merged else part
     ledger: dict[_Key, _LedgerPart] = {}
-    trace: dict[_Key, tuple[_TracePart, ...]] = {}
-    for (key, currency), (sums, utilization, parts) in sorted(merged.items(), key=lambda item: _place_order(*item[0])):
+    for (key, currency), part in sorted(merged.items(), key=lambda item: _place_order(*item[0])):
         if key in ledger:
             raise CurrencyMismatchError(
-                f"fleet {key[0]} ({key[1]}) holds lines in {ledger[key][0].totals.currency} and "
+                f"fleet {key[0]} ({key[1]}) holds lines in {ledger[key].sums.totals.currency} and "
                 f"{currency}; money in different currencies is never added: filter by fleet"
             )
-        ledger[key], trace[key] = (sums, key[1], utilization), tuple(parts)
-    return ledger, trace
+        ledger[key] = part
+    return ledger
+
+
+def _part_merge(a: _LedgerPart, b: _LedgerPart) -> _LedgerPart:
+    """Two keys' lines as one; the model is their only one, or "mixed"."""
+    return _LedgerPart(
+        sums=_sums_merge(a.sums, b.sums),
+        gpu_model=a.gpu_model if a.gpu_model == b.gpu_model else MIXED_MODEL,
+        utilization=_utilization_merge(a.utilization, b.utilization),
+        trace=a.trace + b.trace,
+    )
 
 
 def _place_order(key: _Key, currency: str) -> tuple[Any, ...]:
     return (key[0], key[1] or "", key[2] is None, key[2] or "", currency)
-
-
-def _by_key(rows: Iterable[Any], key_of: Callable[[dict[str, Any]], _Key]) -> dict[_Key, _LedgerPart]:
-    # Rows come per key x currency: a key in two currencies is refused (money is never added
-    # across currencies); the fleet-level roll-up merges model rows with LedgerTotals.merge,
-    # which refuses mixed currencies itself.
-    per_key: dict[_Key, _LedgerPart] = {}
-    for values in rows:
-        key = key_of(values)
-        if key in per_key:
-            raise CurrencyMismatchError(
-                f"fleet {key[0]} ({key[1]}) holds lines in {per_key[key][0].totals.currency} and "
-                f"{values['currency']}; money in different currencies is never added: filter by fleet"
-            )
-        utilization = UtilizationSums(float(values["s_util_pct_s"] or 0.0), float(values["s_util_observed_s"] or 0.0))
-        per_key[key] = (ledger_sums_from(values, currency=values["currency"]), key[1], utilization)
-    return per_key
 
 
 def _keyed_usage(
@@ -415,7 +395,7 @@ def _stats_assemble(
     by_llm_model: bool,
     ledger: dict[_Key, _LedgerPart],
     serving: dict[_Key, ServingSums],
-    trace: dict[_Key, tuple[_TracePart, ...]],
+    tracer: RowTracer,
 ) -> list[ComparisonStats]:
     if not by_model:
         ledger = _per_fleet(ledger)
@@ -423,29 +403,40 @@ def _stats_assemble(
     target = "organization__ledger_settings__goodput_ttft_target_ms"  # NULL: no settings, the default
     names = {pk: (name, ms) for pk, name, ms in fleets.values_list("id", "name", target)}
     profiles = gpu_model_profiles(organization_ids=organization_ids)
-    sources = embodied_sources(organization_ids=organization_ids)
+    unshared = _unshared_trace(ledger) if by_llm_model else {}
     stats = []
     for key in ledger.keys() | serving.keys():
-        sums, model, utilization = ledger.get(key, (LedgerSums(), None, UtilizationSums()))
-        model = model if model is not None else key[1]
+        part = ledger.get(key, _LedgerPart(LedgerSums(), None, UtilizationSums(), unshared.get(key[:2], ())))
+        model = part.gpu_model if part.gpu_model is not None else key[1]
         name, target_ms = names.get(key[0], (str(key[0]), None))
+        trace = tracer.trace(list(part.trace), part.sums)
         stats.append(
             ComparisonStats(
                 fleet_id=key[0],
                 fleet_name=name,
                 gpu_model=model,
                 gpu_class=profiles.get(model or "", ("", None))[1],
-                sums=sums,
+                sums=part.sums,
                 serving=serving.get(key, ServingSums()),
-                utilization=utilization,
-                embodied_sources=_sources_of(model, sources),
+                utilization=part.utilization,
+                embodied_sources=trace.embodied_sources,
                 llm_model=key[2],
                 allocation=_allocation(by_llm_model, key),
                 goodput_ttft_target_s=(target_ms or DEFAULT_GOODPUT_TTFT_TARGET_MS) / MS_PER_S,
-                trace_parts=trace.get(key) if by_llm_model else None,
+                location_sources=trace.location_sources,
+                trace_parts=part.trace,
             )
         )
     return stats
+
+
+def _unshared_trace(ledger: dict[_Key, _LedgerPart]) -> dict[tuple[int, str | None], tuple[TracePart, ...]]:
+    """Per fleet x GPU model, the trace parts of all its rows: those of an LLM model that served on it with no
+    share of its lines (prompt tokens only, in idle node-hours), which name the GPU model's embodied factors."""
+    per_model: dict[tuple[int, str | None], tuple[TracePart, ...]] = defaultdict(tuple)
+    for key, part in ledger.items():
+        per_model[key[:2]] += part.trace
+    return per_model
 
 
 def _allocation(by_llm_model: bool, key: _Key) -> LedgerAllocation:
@@ -454,42 +445,35 @@ def _allocation(by_llm_model: bool, key: _Key) -> LedgerAllocation:
     return LedgerAllocation.UNATTRIBUTED if key[2] is None else LedgerAllocation.ALLOCATED
 
 
-def _sources_of(model: str | None, sources: dict[str, str]) -> str | None:
-    return sources.get(model) or None if model is not None else None
-
-
 def _per_fleet(per_model: dict[_Key, _LedgerPart]) -> dict[_Key, _LedgerPart]:
     """Model rows rolled up per fleet; the fleet's model is its only one, or "mixed"."""
     per_fleet: dict[_Key, _LedgerPart] = {}
-    for (fleet_id, model, _), (sums, _, utilization) in per_model.items():
+    for (fleet_id, _, _), part in per_model.items():
         key = (fleet_id, None, None)
-        if key not in per_fleet:
-            per_fleet[key] = (sums, model, utilization)
-            continue
-        merged, first_model, merged_utilization = per_fleet[key]
-        per_fleet[key] = (
-            _sums_merge(merged, sums),
-            first_model if first_model == model else MIXED_MODEL,
-            _utilization_merge(merged_utilization, utilization),
-        )
+        per_fleet[key] = _part_merge(per_fleet[key], part) if key in per_fleet else part
     return per_fleet
 
 
-def _stats_merge(parts: list[ComparisonStats]) -> ComparisonStats:
-    """One fleet's model rows as one row: the fleet as a whole (histograms merged, sums added)."""
+def _stats_merge(parts: list[ComparisonStats], tracer: RowTracer) -> ComparisonStats:
+    """One fleet's model rows as one row: the fleet as a whole (histograms merged, sums and trace parts added)."""
     if len(parts) == 1 and parts[0].allocation is LedgerAllocation.WHOLE:
         return parts[0]
     models = {part.gpu_model for part in parts}
+    sums = functools.reduce(_sums_merge, (part.sums for part in parts))
+    trace_parts = tuple(trace_part for part in parts for trace_part in part.trace_parts)
+    trace = tracer.trace(list(trace_parts), sums)
     return ComparisonStats(
         fleet_id=parts[0].fleet_id,
         fleet_name=parts[0].fleet_name,
         gpu_model=models.pop() if len(models) == 1 else MIXED_MODEL,
         gpu_class=parts[0].gpu_class if len(models) == 1 else None,
-        sums=functools.reduce(_sums_merge, (part.sums for part in parts)),
+        sums=sums,
         serving=_serving_merge([part.serving for part in parts]),
         utilization=functools.reduce(_utilization_merge, (part.utilization for part in parts)),
-        embodied_sources="; ".join(sorted({p.embodied_sources for p in parts if p.embodied_sources})) or None,
+        embodied_sources=trace.embodied_sources,
         goodput_ttft_target_s=parts[0].goodput_ttft_target_s,
+        location_sources=trace.location_sources,
+        trace_parts=trace_parts,
     )
 
 

@@ -1,17 +1,17 @@
 """Where a report row's figures came from, beyond the shares its sums give: intensity and embodied sources.
 
 A row's lines are taken as parts, one per GPU model and grid intensity source
-(``TracePart``). From them a row names each intensity source with its share of
-the row's facility kWh (``location_sources``), and the sources of the embodied
-factors of every GPU model whose lines carry embodied carbon
-(``embodied_sources_of``; a node of several models, "mixed", names each of its
-models'). The usage report reads its parts row by row (``selectors.usage``);
-the comparison reads them in one grouped query per call (``fleet_comparison_traced``).
+(``TracePart``), summed by ``TRACE_SUMS`` in the query that sums the row. From
+them ``RowTracer.trace`` names each intensity source with its share of the row's
+facility kWh (``location_sources``), and the sources of the embodied factors of
+every GPU model whose lines carry embodied carbon (``embodied_sources_of``; a
+node of several models, "mixed", names each of its models'). The usage report
+and the comparison both trace their rows with it.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -24,11 +24,9 @@ from django.db.models import QuerySet
 from accounting.ledger.units import ZERO, significant
 from accounting.models import NodeHourLedger
 from reports.aggregates import LOCATION_KNOWN, amount_sum
-from reports.metrics import ComparisonRow, LedgerSums
-from reports.selectors.comparison import fleet_comparison
+from reports.metrics import LedgerSums
 from reports.selectors.lines import (
     MIXED_MODEL,
-    ReportFilters,
     embodied_source_lists,
     gpu_model_profiles,
     ledger_lines,
@@ -38,13 +36,16 @@ from reports.selectors.lines import (
 
 # Lines of a row by (GPU model, intensity source): facility kWh with a known intensity, central embodied g.
 TracePart = tuple[str, str, Decimal, Decimal]
+# The sums of a trace part, beside a row's own sums in the query grouped by intensity source too.
+TRACE_SUMS = {
+    "p_kwh": amount_sum("facility_kwh", where=LOCATION_KNOWN),
+    "p_embodied": amount_sum("embodied_co2e_g_central"),
+}
 
 
 def trace_parts(lines: QuerySet[NodeHourLedger], *keys: str) -> list[dict[str, Any]]:
     """``lines`` summed per ``keys``, GPU model and intensity source: ``p_kwh`` (with an intensity), ``p_embodied``."""
-    grouped = lines.values(*keys, "gpu_model", "location_source").annotate(
-        p_kwh=amount_sum("facility_kwh", where=LOCATION_KNOWN), p_embodied=amount_sum("embodied_co2e_g_central")
-    )
+    grouped = lines.values(*keys, "gpu_model", "location_source").annotate(**TRACE_SUMS)
     return list(grouped.order_by(*keys, "gpu_model", "location_source"))
 
 
@@ -74,42 +75,33 @@ def embodied_sources_of(
     return sources_joined(expanded, sources)
 
 
-def fleet_comparison_traced(
-    *, organization_ids: Collection[int], start: datetime, end: datetime, fleet_ids: Collection[int] = (), **by: Any
-) -> list[ComparisonRow]:
-    """``fleet_comparison``, each row naming its intensity sources and embodied factors' sources (one more query,
-    and one for the profiles)."""
-    rows = fleet_comparison(organization_ids=organization_ids, start=start, end=end, fleet_ids=fleet_ids, **by)
-    lines = ledger_lines(
-        organization_ids=organization_ids, start=start, end=end, filters=ReportFilters(fleet_ids=frozenset(fleet_ids))
-    )
-    per_fleet: dict[int, list[TracePart]] = defaultdict(list)
-    for values in trace_parts(lines, "fleet_id"):
-        per_fleet[values["fleet_id"]].append(as_part(values))
-    sources = embodied_source_lists(organization_ids=organization_ids)
-    mixed: list[tuple[str, ...]] = []
+@dataclass(frozen=True)
+class RowTrace:
+    """A row's intensity sources with their shares of its facility kWh, and its embodied factors' sources."""
 
-    def mixed_models() -> tuple[str, ...]:
-        if not mixed:
-            mixed.append(mixed_node_models(lines=lines))
-        return mixed[0]
+    location_sources: str | None
+    embodied_sources: str | None
 
-    by_model = bool(by.get("by_model") or by.get("by_llm_model"))
-    traced = []
-    for row in rows:
-        stats = row.stats
-        parts = (
-            list(stats.trace_parts)
-            if stats.trace_parts is not None
-            else [p for p in per_fleet[stats.fleet_id] if not by_model or p[0] == stats.gpu_model]
-        )
-        stats = dataclasses.replace(
-            stats,
-            location_sources=location_sources(parts, stats.sums),
-            embodied_sources=embodied_sources_of(parts, sources, mixed_models),
-        )
-        traced.append(dataclasses.replace(row, stats=stats))
-    return traced
+
+class RowTracer:
+    """Traces the rows of one report over ``lines``: the embodied factors' sources and the models of the mixed
+    nodes are read once, when a row first needs them (one small query each)."""
+
+    def __init__(self, *, organization_ids: Collection[int], lines: QuerySet[NodeHourLedger]) -> None:
+        self._organization_ids = organization_ids
+        self._lines = lines
+
+    @functools.cached_property
+    def sources(self) -> dict[str, tuple[str, ...]]:
+        return embodied_source_lists(organization_ids=self._organization_ids)
+
+    @functools.cached_property
+    def mixed_models(self) -> tuple[str, ...]:
+        return mixed_node_models(lines=self._lines)
+
+    def trace(self, parts: list[TracePart], sums: LedgerSums) -> RowTrace:
+        embodied = embodied_sources_of(parts, self.sources, lambda: self.mixed_models) if parts else None
+        return RowTrace(location_sources=location_sources(parts, sums), embodied_sources=embodied)
 
 
 @dataclass(frozen=True)

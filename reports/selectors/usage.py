@@ -16,26 +16,18 @@ from accounting.ledger import CurrencyMismatchError
 from accounting.models import NodeHourLedger
 from common.periods import Granularity, bucket_end
 from fleets.models import Fleet, Node, Organization, Site
-from reports.aggregates import LOCATION_KNOWN, amount_sum, ledger_sums, ledger_sums_from
+from reports.aggregates import ledger_sums, ledger_sums_from
 from reports.metrics import LedgerSums, ledger_sums_merge
 from reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
 from reports.selectors.lines import (
     NO_FILTERS,
     ReportFilters,
-    embodied_source_lists,
     gpu_model_profiles,
     ledger_lines,
     ledger_lines_where,
-    mixed_node_models,
 )
 from reports.selectors.parts import bucket_expression
-from reports.selectors.trace import (
-    TracePart,
-    as_part,
-    embodied_sources_of,
-    location_sources,
-    trace_parts,
-)
+from reports.selectors.trace import TRACE_SUMS, RowTracer, TracePart, as_part, trace_parts
 from telemetry.models import EndpointHourUsage
 
 # Rows fetched per round trip when streaming a report (CSV): a few hundred kB each.
@@ -135,11 +127,9 @@ class _UsageQuery:
             group_key=None if self.group_by is GroupBy.NONE else values[_GROUP_FIELDS[self.group_by]],
             labels=labels,
         )
-        parts = self._parts(values, row)
+        trace = self.tracer.trace(self._parts(values, row), row.sums)
         return dataclasses.replace(
-            row,
-            embodied_sources=embodied_sources_of(parts, self.sources, lambda: self.mixed_models),
-            location_sources=location_sources(parts, row.sums),
+            row, embodied_sources=trace.embodied_sources, location_sources=trace.location_sources
         )
 
     def _parts(self, values: dict[str, Any], row: ReportRow) -> list[TracePart]:
@@ -158,12 +148,8 @@ class _UsageQuery:
         return [as_part(part) for part in trace_parts(lines)]
 
     @functools.cached_property
-    def sources(self) -> dict[str, tuple[str, ...]]:
-        return embodied_source_lists(organization_ids=self.organization_ids)
-
-    @functools.cached_property
-    def mixed_models(self) -> tuple[str, ...]:
-        return mixed_node_models(lines=self.lines)
+    def tracer(self) -> RowTracer:
+        return RowTracer(organization_ids=self.organization_ids, lines=self.lines)
 
     def labels(self) -> dict[str, str]:
         return group_labels(self.group_by, self.organization_ids)
@@ -321,9 +307,7 @@ def _llm_model_rows(
         (values, llm_name(values["k_llm"])) for values in allocated_rows(grouped, [*keys, "k_llm", "currency", *trace])
     ]
     idle_sums = idle.values(*keys, "currency", t_model=F("gpu_model"), t_source=F("location_source")).annotate(
-        **ledger_sums(),
-        p_kwh=amount_sum("facility_kwh", where=LOCATION_KNOWN),
-        p_embodied=amount_sum("embodied_co2e_g_central"),
+        **ledger_sums(), **TRACE_SUMS
     )
     found += [(values, None) for values in idle_sums.order_by()]
     merged: dict[tuple[Any, str | None, str], tuple[LedgerSums, list[TracePart]]] = {}
@@ -334,15 +318,16 @@ def _llm_model_rows(
         if key in merged:
             sums = ledger_sums_merge(merged[key][0], sums)
         merged[key] = (sums, [*merged[key][1], part] if key in merged else [part])
-    sources = embodied_source_lists(organization_ids=organization_ids)
+    tracer = RowTracer(organization_ids=organization_ids, lines=lines)
     rows: dict[tuple[datetime, bool, str], ReportRow] = {}
     for (bucket, model, currency), (sums, parts) in merged.items():
         row = report_row(sums, start=start, end=end, granularity=granularity, bucket=bucket, group_key=model)
+        traced = tracer.trace(parts, sums)
         row = dataclasses.replace(
             row,
             group_label=row.group_label if model is not None else NO_OUTPUT_TOKENS_LABEL,
-            embodied_sources=embodied_sources_of(parts, sources, lambda: mixed_node_models(lines=lines)),
-            location_sources=location_sources(parts, sums),
+            embodied_sources=traced.embodied_sources,
+            location_sources=traced.location_sources,
         )
         place = (row.period_start, model is None, model or "")
         if place in rows:
