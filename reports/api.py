@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException
@@ -26,6 +26,7 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 from accounting.ledger import CurrencyMismatchError
+from common.api import error_responses
 from common.periods import Granularity
 from common.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
 from common.scope import (
@@ -88,12 +89,11 @@ class MixedCurrencies(APIException):
     default_detail = "money in different currencies is never added: filter by currency or group by site or currency"
 
 
-_ERRORS = {
-    400: OpenApiResponse(description="bad parameters, or money in two currencies in one row"),
-    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
-    403: OpenApiResponse(description="a node token: node tokens are for the ingest API only"),
-    404: OpenApiResponse(description="an organization, fleet, site or node that is not among yours"),
-}
+_ERRORS = error_responses(
+    invalid="bad parameters, or money in two currencies in one row",
+    forbidden="a node token: node tokens are for the ingest API only",
+    not_found="an organization, fleet, site or node that is not among yours",
+)
 
 
 def _json_or_csv(output: Any) -> dict[Any, Any]:
