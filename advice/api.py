@@ -34,11 +34,10 @@ from advice.services import (
 )
 from advice.tasks import advice_refresh_task
 from common.api import InputView, OrganizationRowSerializer, error_responses, owned, validated
-from common.renderers import csv_response
 from common.scope import report_fleet_ids, report_organization
 from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
-from reports.api import ReportView, _csv_name, _json_or_csv
+from reports.api import ReportView, report_schema
 from reports.curves import load_curve_rows, load_curves
 from reports.serializers import (
     PER_TOKEN_FIGURES,
@@ -307,7 +306,9 @@ class LoadCurvesReportView(ReportView):
         end = serializers.DateTimeField()
         results = LoadCurveRowSerializer(many=True)
 
-    @extend_schema(
+    @report_schema(
+        InputSerializer,
+        OutputSerializer,
         operation_id="reports_load_curves",
         summary="Measured load curves: per fleet x GPU model x LLM model, figures per load band",
         description=(
@@ -317,18 +318,15 @@ class LoadCurvesReportView(ReportView):
             "among them by output tokens (an allocation). Unit figures keep 4 significant digits. What the advisor "
             "reads: it never uses a load above a band's `max_rps_per_gpu`. CSV: `Accept: text/csv` or `?format=csv`."
         ),
-        parameters=[InputSerializer],
-        responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
-        params, start, end, organization_ids = self.scope(request, self.InputSerializer(data=request.query_params))
+        params, start, end, organization_ids = self.scope(request)
         fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))
         # load_curves shares a node-hour among every model it served before keeping the asked ones.
         curves = load_curves(organization_ids=organization_ids, start=start, end=end, fleet_ids=fleet_ids,
                              llm_models=params.get("llm_model", []))  # fmt: skip
         rows = load_curve_rows(curves)
         if self.wants_csv(request):
-            return csv_response(
-                list(LoadCurveRowSerializer().fields), rows, filename=_csv_name("load-curves", start, end)
-            )
+            columns = list(LoadCurveRowSerializer().fields)
+            return self.csv_answer(columns, rows, report="load-curves", start=start, end=end)
         return Response(self.OutputSerializer({"start": start, "end": end, "results": rows}).data)
