@@ -18,9 +18,9 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -33,12 +33,11 @@ from advice.services import (
     workload_class_save,
 )
 from advice.tasks import advice_refresh_task
-from common.api import InputView
-from common.renderers import csv_response
+from common.api import InputView, OrganizationRowSerializer, error_responses, owned, validated
 from common.scope import report_fleet_ids, report_organization
 from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
-from reports.api import ReportView, _csv_name, _json_or_csv
+from reports.api import ReportView, report_schema
 from reports.curves import load_curve_rows, load_curves
 from reports.serializers import (
     PER_TOKEN_FIGURES,
@@ -48,12 +47,11 @@ from reports.serializers import (
     organization_ref_field,
 )
 
-ERRORS = {
-    400: OpenApiResponse(description="an invalid field (the answer names it), or a name already used; nothing changed"),
-    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
-    403: OpenApiResponse(description="a node token, or a role other than admin or engineer for a change"),
-    404: OpenApiResponse(description="a class or organization that is not among yours"),
-}
+ERRORS = error_responses(
+    invalid="an invalid field (the answer names it), or a name already used; nothing changed",
+    forbidden="a node token, or a role other than admin or engineer for a change",
+    not_found="a class or organization that is not among yours",
+)
 
 
 class ClassView(InputView):
@@ -103,9 +101,7 @@ class AdviceOutputSerializer(serializers.Serializer):
     )
 
 
-class ClassOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField()
+class ClassOutputSerializer(OrganizationRowSerializer):
     name = serializers.CharField()
     llm_model = serializers.CharField()
     ttft_target_ms = serializers.IntegerField()
@@ -123,9 +119,7 @@ def classes_for_user(*, user: Any) -> QuerySet[WorkloadClass]:
 
 
 def _owned(user: Any, class_id: int) -> WorkloadClass:
-    found = classes_for_user(user=user).filter(pk=class_id).first()
-    if found is None:
-        raise NotFound(f"no workload class {class_id} among yours")
+    found: WorkloadClass = owned(classes_for_user(user=user), class_id, "workload class")
     return found
 
 
@@ -161,9 +155,7 @@ class WorkloadClassesView(ClassView):
         request=ClassInputSerializer, responses={201: ClassOutputSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        serializer = ClassInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+        data = validated(ClassInputSerializer, request)
         organization = report_organization(user=request.user, ref=data.pop("organization", None))
         change_check(user=request.user, organization=organization, capability=Capability.WORKLOADS)
         workload_class = workload_class_save(
@@ -185,9 +177,8 @@ class WorkloadClassDetailView(ClassView):
     def patch(self, request: Request, class_id: int) -> Response:
         workload_class = _owned(request.user, class_id)
         change_check(user=request.user, organization=workload_class.organization_id, capability=Capability.WORKLOADS)
-        serializer = ClassInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        data = {k: v for k, v in serializer.validated_data.items() if k != "organization"}
+        data = validated(ClassInputSerializer, request, partial=True)
+        data.pop("organization", None)  # a class stays in its organization
         workload_class_save(workload_class=workload_class, data=data, user=request.user, now=timezone.now())
         _refresh_queued(workload_class.organization_id)
         return Response(_shown(workload_class))
@@ -248,9 +239,7 @@ class AdviceSettingsView(ClassView):
     )  # fmt: skip
     def put(self, request: Request) -> Response:
         options = self._settings(request)
-        serializer = SettingsSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+        data = validated(SettingsSerializer, request, partial=True)
         if "notify_emails" in data:
             data["notify_emails"] = "\n".join(data["notify_emails"])
         advice_settings_save(options=options, data=data, user=request.user, now=timezone.now())
@@ -317,7 +306,9 @@ class LoadCurvesReportView(ReportView):
         end = serializers.DateTimeField()
         results = LoadCurveRowSerializer(many=True)
 
-    @extend_schema(
+    @report_schema(
+        InputSerializer,
+        OutputSerializer,
         operation_id="reports_load_curves",
         summary="Measured load curves: per fleet x GPU model x LLM model, figures per load band",
         description=(
@@ -327,18 +318,15 @@ class LoadCurvesReportView(ReportView):
             "among them by output tokens (an allocation). Unit figures keep 4 significant digits. What the advisor "
             "reads: it never uses a load above a band's `max_rps_per_gpu`. CSV: `Accept: text/csv` or `?format=csv`."
         ),
-        parameters=[InputSerializer],
-        responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
-        params, start, end, organization_ids = self.scope(request, self.InputSerializer(data=request.query_params))
+        params, start, end, organization_ids = self.scope(request)
         fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))
         # load_curves shares a node-hour among every model it served before keeping the asked ones.
         curves = load_curves(organization_ids=organization_ids, start=start, end=end, fleet_ids=fleet_ids,
                              llm_models=params.get("llm_model", []))  # fmt: skip
         rows = load_curve_rows(curves)
         if self.wants_csv(request):
-            return csv_response(
-                list(LoadCurveRowSerializer().fields), rows, filename=_csv_name("load-curves", start, end)
-            )
+            columns = list(LoadCurveRowSerializer().fields)
+            return self.csv_answer(columns, rows, report="load-curves", start=start, end=end)
         return Response(self.OutputSerializer({"start": start, "end": end, "results": rows}).data)

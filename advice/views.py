@@ -24,7 +24,7 @@ from advice.services import ClassInvalid, advice_settings, workload_class_save
 from advice.tasks import advice_refresh_task
 from common.charts import figure_html, organization_fleet_colours
 from common.pages import page_context
-from fleets.permissions import Capability, may_change
+from fleets.permissions import Capability, may_change_page
 from reports.curves import load_curves
 
 
@@ -49,9 +49,7 @@ def _rows(classes: list[WorkloadClass]) -> list[dict[str, Any]]:
 def advice_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     organization = context["organization"]
-    writable = organization is not None and may_change(
-        user=request.user, organization=organization, capability=Capability.WORKLOADS
-    )
+    writable = may_change_page(user=request.user, organization=organization, capability=Capability.WORKLOADS)
     form, status, added = WorkloadClassForm(), 200, None
     if request.method == "POST":
         if not writable:

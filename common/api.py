@@ -12,23 +12,35 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied, ValidationError
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from fleets.authentication import PersonalTokenAuthentication
 from fleets.permissions import RoleRefused
 
-ERRORS = {
-    400: OpenApiResponse(description="an invalid field or an overlapping validity period; nothing was changed"),
-    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
-    403: OpenApiResponse(description="a node token, or a role that may not make this change"),
-    404: OpenApiResponse(description="a row or organization that is not among yours"),
-    409: OpenApiResponse(description="the change would alter a locked period; nothing was changed"),
-}
+# A request without valid credentials is refused the same way by every endpoint.
+UNAUTHENTICATED = "no credentials, or an unknown, expired or revoked personal token"
+
+
+def error_responses(
+    *, invalid: str, forbidden: str, not_found: str, conflict: str | None = None
+) -> dict[int, OpenApiResponse]:
+    """An endpoint's documented errors: 400, 401, 403, 404 (and 409), each in the endpoint's own words but 401."""
+    described = {400: invalid, 401: UNAUTHENTICATED, 403: forbidden, 404: not_found, 409: conflict}
+    return {code: OpenApiResponse(description=text) for code, text in described.items() if text is not None}
+
+
+ERRORS = error_responses(
+    invalid="an invalid field or an overlapping validity period; nothing was changed",
+    forbidden="a node token, or a role that may not make this change",
+    not_found="a row or organization that is not among yours",
+    conflict="the change would alter a locked period; nothing was changed",
+)
 
 
 class InputInvalid(ValueError):
@@ -58,6 +70,22 @@ class InputView(APIView):
         elif isinstance(exc, ChangeRefused):
             exc = Conflict(str(exc))
         return super().handle_exception(exc)
+
+
+# An organization's row as the input endpoints answer it: its id and its organization's, first. (A comment,
+# not a docstring: drf-spectacular would print a docstring into every subclass's schema.)
+class OrganizationRowSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    organization_id = serializers.IntegerField()
+
+
+def validated(
+    serializer_class: type[serializers.Serializer], request: Request, *, partial: bool = False
+) -> dict[str, Any]:
+    """The request body as ``serializer_class`` reads it (``partial``: only the fields given), or 400 naming fields."""
+    serializer = serializer_class(data=request.data, partial=partial)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
 
 
 def owned(queryset: QuerySet[Any], pk: Any, what: str) -> Any:

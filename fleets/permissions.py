@@ -56,6 +56,11 @@ def may_change(*, user: Any, organization: Organization | int, capability: Capab
     return organizations_for_user(user=user, roles=roles).filter(pk=organization_id).exists()
 
 
+def may_change_page(*, user: Any, organization: Organization | None, capability: Capability) -> bool:
+    """Whether a page's forms are live: an organization is chosen and the user's role may change it."""
+    return organization is not None and may_change(user=user, organization=organization, capability=capability)
+
+
 def change_check(*, user: Any, organization: Organization | int, capability: Capability) -> None:
     """Raise ``RoleRefused`` unless ``user`` holds a role of ``organization`` that grants ``capability``."""
     if not may_change(user=user, organization=organization, capability=capability):

@@ -21,7 +21,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from common.api import ERRORS, InputView, owned
+from common.api import ERRORS, InputView, OrganizationRowSerializer, owned, validated
 from common.csv_safety import csv_escaped
 from common.renderers import CSVRenderer, csv_response
 from common.scope import report_organization
@@ -40,9 +40,7 @@ class LockInputSerializer(serializers.Serializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
-class LockOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField()
+class LockOutputSerializer(OrganizationRowSerializer):
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
     reason = serializers.CharField()
@@ -65,9 +63,7 @@ class LockedPeriodsView(InputView):
         request=LockInputSerializer, responses={201: LockOutputSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        serializer = LockInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(LockInputSerializer, request)
         organization = report_organization(user=request.user, ref=data.get("organization"))
         change_check(user=request.user, organization=organization, capability=Capability.GOVERNANCE)
         if data["end"] <= data["start"]:

@@ -8,12 +8,12 @@ answered in JSON whatever format was asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException
@@ -26,6 +26,7 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 from accounting.ledger import CurrencyMismatchError
+from common.api import error_responses
 from common.periods import Granularity
 from common.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
 from common.scope import (
@@ -37,6 +38,7 @@ from common.scope import (
     report_period,
 )
 from fleets.authentication import PersonalTokenAuthentication
+from fleets.models import Organization
 from governance.report_audit import AUDIT_SECTION, ReportAuditSerializer, audit_metric_rows, report_audit
 from reports.display import (
     MARKET_BASIS,
@@ -88,17 +90,21 @@ class MixedCurrencies(APIException):
     default_detail = "money in different currencies is never added: filter by currency or group by site or currency"
 
 
-_ERRORS = {
-    400: OpenApiResponse(description="bad parameters, or money in two currencies in one row"),
-    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
-    403: OpenApiResponse(description="a node token: node tokens are for the ingest API only"),
-    404: OpenApiResponse(description="an organization, fleet, site or node that is not among yours"),
-}
+_ERRORS = error_responses(
+    invalid="bad parameters, or money in two currencies in one row",
+    forbidden="a node token: node tokens are for the ingest API only",
+    not_found="an organization, fleet, site or node that is not among yours",
+)
 
 
 def _json_or_csv(output: Any) -> dict[Any, Any]:
     """A report's documented answers: ``output`` as JSON, the same rows as CSV, and its errors."""
     return {(200, "application/json"): output, (200, CSV_MEDIA_TYPE): OpenApiTypes.STR, **_ERRORS}
+
+
+def report_schema(params: type[serializers.Serializer], output: type[serializers.Serializer], **operation: Any) -> Any:
+    """A report's OpenAPI operation: ``params`` as its query, ``output`` as JSON or the same rows as CSV, its errors."""
+    return extend_schema(parameters=[params], responses=_json_or_csv(output), **operation)
 
 
 class ReportView(APIView):
@@ -123,18 +129,29 @@ class ReportView(APIView):
     def wants_csv(request: Request) -> bool:
         return request.accepted_renderer.format == CSVRenderer.format
 
-    @staticmethod
-    def params(serializer: serializers.Serializer) -> dict[str, Any]:
+    InputSerializer: type[serializers.Serializer]  # the report's query parameters
+
+    def params(self, request: Request) -> dict[str, Any]:
+        serializer = self.InputSerializer(data=request.query_params)
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
 
-    def scope(
-        self, request: Request, serializer: serializers.Serializer
-    ) -> tuple[dict[str, Any], datetime, datetime, list[int]]:
+    def scope(self, request: Request) -> tuple[dict[str, Any], datetime, datetime, list[int]]:
         """The validated parameters, the period ``[start, end)`` and the organizations asked for (each the user's)."""
-        params = self.params(serializer)
+        params = self.params(request)
         start, end = report_period(params)
         return params, start, end, report_organization_ids(user=request.user, refs=params.get("organization", []))
+
+    def organization_scope(self, request: Request) -> tuple[datetime, datetime, Organization]:
+        """The period ``[start, end)`` asked for and the one organization (the user's) it is asked of."""
+        params = self.params(request)
+        start, end = report_period(params)
+        return start, end, report_organization(user=request.user, ref=params.get("organization"))
+
+    @staticmethod
+    def csv_answer(columns: list[str], rows: Iterable[Any], *, report: str, start: datetime, end: datetime) -> Any:
+        """The report's rows streamed as CSV, in a file named after the report and its period."""
+        return csv_response(columns, rows, filename=_csv_name(report, start, end))
 
 
 def _csv_name(report: str, start: datetime, end: datetime) -> str:
@@ -189,7 +206,9 @@ class UsageReportView(ReportView):
         previous = serializers.URLField(allow_null=True)
         results = UsageRowSerializer(many=True)
 
-    @extend_schema(
+    @report_schema(
+        InputSerializer,
+        OutputSerializer,
         operation_id="reports_usage",
         summary="Cost, energy, carbon and tokens per period bucket and group",
         description=(
@@ -203,11 +222,9 @@ class UsageReportView(ReportView):
             "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields. "
             f"With `group_by=llm_model`, {ALLOCATION_NOTE}; their rows' group_key is null."
         ),
-        parameters=[InputSerializer],
-        responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
-        params, start, end, organization_ids = self.scope(request, self.InputSerializer(data=request.query_params))
+        params, start, end, organization_ids = self.scope(request)
         query: dict[str, Any] = {
             "organization_ids": organization_ids,
             "start": start,
@@ -218,7 +235,7 @@ class UsageReportView(ReportView):
         }
         if self.wants_csv(request):
             rows: Iterator[Any] = (usage_row_output(row) for row in report_rows_iter(**query))
-            return csv_response(list(UsageRowSerializer().fields), rows, filename=_csv_name("usage", start, end))
+            return self.csv_answer(list(UsageRowSerializer().fields), rows, report="usage", start=start, end=end)
         offset, limit = params["offset"], params["limit"]
         page = report_page(**query, offset=offset, limit=limit)
         following, previous = _page_links(request, count=page.count, offset=offset, limit=limit)
@@ -259,7 +276,9 @@ class FleetComparisonView(ReportView):
         baseline_fleet_id = serializers.IntegerField(allow_null=True)
         results = ComparisonRowSerializer(many=True)
 
-    @extend_schema(
+    @report_schema(
+        InputSerializer,
+        OutputSerializer,
         operation_id="reports_comparison",
         summary="Fleets side by side: throughput, TTFT, cost, energy and carbon per token, utilization",
         description=(
@@ -286,11 +305,9 @@ class FleetComparisonView(ReportView):
             "GPU, TTFT P50/P99 with bucket bounds, cost, J and gCO2e per output token, and their ratios to the "
             "baseline fleet's band of the same range. CSV: `Accept: text/csv` or `?format=csv`."
         ),
-        parameters=[InputSerializer],
-        responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
-        params, start, end, organization_ids = self.scope(request, self.InputSerializer(data=request.query_params))
+        params, start, end, organization_ids = self.scope(request)
         fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))
         baseline = params.get("baseline")
         if baseline is not None:
@@ -322,8 +339,8 @@ class FleetComparisonView(ReportView):
             if bands is not None:
                 band_columns = [f"load_{name}" for name in LoadBandSerializer().fields]
                 lines = list(_rows_by_band(rows, bands))
-                return csv_response(columns + band_columns, lines, filename=_csv_name("comparison", start, end))
-            return csv_response(columns, rows, filename=_csv_name("comparison", start, end))
+                return self.csv_answer(columns + band_columns, lines, report="comparison", start=start, end=end)
+            return self.csv_answer(columns, rows, report="comparison", start=start, end=end)
         for index, row in enumerate(rows):
             row["by_load"] = None if bands is None else bands[index]
         answer = {"start": start, "end": end, "by": params["by"], "baseline_fleet_id": baseline, "results": rows}
@@ -439,7 +456,9 @@ class SustainabilityReportView(ReportView):
         )
         audit = ReportAuditSerializer(help_text=AUDIT_SECTION)
 
-    @extend_schema(
+    @report_schema(
+        InputSerializer,
+        OutputSerializer,
         operation_id="reports_sustainability",
         summary="Scope 2 (location and market based), embodied carbon, energy, PUE, SCI and data quality",
         description=(
@@ -452,20 +471,15 @@ class SustainabilityReportView(ReportView):
             "|sources>`, then the audit section as `audit:<entries_count|sha256|href>` and each listed change as "
             "`audit:<id>:<at|username|action|subject|object_id|ledger_hours_reopened|before|after>`."
         ),
-        parameters=[InputSerializer],
-        responses=_json_or_csv(OutputSerializer),
     )
     def get(self, request: Request) -> Any:
-        params = self.params(self.InputSerializer(data=request.query_params))
-        start, end = report_period(params)
-        organization = report_organization(user=request.user, ref=params.get("organization"))
+        start, end, organization = self.organization_scope(request)
         report = sustainability_report(organization_id=organization.pk, start=start, end=end)
         shown = sustainability_output(report, organization)
         used = organization_embodied_factors(organization_id=organization.pk, start=start, end=end)
         shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
         shown["audit"] = report_audit(user=request.user, organization=organization, start=start, end=end)
         if self.wants_csv(request):
-            return csv_response(
-                ["metric", "value"], _sustainability_metrics(shown), filename=_csv_name("sustainability", start, end)
-            )
+            metrics = _sustainability_metrics(shown)
+            return self.csv_answer(["metric", "value"], metrics, report="sustainability", start=start, end=end)
         return Response(self.OutputSerializer(shown).data)

@@ -13,6 +13,7 @@ fields have none because their unit is the row's ``currency``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
@@ -181,6 +182,27 @@ def _ms(seconds: float | None) -> float | None:
     return None if seconds is None else rounded(seconds * MS_PER_S, "ms")
 
 
+def _quantiles(
+    prefix: str,
+    quantile_s: Callable[[float], float | None],
+    bucket_s: Callable[[float], tuple[float, float | None] | None],
+    quantiles: dict[str, float],
+) -> dict[str, float | None]:
+    """Each quantile of a latency histogram in ms, interpolated within its bucket, beside that bucket's bounds
+    (``<prefix>_<name>_ms``, ``..._bucket_low_ms``, ``..._bucket_high_ms``)."""
+    figures: dict[str, float | None] = {}
+    for name, q in quantiles.items():
+        bucket = bucket_s(q)
+        figures[f"{prefix}_{name}_ms"] = _ms(quantile_s(q))
+        figures[f"{prefix}_{name}_bucket_low_ms"] = None if bucket is None else _ms(bucket[0])
+        figures[f"{prefix}_{name}_bucket_high_ms"] = None if bucket is None else _ms(bucket[1])
+    return figures
+
+
+def _ttft_quantiles(histogram: ServingSums | CurveBand, quantiles: dict[str, float]) -> dict[str, float | None]:
+    return _quantiles("ttft", histogram.ttft_quantile_s, histogram.ttft_quantile_bucket_s, quantiles)
+
+
 def _ttft_output(serving: ServingSums) -> dict[str, Any]:
     """TTFT quantiles (interpolated within their bucket), each with its bucket's bounds, and their basis."""
     shown, basis = serving.ttft_shown, serving.ttft_basis
@@ -189,12 +211,7 @@ def _ttft_output(serving: ServingSums) -> dict[str, Any]:
         "ttft_requests": None if shown is None else shown.total,
         "ttft_lower_bound_requests_left_out": serving.ttft_lower_bound_requests_left_out,
     }
-    for name, q in TTFT_QUANTILES.items():
-        bucket = serving.ttft_quantile_bucket_s(q)
-        figures[f"ttft_{name}_ms"] = _ms(serving.ttft_quantile_s(q))
-        figures[f"ttft_{name}_bucket_low_ms"] = None if bucket is None else _ms(bucket[0])
-        figures[f"ttft_{name}_bucket_high_ms"] = None if bucket is None else _ms(bucket[1])
-    return figures
+    return figures | _ttft_quantiles(serving, TTFT_QUANTILES)
 
 
 ITL_QUANTILES = {"p50": 0.5, "p99": 0.99}
@@ -210,12 +227,7 @@ def _itl_output(serving: ServingSums) -> dict[str, Any]:
         "itl_note": ITL_NOT_EXPOSED if shown is None else None,
         "itl_mean_ms": _ms(serving.itl_sum.mean_s) if shown is not None else None,
     }
-    for name, q in ITL_QUANTILES.items():
-        bucket = serving.itl_quantile_bucket_s(q)
-        figures[f"itl_{name}_ms"] = _ms(serving.itl_quantile_s(q))
-        figures[f"itl_{name}_bucket_low_ms"] = None if bucket is None else _ms(bucket[0])
-        figures[f"itl_{name}_bucket_high_ms"] = None if bucket is None else _ms(bucket[1])
-    return figures
+    return figures | _quantiles("itl", serving.itl_quantile_s, serving.itl_quantile_bucket_s, ITL_QUANTILES)
 
 
 def _goodput_output(stats: ComparisonStats) -> dict[str, Any]:
@@ -327,11 +339,7 @@ def load_band_output(load: LoadBand) -> dict[str, Any]:
         "gpu_h": rounded(band.gpu_h, "h"),
         "ttft_basis": band.ttft_basis,
     }
-    for name, q in LOAD_BAND_QUANTILES.items():
-        bucket = band.ttft_quantile_bucket_s(q)
-        figures[f"ttft_{name}_ms"] = _ms(band.ttft_quantile_s(q))
-        figures[f"ttft_{name}_bucket_low_ms"] = None if bucket is None else _ms(bucket[0])
-        figures[f"ttft_{name}_bucket_high_ms"] = None if bucket is None else _ms(bucket[1])
+    figures |= _ttft_quantiles(band, LOAD_BAND_QUANTILES)
     figures |= {
         "cost_per_1m_output_tokens": money_per_unit(band.cost_per_1m_output_tokens, currency),
         "it_j_per_output_token": per_unit(band.it_j_per_output_token),

@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
-from common.api import Conflict, InputView, owned
+from common.api import Conflict, InputView, OrganizationRowSerializer, error_responses, owned, validated
 from common.scope import report_organization, report_organization_ids
 from fleets.selectors import organizations_for_user
 from scenarios.changes import Kind
@@ -29,12 +29,11 @@ from scenarios.models import Scenario
 from scenarios.services import ScenarioInvalid, scenario_create, scenario_run_claim
 from scenarios.tasks import scenario_run_enqueue
 
-ERRORS = {
-    400: OpenApiResponse(description="an invalid field (the message names it); nothing was stored"),
-    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
-    403: OpenApiResponse(description="a node token"),
-    404: OpenApiResponse(description="a scenario or organization that is not among yours"),
-}
+ERRORS = error_responses(
+    invalid="an invalid field (the message names it); nothing was stored",
+    forbidden="a node token",
+    not_found="a scenario or organization that is not among yours",
+)
 CONFLICT = {409: OpenApiResponse(description="the scenario is already queued or running, or has no result yet")}
 
 CHANGES_HELP = (
@@ -73,9 +72,7 @@ class ProgressSerializer(serializers.Serializer):
     node_hours_total = serializers.IntegerField()
 
 
-class ScenarioOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField()
+class ScenarioOutputSerializer(OrganizationRowSerializer):
     name = serializers.CharField()
     start = serializers.DateTimeField(source="period_start")
     end = serializers.DateTimeField(source="period_end")
@@ -130,9 +127,7 @@ class ScenariosView(ScenarioView):
         responses={201: ScenarioDetailSerializer, **ERRORS},
     )
     def post(self, request: Request) -> Response:
-        serializer = ScenarioInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(ScenarioInputSerializer, request)
         scenario = scenario_create(
             organization=report_organization(user=request.user, ref=data.get("organization")),
             user=request.user,

@@ -14,7 +14,7 @@ from typing import Any
 from django.http import HttpResponse
 from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied
@@ -24,6 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.api import OrganizationRowSerializer, error_responses, validated
 from common.scope import report_organization
 from fleets.authentication import PersonalTokenAuthentication
 from fleets.models import Organization, Site
@@ -46,13 +47,12 @@ class InstrumentRefused(APIException):
     default_code = "instrument_refused"
 
 
-_ERRORS = {
-    400: OpenApiResponse(description="an invalid field, or an over-allocation; nothing was changed"),
-    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
-    403: OpenApiResponse(description="a node token, or a role that may not edit instruments"),
-    404: OpenApiResponse(description="an instrument or organization that is not among yours"),
-    409: OpenApiResponse(description="the instrument's delivery period overlaps a locked period; nothing was changed"),
-}
+_ERRORS = error_responses(
+    invalid="an invalid field, or an over-allocation; nothing was changed",
+    forbidden="a node token, or a role that may not edit instruments",
+    not_found="an instrument or organization that is not among yours",
+    conflict="the instrument's delivery period overlaps a locked period; nothing was changed",
+)
 
 
 class HourSerializer(serializers.Serializer):
@@ -91,9 +91,7 @@ class InstrumentInputSerializer(serializers.Serializer):
 
 
 @extend_schema_serializer(component_name="ContractualInstrument")
-class InstrumentOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField()
+class InstrumentOutputSerializer(OrganizationRowSerializer):
     site_id = serializers.IntegerField()
     kind = serializers.CharField()
     name = serializers.CharField()
@@ -168,11 +166,10 @@ class InstrumentsView(InstrumentView):
         responses={201: InstrumentOutputSerializer, **_ERRORS},
     )
     def post(self, request: Request) -> Response:
-        serializer = InstrumentInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        organization = report_organization(user=request.user, ref=serializer.validated_data.get("organization"))
+        data = validated(InstrumentInputSerializer, request)
+        organization = report_organization(user=request.user, ref=data.get("organization"))
         _writable(request.user, organization)
-        data, hours = _fields(dict(serializer.validated_data), organization)
+        data, hours = _fields(data, organization)
         try:
             instrument = audited_write(
                 organization_id=organization.pk, user=request.user, subject="instrument", before=None,
@@ -197,9 +194,7 @@ class InstrumentDetailView(InstrumentView):
     def patch(self, request: Request, instrument_id: int) -> Response:
         instrument = instrument_for_user(user=request.user, instrument_id=instrument_id)
         _writable(request.user, instrument.organization)
-        serializer = InstrumentInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        data, hours = _fields(dict(serializer.validated_data), instrument.organization)
+        data, hours = _fields(validated(InstrumentInputSerializer, request, partial=True), instrument.organization)
         try:
             instrument = audited_write(
                 organization_id=instrument.organization_id, user=request.user, subject="instrument",

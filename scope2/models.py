@@ -16,6 +16,16 @@ from fleets.models import Organization, Site
 __all__ = ["ContractualInstrument", "InstrumentHour", "ResidualMixFactor"]
 
 
+def _stated(
+    digits: int, places: int, label: str | None = None, *, help_text: str, at_most: int | None = None
+) -> models.DecimalField:
+    """A non-negative figure an instrument may state or leave empty (a volume, a share, a factor)."""
+    bounds = [MinValueValidator(0)] if at_most is None else [MinValueValidator(0), MaxValueValidator(at_most)]
+    return models.DecimalField(
+        label, max_digits=digits, decimal_places=places, null=True, blank=True, validators=bounds, help_text=help_text
+    )
+
+
 class ContractualInstrument(models.Model):
     class Kind(models.TextChoices):
         PPA = "ppa", "Power purchase agreement"
@@ -37,20 +47,13 @@ class ContractualInstrument(models.Model):
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="instruments")
     kind = models.CharField(max_length=16, choices=Kind.choices)
     name = models.CharField(max_length=200, help_text="e.g. 'Solar PPA Brandenburg 2025'")
-    volume_mwh = models.DecimalField(
-        max_digits=16,
-        decimal_places=6,
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(0)],
-        help_text="MWh delivered over the delivery period; empty when the instrument covers a share",
+    volume_mwh = _stated(
+        16, 6, help_text="MWh delivered over the delivery period; empty when the instrument covers a share"
     )
-    share_of_consumption = models.DecimalField(
-        max_digits=7,
-        decimal_places=6,
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(0), MaxValueValidator(1)],
+    share_of_consumption = _stated(
+        7,
+        6,
+        at_most=1,
         help_text="share (0-1) of the site's consumption covered; empty when the instrument has a volume",
     )
     delivery_start = models.DateTimeField(help_text="UTC, inclusive")
@@ -58,24 +61,11 @@ class ContractualInstrument(models.Model):
     vintage_year = models.PositiveIntegerField(help_text="year the energy was generated")
     generation_zone = models.CharField(max_length=64, help_text="zone or country of the generator, e.g. DE, SE-SE3")
     technology = models.CharField(max_length=16, choices=Technology.choices)
-    emission_factor_gco2e_per_kwh = models.DecimalField(
-        "gCO2e/kWh",
-        max_digits=9,
-        decimal_places=3,
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(0)],
-        help_text="as stated by the instrument; empty means 0 for renewable and nuclear technologies",
+    emission_factor_gco2e_per_kwh = _stated(
+        9, 3, "gCO2e/kWh", help_text="as stated by the instrument; empty means 0 for renewable and nuclear technologies"
     )
     certificate_ref = models.CharField(max_length=200, blank=True, help_text="registry id of the certificates")
-    certificate_mwh = models.DecimalField(
-        max_digits=16,
-        decimal_places=6,
-        null=True,
-        blank=True,
-        validators=[MinValueValidator(0)],
-        help_text="MWh the certificate batch holds, across every row that claims it",
-    )
+    certificate_mwh = _stated(16, 6, help_text="MWh the certificate batch holds, across every row that claims it")
     evidence_reference = models.TextField(blank=True, help_text="contract or cancellation statement reference")
     evidence_file_name = models.CharField(max_length=200, blank=True)
     evidence_file_sha256 = models.CharField(max_length=64, blank=True)

@@ -28,7 +28,6 @@ from rest_framework.response import Response
 
 from common.csv_safety import csv_escaped
 from common.renderers import CSV_MEDIA_TYPE, csv_response
-from common.scope import report_organization, report_period
 from fleets.models import Organization
 from governance.report_audit import AUDIT_SECTION, audit_metric_rows, report_audit
 from reports.api import ReportView
@@ -48,11 +47,10 @@ class Scope2InputSerializer(PeriodInputSerializer):
 
 class Scope2View(ReportView):
     name = "scope2"
+    InputSerializer = Scope2InputSerializer
 
     def report(self, request: Request) -> tuple[Scope2Report, Organization]:
-        params = self.params(Scope2InputSerializer(data=request.query_params))
-        start, end = report_period(params)
-        organization = report_organization(user=request.user, ref=params.get("organization"))
+        start, end, organization = self.organization_scope(request)
         return scope2_report(organization_id=organization.pk, start=start, end=end), organization
 
     def audit(self, request: Request, report: Scope2Report, organization: Organization) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 
 from accounting.inputs.services import InputChange
 from accounting.inputs.uploads_api import CsvUploadView, upload_schema
-from common.api import ERRORS, Conflict, InputInvalid, InputView
+from common.api import ERRORS, Conflict, InputInvalid, InputView, OrganizationRowSerializer
 from fleets.models import Organization, Site
 from fleets.permissions import Capability
 from fleets.selectors import organizations_for_user
@@ -88,9 +88,7 @@ class ResidualMixesUploadView(CsvUploadView):
         return super().post(request)
 
 
-class ResidualMixOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField()
+class ResidualMixOutputSerializer(OrganizationRowSerializer):
     zone = serializers.CharField()
     year = serializers.IntegerField()
     gco2e_per_kwh = serializers.DecimalField(max_digits=9, decimal_places=3)

@@ -296,36 +296,34 @@ class EndpointHourUsage(models.Model):
         return f"endpoint {self.endpoint_id} {self.hour_start:%Y-%m-%d %H:00}"
 
 
-class RollupPending(models.Model):
+class NodeHourMark(models.Model):
+    """A node-hour queued for work (a rollup, a ledger recomputation): one row per node and hour at most."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    hour_start = models.DateTimeField()
+
+    class Meta:
+        abstract = True
+        constraints = [models.UniqueConstraint(fields=["node", "hour_start"], name="%(class)s_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
+
+
+class RollupPending(NodeHourMark):
     """A node-hour whose raw samples changed and whose usage must be (re)computed.
 
     Ingest upserts ``marked_at``; the rollup deletes a row only if it was not
     marked again after the rollup claimed it.
     """
 
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
-    hour_start = models.DateTimeField()
     marked_at = models.DateTimeField()
 
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["node", "hour_start"], name="rolluppending_unique")]
 
-    def __str__(self) -> str:
-        return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
-
-
-class UsageChanged(models.Model):
+class UsageChanged(NodeHourMark):
     """A node-hour whose usage rows were (re)written; the accounting app consumes and deletes these."""
 
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
-    hour_start = models.DateTimeField()
     changed_at = models.DateTimeField()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["node", "hour_start"], name="usagechanged_unique")]
-
-    def __str__(self) -> str:
-        return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
 
 
 class ParkedHour(models.Model):

@@ -26,7 +26,7 @@ from rest_framework.response import Response
 
 from accounting.inputs.services import InputChange, gpu_asset_save, node_price_save, site_pue_update, site_tariff_save
 from accounting.models import GpuAsset, NodePrice, SiteTariff
-from common.api import ERRORS, InputView, owned
+from common.api import ERRORS, InputView, OrganizationRowSerializer, owned, validated
 from fleets.permissions import Capability, change_check
 from fleets.selectors import fleets_for_user, gpus_for_user, nodes_for_user, organizations_for_user, sites_for_user
 
@@ -64,8 +64,7 @@ class NodePriceInputSerializer(serializers.Serializer):
     valid_to = serializers.DateTimeField(required=False, allow_null=True, help_text="exclusive; empty: in force")
 
 
-class NodePriceOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+class NodePriceOutputSerializer(OrganizationRowSerializer):
     organization_id = serializers.IntegerField(source="fleet.organization_id")
     fleet_id = serializers.IntegerField()
     node_id = serializers.IntegerField(allow_null=True)
@@ -107,9 +106,7 @@ class NodePricesView(InputView):
         request=NodePriceInputSerializer, responses={201: NodePriceWrittenSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        serializer = NodePriceInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+        data = validated(NodePriceInputSerializer, request)
         price = node_price_new(user=request.user, fleet_id=data.pop("fleet"), node_id=data.pop("node", None))
         change = node_price_save(price=price, data=data, user=request.user, now=timezone.now())
         return written(NodePriceOutputSerializer, change, created=True)
@@ -129,13 +126,18 @@ class NodePriceDetailView(InputView):
     def patch(self, request: Request, price_id: int) -> Response:
         price = owned(node_prices_for_user(user=request.user), price_id, "price")
         change_check(user=request.user, organization=price.fleet.organization_id, capability=Capability.PRICES)
-        serializer = NodePriceInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        change = node_price_save(price=price, data=serializer.validated_data, user=request.user, now=timezone.now())
+        data = validated(NodePriceInputSerializer, request, partial=True)
+        change = node_price_save(price=price, data=data, user=request.user, now=timezone.now())
         return written(NodePriceOutputSerializer, change)
 
 
 # --- site tariffs ------------------------------------------------------------------
+
+
+# A row of a site's (a tariff, a dated PUE or market factor): its organization is the site's.
+class SiteRowSerializer(OrganizationRowSerializer):
+    organization_id = serializers.IntegerField(source="site.organization_id")
+    site_id = serializers.IntegerField()
 
 
 class WindowSerializer(serializers.Serializer):
@@ -154,10 +156,7 @@ class SiteTariffInputSerializer(serializers.Serializer):
     valid_to = serializers.DateTimeField(required=False, allow_null=True, help_text="exclusive; empty: in force")
 
 
-class SiteTariffOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField(source="site.organization_id")
-    site_id = serializers.IntegerField()
+class SiteTariffOutputSerializer(SiteRowSerializer):
     flat_price_per_kwh = serializers.DecimalField(max_digits=14, decimal_places=6, allow_null=True)
     windows = serializers.JSONField()
     valid_from = serializers.DateTimeField()
@@ -189,9 +188,7 @@ class SiteTariffsView(InputView):
         request=SiteTariffInputSerializer, responses={201: SiteTariffWrittenSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        serializer = SiteTariffInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = _windows(dict(serializer.validated_data))
+        data = _windows(validated(SiteTariffInputSerializer, request))
         site = owned(sites_for_user(user=request.user), data.pop("site"), "site")
         change_check(user=request.user, organization=site.organization_id, capability=Capability.PRICES)
         change = site_tariff_save(tariff=SiteTariff(site=site), data=data, user=request.user, now=timezone.now())
@@ -211,9 +208,7 @@ class SiteTariffDetailView(InputView):
     def patch(self, request: Request, tariff_id: int) -> Response:
         tariff = owned(site_tariffs_for_user(user=request.user), tariff_id, "tariff")
         change_check(user=request.user, organization=tariff.site.organization_id, capability=Capability.PRICES)
-        serializer = SiteTariffInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        data = _windows(dict(serializer.validated_data))
+        data = _windows(validated(SiteTariffInputSerializer, request, partial=True))
         if "windows" in data and "flat_price_per_kwh" not in data:
             data["flat_price_per_kwh"] = None  # windows given replace a flat price
         if data.get("flat_price_per_kwh") is not None and "windows" not in data:
@@ -247,9 +242,7 @@ class SitePueView(InputView):
     def put(self, request: Request, site_id: int) -> Response:
         site = owned(sites_for_user(user=request.user), site_id, "site")
         change_check(user=request.user, organization=site.organization_id, capability=Capability.PRICES)
-        serializer = SitePueSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        pue = serializer.validated_data["pue"]
+        pue = validated(SitePueSerializer, request)["pue"]
         change = site_pue_update(site=site, pue=pue, user=request.user, now=timezone.now())
         return written(SitePueSerializer, change)
 
@@ -297,9 +290,7 @@ class GpuAssetsView(InputView):
         request=GpuAssetInputSerializer, responses={201: GpuAssetWrittenSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        serializer = GpuAssetInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+        data = validated(GpuAssetInputSerializer, request)
         gpu = owned(gpus_for_user(user=request.user).select_related("node__fleet"), data.pop("gpu"), "GPU")
         change_check(user=request.user, organization=gpu.node.fleet.organization_id, capability=Capability.PRICES)
         if GpuAsset.objects.filter(gpu=gpu).exists():
@@ -321,7 +312,6 @@ class GpuAssetDetailView(InputView):
         asset = owned(gpu_assets_for_user(user=request.user), asset_id, "asset")
         organization_id = asset.gpu.node.fleet.organization_id
         change_check(user=request.user, organization=organization_id, capability=Capability.PRICES)
-        serializer = GpuAssetInputSerializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        change = gpu_asset_save(asset=asset, data=serializer.validated_data, user=request.user, now=timezone.now())
+        data = validated(GpuAssetInputSerializer, request, partial=True)
+        change = gpu_asset_save(asset=asset, data=data, user=request.user, now=timezone.now())
         return written(GpuAssetOutputSerializer, change)

@@ -19,7 +19,7 @@ from django.utils import timezone
 from accounting.inputs.nodes import node_enroll_audited, node_token_revoke_audited, node_token_rotate_audited
 from common.pages import page_context
 from fleets.models import Fleet, Node, NodeCredential, Site
-from fleets.permissions import Capability, may_change
+from fleets.permissions import Capability, may_change_page
 from fleets.services import NodeRefused
 
 
@@ -74,9 +74,7 @@ def _not_ours(request: HttpRequest, organization: Any) -> bool:
 def node_tokens_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     organization = context["organization"]
-    writable = organization is not None and may_change(
-        user=request.user, organization=organization, capability=Capability.NODES
-    )
+    writable = may_change_page(user=request.user, organization=organization, capability=Capability.NODES)
     built, status, issued = _forms(organization), 200, None
     if request.method == "POST":
         if not writable:

@@ -21,25 +21,24 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounting.inputs.nodes import node_enroll_audited, node_token_revoke_audited, node_token_rotate_audited
-from common.api import InputView, owned
+from common.api import InputView, error_responses, owned, validated
 from fleets.models import NodeCredential
 from fleets.permissions import Capability, change_check
 from fleets.selectors import fleets_for_user, nodes_for_user, sites_for_user
 from fleets.services import IssuedToken, NodeRefused
 
-ERRORS = {
-    400: OpenApiResponse(description="an invalid field, a hostname already enrolled in the fleet; nothing changed"),
-    401: OpenApiResponse(description="no credentials, or an unknown, expired or revoked personal token"),
-    403: OpenApiResponse(description="a node token, or a role other than admin or engineer"),
-    404: OpenApiResponse(description="a node, fleet, site or token that is not among yours"),
-}
+ERRORS = error_responses(
+    invalid="an invalid field, a hostname already enrolled in the fleet; nothing changed",
+    forbidden="a node token, or a role other than admin or engineer",
+    not_found="a node, fleet, site or token that is not among yours",
+)
 
 
 class TokenSerializer(serializers.Serializer):
@@ -92,9 +91,7 @@ class NodeEnrollmentsView(InputView):
         request=NodeInputSerializer, responses={201: EnrolledSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        serializer = NodeInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(NodeInputSerializer, request)
         fleet = owned(fleets_for_user(user=request.user), data["fleet"], "fleet")
         site = owned(sites_for_user(user=request.user), data["site"], "site")
         change_check(user=request.user, organization=fleet.organization_id, capability=Capability.NODES)
@@ -119,9 +116,7 @@ class NodeTokensView(InputView):
         request=RotateInputSerializer, responses={201: EnrolledSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        serializer = RotateInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(RotateInputSerializer, request)
         node = owned(nodes_for_user(user=request.user).select_related("fleet"), data["node"], "node")
         change_check(user=request.user, organization=node.fleet.organization_id, capability=Capability.NODES)
         issued = node_token_rotate_audited(

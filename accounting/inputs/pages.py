@@ -23,7 +23,7 @@ from accounting.models import LedgerPending, NodePrice
 from common.api import InputInvalid
 from common.pages import page_context
 from fleets.models import Node
-from fleets.permissions import Capability, may_change
+from fleets.permissions import Capability, may_change_page
 from governance.locks import PeriodLocked
 
 
@@ -51,9 +51,7 @@ def node_prices_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     organization = context["organization"]
     nodes = Node.objects.filter(fleet__organization=organization).select_related("fleet", "site").order_by("hostname")
-    writable = organization is not None and may_change(
-        user=request.user, organization=organization, capability=Capability.PRICES
-    )
+    writable = may_change_page(user=request.user, organization=organization, capability=Capability.PRICES)
     form, status, result = RentForm(nodes=nodes), 200, None
     if request.method == "POST":
         if not writable:

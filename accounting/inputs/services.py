@@ -260,27 +260,31 @@ def gpu_asset_save(*, asset: GpuAsset, data: Mapping[str, Any], user: Any, now: 
         if asset.pk:
             asset = GpuAsset.objects.select_related("gpu__node__fleet").get(pk=asset.pk)
         _assign(asset, data, GPU_ASSET_FIELDS)
-        node = asset.gpu.node
-        return _all_lines_save(
-            row=asset, subject="gpu_asset", organization_id=node.fleet.organization_id, node_ids=[node.pk],
-            user=user, now=now,
-        )  # fmt: skip
+        return _asset_lines_save(asset, asset.gpu.node, user=user, now=now)
 
 
 def gpu_asset_row_save(*, asset: GpuAsset, user: Any, now: datetime) -> InputChange:
     """Save a GPU asset whose fields are already set (the Django admin's form)."""
     with transaction.atomic():
-        node = Node.objects.select_related("fleet").get(pk=asset.gpu.node_id)
-        return _all_lines_save(
-            row=asset, subject="gpu_asset", organization_id=node.fleet.organization_id, node_ids=[node.pk],
-            user=user, now=now,
-        )  # fmt: skip
+        return _asset_lines_save(asset, _asset_node(asset), user=user, now=now)
+
+
+def _asset_node(asset: GpuAsset) -> Node:
+    return Node.objects.select_related("fleet").get(pk=asset.gpu.node_id)
+
+
+def _asset_lines_save(asset: GpuAsset, node: Node, *, user: Any, now: datetime) -> InputChange:
+    """Save ``asset``; every line of its node is recomputed (the asset's embodied carbon weighs on each)."""
+    return _all_lines_save(
+        row=asset, subject="gpu_asset", organization_id=node.fleet.organization_id, node_ids=[node.pk],
+        user=user, now=now,
+    )  # fmt: skip
 
 
 def gpu_asset_delete(*, asset: GpuAsset, user: Any, now: datetime) -> InputChange:
     """Delete a GPU asset record: refused while a stored line of its node is locked; its node's lines re-open."""
     with transaction.atomic():
-        node = Node.objects.select_related("fleet").get(pk=asset.gpu.node_id)
+        node = _asset_node(asset)
         organization_id = node.fleet.organization_id
         _organization_lock(organization_id)
         lock_check_lines(organization_id=organization_id, node_ids=[node.pk])

@@ -27,10 +27,10 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounting.inputs.api import written
+from accounting.inputs.api import SiteRowSerializer, written
 from accounting.inputs.services import InputChange, site_market_factor_save, site_pue_period_save, validity_row_delete
 from accounting.models import SiteMarketFactor, SitePue
-from common.api import ERRORS, InputView, owned
+from common.api import ERRORS, InputView, owned, validated
 from fleets.permissions import Capability, change_check
 from fleets.selectors import sites_for_user
 
@@ -42,10 +42,7 @@ class SitePuePeriodInputSerializer(serializers.Serializer):
     valid_to = serializers.DateTimeField(required=False, allow_null=True, help_text="exclusive; empty: in force")
 
 
-class SitePuePeriodOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField(source="site.organization_id")
-    site_id = serializers.IntegerField()
+class SitePuePeriodOutputSerializer(SiteRowSerializer):
     pue = serializers.DecimalField(max_digits=4, decimal_places=2)
     valid_from = serializers.DateTimeField()
     valid_to = serializers.DateTimeField(allow_null=True)
@@ -63,10 +60,7 @@ class MarketFactorInputSerializer(serializers.Serializer):
     valid_to = serializers.DateTimeField(required=False, allow_null=True, help_text="exclusive; empty: in force")
 
 
-class MarketFactorOutputSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField(source="site.organization_id")
-    site_id = serializers.IntegerField()
+class MarketFactorOutputSerializer(SiteRowSerializer):
     gco2e_per_kwh = serializers.DecimalField(max_digits=9, decimal_places=3)
     source = serializers.CharField()  # type: ignore[assignment]
     valid_from = serializers.DateTimeField()
@@ -97,9 +91,7 @@ class _SiteRowsView(InputView):
         return Response(self.output_serializer(self.rows(request), many=True).data)
 
     def create_row(self, request: Request) -> Response:
-        serializer = self.input_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = dict(serializer.validated_data)
+        data = validated(self.input_serializer, request)
         site = owned(sites_for_user(user=request.user), data.pop("site"), "site")
         change_check(user=request.user, organization=site.organization_id, capability=self.capability)
         change = self.save(self.model(site=site), data, request)
@@ -111,9 +103,8 @@ class _SiteRowsView(InputView):
     def change_row(self, request: Request, row_id: int) -> Response:
         row = owned(self.rows(request), row_id, self.what)
         change_check(user=request.user, organization=row.site.organization_id, capability=self.capability)
-        serializer = self.input_serializer(data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        data = {name: value for name, value in serializer.validated_data.items() if name != "site"}
+        data = validated(self.input_serializer, request, partial=True)
+        data.pop("site", None)
         return written(self.output_serializer, self.save(row, data, request))
 
     def delete_row(self, request: Request, row_id: int) -> Response:

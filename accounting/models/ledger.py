@@ -12,6 +12,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from fleets.models import Fleet, Node, Organization, Site
+from telemetry.models import NodeHourMark
 
 __all__ = ["LedgerPending", "LedgerSettings", "NodeHourLedger"]
 
@@ -104,18 +105,10 @@ class NodeHourLedger(models.Model):
         return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
 
 
-class LedgerPending(models.Model):
+class LedgerPending(NodeHourMark):
     """Node-hours whose ledger lines must be (re)computed: new usage, or a changed price or intensity."""
 
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
-    hour_start = models.DateTimeField()
     marked_at = models.DateTimeField()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["node", "hour_start"], name="ledgerpending_unique")]
-
-    def __str__(self) -> str:
-        return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
 
 
 # An interactive chat turn's first token within half a second; the organization sets its own.

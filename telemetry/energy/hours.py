@@ -36,6 +36,12 @@ def sample_window_s(hour_starts_s: Iterable[int], *, max_gap_s: float) -> tuple[
     It is ``[first_hour_start_s - max_gap_s, last_hour_start_s + HOUR_S + max_gap_s]``:
     an interval that touches a requested hour and is bridged (no longer than
     ``max_gap_s``) has both its samples inside it.
+
+    The window contract of the hourly rollups (``gpu_usage_by_hour``,
+    ``endpoint_usage_by_hour``): their ``points`` hold every sample of the GPU or
+    endpoint in this range, and the nearest sample on each side beyond it no
+    more than ``max_bridge_s`` away (the other end of a gap that may be
+    bridged); farther samples change nothing.
     """
     hours = hours_validated(hour_starts_s)
     if not hours:

@@ -127,13 +127,9 @@ def endpoint_usage_by_hour(
 ) -> tuple[EndpointHourUsage, ...]:
     """One endpoint's usage for each requested hour, in hour order (an hour without samples reads as unobserved).
 
-    Window contract: ``points`` must hold every sample of the endpoint with
-    ``first_hour_start_s - max_gap_s <= ts_s <= last_hour_start_s + 3600 + max_gap_s``
-    (:func:`telemetry.energy.hours.sample_window_s`), and the nearest sample
-    on each side beyond it no more than ``max_bridge_s`` away (the other end
-    of a gap that may be bridged); farther samples change nothing.
-    In any order, duplicates allowed; of several sharing a timestamp
-    one is kept, chosen by :func:`serving_point_key`. The result is a function
+    ``points``: the endpoint's samples as the window contract of
+    :func:`telemetry.energy.hours.sample_window_s` asks, in any order, duplicates
+    allowed; of several sharing a timestamp one is kept, chosen by :func:`serving_point_key`. The result is a function
     of the set of samples alone.
     """
     hours = hours_validated(hour_starts_s)

@@ -133,11 +133,8 @@ class Command(BaseCommand):
             joules = figures.j_per_token
             grams = figures.g_per_1k_tokens
             self.stdout.write(
-                f"{figures.fleet:<12}"
-                + (f"{cost:>12.4f} {figures.currency}" if cost is not None else f"{'-':>16}")
-                + (f"{p99 * 1000:>8.0f} ms" if p99 is not None else f"{'-':>11}")
-                + (f"{joules:>10.4f}" if joules is not None else f"{'-':>10}")
-                + (f"{grams:>14.4f}" if grams is not None else f"{'-':>14}")
+                f"{figures.fleet:<12}{_cell(cost, '>12.4f', 16, f' {figures.currency}')}{_ttft_cell(p99)}"
+                f"{_cell(joules, '>10.4f', 10)}{_cell(grams, '>14.4f', 14)}"
             )
         self._llm_figures(report, options)
 
@@ -154,9 +151,15 @@ class Command(BaseCommand):
                 row.idle_share,
             )
             self.stdout.write(
-                f"{row.fleet:<12}{row.llm[:41]:<42}"
-                + (f"{cost:>16.4f}" if cost is not None else f"{'-':>16}")
-                + (f"{p99 * 1000:>8.0f} ms" if p99 is not None else f"{'-':>11}")
-                + (f"{joules:>10.4f}" if joules is not None else f"{'-':>10}")
-                + (f"{idle:>12.1%}" if idle is not None else f"{'-':>12}")
+                f"{row.fleet:<12}{row.llm[:41]:<42}{_cell(cost, '>16.4f', 16)}{_ttft_cell(p99)}"
+                f"{_cell(joules, '>10.4f', 10)}{_cell(idle, '>12.1%', 12)}"
             )
+
+
+def _cell(value: Any, spec: str, width: int, unit: str = "") -> str:
+    """``value`` formatted by ``spec`` (then ``unit``) in a column ``width`` wide, or a dash when unknown."""
+    return f"{'-':>{width}}" if value is None else f"{value:{spec}}{unit}"
+
+
+def _ttft_cell(seconds: float | None) -> str:
+    return _cell(None if seconds is None else seconds * 1000, ">8.0f", 11, " ms")
