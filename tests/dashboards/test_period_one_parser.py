@@ -8,7 +8,7 @@ import pytest
 import time_machine
 
 from fleets.models import Role
-from tests.factories import MembershipFactory, OrganizationFactory, UserFactory
+from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 
 NOW = datetime(2026, 11, 17, 9, 41, tzinfo=UTC)
 
