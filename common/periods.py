@@ -203,10 +203,14 @@ class Period:
         length = self.end - self.start
         return Period(self.start - length, self.start, self.granularity, "custom")
 
+    @property
+    def last_day(self) -> datetime:
+        """The last day a custom range includes: what its picker's "to" box shows, so a resubmit keeps the range."""
+        return self.end - DAY
+
     def query(self) -> str:
         if self.preset == "custom":
-            last_day = self.end - DAY
-            return f"start={self.start:%Y-%m-%d}&end={last_day:%Y-%m-%d}&granularity={self.granularity}"
+            return f"start={self.start:%Y-%m-%d}&end={self.last_day:%Y-%m-%d}&granularity={self.granularity}"
         return f"period={self.preset}&granularity={self.granularity}"
 
 

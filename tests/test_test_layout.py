@@ -65,8 +65,8 @@ def test_no_module_under_tests_imports_a_test_module_or_a_conftest() -> None:
     [
         ("tests.reports.test_latency", "from tests.telemetry.test_ingest import post"),
         ("tests.reports.test_latency", "from tests.reports.conftest import END"),
-        ("tests.collector.test_cli", "from .conftest import StubServer"),
-        ("tests.collector.test_cli", "from .test_nvml import FakeGpu"),
+        ("tests.telemetry.collector.test_cli", "from .conftest import StubServer"),
+        ("tests.telemetry.collector.test_cli", "from .test_nvml import FakeGpu"),
         ("tests.grid.test_store", "from ..advice.curves_data import FAST"),
         ("tests.test_health", "from conftest import subprocess_env"),
         ("tests.test_health", "import tests.dashboards.data"),
@@ -82,7 +82,7 @@ def test_the_rule_catches_an_import_of_another_test_module(module: str, source: 
     ("module", "source"),
     [
         ("tests.reports.test_latency", "from tests.helpers.reports import END, START"),
-        ("tests.collector.test_cli", "from ..helpers.stub_server import StubServer"),
+        ("tests.telemetry.collector.test_cli", "from ...helpers.stub_server import StubServer"),
         ("tests.faults.test_oracle", "from tests.faults.oracle import check_raw"),
         ("tests.faults.test_faults", "from .harness import FAULTS"),
         ("tests.test_health", "from accounting.models import NodePrice"),

@@ -53,3 +53,15 @@ def test_the_same_start_and_end_text_starts_alike_and_the_page_includes_its_end_
 
     assert shown(client, text) == ("2026-11-01T00:00:00Z", "2026-11-03T00:00:00Z")
     assert reported(client, text) == ("2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z")
+
+
+@time_machine.travel(NOW, tick=False)
+def test_a_custom_range_submitted_again_from_its_picker_stays_the_same(client, member):
+    page = client.get("/finance/", {"start": "2026-11-01", "end": "2026-11-02"}).content.decode()
+
+    assert 'name="start" value="2026-11-01"' in page
+    assert 'name="end" value="2026-11-02"' in page  # the last day included, not the exclusive end
+    assert shown(client, {"start": "2026-11-01", "end": "2026-11-02"}) == (
+        "2026-11-01T00:00:00Z",
+        "2026-11-03T00:00:00Z",
+    )

@@ -1,6 +1,6 @@
 """The LLM model as a dimension, and the inter-token latency histogram, from a scrape to the hourly usage.
 
-One vLLM process serves two models (``tests.collector.expositions.vllm_two_models``), scraped at
+One vLLM process serves two models (``tests.telemetry.collector.expositions.vllm_two_models``), scraped at
 H+600 and, 10 s later, with every counter 1.5 times as high. The collector's own scraper and batch
 builder make the batch; the server stores and rolls it up. Each model's hour gets half of its
 counters at the first scrape:

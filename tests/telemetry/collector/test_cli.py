@@ -20,7 +20,7 @@ from telemetry.collector import wire
 from telemetry.collector.spool import Spool
 from tests.helpers.stub_server import StubServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COLLECTOR = [sys.executable, "-m", "telemetry.collector"]
 
 

@@ -1,4 +1,6 @@
-"""Org A: site fra-1 (EUR, PUE 1.20), fleet "inference" with node h100-a (2 GPUs) and h100-b (1 GPU).
+"""The input tests' organizations, sites, nodes and clients (fixtures), shared by the ledger's and governance's tests.
+
+Org A: site fra-1 (EUR, PUE 1.20), fleet "inference" with node h100-a (2 GPUs) and h100-b (1 GPU).
 
 Both nodes have 48 stored ledger lines, 2026-01-01 00:00 to 2026-01-03 00:00 UTC,
 computed without any price (unpriced: hardware cost 0) and without usage.

@@ -6,7 +6,7 @@ import ast
 import sys
 from pathlib import Path
 
-COLLECTOR = Path(__file__).resolve().parents[2] / "telemetry" / "collector"
+COLLECTOR = Path(__file__).resolve().parents[3] / "telemetry" / "collector"
 ALLOWED = {"pynvml", "orjson"}
 
 
