@@ -34,6 +34,30 @@ def _fresh_cache() -> Iterator[None]:
     yield
 
 
+# Host names the suite's URLs use, as a stand-in resolver answers them: no test asks real DNS.
+STAND_IN_NAMES = {"hooks.example.com": "93.184.215.14", "files.example.com": "93.184.215.14"}
+
+
+@pytest.fixture(autouse=True)
+def _stand_in_resolver(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Outbound URLs (``common.outbound``) resolve from ``STAND_IN_NAMES``; other names do not resolve."""
+    import socket
+
+    from common import outbound
+
+    names = dict(STAND_IN_NAMES)
+
+    def resolve(host: str, port: int) -> list[tuple[Any, ...]]:
+        if host not in names:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        address = names[host]
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        return [(family, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(outbound, "resolve", resolve)
+    return names
+
+
 @pytest.fixture
 def org_a(db: Any) -> Any:
     return OrganizationFactory(name="Org A", slug="org-a")

@@ -34,6 +34,7 @@ from advice.services import (
 )
 from advice.tasks import advice_refresh_task
 from common.api import InputView, OrganizationRowSerializer, error_responses, owned, validated
+from common.outbound import OutboundRefused, target_check
 from common.scope import report_fleet_ids, report_organization
 from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
@@ -207,8 +208,12 @@ class SettingsSerializer(serializers.Serializer):
                                           help_text="addresses e-mailed when a class's advice changes")  # fmt: skip
 
     def validate_webhook_url(self, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            raise serializers.ValidationError("the webhook must be an http(s) URL")
+        """The outbound rule (``common.outbound``) when saved; it is checked again when sent."""
+        if value:
+            try:
+                target_check(value)
+            except OutboundRefused as refused:
+                raise serializers.ValidationError(str(refused)) from None
         return value
 
 

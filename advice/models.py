@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from common.outbound import outbound_url_validate
 from fleets.models import Organization
 
 __all__ = ["Advice", "AdviceNotification", "AdviceSettings", "WorkloadClass"]
@@ -82,7 +83,9 @@ class AdviceSettings(models.Model):
         validators=[MinValueValidator(1), MaxValueValidator(90)],
         help_text="days of history the curves read",
     )
-    webhook_url = models.URLField(blank=True, help_text="POSTed a JSON body when a class's advice changes")
+    webhook_url = models.URLField(
+        blank=True, validators=[outbound_url_validate], help_text="POSTed a JSON body when a class's advice changes"
+    )
     notify_emails = models.TextField(blank=True, help_text="addresses told when a class's advice changes, one a line")
 
     class Meta:

@@ -1,18 +1,18 @@
 """Telling an organization its advice changed: a webhook POST and/or e-mail through Django's mail framework.
 
-A failure (refused connection, timeout, non-2xx answer, mail server error) is
-logged and the message parked with its error (``AdviceNotification.error``); it
-is never raised into the refresh. Parked messages are retried on the next
-refresh, up to ``MAX_ATTEMPTS`` attempts in all.
+The webhook is sent through ``common.outbound``: only to public addresses (or
+ones the operator allows), to the address checked, no redirect, one deadline.
+A failure (a refused target, no complete answer, a non-2xx answer, a mail server
+error) is logged and the message parked with its error (``AdviceNotification.error``:
+``refused: ...`` or ``failed: ...``, never the target's reply); it is never raised
+into the refresh. Parked messages are retried on the next refresh, up to
+``MAX_ATTEMPTS`` attempts in all.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
-import urllib.error
-import urllib.request
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from django.core.mail import send_mail
 from django.core.serializers.json import DjangoJSONEncoder
 
 from advice.models import AdviceNotification, AdviceSettings, WorkloadClass
+from common.outbound import OutboundFailed, OutboundRefused, post_json
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
@@ -60,14 +61,19 @@ def notifications_retry(*, organization_id: int, now: datetime) -> int:
 def notification_send(*, notification: AdviceNotification, now: datetime) -> bool:
     """One attempt; on failure the error is logged and stored, never raised."""
     notification.attempts += 1
+    error = ""
     try:
         if notification.channel == AdviceNotification.Channel.WEBHOOK:
             _post(notification.target, notification.payload)
         else:
             _mail(notification.target, notification.payload)
-    except (OSError, http.client.HTTPException, ValueError) as error:
-        notification.error = f"{type(error).__name__}: {error}"
-        logger.warning("advice %s to %s failed (attempt %d): %s", notification.channel, notification.target,
+    except (OutboundRefused, OutboundFailed) as refused_or_failed:
+        error = str(refused_or_failed)
+    except (OSError, ValueError) as mail_error:  # the mail server
+        error = f"failed: {type(mail_error).__name__}: {mail_error}"
+    if error:
+        notification.error = error
+        logger.warning("advice %s to %s (attempt %d): %s", notification.channel, notification.target,
                        notification.attempts, notification.error)  # fmt: skip
         notification.save(update_fields=["attempts", "error"])
         return False
@@ -77,18 +83,8 @@ def notification_send(*, notification: AdviceNotification, now: datetime) -> boo
 
 
 def _post(url: str, payload: dict[str, Any]) -> None:
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"webhook URL must be http(s), got {url!r}")
     body = json.dumps(payload, cls=DjangoJSONEncoder).encode()
-    request = urllib.request.Request(  # noqa: S310 - http(s) checked above
-        url, data=body, method="POST", headers={"Content-Type": "application/json", "User-Agent": USER_AGENT}
-    )
-    timeout_s = settings.ADVICE_WEBHOOK_TIMEOUT_S
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310 - http(s) only
-            response.read()
-    except urllib.error.HTTPError as error:
-        raise OSError(f"HTTP {error.code} from the webhook") from error
+    post_json(url, body, deadline_s=settings.ADVICE_WEBHOOK_TIMEOUT_S, headers={"User-Agent": USER_AGENT})
 
 
 def _mail(addresses: str, payload: dict[str, Any]) -> None:

@@ -215,6 +215,14 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 # --- Placement advice ------------------------------------------------------------
 # Seconds a webhook telling an organization its advice changed may take before it is parked.
 ADVICE_WEBHOOK_TIMEOUT_S = env_int("ADVICE_WEBHOOK_TIMEOUT_S", 5, minimum=1)
+
+# --- Outbound requests to addresses users name (common.outbound) ---------------------
+# Only public addresses, unless named here: host, host:port, [v6]:port or a network (10.20.0.0/16).
+OUTBOUND_ALLOWED_HOSTS = env_list("OUTBOUND_ALLOWED_HOSTS", [])
+# 0: nothing is sent and no user-named host is resolved (the schema check runs so).
+OUTBOUND_DELIVERY = env_bool("OUTBOUND_DELIVERY", True)
+# The most of a target's answer that is read (it is never stored).
+OUTBOUND_MAX_RESPONSE_BYTES = env_int("OUTBOUND_MAX_RESPONSE_BYTES", 65_536, minimum=0)
 # An organization without ledger settings of its own models its hosts' power where a node has no meter
 # (accounting.node_hour_lines): node-boundary energy, labelled ``modelled``. 0: the GPU boards' energy alone.
 LEDGER_MODEL_HOST_POWER_DEFAULT = env_bool("LEDGER_MODEL_HOST_POWER_DEFAULT", True)
