@@ -18,14 +18,7 @@ from decimal import Decimal
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from grid.errors import (
-    AuthError,
-    BadResponse,
-    ProviderError,
-    ProviderUnavailable,
-    RateLimited,
-    RequestRejected,
-)
+from grid import errors
 
 DEFAULT_TIMEOUT_S = 10.0
 USER_AGENT = "wattledger-grid/0.1 (+urllib)"
@@ -79,22 +72,22 @@ def _message_of(parsed: Any) -> str | None:
     return None
 
 
-def status_error(provider: str, status: int, body: bytes, retry_after: str | None) -> ProviderError:
+def status_error(provider: str, status: int, body: bytes, retry_after: str | None) -> errors.ProviderError:
     message = error_text(body)
     if status in (401, 403):
-        return AuthError(provider, message, status=status)
+        return errors.AuthError(provider, message, status=status)
     if status == 429:
-        return RateLimited(provider, message, status=status, retry_after_s=retry_after_seconds(retry_after))
+        return errors.RateLimited(provider, message, status=status, retry_after_s=retry_after_seconds(retry_after))
     if 400 <= status < 500:
-        return RequestRejected(provider, message, status=status)
-    return ProviderUnavailable(provider, message, status=status)
+        return errors.RequestRejected(provider, message, status=status)
+    return errors.ProviderUnavailable(provider, message, status=status)
 
 
 def parse_json(provider: str, body: bytes) -> Any:
     try:
         return json.loads(body, parse_float=Decimal)
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
-        raise BadResponse(provider, f"unparseable JSON: {exc}") from exc
+        raise errors.BadResponse(provider, f"unparseable JSON: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -128,4 +121,4 @@ class JsonClient:
             body = exc.read() if exc.fp is not None else b""
             raise status_error(self.provider, exc.code, body, exc.headers.get("Retry-After")) from exc
         except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts, resets, truncated bodies
-            raise ProviderUnavailable(self.provider, f"{type(exc).__name__}: {exc}") from exc
+            raise errors.ProviderUnavailable(self.provider, f"{type(exc).__name__}: {exc}") from exc
