@@ -27,7 +27,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from fleets.models import Gpu, Node
-from telemetry.collector.wire import Batch, EndpointRef, GpuRef, WireError, ts_datetime
+from telemetry.collector.backend import EndpointIdentity, GpuIdentity
+from telemetry.collector.wire import Batch, WireError, ts_datetime
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
 from telemetry.node_meter import node_meter_store
 from telemetry.partitions import partitions_ensure
@@ -113,7 +114,7 @@ def _skipped_report(result: IngestResult, kind: str, count: int) -> None:
 # --- GPUs and endpoints: found in one read when known, else added or refreshed ----------------
 
 
-def _gpu_refs(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int]]:
+def _gpu_refs(node: Node, refs: Sequence[GpuIdentity]) -> list[tuple[int, int]]:
     """``(gpu id, epoch id)`` per entry of ``refs``: one read when every GPU is this node's, unchanged,
     and every epoch known (a collector's steady state); else :func:`_gpu_refs_resolve` writes or refuses.
 
@@ -141,7 +142,7 @@ def _gpu_refs(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int]]:
     return known
 
 
-def _gpu_refs_resolve(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int]]:
+def _gpu_refs_resolve(node: Node, refs: Sequence[GpuIdentity]) -> list[tuple[int, int]]:
     """``(gpu id, epoch id)`` per entry of ``refs``, adding GPUs and epochs first seen and refreshing changed GPUs."""
     gpu_ids = _gpus_resolve(node, refs)
     wanted = {(gpu_ids[ref.uuid], ref.epoch) for ref in refs}
@@ -151,7 +152,7 @@ def _gpu_refs_resolve(node: Node, refs: Sequence[GpuRef]) -> list[tuple[int, int
     return [(gpu_ids[ref.uuid], epoch_ids[(gpu_ids[ref.uuid], ref.epoch)]) for ref in refs]
 
 
-def _gpus_resolve(node: Node, refs: Sequence[GpuRef]) -> dict[str, int]:
+def _gpus_resolve(node: Node, refs: Sequence[GpuIdentity]) -> dict[str, int]:
     """Map each UUID to its Gpu id, adding new GPUs to the node's inventory on first report."""
     latest = {ref.uuid: ref for ref in refs}  # the last declaration of a UUID wins
     existing = {gpu.uuid: gpu for gpu in Gpu.objects.filter(uuid__in=latest)}
@@ -173,7 +174,7 @@ def _gpus_resolve(node: Node, refs: Sequence[GpuRef]) -> dict[str, int]:
     return gpu_ids
 
 
-def _gpu_refresh(gpu: Gpu, ref: GpuRef) -> bool:
+def _gpu_refresh(gpu: Gpu, ref: GpuIdentity) -> bool:
     fresh = (ref.index, ref.name, ref.energy_counter_supported)
     if (gpu.index, gpu.name, gpu.energy_counter_supported) == fresh:
         return False
@@ -181,7 +182,7 @@ def _gpu_refresh(gpu: Gpu, ref: GpuRef) -> bool:
     return True
 
 
-def _endpoint_refs(node: Node, refs: Sequence[EndpointRef]) -> list[tuple[int, int]]:
+def _endpoint_refs(node: Node, refs: Sequence[EndpointIdentity]) -> list[tuple[int, int]]:
     """``(endpoint id, epoch id)`` per entry of ``refs``: two reads when every endpoint (node, URL, model) and
     epoch is stored and unchanged (kind, GPUs, buckets); else :func:`_endpoints_resolve` writes or refuses."""
     if not refs:
@@ -210,7 +211,7 @@ def _endpoint_refs(node: Node, refs: Sequence[EndpointRef]) -> list[tuple[int, i
     return known
 
 
-def _endpoints_resolve(node: Node, refs: Sequence[EndpointRef]) -> list[tuple[int, int]]:
+def _endpoints_resolve(node: Node, refs: Sequence[EndpointIdentity]) -> list[tuple[int, int]]:
     """``(endpoint id, epoch id)`` per entry of ``refs``, adding or refreshing endpoints and epochs."""
     node_gpu_ids = dict(Gpu.objects.filter(node=node).values_list("uuid", "id"))
     resolved: list[tuple[int, int]] = []
@@ -236,7 +237,7 @@ def _endpoints_resolve(node: Node, refs: Sequence[EndpointRef]) -> list[tuple[in
     return resolved
 
 
-def _endpoint_upsert(node: Node, ref: EndpointRef, gpu_ids: list[int]) -> ServingEndpoint:
+def _endpoint_upsert(node: Node, ref: EndpointIdentity, gpu_ids: list[int]) -> ServingEndpoint:
     endpoint, created = ServingEndpoint.objects.get_or_create(
         node=node, url=ref.url, model_name=ref.model, defaults={"kind": ref.kind}
     )

@@ -76,6 +76,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from .backend import EndpointIdentity, GpuIdentity
+
 try:  # orjson is faster; the collector works without it.
     import orjson
 
@@ -149,26 +151,6 @@ class WireError(ValueError):
 
 
 @dataclass(frozen=True)
-class GpuRef:
-    uuid: str
-    index: int
-    name: str
-    energy_counter_supported: bool
-    epoch: str
-
-
-@dataclass(frozen=True)
-class EndpointRef:
-    url: str
-    kind: str
-    model: str
-    gpu_uuids: tuple[str, ...]
-    epoch: str
-    ttft_bucket_bounds_s: tuple[float, ...]
-    itl_bucket_bounds_s: tuple[float, ...] = ()  # empty: the server exposes no inter-token latency
-
-
-@dataclass(frozen=True)
 class CollectorInfo:
     version: str
     hostname: str
@@ -179,14 +161,18 @@ class CollectorInfo:
 
 @dataclass(frozen=True)
 class Batch:
-    """A decoded, validated batch. Sample columns are lists of equal length."""
+    """A decoded, validated batch. Sample columns are lists of equal length.
+
+    ``gpus`` and ``endpoints`` are the identities the collector's backends gave, field for
+    field as the batcher encodes them: the wire carries them, it does not define its own.
+    """
 
     batch_id: str
     sent_at: float
     collector: CollectorInfo
-    gpus: tuple[GpuRef, ...]
+    gpus: tuple[GpuIdentity, ...]
     gpu_samples: dict[str, list[Any]]
-    endpoints: tuple[EndpointRef, ...]
+    endpoints: tuple[EndpointIdentity, ...]
     serving_samples: dict[str, list[Any]]
     node_meter: dict[str, Any] | None = None  # method, epoch and columns ts, power_w, energy_j
 
@@ -345,13 +331,13 @@ def _int(value: Any, where: str, *, minimum: int = 0, maximum: int = 2**63 - 1) 
     return value
 
 
-def _gpu_ref(item: Any, where: str) -> GpuRef:
+def _gpu_ref(item: Any, where: str) -> GpuIdentity:
     if not isinstance(item, dict):
         raise WireError(f"{where} must be an object")
     supported = item.get("energy_counter_supported")
     if not isinstance(supported, bool):
         raise WireError(f"{where}.energy_counter_supported must be true or false")
-    return GpuRef(
+    return GpuIdentity(
         uuid=_str(item, "uuid", f"{where}.uuid", max_len=96),
         index=_int(item.get("index"), f"{where}.index", maximum=255),
         name=_str(item, "name", f"{where}.name", max_len=128),
@@ -360,7 +346,7 @@ def _gpu_ref(item: Any, where: str) -> GpuRef:
     )
 
 
-def _endpoint_ref(item: Any, where: str) -> EndpointRef:
+def _endpoint_ref(item: Any, where: str) -> EndpointIdentity:
     if not isinstance(item, dict):
         raise WireError(f"{where} must be an object")
     kind = item.get("kind")
@@ -369,7 +355,7 @@ def _endpoint_ref(item: Any, where: str) -> EndpointRef:
     uuids = item.get("gpu_uuids", [])
     if not isinstance(uuids, list) or len(uuids) > MAX_GPUS:
         raise WireError(f"{where}.gpu_uuids must be a list of at most {MAX_GPUS} GPU UUIDs")
-    return EndpointRef(
+    return EndpointIdentity(
         url=_str(item, "url", f"{where}.url", max_len=512),
         kind=kind,
         model=_str(item, "model", f"{where}.model", allow_empty=True) if "model" in item else "",
@@ -422,7 +408,7 @@ def _columns(doc: Any, where: str, names: Sequence[str], max_rows: int) -> dict[
     return columns
 
 
-def _gpu_samples(doc: Any, gpus: Sequence[GpuRef]) -> dict[str, list[Any]]:
+def _gpu_samples(doc: Any, gpus: Sequence[GpuIdentity]) -> dict[str, list[Any]]:
     columns = _columns(doc, "gpu_samples", ("gpu", "ts", *GPU_FIELDS), MAX_GPU_ROWS)
     _check_refs(columns["gpu"], len(gpus), "gpu_samples.gpu")
     _check_column(columns["ts"], "gpu_samples.ts", TS_MIN_S, TS_MAX_S, integer=False, nullable=False)
@@ -436,7 +422,7 @@ def _gpu_samples(doc: Any, gpus: Sequence[GpuRef]) -> dict[str, list[Any]]:
     return columns
 
 
-def _serving_samples(doc: Any, endpoints: Sequence[EndpointRef]) -> dict[str, list[Any]]:
+def _serving_samples(doc: Any, endpoints: Sequence[EndpointIdentity]) -> dict[str, list[Any]]:
     names = ("endpoint", "ts", *SERVING_COUNTERS, "ttft_bucket_counts", "ttft_sum_s")
     optional = (*SERVING_COUNTERS_OPTIONAL, *SERVING_ITL_COLUMNS)
     sent = [name for name in optional if isinstance(doc, dict) and name in doc]
