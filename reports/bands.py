@@ -92,13 +92,10 @@ class NodeHour:
     generation_tokens: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class LoadHour:
-    """One fleet-hour of one LLM model: summed over the fleet's nodes serving it."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Additive:
+    """The figures that add up over fleet-hours and over bands (``_summed``), and the load they give."""
 
-    key: CurveKey
-    currency: str
-    hour_start: datetime
     requests: int
     generation_tokens: int
     gpu_h: Decimal
@@ -106,37 +103,37 @@ class LoadHour:
     it_kwh: Decimal
     facility_kwh: Decimal
     operational_co2e_g: Decimal | None  # the known part; None: no intensity known in any of its kWh
-    embodied_co2e_g: Decimal
-    ttft: Histogram | None = None
-    ttft_lower_bound: Histogram | None = None
-    unknown_intensity_kwh: Decimal = ZERO  # facility kWh with no known intensity
-    unpriced_node_hours: int = 0
+    embodied_co2e_g: Decimal  # central estimate
+    unknown_intensity_kwh: Decimal = ZERO  # facility kWh with no known intensity: not in operational_co2e_g
+    unpriced_node_hours: int = 0  # node-hours with no price in force: missing from cost (a lower bound)
 
     @property
     def rps_per_gpu(self) -> float:
+        """Mean load: requests over GPU-seconds."""
         return self.requests / (float(self.gpu_h) * S_PER_H) if self.gpu_h > 0 else 0.0
 
 
 @dataclass(frozen=True, slots=True)
-class CurveBand:
+class LoadHour(_Additive):
+    """One fleet-hour of one LLM model: summed over the fleet's nodes serving it."""
+
+    key: CurveKey
+    currency: str
+    hour_start: datetime
+    ttft: Histogram | None = None
+    ttft_lower_bound: Histogram | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CurveBand(_Additive):
     """The hours of one curve whose load fell in ``[low_rps_per_gpu, high_rps_per_gpu)``."""
 
     low_rps_per_gpu: float
     high_rps_per_gpu: float | None  # None: open-ended
     hours: int
     max_rps_per_gpu: float  # the highest load measured in the band: nothing above it is known
-    requests: int
-    generation_tokens: int
-    gpu_h: Decimal
-    cost: Decimal
-    it_kwh: Decimal
-    facility_kwh: Decimal
-    operational_co2e_g: Decimal | None  # the known part (see operational_coverage); None: none known
-    embodied_co2e_g: Decimal
     ttft: Histogram | None
     ttft_basis: str | None  # "measured", "lower_bound" (TGI only), or None: no histogram
-    unknown_intensity_kwh: Decimal = ZERO  # facility kWh with no known intensity: not in operational_co2e_g
-    unpriced_node_hours: int = 0  # node-hours with no price in force: missing from cost (a lower bound)
 
     @property
     def operational_coverage(self) -> float:
@@ -144,11 +141,6 @@ class CurveBand:
         if self.facility_kwh <= 0:
             return 1.0
         return float(max(ONE - self.unknown_intensity_kwh / self.facility_kwh, ZERO))
-
-    @property
-    def rps_per_gpu(self) -> float:
-        """Mean load of the band's hours: requests over GPU-seconds."""
-        return self.requests / (float(self.gpu_h) * S_PER_H) if self.gpu_h > 0 else 0.0
 
     @property
     def output_tokens_per_s_per_gpu(self) -> float:
@@ -344,18 +336,9 @@ def _load_hour_sum(hours: list[LoadHour]) -> LoadHour:
         key=first.key,
         currency=first.currency,
         hour_start=first.hour_start,
-        requests=sum(h.requests for h in hours),
-        generation_tokens=sum(h.generation_tokens for h in hours),
-        gpu_h=sum((h.gpu_h for h in hours), ZERO),
-        cost=sum((h.cost for h in hours), ZERO),
-        it_kwh=sum((h.it_kwh for h in hours), ZERO),
-        facility_kwh=sum((h.facility_kwh for h in hours), ZERO),
-        operational_co2e_g=_known_sum(h.operational_co2e_g for h in hours),
-        embodied_co2e_g=sum((h.embodied_co2e_g for h in hours), ZERO),
         ttft=histogram_merge((h.ttft for h in hours if h.ttft is not None), coarsen=True),
         ttft_lower_bound=histogram_merge((h.ttft_lower_bound for h in hours if h.ttft_lower_bound), coarsen=True),
-        unknown_intensity_kwh=sum((h.unknown_intensity_kwh for h in hours), ZERO),
-        unpriced_node_hours=sum(h.unpriced_node_hours for h in hours),
+        **_summed(hours),
     )
 
 
@@ -414,7 +397,7 @@ def _upper(edges: Sequence[float], index: int) -> float | None:
     return edges[index + 1] if index + 1 < len(edges) else None
 
 
-def _summed(rows: Sequence[LoadHour] | Sequence[CurveBand]) -> dict[str, Any]:
+def _summed(rows: Sequence[_Additive]) -> dict[str, Any]:
     """The additive figures of hours or of bands, summed: the fields a band adds up."""
     return {
         "requests": sum(r.requests for r in rows),
