@@ -52,6 +52,7 @@ from reports.display import (
 from reports.metrics import ALLOCATION_NOTE
 from reports.selectors import (
     GroupBy,
+    UsageSpec,
     fleet_comparison,
     report_page,
     report_rows_iter,
@@ -225,19 +226,19 @@ class UsageReportView(ReportView):
     )
     def get(self, request: Request) -> Any:
         params, start, end, organization_ids = self.scope(request)
-        query: dict[str, Any] = {
-            "organization_ids": organization_ids,
-            "start": start,
-            "end": end,
-            "granularity": Granularity(params["granularity"]),
-            "group_by": GroupBy(params["group_by"]),
-            "filters": report_filters(organization_ids=organization_ids, params=params),
-        }
+        spec = UsageSpec(
+            organization_ids=organization_ids,
+            start=start,
+            end=end,
+            granularity=Granularity(params["granularity"]),
+            group_by=GroupBy(params["group_by"]),
+            filters=report_filters(organization_ids=organization_ids, params=params),
+        )
         if self.wants_csv(request):
-            rows: Iterator[Any] = (usage_row_output(row) for row in report_rows_iter(**query))
+            rows: Iterator[Any] = (usage_row_output(row) for row in report_rows_iter(spec=spec))
             return self.csv_answer(list(UsageRowSerializer().fields), rows, report="usage", start=start, end=end)
         offset, limit = params["offset"], params["limit"]
-        page = report_page(**query, offset=offset, limit=limit)
+        page = report_page(spec=spec, offset=offset, limit=limit)
         following, previous = _page_links(request, count=page.count, offset=offset, limit=limit)
         answer = {
             "period": period_described(params),

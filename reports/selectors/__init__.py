@@ -15,7 +15,7 @@ currency, or group by site or currency). Nothing is rounded here:
 
 - ``report_rows`` / ``report_page`` / ``report_rows_iter`` / ``report_rows_count``:
   cost, energy, carbon and tokens per period bucket x group (a list, a page with
-  its total count, a stream for CSV, the count).
+  its total count, a stream for CSV, the count), each of the ``UsageSpec`` asked for.
 - ``ledger_parts`` / ``parts_sum`` / ``parts_total``: the lines summed once per a
   few keys, for a page that shows several roll-ups of them (added exactly in Python).
 - ``fleet_comparison``: per fleet (or fleet x GPU model): throughput, TTFT, cost,
@@ -40,6 +40,7 @@ from reports.selectors.usage import (
     GroupBy,
     ReportPage,
     ReportRow,
+    UsageSpec,
     group_labels,
     report_page,
     report_row,
@@ -64,6 +65,7 @@ __all__ = [
     "ReportPage",
     "ReportRow",
     "SustainabilityReport",
+    "UsageSpec",
     "fleet_comparison",
     "gpu_model_profiles",
     "group_labels",

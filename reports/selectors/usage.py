@@ -91,6 +91,18 @@ _TRACE_BOUNDS = {
 
 
 @dataclass(frozen=True)
+class UsageSpec:
+    """What a usage report asks for: whose lines, over which period, in which buckets and groups."""
+
+    organization_ids: Collection[int]
+    start: datetime
+    end: datetime
+    granularity: Granularity
+    group_by: GroupBy
+    filters: ReportFilters = NO_FILTERS
+
+
+@dataclass(frozen=True)
 class ReportPage:
     """One page of usage rows and the number of rows in all pages."""
 
@@ -102,13 +114,9 @@ class ReportPage:
 class _UsageQuery:
     """The lines of one usage report, their bucket annotated, and the fields a row is keyed by (currency aside)."""
 
+    spec: UsageSpec
     lines: QuerySet[NodeHourLedger]
     keys: list[str]
-    organization_ids: Collection[int]
-    start: datetime
-    end: datetime
-    granularity: Granularity
-    group_by: GroupBy
 
     def rows(self, offset: int, limit: int | None) -> QuerySet[Any]:
         # Currency is in the GROUP BY so that money of two currencies can never be summed,
@@ -118,13 +126,14 @@ class _UsageQuery:
         return ordered[offset : None if limit is None else offset + limit]
 
     def row(self, values: dict[str, Any], labels: dict[str, str]) -> ReportRow:
+        group_by = self.spec.group_by
         row = report_row(
             ledger_sums_from(values, currency=values["currency"]),
-            start=self.start,
-            end=self.end,
-            granularity=self.granularity,
+            start=self.spec.start,
+            end=self.spec.end,
+            granularity=self.spec.granularity,
             bucket=values.get("bucket"),
-            group_key=None if self.group_by is GroupBy.NONE else values[_GROUP_FIELDS[self.group_by]],
+            group_key=None if group_by is GroupBy.NONE else values[_GROUP_FIELDS[group_by]],
             labels=labels,
         )
         trace = self.tracer.trace(self._parts(values, row), row.sums)
@@ -142,17 +151,17 @@ class _UsageQuery:
         lines = self.lines.filter(
             hour_start__gte=row.period_start, hour_start__lt=row.period_end, currency=values["currency"]
         )
-        if self.group_by is not GroupBy.NONE:
-            field = _GROUP_FIELDS[self.group_by]
+        if self.spec.group_by is not GroupBy.NONE:
+            field = _GROUP_FIELDS[self.spec.group_by]
             lines = lines.filter(**{field: values[field]})
         return [as_part(part) for part in trace_parts(lines)]
 
     @functools.cached_property
     def tracer(self) -> RowTracer:
-        return RowTracer(organization_ids=self.organization_ids, lines=self.lines)
+        return RowTracer(organization_ids=self.spec.organization_ids, lines=self.lines)
 
     def labels(self) -> dict[str, str]:
-        return group_labels(self.group_by, self.organization_ids)
+        return group_labels(self.spec.group_by, self.spec.organization_ids)
 
 
 def report_row(
@@ -177,104 +186,61 @@ def report_row(
     )
 
 
-def _usage_query(
-    organization_ids: Collection[int],
-    start: datetime,
-    end: datetime,
-    granularity: Granularity,
-    group_by: GroupBy,
-    filters: ReportFilters,
-) -> _UsageQuery:
-    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+def _usage_query(spec: UsageSpec) -> _UsageQuery:
+    lines = ledger_lines(organization_ids=spec.organization_ids, start=spec.start, end=spec.end, filters=spec.filters)
     keys = []
-    bucket = bucket_expression(granularity)
+    bucket = bucket_expression(spec.granularity)
     if bucket is not None:
         lines, keys = lines.annotate(bucket=bucket), ["bucket"]
-    if group_by is not GroupBy.NONE:
-        keys.append(_GROUP_FIELDS[group_by])
-    return _UsageQuery(lines, keys, organization_ids, start, end, granularity, group_by)
+    if spec.group_by is not GroupBy.NONE:
+        keys.append(_GROUP_FIELDS[spec.group_by])
+    return _UsageQuery(spec, lines, keys)
 
 
-def report_rows(
-    *,
-    organization_ids: Collection[int],
-    start: datetime,
-    end: datetime,
-    granularity: Granularity,
-    group_by: GroupBy,
-    filters: ReportFilters = NO_FILTERS,
-    offset: int = 0,
-    limit: int | None = None,
-) -> list[ReportRow]:
+def report_rows(*, spec: UsageSpec, offset: int = 0, limit: int | None = None) -> list[ReportRow]:
     """Cost, energy, carbon and tokens per bucket x group, ordered by bucket then group key.
 
     ``offset`` / ``limit`` page through the rows in SQL. Raises ``CurrencyMismatchError``
     when a row would add money in different currencies. Three queries.
     """
-    if group_by is GroupBy.LLM_MODEL:
-        return _llm_model_rows(organization_ids, start, end, granularity, filters)[offset : _stop(offset, limit)]
-    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    if spec.group_by is GroupBy.LLM_MODEL:
+        return _llm_model_rows(spec)[offset : _stop(offset, limit)]
+    query = _usage_query(spec)
     _currency_check(query.lines, query.keys)
     labels = query.labels()
     return [query.row(values, labels) for values in query.rows(offset, limit)]
 
 
-def report_page(
-    *,
-    organization_ids: Collection[int],
-    start: datetime,
-    end: datetime,
-    granularity: Granularity,
-    group_by: GroupBy,
-    filters: ReportFilters = NO_FILTERS,
-    offset: int = 0,
-    limit: int | None = None,
-) -> ReportPage:
+def report_page(*, spec: UsageSpec, offset: int = 0, limit: int | None = None) -> ReportPage:
     """As ``report_rows``, with the number of rows in all pages (counted with the currency check)."""
-    if group_by is GroupBy.LLM_MODEL:
-        rows = _llm_model_rows(organization_ids, start, end, granularity, filters)
+    if spec.group_by is GroupBy.LLM_MODEL:
+        rows = _llm_model_rows(spec)
         return ReportPage(count=len(rows), rows=rows[offset : _stop(offset, limit)])
-    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    query = _usage_query(spec)
     count = _rows_counted_and_checked(query.lines, query.keys)
     labels = query.labels()
     return ReportPage(count=count, rows=[query.row(values, labels) for values in query.rows(offset, limit)])
 
 
-def report_rows_iter(
-    *,
-    organization_ids: Collection[int],
-    start: datetime,
-    end: datetime,
-    granularity: Granularity,
-    group_by: GroupBy,
-    filters: ReportFilters = NO_FILTERS,
-) -> Iterator[ReportRow]:
+def report_rows_iter(*, spec: UsageSpec) -> Iterator[ReportRow]:
     """Every row of ``report_rows``, streamed from the database in chunks (for CSV of any length).
 
     The currency check runs now, before the first row, so that a caller can still
     answer with an error; the rows are read as they are consumed.
     """
-    if group_by is GroupBy.LLM_MODEL:
-        return iter(_llm_model_rows(organization_ids, start, end, granularity, filters))
-    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    if spec.group_by is GroupBy.LLM_MODEL:
+        return iter(_llm_model_rows(spec))
+    query = _usage_query(spec)
     _currency_check(query.lines, query.keys)
     labels = query.labels()
     return (query.row(values, labels) for values in query.rows(0, None).iterator(chunk_size=STREAM_CHUNK_ROWS))
 
 
-def report_rows_count(
-    *,
-    organization_ids: Collection[int],
-    start: datetime,
-    end: datetime,
-    granularity: Granularity,
-    group_by: GroupBy,
-    filters: ReportFilters = NO_FILTERS,
-) -> int:
+def report_rows_count(*, spec: UsageSpec) -> int:
     """How many rows ``report_rows`` gives without paging; raises ``CurrencyMismatchError`` as it does."""
-    if group_by is GroupBy.LLM_MODEL:
-        return len(_llm_model_rows(organization_ids, start, end, granularity, filters))
-    query = _usage_query(organization_ids, start, end, granularity, group_by, filters)
+    if spec.group_by is GroupBy.LLM_MODEL:
+        return len(_llm_model_rows(spec))
+    query = _usage_query(spec)
     return _rows_counted_and_checked(query.lines, query.keys)
 
 
@@ -282,15 +248,14 @@ def _stop(offset: int, limit: int | None) -> int | None:
     return None if limit is None else offset + limit
 
 
-def _llm_model_rows(
-    organization_ids: Collection[int], start: datetime, end: datetime, granularity: Granularity, filters: ReportFilters
-) -> list[ReportRow]:
+def _llm_model_rows(spec: UsageSpec) -> list[ReportRow]:
     """Rows per bucket x LLM model: each node-hour's line allocated to its LLM models by output-token share.
 
     The node-hours without output tokens make a row of their own per bucket (``group_key``
     ``None``), so the rows add up. Few rows (buckets x models), built whole and paged here.
     """
-    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+    organization_ids, start, end, granularity = spec.organization_ids, spec.start, spec.end, spec.granularity
+    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=spec.filters)
     bucket = bucket_expression(granularity)
     keys = [] if bucket is None else ["bucket"]
     idle = lines.filter(generation_tokens=0)
@@ -298,7 +263,7 @@ def _llm_model_rows(
     usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
     )
-    usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=filters))
+    usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=spec.filters))
     usage = usage if bucket is None else usage.annotate(bucket=bucket)
     # Keyed by the lines' GPU model and intensity source too (a line has one of each), for each row's trace.
     trace = {"t_model": F(f"{LINE}gpu_model"), "t_source": F(f"{LINE}location_source")}

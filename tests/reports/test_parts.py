@@ -15,6 +15,7 @@ from reports.display import sustainability_output, usage_row_output
 from reports.selectors import (
     BUCKET,
     GroupBy,
+    UsageSpec,
     group_labels,
     ledger_parts,
     parts_sum,
@@ -63,9 +64,10 @@ def fine_parts(org, **options):
 
 def test_parts_per_fleet_and_day_add_up_to_the_usage_reports_rows(fleets, org_a):
     parts = fine_parts(org_a)
-    daily = report_rows(
+    spec = UsageSpec(
         organization_ids=[org_a.pk], start=START, end=END, granularity=Granularity.DAY, group_by=GroupBy.FLEET
     )
+    daily = report_rows(spec=spec)
 
     labels = group_labels(GroupBy.FLEET, [org_a.pk])
     per_day = parts_sum(parts, lambda p: (p.key[BUCKET].replace(hour=0), p.key["fleet_id"]))
@@ -79,9 +81,10 @@ def test_parts_per_fleet_and_day_add_up_to_the_usage_reports_rows(fleets, org_a)
 
 
 def test_all_parts_add_up_to_the_total_row_exactly(fleets, org_a):
-    (total,) = report_rows(
+    spec = UsageSpec(
         organization_ids=[org_a.pk], start=START, end=END, granularity=Granularity.TOTAL, group_by=GroupBy.NONE
     )
+    (total,) = report_rows(spec=spec)
 
     rebuilt = report_row(parts_total(fine_parts(org_a)), start=START, end=END, granularity=Granularity.TOTAL)
 

@@ -22,7 +22,7 @@ from common.periods import Granularity
 from reports.bands import CurveBand, bands_merge
 from reports.curves import load_curves
 from reports.metrics import ComparisonStats, LedgerSums
-from reports.selectors import GroupBy, fleet_comparison, report_rows
+from reports.selectors import GroupBy, UsageSpec, fleet_comparison, report_rows
 from reports.sharing import output_token_share
 from scenarios.replay import Replay
 from scenarios.services import _usage_add
@@ -90,9 +90,10 @@ def test_llm_model_rows_with_the_idle_row_add_up_to_the_fleet(requests_without_t
 
 
 def test_the_usage_report_by_llm_model_gives_the_comparisons_rows(requests_without_tokens, org_a):
-    usage = report_rows(
+    spec = UsageSpec(
         organization_ids=[org_a.pk], start=START, end=END, granularity=Granularity.TOTAL, group_by=GroupBy.LLM_MODEL
     )
+    usage = report_rows(spec=spec)
     rows = {row.llm_model: ledger_figures(row.sums) for row in comparison(org_a, by_llm_model=True)}
 
     assert {row.group_key: ledger_figures(row.sums) for row in usage} == rows

@@ -15,7 +15,7 @@ from accounting.models import NodePrice
 from accounting.node_hour_lines import ledger_node_hours_compute
 from common.periods import Granularity
 from fleets.models import Fleet
-from reports.selectors import GroupBy, ReportFilters, report_rows, report_rows_count
+from reports.selectors import GroupBy, ReportFilters, UsageSpec, report_rows, report_rows_count
 from telemetry.models import EndpointHourUsage
 from tests.helpers.factories import SiteFactory
 from tests.helpers.reports import (
@@ -347,7 +347,9 @@ def test_selector_refuses_mixed_currencies(fleets, org_a):
 
     with pytest.raises(CurrencyMismatchError):
         report_rows(
-            organization_ids=[org_a.pk], start=START, end=END, granularity=Granularity.DAY, group_by=GroupBy.FLEET
+            spec=UsageSpec(
+                organization_ids=[org_a.pk], start=START, end=END, granularity=Granularity.DAY, group_by=GroupBy.FLEET
+            )
         )
 
 
@@ -374,18 +376,18 @@ def test_no_tokens_gives_null_per_token_figures(fleets, client_a):
 
 
 def test_selector_rows_keep_full_precision_and_page_in_sql(fleets, org_a):
-    query = {
-        "organization_ids": [org_a.pk],
-        "start": START,
-        "end": END,
-        "granularity": Granularity.HOUR,
-        "group_by": GroupBy.NODE,
-        "filters": ReportFilters(node_ids=frozenset({fleets.rtx.pk})),
-    }
+    spec = UsageSpec(
+        organization_ids=[org_a.pk],
+        start=START,
+        end=END,
+        granularity=Granularity.HOUR,
+        group_by=GroupBy.NODE,
+        filters=ReportFilters(node_ids=frozenset({fleets.rtx.pk})),
+    )
 
-    rows = report_rows(**query, offset=1, limit=1)
+    rows = report_rows(spec=spec, offset=1, limit=1)
 
-    assert report_rows_count(**query) == 3
+    assert report_rows_count(spec=spec) == 3
     assert [(row.period_start, row.group_label) for row in rows] == [(H2, "rtx-a")]
     totals = rows[0].sums.totals
     assert (totals.cost, totals.idle_cost, totals.currency) == (Decimal("1.464"), Decimal("0.366"), "USD")
@@ -396,10 +398,10 @@ def test_report_reads_a_constant_number_of_queries(fleets, org_a, django_assert_
     # the currency check, the group labels, the rows, and the organization's own profiles (the embodied
     # factors' sources every row names): one model and one intensity source per node-hour needs no more
     with django_assert_max_num_queries(4):
-        report_rows(
+        report_rows(spec=UsageSpec(
             organization_ids=[org_a.pk], start=LONG_AGO, end=datetime(2027, 1, 1, tzinfo=UTC),
             granularity=Granularity.HOUR, group_by=GroupBy.NODE,
-        )  # fmt: skip
+        ))  # fmt: skip
 
 
 def test_a_name_a_spreadsheet_would_run_is_exported_as_text(fleets, client_a):
