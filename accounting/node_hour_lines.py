@@ -52,6 +52,7 @@ from accounting.profiles import (
     profile_for_gpu,
 )
 from accounting.tariff import in_force
+from common.periods import HOUR
 from fleets.models import Gpu, GpuInstallation, Node
 from grid.hours import floor_hour
 from grid.models import GridIntensity
@@ -69,7 +70,6 @@ from telemetry.parking import NodeHourQueue, columns_fit, queue_run, rows_claim
 
 logger = logging.getLogger(__name__)
 
-HOUR = timedelta(hours=1)
 UNPRICED = NO_PRICE_ID
 # A node without a price in force is charged nothing for hardware and its lines say so.
 _NO_PRICE = RentedPricing(Decimal(0), RatePer.NODE, False, UNPRICED)

@@ -22,6 +22,7 @@ from accounting.ledger.line import NO_PRICE_ID
 from accounting.models import NodeHourLedger
 from accounting.profiles import hardware_profiles
 from advice.models import WorkloadClass
+from common.periods import HOUR
 from fleets.models import Fleet, Gpu, Organization
 from grid.annual import annual_intensity
 from grid.models import GridIntensity
@@ -45,7 +46,6 @@ from telemetry.models import EndpointHourUsage
 
 logger = logging.getLogger(__name__)
 
-HOUR = timedelta(hours=1)
 MAX_PERIOD = timedelta(days=366)
 # Rows fetched per round trip: ~20 columns each, a few MB per chunk.
 CHUNK_ROWS = 5000
