@@ -15,4 +15,4 @@ RUN DEBUG=1 SECRET_KEY=build-only-collectstatic-key-0123456789abcdefghijklmnopqr
 
 USER wattledger
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+CMD ["gunicorn", "-c", "config/gunicorn.conf.py", "config.wsgi"]

@@ -73,6 +73,22 @@ DEFAULT_PRESET = "7d"
 _ROLLING = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90)}
 
 
+def hour_instant_problem(value: datetime | None) -> str | None:
+    """Why ``value`` cannot start or end a dated input (a price, tariff, PUE, market factor, instrument, lock),
+    or ``None``: the ledger is hourly, so an input comes into force on a whole UTC hour, between
+    ``EARLIEST`` and ``LATEST`` like every period."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return "must name its time zone (UTC: ...Z)"
+    if not EARLIEST <= value <= LATEST:
+        return f"must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}"
+    at = value.astimezone(UTC)
+    if (at.minute, at.second, at.microsecond) != (0, 0, 0):
+        return f"must be on a whole UTC hour (the ledger is hourly), not {at:%H:%M:%S}"
+    return None
+
+
 def month_add(at: datetime, months: int) -> datetime:
     """The first instant of the month ``months`` after the month of ``at`` (``at`` on a month start)."""
     index = at.year * 12 + at.month - 1 + months

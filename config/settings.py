@@ -75,6 +75,10 @@ if DEMO_ENABLED:
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # One thread of each web process is kept for /healthz; a busy process answers 503, never a hang.
+    "config.middleware.HealthReserved",
+    # A database or broker that is down answers 503 with Retry-After, not 500.
+    "config.middleware.ServiceUnavailable",
     # Serves collected static files (plotly.js, CSS, API docs assets) from gunicorn: no CDN, no extra server.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -86,6 +90,12 @@ MIDDLEWARE = [
     # Last, as django-axes asks: answers a locked-out login attempt with 429.
     "axes.middleware.AxesMiddleware",
 ]
+
+# Request threads per web process (gunicorn's gthread workers, config/gunicorn.conf.py); one is kept for /healthz.
+WEB_THREADS = env_int("WEB_THREADS", 8, minimum=2)
+# Seconds a request waits for a free thread before it is answered 503 with Retry-After (0: at once; a wait
+# holds a thread of its own, so keep it short).
+WEB_BUSY_WAIT_S = env_int("WEB_BUSY_WAIT_S", 0, minimum=0)
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -279,6 +289,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON of a bounded depth (a deeply nested body is a 400, not a 500); forms and uploads as DRF parses them.
+    "DEFAULT_PARSER_CLASSES": [
+        "common.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Per user, counted in the cache (set CACHE_URL so that every web process shares the count).
     "DEFAULT_THROTTLE_RATES": {
         "personal_token_create": env_rate("THROTTLE_TOKEN_CREATE_RATE", "20/hour"),

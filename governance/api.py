@@ -23,6 +23,7 @@ from rest_framework.response import Response
 
 from common.api import ERRORS, InputView, OrganizationRowSerializer, owned, validated
 from common.csv_safety import csv_escaped
+from common.periods import hour_instant_problem
 from common.renderers import CSVRenderer, csv_response
 from common.scope import report_organization
 from fleets.permissions import Capability, change_check
@@ -66,6 +67,9 @@ class LockedPeriodsView(InputView):
         data = validated(LockInputSerializer, request)
         organization = report_organization(user=request.user, ref=data.get("organization"))
         change_check(user=request.user, organization=organization, capability=Capability.GOVERNANCE)
+        for name in ("start", "end"):
+            if problem := hour_instant_problem(data[name]):
+                raise ValidationError({name: [problem]})
         if data["end"] <= data["start"]:
             raise ValidationError({"end": ["must be after start"]})
         lock = period_lock(

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.db import transaction
 
-from common.api import ChangeRefused
+from common.api import ChangeRefused, InputInvalid
+from common.periods import hour_instant_problem
 from fleets.models import Organization
 from governance.audit import audit_record, snapshot
 from governance.intervals import Window, windows_overlap
@@ -38,8 +39,11 @@ def lock_check(*, organization_id: int, windows: Iterable[Window]) -> None:
 def period_lock(
     *, organization: Organization, start: datetime, end: datetime, reason: str, user: Any, now: datetime
 ) -> LockedPeriod:
+    for name, value in (("start", start), ("end", end)):
+        if problem := hour_instant_problem(value):
+            raise InputInvalid(f"{name} {problem}")
     if end <= start:
-        raise ValueError("end must be after start")
+        raise InputInvalid("end must be after start")
     with transaction.atomic():
         lock = LockedPeriod.objects.create(
             organization=organization, start=start, end=end, reason=reason, locked_by=user, locked_at=now

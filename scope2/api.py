@@ -18,13 +18,14 @@ from drf_spectacular.utils import extend_schema, extend_schema_serializer, inlin
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.api import OrganizationRowSerializer, error_responses, validated
+from common.parsers import BoundedJSONParser
 from common.scope import report_organization
 from fleets.authentication import PersonalTokenAuthentication
 from fleets.models import Organization, Site
@@ -207,7 +208,7 @@ class InstrumentDetailView(InstrumentView):
 
 
 class InstrumentEvidenceView(InstrumentView):
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, FormParser, BoundedJSONParser]
 
     @extend_schema(
         operation_id="instruments_evidence_read", summary="The attached evidence file, as uploaded",

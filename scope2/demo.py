@@ -65,7 +65,10 @@ def _base(site: Site, start: datetime, end: datetime, name: str) -> dict[str, ob
 
 
 def demo_instruments_seed(*, organization: Organization, start: datetime, end: datetime) -> list[ContractualInstrument]:
-    """Replace the demo instruments of ``organization`` for [start, end) (whole hours, UTC)."""
+    """Replace the demo instruments of ``organization`` for the whole UTC hours that hold [start, end)."""
+    start = start.replace(minute=0, second=0, microsecond=0)
+    if end != (end_hour := end.replace(minute=0, second=0, microsecond=0)):
+        end = end_hour + timedelta(hours=1)
     ContractualInstrument.objects.filter(
         organization=organization, certificate_ref__startswith=DEMO_REF_PREFIX
     ).delete()

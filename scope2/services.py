@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
+from common.periods import hour_instant_problem
 from fleets.models import Organization
 from scope2.claims import Claim, certificate_check, profile_check, share_check
 from scope2.models import ContractualInstrument, InstrumentHour
@@ -37,6 +38,9 @@ def _validate(instrument: ContractualInstrument, profile: Sequence[tuple[datetim
         raise InstrumentInvalid(f"site {instrument.site_id} is not a site of this organization")
     if (instrument.volume_mwh is None) == (instrument.share_of_consumption is None):
         raise InstrumentInvalid("give exactly one of volume_mwh and share_of_consumption")
+    for name in ("delivery_start", "delivery_end"):
+        if problem := hour_instant_problem(getattr(instrument, name)):
+            raise InstrumentInvalid(f"{name} {problem}")
     if instrument.delivery_end <= instrument.delivery_start:
         raise InstrumentInvalid("delivery_end must be after delivery_start")
     stated = instrument.emission_factor_gco2e_per_kwh

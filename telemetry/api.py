@@ -92,6 +92,8 @@ def _body_read(request: Request) -> bytes:
     while size <= MAX_BODY_BYTES:
         piece = stream.read(min(_READ_BYTES, MAX_BODY_BYTES + 1 - size))
         if not piece:
+            if declared and size != declared:  # the client closed its side before the body it announced was sent
+                raise WireError(f"body ended after {size} of the {declared} bytes its Content-Length announced")
             return b"".join(pieces)
         pieces.append(piece)
         size += len(piece)

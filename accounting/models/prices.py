@@ -15,6 +15,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from accounting.tariff import tariff_from_fields
+from common.periods import hour_instant_problem
 from fleets.models import Fleet, Node, Site
 
 __all__ = ["NodePrice", "SiteMarketFactor", "SitePue", "SiteTariff"]
@@ -37,6 +38,9 @@ class ValidityPeriod(models.Model):
         raise NotImplementedError
 
     def clean(self) -> None:
+        problems = {name: hour_instant_problem(getattr(self, name)) for name in ("valid_from", "valid_to")}
+        if any(problems.values()):
+            raise ValidationError({name: problem for name, problem in problems.items() if problem})
         if self.valid_to is not None and self.valid_from is not None and self.valid_to <= self.valid_from:
             raise ValidationError({"valid_to": "must be after valid_from"})
         if self.valid_from is None:

@@ -1,0 +1,99 @@
+"""What a request gets while a service it needs is down or stuck: 503 with ``Retry-After``, never a 500 or a hang.
+
+``ServiceUnavailable``: a database or broker that cannot be reached, a statement
+cancelled by the database's timeout, SQLite's "database is locked" after its
+busy timeout — the request is answered 503 with ``Retry-After`` and one log
+line (no traceback): nothing is wrong with the request, so the client (the
+collector backs off on 503) sends it again later, and nothing was written
+(each view's writes are one transaction).
+
+``HealthReserved``: each web process answers at most ``WEB_THREADS - 1``
+requests at once, so one thread is always free for ``/healthz``; a stuck
+database that holds every other thread cannot starve the check, which answers
+503 within 2 s (``config.health``). A request that finds no free thread for
+``WEB_BUSY_WAIT_S`` (default 0: at once, so that the waiting itself holds no
+thread the check needs) answers 503 with ``Retry-After`` instead of queueing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger(__name__)
+RETRY_AFTER_S = 5
+
+
+def _unavailable(detail: str) -> JsonResponse:
+    response = JsonResponse({"detail": detail}, status=503)
+    response["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
+def _service_down(exception: BaseException) -> str | None:
+    """What is down, if ``exception`` says a service is unreachable or stuck (not that the request is wrong)."""
+    if isinstance(exception, OperationalError | InterfaceError):
+        return "the database"
+    try:
+        from kombu.exceptions import OperationalError as BrokerError
+    except ImportError:  # pragma: no cover - kombu comes with Celery
+        return None
+    if isinstance(exception, BrokerError):
+        return "the task broker"
+    try:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+    except ImportError:  # Redis is optional (the embedded default uses none)
+        return None
+    if isinstance(exception, RedisConnectionError | RedisTimeoutError):
+        return "the cache or task broker"
+    return None
+
+
+class ServiceUnavailable:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        down = _service_down(exception)
+        if down is None:
+            return None
+        logger.warning("503 for %s %s: %s unavailable (%s: %s)", request.method, request.path, down,
+                       type(exception).__name__, str(exception).splitlines()[0] if str(exception) else "")  # fmt: skip
+        return _unavailable(f"{down} is unavailable for the moment; nothing was changed: retry after {RETRY_AFTER_S} s")
+
+
+class HealthReserved:
+    """Leaves one of the process's threads to ``/healthz`` (see the module's docstring)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.permits = threading.BoundedSemaphore(max(1, settings.WEB_THREADS - 1))
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if request.path == "/healthz":
+            return self.get_response(request)
+        wait_s = settings.WEB_BUSY_WAIT_S
+        if not (self.permits.acquire(timeout=wait_s) if wait_s > 0 else self.permits.acquire(blocking=False)):
+            logger.warning("503 for %s %s: every request thread of this process is busy", request.method, request.path)
+            return _unavailable(f"the server is busy; retry after {RETRY_AFTER_S} s")
+        try:
+            response = self.get_response(request)
+        except BaseException:
+            self.permits.release()
+            raise
+        if response.streaming:  # its rows are read while it is sent: the thread is busy until it closes
+            # Django calls a response's resource closers from close(), which the WSGI server always calls.
+            cast(Any, response)._resource_closers.append(self.permits.release)
+        else:
+            self.permits.release()
+        return response
