@@ -2,7 +2,8 @@
 
 Prices, tariffs, PUE (dated and the site's own), market factors and GPU assets
 save and delete through the inputs' services (``AuditedInputAdmin``): audited,
-refused in a locked period, re-opening exactly the ledger hours they affect.
+refused in a locked period, re-opening exactly the ledger hours they affect. A
+site's grid zone, time zone and currency too (``site_fields_save``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
@@ -27,6 +29,7 @@ from accounting.inputs.services import (
     validity_row_delete,
     validity_row_save,
 )
+from accounting.inputs.sites import SITE_FIELDS, site_fields_save
 from accounting.models import (
     GpuAsset,
     HardwareProfile,
@@ -39,6 +42,7 @@ from accounting.models import (
 )
 from fleets.admin import OrganizationScopedAdmin, SiteAdmin, organization_path_register
 from fleets.models import Site
+from governance.admin_audit import admin_row_delete_audited
 
 for _model, _path in (
     (HardwareProfile, "organization"),
@@ -153,18 +157,34 @@ class GpuAssetAdmin(AuditedInputAdmin):
 
 @admin.register(Site)
 class AuditedSiteAdmin(SiteAdmin):
-    """The site's own PUE is an input: a change to it goes through ``site_pue_update`` (audited, lock-checked,
-    re-opening the hours no dated PUE covers); the site's other fields save as inventory."""
+    """Every change audited with the admin's name. The site's own PUE goes through ``site_pue_update``
+    (``site_pue``); its other fields through ``site_fields_save`` (``site``): a new grid zone, time zone or
+    currency is lock-checked and re-opens its nodes' lines, as the PUE does. A refusal is shown, not a 500."""
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         stored = Site.objects.filter(pk=obj.pk).values_list("pue", flat=True).first() if change else None
-        if stored is None or stored == obj.pue:
-            super().save_model(request, obj, form, change)
-            return
-        pue, obj.pue = obj.pue, stored
-        super().save_model(request, obj, form, change)
-        site_pue_update(site=obj, pue=pue, user=request.user, now=timezone.now())
+        pue = obj.pue
+        if stored is not None:
+            obj.pue = stored  # saved with its fields below; a new PUE after, through its own service
+        save = super().save_model
+        reopened = site_fields_save(site=obj, save=lambda: save(request, obj, form, change), user=request.user,
+                                    now=timezone.now())  # fmt: skip
+        if stored is not None and stored != pue:
+            reopened += site_pue_update(site=obj, pue=pue, user=request.user, now=timezone.now()).ledger_hours_reopened
         obj.pue = pue
+        if reopened:
+            messages.info(request, f"{reopened} ledger hours re-opened for recomputation")
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        admin_row_delete_audited(
+            row=obj, subject="site", fields=SITE_FIELDS, organization_of=lambda site: site.organization_id,
+            user=request.user, now=timezone.now(),
+        )  # fmt: skip
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        with transaction.atomic():  # one by one, each audited; all or none
+            for obj in queryset:
+                self.delete_model(request, obj)
 
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         return admin_refusing(request, lambda: super(AuditedSiteAdmin, self).changeform_view(request, *args, **kwargs))

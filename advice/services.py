@@ -107,6 +107,15 @@ def advice_settings_save(*, options: AdviceSettings, data: dict[str, Any], user:
     return options
 
 
+def advice_settings_delete(*, options: AdviceSettings, user: Any, now: datetime) -> None:
+    """Delete the organization's settings row (the defaults apply again, without webhook or e-mail); audited."""
+    with transaction.atomic():
+        before, options_id = snapshot(options, fields=SETTINGS_FIELDS), options.pk
+        options.delete()
+        audit_record(organization_id=options.organization_id, user=user, subject="advice_settings",
+                     object_id=options_id, before=before, after=None, at=now)  # fmt: skip
+
+
 def class_spec(workload_class: WorkloadClass) -> ClassSpec:
     return ClassSpec(
         class_id=workload_class.pk,

@@ -255,15 +255,17 @@ TELEMETRY_PARTITIONS_AHEAD_DAYS = env_int("TELEMETRY_PARTITIONS_AHEAD_DAYS", 3, 
 TELEMETRY_MAX_FUTURE_S = env_int("TELEMETRY_MAX_FUTURE_S", 300, minimum=0)
 
 # --- Login protection (django-axes) ----------------------------------------------
-# After LOGIN_FAILURE_LIMIT wrong passwords for one user name, or from one address,
-# that user name (from anywhere) and that address (for any user) are refused with
-# 429 until LOGIN_COOLOFF_MINUTES have passed since the last attempt (an attempt
-# during the lockout starts the wait again); a success
-# before the limit clears the count. Attempts are stored in the database (the
+# After LOGIN_FAILURE_LIMIT wrong passwords for one user name from one address, that
+# user name is refused from that address; after as many from one address (for any user
+# names), that address is refused for every user. Both with 429, until
+# LOGIN_COOLOFF_MINUTES have passed since the last attempt (an attempt during the
+# lockout starts the wait again). Keyed by the pair, not the user name alone, so that
+# nobody can lock a known account out from elsewhere by failing its password. A
+# success before the limit clears the count. Attempts are stored in the database (the
 # admin's "Axes" section) and each failure and lockout is logged (logger "axes").
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_COOLOFF_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS: list[str | list[str]] = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_ENABLE_ACCESS_FAILURE_LOG = True
 # Log the user name and address tried (never the password), so an operator can act on them.

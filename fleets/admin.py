@@ -109,7 +109,8 @@ def _scoped_field(field: Any, request: HttpRequest) -> Any:
     return field
 
 
-@admin.register(Organization)
+# Organizations, memberships and fleets are registered by governance (``governance.admin``), whose
+# subclasses audit every save and delete.
 class OrganizationAdmin(OrganizationScopedAdmin):
     list_display = ["name", "slug", "created_at"]
     prepopulated_fields = {"slug": ["name"]}
@@ -119,20 +120,28 @@ class OrganizationAdmin(OrganizationScopedAdmin):
         return bool(request.user.is_superuser)
 
 
-@admin.register(Membership)
 class MembershipAdmin(OrganizationScopedAdmin):
     list_display = ["user", "organization", "role"]
     list_filter = ["role"]
 
 
-# Registered by the ledger app (``accounting.admin``): the site's own PUE is one of its inputs.
-class SiteAdmin(OrganizationScopedAdmin):
+class FixedOrganizationAdmin(OrganizationScopedAdmin):
+    """A row whose organization is set when it is added and fixed after: its nodes' ledger lines and audit
+    trail are that organization's."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fixed = ["organization"] if obj is not None else []
+        return [*super().get_readonly_fields(request, obj), *fixed]
+
+
+# Registered by the ledger app (``accounting.admin``): the site's PUE, grid zone, time zone and currency are
+# inputs of its nodes' ledger lines.
+class SiteAdmin(FixedOrganizationAdmin):
     list_display = ["name", "organization", "grid_zone", "country", "pue", "currency", "time_zone"]
     search_fields = ["name", "grid_zone"]
 
 
-@admin.register(Fleet)
-class FleetAdmin(OrganizationScopedAdmin):
+class FleetAdmin(FixedOrganizationAdmin):
     list_display = ["name", "organization"]
 
 
@@ -158,9 +167,16 @@ class GpuInstallationInline(admin.TabularInline):
 
 @admin.register(Gpu)
 class GpuAdmin(OrganizationScopedAdmin):
+    """GPUs as their collectors report them (keyed by NVML UUID): shown, never added or edited by hand, since
+    a GPU's node and model are what the ledger charges by."""
+
     list_display = ["uuid", "node", "index", "name", "first_seen_at"]
     search_fields = ["uuid", "name"]
+    readonly_fields = ["node", "uuid", "index", "name", "energy_counter_supported", "first_seen_at"]
     inlines = [GpuInstallationInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
 
 @admin.register(GpuInstallation)

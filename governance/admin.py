@@ -1,6 +1,9 @@
-"""Admin for the audit trail and locked periods, read-only.
+"""Admin for the audit trail and locked periods (read-only), and the audited admins of the inventory's own rows.
 
-Locks are made and lifted through ``/api/v1/locked-periods/``, where each is audited.
+Locks are made and lifted through ``/api/v1/locked-periods/``, where each is
+audited. Organizations, memberships (a person's role) and fleets are registered
+here, as ``AuditedAdmin`` subclasses of the inventory's admins, and only here:
+each save and delete through them is audited with the admin's name.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from fleets.admin import ReadOnlyScopedAdmin, organization_path_register
+from fleets.admin import FleetAdmin, MembershipAdmin, OrganizationAdmin, ReadOnlyScopedAdmin, organization_path_register
+from fleets.models import Fleet, Membership, Organization
+from governance.admin_audit import AuditedAdmin
 from governance.models import AuditEntry, LockedPeriod
 
 organization_path_register(AuditEntry, "organization")
@@ -34,3 +39,26 @@ class LockedPeriodAdmin(ReadOnlyScopedAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # unlocked through the API, which audits it
+
+
+@admin.register(Organization)
+class AuditedOrganizationAdmin(AuditedAdmin, OrganizationAdmin):
+    audit_subject = "organization"
+    audit_fields = ("name", "slug")
+
+    def audit_organization(self, obj: Any) -> int:
+        return int(obj.pk)
+
+
+@admin.register(Membership)
+class AuditedMembershipAdmin(AuditedAdmin, MembershipAdmin):
+    """A role granted, changed (viewer to admin) or taken away: audited, before and after."""
+
+    audit_subject = "membership"
+    audit_fields = ("user", "organization", "role")
+
+
+@admin.register(Fleet)
+class AuditedFleetAdmin(AuditedAdmin, FleetAdmin):
+    audit_subject = "fleet"
+    audit_fields = ("organization", "name", "description")

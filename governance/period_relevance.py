@@ -6,8 +6,10 @@ the row's period before or after it overlaps the reporting period: validity
 (``valid_from`` / ``valid_to``), an instrument's delivery, a residual mix's
 year, an intensity upload's hours, a locked period's span. An input without a
 period (the site's own PUE, GPU assets, hardware profiles, ledger settings,
-nodes) weighs on every hour of its rows, so its changes bear on every period.
-Node tokens, workload classes and advice settings change no reported figure.
+nodes, a site's grid zone, time zone and currency) weighs on every hour of its
+rows, so its changes bear on every period. Node tokens, workload classes, advice
+settings, memberships (roles), organizations' and fleets' names change no
+reported figure.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from governance.intervals import Window, windows_overlap
 
-NOT_REPORTED = frozenset({"node_token", "workload_class", "advice_settings"})
+NOT_REPORTED = frozenset({"node_token", "workload_class", "advice_settings", "membership", "organization", "fleet"})
 
 _PERIOD_FIELDS = (("valid_from", "valid_to"), ("delivery_start", "delivery_end"), ("start", "end"))
 

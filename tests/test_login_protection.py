@@ -1,8 +1,9 @@
 """Password logins are protected against guessing; token issuing and reports are rate-limited.
 
-django-axes locks a user name, and an address, out after ``LOGIN_FAILURE_LIMIT``
-wrong passwords (5 by default) for ``LOGIN_COOLOFF_MINUTES`` (15); DRF throttles
-count requests per user.
+django-axes locks a user name out from one address, and an address out for every user
+name, after ``LOGIN_FAILURE_LIMIT`` wrong passwords (5 by default) for
+``LOGIN_COOLOFF_MINUTES`` (15); the same user name from another address is not locked.
+DRF throttles count requests per user.
 """
 
 from __future__ import annotations
@@ -50,15 +51,32 @@ def carol_at(minutes: float) -> Any:
 
 
 @pytest.mark.parametrize("url", LOGIN_PAGES)
-def test_five_wrong_passwords_lock_the_user_out_even_with_the_right_one(url: str) -> None:
+def test_five_wrong_passwords_lock_the_user_out_from_that_address_even_with_the_right_one(url: str) -> None:
     UserFactory(username="carol", is_staff=True)
     with time_machine.travel(START, tick=False):
         answers = [sign_in(url, "carol", f"guess-{n}").status_code for n in range(5)]
-        locked = sign_in(url, "carol", PASSWORD, address="198.51.100.7")  # from another address too
+        locked = sign_in(url, "carol", PASSWORD)
 
     assert answers == [200, 200, 200, 200, 429]
     assert locked.status_code == 429
     assert b"too many login attempts" in locked.content.lower()
+
+
+@pytest.mark.parametrize("url", LOGIN_PAGES)
+def test_failures_from_one_address_do_not_lock_the_user_out_from_another(url: str) -> None:
+    # given: someone at 203.0.113.66 fails carol's password until that address is locked out for her
+    UserFactory(username="carol", is_staff=True)
+    with time_machine.travel(START, tick=False):
+        for n in range(5):
+            sign_in(url, "carol", f"guess-{n}", address="203.0.113.66")
+
+        # when: carol signs in from her own address
+        from_there = sign_in(url, "carol", PASSWORD, address="203.0.113.66")
+        from_carols = sign_in(url, "carol", PASSWORD, address="192.0.2.10")
+
+    # then: the guesser's address stays locked; carol is in
+    assert from_there.status_code == 429
+    assert signed_in(from_carols)
 
 
 def test_the_lockout_ends_after_the_cool_off() -> None:

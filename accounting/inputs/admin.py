@@ -9,7 +9,9 @@ locked period: the page says why and nothing is changed.
 Nodes and node tokens edited or deleted in the admin are audited as through the
 API and the tokens page (``node`` / ``node_token``, ``accounting.inputs.nodes``):
 the inventory's node and token admins (``fleets.admin``) are registered here, as
-``AuditedInventoryAdmin`` subclasses, and only here.
+``AuditedInventoryAdmin`` subclasses, and only here. A node moved (site, fleet,
+tenure), re-dated or deleted is refused while a stored line it changes lies in a
+locked period, as the site's own PUE is; the page says why and nothing is changed.
 """
 
 from __future__ import annotations
@@ -75,13 +77,16 @@ class AuditedInputAdmin(OrganizationScopedAdmin):
 
 
 class AuditedInventoryAdmin(OrganizationScopedAdmin):
-    """Nodes and node tokens: each save and delete audited in its own transaction, with the admin's name."""
+    """Nodes and node tokens: each save and delete audited in its own transaction, with the admin's name; a
+    node's move in a locked period refused, shown as an error."""
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         save = super().save_model
-        inventory_row_save_audited(
+        reopened = inventory_row_save_audited(
             row=obj, save=lambda: save(request, obj, form, change), user=request.user, now=timezone.now()
         )
+        if reopened:
+            messages.info(request, f"{reopened} ledger hours re-opened for recomputation")
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         inventory_row_delete_audited(row=obj, user=request.user, now=timezone.now())
@@ -90,6 +95,18 @@ class AuditedInventoryAdmin(OrganizationScopedAdmin):
         with transaction.atomic():  # one by one, each audited; all or none
             for obj in queryset:
                 self.delete_model(request, obj)
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        view = super().changeform_view
+        return admin_refusing(request, lambda: view(request, *args, **kwargs))
+
+    def delete_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        view = super().delete_view
+        return admin_refusing(request, lambda: view(request, *args, **kwargs))
+
+    def changelist_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        view = super().changelist_view
+        return admin_refusing(request, lambda: view(request, *args, **kwargs))
 
 
 @admin.register(Node)

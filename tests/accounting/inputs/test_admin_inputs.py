@@ -103,7 +103,7 @@ def test_the_sites_pue_changed_in_the_admin_is_audited_and_refused_when_lines_ar
     staff: Client, site_a: Site, node_a: Node, org_a: Organization
 ) -> None:
     form = {
-        "organization": str(org_a.pk), "name": "fra-1", "grid_zone": "", "country": "", "pue": "1.40",
+        "organization": str(org_a.pk), "name": "fra-1", "grid_zone": "", "country": "DE", "pue": "1.40",
         "currency": "EUR", "time_zone": "UTC",
     }  # fmt: skip
     url = reverse("admin:fleets_site_change", args=[site_a.pk])
@@ -167,3 +167,40 @@ def test_ledger_settings_in_the_admin_reopen_every_line_and_are_refused_when_lin
     assert any("is locked" in message for message in shown(refused))
     settings.refresh_from_db()
     assert (settings.amortization, AuditEntry.objects.count()) == ("utilization", 1)
+
+
+def site_form(org_a: Organization, **changed: str) -> dict[str, str]:
+    form = {"organization": str(org_a.pk), "name": "fra-1", "grid_zone": "", "country": "DE", "pue": "1.20",
+            "currency": "EUR", "time_zone": "UTC"}  # fmt: skip
+    return form | changed
+
+
+@pytest.mark.parametrize("changed", [{"grid_zone": "PL"}, {"time_zone": "Europe/Warsaw"}, {"currency": "PLN"}])
+def test_a_sites_grid_zone_time_zone_or_currency_changed_in_the_admin_is_audited_and_reopens_its_lines(
+    staff: Client, site_a: Site, node_a: Node, org_a: Organization, changed: dict[str, str]
+) -> None:
+    response = staff.post(reverse("admin:fleets_site_change", args=[site_a.pk]), site_form(org_a, **changed))
+    assert "48 ledger hours re-opened for recomputation" in shown(response)
+    entry = AuditEntry.objects.get()
+    ((name, value),) = changed.items()
+    assert (entry.username, entry.subject, entry.after[name], entry.ledger_hours_reopened) == (
+        "ada", "site", value, 48,
+    )  # fmt: skip
+    assert entry.before[name] == getattr(site_a, name)
+
+
+@pytest.mark.parametrize("changed", [{"grid_zone": "PL"}, {"time_zone": "Europe/Warsaw"}])
+def test_a_sites_grid_zone_or_time_zone_change_in_the_admin_is_refused_when_lines_are_locked(
+    staff: Client, site_a: Site, node_a: Node, org_a: Organization, january_1_locked: LockedPeriod,
+    changed: dict[str, str],
+) -> None:  # fmt: skip
+    url = reverse("admin:fleets_site_change", args=[site_a.pk])
+    refused = staff.post(url, site_form(org_a, name="fra-renamed", **changed))
+    assert any("is locked (Jan 1 closed)" in message for message in shown(refused))
+    site_a.refresh_from_db()
+    assert (site_a.grid_zone, site_a.time_zone, site_a.name) == ("", "UTC", "fra-1")
+    assert not AuditEntry.objects.exists()
+    assert not LedgerPending.objects.exists()
+    renamed = staff.post(url, site_form(org_a, name="fra-renamed"))  # a name is no line's input
+    assert renamed.status_code == 302
+    assert AuditEntry.objects.get().after["name"] == "fra-renamed"

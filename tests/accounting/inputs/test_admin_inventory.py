@@ -1,18 +1,25 @@
-"""Nodes and node tokens changed in the Django admin: audited like the API and the tokens page.
+"""Nodes and node tokens changed in the Django admin: audited like the API and the tokens page; a node's move,
+new dates or deletion refused where they alter a stored line of a locked period.
 
-Node h100-a (fleet "inference", site fra-1, commissioned 2025-12-01) belongs to Org A; org-b's node is apart.
+Node h100-a (fleet "inference", site fra-1, commissioned 2025-12-01) belongs to Org A, with 48 stored lines
+(Jan 1-2, 2026); org-b's node is apart.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 
+from accounting.models import LedgerPending, NodeHourLedger
 from fleets.models import Fleet, Node, NodeCredential, Organization, Site
 from fleets.services import node_token_rotate
-from governance.models import AuditEntry
-from tests.helpers.factories import NodeFactory
+from governance.models import AuditEntry, LockedPeriod
+from tests.helpers.factories import NodeFactory, SiteFactory
+from tests.helpers.inputs import JAN_1, JAN_2, JAN_3
 
 pytestmark = pytest.mark.django_db
 
@@ -95,3 +102,71 @@ def test_a_node_deleted_in_the_admin_is_audited_with_its_tokens(
     entries = AuditEntry.objects.order_by("id").values_list("action", "subject", "object_id")
     assert list(entries) == [("delete", "node_token", credential.pk), ("delete", "node", node.pk)]
     assert AuditEntry.objects.get(subject="node").before["hostname"] == "spare-1"
+
+
+@pytest.fixture
+def january_1_locked(org_a: Organization) -> LockedPeriod:
+    return LockedPeriod.objects.create(organization=org_a, start=JAN_1, end=JAN_2, reason="Jan 1 closed",
+                                       locked_at=JAN_3)  # fmt: skip
+
+
+def shown(response: Any) -> list[str]:
+    return [str(message) for message in get_messages(response.wsgi_request)]
+
+
+def test_a_node_moved_to_another_site_in_the_admin_is_refused_while_its_lines_are_locked(
+    staff: Client, node_a: Node, org_a: Organization, january_1_locked: LockedPeriod
+) -> None:
+    # given: h100-a's lines of Jan 1 are locked, and a dirtier site of the same organization
+    dirty = SiteFactory(organization=org_a, name="waw-1", grid_zone="PL")
+    url = reverse("admin:fleets_node_change", args=[node_a.pk])
+
+    # when: the admin moves the node there
+    response = staff.post(url, node_form(node_a, site=str(dirty.pk)))
+
+    # then: refused, shown, nothing changed, no entry, no line re-opened
+    assert (response.status_code, response["Location"]) == (302, url)
+    assert any("is locked (Jan 1 closed)" in message for message in shown(response))
+    assert Node.objects.get(pk=node_a.pk).site_id == node_a.site_id
+    assert not AuditEntry.objects.exists()
+    assert not LedgerPending.objects.exists()
+
+
+def test_a_node_moved_with_no_locked_line_is_audited_and_reopens_every_line(
+    staff: Client, node_a: Node, org_a: Organization
+) -> None:
+    dirty = SiteFactory(organization=org_a, name="waw-1", grid_zone="PL")
+    response = staff.post(reverse("admin:fleets_node_change", args=[node_a.pk]), node_form(node_a, site=str(dirty.pk)))
+    assert "48 ledger hours re-opened for recomputation" in shown(response)
+    entry = AuditEntry.objects.get()
+    assert (entry.subject, entry.before["site"], entry.after["site"], entry.ledger_hours_reopened) == (
+        "node", node_a.site_id, dirty.pk, 48,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changed", "refused"),
+    [
+        ({"tenure": "owned"}, True),
+        ({"commissioned_at_0": "2026-01-02", "commissioned_at_1": "06:00:00"}, True),  # Jan 1 out of service
+        ({"decommissioned_at_0": "2026-01-01", "decommissioned_at_1": "12:30:00"}, True),
+        ({"decommissioned_at_0": "2026-01-02", "decommissioned_at_1": "12:00:00"}, False),  # after the lock
+        ({"hostname": "h100-renamed"}, False),  # no line's input
+    ],
+)
+def test_a_node_change_in_the_admin_is_refused_where_it_alters_a_locked_line(
+    staff: Client, node_a: Node, january_1_locked: LockedPeriod, changed: dict[str, str], refused: bool
+) -> None:
+    response = staff.post(reverse("admin:fleets_node_change", args=[node_a.pk]), node_form(node_a, **changed))
+    assert any("is locked" in message for message in shown(response)) is refused
+    assert AuditEntry.objects.exists() is not refused
+
+
+def test_a_node_with_locked_lines_is_not_deleted_in_the_admin(
+    staff: Client, node_a: Node, january_1_locked: LockedPeriod
+) -> None:
+    response = staff.post(reverse("admin:fleets_node_delete", args=[node_a.pk]), {"post": "yes"})
+    assert any("is locked" in message for message in shown(response))
+    assert Node.objects.filter(pk=node_a.pk).exists()
+    assert NodeHourLedger.objects.filter(node=node_a).count() == 48
+    assert not AuditEntry.objects.exists()
