@@ -16,6 +16,7 @@ services and hands the database to :mod:`tests.faults.oracle`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -25,6 +26,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +51,7 @@ from .procs import (
 from .proxy import FaultProxy
 
 DB_NAME = "wattledger_faults"
+WEB_THREADS = 4  # per gunicorn worker; one of them is kept for /healthz
 NODES = (("faults-h100", "h100-sxm:2"), ("faults-4090", "rtx-4090:2"), ("faults-l4", "l4:2"))
 FAULTS = (
     "proxy_drop",
@@ -58,6 +62,7 @@ FAULTS = (
     "web_server_kill",
     "proxy_lose_response",
     "postgres_freeze",
+    "postgres_freeze_every_thread_busy",
     "redis_restart",
     "postgres_kill",
     "celery_worker_kill_mid_rollup",
@@ -140,10 +145,13 @@ class Harness:
             "WATTLEDGER_VAR_DIR": str(self.root / "var"),
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
+            "WEB_THREADS": str(WEB_THREADS),
         }
 
     def _gunicorn_args(self) -> list[str]:
-        return ["-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{self.web_port}", "--workers", "2",
+        # The product's own gunicorn settings (threaded workers, WEB_THREADS); the harness sets address and sizes.
+        return ["-m", "gunicorn", "-c", "config/gunicorn.conf.py", "config.wsgi",
+                "--bind", f"127.0.0.1:{self.web_port}", "--workers", "2", "--threads", str(WEB_THREADS),
                 "--timeout", "20", "--graceful-timeout", "5"]  # fmt: skip
 
     @staticmethod
@@ -267,6 +275,37 @@ class Harness:
         finally:
             self.pg.thaw(pids)
         return f"SIGSTOP PostgreSQL ({len(pids)} processes) for {self.scenario.freeze_s:g} s, then SIGCONT"
+
+    def postgres_freeze_every_thread_busy(self) -> str:
+        """Freeze PostgreSQL, send more authenticated requests than the web server has threads, then ask /healthz."""
+        token = next(iter(self.nodes.values()))["token"]
+
+        def held() -> None:  # authentication reads the database: each waits on the frozen server
+            request = urllib.request.Request(f"http://127.0.0.1:{self.web_port}/api/v1/ingest/",
+                                             headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(request, timeout=self.scenario.freeze_s + 30).read()
+
+        pids = self.pg.freeze()
+        try:
+            senders = [run_in_thread(held) for _ in range(4 * WEB_THREADS)]
+            time.sleep(1.5)
+            started = time.monotonic()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.web_port}/healthz", timeout=10) as answer:
+                    status = answer.status
+            except urllib.error.HTTPError as error:
+                status = error.code
+            except OSError as error:
+                status = f"no answer ({type(error).__name__})"  # type: ignore[assignment]
+            answered_s = time.monotonic() - started
+            time.sleep(max(0.0, self.scenario.freeze_s - 1.5 - answered_s))
+        finally:
+            self.pg.thaw(pids)
+        for sender in senders:
+            sender.join(timeout=60)
+        return (f"SIGSTOP PostgreSQL with {len(senders)} requests held: /healthz answered {status} "
+                f"in {answered_s:.2f} s; SIGCONT")  # fmt: skip
 
     def postgres_kill(self) -> str:
         self.pg.crash_and_restart()

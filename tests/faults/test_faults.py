@@ -33,6 +33,10 @@ def test_a_short_run_through_every_fault_loses_nothing_and_stores_nothing_twice(
     assert report.problems == [], report.text()
     assert all(report.faults.get(fault, 0) >= 1 for fault in FAULTS), report.faults
     assert any("inside a rollup transaction" in e.detail for e in report.events), "the worker was not caught mid-rollup"
+    # a frozen database holding every other request thread still leaves /healthz its 503, within 2 s
+    (busy,) = [e for e in report.events if e.fault == "postgres_freeze_every_thread_busy"][:1]
+    status, seconds = busy.detail.split("/healthz answered ")[1].split(" in ")
+    assert status == "503" and float(seconds.split()[0]) < 2.0, busy.detail
     figures = report.figures
     # 3 nodes x 2 GPUs x 2 hours at 1 Hz, and one serving sample every 5 s per node, all stored once
     expected_gpu_rows = len(NODES) * 2 * SHORT.hours * 3600
