@@ -30,6 +30,7 @@ from accounting.inputs.services import (
 from accounting.models import (
     GpuAsset,
     HardwareProfile,
+    InputUpload,
     LedgerSettings,
     NodeHourLedger,
     NodePrice,
@@ -37,7 +38,7 @@ from accounting.models import (
     SitePue,
     SiteTariff,
 )
-from fleets.admin import OrganizationScopedAdmin, SiteAdmin, organization_path_register
+from fleets.admin import OrganizationScopedAdmin, ReadOnlyScopedAdmin, SiteAdmin, organization_path_register
 from fleets.models import Site
 
 for _model, _path in (
@@ -49,8 +50,18 @@ for _model, _path in (
     (SitePue, "site__organization"),
     (NodeHourLedger, "organization"),
     (LedgerSettings, "organization"),
+    (InputUpload, "organization"),
 ):
     organization_path_register(_model, _path)
+
+
+@admin.register(InputUpload)
+class InputUploadAdmin(ReadOnlyScopedAdmin):
+    """CSV uploads as their worker left them (made on the API or the prices page): why one failed."""
+
+    list_display = ["id", "organization", "kind", "file_name", "state", "rows_done", "rows_total", "created_at"]
+    list_filter = ["kind", "state"]
+    exclude = ["content"]
 
 
 class ValidityInputAdmin(AuditedInputAdmin):
