@@ -5,11 +5,12 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db import models
 
-from advice.models import AdviceNotification, AdviceSettings, WorkloadClass
+from advice.models import AdviceNotification, AdviceRefresh, AdviceSettings, WorkloadClass
 from fleets.admin import OrganizationScopedAdmin, ReadOnlyScopedAdmin, organization_path_register
 
 organization_path_register(WorkloadClass, "organization")
 organization_path_register(AdviceSettings, "organization")
+organization_path_register(AdviceRefresh, "organization")
 organization_path_register(AdviceNotification, "organization")
 
 
