@@ -33,6 +33,7 @@ from accounting.inputs.sites import SITE_FIELDS, site_fields_save
 from accounting.models import (
     GpuAsset,
     HardwareProfile,
+    InputUpload,
     LedgerSettings,
     NodeHourLedger,
     NodePrice,
@@ -40,7 +41,7 @@ from accounting.models import (
     SitePue,
     SiteTariff,
 )
-from fleets.admin import OrganizationScopedAdmin, SiteAdmin, organization_path_register
+from fleets.admin import OrganizationScopedAdmin, ReadOnlyScopedAdmin, SiteAdmin, organization_path_register
 from fleets.models import Site
 from governance.admin_audit import admin_row_delete_audited
 
@@ -53,8 +54,18 @@ for _model, _path in (
     (SitePue, "site__organization"),
     (NodeHourLedger, "organization"),
     (LedgerSettings, "organization"),
+    (InputUpload, "organization"),
 ):
     organization_path_register(_model, _path)
+
+
+@admin.register(InputUpload)
+class InputUploadAdmin(ReadOnlyScopedAdmin):
+    """CSV uploads as their worker left them (made on the API or the prices page): why one failed."""
+
+    list_display = ["id", "organization", "kind", "file_name", "state", "rows_done", "rows_total", "created_at"]
+    list_filter = ["kind", "state"]
+    exclude = ["content"]
 
 
 class ValidityInputAdmin(AuditedInputAdmin):

@@ -14,7 +14,7 @@ from django.db import models, transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
-from advice.models import AdviceNotification, AdviceSettings, WorkloadClass
+from advice.models import AdviceNotification, AdviceRefresh, AdviceSettings, WorkloadClass
 from advice.services import (
     FIELDS,
     SETTINGS_FIELDS,
@@ -27,6 +27,7 @@ from fleets.admin import OrganizationScopedAdmin, ReadOnlyScopedAdmin, organizat
 
 organization_path_register(WorkloadClass, "organization")
 organization_path_register(AdviceSettings, "organization")
+organization_path_register(AdviceRefresh, "organization")
 organization_path_register(AdviceNotification, "organization")
 
 

@@ -12,7 +12,7 @@ from django.db import models
 from common.outbound import outbound_url_validate
 from fleets.models import Organization
 
-__all__ = ["Advice", "AdviceNotification", "AdviceSettings", "WorkloadClass"]
+__all__ = ["Advice", "AdviceNotification", "AdviceRefresh", "AdviceSettings", "WorkloadClass"]
 
 
 class WorkloadClass(models.Model):
@@ -147,3 +147,23 @@ class AdviceNotification(models.Model):
     def __str__(self) -> str:
         state = "sent" if self.sent_at else "parked"
         return f"{self.channel} to {self.target} ({state})"
+
+
+class AdviceRefresh(models.Model):
+    """An organization's latest advice refresh: running (holding a lease, ``common.leases``), done, or failed
+    with the reason shown on its advice page. One organization's failure stops no other's refresh."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="advice_refresh")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.DONE)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True, help_text="renewed by the refresh with each class")
+    error = models.TextField(blank=True, help_text="why the latest refresh failed")
+
+    def __str__(self) -> str:
+        return f"advice refresh of {self.organization_id} ({self.status})"

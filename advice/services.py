@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -129,8 +130,11 @@ def class_spec(workload_class: WorkloadClass) -> ClassSpec:
     )
 
 
-def advice_refresh(*, organization_id: int, now: datetime) -> dict[str, int]:
-    """Recompute every class's advice of the organization; store it; notify changes. Counts of what happened."""
+def advice_refresh(*, organization_id: int, now: datetime, renew: Callable[[], None] = lambda: None) -> dict[str, int]:
+    """Recompute every class's advice of the organization; store it; notify changes. Counts of what happened.
+
+    ``renew`` is called after each class (``advice.refreshes`` renews the refresh's lease with it).
+    """
     options = advice_settings(organization_id=organization_id)
     classes = list(WorkloadClass.objects.filter(organization_id=organization_id))
     counts = {"classes": len(classes), "changed": 0, "notified": 0}
@@ -148,6 +152,7 @@ def advice_refresh(*, organization_id: int, now: datetime) -> dict[str, int]:
             sent = advice_changed_notify(options=options if options.pk else None, workload_class=workload_class,
                                          payload=payload, now=now)  # fmt: skip
             counts["notified"] += sum(1 for n in sent if n.sent_at)
+        renew()
     return counts
 
 

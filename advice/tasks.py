@@ -1,4 +1,4 @@
-"""The hourly advice refresh (beat: ``advice-refresh``)."""
+"""The hourly advice refresh (beat: ``advice-refresh``): each organization on its own."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ from celery import shared_task
 from django.utils import timezone
 
 from advice.models import WorkloadClass
-from advice.services import advice_refresh
+from advice.refreshes import advice_refresh_isolated
 
 
 @shared_task(name="accounting.advice_refresh_task")
 def advice_refresh_task(organization_id: int | None = None) -> dict[str, int]:
     """Refresh the advice of one organization, or of every organization with a workload class.
 
-    Idempotent: an unchanged advice renews its row's ``computed_at``; only a change adds a row and notifies.
+    One organization's failure is logged and kept for its page (``advice.refreshes``); every other organization
+    is refreshed. Idempotent: an unchanged advice renews its row's ``computed_at``; only a change adds a row and
+    notifies.
     """
     now = timezone.now()
     ids = (
@@ -21,8 +23,12 @@ def advice_refresh_task(organization_id: int | None = None) -> dict[str, int]:
         if organization_id is not None
         else sorted(set(WorkloadClass.objects.values_list("organization_id", flat=True)))
     )
-    totals = {"organizations": len(ids), "classes": 0, "changed": 0, "notified": 0}
+    totals = {"organizations": len(ids), "classes": 0, "changed": 0, "notified": 0, "not_refreshed": 0}
     for org_id in ids:
-        for key, value in advice_refresh(organization_id=org_id, now=now).items():
+        counts = advice_refresh_isolated(organization_id=org_id, now=now)
+        if counts is None:  # failed (kept for its page) or already running
+            totals["not_refreshed"] += 1
+            continue
+        for key, value in counts.items():
             totals[key] += value
     return totals

@@ -19,7 +19,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from advice.charts import load_curve_figure
-from advice.models import Advice, AdviceSettings, WorkloadClass
+from advice.models import Advice, AdviceRefresh, AdviceSettings, WorkloadClass
 from advice.services import ClassInvalid, advice_settings, workload_class_save
 from advice.tasks import advice_refresh_task
 from common.charts import figure_html, organization_fleet_colours
@@ -59,7 +59,9 @@ def advice_page(request: HttpRequest) -> HttpResponse:
     classes = list(WorkloadClass.objects.filter(organization=organization)) if organization else []
     options = advice_settings(organization_id=organization.pk) if organization else None
     page = {**context, "period": None, "section": "advice", "writable": writable, "form": form, "added": added,
-            "rows": _rows(classes), "options": options, "chart": _chart(organization, options)}  # fmt: skip
+            "rows": _rows(classes), "options": options, "chart": _chart(organization, options),
+            "refresh": AdviceRefresh.objects.filter(organization=organization).first() if organization else None,
+            }  # fmt: skip
     return render(request, "advice/advice.html", page, status=status)
 
 

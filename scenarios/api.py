@@ -26,7 +26,7 @@ from common.scope import report_organization, report_organization_ids
 from fleets.selectors import organizations_for_user
 from scenarios.changes import Kind
 from scenarios.models import Scenario
-from scenarios.services import ScenarioInvalid, scenario_create, scenario_run_claim
+from scenarios.services import ScenarioInvalid, scenario_create, scenario_run_claim, scenarios_lapse
 from scenarios.tasks import scenario_run_enqueue
 
 ERRORS = error_responses(
@@ -145,6 +145,8 @@ class ScenarioDetailView(ScenarioView):
     @extend_schema(operation_id="scenarios_read", responses={200: ScenarioDetailSerializer, **ERRORS})
     def get(self, request: Request, scenario_id: int) -> Response:
         scenario = owned(scenarios_for_user(user=request.user), scenario_id, "scenario")
+        if scenarios_lapse(scenarios=Scenario.objects.filter(pk=scenario.pk), now=timezone.now()):
+            scenario.refresh_from_db()  # its worker died: failed, with the reason
         return Response(ScenarioDetailSerializer(scenario).data)
 
 

@@ -40,6 +40,7 @@ class Scenario(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True, help_text="renewed by the run with its progress")
 
     class Meta:
         db_table = "accounting_scenario"  # kept from before the app had its own label

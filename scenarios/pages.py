@@ -25,7 +25,13 @@ from fleets.selectors import organizations_for_user
 from scenarios.changes import Kind
 from scenarios.models import Scenario
 from scenarios.result import FIGURES
-from scenarios.services import ScenarioInvalid, scenario_create, scenario_run_claim, workload_classes
+from scenarios.services import (
+    ScenarioInvalid,
+    scenario_create,
+    scenario_run_claim,
+    scenarios_lapse,
+    workload_classes,
+)
 from scenarios.tasks import scenario_run_enqueue
 
 # The form's fields that each kind of change reads (``fleet`` is every kind's; routing's source fleet).
@@ -114,6 +120,7 @@ class ScenarioForm(forms.Form):
 
 def _scoped(request: HttpRequest, scenario_id: int) -> Scenario:
     found = Scenario.objects.filter(pk=scenario_id, organization__in=organizations_for_user(user=request.user))
+    scenarios_lapse(scenarios=found, now=timezone.now())  # a run whose worker died shows failed, with the reason
     scenario = found.select_related("organization", "created_by").first()
     if scenario is None:
         raise Http404("no such scenario among your organizations'")

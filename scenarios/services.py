@@ -2,7 +2,9 @@
 
 ``scenario_create`` validates and stores; ``scenario_run_claim`` marks a scenario
 queued (a conditional update: two clicks queue it once); ``scenario_run`` (the Celery
-task's body) claims it, reads the period's stored ledger rows in one pass
+task's body) claims it, holds a lease (``common.leases``) renewed with each progress
+write (a run whose worker died is failed once it lapses, and may be queued again at
+once), reads the period's stored ledger rows in one pass
 (``values_list``, never model instances), replays them and stores the result,
 updating the progress as it goes. The stored ledger is only read.
 """
@@ -22,6 +24,7 @@ from accounting.ledger.line import NO_PRICE_ID
 from accounting.models import NodeHourLedger
 from accounting.profiles import hardware_profiles
 from advice.models import WorkloadClass
+from common.leases import QUEUE_WAIT, lease_from, leases_lapse
 from common.periods import HOUR
 from fleets.models import Fleet, Gpu, Organization
 from grid.annual import annual_intensity
@@ -51,8 +54,6 @@ MAX_PERIOD = timedelta(days=366)
 CHUNK_ROWS = 5000
 # Progress written every so many rows: one small UPDATE per ~0.2 s of replay.
 PROGRESS_EVERY_ROWS = 20_000
-# A run that started this long ago and never finished died with its worker: it may be queued again.
-STALE_RUN = timedelta(minutes=15)
 
 
 class ScenarioInvalid(ValueError):
@@ -138,16 +139,25 @@ def workload_classes(*, organization: Organization) -> list[ClassSpec]:
 # --- running -------------------------------------------------------------------------------
 
 
+def scenarios_lapse(*, scenarios: Any, now: datetime) -> int:
+    """Fail the runs among ``scenarios`` whose lease lapsed (their worker died); return how many."""
+    return leases_lapse(rows=scenarios, field="status", queued=Scenario.Status.QUEUED,
+                        running=Scenario.Status.RUNNING, failed=Scenario.Status.FAILED, now=now,
+                        finished_at=now)  # fmt: skip
+
+
 def scenario_run_claim(*, scenario_id: int, now: datetime) -> bool:
-    """Queue the scenario unless it is queued or running already (a dead run past ``STALE_RUN`` may be)."""
+    """Queue the scenario unless it is queued or running already (a run whose lease lapsed is failed first)."""
+    scenarios_lapse(scenarios=Scenario.objects.filter(pk=scenario_id), now=now)
     idle = ~Q(status__in=[Scenario.Status.QUEUED, Scenario.Status.RUNNING])
-    stale = Q(status=Scenario.Status.RUNNING, started_at__lt=now - STALE_RUN) | Q(
-        status=Scenario.Status.QUEUED, queued_at__lt=now - STALE_RUN
-    )
-    return bool(
-        Scenario.objects.filter(idle | stale, pk=scenario_id).update(
-            status=Scenario.Status.QUEUED, queued_at=now, progress_pct=0.0, node_hours_replayed=0, error=""
-        )
+    queued = {"status": Scenario.Status.QUEUED, "queued_at": now, "lease_until": now + QUEUE_WAIT, "error": ""}
+    return bool(Scenario.objects.filter(idle, pk=scenario_id).update(**queued, progress_pct=0.0, node_hours_replayed=0))
+
+
+def _progress(scenario_id: int, **values: Any) -> None:
+    """A progress write; it renews the run's lease."""
+    Scenario.objects.filter(pk=scenario_id, status=Scenario.Status.RUNNING).update(
+        lease_until=lease_from(timezone.now()), **values
     )
 
 
@@ -155,8 +165,9 @@ def scenario_run(*, scenario_id: int, now: datetime) -> str:
     """Replay a queued scenario and store its result; return its final status. Idempotent: a scenario
     that is not queued (done, or taken by another worker) is left alone."""
     claimed = Scenario.objects.filter(pk=scenario_id, status=Scenario.Status.QUEUED).update(
-        status=Scenario.Status.RUNNING, started_at=now, progress_pct=0.0, node_hours_replayed=0
-    )
+        status=Scenario.Status.RUNNING, started_at=now, progress_pct=0.0, node_hours_replayed=0,
+        lease_until=lease_from(now),
+    )  # fmt: skip
     if not claimed:
         return "not queued"
     scenario = Scenario.objects.select_related("organization").get(pk=scenario_id)
@@ -174,7 +185,10 @@ def scenario_run(*, scenario_id: int, now: datetime) -> str:
 
 
 def _finish(scenario_id: int, **values: Any) -> None:
-    Scenario.objects.filter(pk=scenario_id).update(finished_at=timezone.now(), **values)
+    # Only the run that holds it: one failed meanwhile (its lease lapsed) and queued again is another's.
+    Scenario.objects.filter(pk=scenario_id, status=Scenario.Status.RUNNING).update(
+        finished_at=timezone.now(), lease_until=None, **values
+    )
 
 
 def _node_lives(organization: Organization) -> dict[int, LifeKey]:
@@ -206,18 +220,18 @@ def scenario_replay(*, scenario: Scenario) -> dict[str, Any]:
     if len(currencies) > 1:
         raise ReplayError("the period's sites use several currencies: a scenario needs one")
     total = rows.count()
-    Scenario.objects.filter(pk=scenario.pk).update(node_hours_total=total)
+    _progress(scenario.pk, node_hours_total=total)
     lifetime = any(isinstance(change, LifetimeChange) for change in changes)
     replay = Replay(node_lives=_node_lives(organization) if lifetime else None)
     for done, row in enumerate(rows.values_list(*LEDGER_COLUMNS).iterator(chunk_size=CHUNK_ROWS), 1):
         replay.add(row)
         if done % PROGRESS_EVERY_ROWS == 0:
-            Scenario.objects.filter(pk=scenario.pk).update(
-                node_hours_replayed=done, progress_pct=round(100.0 * done / max(total, 1), 1)
-            )
+            _progress(scenario.pk, node_hours_replayed=done, progress_pct=round(100.0 * done / max(total, 1), 1))
     if not replay.rows:
         raise ReplayError("no measured node-hours in the period: nothing to replay")
+    _progress(scenario.pk)  # each step after the rows renews the lease too
     _usage_add(replay, scenario)
+    _progress(scenario.pk)
     period_h = Decimal((scenario.period_end - scenario.period_start) // HOUR)
     hours = [scenario.period_start + HOUR * n for n in range(int(period_h))]
     notes: list[str] = []
@@ -226,11 +240,12 @@ def scenario_replay(*, scenario: Scenario) -> dict[str, Any]:
         lifetime_years={p.key: p.lifetime_years for p in hardware_profiles(organization_id=organization.pk)},
         zone_intensity=_zone_intensity(changes, hours, organization, notes),
     )
+    _progress(scenario.pk)
     outcome = replay.run(inputs)
     outcome.notes[:0] = notes
     names = dict(Fleet.objects.filter(organization=organization).values_list("id", "name"))
     unpriced = _hardware_unpriced(rows, names, outcome.notes)
-    Scenario.objects.filter(pk=scenario.pk).update(node_hours_replayed=replay.rows)
+    _progress(scenario.pk, node_hours_replayed=replay.rows)
     result = result_json(
         outcome,
         changes=changes,

@@ -3,6 +3,10 @@
 The form goes through the same service as the API (``node_rent_change``): the
 change is audited, refused inside a locked period, and the page says how many
 ledger hours it re-opened; the next ledger run recomputes them.
+
+A CSV file of prices is stored as the API's upload is (``upload_store``) and
+checked by a worker; the page shows the organization's latest upload and polls
+its status URL (``/api/v1/uploads/<id>/``) until it is done.
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from accounting.inputs.services import node_rent_change
-from accounting.models import LedgerPending, NodePrice
+from accounting.inputs.upload_kinds import NODE_PRICES_UPLOAD
+from accounting.inputs.upload_runs import UploadBusy, upload_store, uploads_lapse
+from accounting.inputs.uploads import UPLOAD_MAX_BYTES, UploadInvalid
+from accounting.inputs.uploads_api import upload_enqueue, upload_status_url
+from accounting.models import InputUpload, LedgerPending, NodePrice
+from accounting.tasks import node_prices_upload_task
 from common.api import InputInvalid
 from common.pages import page_context
 from fleets.models import Node
@@ -56,14 +65,50 @@ def node_prices_page(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         if not writable:
             return HttpResponse("changing prices needs the admin or finance role", status=403)
+        posted_file = request.FILES.get("file")
+        if posted_file is not None:
+            status, refused = _upload(request, organization, posted_file)
+            return _render(request, context, form, nodes, status=status, upload_error=refused)
         posted = str(request.POST.get("node", ""))
         # Another organization's node id: 404 (its existence not revealed); junk is the form's 400 (never a 500).
         if posted.isascii() and posted.isdigit() and not nodes.filter(pk=int(posted)).exists():
             raise Http404("no such node among your organization's")
         form = RentForm(request.POST, nodes=nodes)
         status, result = _change(request, form)
-    page = {**context, "period": None, "section": "prices", "writable": writable, "form": form, "result": result}
-    return render(request, "accounting/node_prices.html", page | {"rows": _rows(nodes, timezone.now())}, status=status)
+    return _render(request, context, form, nodes, status=status, result=result)
+
+
+def _render(request: HttpRequest, context: dict[str, Any], form: RentForm, nodes: Any, **shown: Any) -> HttpResponse:
+    organization, status = context["organization"], shown.pop("status")
+    writable = may_change_page(user=request.user, organization=organization, capability=Capability.PRICES)
+    page = {**context, "period": None, "section": "prices", "writable": writable, "form": form, "result": None}
+    page |= {"upload": _latest_upload(organization), "upload_max_bytes": UPLOAD_MAX_BYTES, "upload_error": ""}
+    page |= shown | {"rows": _rows(nodes, timezone.now())}
+    return render(request, "accounting/node_prices.html", page, status=status)
+
+
+def _latest_upload(organization: Any) -> dict[str, Any] | None:
+    if organization is None:
+        return None
+    uploads_lapse(organization_id=organization.pk, now=timezone.now())
+    uploads = InputUpload.objects.filter(organization=organization, kind=InputUpload.Kind.NODE_PRICES)
+    upload = uploads.order_by("-created_at", "-id").first()
+    return None if upload is None else {"row": upload, "status_url": upload_status_url(upload.pk)}
+
+
+def _upload(request: HttpRequest, organization: Any, upload: Any) -> tuple[int, str]:
+    """Store the posted CSV for a worker (as the API does); (status, why it was refused)."""
+    if upload.size is not None and upload.size > UPLOAD_MAX_BYTES:
+        return 400, f"files are limited to {UPLOAD_MAX_BYTES} bytes"
+    try:
+        stored = upload_store(organization=organization, user=request.user, spec=NODE_PRICES_UPLOAD,
+                              file_name=upload.name or "", content=upload.read(), now=timezone.now())  # fmt: skip
+    except UploadInvalid as error:
+        return 400, str(error)
+    except UploadBusy as error:
+        return 409, str(error)
+    upload_enqueue(task=node_prices_upload_task, upload_id=stored.pk)
+    return 202, ""
 
 
 def _change(request: HttpRequest, form: RentForm) -> tuple[int, dict[str, Any] | None]:

@@ -1,8 +1,13 @@
 """CSV uploads of inputs, checked row by row: all rows saved, or none and every refused row with its reason.
 
-Rows are saved in order inside one transaction, each in its own savepoint, so
-a row that overlaps an earlier row of the same file is refused like one that
-overlaps a stored price; if any row is refused the whole file is rolled back.
+Rows are saved in order inside one transaction, so a row that overlaps an
+earlier row of the same file is refused like one that overlaps a stored price;
+if any row is refused the whole file is rolled back. Each row's ``save`` is
+atomic itself (the services are): a refused row leaves nothing, and no second
+savepoint per row is spent on it.
+
+The POST only stores the file (``csv_check`` reads its header and counts its
+rows); a worker checks and saves the rows (``accounting.inputs.upload_runs``).
 """
 
 from __future__ import annotations
@@ -53,6 +58,12 @@ def csv_rows(content: bytes, *, required: set[str]) -> Iterator[tuple[int, dict[
         yield number, {name: (value or "").strip() for name, value in row.items() if name}
 
 
+def csv_check(content: bytes, *, required: set[str]) -> int:
+    """The file's data rows, counted; ``UploadInvalid`` for a file no row of which can be read (size, encoding,
+    header, row limit): what the POST answers at once, before the file is stored."""
+    return sum(1 for _ in csv_rows(content, required=required))
+
+
 def _reason(errors: Any) -> str:
     if isinstance(errors, dict):
         return "; ".join(f"{name}: {' '.join(str(m) for m in messages)}" for name, messages in errors.items())
@@ -64,24 +75,34 @@ def rows_save(
     *,
     serializer: type[serializers.Serializer],
     save: Callable[[dict[str, Any]], InputChange],
+    progress: Callable[[int], None] = lambda done: None,
 ) -> UploadResult:
-    """Validate each row with ``serializer`` (empty cells: absent) and ``save`` it; all or nothing."""
+    """Validate each row with ``serializer`` (empty cells: absent) and ``save`` it (atomic); all or nothing.
+
+    ``progress`` is told the number of rows done after each row.
+    """
     result = UploadResult()
     with transaction.atomic():
-        for number, row in rows:
-            checked = serializer(data={name: value for name, value in row.items() if value != ""})
-            if not checked.is_valid():
-                result.refused.append({"line": number, "row": row, "reason": _reason(checked.errors)})
-                continue
-            try:
-                with transaction.atomic():
-                    change = save(dict(checked.validated_data))
-            except (InputInvalid, PeriodLocked, LookupError) as error:
-                result.refused.append({"line": number, "row": row, "reason": str(error).strip("'\"")})
-                continue
-            result.saved += 1
-            result.ledger_hours_reopened += change.ledger_hours_reopened
+        for done, (number, row) in enumerate(rows, 1):
+            _row_save(number, row, serializer=serializer, save=save, result=result)
+            progress(done)
         if result.refused:
             transaction.set_rollback(True)
             result.saved = result.ledger_hours_reopened = 0
     return result
+
+
+def _row_save(
+    number: int, row: dict[str, str], *, serializer: type[serializers.Serializer], save: Any, result: UploadResult
+) -> None:
+    checked = serializer(data={name: value for name, value in row.items() if value != ""})
+    if not checked.is_valid():
+        result.refused.append({"line": number, "row": row, "reason": _reason(checked.errors)})
+        return
+    try:
+        change = save(dict(checked.validated_data))
+    except (InputInvalid, PeriodLocked, LookupError) as error:
+        result.refused.append({"line": number, "row": row, "reason": str(error).strip("'\"")})
+        return
+    result.saved += 1
+    result.ledger_hours_reopened += change.ledger_hours_reopened

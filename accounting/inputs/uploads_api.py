@@ -4,8 +4,14 @@ CSV files, checked row by row.
 Columns: ``fleet`` (name), ``node`` (hostname; empty: the fleet default),
 ``kind``, ``rate_per_h``, ``rate_per``, ``includes_power``, ``capex``,
 ``lifetime_years``, ``opex_per_h``, ``valid_from``, ``valid_to`` (ISO 8601).
-All rows are saved, or none: a refused file answers 400 with each refused
-line, its cells and the reason. Instruments: the columns of the register's
+All rows are saved, or none. The POST checks the file's size and header,
+counts its rows, stores it and answers 202 with the upload's status
+(``GET /api/v1/uploads/<id>/``, also the ``Location``); a worker checks and
+saves the rows (``accounting.inputs.upload_runs``). Once ``done``, the status
+holds the answer the upload gives: ``result_status`` 201 and
+``result`` ``{saved, ledger_hours_reopened}``, or 400 and ``{detail, refused}``
+with each refused line, its cells and the reason. One upload per organization
+at a time: another POST meanwhile is 409. Instruments: the columns of the register's
 API (``site`` by name; no hourly profile), each checked for over-allocation
 against the register and the rows before it. Residual mixes:
 ``zone,year,gco2e_per_kwh,source`` (``scope2.residual_mixes``).
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -23,66 +30,79 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounting.inputs.api import NodePriceInputSerializer
-from accounting.inputs.services import InputChange, node_price_save
-from accounting.inputs.uploads import UPLOAD_MAX_BYTES, UploadInvalid, csv_rows, rows_save
-from accounting.models import NodePrice
-from common.api import ERRORS, InputView
+from accounting.inputs.upload_kinds import NODE_PRICES_UPLOAD
+from accounting.inputs.upload_runs import UploadBusy, UploadSpec, upload_store, uploads_lapse
+from accounting.inputs.uploads import UPLOAD_MAX_BYTES, UploadInvalid
+from accounting.models import InputUpload
+from accounting.tasks import node_prices_upload_task
+from common.api import ERRORS, Conflict, InputView, OrganizationRowSerializer, owned
 from common.scope import report_organization
-from fleets.models import Fleet, Node, Organization
 from fleets.permissions import Capability, change_check
+from fleets.selectors import organizations_for_user
 
 
-class NodePriceCsvSerializer(NodePriceInputSerializer):
-    fleet = serializers.CharField(max_length=200, help_text="the fleet's name")  # type: ignore[assignment]
-    node = serializers.CharField(max_length=253, required=False, help_text="hostname; empty: fleet default")  # type: ignore[assignment]
+class UploadProgressSerializer(serializers.Serializer):
+    rows_done = serializers.IntegerField()
+    rows_total = serializers.IntegerField()
 
 
-def _price_saver(organization: Organization, user: Any) -> Any:
-    now = timezone.now()
+class UploadStatusSerializer(OrganizationRowSerializer):
+    kind = serializers.ChoiceField(choices=InputUpload.Kind.choices)
+    file_name = serializers.CharField()
+    state = serializers.ChoiceField(choices=InputUpload.State.choices, help_text="queued, running, done or failed")
+    progress = UploadProgressSerializer(source="*")
+    result_status = serializers.IntegerField(
+        allow_null=True, help_text="once done: 201 (every row saved) or 400 (refused rows; nothing saved)"
+    )
+    result = serializers.JSONField(
+        allow_null=True,
+        help_text="once done, what the upload answers: {saved, ledger_hours_reopened}, or {detail, refused: "
+        "[{line, row, reason}]}",
+    )
+    error = serializers.CharField(help_text="why the run failed (its worker stopped, an unexpected error)")
+    status_url = serializers.SerializerMethodField()
+    created_by = serializers.CharField(source="created_by.username", allow_null=True, default=None)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
 
-    def save(data: dict[str, Any]) -> InputChange:
-        fleet = Fleet.objects.filter(organization=organization, name=data.pop("fleet")).first()
-        if fleet is None:
-            raise LookupError("fleet: no fleet of that name in this organization")
-        hostname = data.pop("node", None)
-        node = None if hostname is None else Node.objects.filter(fleet=fleet, hostname=hostname).first()
-        if hostname is not None and node is None:
-            raise LookupError(f"node: no node {hostname} in fleet {fleet.name}")
-        return node_price_save(price=NodePrice(fleet=fleet, node=node), data=data, user=user, now=now)
+    def get_status_url(self, upload: InputUpload) -> str:
+        return upload_status_url(upload.pk)
 
-    return save
+
+def upload_status_url(upload_id: int) -> str:
+    return f"/api/v1/uploads/{upload_id}/"
+
+
+BUSY = {409: OpenApiResponse(description="another upload of the organization is queued or running; nothing stored")}
 
 
 def upload_schema(operation_id: str, what: str, component: str) -> Any:
     return extend_schema(
         operation_id=operation_id,
-        summary=f"{what} from a CSV file (multipart field 'file'); all rows saved, or none with the reasons",
+        summary=f"{what} from a CSV file (multipart field 'file'), checked by a worker: follow the status URL; "
+        "all rows saved, or none with the reasons",
         request={"multipart/form-data": inline_serializer(
             f"{component}Upload",
             {"file": serializers.FileField(), "organization": serializers.CharField(required=False)},
         )},
         responses={
-            201: inline_serializer(f"{component}UploadSaved", {
-                "saved": serializers.IntegerField(), "ledger_hours_reopened": serializers.IntegerField(),
-            }),
-            400: OpenApiResponse(description="unreadable file, or refused rows: {detail, refused: [{line, row, "
-                                             "reason}]}; nothing was saved"),
+            202: UploadStatusSerializer,
+            400: OpenApiResponse(description="a file too large, not UTF-8, without the needed columns or past the "
+                                             "row limit; nothing was stored"),
             **{code: response for code, response in ERRORS.items() if code != 400},
+            **BUSY,
         },
     )  # fmt: skip
 
 
 class CsvUploadView(InputView):
-    """Shared by the uploads: organization and role, the file, the answer (201, or 400 with refused rows)."""
+    """Shared by the uploads: organization and role, the file stored, the answer (202 with the status URL)."""
 
     parser_classes = [MultiPartParser, FormParser]
     capability = Capability.PRICES
-    required: set[str] = set()
-    serializer: type[serializers.Serializer] = serializers.Serializer
-
-    def saver(self, organization: Organization, user: Any) -> Any:
-        raise NotImplementedError
+    spec: UploadSpec
+    task: Any  # the kind's Celery task, taking the upload's id
 
     def post(self, request: Request) -> Response:
         organization = report_organization(user=request.user, ref=request.POST.get("organization"))
@@ -93,24 +113,39 @@ class CsvUploadView(InputView):
         if upload.size is not None and upload.size > UPLOAD_MAX_BYTES:  # refused before it is read into memory
             raise ValidationError({"detail": f"files are limited to {UPLOAD_MAX_BYTES} bytes"})
         try:
-            rows = csv_rows(upload.read(), required=self.required)
-            result = rows_save(rows, serializer=self.serializer, save=self.saver(organization, request.user))
+            stored = upload_store(organization=organization, user=request.user, spec=self.spec,
+                                  file_name=upload.name or "", content=upload.read(), now=timezone.now())  # fmt: skip
         except UploadInvalid as error:
             raise ValidationError({"detail": str(error)}) from error
-        if result.refused:
-            detail = f"{len(result.refused)} row(s) refused; nothing was saved"
-            return Response({"detail": detail, "refused": result.refused}, status=status.HTTP_400_BAD_REQUEST)
-        body = {"saved": result.saved, "ledger_hours_reopened": result.ledger_hours_reopened}
-        return Response(body, status=status.HTTP_201_CREATED)
+        except UploadBusy as error:
+            raise Conflict(str(error)) from error
+        upload_enqueue(task=self.task, upload_id=stored.pk)
+        body = UploadStatusSerializer(stored).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["status_url"]})
+
+
+def upload_enqueue(*, task: Any, upload_id: int) -> None:
+    """Send the upload to a worker once the row that stores it is committed."""
+    transaction.on_commit(lambda: task.delay(upload_id))
 
 
 class NodePricesUploadView(CsvUploadView):
-    required = {"fleet", "kind", "valid_from"}
-    serializer = NodePriceCsvSerializer
+    spec = NODE_PRICES_UPLOAD
 
-    def saver(self, organization: Organization, user: Any) -> Any:
-        return _price_saver(organization, user)
+    task = node_prices_upload_task
 
     @upload_schema("node_prices_upload", "Node prices", "NodePrice")
     def post(self, request: Request) -> Response:
         return super().post(request)
+
+
+class UploadStatusView(InputView):
+    """An upload's state and progress, and once done its answer (any member of its organization may read it)."""
+
+    @extend_schema(operation_id="uploads_read", responses={200: UploadStatusSerializer, **ERRORS})
+    def get(self, request: Request, upload_id: int) -> Response:
+        uploads = InputUpload.objects.filter(organization__in=organizations_for_user(user=request.user))
+        upload = owned(uploads.select_related("created_by"), upload_id, "upload")
+        if uploads_lapse(organization_id=upload.organization_id, now=timezone.now()):
+            upload.refresh_from_db()
+        return Response(UploadStatusSerializer(upload).data)

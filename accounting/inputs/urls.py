@@ -16,11 +16,12 @@ from accounting.inputs.site_api import (
     SitePuePeriodDetailView,
     SitePuePeriodsView,
 )
-from accounting.inputs.uploads_api import NodePricesUploadView
+from accounting.inputs.uploads_api import NodePricesUploadView, UploadStatusView
 
 urlpatterns = [
     path("node-prices/", NodePricesView.as_view(), name="node-prices"),
     path("node-prices/upload/", NodePricesUploadView.as_view(), name="node-prices-upload"),
+    path("uploads/<int:upload_id>/", UploadStatusView.as_view(), name="upload"),
     path("node-prices/<int:price_id>/", NodePriceDetailView.as_view(), name="node-price"),
     path("site-tariffs/", SiteTariffsView.as_view(), name="site-tariffs"),
     path("site-tariffs/<int:tariff_id>/", SiteTariffDetailView.as_view(), name="site-tariff"),

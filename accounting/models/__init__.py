@@ -3,3 +3,4 @@
 from accounting.models.hardware import *  # noqa: F403
 from accounting.models.ledger import *  # noqa: F403
 from accounting.models.prices import *  # noqa: F403
+from accounting.models.uploads import *  # noqa: F403

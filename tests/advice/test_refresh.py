@@ -7,17 +7,24 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 from django.core import mail
+from django.test import Client
 from django.utils import timezone
 
-from advice.models import Advice, AdviceNotification, AdviceSettings, WorkloadClass
+from advice import refreshes
+from advice.models import Advice, AdviceNotification, AdviceRefresh, AdviceSettings, WorkloadClass
 from advice.services import advice_refresh
 from advice.tasks import advice_refresh_task
+from fleets.models import Role
 from tests.helpers.dashboard_data import two_fleets
+from tests.helpers.factories import MembershipFactory
+
+HOUR = timedelta(hours=1)
 
 
 class Receiver:
@@ -137,3 +144,43 @@ def test_a_webhook_slower_than_the_timeout_is_parked(org_a, chat, receiver, sett
     (parked,) = AdviceNotification.objects.all()
     assert counts["notified"] == 0 and parked.sent_at is None
     assert parked.error == "failed: no complete answer within 0.2 s"
+
+
+def test_one_organizations_failing_refresh_is_kept_for_it_and_every_other_organization_is_refreshed(
+    org_a, org_b, chat, monkeypatch, caplog
+):
+    other = WorkloadClass.objects.create(organization=org_b, name="batch", llm_model="qwen-14b", ttft_target_ms=5000,
+                                         expected_output_tokens_per_day=10**6)  # fmt: skip
+    real = refreshes.advice_refresh
+
+    def failing_for_a(*, organization_id, **kwargs):
+        if organization_id == org_a.pk:
+            raise ZeroDivisionError("a broken curve")
+        return real(organization_id=organization_id, **kwargs)
+
+    monkeypatch.setattr(refreshes, "advice_refresh", failing_for_a)
+    totals = advice_refresh_task()
+
+    assert (totals["organizations"], totals["not_refreshed"], totals["classes"]) == (2, 1, 1)
+    assert Advice.objects.filter(workload_class=other).count() == 1  # Org B refreshed, after A's failure
+    failed = AdviceRefresh.objects.get(organization=org_a)
+    assert failed.status == "failed" and "failed (ZeroDivisionError)" in failed.error
+    assert AdviceRefresh.objects.get(organization=org_b).status == "done"
+    assert "the advice refresh of organization" in caplog.text
+    page = Client()
+    page.force_login(MembershipFactory(organization=org_a, role=Role.VIEWER).user)
+    assert "The latest advice refresh failed: the refresh of" in page.get("/advice/").content.decode()
+    monkeypatch.setattr(refreshes, "advice_refresh", real)
+    advice_refresh_task(organization_id=org_a.pk)  # the next hour's
+    assert AdviceRefresh.objects.get(organization=org_a).status == "done"
+
+
+def test_a_refresh_whose_worker_died_is_failed_when_its_lease_lapsed_and_one_running_is_not_doubled(org_a, chat):
+    now = timezone.now()
+    AdviceRefresh.objects.create(organization=org_a, status="running", started_at=now, lease_until=now + HOUR)
+    assert advice_refresh_task(organization_id=org_a.pk)["not_refreshed"] == 1  # a live one: left alone
+    assert not Advice.objects.exists()
+    AdviceRefresh.objects.filter(organization=org_a).update(lease_until=now - HOUR)  # its worker died
+    assert advice_refresh_task(organization_id=org_a.pk)["not_refreshed"] == 0
+    assert Advice.objects.filter(workload_class=chat).count() == 1
+    assert AdviceRefresh.objects.get(organization=org_a).status == "done"

@@ -91,3 +91,27 @@ def test_a_viewer_reads_prices_but_gets_no_form(browser_page, live_server, rente
     assert page.locator("#rent-form").count() == 0
     assert "needs the admin or finance role" in page.inner_text("#read-only")
     assert "2.000000 EUR per gpu-hour" in page.inner_text("tr[data-node=h100-a]")
+
+
+def test_finance_uploads_prices_and_the_page_follows_the_worker_to_the_answer(
+    celery_worker_process, browser_page, live_server, rented_node, tmp_path
+):
+    page = browser_page
+    sign_in(page, live_server, rented_node, Role.FINANCE, "fred")
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_text("fleet,node,kind,rate_per_h,rate_per,valid_from\ninference,,rented,1,gpu,2025-06-01T00:00:00Z\n")
+    bad.write_text("fleet,node,kind,rate_per_h,rate_per,valid_from\ninference,h100-z,rented,1,gpu,2026-02-01\n")
+
+    page.goto(f"{live_server.url}/finance/prices/")
+    page.set_input_files("#upload-form input[name=file]", str(good))
+    page.click("#upload-form button[type=submit]")
+    page.wait_for_selector("#upload-status[data-state=done]", timeout=60_000)
+    assert "1 price(s) saved" in page.inner_text("#upload-status .outcome")
+    assert "1 of 1 rows" in page.inner_text("#upload-status .progress")
+
+    page.set_input_files("#upload-form input[name=file]", str(bad))
+    page.click("#upload-form button[type=submit]")
+    page.wait_for_selector("#upload-status[data-state=done] li[data-line='2']", timeout=60_000)
+    assert "no node h100-z in fleet inference" in page.inner_text("#upload-status .refused")
+    shoot(page, "prices-upload-refused")
+    assert page.console_errors == []  # type: ignore[attr-defined]

@@ -66,6 +66,8 @@ def _plain_value(field: models.Field) -> Any:
         return []
     if isinstance(field, (models.CharField, models.TextField)):
         return "x"
+    if isinstance(field, models.BinaryField):
+        return b"x"
     raise AssertionError(f"no plain value for {field!r}: give it in the test")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
@@ -292,3 +293,31 @@ def test_node_hours_without_a_hardware_price_are_said_missing_not_zero(
     # side's hardware is missing for those 2 node-hours, and the result says so
     assert result["hardware_unpriced_node_hours"] == "2"
     assert any("2 node-hours had no hardware price in force" in note for note in result["notes"])
+
+
+def test_a_run_whose_worker_died_is_failed_once_its_lease_lapses_and_runs_again_at_once(
+    client_as, acme, django_capture_on_commit_callbacks
+):
+    client = client_as(Role.VIEWER, acme["organization"])
+    scenario = created(client, acme, [{"kind": "move", "fleet": acme["enterprise"].pk, "pue": "1.2"}])
+    lapsed = timezone.now() - timedelta(seconds=1)
+    # a worker took it, wrote progress, and died: its lease ran out a second ago
+    Scenario.objects.filter(pk=scenario["id"]).update(status="running", started_at=lapsed, lease_until=lapsed)
+
+    detail = client.get(f"/api/v1/scenarios/{scenario['id']}/").json()
+    assert detail["status"] == "failed"
+    assert detail["error"].startswith("the worker stopped: no progress since ")
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert client.post(f"/api/v1/scenarios/{scenario['id']}/run/").status_code == 202
+    assert len(callbacks) == 1
+
+
+def test_a_run_that_renews_its_lease_is_not_taken_again(client_as, acme):
+    client = client_as(Role.VIEWER, acme["organization"])
+    scenario = created(client, acme, [{"kind": "move", "fleet": acme["enterprise"].pk, "pue": "1.2"}])
+    started = timezone.now() - timedelta(hours=1)  # long ago, but its progress renewed the lease
+    Scenario.objects.filter(pk=scenario["id"]).update(
+        status="running", started_at=started, lease_until=timezone.now() + timedelta(minutes=1)
+    )
+    assert client.post(f"/api/v1/scenarios/{scenario['id']}/run/").status_code == 409
+    assert client.get(f"/api/v1/scenarios/{scenario['id']}/").json()["status"] == "running"

@@ -5,9 +5,10 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from django.test import Client
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client, TestCase
 
-from accounting.models import NodePrice
+from accounting.models import InputUpload, NodePrice
 from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.models import Node, Role
 from governance.models import AuditEntry, LockedPeriod
@@ -82,3 +83,26 @@ def test_a_node_that_is_no_id_is_a_400_or_404_that_changes_nothing(org_a, node_a
     page = browser(org_a, Role.FINANCE).post("/finance/prices/", form(node_a) | {"node": junk})
     assert page.status_code == (404 if junk.isascii() and junk.isdigit() else 400)
     assert NodePrice.objects.get().rate_per_h == 2
+
+
+CSV = "fleet,node,kind,rate_per_h,rate_per,valid_from\ninference,h100-a,rented,3,gpu,2026-01-02T00:00:00Z\n"
+
+
+def test_finance_uploads_a_csv_on_the_page_and_the_page_follows_its_status(org_a, node_a: Node, rented) -> None:
+    client = browser(org_a, Role.FINANCE)
+    with TestCase.captureOnCommitCallbacks(execute=False) as sent:
+        page = client.post("/finance/prices/", {"file": SimpleUploadedFile("p.csv", CSV.encode())})
+    assert page.status_code == 202 and len(sent) == 1
+    upload = InputUpload.objects.get()
+    html = page.content.decode()
+    assert f'data-status-url="/api/v1/uploads/{upload.pk}/"' in html and 'data-state="queued"' in html
+    assert client.get(f"/api/v1/uploads/{upload.pk}/").json()["state"] == "queued"  # what the page polls
+    again = client.post("/finance/prices/", {"file": SimpleUploadedFile("p.csv", CSV.encode())})
+    assert again.status_code == 409 and "one upload at a time" in again.content.decode()
+
+
+def test_a_viewer_gets_no_upload_form_and_cannot_post_a_file(org_a, node_a: Node) -> None:
+    client = browser(org_a, Role.VIEWER)
+    assert 'id="upload-form"' not in client.get("/finance/prices/").content.decode()
+    refused = client.post("/finance/prices/", {"file": SimpleUploadedFile("p.csv", CSV.encode())})
+    assert refused.status_code == 403 and not InputUpload.objects.exists()

@@ -9,6 +9,7 @@ import io
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -20,6 +21,7 @@ from governance.models import AuditEntry, LockedPeriod
 from scope2.models import ResidualMixFactor
 from scope2.selectors import residual_mix_for
 from tests.helpers.inputs import ROLES
+from tests.helpers.uploads import upload_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -27,8 +29,8 @@ GOOD = "zone,year,gco2e_per_kwh,source\nde,2025,400,test figure A\nSE-SE3,2025,3
 URL = "/api/v1/residual-mixes/upload/"
 
 
-def upload(client: APIClient, text: str, **extra: str) -> object:
-    return client.post(URL, {"file": SimpleUploadedFile("mixes.csv", text.encode()), **extra})
+def upload(client: APIClient, text: str, **extra: str) -> Any:
+    return upload_answer(client, URL, {"file": SimpleUploadedFile("mixes.csv", text.encode()), **extra})
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -14,6 +14,7 @@ from fleets.models import Node, Role, Site
 from governance.models import AuditEntry
 from scope2.models import ContractualInstrument
 from tests.helpers.inputs import ROLES
+from tests.helpers.uploads import upload_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +41,7 @@ def stored() -> tuple[int, int, int]:
 def test_each_upload_answers_by_role(
     client_as: Callable[..., APIClient], node_a: Node, site_a: Site, role: str, url: str, text: str, allowed: set[str]
 ) -> None:
-    response = client_as(role).post(url, {"file": SimpleUploadedFile("u.csv", text.encode())})
+    response = upload_answer(client_as(role), url, {"file": SimpleUploadedFile("u.csv", text.encode())})
     if role in allowed:
         assert (response.status_code, response.json()["saved"]) == (201, 1), response.content
         assert sum(stored()) == 2  # the row and its audit entry

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -11,14 +12,15 @@ from rest_framework.test import APIClient
 from accounting.models import LedgerPending, NodePrice
 from fleets.models import Node, Role
 from governance.models import AuditEntry
+from tests.helpers.uploads import upload_answer
 
 pytestmark = pytest.mark.django_db
 
 HEADER = "fleet,node,kind,rate_per_h,rate_per,capex,lifetime_years,valid_from,valid_to\n"
 
 
-def upload(client: APIClient, text: str) -> object:
-    return client.post("/api/v1/node-prices/upload/", {"file": SimpleUploadedFile("p.csv", text.encode())})
+def upload(client: APIClient, text: str) -> Any:
+    return upload_answer(client, "/api/v1/node-prices/upload/", {"file": SimpleUploadedFile("p.csv", text.encode())})
 
 
 def test_a_good_file_is_saved_whole_and_reopens_its_hours(finance: APIClient, node_a: Node, node_b: Node) -> None:
@@ -66,6 +68,7 @@ def test_only_admin_and_finance_upload_prices(client_as: Callable[..., APIClient
     assert upload(client_as(Role.ADMIN), text).status_code == 201
 
 
+INSTRUMENTS_URL = "/api/v1/instruments/upload/"
 INSTRUMENTS = (
     "site,kind,name,volume_mwh,delivery_start,delivery_end,vintage_year,generation_zone,technology,"
     "certificate_ref,certificate_mwh\n"
@@ -81,7 +84,7 @@ def test_instruments_from_csv_are_checked_row_by_row_against_over_allocation(
         "ber-9,go,Wind,1,2025-01-01T00:00:00Z,2025-04-01T00:00:00Z,2025,DE,wind,,\n"
     )
     client = client_as(Role.SUSTAINABILITY)
-    response = client.post("/api/v1/instruments/upload/", {"file": SimpleUploadedFile("i.csv", text.encode())})
+    response = upload_answer(client, INSTRUMENTS_URL, {"file": SimpleUploadedFile("i.csv", text.encode())})
 
     assert response.status_code == 400
     reasons = {row["line"]: row["reason"] for row in response.json()["refused"]}
@@ -100,7 +103,7 @@ def test_instruments_from_csv_are_checked_row_by_row_against_over_allocation(
 def test_a_good_instruments_file_is_saved_and_audited(client_as: Callable[..., APIClient], site_a, org_a) -> None:
     text = INSTRUMENTS + "fra-1,go,Hydro Q1,60,2025-01-01T00:00:00Z,2025-04-01T00:00:00Z,2025,NO,hydro,NECS-1,100\n"
     client = client_as(Role.SUSTAINABILITY)
-    response = client.post("/api/v1/instruments/upload/", {"file": SimpleUploadedFile("i.csv", text.encode())})
+    response = upload_answer(client, INSTRUMENTS_URL, {"file": SimpleUploadedFile("i.csv", text.encode())})
     assert (response.status_code, response.json()["saved"]) == (201, 1)
     assert [row["name"] for row in client.get("/api/v1/instruments/").json()] == ["Hydro Q1"]
     assert AuditEntry.objects.get().subject == "instrument"
@@ -110,7 +113,7 @@ def test_a_file_past_the_limit_is_refused_before_it_is_read(finance: APIClient, 
     def unread(*args: object, **kwargs: object) -> None:
         raise AssertionError("an oversized file was read")
 
-    monkeypatch.setattr("accounting.inputs.uploads_api.csv_rows", unread)
+    monkeypatch.setattr("accounting.inputs.upload_runs.csv_check", unread)
     big = SimpleUploadedFile("prices.csv", b"fleet,kind,valid_from\n" + b"x" * (2 * 1024 * 1024))
     response = finance.post("/api/v1/node-prices/upload/", {"file": big}, format="multipart")
     assert (response.status_code, response.json()) == (400, {"detail": "files are limited to 2097152 bytes"})

@@ -1,0 +1,48 @@
+"""The node prices' CSV upload: its columns, each row's serializer, and the saver a worker runs
+(``accounting.inputs.upload_runs``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from accounting.inputs.api import NodePriceInputSerializer
+from accounting.inputs.services import InputChange, node_price_save
+from accounting.inputs.upload_runs import UploadSpec
+from accounting.models import InputUpload, NodePrice
+from fleets.models import Fleet, Node, Organization
+
+
+class NodePriceCsvSerializer(NodePriceInputSerializer):
+    fleet = serializers.CharField(max_length=200, help_text="the fleet's name")  # type: ignore[assignment]
+    node = serializers.CharField(max_length=253, required=False, help_text="hostname; empty: fleet default")  # type: ignore[assignment]
+
+
+def _price_saver(organization: Organization, user: Any) -> Any:
+    """Rows name fleets and nodes: both read once per upload (two queries, not two per row)."""
+    now = timezone.now()
+    fleets = {fleet.name: fleet for fleet in Fleet.objects.filter(organization=organization)}
+    nodes = {(node.fleet_id, node.hostname): node for node in Node.objects.filter(fleet__in=fleets.values())}
+
+    def save(data: dict[str, Any]) -> InputChange:
+        fleet = fleets.get(data.pop("fleet"))
+        if fleet is None:
+            raise LookupError("fleet: no fleet of that name in this organization")
+        hostname = data.pop("node", None)
+        node = None if hostname is None else nodes.get((fleet.pk, hostname))
+        if hostname is not None and node is None:
+            raise LookupError(f"node: no node {hostname} in fleet {fleet.name}")
+        # Fresh instances: a saved price keeps no state of another row's (the fleet's organization is cached).
+        return node_price_save(price=NodePrice(fleet=fleet, node=node), data=data, user=user, now=now)
+
+    return save
+
+
+NODE_PRICES_UPLOAD = UploadSpec(
+    kind=InputUpload.Kind.NODE_PRICES,
+    required=frozenset({"fleet", "kind", "valid_from"}),
+    serializer=NodePriceCsvSerializer,
+    saver=_price_saver,
+)
