@@ -13,7 +13,6 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
@@ -41,7 +40,13 @@ from accounting.models import (
     SitePue,
     SiteTariff,
 )
-from fleets.admin import OrganizationScopedAdmin, ReadOnlyScopedAdmin, SiteAdmin, organization_path_register
+from fleets.admin import (
+    OneByOneDeletes,
+    OrganizationScopedAdmin,
+    ReadOnlyScopedAdmin,
+    SiteAdmin,
+    organization_path_register,
+)
 from fleets.models import Site
 from governance.admin_audit import admin_row_delete_audited
 
@@ -167,7 +172,7 @@ class GpuAssetAdmin(AuditedInputAdmin):
 
 
 @admin.register(Site)
-class AuditedSiteAdmin(SiteAdmin):
+class AuditedSiteAdmin(OneByOneDeletes, SiteAdmin):
     """Every change audited with the admin's name. The site's own PUE goes through ``site_pue_update``
     (``site_pue``); its other fields through ``site_fields_save`` (``site``): a new grid zone, time zone or
     currency is lock-checked and re-opens its nodes' lines, as the PUE does. A refusal is shown, not a 500."""
@@ -191,11 +196,6 @@ class AuditedSiteAdmin(SiteAdmin):
             row=obj, subject="site", fields=SITE_FIELDS, organization_of=lambda site: site.organization_id,
             user=request.user, now=timezone.now(),
         )  # fmt: skip
-
-    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
-        with transaction.atomic():  # one by one, each audited; all or none
-            for obj in queryset:
-                self.delete_model(request, obj)
 
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         return admin_refusing(request, lambda: super(AuditedSiteAdmin, self).changeform_view(request, *args, **kwargs))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.db import models, transaction
+from django.db import models
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -23,7 +23,7 @@ from advice.services import (
     workload_class_delete,
     workload_class_save,
 )
-from fleets.admin import OrganizationScopedAdmin, ReadOnlyScopedAdmin, organization_path_register
+from fleets.admin import OneByOneDeletes, OrganizationScopedAdmin, ReadOnlyScopedAdmin, organization_path_register
 
 organization_path_register(WorkloadClass, "organization")
 organization_path_register(AdviceSettings, "organization")
@@ -41,11 +41,8 @@ def _stored(obj: Any) -> Any:
     return obj if obj.pk is None else type(obj)._default_manager.get(pk=obj.pk)
 
 
-class _ServiceDeletes(OrganizationScopedAdmin):
-    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
-        with transaction.atomic():  # one by one, each audited; all or none
-            for obj in queryset:
-                self.delete_model(request, obj)
+class _ServiceDeletes(OneByOneDeletes, OrganizationScopedAdmin):
+    pass
 
 
 @admin.register(WorkloadClass)

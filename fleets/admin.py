@@ -6,6 +6,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -258,3 +259,13 @@ class ReadOnlyScopedAdmin(OrganizationScopedAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class OneByOneDeletes:
+    """An admin whose bulk delete goes through its ``delete_model`` one row at a time, in one transaction:
+    each row audited (and, for inputs, lock-checked) as a single delete would be; all or none."""
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        with transaction.atomic():
+            for obj in queryset:
+                self.delete_model(request, obj)  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ from django.db.models import Model
 from django.http import HttpRequest
 from django.utils import timezone
 
-from fleets.admin import OrganizationScopedAdmin
+from fleets.admin import OneByOneDeletes, OrganizationScopedAdmin
 from governance.audit import audit_record, snapshot
 
 
@@ -53,7 +53,7 @@ def admin_row_delete_audited(
         )  # fmt: skip
 
 
-class AuditedAdmin(OrganizationScopedAdmin):
+class AuditedAdmin(OneByOneDeletes, OrganizationScopedAdmin):
     """Each save and delete audited as ``audit_subject`` (``audit_fields``; all the row's fields when ``None``)."""
 
     audit_subject = ""
@@ -74,8 +74,3 @@ class AuditedAdmin(OrganizationScopedAdmin):
             row=obj, subject=self.audit_subject, fields=self.audit_fields, organization_of=self.audit_organization,
             user=request.user, now=timezone.now(),
         )  # fmt: skip
-
-    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
-        with transaction.atomic():  # one by one, each audited; all or none
-            for obj in queryset:
-                self.delete_model(request, obj)

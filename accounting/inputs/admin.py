@@ -21,14 +21,13 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils import timezone
 
 from accounting.inputs.nodes import inventory_row_delete_audited, inventory_row_save_audited
 from accounting.inputs.services import InputChange
 from common.api import InputInvalid
-from fleets.admin import NodeAdmin, NodeCredentialAdmin, OrganizationScopedAdmin
+from fleets.admin import NodeAdmin, NodeCredentialAdmin, OneByOneDeletes, OrganizationScopedAdmin
 from fleets.models import Node, NodeCredential
 from governance.locks import PeriodLocked
 
@@ -42,7 +41,7 @@ def admin_refusing(request: HttpRequest, view: Callable[[], HttpResponse]) -> Ht
         return HttpResponseRedirect(request.get_full_path())
 
 
-class AuditedInputAdmin(OrganizationScopedAdmin):
+class AuditedInputAdmin(OneByOneDeletes, OrganizationScopedAdmin):
     """Saves and deletes through ``input_save`` / ``input_delete`` (services); a refusal is shown, not a 500."""
 
     def input_save(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
@@ -56,11 +55,6 @@ class AuditedInputAdmin(OrganizationScopedAdmin):
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         self._reopened(request, self.input_delete(obj, user=request.user, now=timezone.now()))
-
-    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
-        with transaction.atomic():  # one by one, each audited and lock-checked; all or none
-            for obj in queryset:
-                self.delete_model(request, obj)
 
     def _reopened(self, request: HttpRequest, result: InputChange) -> None:
         if result.ledger_hours_reopened:
@@ -76,7 +70,7 @@ class AuditedInputAdmin(OrganizationScopedAdmin):
         return admin_refusing(request, lambda: super(AuditedInputAdmin, self).changelist_view(request, *args, **kwargs))
 
 
-class AuditedInventoryAdmin(OrganizationScopedAdmin):
+class AuditedInventoryAdmin(OneByOneDeletes, OrganizationScopedAdmin):
     """Nodes and node tokens: each save and delete audited in its own transaction, with the admin's name; a
     node's move in a locked period refused, shown as an error."""
 
@@ -90,11 +84,6 @@ class AuditedInventoryAdmin(OrganizationScopedAdmin):
 
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
         inventory_row_delete_audited(row=obj, user=request.user, now=timezone.now())
-
-    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
-        with transaction.atomic():  # one by one, each audited; all or none
-            for obj in queryset:
-                self.delete_model(request, obj)
 
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         view = super().changeform_view
