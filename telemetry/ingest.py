@@ -10,8 +10,9 @@ the hourly rollup in the same transaction.
 
 A collector's steady state (known GPUs, endpoints and epochs) costs one read
 for the GPUs, two for the endpoints, one ``INSERT`` per sample kind, the
-collector status and the rollup mark: a handful of statements whatever the
-batch size.
+collector status and the rollup mark, and one read per sample kind of the last
+stored sample of each GPU and endpoint (``telemetry.continuity``: its counters bound the
+batch's first readings): a handful of statements whatever the batch size.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from django.utils import timezone
 from fleets.models import Gpu, Node
 from telemetry.collector.backend import EndpointIdentity, GpuIdentity
 from telemetry.collector.wire import Batch, WireError, ts_datetime
+from telemetry.continuity import stored_steps_check
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
 from telemetry.node_meter import node_meter_store
 from telemetry.partitions import partitions_ensure
@@ -69,9 +71,14 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
     # would hold a lock on the parent table until the batch commits.
     partitions_ensure(days={at.date() for at in stamps})
     with transaction.atomic():
+        gpu_refs, endpoint_refs = _gpu_refs(node, batch.gpus), _endpoint_refs(node, batch.endpoints)
+        stored_steps_check(
+            batch=batch, gpu_samples=gpu_samples, gpu_refs=gpu_refs,
+            serving_samples=serving_samples, endpoint_refs=endpoint_refs,
+        )  # fmt: skip
         rows = {
-            "gpu_samples": _gpu_rows(gpu_samples, _gpu_refs(node, batch.gpus)),
-            "serving_samples": _serving_rows(serving_samples, _endpoint_refs(node, batch.endpoints)),
+            "gpu_samples": _gpu_rows(gpu_samples, gpu_refs),
+            "serving_samples": _serving_rows(serving_samples, endpoint_refs),
         }
         for kind, columns in (("gpu_samples", GPU_COLUMNS), ("serving_samples", SERVING_COLUMNS)):
             result.stored[kind] = rows_insert(kind=kind, columns=columns, rows=rows[kind])

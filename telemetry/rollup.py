@@ -23,11 +23,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, models, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from fleets.models import Gpu
 from telemetry import energy, rollup_sql
+from telemetry.collector import wire
 from telemetry.energy.hours import hours_validated
 from telemetry.histogram import histogram_from_cumulative
 from telemetry.installations import gpu_installations_refresh
@@ -151,10 +152,20 @@ def rollup_node_hours(*, node_id: int, hour_starts: list[datetime]) -> int:
     hours_s = hours_validated(_hour_s(h) for h in hour_starts)
     if not hours_s:
         return 0
-    hours_s = hours_validated([*hours_s, *_hours_across_gaps(node_id, hours_s)])
+    requested, extra = set(hours_s), set(_hours_across_gaps(node_id, hours_s))
     computed_at = timezone.now()
-    gpu_rows = _gpu_usage_rows(node_id, hours_s, computed_at)
-    endpoint_rows = _endpoint_usage_rows(node_id, hours_s, computed_at)
+    while True:
+        hours_s = hours_validated([*requested, *extra])
+        try:
+            gpu_rows = _gpu_usage_rows(node_id, hours_s, computed_at)
+            endpoint_rows = _endpoint_usage_rows(node_id, hours_s, computed_at)
+            break
+        except energy.CounterImpossible as error:
+            # An impossible interval in a gap's hour that was not asked for is that hour's to park (its
+            # samples marked it), not these hours': leave it out and compute the rest.
+            if error.hours & requested or not error.hours & extra:
+                raise
+            extra -= error.hours
     # A sum past its column (counters glitching near 2**63) is refused here, naming the column,
     # rather than by the database mid-transaction; the caller parks the hour.
     columns_fit([*gpu_rows, *endpoint_rows])
@@ -193,7 +204,8 @@ class _Source:
     columns: tuple[str, ...]  # (owner, ts, ...): what ``point`` takes
     max_gap_s: float
     point: Callable[[tuple[Any, ...]], Any]
-    usage: Callable[[list[Any], list[int]], Iterable[Any]]  # (points, hour run) -> pure usage per hour
+    usage: Callable[[list[Any], list[int], int], Iterable[Any]]  # (points, hour run, owner) -> pure usage per hour
+    label: str  # how an error names an owner: "GPU", "endpoint"
 
     def nearest(self, owner_id: int, at_s: float, *, later: bool, inclusive: bool = False) -> Any:
         """The owner's row nearest ``at_s`` (before it, or ``later``), within the bridge limit; or None.
@@ -218,9 +230,10 @@ def _gpu_source() -> _Source:
         columns=_GPU_COLUMNS,
         max_gap_s=gap_s,
         point=_gpu_point,
-        usage=lambda points, run: energy.gpu_usage_by_hour(
+        usage=lambda points, run, _: energy.gpu_usage_by_hour(
             points, hour_starts_s=run, max_gap_s=gap_s, max_bridge_s=settings.TELEMETRY_MAX_BRIDGE_S
         ),
+        label="GPU",
     )
 
 
@@ -236,7 +249,7 @@ def _hours_across_gaps(node_id: int, hours_s: Sequence[int]) -> list[int]:
     extra: set[int] = set()
     kinds = (
         (_gpu_source(), list(Gpu.objects.filter(node_id=node_id).values_list("id", flat=True))),
-        (_serving_source({}), list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True))),
+        (_serving_source({}, {}), list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True))),
     )
     for source, owner_ids in kinds:
         for run in _hour_runs(hours_s):
@@ -278,7 +291,10 @@ def _owner_usage(source: _Source, owner_ids: list[int], hours_s: Sequence[int]) 
             # The window's samples and the far ends of gaps a counter may bridge into it.
             ends = (source.nearest(owner, first_s, later=False), source.nearest(owner, last_s, later=True))
             window = [p for p in points if first_s <= p.ts_s <= last_s]
-            usage = source.usage([*window, *(source.point(row) for row in ends if row is not None)], run)
+            try:
+                usage = source.usage([*window, *(source.point(row) for row in ends if row is not None)], run, owner)
+            except energy.CounterImpossible as error:  # the hour is parked, naming the owner
+                raise error.owned(f"{source.label} {owner}") from None
             usages += [(owner, u) for u in usage if u.observed_s + u.bridged_s > 0 or u.hour_start_s in sample_hours]
     return usages
 
@@ -328,16 +344,22 @@ def _gpu_usage_model(gpu_id: int, usage: energy.GpuHourUsage, computed_at: datet
 _EpochBounds = dict[int, tuple[tuple[float, ...], tuple[float, ...]]]
 
 
-def _serving_source(bounds: _EpochBounds) -> _Source:
+def _serving_source(bounds: _EpochBounds, gpus: dict[int, int]) -> _Source:
+    """``gpus``: per endpoint, the GPUs it serves from (its counters' bounds scale with them)."""
     gap_s = settings.TELEMETRY_SERVING_MAX_GAP_S
     return _Source(
         samples=ServingSample.objects.all(),
         columns=_SERVING_COLUMNS,
         max_gap_s=gap_s,
         point=lambda row: _serving_point(row, bounds),
-        usage=lambda points, run: energy.endpoint_usage_by_hour(
-            points, hour_starts_s=run, max_gap_s=gap_s, max_bridge_s=settings.TELEMETRY_MAX_BRIDGE_S
+        usage=lambda points, run, endpoint_id: energy.endpoint_usage_by_hour(
+            points,
+            hour_starts_s=run,
+            max_gap_s=gap_s,
+            max_bridge_s=settings.TELEMETRY_MAX_BRIDGE_S,
+            bounds=wire.serving_bounds(gpus.get(endpoint_id, 1)),
         ),
+        label="endpoint",
     )
 
 
@@ -349,7 +371,12 @@ def _endpoint_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: date
             "id", "ttft_bucket_bounds_s", "itl_bucket_bounds_s"
         )
     }
-    usages = _owner_usage(_serving_source(bounds), endpoint_ids, hours_s)
+    gpus = dict(
+        ServingEndpoint.objects.filter(pk__in=endpoint_ids)
+        .annotate(gpu_count=Count("gpus"))
+        .values_list("pk", "gpu_count")
+    )
+    usages = _owner_usage(_serving_source(bounds, gpus), endpoint_ids, hours_s)
     return [_endpoint_usage_model(endpoint_id, usage, computed_at) for endpoint_id, usage in usages]
 
 

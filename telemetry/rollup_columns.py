@@ -44,6 +44,8 @@ import numpy as np
 import numpy.typing as npt
 
 from telemetry import energy
+from telemetry.collector.wire import ENERGY_BOUND, CounterBound
+from telemetry.energy.counters import CounterImpossible, increase_checked
 from telemetry.energy.gpu import energy_method_of
 from telemetry.energy.hours import HOUR_S, hour_overlaps_s, hours_validated, max_gap_checked, sample_window_s
 
@@ -94,8 +96,12 @@ def gpu_usage_by_hour_columns(
     real_to_float: RealToFloat,
     max_bridge_s: float = energy.DEFAULT_MAX_BRIDGE_S,
     busy_above_util_pct: int = 0,
+    energy_bound: CounterBound = ENERGY_BOUND,
 ) -> list[tuple[int, energy.GpuHourUsage]]:
     """``(gpu id, usage)`` per requested hour with a sample, sorted, as the rollup gets them from the pure function.
+
+    Raises the pure function's ``CounterImpossible`` (naming the GPU: ``"GPU <id>: …"``, as the rollup
+    names it) for the first GPU, and its first interval, whose counter counts more than ``energy_bound``.
 
     The samples used are those in the hours' window (``sample_window_s``) and
     each GPU's nearest one beyond it on either side within ``max_bridge_s``, as
@@ -114,9 +120,11 @@ def gpu_usage_by_hour_columns(
     grid = _HourGrid(cols.gpu_id, hour_s, hours)
     with np.errstate(divide="ignore", invalid="ignore"):  # rates of spans between two GPUs: never used
         spans = _Spans(cols, ts_s, hour_s, max_gap_s, busy_above_util_pct, real_to_float)
+    bridges = _bridge_candidates(cols, ts_s, max_gap_s, max_bridge_s)
+    _impossible_raised(grid, cols, ts_s, spans, bridges, energy_bound)
     with np.errstate(invalid="ignore"):  # inf x 0 of spans between two GPUs: masked out, never used
         sums = grid.sums(spans)
-    bridged = _bridged_sums(grid, cols, ts_s, max_gap_s, max_bridge_s)
+    bridged = _bridged_sums(grid, cols, ts_s, bridges)
     resets = grid.counts(spans.restarted)
     maxima = _Maxima(grid, cols, real_to_float)
     return [
@@ -146,13 +154,11 @@ class _BridgedSums:
     gap_s: float = 0.0
 
 
-def _bridged_sums(
-    grid: _HourGrid, cols: GpuColumns, ts_s: Floats, max_gap_s: float, max_bridge_s: float
-) -> dict[int, _BridgedSums]:
-    """Per cell, the sums of the gaps bridged into it, added in span order as the pure function adds them."""
+def _bridge_candidates(cols: GpuColumns, ts_s: Floats, max_gap_s: float, max_bridge_s: float) -> Mask:
+    """Per span, whether it is a gap the counter bridges (``energy.gaps_bridged`` with ``energy_counter_continues``)."""
     seconds = ts_s[1:] - ts_s[:-1]
     energy_j = cols.energy_j
-    candidates = (
+    return (
         (cols.gpu_id[1:] == cols.gpu_id[:-1])
         & (seconds > max_gap_s)
         & (seconds <= max_bridge_s)
@@ -161,6 +167,48 @@ def _bridged_sums(
         & (cols.epoch_id[1:] == cols.epoch_id[:-1])
         & (energy_j[1:] >= energy_j[:-1])
     )
+
+
+def _impossible_raised(
+    grid: _HourGrid, cols: GpuColumns, ts_s: Floats, spans: _Spans, bridges: Mask, bound: CounterBound
+) -> None:
+    """Raise as the pure function does for the first GPU (by id) with an interval reaching into a requested
+    hour whose counter counts more than ``bound``: its first observed one, else its first bridged one."""
+    most = bound.per_s * (spans.seconds + bound.slack_s)
+    with np.errstate(invalid="ignore"):  # unknown readings' NaN: masked out
+        observed = spans.observed & spans.counter_known & ~(spans.increase <= most)
+        rise = cols.energy_j[1:] - cols.energy_j[:-1]
+        bridged = bridges & ~(rise <= most)
+    observed &= (grid.cell[:-1] >= 0) | (spans.crosses & (grid.cell[1:] >= 0))
+    firsts: list[tuple[int, int, int]] = [(int(cols.gpu_id[i]), 0, i) for i in np.flatnonzero(observed).tolist()]
+    firsts += [(int(cols.gpu_id[i]), 1, i) for i in np.flatnonzero(bridged).tolist() if _reached(grid, cols, ts_s, i)]
+    if not firsts:
+        return
+    gpu_id, kind, i = min(firsts)
+    increase = float(spans.increase[i]) if kind == 0 else float(rise[i])
+    try:
+        increase_checked(
+            increase,
+            float(ts_s[i]),
+            float(ts_s[i + 1]),
+            bound=bound,
+            name="energy_j",
+            hours=_reached(grid, cols, ts_s, i),
+        )
+    except CounterImpossible as error:
+        raise error.owned(f"GPU {gpu_id}") from None
+
+
+def _reached(grid: _HourGrid, cols: GpuColumns, ts_s: Floats, i: int) -> list[int]:
+    """The requested hours of its GPU that the span from sample ``i`` adds to."""
+    hours = [hour for hour, _ in hour_overlaps_s(float(ts_s[i]), float(ts_s[i + 1]))]
+    cells = grid.key(np.repeat(cols.gpu_id[i], len(hours)), np.array(hours, dtype=np.float64))
+    return [hour for hour, cell in zip(hours, cells.tolist(), strict=True) if cell >= 0]
+
+
+def _bridged_sums(grid: _HourGrid, cols: GpuColumns, ts_s: Floats, candidates: Mask) -> dict[int, _BridgedSums]:
+    """Per cell, the sums of the gaps bridged into it, added in span order as the pure function adds them."""
+    energy_j = cols.energy_j
     sums: dict[int, _BridgedSums] = {}
     for i in np.flatnonzero(candidates).tolist():
         start_s, end_s = float(ts_s[i]), float(ts_s[i + 1])
@@ -311,6 +359,7 @@ class _Spans:
             (c.epoch_id[1:] != c.epoch_id[:-1]) | (counter_known & (energy_j[1:] < energy_j[:-1]))
         )
         increase = np.where(self.restarted, energy_j[1:], energy_j[1:] - energy_j[:-1])
+        self.increase, self.counter_known = increase, counter_known  # the reset rule's increase, where known
         integrated_known = self.observed & ~counter_known & c.power_known[:-1] & c.power_known[1:]
         rates = {"counter": (increase / self.seconds, counter_known)}
         if integrated_known.any():

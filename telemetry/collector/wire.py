@@ -118,9 +118,101 @@ MAX_TEMP_C = 150
 TS_MIN_S, TS_MAX_S = 1.0e9, 4.1e9  # 2001 to 2099: catches milliseconds and zeroed clocks
 MAX_COUNTER = 2**53  # cumulative serving counters: exact in a JSON double, and an hour's deltas fit a bigint
 # How fast a serving counter can rise, per second and per GPU the endpoint serves from (prompt
-# tokens include cached prefixes, hence the margin); and an energy counter: the board limit.
+# tokens include cached prefixes, hence the margin; cached prompt tokens are prompt tokens; the
+# TTFT histogram counts requests, the inter-token latency histogram output tokens after the first).
 MAX_RISE_PER_GPU_S = {"prompt_tokens": 10_000_000, "generation_tokens": 200_000, "requests": 20_000}
-RISE_SLACK_S = 1.0  # a counter and its timestamp are read a moment apart: one more second at the limit
+SERVING_RISE_PER_GPU_S = {
+    **MAX_RISE_PER_GPU_S,
+    "cached_prompt_tokens": MAX_RISE_PER_GPU_S["prompt_tokens"],
+    "ttft_bucket_counts": MAX_RISE_PER_GPU_S["requests"],
+    "itl_bucket_counts": MAX_RISE_PER_GPU_S["generation_tokens"],
+}
+RISE_SLACK_S = 1.0  # a serving counter and its timestamp are read a moment apart: one more second at the limit
+
+
+@dataclass(frozen=True)
+class CounterBound:
+    """The most a cumulative counter can count in ``seconds``: ``per_s * (seconds + slack_s)``.
+
+    The one rule for every counter increase, wherever it is seen: between two rows of a
+    batch, against the last stored sample, in the rollup. An increase is what the reset
+    rule makes of two readings (:func:`counter_step_increase`): a rise, or, after a
+    restart (a drop, a new epoch), the new reading itself, which counted up from zero
+    since the previous sample, so it is bounded by the same time.
+    """
+
+    per_s: float
+    slack_s: float
+    limit: str  # what the rate stands for, for messages: "the board limit, W", "2 GPUs"
+
+    def most(self, seconds: float) -> float:
+        return self.per_s * (seconds + self.slack_s)
+
+    def allows(self, increase: float, seconds: float) -> bool:
+        return increase <= self.most(seconds)
+
+
+# Energy: the board limit over the elapsed time and no slack, so that an hour never holds more than
+# MAX_POWER_W x 3600 s per GPU (2 kWh); the limit sits 40 % above the largest boards, which covers
+# a counter read a moment after its timestamp.
+ENERGY_BOUND = CounterBound(per_s=MAX_POWER_W, slack_s=0.0, limit="the board limit, W")
+
+
+def serving_bounds(gpus: int) -> dict[str, CounterBound]:
+    """Per serving counter (and histogram), its bound for an endpoint serving from ``gpus`` GPUs (at least one)."""
+    n = max(1, gpus)
+    return {
+        name: CounterBound(per_s=per_gpu_s * n, slack_s=RISE_SLACK_S, limit=f"{n} GPUs")
+        for name, per_gpu_s in SERVING_RISE_PER_GPU_S.items()
+    }
+
+
+Reading = float | tuple[int, ...]  # a counter's value, or a histogram's counts per bucket (not cumulative)
+
+
+def counter_step_increase(before: Reading, after: Reading, *, epoch_changed: bool) -> float:
+    """What the server counts between two readings: the rise, or after a restart (a new epoch, a
+    drop, a histogram bucket that dropped) the new reading itself."""
+    if isinstance(before, tuple) and isinstance(after, tuple):
+        dropped = len(before) != len(after) or any(now < then for then, now in zip(before, after, strict=True))
+        total = sum(after)
+        return total if epoch_changed or dropped else total - sum(before)
+    assert not isinstance(before, tuple) and not isinstance(after, tuple)  # noqa: S101 - one kind per column
+    return after if epoch_changed or after < before else after - before
+
+
+Step = tuple[float, Reading, Hashable]  # (ts, reading, epoch)
+
+
+def counter_step_check(
+    before: Step, after: Step, *, bound: CounterBound, where: str, what: str, restart_within_s: float = math.inf
+) -> None:
+    """Refuse (422) an increase from ``before`` to ``after`` beyond ``bound``, naming ``where``, ``what``, the bound.
+
+    ``restart_within_s``: a restart across a longer gap is not checked (the rollup counts none of it).
+    """
+    seconds = after[0] - before[0]
+    increase = counter_step_increase(before[1], after[1], epoch_changed=before[2] != after[2])
+    if bound.allows(increase, seconds):
+        return
+    rose = before[2] == after[2] and _total(after[1]) - _total(before[1]) == increase
+    if not rose and seconds > restart_within_s:
+        return
+    if rose:
+        told = f"rises by {increase:g} in {seconds:g} s"
+    else:
+        why = "in a new epoch" if before[2] != after[2] else "after a drop"
+        told = f"restarts {why} reading {increase:g} {seconds:g} s after {_total(before[1]):g}"
+    raise WireError(
+        f"{where} {told}: more than {bound.per_s:g} a second ({bound.limit}) allows for {what}: "
+        f"at most {bound.most(seconds):g}",
+        status=422,
+    )
+
+
+def _total(reading: Reading) -> float:
+    return sum(reading) if isinstance(reading, tuple) else reading
+
 
 GPU_FIELDS = ("power_w", "energy_j", "util_pct", "mem_util_pct", "mem_used_bytes", "temp_c")
 SERVING_COUNTERS = ("prompt_tokens", "generation_tokens", "requests")
@@ -418,7 +510,7 @@ def _gpu_samples(doc: Any, gpus: Sequence[GpuIdentity]) -> dict[str, list[Any]]:
     epochs = [gpus[ref].epoch for ref in columns["gpu"]]
     for rows in _series(uuids, columns["ts"]):
         _no_two_alike(rows, columns["ts"], "gpu_samples", f"GPU {uuids[rows[0]]}")
-        _rises_bounded(rows, epochs, columns, "gpu_samples", "energy_j", per_s=MAX_POWER_W, limit="board limit, W")
+        _rises_bounded(rows, epochs, columns, "gpu_samples", "energy_j", ENERGY_BOUND, f"GPU {uuids[rows[0]]}")
     return columns
 
 
@@ -441,27 +533,26 @@ def _serving_samples(doc: Any, endpoints: Sequence[EndpointIdentity]) -> dict[st
             _check_buckets(counts, bounds, f"serving_samples.{name}[{row}]")
     keys = [(endpoints[ref].url, endpoints[ref].model) for ref in columns["endpoint"]]
     epochs = [endpoints[ref].epoch for ref in columns["endpoint"]]
-    # The TTFT histogram counts requests that got a first token: it rises no faster than requests can;
-    # the inter-token latency histogram counts output tokens after the first: no faster than they can.
-    rises = {
-        **MAX_RISE_PER_GPU_S,
-        "ttft_bucket_counts": MAX_RISE_PER_GPU_S["requests"],
-        "itl_bucket_counts": MAX_RISE_PER_GPU_S["generation_tokens"],
-    }
-    totals = {
+    # Histograms are checked by their counts per bucket (the reset rule's view: a bucket that drops restarts it).
+    readings = {
         **columns,
-        **{
-            name: [None if c is None else c[-1] for c in columns[name]]
-            for name in ("ttft_bucket_counts", "itl_bucket_counts")
-        },
+        **{name: [_per_bucket(c) for c in columns[name]] for name in ("ttft_bucket_counts", "itl_bucket_counts")},
     }
     for rows in _series(keys, columns["ts"]):
         url, model = keys[rows[0]]
-        _no_two_alike(rows, columns["ts"], "serving_samples", f"endpoint {url}" + (f" ({model})" if model else ""))
-        gpus = max(1, len(endpoints[columns["endpoint"][rows[0]]].gpu_uuids))
-        for name, per_gpu_s in rises.items():
-            _rises_bounded(rows, epochs, totals, "serving_samples", name, per_s=per_gpu_s * gpus, limit=f"{gpus} GPUs")
+        what = f"endpoint {url}" + (f" ({model})" if model else "")
+        _no_two_alike(rows, columns["ts"], "serving_samples", what)
+        bounds = serving_bounds(len(endpoints[columns["endpoint"][rows[0]]].gpu_uuids))
+        for name, bound in bounds.items():
+            _rises_bounded(rows, epochs, readings, "serving_samples", name, bound, what)
     return columns
+
+
+def _per_bucket(cumulative: list[int] | None) -> tuple[int, ...] | None:
+    """A histogram's cumulative counts (checked non-decreasing) as counts per bucket."""
+    if cumulative is None:
+        return None
+    return tuple(now - then for then, now in zip([0, *cumulative[:-1]], cumulative, strict=True))
 
 
 def _check_refs(column: list[Any], size: int, where: str) -> None:
@@ -522,24 +613,18 @@ def _no_two_alike(rows: list[int], ts: list[float], where: str, what: str) -> No
 
 
 def _rises_bounded(
-    rows: list[int], epochs: list[str], columns: Mapping[str, list[Any]], where: str, name: str, *, per_s: float,
-    limit: str,
+    rows: list[int], epochs: list[str], columns: Mapping[str, list[Any]], where: str, name: str,
+    bound: CounterBound, what: str,
 ) -> None:  # fmt: skip
-    """Refuse a counter that rises faster than ``per_s`` between two rows of one epoch (a drop is a reset)."""
+    """Refuse a counter whose increase between two readings of one key (in time order, whatever their epochs:
+    as the rollup pairs them) is more than ``bound`` allows: a rise, or the reading after a restart."""
     ts, values = columns["ts"], columns[name]
-    last: dict[str, tuple[float, float]] = {}  # by epoch: the previous reading's ts and value
+    before: Step | None = None
     for row in rows:
         value = values[row]
         if value is None:
             continue
-        before = last.get(epochs[row])
-        last[epochs[row]] = (ts[row], value)
-        if before is None or value < before[1]:
-            continue
-        seconds = ts[row] - before[0]
-        if value - before[1] > per_s * (seconds + RISE_SLACK_S):
-            raise WireError(
-                f"{where}.{name}[{row}] rises by {value - before[1]:g} in {seconds:g} s: "
-                f"more than {per_s:g} a second ({limit}) allows",
-                status=422,
-            )
+        after = (ts[row], value, epochs[row])
+        if before is not None:
+            counter_step_check(before, after, bound=bound, where=f"{where}.{name}[{row}]", what=what)
+        before = after

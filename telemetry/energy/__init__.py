@@ -14,9 +14,13 @@ so (``bridged_s``, ``bridged_gap_s``); only what no counter proves is missing.
 Both take every sample within :func:`sample_window_s` of the requested hours,
 in any order, and return the requested hours only; recomputing an hour from
 the same samples gives the same result, so rollups can replace, not increment.
+An interval whose counter counts more than hardware can
+(``telemetry.collector.wire.CounterBound``: a rise, or the reading after a
+restart, beyond the bound over its seconds) raises :class:`CounterImpossible`
+for the hours it reaches: they are parked, not summed.
 """
 
-from telemetry.energy.counters import counter_continues, counter_increase, counter_restarted
+from telemetry.energy.counters import CounterImpossible, counter_continues, counter_increase, counter_restarted
 from telemetry.energy.gpu import (
     DEFAULT_GPU_MAX_GAP_S,
     DEFAULT_MAX_BRIDGE_S,
@@ -40,6 +44,7 @@ __all__ = [
     "DEFAULT_MAX_BRIDGE_S",
     "DEFAULT_SERVING_MAX_GAP_S",
     "HOUR_S",
+    "CounterImpossible",
     "EndpointHourUsage",
     "EnergyMethod",
     "GpuHourUsage",

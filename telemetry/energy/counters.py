@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Protocol, TypeVar
+
+from telemetry.collector.wire import CounterBound
 
 Count = TypeVar("Count", int, float)
 
@@ -24,6 +27,34 @@ def counter_increase(previous: Count, current: Count, *, epoch_changed: bool) ->
     if counter_restarted(previous, current, epoch_changed=epoch_changed):
         return current
     return current - previous
+
+
+class CounterImpossible(ValueError):
+    """A counter's increase between two samples that no hardware can produce (beyond its
+    :class:`~telemetry.collector.wire.CounterBound`): the hour it falls in is parked, not summed."""
+
+    def __init__(self, message: str, *, hours: Iterable[int] = ()) -> None:
+        super().__init__(message)
+        self.hours = frozenset(hours)  # the requested hours (Unix seconds) the interval adds to
+
+    def owned(self, what: str) -> CounterImpossible:
+        """The same error naming its owner (``"GPU 12"``), as the rollup reports it."""
+        return CounterImpossible(f"{what}: {self}", hours=self.hours)
+
+
+def increase_checked(
+    increase: float, start_s: float, end_s: float, *, bound: CounterBound, name: str, hours: Iterable[int] = ()
+) -> None:
+    """Raise :class:`CounterImpossible` if ``increase`` (the reset rule's, of counter ``name``) between two
+    samples at ``start_s`` and ``end_s`` is more than ``bound`` allows; ``hours``: those it adds to."""
+    seconds = end_s - start_s
+    if not bound.allows(increase, seconds):
+        at = datetime.fromtimestamp(start_s, tz=UTC).isoformat()
+        raise CounterImpossible(
+            f"{name} counts {increase:g} in {seconds:g} s from {at}: more than {bound.per_s:g} a second "
+            f"({bound.limit}) allows: at most {bound.most(seconds):g}",
+            hours=hours,
+        )
 
 
 class _Sample(Protocol):

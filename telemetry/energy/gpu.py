@@ -30,12 +30,13 @@ Pure arithmetic: nothing here imports Django.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from telemetry.energy.counters import counter_continues, counter_increase, gaps_bridged
+from telemetry.collector.wire import ENERGY_BOUND, CounterBound
+from telemetry.energy.counters import counter_continues, counter_increase, gaps_bridged, increase_checked
 from telemetry.energy.hours import HOUR_S, hour_overlaps_s, hour_start_s_of, hours_validated, max_gap_checked
 from telemetry.energy.points import nullable_key, points_ordered
 
@@ -134,8 +135,13 @@ def gpu_usage_by_hour(
     max_gap_s: float = DEFAULT_GPU_MAX_GAP_S,
     max_bridge_s: float = DEFAULT_MAX_BRIDGE_S,
     busy_above_util_pct: int = 0,
+    energy_bound: CounterBound = ENERGY_BOUND,
 ) -> tuple[GpuHourUsage, ...]:
     """One GPU's usage for each requested hour, in hour order (an hour without samples reads as unobserved).
+
+    Raises :class:`~telemetry.energy.counters.CounterImpossible` where the counter's increase over an
+    interval (observed or bridged) that reaches into a requested hour is more than ``energy_bound``
+    allows (a rise, or the reading after a restart): such an hour is not summed.
 
     ``points``: the GPU's samples as the window contract of
     :func:`telemetry.energy.hours.sample_window_s` asks, in any order, duplicates
@@ -147,10 +153,16 @@ def gpu_usage_by_hour(
     tallies = {hour: _GpuTally() for hour in hours}
     max_gap_s = max_gap_checked(max_gap_s)
     for span in _gpu_spans(ordered, max_gap_s=max_gap_s, busy_above_util_pct=busy_above_util_pct):
+        if span.from_counter and span.energy_j is not None and (reach := reached(span.start_s, span.end_s, tallies)):
+            increase_checked(span.energy_j, span.start_s, span.end_s, bound=energy_bound, name="energy_j", hours=reach)
         _span_tallied(span, tallies)
     for before, after in gaps_bridged(
         ordered, max_gap_s=max_gap_s, max_bridge_s=max_bridge_s, continues=energy_counter_continues
     ):
+        if reach := reached(before.ts_s, after.ts_s, tallies):
+            assert before.energy_j is not None and after.energy_j is not None  # noqa: S101 - gaps_bridged checked them
+            increase = after.energy_j - before.energy_j
+            increase_checked(increase, before.ts_s, after.ts_s, bound=energy_bound, name="energy_j", hours=reach)
         _bridge_tallied(before, after, tallies)
     for point in ordered:
         if (tally := tallies.get(hour_start_s_of(point.ts_s))) is not None:
@@ -179,6 +191,11 @@ class _GpuSpan:
 def energy_counter_continues(before: GpuPoint, after: GpuPoint) -> bool:
     """Whether the NVML counter proves the energy of the gap between two samples."""
     return counter_continues(before.energy_j, after.energy_j, epoch_changed=before.epoch != after.epoch)
+
+
+def reached(start_s: float, end_s: float, hours: Container[int]) -> list[int]:
+    """Those of ``hours`` that the interval ``[start_s, end_s]`` adds to."""
+    return [hour for hour, _ in hour_overlaps_s(start_s, end_s) if hour in hours]
 
 
 def _bridge_tallied(before: GpuPoint, after: GpuPoint, tallies: dict[int, _GpuTally]) -> None:

@@ -31,12 +31,13 @@ Pure arithmetic: nothing here imports Django.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from telemetry.energy.counters import counter_increase, gaps_bridged
-from telemetry.energy.gpu import DEFAULT_MAX_BRIDGE_S
+from telemetry.collector.wire import CounterBound, serving_bounds
+from telemetry.energy.counters import counter_increase, gaps_bridged, increase_checked
+from telemetry.energy.gpu import DEFAULT_MAX_BRIDGE_S, reached
 from telemetry.energy.hours import (
     HOUR_S,
     hour_overlaps_s,
@@ -124,8 +125,13 @@ def endpoint_usage_by_hour(
     hour_starts_s: Iterable[int],
     max_gap_s: float = DEFAULT_SERVING_MAX_GAP_S,
     max_bridge_s: float = DEFAULT_MAX_BRIDGE_S,
+    bounds: Mapping[str, CounterBound] | None = None,
 ) -> tuple[EndpointHourUsage, ...]:
     """One endpoint's usage for each requested hour, in hour order (an hour without samples reads as unobserved).
+
+    ``bounds``: per counter (the wire's names), the most it can count (default: an endpoint on one GPU,
+    ``wire.serving_bounds``). Raises :class:`~telemetry.energy.counters.CounterImpossible` where an
+    interval (observed or bridged) reaching into a requested hour counts more: that hour is not summed.
 
     ``points``: the endpoint's samples as the window contract of
     :func:`telemetry.energy.hours.sample_window_s` asks, in any order, duplicates
@@ -136,13 +142,33 @@ def endpoint_usage_by_hour(
     ordered = points_ordered(points, key=serving_point_key)
     tallies = {hour: _ServingTally() for hour in hours}
     max_gap_s = max_gap_checked(max_gap_s)
+    bounds = serving_bounds(1) if bounds is None else bounds
     for span in _serving_spans(ordered, max_gap_s=max_gap_s):
+        _span_checked(span, tallies, bounds)
         _span_tallied(span, tallies)
     for before, after in gaps_bridged(
         ordered, max_gap_s=max_gap_s, max_bridge_s=max_bridge_s, continues=serving_counters_continue
     ):
-        _span_tallied(_serving_span(before, after), tallies, bridged=True)
+        span = _serving_span(before, after)
+        _span_checked(span, tallies, bounds)
+        _span_tallied(span, tallies, bridged=True)
     return tuple(tallies[hour].usage(hour) for hour in hours)
+
+
+_COUNTER_NAMES = ("prompt_tokens", "generation_tokens", "requests", "cached_prompt_tokens")  # as _counters()
+
+
+def _span_checked(span: _ServingSpan, hours: Container[int], bounds: Mapping[str, CounterBound]) -> None:
+    """Raise ``CounterImpossible`` if the span adds to a requested hour more than a counter's bound allows."""
+    reach = reached(span.start_s, span.end_s, hours)
+    if not reach:
+        return
+    increases = [*zip(_COUNTER_NAMES, span.counters, strict=True)]
+    increases += [(f"{name}_bucket_counts", None if (h := getattr(span, name)) is None else sum(h.counts))
+                  for name in ("ttft", "itl")]  # fmt: skip
+    for name, increase in increases:
+        if increase is not None:
+            increase_checked(increase, span.start_s, span.end_s, bound=bounds[name], name=name, hours=reach)
 
 
 def _counters(point: ServingPoint) -> tuple[int | None, int | None, int | None, int | None]:

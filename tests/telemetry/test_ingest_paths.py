@@ -30,8 +30,9 @@ def test_a_new_epoch_of_a_known_gpu_is_recorded_and_its_samples_point_to_it(clie
     post(client, make_batch(gpus=1, seconds=2, start_s=NOW_S), token)
     rebooted = make_batch(gpus=1, seconds=2, start_s=NOW_S + 2)
     rebooted["gpus"] = [gpu_ref(0, epoch="boot-2/driver-1")]
+    rebooted["gpu_samples"]["energy_j"] = [300.0, 600.0]  # a new epoch: the counter restarted from zero
 
-    post(client, rebooted, token)
+    assert post(client, rebooted, token).status_code == 200
 
     epochs = dict(GpuEpoch.objects.values_list("epoch", "id"))
     assert set(epochs) == {"boot-1/driver-1", "boot-2/driver-1"}
@@ -82,6 +83,7 @@ def test_timestamps_are_stored_as_pythons_datetime_rounds_them_to_the_microsecon
     batch = make_batch(gpus=1, seconds=6, start_s=NOW_S)
     fractions = [0.0, 0.5e-6, 1.5e-6, 0.3333333, 0.9999995, 0.123456789]
     batch["gpu_samples"]["ts"] = [NOW_S + i + fraction for i, fraction in enumerate(fractions)]
+    batch["gpu_samples"]["energy_j"] = [1e6 + 300.0 * (ts - NOW_S) for ts in batch["gpu_samples"]["ts"]]  # 300 W
     batch["gpu_samples"]["mem_used_bytes"] = [2**30 + i * 524_288 for i in range(6)]  # half a MiB more each
 
     assert post(client, batch, token).status_code == 200

@@ -36,9 +36,9 @@ def awkward_rows(seed: int, gpus: list[int]) -> list[tuple]:
             energy_j += power * step
             if rng.random() < 0.005:
                 epoch += 1  # driver reload: the counter restarts
-                energy_j = rng.uniform(0, 1000)
+                energy_j = rng.uniform(0, 1500 * step)  # at most what the board limit allows since the last
             elif rng.random() < 0.005:
-                energy_j = rng.uniform(0, energy_j)  # a drop without a new epoch
+                energy_j = rng.uniform(0, min(energy_j, 1500 * step))  # a drop without a new epoch
             rows.append((
                 gpu, ts_us, epoch,
                 None if rng.random() < 0.05 else round(energy_j, 3),
@@ -184,3 +184,38 @@ def test_gaps_the_counter_bridges_across_several_hours_equal_the_pure_function()
     assert (first.bridged_s, second.bridged_s) == (3600.0, 3600.0)
     assert first.bridged_gap_s == 7500.0
     assert first.energy_bridged_j == (5e6 - (1000.0 + 300.0 * 60)) / 7500 * 3600
+
+
+def outcome(compute) -> object:
+    """What a rollup implementation gives: its usages, or the counter it found impossible (its message, hours)."""
+    try:
+        return compute()
+    except energy.CounterImpossible as error:
+        return str(error), error.hours
+
+
+def owned_pure_usages(rows: list[tuple], hours: list[int]) -> list[tuple[int, energy.GpuHourUsage]]:
+    """``pure_usages`` naming the GPU of an impossible counter, as ``telemetry.rollup`` does."""
+    for gpu in sorted({row[0] for row in rows}):
+        try:
+            pure_usages([row for row in rows if row[0] == gpu], hours)
+        except energy.CounterImpossible as error:
+            raise error.owned(f"GPU {gpu}") from None
+    return pure_usages(rows, hours)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6, 7, 8])
+@pytest.mark.parametrize("hours", [[H - 3600, H, H + 3600], [H + 3 * 3600], [H + 3600, H + 3 * 3600]])
+def test_an_impossible_counter_raises_the_same_error_as_the_pure_function(seed, hours):
+    # given: the awkward rows with a few readings pushed past the board limit (rises, restarts, bridged gaps)
+    rng = random.Random(seed)
+    rows = [
+        (*row[:3], row[3] * rng.choice([3.0, 1e3]) if row[3] is not None and rng.random() < 0.003 else row[3], *row[4:])
+        for row in awkward_rows(seed, [11, 12, 13])
+    ]
+
+    in_columns = outcome(
+        lambda: gpu_usage_by_hour_columns(columns_of(rows), hour_starts_s=hours, max_gap_s=GAP_S, real_to_float=widened)
+    )
+
+    assert in_columns == outcome(lambda: owned_pure_usages(rows, hours))

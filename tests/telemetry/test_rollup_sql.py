@@ -41,9 +41,9 @@ def awkward_samples(seed: int, gpus: list[int]) -> list[tuple]:
             energy_j += power * step
             if rng.random() < 0.005:
                 epoch += 1  # driver reload: the counter restarts
-                energy_j = rng.uniform(0, 1000)
+                energy_j = rng.uniform(0, 1500 * step)  # at most what the board limit allows since the last
             elif rng.random() < 0.005:
-                energy_j = rng.uniform(0, energy_j)  # a drop without a new epoch
+                energy_j = rng.uniform(0, min(energy_j, 1500 * step))  # a drop without a new epoch
             rows.append((
                 datetime.fromtimestamp(ts, tz=UTC), gpu, epoch,
                 None if rng.random() < 0.05 else round(energy_j, 3),
@@ -108,9 +108,10 @@ def test_the_awkward_data_exercises_every_branch():
 
 def test_a_gpu_with_one_epoch_in_the_window_and_one_with_several_both_equal_the_pure_function():
     # GPU 41 keeps its epoch (epochs not fetched per sample); GPU 42's driver reloads mid-hour.
+    # (its counter restarts from zero with the new epoch)
     rows = [
-        (datetime.fromtimestamp(H + s, tz=UTC), gpu, 1 if gpu == 41 or s < 1800 else 2, 1e6 + 300.0 * s, 3, 300.0, 50,
-         20, 60)
+        (datetime.fromtimestamp(H + s, tz=UTC), gpu, 1 if gpu == 41 or s < 1800 else 2,
+         300.0 * (s - 1799) if gpu == 42 and s >= 1800 else 1e6 + 300.0 * s, 3, 300.0, 50, 20, 60)
         for gpu in (41, 42) for s in range(3600)
     ]  # fmt: skip
     partitions_ensure(days={row[0].date() for row in rows})
