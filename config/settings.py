@@ -289,7 +289,7 @@ REST_FRAMEWORK = {
         "fleets.authentication.PersonalTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.api_schema.AutoSchema",  # the constraints DRF enforces, stated
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # JSON of a bounded depth (a deeply nested body is a 400, not a 500); forms and uploads as DRF parses them.
     "DEFAULT_PARSER_CLASSES": [
@@ -326,6 +326,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api_errors.responses_documented",
+        "config.api_schema.form_bodies_documented",
     ],
 }
 
