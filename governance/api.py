@@ -95,7 +95,11 @@ class AuditView(InputView):
         operation_id="audit_list",
         summary="The audit trail of input changes, newest first (admins); ?format=csv for the report's export",
         parameters=[
-            OpenApiParameter("organization", str, description="id or slug; optional if you belong to one"),
+            OpenApiParameter(
+                "organization",
+                {"type": "string", "maxLength": 200},
+                description="id or slug; optional if you belong to one",
+            ),
             OpenApiParameter("start", OpenApiTypes.DATETIME, description="changes at or after"),
             OpenApiParameter("end", OpenApiTypes.DATETIME, description="changes before"),
             OpenApiParameter(

@@ -101,8 +101,18 @@ class IntensityCsvUploadView(APIView):
             "A file with an hour inside one of the organization's locked periods is refused whole (409)."
         ),
         parameters=[
-            OpenApiParameter("organization", OpenApiTypes.STR, required=True),
-            OpenApiParameter("source_name", OpenApiTypes.STR, required=True),
+            OpenApiParameter(
+                "organization",
+                {"type": "string", "maxLength": 200, "pattern": r"^[-a-zA-Z0-9_]+$"},
+                required=True,
+                description="the organization's slug",
+            ),
+            OpenApiParameter(
+                "source_name",
+                {"type": "string", "maxLength": 64, "pattern": SOURCE_NAME_PATTERN},
+                required=True,
+                description='names the upload; rows are tagged "csv:<source_name>"',
+            ),
         ],
         request={CSV_CONTENT_TYPE: OpenApiTypes.STR},
         responses={

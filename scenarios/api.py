@@ -110,7 +110,13 @@ class ScenariosView(ScenarioView):
 
     @extend_schema(
         operation_id="scenarios_list",
-        parameters=[OpenApiParameter("organization", str, description="id or slug; default: all of yours")],
+        parameters=[
+            OpenApiParameter(
+                "organization",
+                {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 100}},
+                description="id or slug, repeatable; default: all of yours",
+            )
+        ],
         responses={200: ScenarioOutputSerializer(many=True), **ERRORS},
     )
     def get(self, request: Request) -> Response:
