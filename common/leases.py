@@ -3,7 +3,10 @@
 A run holds a lease (``lease_until``) that its worker renews with each progress
 write. A worker that dies stops renewing: once the lease has lapsed the run is
 marked failed with the reason, and may be run again at once. A queued run holds
-a longer lease (``QUEUE_WAIT``): the time a worker may take to pick it up.
+a longer lease (``queue_wait()``): the time a worker may take to pick it up.
+
+Both lengths are settings (``TASK_LEASE_S``, ``TASK_QUEUE_WAIT_S``), read each
+time a lease is granted or judged, so that a test may shorten them.
 """
 
 from __future__ import annotations
@@ -11,24 +14,32 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 
-# How long a running task may go without a progress write before it counts as dead. Each renews it
-# far more often (every second or every few thousand rows), so a slow step never reaches it.
-LEASE = timedelta(minutes=2)
-# How long a queued task may wait for a worker before it counts as lost (the broker lost it, or no worker runs).
-QUEUE_WAIT = timedelta(minutes=15)
+
+def lease_length() -> timedelta:
+    """How long a running task may go without a progress write before it counts as dead (``TASK_LEASE_S``,
+    2 minutes by default). Each renews it far more often (every second or every few thousand rows), so a
+    slow step never reaches it."""
+    return timedelta(seconds=settings.TASK_LEASE_S)
+
+
+def queue_wait() -> timedelta:
+    """How long a queued task may wait for a worker before it counts as lost (the broker lost it, or no
+    worker runs): ``TASK_QUEUE_WAIT_S``, 15 minutes by default."""
+    return timedelta(seconds=settings.TASK_QUEUE_WAIT_S)
 
 
 def lease_from(now: datetime) -> datetime:
     """The lease a running task holds from ``now``."""
-    return now + LEASE
+    return now + lease_length()
 
 
 def lapse_reason(*, running: bool, lease_until: datetime) -> str:
     if running:
-        return f"the worker stopped: no progress since {lease_until - LEASE:%Y-%m-%d %H:%M:%S} UTC"
-    return f"no worker took it up: queued since {lease_until - QUEUE_WAIT:%Y-%m-%d %H:%M:%S} UTC"
+        return f"the worker stopped: no progress since {lease_until - lease_length():%Y-%m-%d %H:%M:%S} UTC"
+    return f"no worker took it up: queued since {lease_until - queue_wait():%Y-%m-%d %H:%M:%S} UTC"
 
 
 def leases_lapse(

@@ -222,6 +222,15 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "advice-refresh": {"task": "accounting.advice_refresh_task", "schedule": timedelta(hours=1)},
 }
 
+# --- Long tasks' leases (common.leases) -------------------------------------------
+# Seconds a running upload, scenario run or advice refresh may go without a progress write before it
+# counts as dead (its worker died): it is then failed with the reason and may be run again at once. Each
+# renews it far more often (every second, every 20,000 rows). Read when a lease is granted or judged; the
+# fault harness sets a few seconds so that a killed worker's run lapses within its short run.
+TASK_LEASE_S = env_int("TASK_LEASE_S", 120, minimum=1)
+# Seconds a queued one may wait for a worker before it counts as lost (the broker lost it, or no worker runs).
+TASK_QUEUE_WAIT_S = env_int("TASK_QUEUE_WAIT_S", 900, minimum=1)
+
 # --- Placement advice ------------------------------------------------------------
 # Seconds a webhook telling an organization its advice changed may take before it is parked.
 ADVICE_WEBHOOK_TIMEOUT_S = env_int("ADVICE_WEBHOOK_TIMEOUT_S", 5, minimum=1)

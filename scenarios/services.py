@@ -24,7 +24,7 @@ from accounting.ledger.line import NO_PRICE_ID
 from accounting.models import NodeHourLedger
 from accounting.profiles import hardware_profiles
 from advice.models import WorkloadClass
-from common.leases import QUEUE_WAIT, lease_from, leases_lapse
+from common.leases import lease_from, leases_lapse, queue_wait
 from common.periods import HOUR
 from fleets.models import Fleet, Gpu, Organization
 from grid.annual import annual_intensity
@@ -150,7 +150,7 @@ def scenario_run_claim(*, scenario_id: int, now: datetime) -> bool:
     """Queue the scenario unless it is queued or running already (a run whose lease lapsed is failed first)."""
     scenarios_lapse(scenarios=Scenario.objects.filter(pk=scenario_id), now=now)
     idle = ~Q(status__in=[Scenario.Status.QUEUED, Scenario.Status.RUNNING])
-    queued = {"status": Scenario.Status.QUEUED, "queued_at": now, "lease_until": now + QUEUE_WAIT, "error": ""}
+    queued = {"status": Scenario.Status.QUEUED, "queued_at": now, "lease_until": now + queue_wait(), "error": ""}
     return bool(Scenario.objects.filter(idle, pk=scenario_id).update(**queued, progress_pct=0.0, node_hours_replayed=0))
 
 

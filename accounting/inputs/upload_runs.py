@@ -25,7 +25,7 @@ from rest_framework import serializers
 
 from accounting.inputs.uploads import UploadInvalid, csv_check, csv_rows, rows_save
 from accounting.models import InputUpload
-from common.leases import QUEUE_WAIT, lease_from, leases_lapse
+from common.leases import lease_from, leases_lapse, queue_wait
 from fleets.models import Organization
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def upload_store(
             return InputUpload.objects.create(
                 organization=organization, kind=spec.kind, file_name=file_name[:255], content=content,
                 rows_total=rows_total, created_by=user if getattr(user, "is_authenticated", False) else None,
-                created_at=now, lease_until=now + QUEUE_WAIT,
+                created_at=now, lease_until=now + queue_wait(),
             )  # fmt: skip
     except IntegrityError:
         active = InputUpload.objects.filter(organization=organization, state__in=[State.QUEUED, State.RUNNING])

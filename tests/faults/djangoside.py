@@ -6,6 +6,12 @@ rest of the server's environment) set; prints one JSON document:
 * ``setup {"nodes": [...], "commissioned_at": ISO}``: enrolls each node with
   ``manage.py enroll_node`` (its own organization every second node) and
   answers ``{"nodes": {hostname: {"token", "node_id"}}, "usage_table": ...}``.
+* ``api {"organization": name, "fleet": name, "start": ISO, "end": ISO}``: an
+  admin of the organization with a personal token for the API, and a scenario
+  of the fleet over ``[start, end)`` (stored, not run); answers their ids, the
+  token and the tables the faults hold locked.
+* ``gpu {"hostname": ...}``: a GPU of the node as its collector reports it
+  (uuid, index, name, its first epoch) and its id.
 * ``state``: how many node-hours wait for the rollup and for the ledger.
 * ``dump {"start": ISO, "end": ISO}``: the raw samples, hourly usage and ledger lines of the window.
 * ``recompute {"start": ISO, "end": ISO}``: recomputes every hour of the window from
@@ -28,12 +34,15 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 
+from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import models, transaction  # noqa: E402
 
-from accounting.models import LedgerPending, NodeHourLedger  # noqa: E402
+from accounting.models import LedgerPending, NodeHourLedger, NodePrice  # noqa: E402
 from accounting.node_hour_lines import ledger_node_hours_compute  # noqa: E402
-from fleets.models import Gpu, Node  # noqa: E402
+from fleets.models import Fleet, Gpu, Membership, Node, Organization, Role  # noqa: E402
+from fleets.personal_tokens import personal_token_create  # noqa: E402
+from scenarios.services import scenario_create  # noqa: E402
 from telemetry.models import (  # noqa: E402
     EndpointHourUsage,
     GpuEpoch,
@@ -71,6 +80,36 @@ def setup(spec: dict[str, Any]) -> dict[str, Any]:
         Node.objects.filter(pk=node.pk).update(commissioned_at=commissioned_at)  # its backfilled past is owned
         nodes[hostname] = {"token": out.getvalue().strip().splitlines()[-1], "node_id": node.pk}
     return {"nodes": nodes, "usage_table": GpuHourUsage._meta.db_table}
+
+
+def api(spec: dict[str, Any]) -> dict[str, Any]:
+    organization = Organization.objects.get(name=spec["organization"])
+    fleet = Fleet.objects.get(organization=organization, name=spec["fleet"])
+    user = get_user_model().objects.create_user(username="faults-admin", password=None)
+    Membership.objects.create(user=user, organization=organization, role=Role.ADMIN)
+    _, token = personal_token_create(user=user, name="fault harness")
+    scenario = scenario_create(
+        organization=organization, user=user, name="faults: PUE 1.3",
+        period_start=datetime.fromisoformat(spec["start"]), period_end=datetime.fromisoformat(spec["end"]),
+        changes=[{"kind": "move", "fleet": fleet.pk, "pue": "1.3"}],
+    )  # fmt: skip
+    return {
+        "token": token,
+        "organization_id": organization.pk,
+        "scenario_id": scenario.pk,
+        "ledger_table": NodeHourLedger._meta.db_table,
+        "price_table": NodePrice._meta.db_table,
+        "gpu_sample_table": GpuSample._meta.db_table,
+    }
+
+
+def gpu(spec: dict[str, Any]) -> dict[str, Any]:
+    row = Gpu.objects.filter(node__hostname=spec["hostname"]).order_by("index").first()
+    if row is None:
+        return {}
+    epoch = GpuEpoch.objects.filter(gpu=row).order_by("pk").values_list("epoch", flat=True).first() or "faults"
+    identity = {"uuid": row.uuid, "index": row.index, "name": row.name, "epoch": epoch}
+    return {"id": row.pk, "identity": identity | {"energy_counter_supported": bool(row.energy_counter_supported)}}
 
 
 def state() -> dict[str, int]:
@@ -125,7 +164,7 @@ def recompute(spec: dict[str, Any]) -> dict[str, Any]:
     return dump(spec)
 
 
-COMMANDS = {"setup": setup, "dump": dump, "recompute": recompute}
+COMMANDS = {"setup": setup, "api": api, "gpu": gpu, "dump": dump, "recompute": recompute}
 
 
 def main(argv: list[str]) -> None:

@@ -28,6 +28,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+
+from telemetry.collector import wire
 
 from .procs import (
     REPO,
@@ -53,6 +56,12 @@ from .proxy import FaultProxy
 DB_NAME = "wattledger_faults"
 WEB_THREADS = 4  # per gunicorn worker; one of them is kept for /healthz
 NODES = (("faults-h100", "h100-sxm:2"), ("faults-4090", "rtx-4090:2"), ("faults-l4", "l4:2"))
+# The organization whose admin follows a scenario run and a CSV upload through the API (its first fleet).
+API_ORGANIZATION, API_FLEET = "Faults Org 1", "fleet-1"
+# The long tasks' lease (TASK_LEASE_S) on the harness's servers: a killed worker's run lapses within the run.
+TASK_LEASE_S = 4
+PRICE_ROWS = 24  # node-price rows per CSV upload, one hour each, after the window (no ledger hour re-opened)
+HOUR = timedelta(hours=1)
 FAULTS = (
     "proxy_drop",
     "web_worker_kill",
@@ -61,11 +70,14 @@ FAULTS = (
     "proxy_delay",
     "web_server_kill",
     "proxy_lose_response",
+    "ingest_impossible_counter",
     "postgres_freeze",
     "postgres_freeze_every_thread_busy",
     "redis_restart",
     "postgres_kill",
     "celery_worker_kill_mid_rollup",
+    "celery_worker_kill_mid_upload",
+    "celery_worker_kill_mid_scenario",
 )
 
 
@@ -124,6 +136,7 @@ class Harness:
         self.collectors: dict[str, Process] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.usage_table = ""
+        self.api: dict[str, Any] = {}  # the API user's token, the scenario, the tables the faults lock
         self.tally = Tally()
         self._started = time.monotonic()
 
@@ -146,6 +159,7 @@ class Harness:
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
             "WEB_THREADS": str(WEB_THREADS),
+            "TASK_LEASE_S": str(TASK_LEASE_S),
         }
 
     def _gunicorn_args(self) -> list[str]:
@@ -185,6 +199,8 @@ class Harness:
         spec = {"nodes": [n for n, _ in NODES], "commissioned_at": commissioned_at.isoformat()}
         enrolled = self.django("setup", spec)
         self.nodes, self.usage_table = enrolled["nodes"], enrolled["usage_table"]
+        window = {"start": self.window_start.isoformat(), "end": self.window_end.isoformat()}
+        self.api = self.django("api", {"organization": API_ORGANIZATION, "fleet": API_FLEET, **window})
         self._start_web()
         self.worker.start()
         self.beat.start()
@@ -332,6 +348,157 @@ class Harness:
         where = "inside a rollup transaction (waiting on the usage table)" if mid else "NOT caught mid-rollup"
         return f"kill -9 Celery worker {where}; started again"
 
+    def ingest_impossible_counter(self) -> str:
+        """POST straight to the web server a batch of a real GPU whose energy counter rises far past the board
+        limit in one second, inside the window: refused (422), nothing stored (the oracle finds no row of it)."""
+        hostname = NODES[0][0]
+        gpu = self.django("gpu", {"hostname": hostname})
+        if not gpu:
+            return f"no GPU of {hostname} stored yet: nothing sent"
+        ts = self.window_start.timestamp() + 1800.5  # inside the window, between the collectors' 1 Hz samples
+        payload = impossible_batch(hostname, gpu["identity"], ts)
+        code, body = self._http("POST", "/api/v1/ingest/", self.nodes[hostname]["token"],
+                                wire.batch_encode(payload, compress=False), wire.CONTENT_TYPE)  # fmt: skip
+        message = body.get("error", body) if isinstance(body, dict) else body
+        with self._db() as db:
+            row = db.execute(
+                f'SELECT count(*) FROM "{self.api["gpu_sample_table"]}" WHERE gpu_id = %s AND ts = ANY(%s)',
+                [gpu["id"], [wire.ts_datetime(ts), wire.ts_datetime(ts + 1.0)]],
+            ).fetchone()
+        stored = row[0] if row else "?"
+        return (f"a batch of {hostname} GPU {gpu['identity']['uuid']}, energy_j 5.39e11 then 1.9e16 J 1 s apart "
+                f"at {wire.ts_datetime(ts):%H:%M:%S}: answered {code} ({str(message)[:160]}); "
+                f"rows stored at those instants: {stored}")  # fmt: skip
+
+    def celery_worker_kill_mid_upload(self) -> str:
+        """Hold the node-price table so a CSV upload blocks on its first row once running, kill -9 the worker,
+        start it again; once the lease lapsed the upload reads failed, and the same file, sent again at once,
+        is taken and ends done with every row saved (the killed run saved none)."""
+        table = self.api["price_table"]
+        content = self._price_csv(self.tally.faults["celery_worker_kill_mid_upload"])
+        with self._db() as holder:
+            holder.execute(f'LOCK TABLE "{table}" IN EXCLUSIVE MODE')  # reads go on; the rows' INSERTs wait
+            code, body = self._upload(content)
+            if code != 202:
+                holder.rollback()
+                return f"the upload answered {code} ({body}): no worker killed"
+            url = body["status_url"]
+            mid = _wait_true(lambda: self._field(url, "state") == "running" and _waiting_on(holder, table), 30)
+            self.worker.kill9()
+            holder.rollback()
+        time.sleep(0.5)
+        self.worker.start()
+        where = "running, its first row waiting on the node-price table" if mid else "NOT caught running"
+        lapsed = self._settled(url, "state", TASK_LEASE_S + 60)
+        code, body = self._upload(content)
+        ended = self._settled(body["status_url"], "state", 120) if code == 202 else {"state": "-"}
+        return (f"kill -9 Celery worker with upload {url.rstrip('/').rsplit('/', 1)[-1]} {where}; started again; "
+                f"after the lease it read {lapsed.get('state')} ({lapsed.get('error')}); the same file sent again "
+                f"answered {code} and ended {ended.get('state')} "
+                f"({ended.get('result_status')}: {ended.get('result')})")  # fmt: skip
+
+    def celery_worker_kill_mid_scenario(self) -> str:
+        """Hold the ledger table so a scenario run blocks in its replay once running, kill -9 the worker, start
+        it again; once the lease lapsed the scenario reads failed, and a re-run is taken at once and ends done."""
+        from celery import Celery
+
+        table, url = self.api["ledger_table"], f"/api/v1/scenarios/{self.api['scenario_id']}/"
+        app = Celery(broker=self.env["CELERY_BROKER_URL"])
+
+        def ledger_rows() -> bool:  # the re-run replays the organization's ledger: it needs some
+            app.send_task("telemetry.rollup_pending_task")
+            app.send_task("accounting.ledger_pending_task")
+            time.sleep(1.0)
+            with self._db() as db:
+                sql = f'SELECT count(*) FROM "{table}" WHERE organization_id = %s'
+                row = db.execute(sql, [self.api["organization_id"]]).fetchone()
+            return bool(row and row[0])
+
+        _wait_true(ledger_rows, 90)
+        with self._db() as holder:
+            holder.execute(f'LOCK TABLE "{table}" IN ACCESS EXCLUSIVE MODE')  # the replay's first read waits
+            code, body = self._http("POST", url + "run/", self.api["token"])
+            if code != 202:
+                holder.rollback()
+                return f"the run answered {code} ({body}): no worker killed"
+            mid = _wait_true(lambda: self._field(url, "status") == "running" and _waiting_on(holder, table), 30)
+            self.worker.kill9()
+            holder.rollback()
+        time.sleep(0.5)
+        self.worker.start()
+        where = "running, its replay waiting on the ledger table" if mid else "NOT caught running"
+        lapsed = self._settled(url, "status", TASK_LEASE_S + 60)
+        code, _ = self._http("POST", url + "run/", self.api["token"])
+        ended = self._settled(url, "status", 120) if code == 202 else {"status": "-"}
+        replayed = (ended.get("progress") or {}).get("node_hours_replayed")
+        return (f"kill -9 Celery worker with scenario {self.api['scenario_id']} {where}; started again; "
+                f"after the lease it read {lapsed.get('status')} ({lapsed.get('error')}); the re-run answered {code} "
+                f"and ended {ended.get('status')} ({replayed} node-hours replayed)")  # fmt: skip
+
+    # --- the API, as a user or a collector would call it (straight to the web server) ------
+
+    def _db(self) -> psycopg.Connection[Any]:
+        return psycopg.connect(self.pg.url(DB_NAME).replace("postgres://", "postgresql://"))
+
+    def _http(
+        self, method: str, path: str, token: str, body: bytes | None = None, content_type: str | None = None
+    ) -> tuple[int, Any]:
+        """Status and JSON body; a 5xx or no answer (the server recovering from the fault before) is tried again."""
+        headers = {"Authorization": f"Bearer {token}", **({"Content-Type": content_type} if content_type else {})}
+        code, answer = 0, None
+        for _ in range(5):
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{self.web_port}{path}", data=body, headers=headers, method=method
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    code, raw = response.status, response.read()
+            except urllib.error.HTTPError as error:
+                code, raw = error.code, error.read()
+            except OSError as error:
+                code, raw = 0, repr(error).encode()
+            try:
+                answer = json.loads(raw) if raw else None
+            except ValueError:
+                answer = raw.decode(errors="replace")[:300]
+            if 0 < code < 500:
+                break
+            time.sleep(1.0)
+        return code, answer
+
+    def _field(self, path: str, name: str) -> Any:
+        code, body = self._http("GET", path, self.api["token"])
+        return body.get(name) if code == 200 and isinstance(body, dict) else None
+
+    def _settled(self, path: str, name: str, timeout_s: float) -> dict[str, Any]:
+        """The task's status once it is neither queued nor running (reading it fails it once its lease lapsed)."""
+        deadline = time.monotonic() + timeout_s
+        body: Any = {}
+        while time.monotonic() < deadline:
+            code, body = self._http("GET", path, self.api["token"])
+            if code == 200 and isinstance(body, dict) and body.get(name) not in ("queued", "running"):
+                return body
+            time.sleep(0.5)
+        return body if isinstance(body, dict) else {name: f"unreadable: {body}"}
+
+    def _price_csv(self, occurrence: int) -> bytes:
+        """Fleet-default rents, one hour each, after the window (each occurrence its own hours): no ledger hour
+        of the window is re-opened, and a file saved twice would refuse every row as overlapping."""
+        first = self.window_end + HOUR * (2 + occurrence * PRICE_ROWS)
+        rows = ["fleet,node,kind,rate_per_h,rate_per,valid_from,valid_to"]
+        for i in range(PRICE_ROWS):
+            start, end = first + HOUR * i, first + HOUR * (i + 1)
+            rows.append(f"{API_FLEET},,rented,2.50,gpu,{start.isoformat()},{end.isoformat()}")
+        return ("\n".join(rows) + "\n").encode()
+
+    def _upload(self, content: bytes) -> tuple[int, Any]:
+        boundary = f"faults-{uuid.uuid4().hex}"
+        head = (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="prices.csv"\r\n'
+                "Content-Type: text/csv\r\n\r\n")  # fmt: skip
+        body = head.encode() + content + f"\r\n--{boundary}--\r\n".encode()
+        return self._http("POST", "/api/v1/node-prices/upload/", self.api["token"], body,
+                          f"multipart/form-data; boundary={boundary}")  # fmt: skip
+
     # --- the end of the run -----------------------------------------------------------
 
     def wait_collectors(self) -> dict[str, int | None]:
@@ -366,6 +533,31 @@ def _waiting_on_lock(holder: psycopg.Connection[Any]) -> bool:
         row = probe.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> %s",
             [holder.info.backend_pid],
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def impossible_batch(hostname: str, gpu: dict[str, Any], ts: float) -> dict[str, Any]:
+    """A batch of one GPU whose energy counter reads 5.39e11 J, then 1.9e16 J a second later (the wire's largest
+    value): a rise of ~1.9e16 J where the board limit allows 2,000 J."""
+    return {
+        "version": wire.WIRE_VERSION, "batch_id": f"faults-impossible-{uuid.uuid4().hex[:12]}", "sent_at": time.time(),
+        "collector": {"version": "faults", "hostname": hostname, "dropped_batches": 0, "spool_bytes": 0,
+                      "sample_interval_s": 1.0},
+        "gpus": [gpu],
+        "gpu_samples": {"gpu": [0, 0], "ts": [ts, ts + 1.0], "power_w": [400.0, 400.0],
+                        "energy_j": [5.39e11, 1.9e16], "util_pct": [50, 50], "mem_util_pct": [10, 10],
+                        "mem_used_bytes": [2**30, 2**30], "temp_c": [60, 60]},
+        "endpoints": [],
+    }  # fmt: skip
+
+
+def _waiting_on(holder: psycopg.Connection[Any], table: str) -> bool:
+    """Whether another session waits for a lock on ``table`` (which ``holder`` holds)."""
+    with psycopg.connect(holder.info.dsn, autocommit=True) as probe:
+        row = probe.execute(
+            "SELECT count(*) FROM pg_locks WHERE relation = to_regclass(%s) AND NOT granted AND pid <> %s",
+            [f'"{table}"', holder.info.backend_pid],
         ).fetchone()
     return bool(row and row[0])
 

@@ -20,7 +20,9 @@ the next serving tick after the last batch it recorded (what was only in
 memory is produced again), and what waits in its spool is sent as usual.
 Should a kill land between recording a batch and spooling it, that batch is
 lost; ``DIR/restarts.jsonl`` names the last recorded batch at each restart so
-the oracle can tell that loss from a lost sample.
+the oracle can tell that loss from a lost sample. Its simulated vLLM carries on
+its latency histograms from the last recorded reading (a real vLLM keeps
+counting while its collector restarts).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from telemetry.collector.agent import Clock
 from telemetry.collector.backend import GpuBackend, GpuIdentity, GpuReading
 from telemetry.collector.cli import http_post, make_collector
 from telemetry.collector.config import load_settings
+from telemetry.collector.simserving import SimulatedVllmEndpoint, _Histogram
 from telemetry.collector.uploader import Outcome, Post
 
 log = logging.getLogger("faults.simcollector")
@@ -70,6 +73,35 @@ def resume_at(record: Path, start: float, serving_interval_s: float) -> float:
         last = max(batches, key=last_ts)["batch_id"]
         handle.write(json.dumps({"at": time.time(), "newest_ts": newest, "last_batch_id": last}) + "\n")
     return start + (math.floor((newest - start) / serving_interval_s) + 1) * serving_interval_s
+
+
+def histograms_resume(serving: list[Any], batches: list[dict[str, Any]]) -> None:
+    """Seed each simulated vLLM's TTFT and inter-token latency histograms with its last recorded reading.
+
+    The simulation adds each read's new observations at that moment's load, so a histogram depends on the
+    reads before it: started afresh, it would spread the whole epoch's observations at the current load, some
+    bucket would read fewer than the server stored, and the server refuses such a drop as impossible.
+    """
+    for source in serving:
+        if not isinstance(source, SimulatedVllmEndpoint):
+            continue
+        last: tuple[float, str, dict[str, Any]] | None = None
+        for batch in batches:
+            samples = batch["serving_samples"]
+            for ref, endpoint in enumerate(batch["endpoints"]):
+                if endpoint["url"] != source.url:
+                    continue
+                for row in (r for r, e in enumerate(samples["endpoint"]) if e == ref):
+                    if last is None or samples["ts"][row] > last[0]:
+                        readings = {m: (samples[f"{m}_bucket_counts"][row], samples[f"{m}_sum_s"][row])
+                                    for m in ("ttft", "itl") if f"{m}_bucket_counts" in samples}  # fmt: skip
+                        last = (samples["ts"][row], endpoint["epoch"], readings)
+        if last is None:
+            continue
+        for metric, (counts, sum_s) in last[2].items():
+            if counts:  # cumulative per bound, the total (+Inf) last
+                seeded = _Histogram(last[1], int(counts[-1]), [float(c) for c in counts[:-1]], float(sum_s or 0.0))
+                source._histograms[metric] = seeded  # the simulation's own state, restored
 
 
 class PacedBackend:
@@ -125,6 +157,7 @@ def main(argv: list[str]) -> int:
     collector = make_collector(
         settings, Clock(), post=recording_post(http_post(settings), ours.record / "answers.jsonl")
     )
+    histograms_resume(list(collector.serving), recorded_batches(ours.record))
     collector.backend = PacedBackend(collector.backend, origin_ts=start, speed=ours.speed)
     spool_put = collector.spool.put
 

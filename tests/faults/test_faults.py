@@ -8,11 +8,12 @@ harness starts its own cluster and server); skipped with the reason otherwise.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-from .harness import FAULTS, NODES, SHORT
+from .harness import FAULTS, NODES, PRICE_ROWS, SHORT
 from .procs import missing_tools
 from .run import run_scenario
 
@@ -37,6 +38,26 @@ def test_a_short_run_through_every_fault_loses_nothing_and_stores_nothing_twice(
     (busy,) = [e for e in report.events if e.fault == "postgres_freeze_every_thread_busy"][:1]
     status, seconds = busy.detail.split("/healthz answered ")[1].split(" in ")
     assert status == "503" and float(seconds.split()[0]) < 2.0, busy.detail
+    # a worker killed mid-run: once the lease lapsed the run reads failed with the reason, and is taken again at once
+    for fault, caught, again in (
+        ("celery_worker_kill_mid_scenario", "running, its replay waiting on the ledger table", "the re-run"),
+        ("celery_worker_kill_mid_upload", "running, its first row waiting on the node-price table",
+         "the same file sent again"),
+    ):  # fmt: skip
+        (killed,) = [e for e in report.events if e.fault == fault][:1]
+        assert caught in killed.detail, killed.detail
+        lapsed = re.search(
+            rf"after the lease it read (\w+) \((.*)\); {again} answered (\d+) and ended (\w+)", killed.detail
+        )
+        assert lapsed is not None, killed.detail
+        assert lapsed[1] == "failed" and lapsed[2].startswith("the worker stopped: no progress since"), killed.detail
+        assert (lapsed[3], lapsed[4]) == ("202", "done"), killed.detail
+    (upload,) = [e for e in report.events if e.fault == "celery_worker_kill_mid_upload"][:1]
+    assert f"(201: {{'saved': {PRICE_ROWS}," in upload.detail, upload.detail  # the killed run had saved none
+    # a batch whose energy counter rises past what any board can draw: refused, nothing of it stored
+    (impossible,) = [e for e in report.events if e.fault == "ingest_impossible_counter"][:1]
+    assert re.search(r"answered 422 \(.*energy_j", impossible.detail), impossible.detail
+    assert impossible.detail.endswith("rows stored at those instants: 0"), impossible.detail
     figures = report.figures
     # 3 nodes x 2 GPUs x 2 hours at 1 Hz, and one serving sample every 5 s per node, all stored once
     expected_gpu_rows = len(NODES) * 2 * SHORT.hours * 3600
