@@ -23,7 +23,9 @@ start at zero and its epoch is that start time, as
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .backend import EndpointIdentity, ServingReading
@@ -49,10 +51,42 @@ Z_99 = 2.326
 
 @dataclass
 class _Histogram:
+    """A server's histogram: whole observations per bucket (the +Inf bucket last), never fewer than before.
+
+    ``expected``: what each bucket would hold if observations could be split; each read hands its new
+    observations out whole, to the buckets furthest behind their expectation, so that every bucket only
+    grows (as a real server's do) and the buckets add up to the count of observations.
+    """
+
     epoch: str = ""
     observed: int = 0  # observations so far in this epoch
-    counts: list[float] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
     sum_s: float = 0.0
+    expected: list[float] = field(default_factory=list)
+
+    @classmethod
+    def from_cumulative(cls, epoch: str, cumulative: Sequence[int], sum_s: float) -> _Histogram:
+        """The state behind a reading a server sent (cumulative per bound, the total last)."""
+        counts = [int(b - a) for a, b in zip((0, *cumulative[:-1]), cumulative, strict=True)]
+        return cls(epoch, int(cumulative[-1]), counts, sum_s, [float(c) for c in counts])
+
+    def add(self, new: int, shares: Sequence[float]) -> None:
+        for i, share in enumerate(shares):
+            self.expected[i] += new * share
+        behind = [expected - count for expected, count in zip(self.expected, self.counts, strict=True)]
+        adds = [max(0, math.floor(b)) for b in behind]
+        rest = new - sum(adds)
+        # Whole observations to hand out (or, after rounding, to hold back): by how far each bucket is behind.
+        order = sorted(range(len(adds)), key=lambda i: behind[i] - adds[i], reverse=rest > 0)
+        for i in order:
+            if rest == 0:
+                break
+            if rest > 0:
+                adds[i], rest = adds[i] + 1, rest - 1
+            elif adds[i] > 0:
+                adds[i], rest = adds[i] - 1, rest + 1
+        self.counts = [count + add for count, add in zip(self.counts, adds, strict=True)]
+        self.observed += new
 
 
 class SimulatedVllmEndpoint:
@@ -112,14 +146,14 @@ class SimulatedVllmEndpoint:
         """Add the observations since the last read (``total`` so far this epoch) to a cumulative histogram."""
         h = self._histograms[metric]
         if h.epoch != epoch:
-            self._histograms[metric] = h = _Histogram(epoch, 0, [0.0] * len(bounds), 0.0)
+            n = len(bounds) + 1
+            self._histograms[metric] = h = _Histogram(epoch, 0, [0] * n, 0.0, [0.0] * n)
         new = max(0, total - h.observed)
         sigma = lognormal_sigma(q)
-        for i, bound in enumerate(bounds):
-            h.counts[i] += new * lognormal_cdf(bound, q.p50_s, sigma)
+        cdf = [lognormal_cdf(bound, q.p50_s, sigma) for bound in bounds]
+        h.add(new, [b - a for a, b in zip((0.0, *cdf), (*cdf, 1.0), strict=True)])
         h.sum_s += new * q.p50_s * math.exp(sigma**2 / 2)
-        h.observed = total
-        return (*(min(total, math.floor(c + 1e-6)) for c in h.counts), total), round(h.sum_s, 6)
+        return tuple(itertools.accumulate(h.counts)), round(h.sum_s, 6)
 
     def _identity(self, ts: float) -> EndpointIdentity:
         uuids = tuple(gpu.uuid for gpu in self.backend.gpus)

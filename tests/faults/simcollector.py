@@ -100,7 +100,7 @@ def histograms_resume(serving: list[Any], batches: list[dict[str, Any]]) -> None
             continue
         for metric, (counts, sum_s) in last[2].items():
             if counts:  # cumulative per bound, the total (+Inf) last
-                seeded = _Histogram(last[1], int(counts[-1]), [float(c) for c in counts[:-1]], float(sum_s or 0.0))
+                seeded = _Histogram.from_cumulative(last[1], [int(c) for c in counts], float(sum_s or 0.0))
                 source._histograms[metric] = seeded  # the simulation's own state, restored
 
 

@@ -105,3 +105,19 @@ def test_a_scheduled_restart_starts_the_counters_again_under_a_new_epoch() -> No
     assert before.endpoint.epoch == str(START) and after.endpoint.epoch == str(START + 2700)
     assert after.generation_tokens == math.floor(ep.generated_tokens(START + 2705)) < before.generation_tokens
     assert ep.process_start(START + 2 * 2700 + 1) == START + 5400
+
+
+@pytest.mark.parametrize("spec", ["rtx-4090:2", "h100-sxm:2", "l4:2"])
+def test_no_bucket_of_a_histogram_ever_counts_fewer_than_before(spec: str) -> None:
+    # A real server's buckets only grow: a bucket read one lower would be a restart to the server's counter rule.
+    ep = endpoint(spec)
+    before: dict[str, list[int]] = {}
+    for i in range(1, 3000):
+        reading = ep.read(START + 5 * i)
+        for name in ("ttft_bucket_counts", "itl_bucket_counts"):
+            cumulative = getattr(reading, name)
+            per_bucket = [b - a for a, b in zip((0, *cumulative[:-1]), cumulative, strict=True)]
+            assert all(now >= then for then, now in zip(before.get(name, per_bucket), per_bucket, strict=True)), i
+            before[name] = per_bucket
+        assert reading.ttft_bucket_counts[-1] == reading.requests  # type: ignore[index]
+        assert reading.itl_bucket_counts[-1] == reading.generation_tokens - reading.requests  # type: ignore[index,operator]
