@@ -175,12 +175,13 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     """HTTPS to the checked address, the certificate checked against the name."""
 
     def __init__(self, address: str, port: int, server_name: str, timeout: float) -> None:
-        super().__init__(address, port, timeout=timeout, context=ssl.create_default_context())
-        self._server_name = server_name
+        self.tls = ssl.create_default_context()
+        super().__init__(address, port, timeout=timeout, context=self.tls)
+        self.server_name = server_name
 
     def connect(self) -> None:
         sock = socket.create_connection((self.host, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self._server_name)  # type: ignore[attr-defined]
+        self.sock = self.tls.wrap_socket(sock, server_hostname=self.server_name)
 
 
 def post_json(url: str, body: bytes, *, deadline_s: float, headers: Mapping[str, str] | None = None) -> int:

@@ -20,9 +20,10 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from django.conf import settings
+from django.core.signals import request_finished
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
@@ -73,27 +74,33 @@ class ServiceUnavailable:
 
 
 class HealthReserved:
-    """Leaves one of the process's threads to ``/healthz`` (see the module's docstring)."""
+    """Leaves one of the process's threads to ``/healthz`` (see the module's docstring).
+
+    A permit is held from the request's start until Django's ``request_finished``, which the WSGI
+    server's ``close()`` of the response sends on the request's thread: a streamed CSV keeps its
+    thread busy while it is sent, and holds its permit as long.
+    """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
         self.permits = threading.BoundedSemaphore(max(1, settings.WEB_THREADS - 1))
+        self.held = threading.local()
+        request_finished.connect(self._release, weak=False, dispatch_uid=f"health-reserved-{id(self)}")
 
     def __call__(self, request: HttpRequest) -> Any:
         if request.path == "/healthz":
             return self.get_response(request)
-        wait_s = settings.WEB_BUSY_WAIT_S
-        if not (self.permits.acquire(timeout=wait_s) if wait_s > 0 else self.permits.acquire(blocking=False)):
+        if not self.permits.acquire(timeout=settings.WEB_BUSY_WAIT_S):  # 0: at once
             logger.warning("503 for %s %s: every request thread of this process is busy", request.method, request.path)
             return _unavailable(f"the server is busy; retry after {RETRY_AFTER_S} s")
+        self.held.permit = True
         try:
-            response = self.get_response(request)
+            return self.get_response(request)
         except BaseException:
-            self.permits.release()
+            self._release()
             raise
-        if response.streaming:  # its rows are read while it is sent: the thread is busy until it closes
-            # Django calls a response's resource closers from close(), which the WSGI server always calls.
-            cast(Any, response)._resource_closers.append(self.permits.release)
-        else:
+
+    def _release(self, **_: Any) -> None:
+        if getattr(self.held, "permit", False):
+            self.held.permit = False
             self.permits.release()
-        return response
