@@ -3,6 +3,12 @@
 ``ledger_node_hours_compute`` recomputes and replaces whole lines (never
 increments), so running it twice, or on two workers, gives the same table.
 ``ledger_pending_run`` consumes the node-hours whose inputs changed.
+
+A line of the hour in progress is provisional: it charges the time held up to
+``now`` (never the future minutes of the hour) and leaves the hour marked for
+its end (``LedgerPending.marked_at`` = the hour's end), so that the line is
+recomputed once the hour is over, with its last samples, whatever else happens.
+Reports read an hour as final only once no mark is left (``reports.selectors.complete``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.db import transaction
 from django.db.models import CharField
+from django.utils import timezone
 
 from accounting.ledger import (
     AmortizationMethod,
@@ -106,18 +113,32 @@ def ledger_policy(*, organization_id: int) -> LedgerPolicy:
     )
 
 
-def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime]) -> int:
-    """(Re)compute the ledger lines of ``node_id`` for ``hour_starts``; return how many were written."""
+def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime], now: datetime | None = None) -> int:
+    """(Re)compute the ledger lines of ``node_id`` for ``hour_starts``; return how many were written.
+
+    ``now`` (the clock, ``timezone.now()`` unless given): an hour not over by then is held only up to
+    ``now`` and stays marked for its end (see the module's docstring).
+    """
     hours = sorted(set(hour_starts))
     if not hours:
         return 0
+    now = now or timezone.now()
     context = _context(node_id, hours)
     usage = _gpu_usage(context.gpus, hours)
     metered = {row.hour_start: row for row in NodeHourUsage.objects.filter(node_id=node_id, hour_start__in=hours)}
     tokens = _tokens(context.node, hours)
-    lines = [_line(context, hour, usage, tokens, metered.get(hour)) for hour in hours]
+    lines = [_line(context, hour, usage, tokens, metered.get(hour), now=now) for hour in hours]
     _lines_store(context, lines, usage)
+    _open_hours_mark(node_id, [hour for hour in hours if hour + HOUR > now])
     return len(lines)
+
+
+def _open_hours_mark(node_id: int, hours: list[datetime]) -> None:
+    """Mark each hour still in progress for its end: the queue leaves a mark made for later alone until then."""
+    marks = [LedgerPending(node_id=node_id, hour_start=hour, marked_at=hour + HOUR) for hour in hours]
+    LedgerPending.objects.bulk_create(
+        marks, update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["marked_at"]
+    )
 
 
 def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
@@ -196,9 +217,14 @@ def _installed_h(context: _NodeContext, gpu: Gpu, hour: datetime, held: tuple[da
     return Decimal(installations_in_hour(rows, *held) // timedelta(microseconds=1)) / Decimal(3_600_000_000)
 
 
-def _held_span(node: Node, hour: datetime) -> tuple[datetime, datetime]:
+def _held_until(node: Node, now: datetime) -> datetime:
+    """Until when the node is held, as far as is known at ``now``: its decommissioning, or now."""
+    return min(node.decommissioned_at, now) if node.decommissioned_at else now
+
+
+def _held_span(node: Node, hour: datetime, now: datetime) -> tuple[datetime, datetime]:
     start = max(hour, node.commissioned_at or hour)
-    return start, max(start, min(hour + HOUR, node.decommissioned_at or hour + HOUR))
+    return start, max(start, min(hour + HOUR, _held_until(node, now)))
 
 
 def _node_energy_j(metered: NodeHourUsage | None, rows: list[GpuHourUsage]) -> Decimal | None:
@@ -229,10 +255,16 @@ def _host_modelled_j(context: _NodeContext, covered_s: Decimal, held_h: Decimal)
 
 
 def _line(
-    context: _NodeContext, hour: datetime, usage: dict, tokens: dict, metered: NodeHourUsage | None = None
+    context: _NodeContext,
+    hour: datetime,
+    usage: dict,
+    tokens: dict,
+    metered: NodeHourUsage | None = None,
+    *,
+    now: datetime,
 ) -> NodeHourLine:
     node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}})
-    held = _held_span(node, hour)
+    held = _held_span(node, hour, now)
     installed = {gpu.pk: _installed_h(context, gpu, hour, held) for gpu in context.gpus}
     # A GPU counts in the hours it was installed (or measured: telemetry is never dropped).
     gpus = [g for g in context.gpus if installed[g.pk] is None or installed[g.pk] or (g.pk, hour) in usage]
@@ -242,7 +274,7 @@ def _line(
     rows = [usage[(g.pk, hour)] for g in context.gpus if (g.pk, hour) in usage]
     observed = max((row.observed_s for row in rows), default=0.0)
     covered = max((row.observed_s + row.bridged_s for row in rows), default=0.0)
-    held_h = hours_held(hour, node.commissioned_at, node.decommissioned_at)
+    held_h = hours_held(hour, node.commissioned_at, _held_until(node, now))
     covered_s = Decimal(str(covered))
     return build_node_hour_line(
         NodeHourInput(

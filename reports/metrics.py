@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -200,6 +200,37 @@ def ledger_sums_merge(a: LedgerSums, b: LedgerSums) -> LedgerSums:
     )
 
 
+def ledger_sums_share(sums: LedgerSums, share: Decimal, counts: Mapping[str, int]) -> LedgerSums:
+    """``share`` (0-1) of summed lines (``sharing.idle_shares``): every amount and energy times ``share``; token
+    counts as given in ``counts`` (whole numbers, ``sharing.whole_parts``); counts of node-hours whole (the part
+    had a share of each of them)."""
+
+    def part(name: str, value: Any) -> Any:
+        if name in counts:
+            return counts[name]
+        if isinstance(value, Decimal):
+            return value * share
+        return value * float(share) if isinstance(value, float) else value
+
+    totals = sums.totals
+    shared_totals = replace(
+        totals,
+        facility_kwh_by_location_source={k: v * share for k, v in totals.facility_kwh_by_location_source.items()},
+        **{name: part(name, getattr(totals, name)) for name in _TOTALS_SUMMED},
+    )
+    return replace(sums, totals=shared_totals, **{name: part(name, getattr(sums, name)) for name in _SUMS_SUMMED})
+
+
+# The token counts of summed lines: shared in whole numbers (``ledger_sums_share``).
+TOKEN_COUNTS = ("prompt_tokens", "generation_tokens", "cached_prompt_tokens_sum", "prompt_tokens_cache_known")
+_TOTALS_SUMMED = summed_fields(LedgerTotals)
+
+
+def ledger_sums_counts(sums: LedgerSums) -> dict[str, int]:
+    """The token counts (``TOKEN_COUNTS``) of summed lines."""
+    return {name: getattr(sums.totals if name in _TOTALS_SUMMED else sums, name) for name in TOKEN_COUNTS}
+
+
 @dataclass(frozen=True)
 class UtilizationSums:
     """GPU utilization weighted by observed seconds: sum(mean_util_pct x observed_s) and sum(observed_s)."""
@@ -210,6 +241,10 @@ class UtilizationSums:
     @property
     def mean_pct(self) -> float | None:
         return None if self.observed_s == 0 else self.pct_s / self.observed_s
+
+    def share(self, share: Decimal) -> UtilizationSums:
+        """``share`` of these sums: the same mean utilization, weighing ``share`` of the seconds."""
+        return UtilizationSums(self.pct_s * float(share), self.observed_s * float(share))
 
 
 # The ledger's allocation to LLM models: the sharing rule's own words (``reports.sharing``).
@@ -374,12 +409,31 @@ _MONEY_METRICS = frozenset({"cost_per_1m_output_tokens", "cost_per_1m_tokens"})
 _TTFT_METRICS = frozenset({"ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s"})
 
 
+class BaselineBasis(enum.StrEnum):
+    """What a comparison row's ratios (``*_vs_baseline``) divide by.
+
+    ``baseline_fleet``: the baseline fleet as a whole (rows per fleet, per GPU model).
+    ``same_llm_model``: per LLM model, the baseline fleet's rows of the same LLM model
+    (whatever their GPU model) added up; an idle row, the baseline fleet's idle rows.
+    ``no_baseline_row``: per LLM model, the baseline fleet has no row of that LLM model:
+    every ratio is null.
+    """
+
+    FLEET = "baseline_fleet"
+    SAME_LLM_MODEL = "same_llm_model"
+    NO_BASELINE_ROW = "no_baseline_row"
+
+
 @dataclass(frozen=True)
 class ComparisonRow:
-    """A fleet's figures and, when a baseline fleet was named, each as a ratio to the baseline's."""
+    """A fleet's figures and, when a baseline fleet was named, each as a ratio to the baseline's.
+
+    ``baseline_basis``: what ``baseline`` is (``None`` without a baseline fleet).
+    """
 
     stats: ComparisonStats
     baseline: ComparisonStats | None
+    baseline_basis: BaselineBasis | None = None
 
     @property
     def vs_baseline(self) -> dict[str, float | None]:

@@ -9,6 +9,14 @@ without output tokens is no model's: it is the idle row (``no_output_tokens``),
 never inside a model's figures, so the rows add up to the fleet. Input tokens are
 each endpoint-hour's own, never shared.
 
+How the idle node-hours are treated is a reader's choice, named by ``IdleTreatment``:
+``apart`` (the rule above: the idle row of its own) or ``shared`` (Kubecost's "share
+idle"): a fleet x GPU model's idle node-hours' figures (cost, energy, CO2e,
+GPU-hours, idle) are shared across the LLM models it served, in proportion to their
+output tokens over the whole period (``idle_shares``); where none of its models served
+an output token over the period, its idle row stays apart. Tokens are counts: an
+idle row's input tokens go to the models in whole numbers (``whole_parts``).
+
 Every user reads the rule here, so that two pages cannot give two answers: the
 comparison, the usage report by LLM model and the load curves' SQL build their
 expressions from ``SHARED_BY`` (``reports.selectors.allocation``); the
@@ -21,7 +29,12 @@ Pure: nothing here imports a framework (the ``pure-arithmetic`` contract), so th
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Hashable, Mapping
 from decimal import Decimal
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 # The count a share is weighed by: a column of both endpoint-hours and ledger lines, output tokens.
 SHARED_BY = "generation_tokens"
@@ -51,3 +64,39 @@ def output_token_share(generation_tokens: int, line_generation_tokens: int) -> D
 def takes_share(generation_tokens: int) -> bool:
     """Whether an endpoint-hour takes any share of its line: it served output tokens."""
     return generation_tokens > 0
+
+
+class IdleTreatment(enum.StrEnum):
+    """Where per LLM model the node-hours without output tokens go (see the module's docstring)."""
+
+    APART = "apart"
+    SHARED = "shared"
+
+
+# Each treatment said once, for the schema, the pages and the docs.
+IDLE_NOTES = {
+    IdleTreatment.APART: "idle shown apart: node-hours without output tokens are a row of their own (llm_model "
+    "null), so each LLM model's unit figures leave idle capacity out",
+    IdleTreatment.SHARED: "idle shared: each fleet x GPU model's node-hours without output tokens (cost, energy, "
+    "CO2e, GPU-hours) are shared across the LLM models it served, in proportion to their output tokens over the "
+    "period (Kubecost's share idle), so each LLM model's unit figures include its share of idle capacity",
+}
+
+
+def idle_shares(output_tokens: Mapping[K, int]) -> dict[K, Decimal] | None:
+    """Each LLM model's share (0-1, adding up to 1) of its fleet x GPU model's idle node-hours: its output tokens
+    over the period over theirs. ``None`` when none served an output token (the idle row stays apart)."""
+    total = sum(tokens for tokens in output_tokens.values() if tokens > 0)
+    if total <= 0:
+        return None
+    return {key: Decimal(tokens) / Decimal(total) for key, tokens in output_tokens.items() if tokens > 0}
+
+
+def whole_parts(count: int, shares: Mapping[K, Decimal]) -> dict[K, int]:
+    """``count`` (tokens) split by ``shares`` in whole numbers that add up to it (largest remainder first)."""
+    exact = {key: Decimal(count) * share for key, share in shares.items()}
+    parts = {key: int(value) for key, value in exact.items()}
+    left = count - sum(parts.values())
+    for key in sorted(exact, key=lambda k: exact[k] - parts[k], reverse=True)[: max(left, 0)]:
+        parts[key] += 1
+    return parts

@@ -22,6 +22,7 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
+from django.utils import timezone
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.models import NodeHourLedger
@@ -30,17 +31,22 @@ from fleets.models import Fleet
 from reports.aggregates import ledger_sums, ledger_sums_from
 from reports.latency import TimeSum
 from reports.metrics import (
+    BaselineBasis,
     ComparisonRow,
     ComparisonStats,
     LedgerAllocation,
     LedgerSums,
     ServingSums,
     UtilizationSums,
+    ledger_sums_counts,
     ledger_sums_merge,
+    ledger_sums_share,
 )
 from reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
+from reports.selectors.complete import final_q
 from reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles, ledger_lines
 from reports.selectors.trace import TRACE_SUMS, RowTracer, TracePart, as_part
+from reports.sharing import IdleTreatment, idle_shares, whole_parts
 from telemetry.histogram import Histogram, histogram_merge
 from telemetry.models import EndpointHourUsage, ServingEndpoint
 
@@ -59,31 +65,56 @@ def fleet_comparison(
     by_model: bool = False,
     by_llm_model: bool = False,
     fleet_ids: Collection[int] = (),
+    idle: IdleTreatment = IdleTreatment.APART,
+    now: datetime | None = None,
 ) -> list[ComparisonRow]:
     """Each fleet's (fleet x GPU model's, or fleet x GPU model x LLM model's) figures over the period.
 
-    Ordered by fleet name, GPU model, then LLM model (a GPU model's hours without
-    output tokens last). Per LLM model (``by_llm_model``, which implies
-    ``by_model``), each node-hour's ledger figures are allocated to the LLM models
-    served on the node in that hour in proportion to their output tokens; node-hours
-    without output tokens stay with the fleet x GPU model as a row of their own, so
-    the rows add up to the fleet. The baseline is always the baseline fleet as a
-    whole (all its models); its ratios are ``None`` when it has no data. Raises
-    ``CurrencyMismatchError`` for a row whose lines are in two currencies. Fleets
+    Only final node-hours are read (``complete.final_q`` at ``now``, the clock unless given): the
+    hour in progress and hours whose usage or line is still to be (re)computed wait until they are,
+    so that a line and its usage always agree, the rows add up and a figure changes only with its
+    data or inputs. Ordered by fleet name, GPU model, then LLM model (a GPU model's hours without
+    output tokens last). Per LLM model (``by_llm_model``, which implies ``by_model``), each
+    node-hour's ledger figures are allocated to the LLM models served on the node in that hour in
+    proportion to their output tokens (``reports.sharing``); node-hours without output tokens stay
+    with the fleet x GPU model as a row of their own (``idle`` apart), or are shared across its LLM
+    models by their output tokens over the period (``idle`` shared), so the rows add up to the fleet.
+
+    Ratios (``ComparisonRow.baseline_basis``): per fleet and per GPU model, to the baseline fleet as a
+    whole; per LLM model, to the baseline fleet's rows of the same LLM model, ``None`` where it has
+    none. Raises ``CurrencyMismatchError`` for a row whose lines are in two currencies. Fleets
     without any data are left out.
     """
     scope: dict[str, Any] = {"organization_ids": organization_ids, "start": start, "end": end}
-    grouping: dict[str, Any] = {"by_model": by_model or by_llm_model, "by_llm_model": by_llm_model}
+    scope["now"] = now or timezone.now()
+    grouping: dict[str, Any] = {"by_model": by_model or by_llm_model, "by_llm_model": by_llm_model, "idle": idle}
     stats, tracer = _comparison_stats(**scope, **grouping, fleet_ids=fleet_ids)
-    baseline = None
-    if baseline_fleet_id is not None:
-        parts = [row for row in stats if row.fleet_id == baseline_fleet_id]
-        if not parts and fleet_ids and baseline_fleet_id not in fleet_ids:  # filtered out: read it on its own
-            alone: dict[str, Any] = {"by_model": False, "by_llm_model": False, "fleet_ids": [baseline_fleet_id]}
-            parts, tracer = _comparison_stats(**scope, **alone)
-        baseline = _stats_merge(parts, tracer) if parts else None
     ordered = sorted(stats, key=_order)
-    return [ComparisonRow(stats=row, baseline=baseline) for row in ordered]
+    if baseline_fleet_id is None:
+        return [ComparisonRow(stats=row, baseline=None) for row in ordered]
+    parts = [row for row in stats if row.fleet_id == baseline_fleet_id]
+    if not parts and fleet_ids and baseline_fleet_id not in fleet_ids:  # filtered out: read it on its own
+        parts, tracer = _comparison_stats(**scope, **grouping, fleet_ids=[baseline_fleet_id])
+    if not by_llm_model:
+        whole = _stats_merge(parts, tracer) if parts else None
+        return [ComparisonRow(stats=row, baseline=whole, baseline_basis=BaselineBasis.FLEET) for row in ordered]
+    return _like_for_like(ordered, parts, tracer)
+
+
+def _like_for_like(
+    ordered: list[ComparisonStats], parts: list[ComparisonStats], tracer: RowTracer
+) -> list[ComparisonRow]:
+    """Per LLM model, each row beside the baseline fleet's rows of the same LLM model, added up (any GPU model)."""
+    per_llm: dict[str | None, list[ComparisonStats]] = defaultdict(list)
+    for part in parts:
+        per_llm[part.llm_model].append(part)
+    baselines = {llm: _stats_merge(rows, tracer) for llm, rows in per_llm.items()}
+    return [
+        ComparisonRow(stats=row, baseline=baselines[row.llm_model], baseline_basis=BaselineBasis.SAME_LLM_MODEL)
+        if row.llm_model in baselines
+        else ComparisonRow(stats=row, baseline=None, baseline_basis=BaselineBasis.NO_BASELINE_ROW)
+        for row in ordered
+    ]
 
 
 def _order(stats: ComparisonStats) -> tuple[Any, ...]:
@@ -95,19 +126,24 @@ def _comparison_stats(
     organization_ids: Collection[int],
     start: datetime,
     end: datetime,
+    now: datetime,
     by_model: bool,
     by_llm_model: bool,
+    idle: IdleTreatment,
     fleet_ids: Collection[int],
 ) -> tuple[list[ComparisonStats], RowTracer]:
-    """The rows, each traced, and what traced them (to trace a merge of them alike)."""
+    """The rows of the final node-hours, each traced, and what traced them (to trace a merge of them alike)."""
     filters = ReportFilters(fleet_ids=frozenset(fleet_ids))
     lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+    lines = lines.filter(final_q(now=now, node="node_id"))
     endpoint_hours = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    )
+    ).filter(final_q(now=now, node="endpoint__node_id"))
     if fleet_ids:
         endpoint_hours = endpoint_hours.filter(endpoint__node__fleet_id__in=fleet_ids)
     ledger = _llm_ledger(lines, endpoint_hours) if by_llm_model else _comparison_ledger(lines)
+    if by_llm_model and idle is IdleTreatment.SHARED:
+        ledger = _idle_shared(ledger)
     keyed, keys = _keyed_usage(endpoint_hours, "endpoint__node", by_model, by_llm_model=by_llm_model)
     serving = _serving(keyed, keys, organization_ids)
     tracer = RowTracer(organization_ids=organization_ids, lines=lines)
@@ -168,6 +204,30 @@ def _llm_ledger(lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]) 
     keyed: list[tuple[_Key, dict[str, Any]]] = [((v["fleet_id"], v["gpu_model"], None), dict(v)) for v in idle]
     keyed += [((v["k_fleet"], v["k_model"], llm_name(v["k_llm"])), v) for v in allocated]
     return _merged_by_key(keyed)
+
+
+def _idle_shared(ledger: dict[_Key, _LedgerPart]) -> dict[_Key, _LedgerPart]:
+    """Each fleet x GPU model's idle row shared across its LLM models' rows (``sharing.idle_shares``); an idle
+    row none of whose models served an output token over the period stays apart."""
+    shared = dict(ledger)
+    for key, idle in ledger.items():
+        if key[2] is not None:
+            continue
+        models = {k: part.sums.totals.generation_tokens for k, part in ledger.items() if k[:2] == key[:2] and k[2]}
+        shares = idle_shares(models)
+        if shares is None:
+            continue
+        counts = {name: whole_parts(count, shares) for name, count in ledger_sums_counts(idle.sums).items()}
+        del shared[key]
+        for model_key, share in shares.items():
+            part = _LedgerPart(
+                sums=ledger_sums_share(idle.sums, share, {name: split[model_key] for name, split in counts.items()}),
+                gpu_model=idle.gpu_model,
+                utilization=idle.utilization.share(share),
+                trace=tuple((m, source, kwh * share, g * share) for m, source, kwh, g in idle.trace),
+            )
+            shared[model_key] = _part_merge(shared[model_key], part)
+    return shared
 
 
 def _merged_by_key(keyed: list[tuple[_Key, dict[str, Any]]]) -> dict[_Key, _LedgerPart]:

@@ -1,0 +1,58 @@
+"""Which hours of the ledger are final, and through when an organization's ledger is complete.
+
+A node-hour is **final** once its hour is over and nothing is left to (re)compute
+for it: no raw samples waiting for the rollup (``RollupPending``), no rewritten
+usage waiting for the ledger (``UsageChanged``) and no line waiting to be
+recomputed (``LedgerPending``; a line of the hour in progress leaves its hour
+marked for its end, ``accounting.node_hour_lines``). Its ledger line and its usage
+then agree, and a report's figure for it changes only if data or inputs for it
+change.
+
+``complete_through``: the end of the last complete hour (every node-hour of the
+organizations final), walking back from the hour in progress over the hours that
+are not. Reports and pages end their default period there and say it
+(``complete_through``); a period that asks for later hours is answered with them
+as they stand, and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime, timedelta
+
+from django.db.models import Exists, OuterRef, Q
+
+from accounting.models import LedgerPending
+from common.periods import HOUR
+from grid.hours import floor_hour
+from telemetry.models import RollupPending, UsageChanged
+
+# How far back ``complete_through`` walks over hours that are not final: a ledger further behind than
+# this (its worker stopped for days) is reported complete through this far back, no further.
+COMPLETE_LOOKBACK = timedelta(days=7)
+# The queues whose marks say a node-hour is not final yet.
+_QUEUES = (RollupPending, UsageChanged, LedgerPending)
+
+
+def complete_through(*, organization_ids: Collection[int], now: datetime) -> datetime:
+    """The end (aware UTC, on the hour) of the organizations' last complete hour at ``now``."""
+    through = floor_hour(now)
+    bottom = through - COMPLETE_LOOKBACK
+    pending: set[datetime] = set()
+    for queue in _QUEUES:
+        marked = queue.objects.filter(
+            node__fleet__organization_id__in=organization_ids, hour_start__gte=bottom, hour_start__lt=through
+        )
+        pending.update(marked.order_by().values_list("hour_start", flat=True).distinct())
+    while through > bottom and through - HOUR in pending:
+        through -= HOUR
+    return through
+
+
+def final_q(*, now: datetime, node: str, hour: str = "hour_start") -> Q:
+    """The condition that the node-hour at the paths ``node`` (a node id) and ``hour`` is final at ``now``."""
+    condition = Q(**{f"{hour}__lt": floor_hour(now)})
+    for queue in _QUEUES:
+        marked = queue.objects.filter(node_id=OuterRef(node), hour_start=OuterRef(hour))
+        condition &= Q(~Exists(marked))
+    return condition
