@@ -5,7 +5,11 @@ unit), between ``EARLIEST`` and ``LATEST``. It is written in one of four ways:
 
 - a preset of the pages' picker (``24h``, ``7d``, ``30d``, ``90d``, ``mtd``,
   ``last-month``, ``ytd``), relative to now; without any period both pages and
-  reports show ``DEFAULT_PRESET``;
+  reports show ``DEFAULT_PRESET``. A preset that runs up to now ends where the
+  ledger is complete (``through``: the end of the last hour whose node-hours are
+  all final, ``reports.selectors.complete``; without it, the end of the last hour
+  over), never inside the hour in progress: a figure shown by default changes
+  only when data or inputs for its hours change;
 - a calendar period of the API (``2026``, ``2026-Q3``, ``2026-11``);
 - a page's two dates (``start=2026-11-01&end=2026-11-30``): whole UTC days, the
   end day included, as the picker's "from ... to ..." says;
@@ -95,17 +99,24 @@ def month_add(at: datetime, months: int) -> datetime:
     return at.replace(year=index // 12, month=index % 12 + 1)
 
 
-def preset_range(preset: str, now: datetime) -> tuple[datetime, datetime]:
-    """``[start, end)`` in UTC; rolling presets end at the next whole hour so the current hour shows."""
-    hour_end = now.replace(minute=0, second=0, microsecond=0) + HOUR
+def preset_range(preset: str, now: datetime, *, through: datetime | None = None) -> tuple[datetime, datetime]:
+    """``[start, end)`` in UTC; presets up to now end at ``through`` (the end of the last complete hour; without
+    it, the end of the last hour over), so the hour in progress is not shown unless asked for.
+
+    This month and this year start on their first hour whatever ``through`` says: while their
+    first hour is still open they hold just it (a period is never empty).
+    """
+    hour_end = min(through, now) if through is not None else now
+    hour_end = hour_end.replace(minute=0, second=0, microsecond=0)
     month_start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     if preset in _ROLLING:
         return hour_end - _ROLLING[preset], hour_end
     if preset == "mtd":
-        return month_start, hour_end
+        return month_start, max(hour_end, month_start + HOUR)
     if preset == "last-month":
         return month_add(month_start, -1), month_start
-    return month_start.replace(month=1), hour_end  # ytd
+    year_start = month_start.replace(month=1)
+    return year_start, max(hour_end, year_start + HOUR)  # ytd
 
 
 def period_parse(text: str) -> tuple[datetime, datetime]:
@@ -144,11 +155,17 @@ def day_end(day: date) -> datetime:
 
 
 def api_range(
-    period: str | None, start: datetime | None, end: datetime | None, *, now: datetime
+    period: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    *,
+    now: datetime,
+    through: datetime | None = None,
 ) -> tuple[datetime, datetime]:
-    """A report's ``[start, end)``: ``period``, or ``start`` and ``end``, or neither (``DEFAULT_PRESET``)."""
+    """A report's ``[start, end)``: ``period``, or ``start`` and ``end``, or neither (``DEFAULT_PRESET``, ending at
+    ``through``: see ``preset_range``)."""
     if not (period or start or end):
-        return preset_range(DEFAULT_PRESET, now)
+        return preset_range(DEFAULT_PRESET, now, through=through)
     if period and (start or end):
         raise PeriodError("give period, or start and end, not both")
     if period:
@@ -178,6 +195,11 @@ def range_check(start: datetime, end: datetime) -> tuple[datetime, datetime]:
     if start < EARLIEST or end > LATEST:
         raise PeriodError(_OUTSIDE)
     return start, end
+
+
+def holds_open_hours(end: datetime, complete_through: datetime) -> bool:
+    """Whether a period ending at ``end`` asks for hours after ``complete_through`` (not all final yet)."""
+    return end > complete_through
 
 
 def bucket_end(bucket_start: datetime, granularity: Granularity, end: datetime) -> datetime:
@@ -230,10 +252,12 @@ class Period:
         return f"period={self.preset}&granularity={self.granularity}"
 
 
-def period_from_query(query: Mapping[str, str], *, now: datetime) -> Period:
-    """A page's period from its query string; a bad value is named in ``errors`` and the default shown."""
+def period_from_query(query: Mapping[str, str], *, now: datetime, through: datetime | None = None) -> Period:
+    """A page's period from its query string; a bad value is named in ``errors`` and the default shown.
+
+    ``through``: the end of the last complete hour, where presets up to now end (``preset_range``)."""
     errors: list[str] = []
-    start, end, preset = _page_range(query, now, errors)
+    start, end, preset = _page_range(query, now, errors, through)
     asked = query.get("granularity")
     if asked and asked not in CHART_GRANULARITIES:
         errors.append(f"granularity {asked!r} is not one of {', '.join(CHART_GRANULARITIES)}")
@@ -241,7 +265,9 @@ def period_from_query(query: Mapping[str, str], *, now: datetime) -> Period:
     return Period(start, end, granularity, preset, tuple(errors))
 
 
-def _page_range(query: Mapping[str, str], now: datetime, errors: list[str]) -> tuple[datetime, datetime, str]:
+def _page_range(
+    query: Mapping[str, str], now: datetime, errors: list[str], through: datetime | None
+) -> tuple[datetime, datetime, str]:
     if query.get("start") or query.get("end"):
         try:
             return (*page_days(query.get("start", ""), query.get("end", "")), "custom")
@@ -251,7 +277,7 @@ def _page_range(query: Mapping[str, str], now: datetime, errors: list[str]) -> t
     if preset not in PRESETS:
         errors.append(f"period {preset!r} is not one of {', '.join(PRESETS)}")
         preset = DEFAULT_PRESET
-    return (*preset_range(preset, now), preset)
+    return (*preset_range(preset, now, through=through), preset)
 
 
 def page_days(start_text: str, end_text: str) -> tuple[datetime, datetime]:

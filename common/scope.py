@@ -46,10 +46,14 @@ NO_FILTERS = ReportFilters()
 DEFAULT_PERIOD_LABEL = PRESETS[DEFAULT_PRESET].lower()
 
 
-def report_period(params: Mapping[str, Any]) -> tuple[datetime, datetime]:
-    """``[start, end)`` from ``period``, or from ``start`` and ``end``, or the dashboards' default; 400 otherwise."""
+def report_period(
+    params: Mapping[str, Any], *, now: datetime | None = None, through: datetime | None = None
+) -> tuple[datetime, datetime]:
+    """``[start, end)`` from ``period``, or from ``start`` and ``end``, or the dashboards' default (ending at
+    ``through``, the end of the last complete hour: ``common.periods.preset_range``); 400 otherwise."""
+    now = now or timezone.now()
     try:
-        return api_range(params.get("period"), params.get("start"), params.get("end"), now=timezone.now())
+        return api_range(params.get("period"), params.get("start"), params.get("end"), now=now, through=through)
     except PeriodError as error:
         raise ValidationError({"period": [str(error)]}) from error
 

@@ -10,10 +10,22 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from common.charts import Buckets
+from common.pages import page_context
 from common.periods import Period
 from dashboards.forms import CurrencyForm, page_options
 from fleets.models import Organization
 from reports.selectors import NO_FILTERS, ReportFilters
+from reports.selectors.complete import complete_through
+
+
+def dashboard_context(request: HttpRequest, *, now: datetime) -> dict[str, Any]:
+    """``page_context`` with the organization's ``complete_through``: presets end at its last complete hour."""
+    return page_context(request, now=now, through=organization_complete_through)
+
+
+def organization_complete_through(organization: Organization | None, now: datetime) -> datetime:
+    """The end of the organization's last complete hour at ``now`` (``reports.selectors.complete``)."""
+    return complete_through(organization_ids=organization_ids(organization), now=now)
 
 
 def organization_ids(organization: Organization | None) -> list[int]:

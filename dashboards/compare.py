@@ -10,24 +10,26 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from common.charts import figure_html, grouped_bars, organization_fleet_colours, scatter_points
-from common.pages import page_context
-from dashboards.common import api_query, organization_ids
+from dashboards.common import api_query, dashboard_context, organization_ids
 from dashboards.forms import CompareForm, page_options
 from fleets.models import Fleet
 from reports.display import ITL_NOT_EXPOSED, comparison_row_output, load_band_output
-from reports.metrics import ALLOCATION_NOTE, LedgerAllocation
+from reports.metrics import ALLOCATION_NOTE, BaselineBasis, LedgerAllocation
 from reports.selectors import ComparisonRow, ComparisonStats, fleet_comparison
 from reports.selectors.load import comparison_load_bands
+from reports.sharing import IDLE_NOTES, IdleTreatment
 
 
 @login_required
 def compare_page(request: HttpRequest) -> HttpResponse:
-    context = page_context(request, now=timezone.now())
+    now = timezone.now()
+    context = dashboard_context(request, now=now)
     organization, period = context["organization"], context["period"]
     fleets = list(Fleet.objects.filter(organization=organization).order_by("name")) if organization else []
     options = page_options(CompareForm, request)
     baseline = _baseline(options["baseline"], fleets)
     by = options["by"] if options["by"] in ("gpu_model", "llm_model") else None
+    idle = IdleTreatment(str(options["idle"] or IdleTreatment.APART))
     comparison = fleet_comparison(
         organization_ids=organization_ids(organization),
         start=period.start,
@@ -35,6 +37,8 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         baseline_fleet_id=baseline.pk if baseline else None,
         by_model=by == "gpu_model",
         by_llm_model=by == "llm_model",
+        idle=idle,
+        now=now,
     )
     rows = [comparison_row_output(row) for row in comparison]
     charts = _charts(comparison, organization_fleet_colours(organization)) if rows else []
@@ -51,7 +55,12 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         )
         load_rows = [(row, [load_band_output(band) for band in bands]) for row, bands in zip(rows, found, strict=True)]
     api = api_query(
-        period, organization, baseline=baseline.pk if baseline else None, by=by, by_load="true" if by_load else None
+        period,
+        organization,
+        baseline=baseline.pk if baseline else None,
+        by=by,
+        by_load="true" if by_load else None,
+        idle=idle.value if by == "llm_model" else None,
     )
     return render(
         request,
@@ -66,6 +75,9 @@ def compare_page(request: HttpRequest) -> HttpResponse:
             "by_model": by is not None,
             "by_llm_model": by == "llm_model",
             "allocation_note": ALLOCATION_NOTE,
+            "idle": idle.value,
+            "idle_note": IDLE_NOTES[idle],
+            "no_baseline_rows": [row for row in rows if row["baseline_basis"] == BaselineBasis.NO_BASELINE_ROW],
             "itl_not_exposed": ITL_NOT_EXPOSED,
             "charts": charts,
             "by_load": by_load,

@@ -20,9 +20,8 @@ from django.utils import timezone
 from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
 from common.charts import figure_html, gpu_model_colour, grouped_bars, organization_fleet_colours, pivot, stacked_bars
-from common.pages import page_context
 from common.periods import Granularity, Period
-from dashboards.common import api_query, currency_choice, organization_ids, period_buckets
+from dashboards.common import api_query, currency_choice, dashboard_context, organization_ids, period_buckets
 from reports.aggregates import amount_sum
 from reports.display import money, usage_row_output
 from reports.selectors import (
@@ -52,7 +51,7 @@ _IN_RENT = {
 
 @login_required
 def finance_page(request: HttpRequest) -> HttpResponse:
-    context = page_context(request, now=timezone.now())
+    context = dashboard_context(request, now=timezone.now())
     organization, period = context["organization"], context["period"]
     ids = organization_ids(organization)
     granularity = period.granularity

@@ -9,6 +9,8 @@ from __future__ import annotations
 from django import forms
 from django.http import HttpRequest
 
+from reports.sharing import IdleTreatment
+
 MAX_ID = 2**63 - 1
 
 
@@ -23,6 +25,11 @@ class CompareForm(forms.Form):
     )
     baseline = forms.IntegerField(min_value=1, max_value=MAX_ID, required=False)
     by_load = forms.BooleanField(required=False)
+    # Per LLM model, where the node-hours without output tokens go (``reports.sharing``); default apart.
+    idle = forms.ChoiceField(
+        choices=[(IdleTreatment.APART.value, "idle shown apart"), (IdleTreatment.SHARED.value, "idle shared")],
+        required=False,
+    )
 
 
 def page_options(form_class: type[forms.Form], request: HttpRequest) -> dict[str, object]:

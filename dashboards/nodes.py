@@ -26,7 +26,7 @@ from django.utils import timezone
 from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
 from common.charts import Buckets, figure_html, series_lines
-from common.pages import page_context
+from dashboards.common import dashboard_context
 from fleets.models import Gpu, GpuInstallation, Node
 from grid.hours import floor_hour
 from reports.aggregates import UNPRICED_WITH_TELEMETRY, ledger_sums, ledger_sums_from
@@ -45,7 +45,7 @@ _TRUNC = {"hour": TruncHour, "day": TruncDay, "month": TruncMonth}
 
 @login_required
 def nodes_page(request: HttpRequest) -> HttpResponse:
-    context = page_context(request, now=timezone.now())
+    context = dashboard_context(request, now=timezone.now())
     organization, period = context["organization"], context["period"]
     nodes = node_statuses(user=request.user).filter(fleet__organization=organization)
     totals = _ledger_totals_by_node(organization, period.start, period.end)
@@ -67,7 +67,7 @@ def _ledger_totals_by_node(organization: Any, start: datetime, end: datetime) ->
 
 @login_required
 def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
-    context = page_context(request, now=timezone.now())
+    context = dashboard_context(request, now=timezone.now())
     node = node_statuses(user=request.user).filter(pk=node_id).first()
     if node is None:
         raise Http404("no such node in your organizations")

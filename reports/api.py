@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
@@ -27,7 +28,7 @@ from rest_framework.views import APIView
 
 from accounting.ledger import CurrencyMismatchError
 from common.api import error_responses
-from common.periods import Granularity
+from common.periods import Granularity, holds_open_hours
 from common.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
 from common.scope import (
     period_described,
@@ -58,10 +59,12 @@ from reports.selectors import (
     report_rows_iter,
     sustainability_report,
 )
+from reports.selectors.complete import complete_through
 from reports.selectors.load import comparison_load_bands
 from reports.selectors.trace import organization_embodied_factors
 from reports.serializers import (
     CACHED_PROMPT_TOKENS,
+    IDLE_TREATMENT,
     IT_KWH,
     PER_TOKEN_FIGURES,
     ComparisonRowSerializer,
@@ -73,11 +76,15 @@ from reports.serializers import (
     QualityHourSerializer,
     ScopeInputSerializer,
     UsageRowSerializer,
+    complete_through_field,
     id_field,
+    idle_treatment_field,
+    includes_open_hours_field,
     number,
     organization_ref_field,
     per_unit_field,
 )
+from reports.sharing import IdleTreatment
 
 # Usage rows per page: a month of daily rows for 16 groups; CSV is never paged.
 DEFAULT_PAGE_ROWS = 500
@@ -137,17 +144,39 @@ class ReportView(APIView):
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
 
+    # The clock the report reads (``timezone.now()`` at the request) and the end of the last complete hour of
+    # the organizations it answers for then (``reports.selectors.complete``): set by ``scope``.
+    now: datetime
+    complete_through: datetime
+
     def scope(self, request: Request) -> tuple[dict[str, Any], datetime, datetime, list[int]]:
-        """The validated parameters, the period ``[start, end)`` and the organizations asked for (each the user's)."""
+        """The validated parameters, the period ``[start, end)`` and the organizations asked for (each the user's).
+
+        Without a period the report ends at the organizations' last complete hour (``complete_through``).
+        """
         params = self.params(request)
-        start, end = report_period(params)
-        return params, start, end, report_organization_ids(user=request.user, refs=params.get("organization", []))
+        organization_ids = report_organization_ids(user=request.user, refs=params.get("organization", []))
+        start, end = self._period(params, organization_ids)
+        return params, start, end, organization_ids
 
     def organization_scope(self, request: Request) -> tuple[datetime, datetime, Organization]:
         """The period ``[start, end)`` asked for and the one organization (the user's) it is asked of."""
         params = self.params(request)
-        start, end = report_period(params)
-        return start, end, report_organization(user=request.user, ref=params.get("organization"))
+        organization = report_organization(user=request.user, ref=params.get("organization"))
+        start, end = self._period(params, [organization.pk])
+        return start, end, organization
+
+    def _period(self, params: dict[str, Any], organization_ids: list[int]) -> tuple[datetime, datetime]:
+        self.now = timezone.now()
+        self.complete_through = complete_through(organization_ids=organization_ids, now=self.now)
+        return report_period(params, now=self.now, through=self.complete_through)
+
+    def completeness(self, end: datetime) -> dict[str, Any]:
+        """What every report answer says of its hours: ``complete_through`` and ``includes_open_hours``."""
+        return {
+            "complete_through": self.complete_through,
+            "includes_open_hours": holds_open_hours(end, self.complete_through),
+        }
 
     @staticmethod
     def csv_answer(columns: list[str], rows: Iterable[Any], *, report: str, start: datetime, end: datetime) -> Any:
@@ -200,6 +229,8 @@ class UsageReportView(ReportView):
         )
         start = serializers.DateTimeField()
         end = serializers.DateTimeField()
+        complete_through = complete_through_field()
+        includes_open_hours = includes_open_hours_field()
         granularity = serializers.CharField()
         group_by = serializers.CharField()
         count = serializers.IntegerField(help_text="rows in all pages")
@@ -244,6 +275,7 @@ class UsageReportView(ReportView):
             "period": period_described(params),
             "start": start,
             "end": end,
+            **self.completeness(end),
             "granularity": params["granularity"],
             "group_by": params["group_by"],
             "count": page.count,
@@ -263,6 +295,10 @@ class FleetComparisonView(ReportView):
             "(llm_model: ledger figures allocated by output-token share; see ledger_allocation)",
         )
         baseline = id_field("fleet id whose figures the ratios (*_vs_baseline) divide by", required=False)
+        idle = idle_treatment_field(
+            default=IdleTreatment.APART.value,
+            error_messages={"invalid_choice": 'idle must be "apart" or "shared", not "{input}"'},
+        )
         by_load = serializers.BooleanField(
             default=False,
             help_text="also each row's figures per load band (requests/s per GPU), the advisor's measured load "
@@ -273,8 +309,11 @@ class FleetComparisonView(ReportView):
     class OutputSerializer(serializers.Serializer):
         start = serializers.DateTimeField()
         end = serializers.DateTimeField()
+        complete_through = complete_through_field()
+        includes_open_hours = includes_open_hours_field()
         by = serializers.CharField()
         baseline_fleet_id = serializers.IntegerField(allow_null=True)
+        idle_treatment = idle_treatment_field(help_text=f"the idle treatment used (by=llm_model): {IDLE_TREATMENT}")
         results = ComparisonRowSerializer(many=True)
 
     @report_schema(
@@ -321,6 +360,8 @@ class FleetComparisonView(ReportView):
             by_model=params["by"] == "gpu_model",
             by_llm_model=params["by"] == "llm_model",
             fleet_ids=fleet_ids,
+            idle=IdleTreatment(params["idle"]),
+            now=self.now,
         )
         rows = [comparison_row_output(row) for row in comparison]
         bands: list[list[dict[str, Any]]] | None = None
@@ -344,7 +385,15 @@ class FleetComparisonView(ReportView):
             return self.csv_answer(columns, rows, report="comparison", start=start, end=end)
         for index, row in enumerate(rows):
             row["by_load"] = None if bands is None else bands[index]
-        answer = {"start": start, "end": end, "by": params["by"], "baseline_fleet_id": baseline, "results": rows}
+        answer = {
+            "start": start,
+            "end": end,
+            **self.completeness(end),
+            "by": params["by"],
+            "baseline_fleet_id": baseline,
+            "idle_treatment": params["idle"],
+            "results": rows,
+        }
         return Response(self.OutputSerializer(answer).data)
 
 
@@ -393,6 +442,8 @@ class SustainabilityReportView(ReportView):
         organization = serializers.SlugField()
         start = serializers.DateTimeField()
         end = serializers.DateTimeField()
+        complete_through = complete_through_field()
+        includes_open_hours = includes_open_hours_field()
         location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
         location_tco2e = number("the same in tCO2e")
         market_kgco2e = number(
@@ -480,6 +531,7 @@ class SustainabilityReportView(ReportView):
         used = organization_embodied_factors(organization_id=organization.pk, start=start, end=end)
         shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
         shown["audit"] = report_audit(user=request.user, organization=organization, start=start, end=end)
+        shown |= self.completeness(end)
         if self.wants_csv(request):
             metrics = _sustainability_metrics(shown)
             return self.csv_answer(["metric", "value"], metrics, report="sustainability", start=start, end=end)

@@ -260,6 +260,7 @@ def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
         "llm_model": stats.llm_model,
         "ledger_allocation": stats.allocation.value,
         "currency": currency,
+        "baseline_basis": None if row.baseline_basis is None else row.baseline_basis.value,
         "cost_per_1m_output_tokens": money_per_unit(stats.cost_per_1m_output_tokens, currency),
         "it_j_per_output_token": per_unit(stats.it_j_per_output_token),
         "it_j_per_1m_output_tokens": per_unit(_per_1m(stats.it_j_per_output_token)),

@@ -15,10 +15,13 @@ from a prefix cache are counted in the input tokens (vLLM counts them in
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from common.scope import ID_MAX
 from reports.metrics import ALLOCATION_NOTE
+from reports.sharing import IDLE_NOTES, IdleTreatment
 
 # Ids are at most bigint: a larger one names nothing, and would overflow the query that looks it up.
 # An organization id (ASCII digits) or slug (ASCII letters, digits, hyphens, underscores).
@@ -52,6 +55,34 @@ def money_per_unit_field(help_text: str) -> serializers.DecimalField:
 def per_unit_field(help_text: str) -> serializers.FloatField:
     """A unit figure (J per token, gCO2e per 1k tokens ...) as a number of 4 significant digits."""
     return serializers.FloatField(allow_null=True, help_text=f"{help_text}; 4 significant digits")
+
+
+COMPLETE_THROUGH = (
+    "the end (UTC) of the last complete hour: every node-hour of the organizations up to it has its final ledger "
+    "line and usage (nothing left to roll up or price), so its figures change only if data or inputs for it "
+    "change. Without a period, the report ends here"
+)
+INCLUDES_OPEN_HOURS = (
+    "the period asks for hours after complete_through: the hour in progress (charged for the time held up to now, "
+    "its future minutes not counted as missing) or hours still to be rolled up or priced; their figures may "
+    "still change. The comparison reads final node-hours only"
+)
+
+
+def complete_through_field() -> serializers.DateTimeField:
+    return serializers.DateTimeField(help_text=COMPLETE_THROUGH)
+
+
+def includes_open_hours_field() -> serializers.BooleanField:
+    return serializers.BooleanField(help_text=INCLUDES_OPEN_HOURS)
+
+
+IDLE_TREATMENT = "; ".join(f"{treatment.value}: {note}" for treatment, note in IDLE_NOTES.items())
+
+
+def idle_treatment_field(help_text: str = IDLE_TREATMENT, **kwargs: Any) -> serializers.ChoiceField:
+    """How the node-hours without output tokens are treated per LLM model (``reports.sharing.IdleTreatment``)."""
+    return serializers.ChoiceField(choices=[t.value for t in IdleTreatment], help_text=help_text, **kwargs)
 
 
 # One sentence per per-token figure, by field name (the README's "Per-token figures" says the same).
@@ -312,6 +343,14 @@ class ComparisonRowSerializer(TraceSerializer):
         "LLM model's row, no_output_tokens on the fleet x GPU model's idle row",
     )
     currency = serializers.CharField(allow_null=True)
+    baseline_basis = serializers.ChoiceField(
+        choices=["baseline_fleet", "same_llm_model", "no_baseline_row"],
+        allow_null=True,
+        help_text="what the row's *_vs_baseline ratios divide by: baseline_fleet, the baseline fleet as a whole "
+        "(rows per fleet or GPU model); same_llm_model, by=llm_model, the baseline fleet's rows of the same LLM "
+        "model added up (any GPU model; the idle row: its idle rows); no_baseline_row, by=llm_model, the baseline "
+        "fleet has no row of that LLM model, so every ratio is null. Null without a baseline",
+    )
     cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
     it_j_per_1m_output_tokens = per_unit_field("the same, in J per 1M output (generation) tokens")

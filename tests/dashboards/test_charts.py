@@ -139,9 +139,10 @@ def test_the_finance_chart_marks_todays_bucket_partial(client, finance_user):
         client.get("/finance/?period=7d&granularity=day").content.decode(), "chart-cost-by-fleet"
     )
 
-    # One bucket, today's: labelled as a day on a category axis, and partial (17 h 20 min of 24 h are over).
+    # One bucket, today's: labelled as a day on a category axis, and partial: the period ends where the ledger is
+    # complete, 17:00 (the hour in progress, 17:00-17:20, is not shown), so 17 of its 24 h.
     assert cost[0]["x"] == ["Sun 29 Nov"]
-    assert cost[0]["customdata"] == ["partial: 17.3 of 24 h"]
+    assert cost[0]["customdata"] == ["partial: 17 of 24 h"]
     assert layout["xaxis"]["type"] == "category"
 
 

@@ -34,7 +34,8 @@ def reported(client, query: dict[str, str]) -> tuple[str, str]:
 
 @time_machine.travel(NOW, tick=False)
 def test_without_a_period_a_page_and_a_report_cover_the_same_default_preset(client, member):
-    assert shown(client, {}) == reported(client, {}) == ("2026-11-10T10:00:00Z", "2026-11-17T10:00:00Z")
+    # 09:41: the hour in progress is left out of both (the ledger holds nothing still to compute).
+    assert shown(client, {}) == reported(client, {}) == ("2026-11-10T09:00:00Z", "2026-11-17T09:00:00Z")
 
 
 @time_machine.travel(NOW, tick=False)

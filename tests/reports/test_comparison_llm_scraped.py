@@ -12,8 +12,9 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 
-from accounting.node_hour_lines import ledger_node_hours_compute
+from accounting.node_hour_lines import ledger_pending_run
 from fleets.services import credential_issue
 from reports.selectors import fleet_comparison
 from tests.helpers.expositions import MODEL, MODEL_14B, vllm_two_models
@@ -32,7 +33,7 @@ def test_a_scraped_hour_of_two_models_compares_per_model(client):
     )
     assert response.status_code == 200, response.content
     run()
-    ledger_node_hours_compute(node_id=node.pk, hour_starts=[at(H)])
+    ledger_pending_run(now=timezone.now())  # the ledger takes the rollup's changes: the hour is final
 
     rows = fleet_comparison(
         organization_ids=[node.fleet.organization_id], start=at(H), end=at(H) + timedelta(hours=1), by_llm_model=True

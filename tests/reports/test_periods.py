@@ -94,8 +94,24 @@ def test_a_presets_range_is_the_one_preset_range_on_a_page(preset):
 def test_without_a_period_a_report_covers_what_a_page_shows_first():
     shown = page()
 
-    assert (shown.start, shown.end) == (utc(2026, 11, 10, 10), utc(2026, 11, 17, 10))
+    # 09:41: the hour in progress is left out, the last 7 days end at the last hour over.
+    assert (shown.start, shown.end) == (utc(2026, 11, 10, 9), utc(2026, 11, 17, 9))
     assert api_range(None, None, None, now=NOW) == (shown.start, shown.end)
+
+
+def test_without_a_period_both_end_where_the_ledger_is_complete():
+    through = utc(2026, 11, 17, 7)  # 07:00 and 08:00 still to be priced
+
+    shown = period_from_query({}, now=NOW, through=through)
+
+    assert (shown.start, shown.end) == (utc(2026, 11, 10, 7), through)
+    assert api_range(None, None, None, now=NOW, through=through) == (shown.start, shown.end)
+
+
+def test_this_month_holds_its_first_hour_while_that_hour_is_open():
+    first_hour = utc(2026, 11, 1, 0) + timedelta(minutes=5)
+
+    assert preset_range("mtd", first_hour, through=utc(2026, 11, 1)) == (utc(2026, 11, 1), utc(2026, 11, 1, 1))
 
 
 def test_a_months_dates_on_a_page_are_the_apis_named_month_and_its_instants():

@@ -291,18 +291,20 @@ def test_bad_parameters_are_refused_with_400(db, client_a, params):
 
 
 def test_without_a_period_the_report_covers_the_dashboards_last_7_days_and_says_so(fleets, client_a, time_machine):
-    # 2026-11-07 00:30 UTC: the last 7 days run to the next whole hour, 2026-10-31 01:00 to 2026-11-07 01:00.
+    # 2026-11-07 00:30 UTC: the last 7 days run to the end of the last complete hour (the hour in progress is
+    # not shown), 2026-10-31 00:00 to 2026-11-07 00:00.
     time_machine.move_to(datetime(2026, 11, 7, 0, 30, tzinfo=UTC), tick=False)
 
     response = client_a.get(URL, {"granularity": "total"})
     explicit = client_a.get(
-        URL, {"start": "2026-10-31T01:00:00Z", "end": "2026-11-07T01:00:00Z", "granularity": "total"}
+        URL, {"start": "2026-10-31T00:00:00Z", "end": "2026-11-07T00:00:00Z", "granularity": "total"}
     )
 
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["period"] == "last 7 days (the default without period, start or end)"
-    assert (body["start"], body["end"]) == ("2026-10-31T01:00:00Z", "2026-11-07T01:00:00Z")
+    assert (body["start"], body["end"]) == ("2026-10-31T00:00:00Z", "2026-11-07T00:00:00Z")
+    assert (body["complete_through"], body["includes_open_hours"]) == ("2026-11-07T00:00:00Z", False)
     assert explicit.json()["period"] == "start/end"
     assert body["results"] == explicit.json()["results"]
     assert [r["cost"] for r in body["results"]] == ["21.01"]  # H1-H3: 16.62 enterprise + 4.392 consumer
