@@ -1,0 +1,152 @@
+"""The hour in progress and hours still to compute: complete_through, held time up to now, figures that stay put.
+
+One H100 node of Org A (2 GPUs rented at 2.50 per GPU-hour, tests/reports/conftest.py) serving llama-8b;
+the clock is moved with time-machine.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from accounting.models import LedgerPending, NodeHourLedger
+from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending_run
+from reports.selectors import fleet_comparison
+from reports.selectors.complete import complete_through
+from telemetry.models import EndpointHourUsage, GpuHourUsage, RollupPending, UsageChanged
+from tests.helpers.reports import H1, H2, H3, endpoint, endpoint_hour, gpu_hours, h100_node, live_grid
+
+pytestmark = pytest.mark.django_db
+
+HOUR = timedelta(hours=1)
+COMPARISON = "/api/v1/reports/comparison/"
+
+
+def _served(node, hour, *, generation_tokens=300_000, observed_s=3600.0):
+    """One node-hour of usage: both GPUs, and llama-8b's output tokens."""
+    gpu_hours(node, hour, (1_800_000.0, 3_600_000.0), (80.0, 60.0))
+    GpuHourUsage.objects.filter(gpu__node=node, hour_start=hour).update(observed_s=observed_s)
+    llama = node.serving_endpoints.filter(model_name="llama-8b").first() or endpoint(node, "llama-8b", "vllm")
+    endpoint_hour(llama, hour, prompt_tokens=600_000, generation_tokens=generation_tokens, requests=1000)
+    EndpointHourUsage.objects.filter(endpoint=llama, hour_start=hour).update(observed_s=observed_s)
+
+
+@pytest.fixture
+def node(org_a):
+    live_grid()
+    return h100_node(org_a)
+
+
+def test_complete_through_walks_back_over_the_hours_still_to_compute(node, org_a, org_b):
+    now = H3 + HOUR + timedelta(minutes=10)  # 02:10, the 02:00 hour in progress
+    ids = [org_a.pk]
+    assert complete_through(organization_ids=ids, now=now) == H3 + HOUR
+
+    UsageChanged.objects.create(node=node, hour_start=H3, changed_at=now)  # rolled up, not priced yet
+    assert complete_through(organization_ids=ids, now=now) == H3
+    LedgerPending.objects.create(node=node, hour_start=H2, marked_at=now)  # a price changed
+    RollupPending.objects.create(node=node, hour_start=H1 - 5 * HOUR, marked_at=now)  # late samples, hours before
+    assert complete_through(organization_ids=ids, now=now) == H2
+    # The hour in progress is never complete, whatever is marked in it; another organization's marks are its own.
+    RollupPending.objects.create(node=node, hour_start=H3 + HOUR, marked_at=now)
+    other = h100_node(org_b)
+    UsageChanged.objects.create(node=other, hour_start=H1, changed_at=now)
+    assert complete_through(organization_ids=ids, now=now) == H2
+
+
+def test_a_line_of_the_hour_in_progress_charges_held_time_up_to_now_and_is_recomputed_once_over(node, time_machine):
+    time_machine.move_to(H3 + timedelta(minutes=9), tick=False)
+    _served(node, H3, observed_s=540.0)
+
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H3])
+
+    line = NodeHourLedger.objects.get(node=node, hour_start=H3)
+    assert line.held_h == Decimal("0.15")  # 9 minutes held so far, not the whole hour
+    assert line.hardware_cost == Decimal("0.75")  # 2 GPUs x 0.15 h x 2.50
+    mark = LedgerPending.objects.get(node=node, hour_start=H3)
+    assert mark.marked_at == H3 + HOUR  # marked for its end
+
+    ledger_pending_run(now=H3 + timedelta(minutes=10))  # before the end: the mark waits
+    assert LedgerPending.objects.filter(node=node, hour_start=H3).exists()
+
+    time_machine.move_to(H3 + HOUR + timedelta(minutes=1), tick=False)
+    ledger_pending_run(now=H3 + HOUR + timedelta(minutes=1))
+
+    line.refresh_from_db()
+    assert line.held_h == Decimal(1)
+    assert not LedgerPending.objects.filter(node=node, hour_start=H3).exists()
+
+
+def test_the_hour_in_progress_is_asked_for_says_so_and_never_counts_its_future_as_missing(node, client_a, time_machine):
+    time_machine.move_to(H3 + timedelta(minutes=9), tick=False)
+    _served(node, H3, observed_s=540.0)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H3])
+    hour = {"start": H3.isoformat(), "end": (H3 + HOUR).isoformat()}
+
+    usage = client_a.get("/api/v1/reports/usage/", {**hour, "granularity": "total"}).json()
+    sustainability = client_a.get("/api/v1/reports/sustainability/", hour).json()
+
+    assert (usage["complete_through"], usage["includes_open_hours"]) == ("2026-11-01T01:00:00Z", True)
+    assert sustainability["includes_open_hours"] is True
+    assert usage["results"][0]["coverage"] == 1.0
+    assert (sustainability["held_h"], sustainability["missing_h"]) == (0.15, 0.0)
+
+
+def test_two_requests_a_minute_apart_give_the_same_figures_while_the_hour_in_progress_fills(
+    node, client_a, time_machine
+):
+    for hour in (H1, H2):
+        _served(node, hour)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H1, H2])
+    time_machine.move_to(H3 + timedelta(minutes=20), tick=False)
+    _served(node, H3, observed_s=1200.0)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H3])
+    asked = {"start": H1.isoformat(), "end": (H3 + HOUR).isoformat(), "by": "llm_model"}
+
+    first = client_a.get(COMPARISON, asked).json()
+    # A minute later the hour in progress has more tokens, a new model and a recomputed line.
+    time_machine.move_to(H3 + timedelta(minutes=21), tick=False)
+    EndpointHourUsage.objects.filter(hour_start=H3).update(generation_tokens=900_000)
+    qwen = node.serving_endpoints.create(url="http://127.0.0.1:8001/metrics", kind="vllm", model_name="qwen-14b")
+    endpoint_hour(qwen, H3, generation_tokens=50_000, requests=10)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H3])
+    second = client_a.get(COMPARISON, asked).json()
+    default = client_a.get(COMPARISON, {"by": "llm_model"}).json()
+
+    assert first["results"] == second["results"]
+    assert [row["llm_model"] for row in second["results"]] == ["llama-8b"]  # no row of the hour in progress
+    assert second["results"][0]["gpu_h"] == 4.0  # H1 and H2, 2 GPUs each
+    assert (second["complete_through"], second["includes_open_hours"]) == ("2026-11-01T01:00:00Z", True)
+    assert default["end"] == default["complete_through"] == "2026-11-01T01:00:00Z"
+    assert default["includes_open_hours"] is False
+    assert default["results"] == second["results"]
+
+
+def test_a_comparison_leaves_out_hours_the_ledger_has_not_priced_since_their_usage_changed(node, org_a):
+    for hour in (H1, H2):
+        _served(node, hour)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H1, H2])
+    # The rollup rewrote H2 (late samples: three times the tokens) and the ledger has not caught up.
+    EndpointHourUsage.objects.filter(hour_start=H2).update(generation_tokens=900_000)
+    UsageChanged.objects.create(node=node, hour_start=H2, changed_at=H3)
+
+    rows = fleet_comparison(organization_ids=[org_a.pk], start=H1, end=H3, by_llm_model=True, now=H3 + 2 * HOUR)
+
+    (llama,) = rows
+    assert llama.stats.sums.totals.gpu_h == Decimal(2)  # H1 alone, never more than its share
+    assert llama.stats.sums.totals.generation_tokens == llama.stats.serving.generation_tokens == 300_000
+
+
+def test_every_page_carries_complete_through(node, client_a, time_machine):
+    _served(node, H1)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H1])
+    time_machine.move_to(H3 + timedelta(minutes=5), tick=False)
+    UsageChanged.objects.create(node=node, hour_start=H2, changed_at=H3)
+
+    for page in ("/finance/", "/compare/", "/nodes/"):
+        context = client_a.get(page).context
+        assert context["complete_through"] == H2, page
+        assert context["period"].end == H2, page
+        assert context["includes_open_hours"] is False, page
