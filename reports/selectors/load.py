@@ -9,7 +9,9 @@ fleet (or per GPU model) merges its curves' bands of the same range, so its
 tokens or requests (a ``no_output_tokens`` row) have no load and no band.
 
 Each band comes with the baseline fleet's band of the same range (all its curves
-merged), so its ratios compare like load with like load.
+merged; per LLM model, its curves of the same LLM model, whatever their GPU model,
+as the comparison's own ratios: ``BaselineBasis``), so its ratios compare like load
+with like load, and per LLM model like model with like model.
 
 This module is not imported by ``reports.selectors`` (the advice
 package reads reports' selectors, and reads them first).
@@ -64,17 +66,24 @@ def comparison_load_bands(
         organization_ids=organization_ids, start=start, end=end, fleet_ids=read, band_edges_rps_per_gpu=edges
     )
     per_row: dict[_RowKey, list[LoadCurve]] = defaultdict(list)
-    per_fleet: dict[int, list[LoadCurve]] = defaultdict(list)
+    # The baseline fleet's curves: all of them (None), and per LLM model (by=llm_model).
+    per_baseline: dict[str | None, list[LoadCurve]] = defaultdict(list)
     for curve in curves:
         per_row[_curve_key(curve, by)].append(curve)
-        per_fleet[curve.key.fleet_id].append(curve)
-    baseline = _merged(per_fleet.get(baseline_fleet_id, [])) if baseline_fleet_id is not None else {}
+        if curve.key.fleet_id == baseline_fleet_id:
+            per_baseline[None].append(curve)
+            per_baseline[llm_name(curve.key.llm_model)].append(curve)
+    merged_baselines: dict[str | None, dict[float, tuple[CurveBand, str]]] = {}
     answer: list[list[LoadBand]] = []
     for row in rows:
         stats = row.stats
         if stats.allocation is LedgerAllocation.UNATTRIBUTED:
             answer.append([])
             continue
+        like = stats.llm_model if by == "llm_model" else None
+        if like not in merged_baselines:
+            merged_baselines[like] = _merged(per_baseline.get(like, []))
+        baseline = merged_baselines[like]
         bands = _merged(per_row.get(_row_key(stats.fleet_id, stats.gpu_model, stats.llm_model, by), []))
         answer.append([
             LoadBand(band=band, currency=currency, baseline=base[0], baseline_currency=base[1])

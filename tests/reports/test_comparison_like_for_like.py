@@ -16,6 +16,7 @@ import pytest
 from accounting.node_hour_lines import ledger_node_hours_compute
 from reports.metrics import BaselineBasis
 from reports.selectors import fleet_comparison
+from reports.selectors.load import comparison_load_bands
 from reports.sharing import IdleTreatment, idle_shares, whole_parts
 from telemetry.models import ServingEndpoint
 from tests.helpers.reports import END, H1, START, endpoint_hour, rtx_node
@@ -156,3 +157,22 @@ def test_the_page_switches_idle_between_apart_and_shared(two_models, client_a):
     assert re.search(r'<span id="idle-note">Idle shared: ', shared)
     assert re.search(r'href="/api/v1/reports/comparison/\?[^"]*idle=shared', shared)  # the export asks alike
     assert ignored.status_code == 200  # a hand-edited value shows the default
+
+
+def test_at_like_load_each_llm_model_band_is_compared_with_the_same_model_on_the_baseline_fleet(
+    consumer, two_models, org_a
+):
+    scope = {"organization_ids": [org_a.pk], "start": START, "end": END}
+    baseline = two_models.fleet.pk
+    rows = fleet_comparison(**scope, baseline_fleet_id=baseline, by_llm_model=True)
+
+    bands = comparison_load_bands(rows, **scope, by="llm_model", baseline_fleet_id=baseline)
+
+    keyed = {(row.stats.fleet_name, row.stats.llm_model): found for row, found in zip(rows, bands, strict=True)}
+    (enterprise_llama,) = keyed[("enterprise", "llama-8b")]
+    consumer_llama = keyed[("consumer", "llama-8b")]
+    assert consumer_llama and {band.band.low_rps_per_gpu for band in consumer_llama} == {
+        enterprise_llama.band.low_rps_per_gpu
+    }
+    assert consumer_llama[0].baseline == enterprise_llama.band  # llama-8b's band, not the fleet's all-model band
+    assert all(band.baseline is None for band in keyed[("consumer", "mistral-7b")])
