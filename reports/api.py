@@ -264,6 +264,7 @@ class UsageReportView(ReportView):
             granularity=Granularity(params["granularity"]),
             group_by=GroupBy(params["group_by"]),
             filters=report_filters(organization_ids=organization_ids, params=params),
+            now=self.now,
         )
         if self.wants_csv(request):
             rows: Iterator[Any] = (usage_row_output(row) for row in report_rows_iter(spec=spec))

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, F, Max, Min, Q, QuerySet
+from django.utils import timezone
 
 from accounting.ledger import CurrencyMismatchError
 from accounting.models import NodeHourLedger
@@ -19,6 +20,7 @@ from fleets.models import Fleet, Node, Organization, Site
 from reports.aggregates import ledger_sums, ledger_sums_from
 from reports.metrics import LedgerSums, ledger_sums_merge
 from reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
+from reports.selectors.complete import final_q
 from reports.selectors.lines import (
     NO_FILTERS,
     ReportFilters,
@@ -100,6 +102,8 @@ class UsageSpec:
     granularity: Granularity
     group_by: GroupBy
     filters: ReportFilters = NO_FILTERS
+    # The clock (``timezone.now()`` unless given): by LLM model, only node-hours final by then are allocated.
+    now: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -252,17 +256,20 @@ def _llm_model_rows(spec: UsageSpec) -> list[ReportRow]:
     """Rows per bucket x LLM model: each node-hour's line allocated to its LLM models by output-token share.
 
     The node-hours without output tokens make a row of their own per bucket (``group_key``
-    ``None``), so the rows add up. Few rows (buckets x models), built whole and paged here.
+    ``None``), so the rows add up. Only final node-hours are allocated (``complete.final_q``), as in
+    the comparison: a line and its usage then agree. Few rows (buckets x models), built whole and paged here.
     """
     organization_ids, start, end, granularity = spec.organization_ids, spec.start, spec.end, spec.granularity
+    now = spec.now or timezone.now()
     lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=spec.filters)
+    lines = lines.filter(final_q(now=now, node="node_id"))
     bucket = bucket_expression(granularity)
     keys = [] if bucket is None else ["bucket"]
     idle = lines.filter(generation_tokens=0)
     idle = idle if bucket is None else idle.annotate(bucket=bucket)
     usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    )
+    ).filter(final_q(now=now, node="endpoint__node_id"))
     usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=spec.filters))
     usage = usage if bucket is None else usage.annotate(bucket=bucket)
     # Keyed by the lines' GPU model and intensity source too (a line has one of each), for each row's trace.

@@ -150,3 +150,17 @@ def test_every_page_carries_complete_through(node, client_a, time_machine):
         assert context["complete_through"] == H2, page
         assert context["period"].end == H2, page
         assert context["includes_open_hours"] is False, page
+
+
+def test_the_usage_report_by_llm_model_allocates_final_node_hours_only(node, client_a):
+    for hour in (H1, H2):
+        _served(node, hour)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H1, H2])
+    EndpointHourUsage.objects.filter(hour_start=H2).update(generation_tokens=900_000)
+    UsageChanged.objects.create(node=node, hour_start=H2, changed_at=H3)
+    asked = {"start": H1.isoformat(), "end": H3.isoformat(), "granularity": "total"}
+
+    (llama,) = client_a.get("/api/v1/reports/usage/", {**asked, "group_by": "llm_model"}).json()["results"]
+
+    assert (llama["group_key"], llama["generation_tokens"]) == ("llama-8b", 300_000)
+    assert llama["cost"] == "5.54"  # H1's line alone, whole: 5.00 rent + 0.54 electricity
