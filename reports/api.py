@@ -8,38 +8,22 @@ answered in JSON whatever format was asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from datetime import datetime
+from collections.abc import Iterator
 from typing import Any
 
-from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
-from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication
-from rest_framework.exceptions import APIException
-from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import JSONRenderer
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.utils.urls import remove_query_param, replace_query_param
-from rest_framework.views import APIView
 
-from accounting.ledger import CurrencyMismatchError
-from common.api import error_responses
-from common.periods import Granularity, holds_open_hours
-from common.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
+from common.periods import Granularity
+from common.renderers import csv_cell
 from common.scope import (
     period_described,
     report_filters,
     report_fleet_ids,
-    report_organization,
-    report_organization_ids,
-    report_period,
 )
-from fleets.authentication import PersonalTokenAuthentication
-from fleets.models import Organization
 from governance.report_audit import AUDIT_SECTION, ReportAuditSerializer, audit_metric_rows, report_audit
 from reports.display import (
     MARKET_BASIS,
@@ -51,6 +35,7 @@ from reports.display import (
     usage_row_output,
 )
 from reports.metrics import ALLOCATION_NOTE
+from reports.report_view import ReportView, report_schema
 from reports.selectors import (
     GroupBy,
     UsageSpec,
@@ -59,7 +44,6 @@ from reports.selectors import (
     report_rows_iter,
     sustainability_report,
 )
-from reports.selectors.complete import complete_through
 from reports.selectors.load import comparison_load_bands
 from reports.selectors.trace import organization_embodied_factors
 from reports.serializers import (
@@ -90,102 +74,6 @@ from reports.sharing import IdleTreatment
 DEFAULT_PAGE_ROWS = 500
 MAX_PAGE_ROWS = 5000
 MAX_OFFSET = 10**9  # past any report's rows: an offset beyond them answers an empty page
-
-
-class MixedCurrencies(APIException):
-    status_code = status.HTTP_400_BAD_REQUEST
-    default_code = "mixed_currencies"
-    default_detail = "money in different currencies is never added: filter by currency or group by site or currency"
-
-
-_ERRORS = error_responses(
-    invalid="bad parameters, or money in two currencies in one row",
-    forbidden="a node token: node tokens are for the ingest API only",
-    not_found="an organization, fleet, site or node that is not among yours",
-)
-
-
-def _json_or_csv(output: Any) -> dict[Any, Any]:
-    """A report's documented answers: ``output`` as JSON, the same rows as CSV, and its errors."""
-    return {(200, "application/json"): output, (200, CSV_MEDIA_TYPE): OpenApiTypes.STR, **_ERRORS}
-
-
-def report_schema(params: type[serializers.Serializer], output: type[serializers.Serializer], **operation: Any) -> Any:
-    """A report's OpenAPI operation: ``params`` as its query, ``output`` as JSON or the same rows as CSV, its errors."""
-    return extend_schema(parameters=[params], responses=_json_or_csv(output), **operation)
-
-
-class ReportView(APIView):
-    """What every report shares: authentication, a rate per user, JSON or CSV, and errors in JSON."""
-
-    authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
-    permission_classes = [IsAuthenticated]
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "reports"  # THROTTLE_REPORTS_RATE
-    renderer_classes = [JSONRenderer, CSVRenderer]
-
-    def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, CurrencyMismatchError):
-            exc = MixedCurrencies(str(exc))
-        response = super().handle_exception(exc)
-        # A CSV holding an error message helps no client: errors are JSON whatever was asked.
-        self.request.accepted_renderer = JSONRenderer()
-        self.request.accepted_media_type = JSONRenderer.media_type
-        return response
-
-    @staticmethod
-    def wants_csv(request: Request) -> bool:
-        return request.accepted_renderer.format == CSVRenderer.format
-
-    InputSerializer: type[serializers.Serializer]  # the report's query parameters
-
-    def params(self, request: Request) -> dict[str, Any]:
-        serializer = self.InputSerializer(data=request.query_params)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
-
-    # The clock the report reads (``timezone.now()`` at the request) and the end of the last complete hour of
-    # the organizations it answers for then (``reports.selectors.complete``): set by ``scope``.
-    now: datetime
-    complete_through: datetime
-
-    def scope(self, request: Request) -> tuple[dict[str, Any], datetime, datetime, list[int]]:
-        """The validated parameters, the period ``[start, end)`` and the organizations asked for (each the user's).
-
-        Without a period the report ends at the organizations' last complete hour (``complete_through``).
-        """
-        params = self.params(request)
-        organization_ids = report_organization_ids(user=request.user, refs=params.get("organization", []))
-        start, end = self._period(params, organization_ids)
-        return params, start, end, organization_ids
-
-    def organization_scope(self, request: Request) -> tuple[datetime, datetime, Organization]:
-        """The period ``[start, end)`` asked for and the one organization (the user's) it is asked of."""
-        params = self.params(request)
-        organization = report_organization(user=request.user, ref=params.get("organization"))
-        start, end = self._period(params, [organization.pk])
-        return start, end, organization
-
-    def _period(self, params: dict[str, Any], organization_ids: list[int]) -> tuple[datetime, datetime]:
-        self.now = timezone.now()
-        self.complete_through = complete_through(organization_ids=organization_ids, now=self.now)
-        return report_period(params, now=self.now, through=self.complete_through)
-
-    def completeness(self, end: datetime) -> dict[str, Any]:
-        """What every report answer says of its hours: ``complete_through`` and ``includes_open_hours``."""
-        return {
-            "complete_through": self.complete_through,
-            "includes_open_hours": holds_open_hours(end, self.complete_through),
-        }
-
-    @staticmethod
-    def csv_answer(columns: list[str], rows: Iterable[Any], *, report: str, start: datetime, end: datetime) -> Any:
-        """The report's rows streamed as CSV, in a file named after the report and its period."""
-        return csv_response(columns, rows, filename=_csv_name(report, start, end))
-
-
-def _csv_name(report: str, start: datetime, end: datetime) -> str:
-    return f"wattledger-{report}-{start:%Y%m%dT%H}-{end:%Y%m%dT%H}.csv"
 
 
 def _page_links(request: Request, *, count: int, offset: int, limit: int) -> tuple[str | None, str | None]:
@@ -337,9 +225,15 @@ class FleetComparisonView(ReportView):
             "holding the target, with its exact bounds (`goodput_share_certain`, `goodput_share_possible`). "
             "Inter-token latency (time per output token) comes where the server exposes its histogram (vLLM, "
             "SGLang), else it is null and `itl_note` says why. With `by=llm_model`, rows are per fleet x GPU model "
-            f"x LLM model, and {ALLOCATION_NOTE}. With `baseline`, "
-            "each figure is also given as a ratio to the baseline fleet as a whole (null where undefined, and "
-            "for money in another currency). With `by_load=true`, each row also gives its figures per load band "
+            f"x LLM model, and {ALLOCATION_NOTE} (`idle=apart`, the default), or shared across each fleet x GPU "
+            "model's LLM models by their output tokens over the period (`idle=shared`, Kubecost's share idle); "
+            "the answer's `idle_treatment` says which. With `baseline`, each figure is also given as a ratio "
+            "(`*_vs_baseline`; null where undefined, and for money in another currency): per fleet and per GPU "
+            "model to the baseline fleet as a whole; per LLM model to the baseline fleet's rows of the same LLM "
+            "model (any GPU model), null where it has none (`baseline_basis: no_baseline_row`). Only final "
+            "node-hours are compared (the hour in progress and hours still to be rolled up or priced wait), so "
+            "the rows add up and a figure changes only with its data or inputs; `complete_through` says through "
+            "when every hour is final. With `by_load=true`, each row also gives its figures per load band "
             "(`by_load`), so that fleets are compared at like load: the row's fleet-hours binned by requests/s per "
             "GPU (bands doubling from 0.25, the last open-ended; the advisor's measured load curves, each LLM "
             "model's hours apart, a node-hour shared among its models by output tokens), with output tokens/s per "
