@@ -42,7 +42,7 @@ class ReportFilters:
 
 NO_FILTERS = ReportFilters()
 
-# Without a period a report covers what the dashboards show first: the last 7 days, to the next whole hour.
+# Without a period a report covers what the dashboards show first: the last 7 days, to the last complete hour.
 DEFAULT_PERIOD_LABEL = PRESETS[DEFAULT_PRESET].lower()
 
 

@@ -86,6 +86,7 @@ def test_the_api_and_the_page_say_no_baseline_row(consumer, two_models, client_a
     assert basis[("consumer", "mistral-7b")] == "no_baseline_row"
     assert basis[("consumer", "llama-8b")] == "same_llm_model"
     assert '<span class="no-baseline-row">consumer · mistral-7b: no baseline row.</span>' in html
+    assert "figures compare each LLM model with the same LLM model on enterprise." in html
     per_fleet = client_a.get(URL, {**asked, "by": "fleet"}).json()["results"]
     assert {row["baseline_basis"] for row in per_fleet} == {"baseline_fleet"}
 

@@ -150,6 +150,8 @@ def test_every_page_carries_complete_through(node, client_a, time_machine):
         assert context["complete_through"] == H2, page
         assert context["period"].end == H2, page
         assert context["includes_open_hours"] is False, page
+    compare = client_a.get("/compare/?start=2026-10-31&end=2026-11-01").content.decode()
+    assert "Complete through 2026-11-01 00:00 UTC; later hours are left out" in compare
 
 
 def test_the_usage_report_by_llm_model_allocates_final_node_hours_only(node, client_a):
