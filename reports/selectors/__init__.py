@@ -23,10 +23,14 @@ currency, or group by site or currency). Nothing is rounded here:
   embodied factors' sources), and ratios to a baseline fleet.
 - ``sustainability_report``: one organization's Scope 2 and embodied carbon,
   energy and PUE, with the quality and sources of the data behind them.
+- ``complete_through``: the end of the organizations' last complete hour (every
+  node-hour's ledger line and usage final), where default periods end; the
+  comparison and the usage report by LLM model read final node-hours only.
 """
 
 from reports.metrics import ComparisonRow, ComparisonStats, LedgerSums
 from reports.selectors.comparison import fleet_comparison
+from reports.selectors.complete import complete_through
 from reports.selectors.lines import MIXED_MODEL, NO_FILTERS, ReportFilters, gpu_model_profiles, ledger_lines
 from reports.selectors.parts import BUCKET, LedgerPart, ledger_parts, parts_sum, parts_total
 from reports.selectors.sustainability import (
@@ -66,6 +70,7 @@ __all__ = [
     "ReportRow",
     "SustainabilityReport",
     "UsageSpec",
+    "complete_through",
     "fleet_comparison",
     "gpu_model_profiles",
     "group_labels",
