@@ -28,6 +28,7 @@ from rest_framework.views import APIView
 from accounting.ledger import CurrencyMismatchError
 from common.api import error_responses
 from common.periods import Granularity
+from common.query import organization_ref_field, query_validated
 from common.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_cell, csv_response
 from common.scope import (
     period_described,
@@ -75,7 +76,6 @@ from reports.serializers import (
     UsageRowSerializer,
     id_field,
     number,
-    organization_ref_field,
     per_unit_field,
 )
 
@@ -133,9 +133,7 @@ class ReportView(APIView):
     InputSerializer: type[serializers.Serializer]  # the report's query parameters
 
     def params(self, request: Request) -> dict[str, Any]:
-        serializer = self.InputSerializer(data=request.query_params)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
+        return query_validated(self.InputSerializer, request)
 
     def scope(self, request: Request) -> tuple[dict[str, Any], datetime, datetime, list[int]]:
         """The validated parameters, the period ``[start, end)`` and the organizations asked for (each the user's)."""
