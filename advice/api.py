@@ -18,7 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -35,6 +35,7 @@ from advice.services import (
 from advice.tasks import advice_refresh_task
 from common.api import InputView, OrganizationRowSerializer, error_responses, owned, validated
 from common.outbound import OutboundRefused, target_check
+from common.query import QueryInputSerializer, organization_ref_field, query_validated
 from common.scope import report_fleet_ids, report_organization
 from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
@@ -45,7 +46,6 @@ from reports.serializers import (
     ScopeInputSerializer,
     money_per_unit_field,
     number,
-    organization_ref_field,
 )
 
 ERRORS = error_responses(
@@ -217,12 +217,17 @@ class SettingsSerializer(serializers.Serializer):
         return value
 
 
+class SettingsQuerySerializer(QueryInputSerializer):
+    organization = organization_ref_field("organization id or slug; optional if you belong to one", required=False)
+
+
 class AdviceSettingsView(ClassView):
     """One organization's advice settings (``?organization=`` id or slug; optional if you belong to one)."""
 
     @staticmethod
     def _settings(request: Request) -> AdviceSettings:
-        organization = report_organization(user=request.user, ref=request.query_params.get("organization"))
+        query = query_validated(SettingsQuerySerializer, request)
+        organization = report_organization(user=request.user, ref=query.get("organization"))
         change_check(user=request.user, organization=organization, capability=Capability.NOTIFICATIONS)
         return advice_settings(organization_id=organization.pk)
 
@@ -231,15 +236,14 @@ class AdviceSettingsView(ClassView):
         return dict(SettingsSerializer({**vars(options), "notify_emails": options.email_list}).data)
 
     @extend_schema(operation_id="advice_settings_read", summary="Advice settings (admin)",
-                   parameters=[OpenApiParameter("organization", str, required=False)],
-                   responses={200: SettingsSerializer, **ERRORS})  # fmt: skip
+                   parameters=[SettingsQuerySerializer], responses={200: SettingsSerializer, **ERRORS})  # fmt: skip
     def get(self, request: Request) -> Response:
         return Response(self._shown(self._settings(request)))
 
     @extend_schema(
         operation_id="advice_settings_update",
         summary="Set the minimum hours of data, the curves' history, and where changes are sent (admin)",
-        parameters=[OpenApiParameter("organization", str, required=False)],
+        parameters=[SettingsQuerySerializer],
         request=SettingsSerializer, responses={200: SettingsSerializer, **ERRORS},
     )  # fmt: skip
     def put(self, request: Request) -> Response:

@@ -4,7 +4,9 @@ drf-spectacular leaves out some of what DRF refuses, so a client reading the
 schema would send values the API answers with 400:
 
 * a ``CharField`` without ``allow_blank`` refuses "" and whitespace only:
-  the request schema says ``minLength: 1`` and needs a non-space character;
+  the request schema says ``minLength: 1`` and needs a non-space character
+  (or matches the field's own regex, a ``RegexField``'s or ``SlugField``'s,
+  with the surrounding whitespace DRF trims);
 * a ``DecimalField`` as a string refuses "", "-", "." and values past its
   bounds: the pattern needs a digit, and has no sign where ``min_value`` is 0
   or more (and none of the smaller values where it is 0.1 or 1, or of the
@@ -23,6 +25,7 @@ import copy
 from decimal import Decimal
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular import openapi
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -47,13 +50,26 @@ class AutoSchema(openapi.AutoSchema):
             and "enum" not in schema
         ):
             schema["minLength"] = 1
-            if "pattern" not in schema and field.trim_whitespace:
+            # A field's own regex (RegexField, SlugField) is its pattern, which drf-spectacular adds after this.
+            if "pattern" not in schema and field.trim_whitespace and not _has_regex(field):
                 schema["pattern"] = r"\S"  # surrounding spaces are trimmed: spaces only are blank
         if isinstance(field, serializers.DecimalField) and "pattern" in schema:
             pattern = decimal_pattern(field)
             if pattern is not None:
                 schema["pattern"] = pattern
         return schema
+
+    def _insert_field_validators(self, field: Any, schema: dict[str, Any]) -> None:
+        super()._insert_field_validators(field, schema)
+        pattern = schema.get("pattern")
+        trimmed = isinstance(field, serializers.CharField) and field.trim_whitespace and _has_regex(field)
+        if trimmed and isinstance(pattern, str) and pattern.startswith("^") and pattern.endswith("$"):
+            # DRF trims surrounding whitespace before it matches the regex: the value may carry some.
+            schema["pattern"] = rf"^\s*(?:{pattern[1:-1]})\s*$"
+
+
+def _has_regex(field: serializers.Field) -> bool:
+    return any(isinstance(validator, RegexValidator) for validator in field.validators)
 
 
 def decimal_pattern(field: serializers.DecimalField) -> str | None:

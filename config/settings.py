@@ -300,6 +300,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "config.api_schema.AutoSchema",  # the constraints DRF enforces, stated
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's, but ?format= sent empty is a 400 like every empty query parameter (common/query.py).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "common.query.ContentNegotiation",
     # JSON of a bounded depth (a deeply nested body is a 400, not a 500); forms and uploads as DRF parses them.
     "DEFAULT_PARSER_CLASSES": [
         "common.parsers.BoundedJSONParser",

@@ -14,7 +14,7 @@ from typing import Any
 from django.http import HttpResponseBase
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
@@ -24,6 +24,7 @@ from rest_framework.response import Response
 from common.api import ERRORS, InputView, OrganizationRowSerializer, owned, validated
 from common.csv_safety import csv_escaped
 from common.periods import hour_instant_problem
+from common.query import QueryInputSerializer, organization_ref_field, query_validated
 from common.renderers import CSVRenderer, csv_response
 from common.scope import report_organization
 from fleets.permissions import Capability, change_check
@@ -88,43 +89,43 @@ class LockedPeriodDetailView(InputView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class AuditQuerySerializer(QueryInputSerializer):
+    organization = organization_ref_field("id or slug; optional if you belong to one", required=False)
+    start = serializers.DateTimeField(required=False, help_text="changes at or after")
+    end = serializers.DateTimeField(required=False, help_text="changes before")
+    period_start = serializers.DateTimeField(
+        required=False,
+        help_text="with period_end: only the changes bearing on the reporting period [period_start, period_end) "
+        "(their input's validity, delivery, year or hours overlap it, or it has no period), whenever made: the "
+        "entries a report of that period carries in its audit section",
+    )
+    period_end = serializers.DateTimeField(required=False, help_text="exclusive; with period_start")
+    format = serializers.ChoiceField(choices=["json", "csv"], required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        given = ("period_start" in attrs, "period_end" in attrs)
+        if any(given) and not all(given):
+            raise ValidationError("give period_start and period_end together")
+        if all(given) and attrs["period_end"] <= attrs["period_start"]:
+            raise ValidationError("period_end must be after period_start")
+        return attrs
+
+
 class AuditView(InputView):
     renderer_classes = [JSONRenderer, CSVRenderer]
 
     @extend_schema(
         operation_id="audit_list",
         summary="The audit trail of input changes, newest first (admins); ?format=csv for the report's export",
-        parameters=[
-            OpenApiParameter(
-                "organization",
-                {"type": "string", "maxLength": 200},
-                description="id or slug; optional if you belong to one",
-            ),
-            OpenApiParameter("start", OpenApiTypes.DATETIME, description="changes at or after"),
-            OpenApiParameter("end", OpenApiTypes.DATETIME, description="changes before"),
-            OpenApiParameter(
-                "period_start",
-                OpenApiTypes.DATETIME,
-                description="with period_end: only the changes bearing on the reporting period [period_start, "
-                "period_end) (their input's validity, delivery, year or hours overlap it, or it has no period), "
-                "whenever made: the entries a report of that period carries in its audit section",
-            ),
-            OpenApiParameter("period_end", OpenApiTypes.DATETIME, description="exclusive; with period_start"),
-            OpenApiParameter("format", str, enum=["json", "csv"]),
-        ],
+        parameters=[AuditQuerySerializer],
         responses={200: AuditEntrySerializer(many=True), (200, "text/csv"): OpenApiTypes.STR, **ERRORS},
     )
     def get(self, request: Request) -> HttpResponseBase:
-        params = _AuditParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        organization = report_organization(user=request.user, ref=params.validated_data.get("organization"))
+        params = query_validated(AuditQuerySerializer, request)
+        organization = report_organization(user=request.user, ref=params.get("organization"))
         change_check(user=request.user, organization=organization, capability=Capability.GOVERNANCE)
-        entries: Any = audit_entries(
-            organization_id=organization.pk,
-            start=params.validated_data.get("start"),
-            end=params.validated_data.get("end"),
-        )
-        period_start, period_end = params.validated_data.get("period_start"), params.validated_data.get("period_end")
+        entries: Any = audit_entries(organization_id=organization.pk, start=params.get("start"), end=params.get("end"))
+        period_start, period_end = params.get("period_start"), params.get("period_end")
         if period_start is not None and period_end is not None:
             entries = entries_bearing_on(entries, start=period_start, end=period_end)
         rows = AuditEntrySerializer(entries, many=True).data
@@ -136,20 +137,3 @@ class AuditView(InputView):
 
 def _json(value: Any) -> str:
     return "" if value is None else json.dumps(value, sort_keys=True)
-
-
-class _AuditParams(serializers.Serializer):
-    organization = serializers.CharField(required=False, max_length=200)
-    start = serializers.DateTimeField(required=False)
-    end = serializers.DateTimeField(required=False)
-    period_start = serializers.DateTimeField(required=False)
-    period_end = serializers.DateTimeField(required=False)
-    format = serializers.ChoiceField(choices=["json", "csv"], required=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        given = ("period_start" in attrs, "period_end" in attrs)
-        if any(given) and not all(given):
-            raise ValidationError("give period_start and period_end together")
-        if all(given) and attrs["period_end"] <= attrs["period_start"]:
-            raise ValidationError("period_end must be after period_start")
-        return attrs

@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.query import QueryInputSerializer, query_validated
 from fleets.authentication import PersonalTokenAuthentication
 from fleets.models import Organization
 from fleets.permissions import ROLES_FOR, Capability
@@ -75,7 +76,7 @@ class IntensityCsvUploadView(APIView):
     permission_classes = [IsAuthenticated]
     parser_classes = [CsvParser]
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(QueryInputSerializer):
         organization = serializers.SlugField(max_length=200, help_text="the organization's slug")
         source_name = serializers.RegexField(
             SOURCE_NAME_PATTERN, max_length=64, help_text='names the upload; rows are tagged "csv:<source_name>"'
@@ -127,10 +128,9 @@ class IntensityCsvUploadView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        query = self.InputSerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        organization = _organization_for_upload(user=request.user, slug=query.validated_data["organization"])
-        source_name = query.validated_data["source_name"]
+        query = query_validated(self.InputSerializer, request)
+        organization = _organization_for_upload(user=request.user, slug=query["organization"])
+        source_name = query["source_name"]
         try:
             stored, _ = intensity_upload_save(
                 organization=organization, body=_csv_body(request), source_name=source_name, user=request.user

@@ -21,12 +21,12 @@ accepted entirely or not at all. The same (zone, hour_start, kind) twice is an e
 
 from __future__ import annotations
 
-import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
+from common.csv_reading import CsvUnreadable, csv_records
 from grid.hours import parse_timestamp
 from grid.intensity import AVERAGE, MARGINAL, HourlyIntensity, Kind, is_utc_hour, quantize_intensity
 
@@ -59,15 +59,19 @@ def parse_intensity_csv(source: str | bytes | Iterable[str], *, source_name: str
     """Parse an uploaded CSV into hours tagged ``csv:<source_name>``, sorted by zone and hour."""
     if not source_name.strip():
         raise ValueError("source_name must not be blank")
-    reader = csv.reader(_lines(source))
-    columns = _header(reader)
+    records = csv_records(_lines(source))
+    header = _first_record(records)
+    columns = _header(header)
     problems: list[str] = []
     rows: dict[tuple[str, datetime, Kind], tuple[int, HourlyIntensity]] = {}
-    for fields in reader:
-        row = _Row(reader.line_num, problems)
-        value = _parse_row(fields, columns, row, f"csv:{source_name.strip()}")
-        if value is not None:
-            _add(rows, (value.zone, value.hour_start, value.kind), row, value)
+    try:
+        for line, fields in records:
+            row = _Row(line, problems)
+            value = _parse_row(fields, columns, row, f"csv:{source_name.strip()}")
+            if value is not None:
+                _add(rows, (value.zone, value.hour_start, value.kind), row, value)
+    except CsvUnreadable as unreadable:  # a cell past the reader's limit: the rest of the file cannot be read
+        problems.append(unreadable.named(header or []))
     if problems:
         raise CsvError(problems)
     return sorted((value for _, value in rows.values()), key=lambda v: (v.zone, v.hour_start, v.kind))
@@ -82,8 +86,14 @@ def _lines(source: str | bytes | Iterable[str]) -> Iterable[str]:
     return io.StringIO(source, newline="") if isinstance(source, str) else source
 
 
-def _header(reader: Iterable[list[str]]) -> dict[str, int]:
-    header = next(iter(reader), None)
+def _first_record(records: Iterator[tuple[int, list[str]]]) -> list[str] | None:
+    try:
+        return next(records, (1, None))[1]
+    except CsvUnreadable as unreadable:
+        raise CsvError([str(unreadable)]) from None
+
+
+def _header(header: list[str] | None) -> dict[str, int]:
     if header is None:
         raise CsvError(["line 1: the file is empty; expected a header zone,hour_start,gco2e_per_kwh[,kind]"])
     names = [name.strip().lstrip("\ufeff").lower() for name in header]

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from common.periods import Granularity
+from common.query import organization_ref_field
 from common.renderers import csv_cell
 from common.scope import (
     period_described,
@@ -65,7 +66,6 @@ from reports.serializers import (
     idle_treatment_field,
     includes_open_hours_field,
     number,
-    organization_ref_field,
     per_unit_field,
 )
 from reports.sharing import IdleTreatment

@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 from accounting.ledger import CurrencyMismatchError
 from common.api import error_responses
 from common.periods import holds_open_hours
+from common.query import query_validated
 from common.renderers import CSV_MEDIA_TYPE, CSVRenderer, csv_response
 from common.scope import report_organization, report_organization_ids, report_period
 from fleets.authentication import PersonalTokenAuthentication
@@ -82,9 +83,7 @@ class ReportView(APIView):
     InputSerializer: type[serializers.Serializer]  # the report's query parameters
 
     def params(self, request: Request) -> dict[str, Any]:
-        serializer = self.InputSerializer(data=request.query_params)
-        serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
+        return query_validated(self.InputSerializer, request)
 
     # The clock the report reads (``timezone.now()`` at the request) and the end of the last complete hour of
     # the organizations it answers for then (``reports.selectors.complete``): set by ``scope``.

@@ -19,21 +19,16 @@ from typing import Any
 
 from rest_framework import serializers
 
+from common.query import QueryInputSerializer, organization_ref_field
 from common.scope import ID_MAX
 from reports.metrics import ALLOCATION_NOTE
 from reports.sharing import IDLE_NOTES, IdleTreatment
 
 # Ids are at most bigint: a larger one names nothing, and would overflow the query that looks it up.
-# An organization id (ASCII digits) or slug (ASCII letters, digits, hyphens, underscores).
-ORGANIZATION_REF = r"^[-a-zA-Z0-9_]{1,200}$"
 
 
 def id_field(help_text: str, **kwargs: object) -> serializers.IntegerField:
     return serializers.IntegerField(min_value=1, max_value=ID_MAX, help_text=help_text, **kwargs)  # type: ignore[arg-type]
-
-
-def organization_ref_field(help_text: str, **kwargs: object) -> serializers.RegexField:
-    return serializers.RegexField(ORGANIZATION_REF, help_text=help_text, **kwargs)  # type: ignore[arg-type]
 
 
 def money_field(help_text: str) -> serializers.DecimalField:
@@ -161,7 +156,7 @@ class TraceSerializer(serializers.Serializer):
         return {**fields, **trace}
 
 
-class PeriodInputSerializer(serializers.Serializer):
+class PeriodInputSerializer(QueryInputSerializer):
     period = serializers.CharField(
         required=False,
         max_length=7,

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -22,6 +22,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
 from common.api import Conflict, InputView, OrganizationRowSerializer, error_responses, owned, validated
+from common.query import QueryInputSerializer, organization_ref_field, query_validated
 from common.scope import report_organization, report_organization_ids
 from fleets.selectors import organizations_for_user
 from scenarios.changes import Kind
@@ -62,8 +63,11 @@ class ScenarioInputSerializer(serializers.Serializer):
     changes = serializers.ListField(child=serializers.DictField(), help_text=CHANGES_HELP)
 
 
-class ScenarioListQuerySerializer(serializers.Serializer):
-    organization = serializers.ListField(child=serializers.CharField(max_length=100), required=False, default=list)
+class ScenarioListQuerySerializer(QueryInputSerializer):
+    organization = serializers.ListField(
+        child=organization_ref_field("organization id or slug"), required=False, default=list,
+        help_text="organization id or slug, repeatable; default: all of yours",
+    )  # fmt: skip
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -110,19 +114,12 @@ class ScenariosView(ScenarioView):
 
     @extend_schema(
         operation_id="scenarios_list",
-        parameters=[
-            OpenApiParameter(
-                "organization",
-                {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 100}},
-                description="id or slug, repeatable; default: all of yours",
-            )
-        ],
+        parameters=[ScenarioListQuerySerializer],
         responses={200: ScenarioOutputSerializer(many=True), **ERRORS},
     )
     def get(self, request: Request) -> Response:
-        query = ScenarioListQuerySerializer(data={"organization": request.query_params.getlist("organization")})
-        query.is_valid(raise_exception=True)
-        ids = report_organization_ids(user=request.user, refs=query.validated_data["organization"])
+        query = query_validated(ScenarioListQuerySerializer, request)
+        ids = report_organization_ids(user=request.user, refs=query["organization"])
         rows = scenarios_for_user(user=request.user).filter(organization_id__in=ids).order_by("-created_at", "-id")
         return Response(ScenarioOutputSerializer(rows, many=True).data)
 

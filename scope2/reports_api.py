@@ -21,12 +21,12 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from common.csv_safety import csv_escaped
+from common.query import organization_ref_field
 from common.renderers import CSV_MEDIA_TYPE, csv_response
 from fleets.models import Organization
 from governance.report_audit import AUDIT_SECTION, audit_metric_rows, report_audit
@@ -40,9 +40,7 @@ CSV_COLUMNS = ["level", "site", "instrument", "metric", "value"]
 
 
 class Scope2InputSerializer(PeriodInputSerializer):
-    organization = serializers.CharField(
-        required=False, max_length=200, help_text="organization id or slug; optional if you belong to one only"
-    )
+    organization = organization_ref_field("organization id or slug; optional if you belong to one only", required=False)
 
 
 class Scope2View(ReportView):

@@ -13,9 +13,11 @@ from urllib.parse import quote, urlencode
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.urls.resolvers import RegexPattern, RoutePattern
+from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common.query import ORGANIZATION_REF
 from fleets.models import Role
 from fleets.personal_tokens import personal_token_create
 from tests.helpers.dashboard_data import two_fleets
@@ -168,3 +170,75 @@ def test_the_organization_switcher_refuses_what_is_not_one_of_yours_with_400(cli
     for value in HOSTILE:
         response = client.post("/organization/", {"organization": value, "next": "/finance/"})
         assert response.status_code == 400, (value, response.status_code)
+
+
+def _refuses_empty(schema: dict) -> bool:
+    """Whether "" breaks a query parameter's ``schema``: not text, or text with a format, choices, length or pattern."""
+    if schema.get("type") == "array":
+        return _refuses_empty(schema.get("items", {}))
+    if schema.get("type") != "string":
+        return True
+    pattern = schema.get("pattern")
+    return bool(
+        "format" in schema
+        or ("enum" in schema and "" not in schema["enum"])
+        or schema.get("minLength", 0) > 0
+        or (pattern is not None and not re.search(pattern, ""))
+    )
+
+
+def _optional_query_parameters(schema: dict) -> list[tuple[str, str, dict]]:
+    """(path, name, schema) of each optional query parameter of the GET operations without path parameters."""
+    return [
+        (path, parameter["name"], parameter["schema"])
+        for path, methods in schema["paths"].items()
+        if "{" not in path and "get" in methods
+        for parameter in methods["get"].get("parameters", [])
+        if parameter["in"] == "query" and not parameter.get("required")
+    ]
+
+
+@pytest.fixture
+def api_schema(db):
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def test_an_empty_query_parameter_the_schema_refuses_is_a_400_naming_it(client_as, api_schema):
+    # given: an admin, and each optional parameter whose schema "" breaks (a date, number, choice, id or slug)
+    client = client_as(Role.ADMIN)
+    parameters = [
+        (path, name) for path, name, schema in _optional_query_parameters(api_schema) if _refuses_empty(schema)
+    ]
+    assert len(parameters) > 40
+    # when: each is sent empty (?start=), alone
+    answers = {(path, name): client.get(path, {name: ""}) for path, name in parameters}
+    # then: a 400 that names it, not the answer for the parameter left out
+    wrong = {
+        key: (a.status_code, a.content[:120])
+        for key, a in answers.items()
+        if a.status_code != 400 or key[1] not in a.json()
+    }
+    assert wrong == {}
+
+
+def test_every_organization_query_parameter_is_an_id_or_slug_by_the_schema_and_by_the_api(client_as, api_schema):
+    client = client_as(Role.ADMIN)
+    organization = [(p, s) for p, name, s in _optional_query_parameters(api_schema) if name == "organization"]
+    assert len(organization) >= 8
+    for path, schema in organization:
+        text = schema.get("items", schema)
+        assert text.get("pattern") == ORGANIZATION_REF, (path, text)
+        # a NUL byte is no id or slug: a 400 on the parameter, as the schema says, not a 404 or a database error
+        answer = client.get(path, {"organization": "org\x00a"})
+        assert answer.status_code == 400 and "organization" in answer.json(), (path, answer.content[:200])
+
+
+def test_a_regex_parameter_states_its_regex_with_the_spaces_drf_trims(client_as, api_schema):
+    parameters = {(p, name): s for p, name, s in _optional_query_parameters(api_schema)}
+    pattern = parameters[("/api/v1/reports/usage/", "currency")]["items"]["pattern"]
+    client = client_as(Role.ADMIN)
+
+    for value, accepted in ((" USD ", True), ("USD", True), ("usd", False), ("USDX", False)):
+        assert bool(re.search(pattern, value)) is accepted, (pattern, value)
+        answer = client.get("/api/v1/reports/usage/", {"currency": value, "period": "2026-11"})
+        assert (answer.status_code == 200) is accepted, (value, answer.content[:200])

@@ -12,7 +12,6 @@ rows); a worker checks and saves the rows (``accounting.inputs.upload_runs``).
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from rest_framework import serializers
 
 from accounting.inputs.services import InputChange
 from common.api import InputInvalid
+from common.csv_reading import CsvUnreadable, csv_records
 from governance.locks import PeriodLocked
 
 UPLOAD_MAX_BYTES = 2 * 1024 * 1024
@@ -46,16 +46,34 @@ def csv_rows(content: bytes, *, required: set[str]) -> Iterator[tuple[int, dict[
         raise UploadInvalid(f"files are limited to {UPLOAD_MAX_BYTES} bytes")
     try:
         text = content.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise UploadInvalid("the file is not UTF-8 text") from None
-    reader = csv.DictReader(io.StringIO(text))
-    missing = required - set(reader.fieldnames or [])
+    except UnicodeDecodeError as error:
+        where = f"byte {error.object[error.start]:#04x} at offset {error.start}"
+        raise UploadInvalid(f"the file is not UTF-8 text: {where} (save the CSV as UTF-8)") from None
+    records = csv_records(io.StringIO(text))
+    try:
+        header = next(records, (1, []))[1]
+    except CsvUnreadable as unreadable:
+        raise UploadInvalid(str(unreadable)) from None
+    missing = required - set(header)
     if missing:
         raise UploadInvalid(f"the header lacks the columns {', '.join(sorted(missing))}")
-    for number, row in enumerate(reader, start=2):
-        if number - 1 > UPLOAD_MAX_ROWS:
-            raise UploadInvalid(f"files are limited to {UPLOAD_MAX_ROWS} rows")
-        yield number, {name: (value or "").strip() for name, value in row.items() if name}
+    yield from _rows(records, header)
+
+
+def _rows(records: Iterator[tuple[int, list[str]]], header: list[str]) -> Iterator[tuple[int, dict[str, str]]]:
+    """Each record with cells as ``{column: cell}`` (a short record's missing cells empty), as DictReader reads."""
+    count = 0
+    try:
+        for line, cells in records:
+            if not cells:
+                continue  # a blank line
+            count += 1
+            if count > UPLOAD_MAX_ROWS:
+                raise UploadInvalid(f"files are limited to {UPLOAD_MAX_ROWS} rows")
+            padded = cells + [""] * (len(header) - len(cells))
+            yield line, {name: cell.strip() for name, cell in zip(header, padded, strict=False) if name}
+    except CsvUnreadable as unreadable:
+        raise UploadInvalid(unreadable.named(header)) from None
 
 
 def csv_check(content: bytes, *, required: set[str]) -> int:

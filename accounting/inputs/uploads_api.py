@@ -23,7 +23,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiRequest, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -82,9 +82,15 @@ def upload_schema(operation_id: str, what: str, component: str) -> Any:
         operation_id=operation_id,
         summary=f"{what} from a CSV file (multipart field 'file'), checked by a worker: follow the status URL; "
         "all rows saved, or none with the reasons",
-        request={"multipart/form-data": inline_serializer(
-            f"{component}Upload",
-            {"file": serializers.FileField(), "organization": serializers.CharField(required=False)},
+        # The file part is a CSV (UTF-8, the kind's header, at most UPLOAD_MAX_ROWS rows): its media type is stated;
+        # what is inside a file no schema of a part can state, so a file the API cannot read is a 400 saying why.
+        request={"multipart/form-data": OpenApiRequest(
+            inline_serializer(
+                f"{component}Upload",
+                {"file": serializers.FileField(help_text="the CSV, UTF-8"),
+                 "organization": serializers.CharField(required=False)},
+            ),
+            encoding={"file": {"contentType": "text/csv"}},
         )},
         responses={
             202: UploadStatusSerializer,
