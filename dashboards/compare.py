@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from common.charts import figure_html, grouped_bars, organization_fleet_colours, scatter_points
 from common.pages import page_context
-from dashboards.common import api_query, organization_ids
+from dashboards.common import api_query, column_set, organization_ids
 from dashboards.forms import CompareForm, page_options
 from fleets.models import Fleet
 from reports.display import ITL_NOT_EXPOSED, comparison_row_output, load_band_output
@@ -58,6 +58,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         "dashboards/compare.html",
         {
             **context,
+            **column_set(request),
             "section": "compare",
             "rows": rows,
             "fleets": fleets,

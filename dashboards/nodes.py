@@ -27,6 +27,7 @@ from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
 from common.charts import Buckets, figure_html, series_lines
 from common.pages import page_context
+from dashboards.common import column_set
 from fleets.models import Gpu, GpuInstallation, Node
 from grid.hours import floor_hour
 from reports.aggregates import UNPRICED_WITH_TELEMETRY, ledger_sums, ledger_sums_from
@@ -51,7 +52,9 @@ def nodes_page(request: HttpRequest) -> HttpResponse:
     totals = _ledger_totals_by_node(organization, period.start, period.end)
     now = timezone.now()
     rows = [{**node_status_data(node, now=now), "totals": totals.get(node.pk, _NO_TOTALS)} for node in nodes]
-    return render(request, "dashboards/nodes.html", {**context, "section": "nodes", "rows": rows})
+    return render(
+        request, "dashboards/nodes.html", {**context, **column_set(request), "section": "nodes", "rows": rows}
+    )
 
 
 # A node with no line in the period (newly enrolled, say): every total unknown, shown as "—".

@@ -10,6 +10,7 @@ from django import template
 
 from accounting.ledger import money_quantize
 from accounting.ledger.units import significant
+from common.labels import short_name as _short_name
 
 register = template.Library()
 
@@ -70,3 +71,9 @@ def duration(seconds: Any) -> str:
         if seconds >= size:
             return f"{seconds / size:.1f} {unit}"
     return f"{seconds:.0f} s"
+
+
+@register.filter
+def short_name(value: Any) -> str:
+    """A long model name as a cell shows it (``Llama-3.1-8B-Instruct``); the full one goes in ``title``."""
+    return "" if value is None else _short_name(str(value))
