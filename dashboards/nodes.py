@@ -25,7 +25,8 @@ from django.utils import timezone
 
 from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
-from common.charts import Buckets, figure_html, series_lines
+from common.charts import Buckets, figure_html, overlapping_series_merged, series_lines
+from common.labels import short_name
 from common.pages import page_context
 from dashboards.common import column_set
 from fleets.models import Gpu, GpuInstallation, Node
@@ -41,6 +42,7 @@ RECENT_RAW = timedelta(minutes=10)
 RECENT_SLOT_S = 10  # the recent view's resolution: 60 points per GPU at 0.1 Hz and up, whatever the rate
 LEDGER_ROWS = 168  # a week of hours: the table is for reading, the API for exporting
 GIB = 1024**3
+TIMES, EN_DASH = "\u00d7", "\u2013"
 _TRUNC = {"hour": TruncHour, "day": TruncDay, "month": TruncMonth}
 
 
@@ -80,6 +82,10 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     usage = gpu_usage_by_bucket(gpus=gpus, start=period.start, end=period.end, granularity=period.granularity)
     serving = serving_by_bucket(node_id=node.pk, start=period.start, end=period.end, granularity=period.granularity)
     models = serving_by_model(serving)
+    names = {f"GPU {gpu.index}": gpu.name for gpu in gpus}
+    gpu_charts = _gpu_charts(usage, buckets, names)
+    serving_charts = _serving_charts(serving, buckets)
+    recent = _recent_raw_chart(gpus, now, interval_s=_sample_interval_s(node), names=names)
     return render(
         request,
         "dashboards/node.html",
@@ -88,9 +94,9 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             "section": "nodes",
             "node": node,
             "status": node_status_data(node, now=now),
-            "charts": _gpu_charts(usage, buckets)
-            + _serving_charts(serving, buckets)
-            + [_recent_raw_chart(gpus, now, interval_s=_sample_interval_s(node))],
+            # What an engineer checks first (power, utilization, tokens/s, TTFT), then the rest.
+            "lead_charts": [gpu_charts["power"], gpu_charts["util"], *serving_charts],
+            "charts": [recent, gpu_charts["energy"], gpu_charts["memory"], gpu_charts["temp"]],
             "has_usage": bool(usage),
             "served_models": models,
             "gaps": node_gaps(node_id=node.pk, start=period.start, end=min(period.end, floor_hour(now))),
@@ -232,11 +238,25 @@ def _bucket_start(hour: datetime, granularity: str) -> datetime:
     return hour
 
 
-def _per_gpu(usage: list[dict[str, Any]], value: Any) -> dict[str, list[tuple[datetime, float | None]]]:
+def _per_gpu(
+    usage: list[dict[str, Any]], value: Any, names: dict[str, str]
+) -> dict[str, list[tuple[datetime, float | None]]]:
+    """One series per GPU; GPUs whose lines would lie one over another as one (``8 x H100 80GB HBM3``)."""
     series: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     for row in usage:
         series[f"GPU {row['gpu__index']}"].append((row["bucket"], value(row)))
-    return dict(series)
+    return overlapping_series_merged(series, lambda group: gpu_group_name(group, names))
+
+
+def gpu_group_name(group: list[str], names: dict[str, str]) -> str:
+    """``8 x H100 80GB HBM3 (GPU 0-7)`` (a multiplication sign, an en dash) for GPUs ``GPU 0`` ... ``GPU 7``
+    of one model; ``3 x GPUs (GPU 0, 2, 5)`` for others."""
+    models = {names.get(gpu) for gpu in group}
+    model = next(iter(models)) if len(models) == 1 else None
+    indices = sorted(int(gpu.removeprefix("GPU ")) for gpu in group)
+    contiguous = indices == list(range(indices[0], indices[-1] + 1))
+    which = f"GPU {indices[0]}{EN_DASH}{indices[-1]}" if contiguous else "GPU " + ", ".join(map(str, indices))
+    return f"{len(group)} {TIMES} {short_name(model) if model else 'GPUs'} ({which})"
 
 
 def _memory_gib(row: dict[str, Any]) -> float | None:
@@ -248,7 +268,8 @@ def _one_bucket(buckets: Buckets) -> timedelta:
     return {"hour": timedelta(hours=1), "day": timedelta(days=1)}.get(buckets.granularity, timedelta(days=31))
 
 
-def _gpu_charts(usage: list[dict[str, Any]], buckets: Buckets) -> list[str]:
+def _gpu_charts(usage: list[dict[str, Any]], buckets: Buckets, names: dict[str, str]) -> dict[str, str]:
+    """The per-GPU charts by key; utilization and memory from 0 (a line near the top is not a full card)."""
     granularity = buckets.granularity
     mean = f"mean per {granularity}"
     specs = [
@@ -258,13 +279,14 @@ def _gpu_charts(usage: list[dict[str, Any]], buckets: Buckets) -> list[str]:
         ("memory", f"Memory used (max per {granularity})", "GiB", _memory_gib),
         ("temp", f"Temperature ({mean})", "°C", lambda r: r["mean_temp_c"]),
     ]
-    return [
-        figure_html(
-            series_lines(title, unit, _per_gpu(usage, value), buckets=buckets, gap=_one_bucket(buckets)),
-            div_id=f"chart-{key}",
-        )
-        for key, title, unit, value in specs
-    ]
+    charts = {}
+    for key, title, unit, value in specs:
+        figure = series_lines(title, unit, _per_gpu(usage, value, names), buckets=buckets, gap=_one_bucket(buckets))
+        figure.update_layout(showlegend=True)  # a lone line still says which GPUs it draws ("8 x H100 ...")
+        if key in ("util", "memory"):
+            figure.update_yaxes(rangemode="tozero")
+        charts[key] = figure_html(figure, div_id=f"chart-{key}")
+    return charts
 
 
 def _serving_charts(serving: list[dict[str, Any]], buckets: Buckets) -> list[str]:
@@ -334,14 +356,15 @@ def recent_missing_spans(
     return spans
 
 
-def _recent_raw_chart(gpus: list[Gpu], now: datetime, *, interval_s: float) -> str:
+def _recent_raw_chart(gpus: list[Gpu], now: datetime, *, interval_s: float, names: dict[str, str]) -> str:
     """Lines break where slots lie further apart than one slot plus the collector's interval; gaps are shaded."""
     minutes = int(RECENT_RAW.total_seconds() // 60)
     title = f"Power, last {minutes} minutes (raw samples, mean per {RECENT_SLOT_S} s)"
     series = recent_power_by_slot(gpus=gpus, now=now)
     gap = timedelta(seconds=RECENT_SLOT_S + interval_s)
     missing = recent_missing_spans(series, start=now - RECENT_RAW, end=now, gap=gap)
-    figure = series_lines(title, "W", series, gap=gap, missing_spans=missing)
+    drawn = overlapping_series_merged(series, lambda group: gpu_group_name(group, names))
+    figure = series_lines(title, "W", drawn, gap=gap, missing_spans=missing)
     figure.update_xaxes(type="date", range=[now - RECENT_RAW, now], tickformat="%H:%M:%S", hoverformat="%H:%M:%S UTC")
     if not series:
         figure.add_annotation(

@@ -13,7 +13,7 @@ from advice.services import advice_refresh
 from fleets.models import Node, Role
 from telemetry.collector.simprofiles import LLAMA_8B, QWEN_14B
 from telemetry.models import ServingEndpoint
-from tests.helpers.browser import CHROMIUM, PASSWORD, shoot
+from tests.helpers.browser import CHROMIUM, PASSWORD, SCREENSHOTS, shoot
 from tests.helpers.dashboard_data import second_model_serve, two_fleets
 from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 
@@ -74,6 +74,7 @@ def _open(page, url: str, name: str) -> None:
     page.goto(url)
     page.wait_for_load_state("networkidle")
     shoot(page, f"glance-{name}")
+    page.screenshot(path=str(SCREENSHOTS / f"glance-{name}-first-screen.png"))  # what one sees as it opens
 
 
 def _on_screen(page, selector: str) -> bool:
