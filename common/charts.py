@@ -388,11 +388,13 @@ def scatter_points(
 
     A point's label and legend entry are its short name, the hover its full one. Labels stay inside the
     figure: the left-most point's reads rightwards, the right-most's leftwards, and the axes leave room above.
+    Where two points lie close enough for their labels to overlap, the legend alone names them.
     """
     figure = _figure(title, y_title, xaxis_title=x_title)
     points = list(points)
     xs = [x for _, x, _ in points if x is not None]
     ys = [y for _, _, y in points if y is not None]
+    mode = "markers" if _crowded(points, xs, ys) else "markers+text"
     for label, x, y in points:
         marker: dict[str, Any] = {"size": 14}
         if colours and label in colours:
@@ -400,7 +402,7 @@ def scatter_points(
         short = short_compound(label)
         figure.add_trace(
             go.Scatter(
-                x=[x], y=[y], name=short, mode="markers+text", text=[short], textposition=_text_side(x, xs),
+                x=[x], y=[y], name=short, mode=mode, text=[short], textposition=_text_side(x, xs),
                 marker=marker, cliponaxis=False, customdata=[label],
                 hovertemplate="%{customdata}<br>%{x:.4g}, %{y:.4g}<extra></extra>",
             )
@@ -410,6 +412,19 @@ def scatter_points(
     figure.update_yaxes(rangemode="tozero", **({"range": [0, max(ys) * 1.25]} if ys and max(ys) > 0 else {}))
     figure.update_layout(margin={"l": 70, "r": 30, "t": 50, "b": 40})
     return figure
+
+
+def _crowded(
+    points: Sequence[tuple[str, float | None, float | None]], xs: Sequence[float], ys: Sequence[float]
+) -> bool:
+    """Two points within a third of the x axis and a tenth of the y axis of each other: their labels would touch."""
+    width, height = max(xs, default=0.0) or 1.0, max(ys, default=0.0) or 1.0
+    placed = [(x, y) for _, x, y in points if x is not None and y is not None]
+    return any(
+        abs(a[0] - b[0]) < width / 3 and abs(a[1] - b[1]) < height / 10
+        for n, a in enumerate(placed)
+        for b in placed[n + 1 :]
+    )
 
 
 def _text_side(x: float | None, xs: Sequence[float]) -> str:

@@ -24,6 +24,25 @@ def money(value: Any, currency: str = "USD") -> str:
 
 
 @register.filter
+def price(value: Any, currency: str = "USD") -> str:
+    """A price as entered (per hour, per kWh, a purchase price): in the currency's minor unit ("3.00 USD",
+    not "3.000000 USD"), or with every significant digit it has where that is finer (0.0042 USD per kWh
+    is never "0.00 USD"): a price is shown as it is charged, never rounded."""
+    if value is None or value == "":
+        return "—"
+    amount = Decimal(value)
+    rounded = money_quantize(amount, currency or "USD")
+    shown = rounded if rounded == amount else amount.normalize()
+    return f"{shown:,f} {currency}"
+
+
+@register.filter
+def normalize(value: Any) -> str:
+    """A decimal without its trailing zeros (4.00 years as "4", 2.50 as "2.5")."""
+    return "—" if value is None or value == "" else f"{Decimal(value).normalize():f}"
+
+
+@register.filter
 def unit(value: Any, currency: str = "") -> str:
     """A unit figure (per 1M tokens, J per token, g per 1k tokens ...) to 4 significant digits.
 
@@ -41,6 +60,15 @@ def number(value: Any, places: int = 1) -> str:
     string a template gives for a missing key, such as a node with no ledger line in the period)."""
     try:
         return f"{float(value):,.{int(places)}f}"
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
+def ms_from_s(value: Any, places: int = 0) -> str:
+    """Seconds shown in milliseconds, as every latency on the pages is (TTFT 0.0973 s as "97")."""
+    try:
+        return number(float(value) * 1000, places)
     except (TypeError, ValueError):
         return "—"
 

@@ -102,6 +102,14 @@ def test_the_scatter_leaves_room_for_its_labels_at_the_edges():
     assert figure.layout.yaxis.range[1] > 4.0 and figure.layout.xaxis.range[1] > 500.0
 
 
+def test_points_close_enough_for_their_labels_to_overlap_are_named_by_the_legend_alone():
+    apart = scatter_points("c", "x", "y", [("a", 10.0, 1.0), ("b", 500.0, 1.0)])
+    close = scatter_points("c", "x", "y", [("a", 75.0, 0.139), ("b", 99.0, 0.139), ("c", 500.0, 0.0125)])
+
+    assert {trace.mode for trace in apart.data} == {"markers+text"}
+    assert {trace.mode for trace in close.data} == {"markers"}
+
+
 def test_short_names_drop_the_organization_and_vendor_and_never_collide():
     assert short_name(LLAMA_8B) == "Llama-3.1-8B-Instruct"
     assert short_name(QWEN_14B) == "DeepSeek-R1-…-Qwen-14B"
