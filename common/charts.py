@@ -249,11 +249,13 @@ def series_lines(
     gap: timedelta | None = None,
     missing_spans: Sequence[tuple[datetime, datetime]] = (),
     colours: Mapping[str, str] | None = None,
+    full_names: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """One line per named series of (time, value) points; markers too where points are few enough to see.
 
     ``gap``: no line between points further apart. ``missing_spans``: shaded as
     missing time. ``buckets``: hour/day/month labels, partial buckets hollow.
+    ``full_names``: the whole name of a series named short, for its hover.
     """
     figure = _figure(title, y_title)
     mode = mode or ("lines+markers" if max((len(p) for p in series.values()), default=0) <= 48 else "lines")
@@ -268,7 +270,8 @@ def series_lines(
             notes = [buckets.partial_note(t) if v is not None else None for t, v in drawn]
             any_partial = any_partial or any(notes)
             trace["customdata"] = [note or "" for note in notes]
-            trace["hovertemplate"] = f"{name}: %{{y}}<br>%{{x}} %{{customdata}}<extra></extra>"
+            hover = (full_names or {}).get(name, name)
+            trace["hovertemplate"] = f"{hover}: %{{y}}<br>%{{x}} %{{customdata}}<extra></extra>"
             trace["marker"] = {
                 "symbol": ["circle-open" if note else "circle" for note in notes],
                 "size": [9 if note else 6 for note in notes],

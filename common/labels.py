@@ -11,7 +11,11 @@ _VENDOR_PREFIXES = ("NVIDIA ", "GeForce ")
 def short_name(name: str, chars: int = LABEL_CHARS) -> str:
     """``meta-llama/Llama-3.1-8B-Instruct`` as ``Llama-3.1-8B-Instruct`` (no organization), ``NVIDIA GeForce
     RTX 4090`` as ``RTX 4090``; past ``chars``, its head and tail around an ellipsis (the size stays readable)."""
-    short = name.rsplit("/", 1)[-1] if "/" in name else name
+    if "://" in name:  # a URL (two endpoints of one model): cut anywhere, it no longer says which
+        return name
+    # An organization prefix ("meta-llama/") only: a phrase keeps its slashes.
+    is_repo_id = "/" in name and not any(c.isspace() for c in name)
+    short = name.rsplit("/", 1)[-1] if is_repo_id else name
     for prefix in _VENDOR_PREFIXES:
         short = short.removeprefix(prefix)
     short = short.strip() or name

@@ -26,7 +26,7 @@ from django.utils import timezone
 from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
 from common.charts import Buckets, figure_html, overlapping_series_merged, series_lines
-from common.labels import short_name
+from common.labels import short_labels, short_name
 from common.pages import page_context
 from dashboards.common import column_set
 from fleets.models import Gpu, GpuInstallation, Node
@@ -293,22 +293,33 @@ def _serving_charts(serving: list[dict[str, Any]], buckets: Buckets) -> list[str
     granularity = buckets.granularity
     throughput: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     latency: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
+    full: dict[str, str] = {}  # a series named by the model's short name: its whole name, for the hover
+    shorts = short_labels([row["endpoint"] for row in serving])  # two models never share a line
     for row in sorted(serving, key=lambda row: (row["endpoint"], row["bucket"])):
-        name, bucket, histogram = row["endpoint"], row["bucket"], row["ttft"]
+        name, bucket, histogram = shorts[row["endpoint"]], row["bucket"], row["ttft"]
+        full[name] = row["endpoint"]
         throughput[name].append((bucket, row["tokens"] / row["observed_s"] if row["observed_s"] else None))
         for q, label in ((0.5, "P50"), (0.99, "P99")):
             value = histogram_quantile(q, histogram) if histogram else None
             latency[f"{label} {name}"].append((bucket, value * 1000 if value is not None else None))
+            full[f"{label} {name}"] = f"{label} {row['endpoint']}"
     gap = _one_bucket(buckets)
     return [
         figure_html(
             series_lines(
-                f"Tokens per second (mean per {granularity})", "tokens/s", throughput, buckets=buckets, gap=gap
+                f"Tokens per second (mean per {granularity})",
+                "tokens/s",
+                throughput,
+                buckets=buckets,
+                gap=gap,
+                full_names=full,
             ),
             div_id="chart-tokens",
         ),
         figure_html(
-            series_lines(f"Time to first token (per {granularity})", "ms", latency, buckets=buckets, gap=gap),
+            series_lines(
+                f"Time to first token (per {granularity})", "ms", latency, buckets=buckets, gap=gap, full_names=full
+            ),
             div_id="chart-ttft",
         ),
     ]

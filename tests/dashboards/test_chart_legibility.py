@@ -15,6 +15,7 @@ from common.charts import (
     grouped_bars,
     overlapping_series_merged,
     scatter_points,
+    series_lines,
     stacked_bars,
 )
 from common.labels import short_compound, short_labels, short_name
@@ -128,3 +129,14 @@ def test_identical_gpu_lines_are_drawn_once_and_named_by_their_count_and_model()
 
     assert list(merged) == ["8 \u00d7 H100 80GB HBM3 (GPU 0\u20137)", "GPU 8"]
     assert gpu_group_name(["GPU 0", "GPU 2"], names) == "2 \u00d7 H100 80GB HBM3 (GPU 0, 2)"
+
+
+def test_a_url_or_a_phrase_keeps_its_slashes_and_a_short_name_gives_its_whole_one_to_the_hover():
+    assert short_name("llama-8b (http://127.0.0.1:8000/metrics)") == "llama-8b (http://127.0.0.1:8000/metrics)"
+    hours = [datetime(2026, 11, 30, h, tzinfo=UTC) for h in range(2)]
+    buckets = Buckets("hour", hours[0], hours[-1] + timedelta(hours=1))
+
+    figure = series_lines("TTFT", "ms", {"P99 Llama-3.1-8B-Instruct": [(h, 90.0) for h in hours]}, buckets=buckets,
+                          full_names={"P99 Llama-3.1-8B-Instruct": f"P99 {LLAMA_8B}"})  # fmt: skip
+
+    assert figure.data[0].name == "P99 Llama-3.1-8B-Instruct" and LLAMA_8B in figure.data[0].hovertemplate
