@@ -5,9 +5,12 @@ clipped (every text of every Plotly figure lies inside its figure)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 
+from accounting.models import NodeHourLedger
 from advice.models import AdviceSettings, WorkloadClass
 from advice.services import advice_refresh
 from fleets.models import Node, Role
@@ -49,6 +52,12 @@ def demo_like(transactional_db):
         second_model_serve(fleet)
     ServingEndpoint.objects.filter(model_name="llama-8b").update(model_name=LLAMA_8B)
     ServingEndpoint.objects.filter(model_name="qwen-14b").update(model_name=QWEN_14B)
+    # The same hours on each of the 7 days before: a daily chart of the last 7 days has a bar a day.
+    for line in list(NodeHourLedger.objects.all()):
+        for days in range(1, 8):
+            copy = NodeHourLedger.objects.get(pk=line.pk)
+            copy.pk, copy.hour_start = None, line.hour_start - timedelta(days=days)
+            copy.save()
     AdviceSettings.objects.create(organization=organization, min_hours_of_data=3)
     WorkloadClass.objects.create(organization=organization, name="chat", ttft_target_ms=200,
                                  expected_output_tokens_per_day=10**9)  # fmt: skip
@@ -100,6 +109,18 @@ def test_the_decisive_columns_are_on_screen_at_1280_by_800(signed_in, live_serve
 
     _open(page, f"{live_server.url}/finance/", "finance")
     assert "scrolls" not in page.locator("#by-fleet").locator("..").get_attribute("class")
+
+
+def test_the_daily_cost_chart_has_one_tick_under_each_bar_and_no_date_twice(signed_in, live_server):
+    page = signed_in
+
+    _open(page, f"{live_server.url}/finance/?period=7d&granularity=day", "finance-7d")
+
+    chart = page.locator("#chart-cost-by-fleet")
+    bars = chart.locator(".trace.bars").first.locator(".point").count()
+    ticks = chart.locator(".xtick text").evaluate_all("texts => texts.map((text) => text.textContent.trim())")
+    assert bars >= 7  # a day of lines on each of the last 7 days (the 8th, cut by the period, may hold none)
+    assert len(ticks) == bars and len(set(ticks)) == bars
 
 
 def test_every_column_is_one_click_away_and_a_wide_table_says_it_scrolls(signed_in, live_server):
