@@ -20,6 +20,9 @@ Charts tell the truth about time and identity:
 - One tick per bar (``stacked_bars``), never a date twice; labels fit: axes
   take the margin their labels need (automargin), long names are shortened
   (``common.labels``) with the full name in the hover.
+- Many near-identical lines (a node's GPUs) are drawn fewer: as one where they
+  overlap, else as their median in a lowest-to-highest band (``common.series``,
+  ``band_added``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import calendar
 import functools
 import hashlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -296,6 +299,32 @@ def series_lines(
     return figure
 
 
+# Plotly's own first colours (the lines' default), so that a band drawn with its line shares its colour.
+LINE_COLOURS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3")
+
+
+def band_added(
+    figure: go.Figure,
+    name: str,
+    low: Sequence[tuple[datetime, float | None]],
+    high: Sequence[tuple[datetime, float | None]],
+    *,
+    colour: str,
+    gap: timedelta | None = None,
+) -> None:
+    """A shaded band from ``low`` to ``high`` (e.g. the lowest to the highest GPU around their median line)."""
+    fill = "rgba({}, {}, {}, 0.18)".format(*(int(colour[i : i + 2], 16) for i in (1, 3, 5)))
+    lower, upper = _with_breaks(low, gap), _with_breaks(high, gap)
+    figure.add_trace(
+        go.Scatter(x=[t for t, _ in lower], y=[v for _, v in lower], mode="lines", line={"width": 0},
+                   showlegend=False, hoverinfo="skip", name=f"{name}: lowest")
+    )  # fmt: skip
+    figure.add_trace(
+        go.Scatter(x=[t for t, _ in upper], y=[v for _, v in upper], mode="lines", line={"width": 0},
+                   fill="tonexty", fillcolor=fill, name=f"{name}: lowest to highest", hoverinfo="skip")
+    )  # fmt: skip
+
+
 def stacked_bars(
     title: str,
     y_title: str,
@@ -436,40 +465,6 @@ def _text_side(x: float | None, xs: Sequence[float]) -> str:
         return "top center"
     where = x / (max(xs) * 1.15)
     return "top right" if where < 1 / 3 else "top left" if where > 2 / 3 else "top center"
-
-
-def overlapping_series_merged(
-    series: Mapping[str, Sequence[tuple[datetime, float | None]]],
-    names: Callable[[list[str]], str],
-    *,
-    tolerance_share: float = 0.01,
-) -> dict[str, list[tuple[datetime, float | None]]]:
-    """Series that would draw one over another, as one line named by ``names(their names)`` (``8 x H100``).
-
-    Two series overlap where they have points at the same times and their values differ by at most
-    ``tolerance_share`` of the largest value of all (about the width of a line); the first one's points are drawn.
-    """
-    largest = max((abs(v) for points in series.values() for _, v in points if v is not None), default=0.0)
-    tolerance = largest * tolerance_share
-    groups: list[list[str]] = []
-    for name, points in series.items():
-        group = next((g for g in groups if _overlap(series[g[0]], points, tolerance)), None)
-        if group is None:
-            groups.append([name])
-        else:
-            group.append(name)
-    return {(names(group) if len(group) > 1 else group[0]): list(series[group[0]]) for group in groups}
-
-
-def _overlap(
-    first: Sequence[tuple[datetime, float | None]], second: Sequence[tuple[datetime, float | None]], tolerance: float
-) -> bool:
-    if [t for t, _ in first] != [t for t, _ in second]:
-        return False
-    for (_, a), (_, b) in zip(first, second, strict=True):
-        if (a is None) != (b is None) or (a is not None and b is not None and abs(a - b) > tolerance):
-            return False
-    return True
 
 
 def pivot(

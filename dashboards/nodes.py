@@ -16,6 +16,7 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import plotly.graph_objects as go
 from django.contrib.auth.decorators import login_required
 from django.db.models import Avg, Func, IntegerField, Max, Sum
 from django.db.models.functions import TruncDay, TruncHour, TruncMonth
@@ -25,9 +26,16 @@ from django.utils import timezone
 
 from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
-from common.charts import Buckets, figure_html, overlapping_series_merged, series_lines
+from common.charts import (
+    LINE_COLOURS,
+    Buckets,
+    band_added,
+    figure_html,
+    series_lines,
+)
 from common.labels import short_labels, short_name
 from common.pages import page_context
+from common.series import median_band, overlapping_series_merged
 from dashboards.common import column_set
 from fleets.models import Gpu, GpuInstallation, Node
 from grid.hours import floor_hour
@@ -42,6 +50,7 @@ RECENT_RAW = timedelta(minutes=10)
 RECENT_SLOT_S = 10  # the recent view's resolution: 60 points per GPU at 0.1 Hz and up, whatever the rate
 LEDGER_ROWS = 168  # a week of hours: the table is for reading, the API for exporting
 GIB = 1024**3
+MAX_GPU_LINES = 4  # past this many lines on a chart, a GPU model's cards are drawn as their median and band
 TIMES, EN_DASH = "\u00d7", "\u2013"
 _TRUNC = {"hour": TruncHour, "day": TruncDay, "month": TruncMonth}
 
@@ -238,14 +247,47 @@ def _bucket_start(hour: datetime, granularity: str) -> datetime:
     return hour
 
 
-def _per_gpu(
-    usage: list[dict[str, Any]], value: Any, names: dict[str, str]
-) -> dict[str, list[tuple[datetime, float | None]]]:
-    """One series per GPU; GPUs whose lines would lie one over another as one (``8 x H100 80GB HBM3``)."""
-    series: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
+GpuSeries = dict[str, list[tuple[datetime, float | None]]]
+Bands = dict[str, tuple[list[tuple[datetime, float | None]], list[tuple[datetime, float | None]]]]
+
+
+def _per_gpu(usage: list[dict[str, Any]], value: Any) -> GpuSeries:
+    series: GpuSeries = defaultdict(list)
     for row in usage:
         series[f"GPU {row['gpu__index']}"].append((row["bucket"], value(row)))
-    return overlapping_series_merged(series, lambda group: gpu_group_name(group, names))
+    return dict(series)
+
+
+def gpu_lines(series: GpuSeries, names: dict[str, str]) -> tuple[GpuSeries, Bands]:
+    """The lines to draw of per-GPU series: GPUs whose lines would lie one over another as one (``8 x H100 80GB
+    HBM3``); where more than ``MAX_GPU_LINES`` remain, each GPU model's cards as their median line, with the band
+    from the lowest to the highest of them."""
+    merged = overlapping_series_merged(series, lambda group: gpu_group_name(group, names))
+    if len(merged) <= MAX_GPU_LINES:
+        return merged, {}
+    by_model: dict[str | None, list[str]] = defaultdict(list)
+    for gpu in series:
+        by_model[names.get(gpu)].append(gpu)
+    lines: GpuSeries = {}
+    bands: Bands = {}
+    for gpus in by_model.values():
+        if len(gpus) == 1:
+            lines[gpus[0]] = series[gpus[0]]
+            continue
+        median, low, high = median_band([series[gpu] for gpu in gpus])
+        label = f"median of {gpu_group_name(gpus, names)}"
+        lines[label], bands[label] = median, (low, high)
+    return lines, bands
+
+
+def _gpu_figure(title: str, unit: str, series: GpuSeries, names: dict[str, str], **options: Any) -> go.Figure:
+    """``series_lines`` of :func:`gpu_lines`, each median line in its band's colour."""
+    lines, bands = gpu_lines(series, names)
+    colours = {name: LINE_COLOURS[n % len(LINE_COLOURS)] for n, name in enumerate(lines)} if bands else None
+    figure = series_lines(title, unit, lines, colours=colours, **options)
+    for name, (low, high) in bands.items():
+        band_added(figure, name, low, high, colour=(colours or {})[name], gap=options.get("gap"))
+    return figure
 
 
 def gpu_group_name(group: list[str], names: dict[str, str]) -> str:
@@ -281,7 +323,7 @@ def _gpu_charts(usage: list[dict[str, Any]], buckets: Buckets, names: dict[str, 
     ]
     charts = {}
     for key, title, unit, value in specs:
-        figure = series_lines(title, unit, _per_gpu(usage, value, names), buckets=buckets, gap=_one_bucket(buckets))
+        figure = _gpu_figure(title, unit, _per_gpu(usage, value), names, buckets=buckets, gap=_one_bucket(buckets))
         figure.update_layout(showlegend=True)  # a lone line still says which GPUs it draws ("8 x H100 ...")
         if key in ("util", "memory"):
             figure.update_yaxes(rangemode="tozero")
@@ -374,8 +416,7 @@ def _recent_raw_chart(gpus: list[Gpu], now: datetime, *, interval_s: float, name
     series = recent_power_by_slot(gpus=gpus, now=now)
     gap = timedelta(seconds=RECENT_SLOT_S + interval_s)
     missing = recent_missing_spans(series, start=now - RECENT_RAW, end=now, gap=gap)
-    drawn = overlapping_series_merged(series, lambda group: gpu_group_name(group, names))
-    figure = series_lines(title, "W", drawn, gap=gap, missing_spans=missing)
+    figure = _gpu_figure(title, "W", series, names, gap=gap, missing_spans=missing)
     figure.update_xaxes(type="date", range=[now - RECENT_RAW, now], tickformat="%H:%M:%S", hoverformat="%H:%M:%S UTC")
     if not series:
         figure.add_annotation(

@@ -10,16 +10,17 @@ from advice.charts import load_curve_figure
 from common.charts import (
     FLEET_PALETTE,
     Buckets,
+    band_added,
     fleet_colours,
     fleet_model_colours,
     grouped_bars,
-    overlapping_series_merged,
     scatter_points,
     series_lines,
     stacked_bars,
 )
 from common.labels import short_compound, short_labels, short_name
-from dashboards.nodes import gpu_group_name
+from common.series import median_band, overlapping_series_merged
+from dashboards.nodes import gpu_group_name, gpu_lines
 from telemetry.collector.simprofiles import LLAMA_8B, QWEN_14B
 from tests.helpers.curves_data import FAST, band, curve
 
@@ -140,3 +141,29 @@ def test_a_url_or_a_phrase_keeps_its_slashes_and_a_short_name_gives_its_whole_on
                           full_names={"P99 Llama-3.1-8B-Instruct": f"P99 {LLAMA_8B}"})  # fmt: skip
 
     assert figure.data[0].name == "P99 Llama-3.1-8B-Instruct" and LLAMA_8B in figure.data[0].hovertemplate
+
+
+def test_eight_gpus_that_differ_a_little_are_drawn_as_their_median_in_a_lowest_to_highest_band():
+    hours = [datetime(2026, 11, 30, h, tzinfo=UTC) for h in range(3)]
+    # 0.95-1.0 of the load each, as the simulated cards: 8 lines a few watts apart, none on another
+    series = {f"GPU {i}": [(h, 400.0 + 8 * i) for h in hours] for i in range(8)}
+    names = {f"GPU {i}": "NVIDIA H100 PCIe" for i in range(8)}
+
+    lines, bands = gpu_lines(series, names)
+
+    label = "median of 8 \u00d7 H100 PCIe (GPU 0\u20137)"
+    assert list(lines) == [label] and [v for _, v in lines[label]] == [428.0] * 3
+    low, high = bands[label]
+    assert [v for _, v in low] == [400.0] * 3 and [v for _, v in high] == [456.0] * 3
+
+
+def test_a_band_is_drawn_under_its_median_line_in_its_colour():
+    hours = [datetime(2026, 11, 30, h, tzinfo=UTC) for h in range(2)]
+    median, low, high = median_band([[(h, 1.0) for h in hours], [(h, 3.0) for h in hours], [(hours[0], None)]])
+    figure = series_lines("Power", "W", {"median": median}, colours={"median": "#636EFA"})
+
+    band_added(figure, "median", low, high, colour="#636EFA")
+
+    assert [v for _, v in median] == [2.0, 2.0]
+    assert [trace.fill for trace in figure.data] == [None, None, "tonexty"]
+    assert figure.data[2].fillcolor == "rgba(99, 110, 250, 0.18)" and figure.data[1].showlegend is False
