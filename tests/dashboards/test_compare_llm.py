@@ -84,3 +84,14 @@ def test_the_page_opens_on_the_decisive_columns_and_links_to_every_column(signed
     assert link and "by=llm_model" in link.group(1) and "columns=all" in link.group(1)
     every = signed_in.get(f"/compare/?{link.group(1).replace('&amp;', '&')}").content.decode()
     assert len(_headers(every)) == 8 + 15 and 'class="fewer-columns"' in every
+
+
+def test_a_new_period_keeps_every_column_shown(signed_in):
+    html = signed_in.get("/compare/?columns=all").content.decode()
+
+    picker = html[html.index('id="period-picker"') :].split("</form>")[0]
+    assert '<input type="hidden" name="columns" value="all">' in picker
+    assert (
+        'name="columns"'
+        not in signed_in.get("/compare/").content.decode().split('id="period-picker"')[1].split("</form>")[0]
+    )
