@@ -6,15 +6,19 @@ from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
 
+from common.charts import fleet_model_colours
+from common.labels import short_compound
 from reports.bands import LoadCurve
 
 
 def load_curve_figure(curves: Sequence[LoadCurve], *, percentile: int, colours: Mapping[str, str]) -> go.Figure:
     """TTFT P<percentile> (ms) per band against the band's mean load (req/s per GPU), one line per curve.
 
-    Only bands with a measured histogram are drawn; the hover gives the band's hours and the bucket.
+    Only bands with a measured histogram are drawn; the hover gives the band's hours and the bucket. Each
+    fleet in its colour, each of its LLM models a shade of it; the legend names a model short, the hover whole.
     """
     figure = go.Figure()
+    shades = fleet_model_colours([(curve.fleet_name, curve.key.llm_model or None) for curve in curves], colours)
     for curve in curves:
         points = [
             (band.rps_per_gpu, seconds * 1000, band.hours)
@@ -31,9 +35,9 @@ def load_curve_figure(curves: Sequence[LoadCurve], *, percentile: int, colours: 
                 x=[x for x, _, _ in points],
                 y=[y for _, y, _ in points],
                 customdata=[hours for _, _, hours in points],
-                name=label,
+                name=short_compound(label),
                 mode="lines+markers",
-                line={"color": colours.get(curve.fleet_name, "#000000")},
+                line={"color": shades[(curve.fleet_name, curve.key.llm_model or None)]},
                 hovertemplate="%{x:.3g} req/s per GPU: %{y:.0f} ms (%{customdata} h)<extra>" + label + "</extra>",
             )
         )
@@ -43,7 +47,10 @@ def load_curve_figure(curves: Sequence[LoadCurve], *, percentile: int, colours: 
         yaxis_title=f"TTFT P{percentile} (ms)",
         height=360,
         margin={"l": 70, "r": 30, "t": 50, "b": 50},
+        legend={"orientation": "h", "y": -0.25},
     )
+    figure.update_xaxes(automargin=True)
+    figure.update_yaxes(automargin=True)
     figure.update_xaxes(rangemode="tozero")
     figure.update_yaxes(rangemode="tozero")
     return figure

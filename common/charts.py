@@ -14,7 +14,15 @@ Charts tell the truth about time and identity:
   apart than that (no straight line across an outage); ``missing_spans`` are
   shaded.
 - One colour per fleet (``fleet_colours``: the organization's fleets in order of
-  creation) and per GPU model (``gpu_model_colour``), on every page.
+  creation) and per GPU model (``gpu_model_colour``), on every page; where a fleet
+  shows several LLM models, each is a shade of its fleet's colour
+  (``fleet_model_colours``).
+- One tick per bar (``stacked_bars``), never a date twice; labels fit: axes
+  take the margin their labels need (automargin), long names are shortened
+  (``common.labels``) with the full name in the hover.
+- Many near-identical lines (a node's GPUs) are drawn fewer: as one where they
+  overlap, else as their median in a lowest-to-highest band (``common.series``,
+  ``band_added``).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from common.labels import short_compound
 from fleets.models import Fleet, Organization
 
 # Plotly validates and deep-copies a named template into every figure built with it: ~35 ms
@@ -44,7 +53,11 @@ _LAYOUT: dict[str, Any] = {
     "height": 340,
     "template": "none",
     "legend": {"orientation": "h", "y": -0.2},
+    # Every axis takes the margin its tick labels and title need: no label is cut at the figure's edge.
+    "xaxis": {"automargin": True},
+    "yaxis": {"automargin": True},
 }
+MAX_TICKS = 16  # one tick per bar up to this many bars; past it every n-th bar, each still under its bar
 
 
 @functools.cache
@@ -92,6 +105,33 @@ MISSING_FILL = "rgba(120, 120, 120, 0.18)"
 def fleet_colours(fleet_names: Sequence[str]) -> dict[str, str]:
     """One colour per fleet, from the organization's fleet names in order of creation."""
     return {name: FLEET_PALETTE[number % len(FLEET_PALETTE)] for number, name in enumerate(fleet_names)}
+
+
+def fleet_model_colours(
+    pairs: Iterable[tuple[str, str | None]], fleet_colours: Mapping[str, str]
+) -> dict[tuple[str, str | None], str]:
+    """A distinct colour per (fleet, LLM model): the fleet's colour for its first model (by name), a darker or
+    lighter shade of it for each further one, so a fleet's models read as one family and never as one line."""
+    by_fleet: dict[str, list[str | None]] = defaultdict(list)
+    for fleet, model in dict.fromkeys(pairs):
+        by_fleet[fleet].append(model)
+    colours: dict[tuple[str, str | None], str] = {}
+    for fleet, models in by_fleet.items():
+        base = fleet_colours.get(fleet, FLEET_PALETTE[-1])
+        for number, model in enumerate(sorted(models, key=lambda m: m or "")):
+            colours[(fleet, model)] = _shade(base, _SHADES[number % len(_SHADES)])
+    return colours
+
+
+# Mix factors of a fleet's colour with black (< 0) or white (> 0), far enough apart to tell on a line or a dot.
+_SHADES = (0.0, -0.45, 0.5, -0.7, 0.72)
+
+
+def _shade(colour: str, factor: float) -> str:
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    target = 255 if factor > 0 else 0
+    mixed = (round(c + (target - c) * abs(factor)) for c in (red, green, blue))
+    return "#{:02X}{:02X}{:02X}".format(*mixed)
 
 
 def gpu_model_colour(model: str | None) -> str:
@@ -148,6 +188,15 @@ class Buckets:
             return f"{moment:%a %d %b}"
         return f"{moment:%d %b %H:%M} UTC"
 
+    def tick_label(self, moment: datetime) -> str:
+        """A bar's tick: "Nov 2026", "24 Nov", or "13:00<br>24 Nov"."""
+        moment = moment.astimezone(UTC)
+        if self.granularity == "month":
+            return f"{moment:%b %Y}"
+        if self.granularity == "day":
+            return f"{moment:%d %b}"
+        return f"{moment:%H:%M}<br>{moment:%d %b}"
+
     def axis(self) -> dict[str, Any]:
         """Date-axis settings: months as "Nov 2026", days as "02 Nov", hours with their time."""
         if self.granularity == "month":
@@ -203,11 +252,13 @@ def series_lines(
     gap: timedelta | None = None,
     missing_spans: Sequence[tuple[datetime, datetime]] = (),
     colours: Mapping[str, str] | None = None,
+    full_names: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """One line per named series of (time, value) points; markers too where points are few enough to see.
 
     ``gap``: no line between points further apart. ``missing_spans``: shaded as
     missing time. ``buckets``: hour/day/month labels, partial buckets hollow.
+    ``full_names``: the whole name of a series named short, for its hover.
     """
     figure = _figure(title, y_title)
     mode = mode or ("lines+markers" if max((len(p) for p in series.values()), default=0) <= 48 else "lines")
@@ -222,7 +273,8 @@ def series_lines(
             notes = [buckets.partial_note(t) if v is not None else None for t, v in drawn]
             any_partial = any_partial or any(notes)
             trace["customdata"] = [note or "" for note in notes]
-            trace["hovertemplate"] = f"{name}: %{{y}}<br>%{{x}} %{{customdata}}<extra></extra>"
+            hover = (full_names or {}).get(name, name)
+            trace["hovertemplate"] = f"{hover}: %{{y}}<br>%{{x}} %{{customdata}}<extra></extra>"
             trace["marker"] = {
                 "symbol": ["circle-open" if note else "circle" for note in notes],
                 "size": [9 if note else 6 for note in notes],
@@ -245,6 +297,32 @@ def series_lines(
         figure.update_xaxes(**buckets.span_axis())
     _partial_footnote(figure, any_partial)
     return figure
+
+
+# Plotly's own first colours (the lines' default), so that a band drawn with its line shares its colour.
+LINE_COLOURS = ("#636EFA", "#EF553B", "#00CC96", "#AB63FA", "#FFA15A", "#19D3F3")
+
+
+def band_added(
+    figure: go.Figure,
+    name: str,
+    low: Sequence[tuple[datetime, float | None]],
+    high: Sequence[tuple[datetime, float | None]],
+    *,
+    colour: str,
+    gap: timedelta | None = None,
+) -> None:
+    """A shaded band from ``low`` to ``high`` (e.g. the lowest to the highest GPU around their median line)."""
+    fill = "rgba({}, {}, {}, 0.18)".format(*(int(colour[i : i + 2], 16) for i in (1, 3, 5)))
+    lower, upper = _with_breaks(low, gap), _with_breaks(high, gap)
+    figure.add_trace(
+        go.Scatter(x=[t for t, _ in lower], y=[v for _, v in lower], mode="lines", line={"width": 0},
+                   showlegend=False, hoverinfo="skip", name=f"{name}: lowest")
+    )  # fmt: skip
+    figure.add_trace(
+        go.Scatter(x=[t for t, _ in upper], y=[v for _, v in upper], mode="lines", line={"width": 0},
+                   fill="tonexty", fillcolor=fill, name=f"{name}: lowest to highest", hoverinfo="skip")
+    )  # fmt: skip
 
 
 def stacked_bars(
@@ -282,9 +360,16 @@ def stacked_bars(
     if as_categories:
         figure.update_xaxes(type="category")
     elif buckets is not None:
-        figure.update_xaxes(**buckets.axis())
+        figure.update_xaxes(**buckets.axis(), **_bar_ticks(times, buckets))
     _partial_footnote(figure, any_partial)
     return figure
+
+
+def _bar_ticks(times: Sequence[datetime], buckets: Buckets) -> dict[str, Any]:
+    """A tick under each bar, labelled once (Plotly's own date ticks fall between bars and repeat days)."""
+    step = -(-len(times) // MAX_TICKS)  # ceiling: at most MAX_TICKS ticks
+    shown = list(times)[::step]
+    return {"tickmode": "array", "tickvals": shown, "ticktext": [buckets.tick_label(t) for t in shown]}
 
 
 def grouped_bars(
@@ -300,11 +385,18 @@ def grouped_bars(
     """Bars per category, grouped by named series (e.g. cost per 1M tokens by fleet and model).
 
     ``colours``: per series; ``category_colours``: per bar of a single series (e.g. each fleet its own);
-    ``texts``: a label on a bar (e.g. "in rent" where a value is not a price).
+    ``texts``: a label on a bar (e.g. "in rent" where a value is not a price). A long category name is
+    shortened on the axis (``fleet · DeepSeek-R1-…-Qwen-14B``) and given whole in the hover.
     """
     figure = _figure(title, y_title, barmode="group")
+    shown = [short_compound(category) for category in categories]
+    if len(set(shown)) < len(shown):
+        shown = list(categories)
     for name, values in series.items():
-        trace: dict[str, Any] = {"x": list(categories), "y": list(values), "name": name}
+        trace: dict[str, Any] = {"x": shown, "y": list(values), "name": name}
+        if shown != list(categories):
+            trace["customdata"] = list(categories)
+            trace["hovertemplate"] = f"%{{customdata}}<br>{name}: %{{y}}<extra></extra>"
         if colours and name in colours:
             trace["marker"] = {"color": colours[name]}
         elif category_colours:
@@ -324,29 +416,55 @@ def scatter_points(
     *,
     colours: Mapping[str, str] | None = None,
 ) -> go.Figure:
-    """Labelled points (e.g. each fleet's cost per 1M tokens against its P99 TTFT)."""
+    """Labelled points (e.g. each fleet's cost per 1M tokens against its P99 TTFT).
+
+    A point's label and legend entry are its short name, the hover its full one. Labels stay inside the
+    figure: the left-most point's reads rightwards, the right-most's leftwards, and the axes leave room above.
+    Where two points lie close enough for their labels to overlap, the legend alone names them.
+    """
     figure = _figure(title, y_title, xaxis_title=x_title)
+    points = list(points)
+    xs = [x for _, x, _ in points if x is not None]
+    ys = [y for _, _, y in points if y is not None]
+    mode = "markers" if _crowded(points, xs, ys) else "markers+text"
     for label, x, y in points:
         marker: dict[str, Any] = {"size": 14}
         if colours and label in colours:
             marker["color"] = colours[label]
+        short = short_compound(label)
         figure.add_trace(
             go.Scatter(
-                x=[x],
-                y=[y],
-                name=label,
-                mode="markers+text",
-                text=[label],
-                textposition="top center",
-                marker=marker,
-                cliponaxis=False,
+                x=[x], y=[y], name=short, mode=mode, text=[short], textposition=_text_side(x, xs),
+                marker=marker, cliponaxis=False, customdata=[label],
+                hovertemplate="%{customdata}<br>%{x:.4g}, %{y:.4g}<extra></extra>",
             )
-        )
-    # From zero, with room at the sides: the labels of the extreme points stay inside the card.
-    figure.update_xaxes(rangemode="tozero")
-    figure.update_yaxes(rangemode="tozero")
-    figure.update_layout(margin={"l": 70, "r": 70, "t": 50, "b": 40})
+        )  # fmt: skip
+    # From zero, with room above the highest label and beside the extreme points.
+    figure.update_xaxes(rangemode="tozero", **({"range": [0, max(xs) * 1.15]} if xs and max(xs) > 0 else {}))
+    figure.update_yaxes(rangemode="tozero", **({"range": [0, max(ys) * 1.25]} if ys and max(ys) > 0 else {}))
+    figure.update_layout(margin={"l": 70, "r": 30, "t": 50, "b": 40})
     return figure
+
+
+def _crowded(
+    points: Sequence[tuple[str, float | None, float | None]], xs: Sequence[float], ys: Sequence[float]
+) -> bool:
+    """Two points within a third of the x axis and a tenth of the y axis of each other: their labels would touch."""
+    width, height = max(xs, default=0.0) or 1.0, max(ys, default=0.0) or 1.0
+    placed = [(x, y) for _, x, y in points if x is not None and y is not None]
+    return any(
+        abs(a[0] - b[0]) < width / 3 and abs(a[1] - b[1]) < height / 10
+        for n, a in enumerate(placed)
+        for b in placed[n + 1 :]
+    )
+
+
+def _text_side(x: float | None, xs: Sequence[float]) -> str:
+    """Where a point's label goes: rightwards in the left third of the axis, leftwards in the right third."""
+    if x is None or not xs or max(xs) <= 0:
+        return "top center"
+    where = x / (max(xs) * 1.15)
+    return "top right" if where < 1 / 3 else "top left" if where > 2 / 3 else "top center"
 
 
 def pivot(

@@ -12,7 +12,7 @@ from django.utils import timezone
 from common.charts import Buckets
 from common.pages import page_context
 from common.periods import Period
-from dashboards.forms import CurrencyForm, page_options
+from dashboards.forms import ColumnsForm, CurrencyForm, page_options
 from fleets.models import Organization
 from reports.selectors import NO_FILTERS, ReportFilters
 from reports.selectors.complete import complete_through
@@ -56,3 +56,15 @@ def api_query(period: Period, organization: Organization | None, **extra: Any) -
 def period_buckets(period: Period, *, now: datetime | None = None) -> Buckets:
     """The period's buckets for the charts; the bucket still in progress counts as partial."""
     return Buckets(period.granularity, period.start, period.end, now=now or timezone.now())
+
+
+def column_set(request: HttpRequest) -> dict[str, Any]:
+    """Whether the page's tables show every column (``columns=all``) or their decisive few, and the query
+    string of the same page with the other choice (the "more columns" / "fewer columns" link)."""
+    every = page_options(ColumnsForm, request)["columns"] == "all"
+    query = request.GET.copy()
+    if every:
+        query.pop("columns", None)
+    else:
+        query["columns"] = "all"
+    return {"all_columns": every, "columns_query": query.urlencode()}

@@ -9,8 +9,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from common.charts import figure_html, grouped_bars, organization_fleet_colours, scatter_points
-from dashboards.common import api_query, dashboard_context, organization_ids
+from common.charts import (
+    figure_html,
+    fleet_model_colours,
+    grouped_bars,
+    organization_fleet_colours,
+    scatter_points,
+)
+from dashboards.common import api_query, column_set, dashboard_context, organization_ids
 from dashboards.forms import CompareForm, page_options
 from fleets.models import Fleet
 from reports.display import ITL_NOT_EXPOSED, comparison_row_output, load_band_output
@@ -67,6 +73,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
         "dashboards/compare.html",
         {
             **context,
+            **column_set(request),
             "section": "compare",
             "rows": rows,
             "fleets": fleets,
@@ -105,7 +112,9 @@ def _charts(comparison: list[ComparisonRow], fleet_colours: dict[str, str]) -> l
     stats = [row.stats for row in comparison if row.stats.allocation is not LedgerAllocation.UNATTRIBUTED]
     points = [(_label(s), _ms(s.ttft_p99_s), _float(s.cost_per_1m_output_tokens)) for s in stats]
     labels = [_label(s) for s in stats]
-    colours = {_label(s): fleet_colours.get(s.fleet_name, "#000000") for s in stats}
+    # Each fleet in its colour; each of its LLM models (per LLM model) a shade of it.
+    shades = fleet_model_colours([_colour_key(s) for s in stats], fleet_colours)
+    colours = {_label(s): shades[_colour_key(s)] for s in stats}
     return [
         figure_html(
             scatter_points(
@@ -128,6 +137,10 @@ def _charts(comparison: list[ComparisonRow], fleet_colours: dict[str, str]) -> l
             div_id="chart-j-per-token",
         ),
     ]
+
+
+def _colour_key(stats: ComparisonStats) -> tuple[str, str | None]:
+    return stats.fleet_name, None if stats.allocation is LedgerAllocation.WHOLE else stats.llm_model
 
 
 def _ms(seconds: float | None) -> float | None:

@@ -21,7 +21,7 @@ from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
 from common.charts import figure_html, gpu_model_colour, grouped_bars, organization_fleet_colours, pivot, stacked_bars
 from common.periods import Granularity, Period
-from dashboards.common import api_query, currency_choice, dashboard_context, organization_ids, period_buckets
+from dashboards.common import api_query, column_set, currency_choice, dashboard_context, organization_ids, period_buckets
 from reports.aggregates import amount_sum
 from reports.display import money, usage_row_output
 from reports.selectors import (
@@ -59,7 +59,7 @@ def finance_page(request: HttpRequest) -> HttpResponse:
         organization_ids=ids, start=period.start, end=period.end, keys=_KEYS, granularity=granularity, extra=_IN_RENT
     )
     currency, currencies, filters = currency_choice(request, {p.sums.totals.currency for p in every_currency})
-    page = {**context, "section": "finance", "currency": currency, "currencies": currencies}
+    page = {**context, **column_set(request), "section": "finance", "currency": currency, "currencies": currencies}
     if currency is None:
         return render(request, "dashboards/finance.html", page)
     parts = [p for p in every_currency if p.sums.totals.currency == currency]

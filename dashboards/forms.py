@@ -37,3 +37,8 @@ def page_options(form_class: type[forms.Form], request: HttpRequest) -> dict[str
     form = form_class(request.GET)
     form.is_valid()
     return {name: form.cleaned_data.get(name) or None for name in form.fields}
+
+
+class ColumnsForm(forms.Form):
+    # A table page shows its decisive columns; ``columns=all`` shows every one.
+    columns = forms.ChoiceField(choices=[("all", "every column")], required=False)

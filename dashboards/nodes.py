@@ -16,6 +16,7 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import plotly.graph_objects as go
 from django.contrib.auth.decorators import login_required
 from django.db.models import Avg, Func, IntegerField, Max, Sum
 from django.db.models.functions import TruncDay, TruncHour, TruncMonth
@@ -25,8 +26,16 @@ from django.utils import timezone
 
 from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
-from common.charts import Buckets, figure_html, series_lines
-from dashboards.common import dashboard_context
+from common.charts import (
+    LINE_COLOURS,
+    Buckets,
+    band_added,
+    figure_html,
+    series_lines,
+)
+from common.labels import short_labels, short_name
+from common.series import median_band, overlapping_series_merged
+from dashboards.common import column_set, dashboard_context
 from fleets.models import Gpu, GpuInstallation, Node
 from grid.hours import floor_hour
 from reports.aggregates import UNPRICED_WITH_TELEMETRY, ledger_sums, ledger_sums_from
@@ -40,6 +49,8 @@ RECENT_RAW = timedelta(minutes=10)
 RECENT_SLOT_S = 10  # the recent view's resolution: 60 points per GPU at 0.1 Hz and up, whatever the rate
 LEDGER_ROWS = 168  # a week of hours: the table is for reading, the API for exporting
 GIB = 1024**3
+MAX_GPU_LINES = 4  # past this many lines on a chart, a GPU model's cards are drawn as their median and band
+TIMES, EN_DASH = "\u00d7", "\u2013"
 _TRUNC = {"hour": TruncHour, "day": TruncDay, "month": TruncMonth}
 
 
@@ -51,7 +62,9 @@ def nodes_page(request: HttpRequest) -> HttpResponse:
     totals = _ledger_totals_by_node(organization, period.start, period.end)
     now = timezone.now()
     rows = [{**node_status_data(node, now=now), "totals": totals.get(node.pk, _NO_TOTALS)} for node in nodes]
-    return render(request, "dashboards/nodes.html", {**context, "section": "nodes", "rows": rows})
+    return render(
+        request, "dashboards/nodes.html", {**context, **column_set(request), "section": "nodes", "rows": rows}
+    )
 
 
 # A node with no line in the period (newly enrolled, say): every total unknown, shown as "—".
@@ -77,6 +90,10 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     usage = gpu_usage_by_bucket(gpus=gpus, start=period.start, end=period.end, granularity=period.granularity)
     serving = serving_by_bucket(node_id=node.pk, start=period.start, end=period.end, granularity=period.granularity)
     models = serving_by_model(serving)
+    names = {f"GPU {gpu.index}": gpu.name for gpu in gpus}
+    gpu_charts = _gpu_charts(usage, buckets, names)
+    serving_charts = _serving_charts(serving, buckets)
+    recent = _recent_raw_chart(gpus, now, interval_s=_sample_interval_s(node), names=names)
     return render(
         request,
         "dashboards/node.html",
@@ -85,9 +102,9 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             "section": "nodes",
             "node": node,
             "status": node_status_data(node, now=now),
-            "charts": _gpu_charts(usage, buckets)
-            + _serving_charts(serving, buckets)
-            + [_recent_raw_chart(gpus, now, interval_s=_sample_interval_s(node))],
+            # What an engineer checks first (power, utilization, tokens/s, TTFT), then the rest.
+            "lead_charts": [gpu_charts["power"], gpu_charts["util"], *serving_charts],
+            "charts": [recent, gpu_charts["energy"], gpu_charts["memory"], gpu_charts["temp"]],
             "has_usage": bool(usage),
             "served_models": models,
             "gaps": node_gaps(node_id=node.pk, start=period.start, end=min(period.end, floor_hour(now))),
@@ -229,11 +246,58 @@ def _bucket_start(hour: datetime, granularity: str) -> datetime:
     return hour
 
 
-def _per_gpu(usage: list[dict[str, Any]], value: Any) -> dict[str, list[tuple[datetime, float | None]]]:
-    series: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
+GpuSeries = dict[str, list[tuple[datetime, float | None]]]
+Bands = dict[str, tuple[list[tuple[datetime, float | None]], list[tuple[datetime, float | None]]]]
+
+
+def _per_gpu(usage: list[dict[str, Any]], value: Any) -> GpuSeries:
+    series: GpuSeries = defaultdict(list)
     for row in usage:
         series[f"GPU {row['gpu__index']}"].append((row["bucket"], value(row)))
     return dict(series)
+
+
+def gpu_lines(series: GpuSeries, names: dict[str, str]) -> tuple[GpuSeries, Bands]:
+    """The lines to draw of per-GPU series: GPUs whose lines would lie one over another as one (``8 x H100 80GB
+    HBM3``); where more than ``MAX_GPU_LINES`` remain, each GPU model's cards as their median line, with the band
+    from the lowest to the highest of them."""
+    merged = overlapping_series_merged(series, lambda group: gpu_group_name(group, names))
+    if len(merged) <= MAX_GPU_LINES:
+        return merged, {}
+    by_model: dict[str | None, list[str]] = defaultdict(list)
+    for gpu in series:
+        by_model[names.get(gpu)].append(gpu)
+    lines: GpuSeries = {}
+    bands: Bands = {}
+    for gpus in by_model.values():
+        if len(gpus) == 1:
+            lines[gpus[0]] = series[gpus[0]]
+            continue
+        median, low, high = median_band([series[gpu] for gpu in gpus])
+        label = f"median of {gpu_group_name(gpus, names)}"
+        lines[label], bands[label] = median, (low, high)
+    return lines, bands
+
+
+def _gpu_figure(title: str, unit: str, series: GpuSeries, names: dict[str, str], **options: Any) -> go.Figure:
+    """``series_lines`` of :func:`gpu_lines`, each median line in its band's colour."""
+    lines, bands = gpu_lines(series, names)
+    colours = {name: LINE_COLOURS[n % len(LINE_COLOURS)] for n, name in enumerate(lines)} if bands else None
+    figure = series_lines(title, unit, lines, colours=colours, **options)
+    for name, (low, high) in bands.items():
+        band_added(figure, name, low, high, colour=(colours or {})[name], gap=options.get("gap"))
+    return figure
+
+
+def gpu_group_name(group: list[str], names: dict[str, str]) -> str:
+    """``8 x H100 80GB HBM3 (GPU 0-7)`` (a multiplication sign, an en dash) for GPUs ``GPU 0`` ... ``GPU 7``
+    of one model; ``3 x GPUs (GPU 0, 2, 5)`` for others."""
+    models = {names.get(gpu) for gpu in group}
+    model = next(iter(models)) if len(models) == 1 else None
+    indices = sorted(int(gpu.removeprefix("GPU ")) for gpu in group)
+    contiguous = indices == list(range(indices[0], indices[-1] + 1))
+    which = f"GPU {indices[0]}{EN_DASH}{indices[-1]}" if contiguous else "GPU " + ", ".join(map(str, indices))
+    return f"{len(group)} {TIMES} {short_name(model) if model else 'GPUs'} ({which})"
 
 
 def _memory_gib(row: dict[str, Any]) -> float | None:
@@ -245,7 +309,8 @@ def _one_bucket(buckets: Buckets) -> timedelta:
     return {"hour": timedelta(hours=1), "day": timedelta(days=1)}.get(buckets.granularity, timedelta(days=31))
 
 
-def _gpu_charts(usage: list[dict[str, Any]], buckets: Buckets) -> list[str]:
+def _gpu_charts(usage: list[dict[str, Any]], buckets: Buckets, names: dict[str, str]) -> dict[str, str]:
+    """The per-GPU charts by key; utilization and memory from 0 (a line near the top is not a full card)."""
     granularity = buckets.granularity
     mean = f"mean per {granularity}"
     specs = [
@@ -255,35 +320,47 @@ def _gpu_charts(usage: list[dict[str, Any]], buckets: Buckets) -> list[str]:
         ("memory", f"Memory used (max per {granularity})", "GiB", _memory_gib),
         ("temp", f"Temperature ({mean})", "°C", lambda r: r["mean_temp_c"]),
     ]
-    return [
-        figure_html(
-            series_lines(title, unit, _per_gpu(usage, value), buckets=buckets, gap=_one_bucket(buckets)),
-            div_id=f"chart-{key}",
-        )
-        for key, title, unit, value in specs
-    ]
+    charts = {}
+    for key, title, unit, value in specs:
+        figure = _gpu_figure(title, unit, _per_gpu(usage, value), names, buckets=buckets, gap=_one_bucket(buckets))
+        figure.update_layout(showlegend=True)  # a lone line still says which GPUs it draws ("8 x H100 ...")
+        if key in ("util", "memory"):
+            figure.update_yaxes(rangemode="tozero")
+        charts[key] = figure_html(figure, div_id=f"chart-{key}")
+    return charts
 
 
 def _serving_charts(serving: list[dict[str, Any]], buckets: Buckets) -> list[str]:
     granularity = buckets.granularity
     throughput: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
     latency: dict[str, list[tuple[datetime, float | None]]] = defaultdict(list)
+    full: dict[str, str] = {}  # a series named by the model's short name: its whole name, for the hover
+    shorts = short_labels([row["endpoint"] for row in serving])  # two models never share a line
     for row in sorted(serving, key=lambda row: (row["endpoint"], row["bucket"])):
-        name, bucket, histogram = row["endpoint"], row["bucket"], row["ttft"]
+        name, bucket, histogram = shorts[row["endpoint"]], row["bucket"], row["ttft"]
+        full[name] = row["endpoint"]
         throughput[name].append((bucket, row["tokens"] / row["observed_s"] if row["observed_s"] else None))
         for q, label in ((0.5, "P50"), (0.99, "P99")):
             value = histogram_quantile(q, histogram) if histogram else None
             latency[f"{label} {name}"].append((bucket, value * 1000 if value is not None else None))
+            full[f"{label} {name}"] = f"{label} {row['endpoint']}"
     gap = _one_bucket(buckets)
     return [
         figure_html(
             series_lines(
-                f"Tokens per second (mean per {granularity})", "tokens/s", throughput, buckets=buckets, gap=gap
+                f"Tokens per second (mean per {granularity})",
+                "tokens/s",
+                throughput,
+                buckets=buckets,
+                gap=gap,
+                full_names=full,
             ),
             div_id="chart-tokens",
         ),
         figure_html(
-            series_lines(f"Time to first token (per {granularity})", "ms", latency, buckets=buckets, gap=gap),
+            series_lines(
+                f"Time to first token (per {granularity})", "ms", latency, buckets=buckets, gap=gap, full_names=full
+            ),
             div_id="chart-ttft",
         ),
     ]
@@ -331,14 +408,14 @@ def recent_missing_spans(
     return spans
 
 
-def _recent_raw_chart(gpus: list[Gpu], now: datetime, *, interval_s: float) -> str:
+def _recent_raw_chart(gpus: list[Gpu], now: datetime, *, interval_s: float, names: dict[str, str]) -> str:
     """Lines break where slots lie further apart than one slot plus the collector's interval; gaps are shaded."""
     minutes = int(RECENT_RAW.total_seconds() // 60)
     title = f"Power, last {minutes} minutes (raw samples, mean per {RECENT_SLOT_S} s)"
     series = recent_power_by_slot(gpus=gpus, now=now)
     gap = timedelta(seconds=RECENT_SLOT_S + interval_s)
     missing = recent_missing_spans(series, start=now - RECENT_RAW, end=now, gap=gap)
-    figure = series_lines(title, "W", series, gap=gap, missing_spans=missing)
+    figure = _gpu_figure(title, "W", series, names, gap=gap, missing_spans=missing)
     figure.update_xaxes(type="date", range=[now - RECENT_RAW, now], tickformat="%H:%M:%S", hoverformat="%H:%M:%S UTC")
     if not series:
         figure.add_annotation(

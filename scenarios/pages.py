@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from accounting.templatetags.ledger import money, number, unit
 from common.pages import page_context
 from fleets.models import Fleet
 from fleets.selectors import organizations_for_user
@@ -195,24 +196,37 @@ def scenario_run_page(request: HttpRequest, scenario_id: int) -> HttpResponse:
 
 
 def _result_tables(result: dict[str, Any] | None) -> dict[str, Any]:
-    """The result's figures as table rows: label, actual, scenario, change (%)."""
+    """The result's figures as table rows: label, actual, scenario, change (%), each shown as every page
+    shows its kind (the ledger's display filters): money in the currency, counts with thousands separators."""
     if not result:
         return {"rows": None}
-    total = result["total"]
-    rows = [(key, label, *_pair(total["actual"].get(key), total["scenario"].get(key))) for key, label in FIGURES]
+    total, currency = result["total"], result.get("currency") or "USD"
+    rows = [
+        (key, label, *_pair(key, total["actual"].get(key), total["scenario"].get(key), currency))
+        for key, label in FIGURES
+    ]
     return {"rows": rows, "result": result}
 
 
-def _pair(actual: Any, scenario: Any) -> tuple[str, str, str]:
-    return _shown(actual), _shown(scenario), _change_pct(actual, scenario)
+def _pair(key: str, actual: Any, scenario: Any, currency: str) -> tuple[str, str, str]:
+    return _shown(key, actual, currency), _shown(key, scenario, currency), _change_pct(actual, scenario)
 
 
-def _shown(value: Any) -> str:
+_MONEY = {"cost", "yearly_cost"}
+_COUNTS = {"output_tokens", "yearly_output_tokens"}
+_MONEY_PER_UNIT = {"cost_per_1m_output_tokens"}
+
+
+def _shown(key: str, value: Any, currency: str) -> str:
     if value is None:
         return "—"
     if isinstance(value, list):  # the embodied range, low to high
-        return f"{value[0]} to {value[1]}"
-    return str(value)
+        return f"{unit(value[0])} to {unit(value[1])}"
+    if key in _MONEY:
+        return money(value, currency)
+    if key in _COUNTS:
+        return number(value, 0)
+    return unit(value, currency if key in _MONEY_PER_UNIT else "")
 
 
 def _change_pct(actual: Any, scenario: Any) -> str:

@@ -48,11 +48,23 @@ class RentForm(forms.Form):
 
 
 def _rows(nodes: Any, now: datetime) -> list[dict[str, Any]]:
-    prices = NodePrice.objects.filter(node__in=nodes).exclude(valid_to__lte=now).filter(valid_from__lte=now)
-    in_force = {price.node_id: price for price in prices}
+    """Each node's own price in force, else the fleet default it falls back to (as the ledger does), and its
+    hours awaiting recomputation."""
+    in_force = NodePrice.objects.exclude(valid_to__lte=now).filter(valid_from__lte=now).order_by("valid_from")
+    own = {price.node_id: price for price in in_force.filter(node__in=nodes)}
+    fleets = {node.fleet_id for node in nodes}
+    defaults = {price.fleet_id: price for price in in_force.filter(fleet_id__in=fleets, node__isnull=True)}
     marks = LedgerPending.objects.filter(node__in=nodes).values("node_id").annotate(hours=Count("node_id"))
     pending = {mark["node_id"]: mark["hours"] for mark in marks}
-    return [{"node": node, "price": in_force.get(node.pk), "pending_h": pending.get(node.pk, 0)} for node in nodes]
+    return [
+        {
+            "node": node,
+            "price": own.get(node.pk),
+            "fleet_default": defaults.get(node.fleet_id),
+            "pending_h": pending.get(node.pk, 0),
+        }
+        for node in nodes
+    ]
 
 
 @login_required

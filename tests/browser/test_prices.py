@@ -90,7 +90,7 @@ def test_a_viewer_reads_prices_but_gets_no_form(browser_page, live_server, rente
 
     assert page.locator("#rent-form").count() == 0
     assert "needs the admin or finance role" in page.inner_text("#read-only")
-    assert "2.000000 EUR per gpu-hour" in page.inner_text("tr[data-node=h100-a]")
+    assert "2.00 EUR per gpu-hour" in page.inner_text("tr[data-node=h100-a]")
 
 
 def test_finance_uploads_prices_and_the_page_follows_the_worker_to_the_answer(

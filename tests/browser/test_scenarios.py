@@ -64,7 +64,7 @@ def test_a_member_runs_a_lifetime_scenario_and_sees_embodied_per_token_fall(
         == "Keep the cards longer (lifetime)\tfleet = enterprise; extra_years = 4"
     )
     chat = page.locator("#result-classes tr[data-class=chat]")
-    assert (chat.locator(".actual").inner_text(), chat.locator(".scenario").inner_text()) == ("973.0", "973.0 meets")
+    assert (chat.locator(".actual").inner_text(), chat.locator(".scenario").inner_text()) == ("973", "973 meets")
     shoot(page, "scenario-lifetime")
     page.set_viewport_size({"width": 1280, "height": 800})  # as tests/browser/test_layout.py: no sideways scroll
     assert fits(page)

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from accounting.models import NodeHourLedger
-from accounting.templatetags.ledger import number
+from accounting.templatetags.ledger import ms_from_s, number, price
 from common.charts import figure_html, series_lines
 from fleets.models import Role
 from tests.helpers.dashboard_data import two_fleets
@@ -234,3 +234,22 @@ def test_finance_change_is_against_the_previous_periods_cost_in_the_report_api(c
     now, before = api_cost(day), api_cost(day - timedelta(days=1))
     assert response.context["previous_cost"] == before
     assert response.context["change"] == pytest.approx(float((now - before) / before))
+
+
+@pytest.mark.parametrize(
+    ("value", "currency", "shown"),
+    [
+        ("3.000000", "USD", "3.00 USD"),  # the minor unit, not the column's six decimals
+        ("8000.000000", "EUR", "8,000.00 EUR"),
+        ("0.004213", "USD", "0.004213 USD"),  # sub-cent: every digit, never 0.00
+        ("2.125000", "USD", "2.125 USD"),  # finer than a cent: as charged, not rounded
+        ("1500", "JPY", "1,500 JPY"),  # a currency without a minor unit
+        (None, "USD", "—"),
+    ],
+)
+def test_a_price_shows_the_currencys_minor_unit_or_every_finer_digit(value, currency, shown):
+    assert price(value, currency) == shown
+
+
+def test_seconds_are_shown_in_milliseconds_like_every_latency():
+    assert (ms_from_s("0.0973"), ms_from_s(1.25, 1), ms_from_s(None)) == ("97", "1,250.0", "—")

@@ -243,7 +243,7 @@ def test_changing_only_the_goodput_target_in_the_admin_is_audited_and_reopens_no
 
 
 def test_the_page_shows_each_llm_model_and_the_idle_hours_apart(two_models, client_a):
-    html = client_a.get("/compare/?start=2026-10-31&end=2026-11-01&by=llm_model").content.decode()
+    html = client_a.get("/compare/?start=2026-10-31&end=2026-11-01&by=llm_model&columns=all").content.decode()
 
     rows = re.findall(r'<tr data-fleet="enterprise" data-llm-model="([^"]*)" data-allocation="([^"]*)">', html)
     assert rows == [("llama-8b", "output_token_share"), ("qwen-14b", "output_token_share"), ("", "no_output_tokens")]

@@ -96,7 +96,7 @@ def test_a_sub_cent_unit_cost_keeps_four_significant_digits_in_csv(cheap_node, c
 
 
 def test_a_sub_cent_unit_cost_keeps_four_significant_digits_on_the_pages(cheap_node, client_a):
-    query = "?start=2026-11-01&end=2026-11-01&granularity=hour"
+    query = "?start=2026-11-01&end=2026-11-01&granularity=hour&columns=all"  # per token (input + output) too
     compare = client_a.get(f"/compare/{query}").content.decode()
     finance = client_a.get(f"/finance/{query}").content.decode()
 

@@ -101,3 +101,23 @@ def test_the_form_routes_a_workload_class(signed_in, acme):
     (change,) = Scenario.objects.get().changes
     assert change == {"kind": "routing", "llm_model": "llama-8b", "from_fleet": acme["enterprise"].pk,
                       "to_fleet": acme["consumer"].pk, "share": "0.5", "workload_class": "chat"}  # fmt: skip
+
+
+def test_the_result_shows_money_in_its_currency_counts_with_separators_and_latency_in_ms(signed_in, acme):
+    created = signed_in.post("/scenarios/", form(acme, extra_years="4"))
+    scenario = Scenario.objects.get()
+    signed_in.post(f"/scenarios/{scenario.pk}/run/")
+    scenario_run_task.apply(args=[scenario.pk])
+    scenario.refresh_from_db()
+
+    html = signed_in.get(created["Location"]).content.decode()
+
+    def cell(figure: str, side: str = "actual") -> str:
+        return html.split(f'data-figure="{figure}"')[1].split(f'class="{side}">')[1].split("</td>")[0]
+
+    currency = scenario.result["currency"]
+    assert cell("output_tokens") == "5,000,000"  # the organization's output tokens of the period
+    assert cell("cost").endswith(f" {currency}") and cell("yearly_cost").endswith(f" {currency}")
+    assert "," in cell("yearly_output_tokens")
+    assert cell("cost_per_1m_output_tokens").endswith(f" {currency}")
+    assert "P99 TTFT ms, what happened" in html and "TTFT s" not in html

@@ -106,3 +106,34 @@ def test_a_viewer_gets_no_upload_form_and_cannot_post_a_file(org_a, node_a: Node
     assert 'id="upload-form"' not in client.get("/finance/prices/").content.decode()
     refused = client.post("/finance/prices/", {"file": SimpleUploadedFile("p.csv", CSV.encode())})
     assert refused.status_code == 403 and not InputUpload.objects.exists()
+
+
+def _price_cell(page, hostname: str) -> str:
+    import re
+
+    row = page.content.decode().split(f'data-node="{hostname}"')[1].split("</tr>")[0]
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row.split('class="price">')[1].split("</td>")[0])).strip()
+
+
+def test_a_node_without_a_price_of_its_own_names_the_fleet_default_it_falls_back_to(org_a, node_a: Node) -> None:
+    NodePrice.objects.create(fleet=node_a.fleet, kind="rented", rate_per_h=Decimal("2.5"), valid_from=JAN_1)
+
+    page = browser(org_a, Role.VIEWER).get("/finance/prices/")
+
+    assert _price_cell(page, node_a.hostname) == f"fleet default 2.50 {node_a.site.currency} per gpu-hour"
+
+
+def test_a_node_with_no_price_and_no_default_reads_unpriced(org_a, node_a: Node) -> None:
+    page = browser(org_a, Role.VIEWER).get("/finance/prices/")
+
+    assert _price_cell(page, node_a.hostname).startswith("unpriced no price of its own and no default of fleet")
+
+
+def test_prices_show_the_minor_unit_and_keep_every_digit_of_a_finer_price(org_a, node_a: Node) -> None:
+    NodePrice.objects.create(fleet=node_a.fleet, node=node_a, kind="rented", rate_per_h=Decimal("0.0042"),
+                             rate_per="node", valid_from=JAN_1)  # fmt: skip
+
+    page = browser(org_a, Role.VIEWER).get("/finance/prices/")
+
+    currency = node_a.site.currency
+    assert _price_cell(page, node_a.hostname) == f"0.0042 {currency} per node-hour"
