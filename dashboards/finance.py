@@ -21,7 +21,14 @@ from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
 from common.charts import figure_html, gpu_model_colour, grouped_bars, organization_fleet_colours, pivot, stacked_bars
 from common.periods import Granularity, Period
-from dashboards.common import api_query, column_set, currency_choice, dashboard_context, organization_ids, period_buckets
+from dashboards.common import (
+    api_query,
+    column_set,
+    currency_choice,
+    dashboard_context,
+    organization_ids,
+    period_buckets,
+)
 from reports.aggregates import amount_sum
 from reports.display import money, usage_row_output
 from reports.selectors import (
