@@ -60,6 +60,7 @@ from accounting.profiles import (
 )
 from accounting.tariff import in_force
 from common.periods import HOUR
+from common.stages import NodeHourStage
 from fleets.models import Gpu, GpuInstallation, Node
 from grid.hours import floor_hour
 from grid.models import GridIntensity
@@ -69,7 +70,6 @@ from telemetry.models import (
     EndpointHourUsage,
     GpuHourUsage,
     NodeHourUsage,
-    ParkedHour,
     ServingEndpoint,
     UsageChanged,
 )
@@ -443,7 +443,7 @@ def ledger_pending_run(*, now: datetime, limit: int = 20_000) -> int:
 
 _LEDGER_QUEUE = NodeHourQueue(
     model=LedgerPending,
-    stage=ParkedHour.Stage.LEDGER,
+    stage=NodeHourStage.LEDGER,
     node_order=("node_id", "hour_start"),
     hour_order=("hour_start",),
     per_claim=HOURS_PER_CLAIM,

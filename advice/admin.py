@@ -7,10 +7,13 @@ admin's name, its fields before and after (a new webhook URL included).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import admin
 from django.db import models
+from django.db.models import Model
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -41,37 +44,43 @@ def _stored(obj: Any) -> Any:
     return obj if obj.pk is None else type(obj)._default_manager.get(pk=obj.pk)
 
 
-class _ServiceDeletes(OneByOneDeletes, OrganizationScopedAdmin):
-    pass
+@dataclass(frozen=True)
+class _Services:
+    """The services that save and delete one model's rows, called as ``save(<row>=..., data=..., user=..., now=...)``
+    and ``delete(<row>=..., user=..., now=...)``."""
+
+    save: Callable[..., Model]
+    delete: Callable[..., None]
+    row: str  # the services' keyword for the row
+    fields: tuple[str, ...]  # the row's fields the form edits
+
+
+class _ServiceAdmin(OneByOneDeletes, OrganizationScopedAdmin):
+    """Saves and deletes through ``services``, as the API does."""
+
+    services: _Services
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        row, data = {self.services.row: _stored(obj)}, _form_values(obj, self.services.fields)
+        obj.pk = self.services.save(**row, data=data, user=request.user, now=timezone.now()).pk
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self.services.delete(**{self.services.row: obj}, user=request.user, now=timezone.now())
 
 
 @admin.register(WorkloadClass)
-class WorkloadClassAdmin(_ServiceDeletes):
+class WorkloadClassAdmin(_ServiceAdmin):
     list_display = ["name", "organization", "llm_model", "ttft_percentile", "ttft_target_ms", "deadline_h"]
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        saved = workload_class_save(
-            workload_class=_stored(obj), data=_form_values(obj, FIELDS), user=request.user, now=timezone.now()
-        )
-        obj.pk = saved.pk
-
-    def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        workload_class_delete(workload_class=obj, user=request.user, now=timezone.now())
+    services = _Services(save=workload_class_save, delete=workload_class_delete, row="workload_class", fields=FIELDS)
 
 
 @admin.register(AdviceSettings)
-class AdviceSettingsAdmin(_ServiceDeletes):
+class AdviceSettingsAdmin(_ServiceAdmin):
     list_display = ["organization", "min_hours_of_data", "curve_days", "webhook_url"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        saved = advice_settings_save(
-            options=_stored(obj), data=_form_values(obj, SETTINGS_FIELDS), user=request.user, now=timezone.now()
-        )
-        obj.pk = saved.pk
-
-    def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        advice_settings_delete(options=obj, user=request.user, now=timezone.now())
+    services = _Services(
+        save=advice_settings_save, delete=advice_settings_delete, row="options", fields=SETTINGS_FIELDS
+    )
 
 
 @admin.register(AdviceNotification)

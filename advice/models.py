@@ -10,12 +10,13 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from common.outbound import outbound_url_validate
+from common.timestamps import Timestamped
 from fleets.models import Organization
 
 __all__ = ["Advice", "AdviceNotification", "AdviceRefresh", "AdviceSettings", "WorkloadClass"]
 
 
-class WorkloadClass(models.Model):
+class WorkloadClass(Timestamped):
     """A kind of traffic the organization serves: its latency target, volume and how deferrable it is."""
 
     class Percentile(models.IntegerChoices):
@@ -53,8 +54,6 @@ class WorkloadClass(models.Model):
         validators=[MinValueValidator(0), MaxValueValidator(1)],
         help_text="0: cheapest; 1: lowest gCO2e; in between: the weighted sum of both, each relative to the worst",
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "accounting_workloadclass"  # kept from before the app had its own label

@@ -135,9 +135,7 @@ def intensity_store(
         ]
         # A row a concurrent fetch inserted meanwhile is equivalent: ignore, don't fail.
         GridIntensity.objects.bulk_create(fresh, ignore_conflicts=True, batch_size=STORE_BATCH_SIZE)
-        GridIntensity.objects.bulk_update(
-            replaced, ["gco2e_per_kwh", "is_estimated", "is_forecast", "fetched_at"], batch_size=STORE_BATCH_SIZE
-        )
+        GridIntensity.objects.bulk_update(replaced, _VALUE_FIELDS, batch_size=STORE_BATCH_SIZE)
     return len(fresh) + len(replaced)
 
 
@@ -179,17 +177,14 @@ def _stored_rows(incoming: dict[_Key, HourlyIntensity], organization: Organizati
 
 
 def _new_row(value: HourlyIntensity, organization: Organization | None, fetched_at: datetime) -> GridIntensity:
-    return GridIntensity(
-        zone=normalize_zone(value.zone),
-        hour_start=value.hour_start,
-        kind=value.kind,
-        source=value.source,
-        gco2e_per_kwh=value.gco2e_per_kwh,
-        is_estimated=value.is_estimated,
-        is_forecast=value.is_forecast,
-        fetched_at=fetched_at,
-        organization=organization,
-    )
+    """A row of the value's key, holding what a replacement writes (``_replaced_row``)."""
+    row = GridIntensity(zone=normalize_zone(value.zone), hour_start=value.hour_start, kind=value.kind,
+                        source=value.source, organization=organization)  # fmt: skip
+    return _replaced_row(row, value, fetched_at)
+
+
+# What a fetch writes into a row of its key; the rest is the key.
+_VALUE_FIELDS = ["gco2e_per_kwh", "is_estimated", "is_forecast", "fetched_at"]
 
 
 def _replaced_row(row: GridIntensity, value: HourlyIntensity, fetched_at: datetime) -> GridIntensity:

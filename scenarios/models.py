@@ -10,12 +10,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from common.timestamps import Timestamped
 from fleets.models import Organization
 
 __all__ = ["Scenario"]
 
 
-class Scenario(models.Model):
+class Scenario(Timestamped):
     class Status(models.TextChoices):
         DRAFT = "draft", "Not run yet"
         QUEUED = "queued", "Queued"
@@ -35,8 +36,6 @@ class Scenario(models.Model):
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True, help_text="why the last run failed")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from common.timestamps import Timestamped
 from fleets.models import Organization, Site
 
 __all__ = ["ContractualInstrument", "InstrumentHour", "ResidualMixFactor"]
@@ -26,7 +27,7 @@ def _stated(
     )
 
 
-class ContractualInstrument(models.Model):
+class ContractualInstrument(Timestamped):
     class Kind(models.TextChoices):
         PPA = "ppa", "Power purchase agreement"
         GUARANTEE_OF_ORIGIN = "go", "Guarantee of origin"
@@ -71,8 +72,6 @@ class ContractualInstrument(models.Model):
     evidence_file_sha256 = models.CharField(max_length=64, blank=True)
     # Kept in the database so that every web host serves it and a backup keeps it with the claim.
     evidence_file = models.BinaryField(null=True, blank=True, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         db_table = "accounting_contractualinstrument"  # kept from before the app had its own label

@@ -17,26 +17,20 @@ from scope2.tasks import instruments_upload_task, residual_mixes_upload_task
 from scope2.uploads import INSTRUMENTS_UPLOAD, RESIDUAL_MIXES_UPLOAD
 
 
+@upload_schema("instruments_upload", "Instruments", "Instrument")
 class InstrumentsUploadView(CsvUploadView):
     capability = Capability.SUSTAINABILITY
     spec = INSTRUMENTS_UPLOAD
     task = instruments_upload_task
 
-    @upload_schema("instruments_upload", "Instruments", "Instrument")
-    def post(self, request: Request) -> Response:
-        return super().post(request)
 
-
+@upload_schema("residual_mixes_upload", "Residual-mix factors (zone, year, gco2e_per_kwh, source)", "ResidualMix")
 class ResidualMixesUploadView(CsvUploadView):
     """Residual mixes the organization holds (e.g. the AIB's, licensed): a zone and year held is replaced."""
 
     capability = Capability.SUSTAINABILITY
     spec = RESIDUAL_MIXES_UPLOAD
     task = residual_mixes_upload_task
-
-    @upload_schema("residual_mixes_upload", "Residual-mix factors (zone, year, gco2e_per_kwh, source)", "ResidualMix")
-    def post(self, request: Request) -> Response:
-        return super().post(request)
 
 
 class ResidualMixOutputSerializer(OrganizationRowSerializer):

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import models
 
+from common.stages import NodeHourStage
 from fleets.models import Gpu, Node
 from telemetry.energy import EnergyMethod
 from telemetry.fields import Float32Field
@@ -327,7 +328,8 @@ class UsageChanged(NodeHourMark):
 
 
 class ParkedHour(models.Model):
-    """A node-hour whose rollup or ledger computation failed, kept aside with its error until ``retry_at``.
+    """A node-hour whose computation at one stage (``common.stages``) failed, kept aside with its error until
+    ``retry_at``.
 
     The hour stays in its queue (``RollupPending`` or the ledger's); the queue
     skips it until ``retry_at``, so it never holds back another node's hours.
@@ -335,13 +337,9 @@ class ParkedHour(models.Model):
     The organization's members see it on the node page and in ``/api/v1/nodes/``.
     """
 
-    class Stage(models.TextChoices):
-        ROLLUP = "rollup", "hourly rollup"
-        LEDGER = "ledger", "ledger"
-
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="parked_hours")
     hour_start = models.DateTimeField()
-    stage = models.CharField(max_length=8, choices=Stage.choices)
+    stage = models.CharField(max_length=8, choices=NodeHourStage.choices)
     error = models.TextField(help_text="the failure, as the last attempt raised it")
     attempts = models.PositiveIntegerField(help_text="failed attempts in a row")
     failed_at = models.DateTimeField(help_text="when the last attempt failed")

@@ -47,7 +47,7 @@ class NodeHourQueue:
     """A queue of node-hours to compute: rows with ``node``, ``hour_start`` and ``marked_at``."""
 
     model: type[models.Model]
-    stage: str  # a ParkedHour.Stage
+    stage: str  # a common.stages.NodeHourStage
     node_order: tuple[str, ...]  # the row whose node is claimed next comes first in this order
     hour_order: tuple[str, ...]  # that node's hours are claimed in this order
     per_claim: int  # hours claimed, computed and unmarked in one transaction

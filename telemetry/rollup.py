@@ -26,6 +26,7 @@ from django.db import connection, models, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from common.stages import NodeHourStage
 from fleets.models import Gpu
 from telemetry import energy, rollup_sql
 from telemetry.collector import wire
@@ -37,7 +38,6 @@ from telemetry.models import (
     EndpointHourUsage,
     GpuHourUsage,
     GpuSample,
-    ParkedHour,
     RollupPending,
     ServingEndpoint,
     ServingSample,
@@ -467,7 +467,7 @@ def rollup_pending_run(*, now: datetime, limit: int = 500) -> int:
 
 _ROLLUP_QUEUE = NodeHourQueue(
     model=RollupPending,
-    stage=ParkedHour.Stage.ROLLUP,
+    stage=NodeHourStage.ROLLUP,
     # Oldest marks first, so no hour starves behind hours that keep being re-marked.
     node_order=("marked_at", "pk"),
     hour_order=("marked_at", "hour_start"),

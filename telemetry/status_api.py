@@ -18,6 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.stages import NodeHourStage
 from fleets.models import Gpu, Node
 from fleets.selectors import nodes_for_user
 from telemetry.models import CollectorStatus, ParkedHour
@@ -48,7 +49,7 @@ class GpuOut(serializers.Serializer):
 
 class ParkedHourOut(serializers.Serializer):
     hour_start = serializers.DateTimeField()
-    stage = serializers.ChoiceField(choices=ParkedHour.Stage.choices, help_text="which computation failed")
+    stage = serializers.ChoiceField(choices=NodeHourStage.choices, help_text="which computation failed")
     error = serializers.CharField(help_text="what the last attempt raised")
     attempts = serializers.IntegerField(help_text="failed attempts in a row")
     failed_at = serializers.DateTimeField()

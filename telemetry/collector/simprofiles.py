@@ -122,9 +122,23 @@ class ServingProfile:
         return (low[0] + w * (high[0] - low[0]), low[1] + w * (high[1] - low[1]))
 
 
-def _points(full_tps: float, *rows: tuple[float, float, float, float, float]) -> tuple[LoadPoint, ...]:
-    """Rows of (output tokens/s per GPU, TTFT p50 ms, TTFT p99 ms, ITL p50 ms, ITL p99 ms)."""
-    return tuple(LoadPoint(tps / full_tps, a / 1e3, b / 1e3, c / 1e3, d / 1e3) for tps, a, b, c, d in rows)
+_IOG = "IOG results/vllm_200prompts{{1,4,8,16,32}}qps_{model}_sharegpt_{gpus}.json"
+
+
+def _measured(
+    gpu: str,
+    llm: str,
+    run: tuple[str, str],
+    qps: int,
+    *rows: tuple[float, float, float, float, float],
+    gpus_per_replica: int = 1,
+) -> ServingProfile:
+    """A profile from IOG's results for ``run`` (model, GPUs): rows of (output tokens/s per GPU, TTFT p50 ms,
+    TTFT p99 ms, ITL p50 ms, ITL p99 ms) by load, the last at full load (``qps``)."""
+    full_tps = rows[-1][0]
+    points = tuple(LoadPoint(tps / full_tps, a / 1e3, b / 1e3, c / 1e3, d / 1e3) for tps, a, b, c, d in rows)
+    source = _IOG.format(model=run[0], gpus=run[1]) + f"; full load: {qps} QPS"
+    return ServingProfile(gpu, llm, full_tps, points, gpus_per_replica, source)
 
 
 POWER: dict[str, PowerProfile] = {
@@ -138,36 +152,30 @@ POWER: dict[str, PowerProfile] = {
     "rtx-3090": PowerProfile(25, 350, source="NVIDIA (limit); idle: assumption"),
 }
 
-_IOG = "IOG results/vllm_200prompts{{1,4,8,16,32}}qps_{model}_sharegpt_{gpus}.json"
 # Meta-Llama-3-8B-Instruct (the 8B the study ran; Llama 3.1 8B has the same architecture and size).
-_H100_PCIE_8B = ServingProfile(
-    "h100-pcie", LLAMA_8B, 2692.8,
-    _points(2692.8, (212.1, 20.4, 27.4, 10.6, 11.1), (773.3, 21.6, 27.9, 10.9, 11.8),
-            (1329.2, 22.7, 30.2, 11.8, 12.6), (2052.4, 24.9, 31.1, 12.1, 13.8), (2692.8, 37.7, 77.5, 14.0, 38.1)),
-    source=_IOG.format(model="Meta-Llama-3-8B-Instruct", gpus="1xNVIDIA-H100-PCIe") + "; full load: 32 QPS",
+_H100_PCIE_8B = _measured(
+    "h100-pcie", LLAMA_8B, ("Meta-Llama-3-8B-Instruct", "1xNVIDIA-H100-PCIe"), 32,
+    (212.1, 20.4, 27.4, 10.6, 11.1), (773.3, 21.6, 27.9, 10.9, 11.8), (1329.2, 22.7, 30.2, 11.8, 12.6),
+    (2052.4, 24.9, 31.1, 12.1, 13.8), (2692.8, 37.7, 77.5, 14.0, 38.1),
 )  # fmt: skip
-_RTX4090_8B = ServingProfile(
-    "rtx-4090", LLAMA_8B, 1645.9,
-    _points(1645.9, (210.1, 43.5, 110.7, 19.2, 24.1), (685.4, 50.0, 132.1, 21.3, 65.5),
-            (1063.1, 61.0, 180.3, 24.1, 78.1), (1407.7, 74.4, 193.1, 26.7, 93.1), (1645.9, 162.9, 330.5, 28.4, 148.1)),
-    source=_IOG.format(model="Meta-Llama-3-8B-Instruct", gpus="1xNVIDIA-GeForce-RTX-4090") + "; full load: 32 QPS",
+_RTX4090_8B = _measured(
+    "rtx-4090", LLAMA_8B, ("Meta-Llama-3-8B-Instruct", "1xNVIDIA-GeForce-RTX-4090"), 32,
+    (210.1, 43.5, 110.7, 19.2, 24.1), (685.4, 50.0, 132.1, 21.3, 65.5), (1063.1, 61.0, 180.3, 24.1, 78.1),
+    (1407.7, 74.4, 193.1, 26.7, 93.1), (1645.9, 162.9, 330.5, 28.4, 148.1),
 )  # fmt: skip
 # DeepSeek-R1-Distill-Qwen-14B (the study's case study). Full load is the study's chosen
 # operating point: 16 QPS on one H100 PCIe (32 QPS adds 3 % throughput and 3.5x the P99 TTFT),
 # 4 QPS on two RTX 4090s in tensor parallel (beyond it their queue grows: 1.9 s P99 at 16 QPS).
-_H100_PCIE_14B = ServingProfile(
-    "h100-pcie", QWEN_14B, 1506.5,
-    _points(1506.5, (217.0, 35.0, 45.5, 19.6, 20.2), (706.4, 36.3, 46.8, 20.1, 21.1),
-            (1121.2, 38.2, 49.1, 20.8, 22.2), (1506.5, 41.9, 54.4, 21.9, 24.6)),
-    source=_IOG.format(model="DeepSeek-R1-Distill-Qwen-14B", gpus="1xNVIDIA-H100-PCIe") + "; full load: 16 QPS",
+_H100_PCIE_14B = _measured(
+    "h100-pcie", QWEN_14B, ("DeepSeek-R1-Distill-Qwen-14B", "1xNVIDIA-H100-PCIe"), 16,
+    (217.0, 35.0, 45.5, 19.6, 20.2), (706.4, 36.3, 46.8, 20.1, 21.1), (1121.2, 38.2, 49.1, 20.8, 22.2),
+    (1506.5, 41.9, 54.4, 21.9, 24.6),
 )  # fmt: skip
 # Per GPU: the pair's 624.0 output tokens/s over two cards. The study's TTFT at 1 QPS (1.03 s
 # P99) is higher than at 4 QPS (0.64 s): kept as measured, linear between.
-_RTX4090_14B = ServingProfile(
-    "rtx-4090", QWEN_14B, 312.0,
-    _points(312.0, (107.7, 300.7, 1031.9, 20.0, 124.5), (312.0, 207.7, 638.7, 38.9, 288.3)),
-    gpus_per_replica=2,
-    source=_IOG.format(model="DeepSeek-R1-Distill-Qwen-14B", gpus="2xNVIDIA-GeForce-RTX-4090") + "; full load: 4 QPS",
+_RTX4090_14B = _measured(
+    "rtx-4090", QWEN_14B, ("DeepSeek-R1-Distill-Qwen-14B", "2xNVIDIA-GeForce-RTX-4090"), 4,
+    (107.7, 300.7, 1031.9, 20.0, 124.5), (312.0, 207.7, 638.7, 38.9, 288.3), gpus_per_replica=2,
 )  # fmt: skip
 
 SXM_OVER_PCIE = 3.35 / 2.0  # HBM3 bandwidth, NVIDIA datasheets; assumption: decode scales with it
