@@ -111,11 +111,14 @@ class Command(BaseCommand):
                 f"from {report.backfilled_nodes} node(s)"
             )
             self._figures(report, options)
-        if options.send_from > options.start:
+        if options.send_from > options.start and report.days_held < round(options.days, 3):
             out.write(
-                f"The last {options.first_days:.3g} of {options.days:.3g} days are in; bin/run-demo serves them now "
-                "and sends the rest meanwhile (seed_demo --rest), with a banner on every page until it is done."
+                f"The last {report.days_held:.3g} of {options.days:.3g} days are in; bin/run-demo serves them now "
+                f"and sends the other {options.days - report.days_held:.3g} meanwhile (seed_demo --rest), with a "
+                "banner on every page until it is done."
             )
+        elif options.send_from > options.start:
+            out.write(f"All {options.days:.3g} days of history are in (an earlier run sent the rest).")
         out.write(f"Collector tokens and node list: {demo_dir()}/ (bin/demo-collectors reads them)")
         host, port = os.environ.get("DEMO_HOST", "127.0.0.1"), os.environ.get("DEMO_PORT", "8000")
         out.write(self.style.SUCCESS(f"Open http://{host}:{port}/  (admin: http://{host}:{port}/admin/)"))
