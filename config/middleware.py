@@ -29,18 +29,32 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 logger = logging.getLogger(__name__)
 RETRY_AFTER_S = 5
+# Set on a request answered 503 here, whose one log line is already written (``AnsweredUnavailable``).
+_LOGGED = "wattledger_unavailable_logged"
 
 
-def _unavailable(detail: str) -> JsonResponse:
+def _unavailable(request: HttpRequest, detail: str) -> JsonResponse:
     response = JsonResponse({"detail": detail}, status=503)
     response["Retry-After"] = str(RETRY_AFTER_S)
+    setattr(request, _LOGGED, True)
     return response
+
+
+class AnsweredUnavailable(logging.Filter):
+    """Drops ``django.request``'s "Service Unavailable" record of a 503 answered here: its one line (what was
+    unavailable, why) is written already, and a database busy under load is back-pressure, not an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        return not (getattr(record, "status_code", None) == 503 and getattr(request, _LOGGED, False))
 
 
 def _service_down(exception: BaseException) -> str | None:
     """What is down, if ``exception`` says a service is unreachable or stuck (not that the request is wrong)."""
     if isinstance(exception, OperationalError | InterfaceError):
-        return "the database"
+        # SQLite's "database is locked" / "database is busy": another write held it past the busy timeout.
+        busy = isinstance(exception, OperationalError) and any(w in str(exception) for w in ("locked", "busy"))
+        return "the database (busy with other writes)" if busy else "the database"
     try:
         from kombu.exceptions import OperationalError as BrokerError
     except ImportError:  # pragma: no cover - kombu comes with Celery
@@ -70,7 +84,8 @@ class ServiceUnavailable:
             return None
         logger.warning("503 for %s %s: %s unavailable (%s: %s)", request.method, request.path, down,
                        type(exception).__name__, str(exception).splitlines()[0] if str(exception) else "")  # fmt: skip
-        return _unavailable(f"{down} is unavailable for the moment; nothing was changed: retry after {RETRY_AFTER_S} s")
+        detail = f"{down} is unavailable for the moment; nothing was changed: retry after {RETRY_AFTER_S} s"
+        return _unavailable(request, detail)
 
 
 class HealthReserved:
@@ -92,7 +107,7 @@ class HealthReserved:
             return self.get_response(request)
         if not self.permits.acquire(timeout=settings.WEB_BUSY_WAIT_S):  # 0: at once
             logger.warning("503 for %s %s: every request thread of this process is busy", request.method, request.path)
-            return _unavailable(f"the server is busy; retry after {RETRY_AFTER_S} s")
+            return _unavailable(request, f"the server is busy; retry after {RETRY_AFTER_S} s")
         self.held.permit = True
         try:
             return self.get_response(request)

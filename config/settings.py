@@ -119,6 +119,13 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": database_from_url(env_str("DATABASE_URL") or "sqlite:///wattledger.sqlite3", var_dir=VAR_DIR)}
+# SQLite: how long a write waits for another one to finish before "database is locked" (answered 503 with
+# Retry-After). bin/run-demo gives its web server less than the collectors' request timeout (10 s), so that a
+# live batch queued behind the backfill's writes is told to come back rather than timed out.
+SQLITE_BUSY_TIMEOUT_S = env_int("SQLITE_BUSY_TIMEOUT_S", 30, minimum=1)
+if "sqlite" in str(DATABASES["default"]["ENGINE"]):
+    sqlite_options: dict[str, object] = {**DATABASES["default"]["OPTIONS"], "timeout": SQLITE_BUSY_TIMEOUT_S}  # type: ignore[dict-item]
+    DATABASES["default"]["OPTIONS"] = sqlite_options
 # Fail fast on PostgreSQL: the server cancels a statement past the timeout (0: none), and TCP
 # keepalives find a server or network that vanished without closing the connection (~60 s).
 DATABASE_STATEMENT_TIMEOUT_S = env_int("DATABASE_STATEMENT_TIMEOUT_S", 30, minimum=0)
@@ -351,6 +358,13 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    # A 503 that config.middleware answers (a database busy or down, every thread busy) is logged there,
+    # one line without a traceback; Django's own "Service Unavailable" record of it would be a second.
+    "filters": {"answered_unavailable": {"()": "config.middleware.AnsweredUnavailable"}},
     # django-axes logs each failure and lockout as a warning; its INFO lines are bookkeeping.
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},
+        "django.request": {"filters": ["answered_unavailable"]},
+    },
 }

@@ -2,7 +2,8 @@
 carbon per token over time, energy per token by GPU model, grid intensity per zone, data quality.
 
 Totals and data quality are the report of ``/api/v1/reports/sustainability/``
-(``sustainability_report_from``), built from the same single query as the charts.
+(``sustainability_report_from``), built from the same single query as the charts, and led, as
+the API is, by the market-based figure to disclose (``scope2.headline.sustainability_shown``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from common.charts import figure_html, gpu_model_colour, grouped_bars, series_li
 from common.pages import page_context
 from common.periods import Period
 from dashboards.common import api_query, organization_ids, period_buckets
-from fleets.models import Organization
-from reports.display import quality_hour_output, sustainability_output
+from reports.display import quality_hour_output
 from reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
 from reports.selectors.sustainability import (
     REPORT_ANNOTATIONS,
@@ -33,8 +33,7 @@ from reports.selectors.sustainability import (
     sustainability_report_from,
 )
 from reports.selectors.trace import EmbodiedFactors, embodied_factors_used
-from scope2.exports import scope2_output
-from scope2.selectors import scope2_report
+from scope2.headline import sustainability_shown
 
 # The report's groups, split further for the charts: one query gives the tiles, the
 # data-quality table and every chart (the same report as the API's, added from finer parts).
@@ -56,7 +55,7 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
     report = sustainability_report_from(parts, organization_id=organization.pk, start=period.start, end=period.end)
     hours = quality_hours(organization_id=organization.pk, start=period.start, end=period.end)
     imperfect = [hour for hour in hours if _imperfect(hour)]
-    shown = sustainability_output(report, organization)
+    shown, scope2 = sustainability_shown(report=report, organization=organization)
     return render(
         request,
         "dashboards/sustainability.html",
@@ -73,24 +72,21 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
             "quality_hours_imperfect": len(imperfect),
             "quality_hours_all": len(hours),
             "embodied_factors": _embodied_factors(parts, organization_ids(organization), period),
-            **_scope2_panel(organization, period, shown["market_kgco2e"]),
+            **_scope2_panel(shown, scope2),
         },
     )
 
 
-def _scope2_panel(organization: Organization, period: Period, ledger_market_kgco2e: float | None) -> dict[str, Any]:
+def _scope2_panel(shown: dict[str, Any], scope2: dict[str, Any]) -> dict[str, Any]:
     """Scope 2 dual reporting from contractual instruments and the 24/7 CFE score, as its own panel.
 
-    ``ledger_market_kgco2e``: the page's tile (site market factors on ledger lines), reconciled below the
-    table with the instruments' market-based figure, so that the page never shows two without saying why."""
-    shown = scope2_output(
-        scope2_report(organization_id=organization.pk, start=period.start, end=period.end), organization
-    )
-    instruments_kg = shown["market"]["kgco2e"]
-    differ = ledger_market_kgco2e is not None and instruments_kg is not None and ledger_market_kgco2e != instruments_kg
+    Its market-based figure is the headline tile's (``scope2.headline``); the site-factor figure, internal,
+    is reconciled with it below the table, so that the page never shows two without saying why."""
+    site_factors_kg, disclosed_kg = shown["market_site_factors_kgco2e"], shown["market_kgco2e"]
+    differ = site_factors_kg is not None and disclosed_kg is not None and site_factors_kg != disclosed_kg
     return {
-        "scope2": shown, "ledger_market_kgco2e": ledger_market_kgco2e,
-        "market_difference_kgco2e": (ledger_market_kgco2e - instruments_kg) if differ else None,
+        "scope2": scope2, "ledger_market_kgco2e": site_factors_kg,
+        "market_difference_kgco2e": (site_factors_kg - disclosed_kg) if differ else None,
     }  # fmt: skip
 
 

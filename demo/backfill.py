@@ -152,10 +152,18 @@ class BackfillError(RuntimeError):
 
 
 def collectors_run(
-    *, jobs: list[Job], server_url: str, options: BackfillSettings, on_progress: Callable[[float], None]
+    *,
+    jobs: list[Job],
+    server_url: str,
+    options: BackfillSettings,
+    on_progress: Callable[[float], None],
+    writers: int | None = None,
 ) -> None:
-    """Run every job's collector at once; ``on_progress`` gets the node-days acknowledged so far.
+    """Run the jobs' collectors, at most ``writers`` at once (``None``: all at once); ``on_progress`` gets the
+    node-days acknowledged so far.
 
+    Beside live collectors on SQLite, every backfill batch is a write that each live batch waits
+    behind (one writer at a time): a few backfill writers leave the live ones their latency.
     Raises ``BackfillError`` with the collector's last lines if one fails. On an
     interrupt (Ctrl-C) every collector is stopped (SIGTERM: it spools what it
     has and exits) before the exception goes on.
@@ -164,9 +172,11 @@ def collectors_run(
     # Batches an interrupted run left behind belong to another epoch of the simulated
     # servers; sent now they would interleave with this run's samples. They are re-made.
     shutil.rmtree(backfill_spool_root(), ignore_errors=True)
-    running = [_start(job, server_url, options, env) for job in jobs]
+    waiting, running = deque(jobs), list[_Running]()
     try:
-        while any(item.process.poll() is None for item in running):
+        while waiting or any(item.process.poll() is None for item in running):
+            while waiting and sum(item.process.poll() is None for item in running) < (writers or len(jobs)):
+                running.append(_start(waiting.popleft(), server_url, options, env))
             on_progress(sum(r.fraction * r.job.days for r in running))
             if any(item.process.returncode not in (None, 0) for item in running):
                 break  # one node failed: stop the others and say why

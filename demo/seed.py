@@ -46,6 +46,10 @@ HISTORY_SAMPLE_INTERVAL_S = 30.0
 # One hour per batch: ~960 GPU rows for 8 GPUs at 30 s, well inside the wire's limits;
 # fewer, larger requests are what makes the backfill fast.
 HISTORY_BATCH_SECONDS = 3600.0
+# Backfill collectors sending at once to a server that live collectors also send to (seed_demo --server,
+# bin/run-demo's backfill): on SQLite each batch is a write the live ones wait behind, so two, not one
+# per node; a temporary server of the backfill's own takes them all at once.
+LIVE_SERVER_BACKFILL_WRITERS = 2
 # Serving counters are cumulative, so a coarser scrape loses no token; the TTFT histogram
 # is cumulative too. Half the serving rows of a 30 s scrape: the rollup's largest cost.
 HISTORY_SERVING_INTERVAL_S = 60.0
@@ -80,6 +84,7 @@ class SeedReport:
     since: datetime
     backfilled_nodes: int = 0
     node_days_sent: float = 0.0
+    days_held: float = 0.0  # days at the end of the window that every node holds once this run is done
     timings_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -122,11 +127,11 @@ def demo_seed(*, options: SeedOptions, stream: Stream) -> SeedReport:
             state_write(phase="stopped", reason=reason)
         raise
     if options.backfill:
-        first_start_only = options.send_from > options.start
-        state_write(
-            days_done=_days_in(options, report.nodes) if first_start_only else round(options.days, 3),
-            phase="waiting" if first_start_only else "done",
-        )  # fmt: skip
+        # A first start sent its last days only; the rest is still to send unless an earlier run sent it (a
+        # second `make demo`): then the window is whole already and nothing is left for bin/run-demo to send.
+        days = _days_in(options, report.nodes) if options.send_from > options.start else round(options.days, 3)
+        report.days_held = days
+        state_write(days_done=days, phase="waiting" if days < round(options.days, 3) else "done")
     return report
 
 
@@ -214,7 +219,10 @@ def _history_seed(report: SeedReport, options: SeedOptions, stream: Stream) -> N
                 _state_throttled(days_done=round(days, 3), phase="sending")
 
             try:
-                collectors_run(jobs=jobs, server_url=str(url), options=options.history, on_progress=sent)
+                writers = LIVE_SERVER_BACKFILL_WRITERS if options.server_url else None
+                collectors_run(
+                    jobs=jobs, server_url=str(url), options=options.history, on_progress=sent, writers=writers
+                )
             except BaseException as error:
                 progress.finish(stopped="interrupted" if isinstance(error, KeyboardInterrupt) else "a collector failed")
                 raise

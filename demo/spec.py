@@ -217,6 +217,9 @@ _USED = AssetSpec(acquired_days_before=200, prior_use_years=Decimal("1.5"), expe
 # (DeepSeek-R1-Distill-Qwen-14B). Both fleets serve both; on the consumer fleet the 14B (two
 # cards per replica, tensor parallel) runs on three owned boxes, the 8B on the rented ones and
 # the second-hand box.
+# The headline (seed_demo's summary, `manage.py headline`, the README): the consumer fleet against the
+# enterprise one, LLM model by LLM model.
+HEADLINE_FLEET, HEADLINE_BASELINE = "consumer", "enterprise"
 FLEETS = (
     FleetSpec(
         "enterprise",

@@ -32,7 +32,6 @@ from reports.display import (
     comparison_row_output,
     embodied_factors_output,
     load_band_output,
-    sustainability_output,
     usage_row_output,
 )
 from reports.metrics import ALLOCATION_NOTE
@@ -46,6 +45,7 @@ from reports.selectors import (
     sustainability_report,
 )
 from reports.selectors.load import comparison_load_bands
+from reports.selectors.sustainability import SustainabilityReport
 from reports.selectors.trace import organization_embodied_factors
 from reports.serializers import (
     CACHED_PROMPT_TOKENS,
@@ -342,13 +342,20 @@ class SustainabilityReportView(ReportView):
         location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
         location_tco2e = number("the same in tCO2e")
         market_kgco2e = number(
-            "the ledger's market-based figure: facility kWh x the sites' market factors (per site and hour); null "
-            "when none. Not the instrument allocation: that is /api/v1/reports/scope2/ (see market_basis)"
+            "Scope 2, market-based, the figure to disclose (see market_basis): the Scope 2 report's allocation of "
+            "contractual instruments, then the residual mix (/api/v1/reports/scope2/)"
         )
         market_tco2e = number("the same in tCO2e")
-        market_basis = serializers.CharField(help_text=f"always '{MARKET_BASIS}': {MARKET_BASIS_NOTE}")
+        market_basis = serializers.CharField(help_text="what market_* are, e.g. 'scope2_instruments'")
         location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_*)")
-        market_unknown_facility_kwh = number("facility kWh without a market factor (not in market_*)")
+        market_unknown_facility_kwh = number("facility kWh with neither instrument, residual mix nor grid factor")
+        market_site_factors_kgco2e = number(
+            "internal, not for disclosure: facility kWh x the sites' market factors (per site and hour), as the "
+            "ledger lines and per-token figures carry it; null when none"
+        )
+        market_site_factors_tco2e = number("the same in tCO2e")
+        market_site_factors_unknown_facility_kwh = number("facility kWh without a site market factor")
+        market_site_factors_basis = serializers.CharField(help_text=f"always '{MARKET_BASIS}': {MARKET_BASIS_NOTE}")
         embodied_kgco2e_central = number("Scope 3 share attributable to the period: embodied carbon amortized")
         embodied_kgco2e_low = number("embodied, low estimate")
         embodied_kgco2e_high = number("embodied, high estimate")
@@ -422,7 +429,7 @@ class SustainabilityReportView(ReportView):
     def get(self, request: Request) -> Any:
         start, end, organization = self.organization_scope(request)
         report = sustainability_report(organization_id=organization.pk, start=start, end=end)
-        shown = sustainability_output(report, organization)
+        shown = self.shown(report, organization)
         used = organization_embodied_factors(organization_id=organization.pk, start=start, end=end)
         shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
         shown["audit"] = report_audit(user=request.user, organization=organization, start=start, end=end)
@@ -431,3 +438,9 @@ class SustainabilityReportView(ReportView):
             metrics = _sustainability_metrics(shown)
             return self.csv_answer(["metric", "value"], metrics, report="sustainability", start=start, end=end)
         return Response(self.OutputSerializer(shown).data)
+
+    def shown(self, report: SustainabilityReport, organization: Organization) -> dict[str, Any]:
+        """The report as shown, led by the market-based figure to disclose. That figure is the Scope 2
+        report's (an app above this one), so the view routed at ``reports/sustainability/`` is
+        ``scope2.reports_api.SustainabilityReportView``, which says how; this one does not guess."""
+        raise NotImplementedError

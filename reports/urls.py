@@ -1,9 +1,9 @@
 from django.urls import path
 
-from reports.api import FleetComparisonView, SustainabilityReportView, UsageReportView
+from reports.api import FleetComparisonView, UsageReportView
 
 urlpatterns = [
     path("reports/usage/", UsageReportView.as_view(), name="reports-usage"),
     path("reports/comparison/", FleetComparisonView.as_view(), name="reports-comparison"),
-    path("reports/sustainability/", SustainabilityReportView.as_view(), name="reports-sustainability"),
+    # reports/sustainability/ is routed by scope2.urls: it leads with the Scope 2 report's market figure.
 ]

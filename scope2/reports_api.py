@@ -3,7 +3,9 @@
 - ``scope2/``: JSON, or CSV (``Accept: text/csv`` / ``?format=csv``) as
   ``level,site,instrument,metric,value`` lines;
 - ``scope2/ghg-table/``: the GHG-Protocol-shaped table, JSON rows or CSV;
-- ``scope2/esrs/``: datapoints keyed to ESRS E1-5 and E1-6, JSON.
+- ``scope2/esrs/``: datapoints keyed to ESRS E1-5 and E1-6, JSON;
+- ``sustainability/``: ``reports.api.SustainabilityReportView`` led by this report's market-based
+  figure, the one to disclose (``scope2.headline``), the site-factor figure beside it.
 
 Each carries the audit trail of the inputs bearing on the period
 (``governance.report_audit``): an ``audit`` section in JSON, ``audit``
@@ -31,9 +33,12 @@ from common.renderers import CSV_MEDIA_TYPE, csv_response
 from fleets.models import Organization
 from governance.report_audit import AUDIT_SECTION, audit_metric_rows, report_audit
 from reports.api import ReportView
+from reports.api import SustainabilityReportView as LedgerSustainabilityReportView
+from reports.selectors.sustainability import SustainabilityReport
 from reports.serializers import PeriodInputSerializer
 from scope2.disclosures import GHG_COLUMNS, esrs_datapoints, ghg_table
 from scope2.exports import scope2_csv_rows, scope2_output
+from scope2.headline import sustainability_shown
 from scope2.selectors import Scope2Report, scope2_report
 
 CSV_COLUMNS = ["level", "site", "instrument", "metric", "value"]
@@ -130,3 +135,10 @@ class Scope2EsrsView(Scope2View):
                 "audit": self.audit(request, report, organization),
             }
         )
+
+
+class SustainabilityReportView(LedgerSustainabilityReportView):
+    """``/api/v1/reports/sustainability/``: its ``market_*`` the figure to disclose, as the page shows it."""
+
+    def shown(self, report: SustainabilityReport, organization: Organization) -> dict[str, Any]:
+        return sustainability_shown(report=report, organization=organization)[0]

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from scope2.api import InstrumentDetailView, InstrumentEvidenceView, InstrumentsView
-from scope2.reports_api import Scope2EsrsView, Scope2GhgTableView, Scope2ReportView
+from scope2.reports_api import Scope2EsrsView, Scope2GhgTableView, Scope2ReportView, SustainabilityReportView
 from scope2.uploads_api import InstrumentsUploadView, ResidualMixesUploadView, ResidualMixesView
 
 urlpatterns = [
@@ -14,4 +14,6 @@ urlpatterns = [
     path("reports/scope2/", Scope2ReportView.as_view(), name="reports-scope2"),
     path("reports/scope2/ghg-table/", Scope2GhgTableView.as_view(), name="reports-scope2-ghg-table"),
     path("reports/scope2/esrs/", Scope2EsrsView.as_view(), name="reports-scope2-esrs"),
+    # The sustainability report leads with this app's market-based figure (scope2.headline).
+    path("reports/sustainability/", SustainabilityReportView.as_view(), name="reports-sustainability"),
 ]

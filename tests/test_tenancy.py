@@ -293,6 +293,8 @@ EXCLUDED: dict[str, str] = {
     "login": "Django's sign-in: no organization's data",
     "logout": "Django's sign-out",
     "password_change": "the user's own password",
+    "api-tokens-page": "the user's own API tokens, no organization's rows: another person's are neither shown nor "
+    "revoked (tests/dashboards/test_api_tokens_page.py)",
     "password_change_done": "a confirmation page",
     "password_reset": "sends a reset link to an address; reveals no row",
     "password_reset_done": "a confirmation page",

@@ -8,6 +8,12 @@ batch. The answers:
 * ``400 401 403 404 413 415 422`` and every other 4xx but 408 and 429: refused
   for good; resending cannot help, so the batch moves to ``rejected/`` with a
   ``.reason`` file and the next one is sent.
+* ``429`` or ``503`` with a ``Retry-After`` (seconds or HTTP-date): back-pressure,
+  the server is busy and says when to come back (a database busy with other
+  writes, every request thread taken). The uploader waits that long and sends
+  the same batch again: not a failure (it is never parked, the backoff does not
+  grow), logged at INFO, with one warning once it has lasted
+  ``BACKPRESSURE_WARN_S`` (and every ``BACKPRESSURE_WARN_S`` x 10 after).
 * ``408``, ``429``, ``5xx``, connection errors, timeouts, and anything
   unexpected (a redirect, another 2xx): retried, forever, after an exponential
   backoff with full jitter capped at ``max_backoff_s``; a ``Retry-After``
@@ -47,6 +53,8 @@ log = logging.getLogger(__name__)
 
 INGEST_PATH = "/api/v1/ingest/"
 RETRIED_4XX = frozenset({408, 429})
+BACKPRESSURE_STATUSES = frozenset({429, 503})  # with a Retry-After: "busy, come back then"
+BACKPRESSURE_WARN_S = 60.0  # back-pressure this long without an acknowledgement is worth a warning
 MAX_RETRY_AFTER_S = 3600.0
 PARK_AFTER_FAILURES = 5  # consecutive failures of one batch before newer batches go first
 PARK_MAX_S = 3600.0  # the longest a parked batch waits for its next try
@@ -58,7 +66,7 @@ class Headers(Protocol):
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: str  # "ack" | "reject" | "retry" | "gone"
+    kind: str  # "ack" | "reject" | "retry" | "wait" (back-pressure) | "gone"
     status: int | None
     detail: str
     retry_after_s: float | None = None
@@ -89,7 +97,10 @@ def classify(status: int, headers: Headers | Mapping[str, str], body: bytes, *, 
         return Outcome("ack", status, text, answer=_json_or_none(body))
     if 400 <= status < 500 and status not in RETRIED_4XX:
         return Outcome("reject", status, text)
-    return Outcome("retry", status, text, parse_retry_after(headers.get("Retry-After"), now=now))
+    retry_after_s = parse_retry_after(headers.get("Retry-After"), now=now)
+    if status in BACKPRESSURE_STATUSES and retry_after_s is not None:
+        return Outcome("wait", status, text, retry_after_s)
+    return Outcome("retry", status, text, retry_after_s)
 
 
 def _json_or_none(body: bytes) -> Any:
@@ -150,6 +161,7 @@ class UploadStats:
     rejected: int = 0
     retries: int = 0
     parked: int = 0  # times a batch was set behind newer ones
+    waits: int = 0  # back-pressure answers waited out (not failures)
 
 
 @dataclass
@@ -190,6 +202,8 @@ class Uploader:
         self.stats = UploadStats()
         self._park_after = park_after_failures
         self._trouble: dict[int, _Trouble] = {}  # spool seq -> its failures
+        self._pressed_since: float | None = None  # monotonic start of the back-pressure now waited out
+        self._pressure_warned_s = 0.0  # how long it had lasted at its last warning
 
     def run(self, stop: threading.Event) -> None:
         sleep = self._sleep or stop.wait  # stop interrupts a backoff at once
@@ -202,6 +216,8 @@ class Uploader:
             outcome = self.attempt(item, timeout_s=self._timeout_s)
             if outcome.kind == "retry":
                 sleep(self._delay(item, outcome))
+            elif outcome.kind == "wait":
+                sleep(self._wait(item, outcome))
 
     def drain(self, *, deadline: float) -> bool:
         """Send what is pending until ``deadline`` (monotonic) or a failure; True if the spool emptied."""
@@ -209,7 +225,7 @@ class Uploader:
             remaining = deadline - self._monotonic()
             if remaining <= 0.05:
                 return False
-            if self.attempt(item, timeout_s=min(self._timeout_s, remaining)).kind == "retry":
+            if self.attempt(item, timeout_s=min(self._timeout_s, remaining)).kind in ("retry", "wait"):
                 return False
         return not len(self.spool)
 
@@ -246,6 +262,8 @@ class Uploader:
             self._rejected(item, outcome)
         elif outcome.kind == "retry":
             self._failed(item, outcome)
+        elif outcome.kind == "wait" and self._pressed_since is None:
+            self._pressed_since = self._monotonic()
         return outcome
 
     def _failed(self, item: SpooledBatch, outcome: Outcome) -> None:
@@ -275,6 +293,7 @@ class Uploader:
         for trouble in self._trouble.values():
             trouble.due = min(trouble.due, soon)
         self.backoff.reset()
+        self._pressure_ended()
         self.stats.acknowledged += 1
         answer = outcome.answer if isinstance(outcome.answer, dict) else {}
         log.debug(
@@ -307,3 +326,28 @@ class Uploader:
             level, "batch %s not sent (%s); retry %d in %.1f s", item.batch_id, what[:300], self.backoff.failures, delay
         )
         return delay
+
+    def _wait(self, item: SpooledBatch, outcome: Outcome) -> float:
+        """Back-pressure: the server's ``Retry-After``, spread a little; the batch stays first in line."""
+        assert outcome.retry_after_s is not None  # noqa: S101 - a "wait" outcome always carries it
+        delay = outcome.retry_after_s * (1 + 0.1 * random.random())  # noqa: S311 - jitter, not a secret
+        self.stats.waits += 1
+        lasted_s = self._monotonic() - (self._pressed_since or self._monotonic())
+        warn = lasted_s >= BACKPRESSURE_WARN_S and lasted_s - self._pressure_warned_s >= (
+            BACKPRESSURE_WARN_S * 10 if self._pressure_warned_s else 0
+        )
+        if warn:
+            self._pressure_warned_s = lasted_s
+        log.log(
+            logging.WARNING if warn else logging.INFO,
+            "batch %s waits: the server is busy (HTTP %s) for %.0f s now; sent again in %.1f s, nothing is lost",
+            item.batch_id, outcome.status, lasted_s, delay,
+        )  # fmt: skip
+        return delay
+
+    def _pressure_ended(self) -> None:
+        if self._pressed_since is not None:
+            lasted_s = self._monotonic() - self._pressed_since
+            level = logging.WARNING if self._pressure_warned_s else logging.INFO
+            log.log(level, "the server takes batches again after %.0f s of back-pressure", lasted_s)
+        self._pressed_since, self._pressure_warned_s = None, 0.0

@@ -103,7 +103,8 @@ def test_first_start_sends_the_last_hours_first_and_the_rest_later_without_count
     state = state_read()
     assert (state.start, state.end, state.phase, state.days_total) == (start, end, "waiting", 0.125)
     assert state.days_done == pytest.approx(1 / 24, abs=0.001)
-    assert "sends the rest meanwhile" in first.getvalue()
+    assert "The last 0.042 of 0.125 days are in" in first.getvalue()
+    assert "sends the other 0.083 meanwhile" in first.getvalue()
     assert "100.0%" in first.getvalue()
     last_hour = {u.pk: u.generation_tokens for u in EndpointHourUsage.objects.filter(hour_start=end - HOUR)}
 
@@ -117,3 +118,9 @@ def test_first_start_sends_the_last_hours_first_and_the_rest_later_without_count
     for usage in EndpointHourUsage.objects.filter(hour_start=start).select_related("endpoint__node"):
         expected = expected_generation_tokens(usage.endpoint.node, start, start + HOUR)
         assert 0.93 * expected < usage.generation_tokens <= expected, usage.endpoint.node.hostname
+
+    # A second first start (a second `make demo`) finds the window whole: it says so, and leaves nothing to send.
+    second = io.StringIO()
+    call_command("seed_demo", "--hours", "3", "--first-days", str(1 / 24), "--end", end.isoformat(), stdout=second)
+    assert "All 0.125 days of history are in" in second.getvalue() and "meanwhile" not in second.getvalue()
+    assert state_read().phase == "done"

@@ -106,6 +106,10 @@ def test_the_terminal_shows_url_login_and_warnings_and_ctrl_c_stops_everything_w
     assert "POST /api/v1/ingest/" not in terminal, "access logs go to var/log/, not to the terminal"
     assert "Stopping: " in terminal and "worker" in terminal.split("Stopping: ", 1)[1]
     assert "Stopped in " in terminal
+    # each stop message once; no traceback, no shell notice of a killed job
+    assert terminal.count("Stopping: ") == terminal.count("Stopped in ") == 1, terminal
+    assert terminal.count("worker: killed after") <= 1, terminal
+    assert "Traceback" not in terminal and " Killed " not in terminal, terminal
     for log in ("web", "worker", "beat", "collectors"):
         assert (seeded / "log" / f"{log}.log").stat().st_size > 0, log
     # Nothing of it is left running once the 10 s are up (a killed process is gone once it is reaped).

@@ -150,7 +150,9 @@ def test_seed_demo_builds_a_ledger_where_consumer_is_cheaper_and_enterprise_fast
     assert figures["enterprise"].p99_ttft_s == pytest.approx(enterprise_p99)
     assert f"Login: {spec.USERNAME} / {spec.PASSWORD}" in output and "http://" in output
     by_llm = {(row.fleet, row.llm): row for row in llm_figures(organization=organization, start=start, end=end)}
-    assert len(by_llm) == 4 and "cost/1M output" in output and output.count(QWEN_14B) == 2
+    # the summary is the comparison report by LLM model (reports.headline): a row per fleet and LLM, then a ratio
+    assert len(by_llm) == 4 and "cost/1M output" in output and output.count(QWEN_14B) == 3
+    assert "idle shown apart" in output and f"{QWEN_14B}: consumer costs " in output
     for key, row in by_llm.items():
         assert row.cost_per_1m_output_tokens == cost_per_1m_output_tokens(sums[key]), key
         assert row.j_per_output_token == j_per_output_token(sums[key]) and row.idle_share == 0, key

@@ -190,7 +190,7 @@ def check_resent(recorded: list[Recorded], lost_batch_ids: list[str], problems: 
         "requests": len(answers),
         "acknowledged": sum(a["kind"] == "ack" for a in answers),
         "refused_4xx": sum(a["kind"] == "reject" for a in answers),
-        "failed_retried": sum(a["kind"] == "retry" for a in answers),
+        "failed_retried": sum(a["kind"] in ("retry", "wait") for a in answers),
         "resent_seen_as_duplicates": len(all_duplicates),
         "answers_lost_by_proxy": len(lost_batch_ids),
     }

@@ -42,8 +42,12 @@ def test_scope_2_embodied_energy_and_sci_by_hand(fleets, client_a):
     )
     # Location: 3 x 1.8 kWh x 200 g + 3 x 1.32 kWh x 200 g = 1,872 g.
     assert (body["location_kgco2e"], body["location_tco2e"]) == (1.872, 0.001872)
-    # Market: only sjc-1 has a factor (50 g/kWh x 5.4 kWh); sjc-2's 3.96 kWh are unknown, not zero.
-    assert (body["market_kgco2e"], body["market_tco2e"], body["market_unknown_facility_kwh"]) == (0.27, 0.00027, 3.96)
+    # Market, to disclose: no instrument and no residual mix held, so the location factor stands in, labelled.
+    assert (body["market_kgco2e"], body["market_tco2e"], body["market_unknown_facility_kwh"]) == (1.872, 0.001872, 0)
+    assert body["market_basis"] == "scope2_instruments"
+    # Site factors (internal): only sjc-1 has one (50 g/kWh x 5.4 kWh); sjc-2's 3.96 kWh are unknown, not zero.
+    site_factors = [f"market_site_factors_{name}" for name in ("kgco2e", "tco2e", "unknown_facility_kwh")]
+    assert tuple(body[name] for name in site_factors) == (0.27, 0.00027, 3.96)
     embodied_g = 3 * (H100_EMBODIED_G_PER_H + RTX_EMBODIED_G_PER_H)
     assert body["embodied_kgco2e_central"] == places(embodied_g / 1000)
     assert body["embodied_tco2e_central"] == places(embodied_g / 1_000_000, 9)

@@ -50,7 +50,7 @@ def test_the_page_labels_each_market_based_figure_and_the_residual_mix_fallback(
     assert fallback.startswith("No residual mix is held for fra-1 (DE 2025)")
     assert "labelled location_fallback (39,420 kWh)" in fallback
     assert "POST /api/v1/residual-mixes/upload/ or manage.py load_residual_mixes" in fallback
-    assert "Scope 2, market-based (site factors)" in html
+    assert "Market-based (site factors, internal)" in html
     note = _note(html, "market-reconciliation")
     assert "GHG Protocol Scope 2 Guidance asks: 11,826.0 kgCO2e" in note and "(none entered)" in note
     assert "differ" not in note

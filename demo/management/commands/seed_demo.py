@@ -19,8 +19,8 @@ from demo import spec
 from demo.backfill import BackfillError
 from demo.seed import NothingToResume, SeedOptions, SeedReport, demo_seed, history_settings, rest_options, window
 from demo.server import ServerError
-from demo.summary import fleet_figures, llm_figures
 from demo.tokens import demo_dir
+from reports.headline import headline_lines, headline_rows
 
 
 def _aware(value: str) -> datetime:
@@ -111,55 +111,24 @@ class Command(BaseCommand):
                 f"from {report.backfilled_nodes} node(s)"
             )
             self._figures(report, options)
-        if options.send_from > options.start:
+        if options.send_from > options.start and report.days_held < round(options.days, 3):
             out.write(
-                f"The last {options.first_days:.3g} of {options.days:.3g} days are in; bin/run-demo serves them now "
-                "and sends the rest meanwhile (seed_demo --rest), with a banner on every page until it is done."
+                f"The last {report.days_held:.3g} of {options.days:.3g} days are in; bin/run-demo serves them now "
+                f"and sends the other {options.days - report.days_held:.3g} meanwhile (seed_demo --rest), with a "
+                "banner on every page until it is done."
             )
+        elif options.send_from > options.start:
+            out.write(f"All {options.days:.3g} days of history are in (an earlier run sent the rest).")
         out.write(f"Collector tokens and node list: {demo_dir()}/ (bin/demo-collectors reads them)")
         host, port = os.environ.get("DEMO_HOST", "127.0.0.1"), os.environ.get("DEMO_PORT", "8000")
         out.write(self.style.SUCCESS(f"Open http://{host}:{port}/  (admin: http://{host}:{port}/admin/)"))
         out.write(self.style.SUCCESS(f"Login: {spec.USERNAME} / {spec.PASSWORD}  (local demo only)"))
 
     def _figures(self, report: SeedReport, options: SeedOptions) -> None:
-        self.stdout.write(
-            "Per token: input + output tokens (the comparison page leads with output tokens); "
-            "J: IT energy (the node meter where there is one, else the GPU boards)"
-        )
-        self.stdout.write(f"{'fleet':<12}{'cost/1M tokens':>16}{'P99 TTFT':>11}{'J/token':>10}{'gCO2e/1k tok':>14}")
-        for figures in fleet_figures(organization=report.organization, start=report.since, end=options.end):
-            cost = figures.cost_per_1m_tokens
-            p99 = figures.p99_ttft_s
-            joules = figures.j_per_token
-            grams = figures.g_per_1k_tokens
-            self.stdout.write(
-                f"{figures.fleet:<12}{_cell(cost, '>12.4f', 16, f' {figures.currency}')}{_ttft_cell(p99)}"
-                f"{_cell(joules, '>10.4f', 10)}{_cell(grams, '>14.4f', 14)}"
-            )
-        self._llm_figures(report, options)
-
-    def _llm_figures(self, report: SeedReport, options: SeedOptions) -> None:
-        """The study's table: per fleet and LLM, per output token (J: IT energy, as above)."""
-        self.stdout.write(
-            f"{'fleet':<12}{'LLM':<42}{'cost/1M output':>16}{'P99 TTFT':>11}{'J/output':>10}{'idle share':>12}"
-        )
-        for row in llm_figures(organization=report.organization, start=report.since, end=options.end):
-            cost, p99, joules, idle = (
-                row.cost_per_1m_output_tokens,
-                row.p99_ttft_s,
-                row.j_per_output_token,
-                row.idle_share,
-            )
-            self.stdout.write(
-                f"{row.fleet:<12}{row.llm[:41]:<42}{_cell(cost, '>16.4f', 16)}{_ttft_cell(p99)}"
-                f"{_cell(joules, '>10.4f', 10)}{_cell(idle, '>12.1%', 12)}"
-            )
-
-
-def _cell(value: Any, spec: str, width: int, unit: str = "") -> str:
-    """``value`` formatted by ``spec`` (then ``unit``) in a column ``width`` wide, or a dash when unknown."""
-    return f"{'-':>{width}}" if value is None else f"{value:{spec}}{unit}"
-
-
-def _ttft_cell(seconds: float | None) -> str:
-    return _cell(None if seconds is None else seconds * 1000, ">8.0f", 11, " ms")
+        """The headline: the comparison report by LLM model as the API and /compare/ give it (``manage.py
+        headline`` prints the same for any period), over the demo's window."""
+        organization, start, end = report.organization, options.start, options.end
+        rows = headline_rows(organization_ids=[organization.pk], start=start, end=end)
+        title = f"{organization.name} ({organization.slug}), {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC"
+        for line in headline_lines(rows, title=title, fleet=spec.HEADLINE_FLEET, baseline=spec.HEADLINE_BASELINE):
+            self.stdout.write(line)

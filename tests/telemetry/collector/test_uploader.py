@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -65,8 +66,8 @@ def test_retries_5xx_and_429_with_retry_after_until_acknowledged(tmp_path: Path,
     assert len(stub_server.requests) == 6  # 4 failures, then both batches
     assert [r.body for r in stub_server.requests[-2:]] == [b"\x1f\x8b first", b"\x1f\x8b second"]  # oldest first
     assert sleeps[:3] == [0.25, 0.5, 1.0]  # full jitter (rand=0.5) of 0.5, 1, 2 s
-    assert 7.0 <= sleeps[3] <= 7.7  # Retry-After honoured
-    assert uploader.stats.acknowledged == 2 and uploader.stats.retries == 4
+    assert 7.0 <= sleeps[3] <= 7.7  # Retry-After honoured: back-pressure, waited out
+    assert uploader.stats.acknowledged == 2 and uploader.stats.retries == 3 and uploader.stats.waits == 1
 
 
 def test_sends_the_ingest_headers(tmp_path: Path, stub_server: StubServer) -> None:
@@ -243,3 +244,51 @@ def test_when_every_batch_fails_each_is_parked_in_turn_and_none_is_lost(
     bodies = [r.body for r in stub_server.requests[:11]]
     assert bodies[:6] == [b"one"] * 5 + [b"two"]  # the second goes first once the first is parked
     assert uploader.stats.parked >= 1 and len(spool) == 2 and uploader.stats.rejected == 0
+
+
+class SleptClock(FastClock):
+    """A monotonic clock that runs at real time plus every backoff slept (the logs' durations are the sleeps')."""
+
+    def __call__(self) -> float:
+        return 1000.0 + self.slept_s + (time.monotonic() - self._start)
+
+
+def test_503_with_retry_after_is_back_pressure_the_batch_waits_first_in_line_and_no_warning_is_logged(
+    tmp_path: Path, stub_server: StubServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # given: a server busy (SQLite locked by other writes) for eight answers, each saying when to come back
+    stub_server.script.extend([(503, {"Retry-After": "5"}, b'{"detail": "the database (busy) ..."}')] * 8)
+    spool = Spool(tmp_path)
+    spool.put("b1", b"first")
+    spool.put("b2", b"second")
+    clock = SleptClock()
+    uploader = parking_uploader(spool, stub_server.url, clock)
+
+    # when
+    with caplog.at_level("INFO", logger="telemetry.collector.uploader"):
+        run_until_empty(uploader)
+
+    # then: the same batch each time (never parked behind the newer one), Retry-After waited, nothing lost
+    assert [r.body for r in stub_server.requests] == [b"first"] * 9 + [b"second"]
+    assert uploader.stats.waits == 8 and uploader.stats.parked == 0 and uploader.stats.retries == 0
+    assert uploader.backoff.failures == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # 40 s of it: INFO lines only
+    assert "the server takes batches again after" in caplog.records[-1].getMessage()
+
+
+def test_back_pressure_that_lasts_a_minute_is_warned_once(
+    tmp_path: Path, stub_server: StubServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    stub_server.script.extend([(429, {"Retry-After": "10"}, b"")] * 12)  # two minutes of it
+    spool = Spool(tmp_path)
+    spool.put("b1", b"first")
+    clock = SleptClock()
+    uploader = parking_uploader(spool, stub_server.url, clock)
+
+    with caplog.at_level("INFO", logger="telemetry.collector.uploader"):
+        run_until_empty(uploader)
+
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 2, warnings  # once it has lasted a minute, and when it ends
+    assert "the server is busy (HTTP 429)" in warnings[0]
+    assert warnings[1].startswith("the server takes batches again after")

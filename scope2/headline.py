@@ -1,0 +1,57 @@
+"""The market-based figure a sustainability report leads with: the one to disclose.
+
+Two market-based figures exist. The Scope 2 report's (``scope2_report``: contractual
+instruments first, then the residual mix, the location factor where none is held,
+labelled) is the GHG Protocol figure to disclose, so ``market_kgco2e`` /
+``market_tco2e`` / ``market_unknown_facility_kwh`` are that one, with
+``market_basis`` saying so. The ledger lines' site market factors stay beside it as
+``market_site_factors_*``, for internal use (per-line and per-token figures use
+them). The sustainability page and ``/api/v1/reports/sustainability/`` both take
+their figures from ``sustainability_shown``: one rule, one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleets.models import Organization
+from reports.display import MARKET_BASIS as SITE_FACTORS_BASIS
+from reports.display import sustainability_output
+from reports.selectors.sustainability import SustainabilityReport
+from scope2.exports import scope2_output
+from scope2.selectors import scope2_report
+
+MARKET_BASIS = "scope2_instruments"
+MARKET_BASIS_NOTE = (
+    "the GHG Protocol Scope 2 market-based figure to disclose: facility kWh allocated to contractual "
+    "instruments first, then the residual mix (the location factor, labelled, where none is held), as "
+    "/api/v1/reports/scope2/ reports it"
+)
+
+
+def sustainability_shown(
+    *, report: SustainabilityReport, organization: Organization
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The sustainability report as shown, led by the market-based figure to disclose; and the Scope 2 report
+    of the same organization and period as shown (the figure's source, for the page's panel)."""
+    shown = sustainability_output(report, organization)
+    scope2 = scope2_output(
+        scope2_report(organization_id=organization.pk, start=report.start, end=report.end), organization
+    )
+    return with_disclosed_market(shown, scope2), scope2
+
+
+def with_disclosed_market(shown: dict[str, Any], scope2: dict[str, Any]) -> dict[str, Any]:
+    """``shown`` (``sustainability_output``) with its site-factor market figures moved to
+    ``market_site_factors_*`` and ``market_*`` taken from the Scope 2 report as shown."""
+    market = scope2["market"]
+    return shown | {
+        "market_kgco2e": market["kgco2e"],
+        "market_tco2e": market["tco2e"],
+        "market_unknown_facility_kwh": market["unknown_kwh"],
+        "market_basis": MARKET_BASIS,
+        "market_site_factors_kgco2e": shown["market_kgco2e"],
+        "market_site_factors_tco2e": shown["market_tco2e"],
+        "market_site_factors_unknown_facility_kwh": shown["market_unknown_facility_kwh"],
+        "market_site_factors_basis": SITE_FACTORS_BASIS,
+    }
