@@ -25,6 +25,7 @@ from common.scope import (
     report_filters,
     report_fleet_ids,
 )
+from fleets.models import Organization
 from governance.report_audit import AUDIT_SECTION, ReportAuditSerializer, audit_metric_rows, report_audit
 from reports.display import (
     MARKET_BASIS,
