@@ -42,6 +42,8 @@ def page_context(request: HttpRequest, *, now: datetime, through: CompleteThroug
         "period": period,
         "complete_through": complete,
         "includes_open_hours": holds_open_hours(period.end, complete),
+        # Only a page that asked for its organization's complete hours says how far they reach.
+        "completeness_known": through is not None,
         "presets": PRESETS,
         "granularities": CHART_GRANULARITIES,
     }

@@ -20,9 +20,8 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from common.charts import figure_html, gpu_model_colour, grouped_bars, series_lines
-from common.pages import page_context
 from common.periods import Period
-from dashboards.common import api_query, organization_ids, period_buckets
+from dashboards.common import api_query, dashboard_context, organization_ids, period_buckets
 from reports.display import quality_hour_output
 from reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
 from reports.selectors.sustainability import (
@@ -46,7 +45,7 @@ _INTENSITY = {"s_intensity": Sum("location_gco2e_per_kwh"), "s_intensity_n": Cou
 
 @login_required
 def sustainability_page(request: HttpRequest) -> HttpResponse:
-    context = page_context(request, now=timezone.now())
+    context = dashboard_context(request, now=timezone.now())
     organization, period = context["organization"], context["period"]
     page = {**context, "section": "sustainability"}
     parts = _parts(organization_ids(organization), period) if organization is not None else []

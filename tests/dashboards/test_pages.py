@@ -253,3 +253,18 @@ def test_a_price_shows_the_currencys_minor_unit_or_every_finer_digit(value, curr
 
 def test_seconds_are_shown_in_milliseconds_like_every_latency():
     assert (ms_from_s("0.0973"), ms_from_s(1.25, 1), ms_from_s(None)) == ("97", "1,250.0", "—")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_says_how_far_its_complete_hours_reach(client, organization, fleets, path):
+    """Each figure page names the end of the organization's last complete hour, the API's ``complete_through``."""
+    from django.utils import timezone
+
+    from reports.selectors.complete import complete_through
+
+    client.force_login(member(organization, "viewer"))
+
+    html = client.get(path).content.decode()
+
+    through = complete_through(organization_ids=[organization.pk], now=timezone.now())
+    assert f"complete through {through:%Y-%m-%d %H:%M} UTC" in html
