@@ -26,6 +26,7 @@ from django.db import transaction
 from django.db.models import CharField
 from django.utils import timezone
 
+from accounting.corrections import ledger_reopened_mark, ledger_rows_settle
 from accounting.ledger import (
     AmortizationMethod,
     EmbodiedAsset,
@@ -128,7 +129,7 @@ def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime], 
     metered = {row.hour_start: row for row in NodeHourUsage.objects.filter(node_id=node_id, hour_start__in=hours)}
     tokens = _tokens(context.node, hours)
     lines = [_line(context, hour, usage, tokens, metered.get(hour), now=now) for hour in hours]
-    _lines_store(context, lines, usage)
+    _lines_store(context, lines, usage, now=now)
     _open_hours_mark(node_id, [hour for hour in hours if hour + HOUR > now])
     return len(lines)
 
@@ -337,9 +338,12 @@ def _location(resolved: Any) -> IntensityFactor | None:
     return IntensityFactor(Decimal(resolved.gco2e_per_kwh), resolved.source)
 
 
-def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict) -> None:
+def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, *, now: datetime) -> None:
+    """Store the lines of open hours; a locked hour's line stays as closed, what changed booked as a correction."""
     rows = [_row(context, line, usage) for line in lines]
     columns_fit(rows)  # an amount past its column is refused naming it; the queue parks the hour
+    node = context.node
+    rows = ledger_rows_settle(node_id=node.pk, organization_id=node.fleet.organization_id, rows=rows, now=now)
     NodeHourLedger.objects.bulk_create(
         rows,
         update_conflicts=True,
@@ -435,9 +439,11 @@ def ledger_pending_run(*, now: datetime, limit: int = 20_000) -> int:
 
     Work is claimed one node at a time, each in its own transaction; a mark made
     after ``now`` (new data during the run) survives for the next run. An hour whose
-    line fails to compute is parked (``telemetry.parking``) and never holds back another node.
+    line fails to compute is parked (``telemetry.parking``) and never holds back another node. A locked
+    hour's line is never rewritten: what would change it is booked as a correction (``accounting.corrections``).
     """
     _usage_changes_take(now=now)
+    ledger_reopened_mark(now=now)
     return queue_run(_LEDGER_QUEUE, now=now, limit=limit)
 
 

@@ -9,7 +9,7 @@ period (the site's own PUE, GPU assets, hardware profiles, ledger settings,
 nodes, a site's grid zone, time zone and currency) weighs on every hour of its
 rows, so its changes bear on every period. Node tokens, workload classes, advice
 settings, memberships (roles), organizations' and fleets' names change no
-reported figure.
+reported figure. A ledger correction bears on the hour it restates and the hour it is booked in.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from typing import Any
 from governance.intervals import Window, windows_overlap
 
 NOT_REPORTED = frozenset({"node_token", "workload_class", "advice_settings", "membership", "organization", "fleet"})
+
+# A ledger correction bears on the hour it restates and on the hour it is booked in.
+CORRECTION = "ledger_correction"
 
 _PERIOD_FIELDS = (("valid_from", "valid_to"), ("delivery_start", "delivery_end"), ("start", "end"))
 
@@ -50,5 +53,12 @@ def bears_on(
     """Whether a change of ``subject`` from ``before`` to ``after`` bears on the figures of ``period``."""
     if subject in NOT_REPORTED:
         return False
+    if subject == CORRECTION:
+        return any(windows_overlap(window, period) for row in (before, after) if row for window in _hours_of(row))
     windows = [row_window(row) for row in (before, after) if row is not None]
     return any(window is None or windows_overlap(window, period) for window in windows)
+
+
+def _hours_of(correction: Mapping[str, Any]) -> list[Window]:
+    hours = [_instant(correction.get(name)) for name in ("restated_hour", "booked_hour")]
+    return [(hour, hour + timedelta(hours=1)) for hour in hours if hour is not None]

@@ -1,5 +1,6 @@
 """The ledger's models, one module per concept; imported here so Django finds them."""
 
+from accounting.models.corrections import *  # noqa: F403
 from accounting.models.hardware import *  # noqa: F403
 from accounting.models.ledger import *  # noqa: F403
 from accounting.models.prices import *  # noqa: F403

@@ -1,0 +1,167 @@
+"""A locked period is closed for real: late telemetry and a revised grid value for one of its hours leave its
+line and its report as closed, and are booked, audited, as corrections in the first open period.
+
+Through the real path: the collector's batches posted to the ingest API, the rollup, the ledger's queue. One
+GPU whose counter rises 300 J/s, rented at 2.50 per GPU-hour, power at 0.30 per kWh; hour H is locked.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from accounting.models import LedgerCorrection, NodeHourLedger
+from accounting.node_hour_lines import ledger_mark, ledger_mark_intensity_since, ledger_pending_run
+from fleets.models import Node, Role
+from fleets.services import credential_issue
+from grid.hours import floor_hour
+from governance.models import AuditEntry
+from telemetry.rollup import rollup_pending_run
+from tests.helpers.batches import make_batch
+from tests.helpers.factories import (
+    GridIntensityFactory,
+    MembershipFactory,
+    NodeFactory,
+    NodePriceFactory,
+    SiteTariffFactory,
+    UserFactory,
+)
+from tests.helpers.ingest import post
+
+pytestmark = pytest.mark.django_db
+
+HOUR_S = 3600
+H = (int(time.time()) // HOUR_S - 3) * HOUR_S
+
+
+def at(ts_s: float) -> datetime:
+    return datetime.fromtimestamp(ts_s, tz=UTC)
+
+
+def usage_arrives(client, token: str, start_s: float) -> None:
+    post(client, make_batch(gpus=1, seconds=10, start_s=start_s), token)
+    rollup_pending_run(now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+
+
+def line_values(node: Node) -> dict:
+    return NodeHourLedger.objects.filter(node=node, hour_start=at(H)).values().get()
+
+
+@pytest.fixture
+def node(client) -> Node:
+    node = NodeFactory(commissioned_at=at(H - 86400))
+    NodePriceFactory(node=node, valid_from=at(H - 86400))
+    SiteTariffFactory(site=node.site, flat_price_per_kwh=Decimal("0.30"), valid_from=at(H - 86400))
+    node.token = credential_issue(node=node)  # type: ignore[attr-defined]
+    usage_arrives(client, node.token, H + 100.0)  # type: ignore[attr-defined]
+    return node
+
+
+@pytest.fixture
+def admin(node: Node) -> APIClient:
+    user = UserFactory()
+    MembershipFactory(user=user, organization=node.fleet.organization, role=Role.ADMIN)
+    api = APIClient()
+    api.force_authenticate(user)
+    return api
+
+
+def lock(admin: APIClient) -> dict:
+    body = {"start": at(H).isoformat(), "end": at(H + HOUR_S).isoformat(), "reason": "hour H closed"}
+    response = admin.post("/api/v1/locked-periods/", body, format="json")
+    assert response.status_code == 201
+    return response.json()
+
+
+def test_late_telemetry_and_a_revised_intensity_are_booked_as_corrections_not_rewritten(client, node, admin):
+    closed_line = line_values(node)
+    lock(admin)
+
+    # late telemetry for the locked hour, through ingest and rollup
+    usage_arrives(client, node.token, H + 2000.0)
+    # a provider revises the hour's grid value
+    GridIntensityFactory(
+        zone=node.site.grid_zone, hour_start=at(H), gco2e_per_kwh=Decimal(500), fetched_at=timezone.now()
+    )
+    ledger_mark_intensity_since(since=timezone.now() - timedelta(minutes=1), now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+
+    assert line_values(node) == closed_line  # never rewritten, computed_at included
+    late, revised = LedgerCorrection.objects.order_by("id")
+    assert (late.cause, revised.cause) == ("late_telemetry", "revised_intensity")
+    assert late.restated_hour == revised.restated_hour == at(H)
+    # booked in the first open period: the lock is over, so the current hour
+    assert late.booked_hour == floor_hour(timezone.now())
+    assert late.electricity_cost > 0 and late.facility_kwh > 0 and late.cost == late.electricity_cost
+    assert late.hardware_cost == 0  # the rent of the hour does not depend on its telemetry
+    assert revised.cost == 0 and revised.facility_kwh == 0 and revised.location_co2e_g != 0
+    # the restated figures: the stored line plus its corrections = the line as it would be now
+    facility = closed_line["facility_kwh"] + late.facility_kwh
+    restated_g = closed_line["location_co2e_g"] + late.location_co2e_g + revised.location_co2e_g
+    assert abs(restated_g - facility * 500) < Decimal("1e-9")  # each stored to 12 places
+    # audited, for the restated hour's period and the booking period
+    entries = AuditEntry.objects.filter(subject="ledger_correction").order_by("id")
+    assert [entry.object_id for entry in entries] == [late.pk, revised.pk]
+    assert entries[0].after["cause"] == "late_telemetry" and entries[0].username == ""
+
+
+def test_recomputing_a_locked_hour_again_books_nothing_more(client, node, admin):
+    lock(admin)
+    usage_arrives(client, node.token, H + 2000.0)
+    assert LedgerCorrection.objects.count() == 1
+
+    ledger_mark(node_ids=[node.pk], start=at(H), end=at(H + HOUR_S), now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+
+    assert LedgerCorrection.objects.count() == 1
+
+
+def test_a_recompute_of_an_unchanged_locked_hour_books_nothing(node, admin):
+    lock(admin)
+    ledger_mark(node_ids=[node.pk], start=at(H), end=at(H + HOUR_S), now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+    assert not LedgerCorrection.objects.exists()
+
+
+def test_unlocking_rewrites_the_hour_and_reverses_its_corrections(client, node, admin):
+    locked = lock(admin)
+    usage_arrives(client, node.token, H + 2000.0)
+    correction = LedgerCorrection.objects.get()
+    closed_cost = line_values(node)["cost"]
+
+    assert admin.delete(f"/api/v1/locked-periods/{locked['id']}/").status_code == 204
+    ledger_pending_run(now=timezone.now())
+
+    correction.refresh_from_db()
+    reversal = LedgerCorrection.objects.get(cause="reversal")
+    assert reversal.reverses == correction and correction.reversed_at is not None
+    assert (reversal.cost, reversal.restated_hour) == (-correction.cost, at(H))
+    assert line_values(node)["cost"] == closed_cost + correction.cost  # the rewritten line holds it now
+    # counted once: line + correction + reversal
+    assert sum(c.cost for c in LedgerCorrection.objects.all()) == 0
+    # nothing left to mark: a second run books nothing more
+    ledger_pending_run(now=timezone.now())
+    assert LedgerCorrection.objects.count() == 2
+
+
+def test_a_correction_made_while_a_later_period_is_locked_is_booked_after_it(client, node, admin):
+    lock(admin)
+    now_hour = floor_hour(timezone.now())
+    later = {"start": (now_hour - timedelta(hours=1)).isoformat(), "end": (now_hour + timedelta(hours=5)).isoformat()}
+    assert admin.post("/api/v1/locked-periods/", later, format="json").status_code == 201
+
+    usage_arrives(client, node.token, H + 2000.0)
+
+    assert LedgerCorrection.objects.get().booked_hour == now_hour + timedelta(hours=5)
+
+
+def _csv(response) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
