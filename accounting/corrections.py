@@ -49,7 +49,11 @@ def locked_windows(*, organization_id: int) -> list[Window]:
 
 def ledger_rows_settle(*, node_id: int, organization_id: int, rows: list[NodeHourLedger], now: datetime) -> list[Any]:
     """Book a correction for each row of a locked hour, reverse the corrections of each open hour being
-    rewritten; return the rows to store (those of open hours)."""
+    rewritten; return the rows to store (those of open hours).
+
+    Called for one node's hours under the ledger queue's claim of that node (one worker at a time per node),
+    in the transaction that stores the lines: the corrections and the lines commit together.
+    """
     locks = locked_windows(organization_id=organization_id)
     hours = [row.hour_start for row in rows]
     corrections: dict[datetime, list[LedgerCorrection]] = defaultdict(list)

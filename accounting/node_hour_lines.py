@@ -2,7 +2,9 @@
 
 ``ledger_node_hours_compute`` recomputes and replaces whole lines (never
 increments), so running it twice, or on two workers, gives the same table.
-``ledger_pending_run`` consumes the node-hours whose inputs changed.
+``ledger_pending_run`` consumes the node-hours whose inputs changed. A locked hour's
+line is the exception: it is never rewritten, and what would change it is booked as
+a correction in the first open period (``accounting.corrections``).
 
 A line of the hour in progress is provisional: it charges the time held up to
 ``now`` (never the future minutes of the hour) and leaves the hour marked for

@@ -27,6 +27,14 @@ from common.scope import (
 )
 from fleets.models import Organization
 from governance.report_audit import AUDIT_SECTION, ReportAuditSerializer, audit_metric_rows, report_audit
+from reports.closing import (
+    closed_field,
+    closing_output,
+    corrections_field,
+    corrections_output,
+    restated_field,
+    restated_metric_rows,
+)
 from reports.display import (
     MARKET_BASIS,
     MARKET_BASIS_NOTE,
@@ -120,6 +128,9 @@ class UsageReportView(ReportView):
         end = serializers.DateTimeField()
         complete_through = complete_through_field()
         includes_open_hours = includes_open_hours_field()
+        closed = closed_field()
+        restated = restated_field()
+        corrections = corrections_field()
         granularity = serializers.CharField()
         group_by = serializers.CharField()
         count = serializers.IntegerField(help_text="rows in all pages")
@@ -166,6 +177,8 @@ class UsageReportView(ReportView):
             "start": start,
             "end": end,
             **self.completeness(end),
+            **closing_output(organization_ids=organization_ids, start=start, end=end),
+            "corrections": corrections_output(organization_ids=organization_ids, start=start, end=end),
             "granularity": params["granularity"],
             "group_by": params["group_by"],
             "count": page.count,
@@ -201,6 +214,8 @@ class FleetComparisonView(ReportView):
         end = serializers.DateTimeField()
         complete_through = complete_through_field()
         includes_open_hours = includes_open_hours_field()
+        closed = closed_field()
+        restated = restated_field()
         by = serializers.CharField()
         baseline_fleet_id = serializers.IntegerField(allow_null=True)
         idle_treatment = idle_treatment_field(help_text=f"the idle treatment used (by=llm_model): {IDLE_TREATMENT}")
@@ -285,6 +300,7 @@ class FleetComparisonView(ReportView):
             "start": start,
             "end": end,
             **self.completeness(end),
+            **closing_output(organization_ids=organization_ids, start=start, end=end),
             "by": params["by"],
             "baseline_fleet_id": baseline,
             "idle_treatment": params["idle"],
@@ -303,7 +319,7 @@ def _rows_by_band(rows: list[dict[str, Any]], bands: list[list[dict[str, Any]]])
 def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The report as ``metric,value`` lines: each figure, then each factor's fields."""
     for name, value in shown.items():
-        if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors", "audit"):
+        if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors", "audit", "restated"):
             yield {"metric": name, "value": value}
     for factor in shown["factors"]:
         prefix = f"factor:{factor['scope']}:{factor['source']}"
@@ -321,6 +337,7 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
         for name in ("embodied_kgco2e_central", "sources"):
             yield {"metric": f"embodied:{used['gpu_model']}:{name}", "value": used[name]}
     yield from ({"metric": metric, "value": value} for metric, value in audit_metric_rows(shown["audit"]))
+    yield from ({"metric": metric, "value": value} for metric, value in restated_metric_rows(shown["restated"]))
 
 
 QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
@@ -340,6 +357,8 @@ class SustainabilityReportView(ReportView):
         end = serializers.DateTimeField()
         complete_through = complete_through_field()
         includes_open_hours = includes_open_hours_field()
+        closed = closed_field()
+        restated = restated_field()
         location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
         location_tco2e = number("the same in tCO2e")
         market_kgco2e = number(
@@ -435,6 +454,7 @@ class SustainabilityReportView(ReportView):
         shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
         shown["audit"] = report_audit(user=request.user, organization=organization, start=start, end=end)
         shown |= self.completeness(end)
+        shown |= closing_output(organization_ids=[organization.pk], start=start, end=end)
         if self.wants_csv(request):
             metrics = _sustainability_metrics(shown)
             return self.csv_answer(["metric", "value"], metrics, report="sustainability", start=start, end=end)

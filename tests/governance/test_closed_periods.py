@@ -21,8 +21,8 @@ from accounting.models import LedgerCorrection, NodeHourLedger
 from accounting.node_hour_lines import ledger_mark, ledger_mark_intensity_since, ledger_pending_run
 from fleets.models import Node, Role
 from fleets.services import credential_issue
-from grid.hours import floor_hour
 from governance.models import AuditEntry
+from grid.hours import floor_hour
 from telemetry.rollup import rollup_pending_run
 from tests.helpers.batches import make_batch
 from tests.helpers.factories import (
@@ -165,3 +165,72 @@ def test_a_correction_made_while_a_later_period_is_locked_is_booked_after_it(cli
 
 def _csv(response) -> list[dict]:
     return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+
+def usage_report(api: APIClient, start: datetime, end: datetime) -> dict:
+    query = {"start": start.isoformat(), "end": end.isoformat(), "granularity": "total"}
+    response = api.get("/api/v1/reports/usage/", query)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def test_the_closed_periods_report_is_unchanged_and_the_correction_is_in_the_first_open_period(client, node, admin):
+    lock(admin)
+    closed_period = (at(H), at(H + HOUR_S))
+    before = usage_report(admin, *closed_period)
+    assert (before["closed"], before["restated"]) == ("all", {"count": 0, "by_currency": []})
+
+    usage_arrives(client, node.token, H + 2000.0)
+    GridIntensityFactory(
+        zone=node.site.grid_zone, hour_start=at(H), gco2e_per_kwh=Decimal(500), fetched_at=timezone.now()
+    )
+    ledger_mark_intensity_since(since=timezone.now() - timedelta(minutes=1), now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+
+    after = usage_report(admin, *closed_period)
+    assert after["results"] == before["results"]  # the closed figures
+    late, revised = LedgerCorrection.objects.order_by("id")
+    currency = node.site.currency
+    assert after["restated"]["count"] == 2
+    (restated,) = after["restated"]["by_currency"]
+    assert (restated["currency"], restated["count"], restated["reversals"]) == (currency, 2, 0)
+    assert Decimal(restated["cost"]) == (late.cost + revised.cost).quantize(Decimal("0.01"))
+    # the booking period's report: the corrections as figures of their own, not in its rows
+    booked_hour = floor_hour(timezone.now())
+    booking = usage_report(admin, booked_hour, booked_hour + timedelta(hours=1))
+    assert (booking["closed"], booking["corrections"]["count"]) == ("no", 2)
+    assert booking["corrections"]["by_currency"][0]["cost"] == restated["cost"]
+    # the list, JSON and CSV
+    query = {"start": booked_hour.isoformat(), "end": (booked_hour + timedelta(hours=1)).isoformat()}
+    listed = admin.get("/api/v1/reports/corrections/", query).json()
+    assert [(row["cause"], row["restated_hour"]) for row in listed["results"]] == [
+        ("late_telemetry", at(H).isoformat().replace("+00:00", "Z")),
+        ("revised_intensity", at(H).isoformat().replace("+00:00", "Z")),
+    ]
+    rows = _csv(admin.get("/api/v1/reports/corrections/", query | {"format": "csv"}))
+    assert [row["cause"] for row in rows] == ["late_telemetry", "revised_intensity"]
+    assert rows[0]["node"] == node.hostname and Decimal(rows[0]["cost"]) == late.cost.quantize(Decimal("0.01"))
+    by_restated = admin.get(
+        "/api/v1/reports/corrections/",
+        {"start": at(H).isoformat(), "end": at(H + HOUR_S).isoformat(), "by": "restated"},
+    )
+    assert by_restated.json()["count"] == 2
+    # the audit trail, for the closed period
+    audit = admin.get("/api/v1/audit/", {"period_start": at(H).isoformat(), "period_end": at(H + HOUR_S).isoformat()})
+    assert [entry["subject"] for entry in audit.json()] == ["ledger_correction", "ledger_correction", "locked_period"]
+
+
+def test_the_comparison_and_the_sustainability_report_say_whether_their_period_is_closed(client, node, admin):
+    lock(admin)
+    usage_arrives(client, node.token, H + 2000.0)
+    query = {"start": at(H).isoformat(), "end": at(H + 2 * HOUR_S).isoformat()}
+
+    comparison = admin.get("/api/v1/reports/comparison/", query).json()
+    sustainability = admin.get("/api/v1/reports/sustainability/", query).json()
+    lines = _csv(admin.get("/api/v1/reports/sustainability/", query | {"format": "csv"}))
+
+    assert (comparison["closed"], comparison["restated"]["count"]) == ("partly", 1)
+    assert (sustainability["closed"], sustainability["restated"]["count"]) == ("partly", 1)
+    metrics = {line["metric"]: line["value"] for line in lines}
+    assert (metrics["closed"], metrics["restated:count"]) == ("partly", "1")
+    assert f"restated:{node.site.currency}:cost" in metrics
