@@ -45,7 +45,7 @@ from accounting.ledger import (
 )
 from accounting.ledger.line import NO_PRICE_ID, line_columns
 from accounting.ledger.units import S_PER_H
-from accounting.models import LedgerPending, LedgerSettings, NodeHourLedger
+from accounting.models import LedgerCorrection, LedgerPending, LedgerSettings, NodeHourLedger
 from accounting.prices import (
     market_periods,
     pricing_at,
@@ -416,6 +416,8 @@ def ledger_mark_held_hours(*, now: datetime, horizon: timedelta = timedelta(days
     start = last_complete - horizon + HOUR
     nodes = Node.objects.exclude(decommissioned_at__lt=start).exclude(commissioned_at__gt=last_complete)
     existing = set(NodeHourLedger.objects.filter(hour_start__gte=start).values_list("node_id", "hour_start"))
+    # A locked hour that had no line is booked as a correction and keeps having none: not to be marked again.
+    existing |= set(LedgerCorrection.objects.filter(restated_hour__gte=start).values_list("node_id", "restated_hour"))
     marked = 0
     for node_id, commissioned_at in nodes.values_list("id", "commissioned_at"):
         begin = max(start, floor_hour(commissioned_at)) if commissioned_at else start

@@ -117,7 +117,13 @@ def _differs(a: Any, b: Any) -> bool:
 
 def correction_cause(*, previous: Mapping[str, Any], would_be: Mapping[str, Any]) -> Cause:
     """Why ``would_be`` differs from ``previous`` (the line as last computed): telemetry first, then the grid
-    value, else an input or formula. A recompute that changes two at once is booked under the first."""
+    value, else an input or formula. A recompute that changes two at once is booked under the first.
+
+    An hour that had no line (``previous`` empty): late telemetry if it now has any, else an input (a held
+    hour's rent or depreciation accrued after the lock)."""
+    if not previous:
+        measured = any(_differs(would_be.get(name) or 0, 0) for name in TELEMETRY_FIELDS)
+        return Cause.LATE_TELEMETRY if measured else Cause.INPUTS_OR_FORMULA
     for fields, cause in ((TELEMETRY_FIELDS, Cause.LATE_TELEMETRY), (INTENSITY_FIELDS, Cause.REVISED_INTENSITY)):
         if any(_differs(previous.get(name), would_be.get(name)) for name in fields):
             return cause

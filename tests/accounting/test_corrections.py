@@ -110,3 +110,9 @@ def test_a_correction_is_booked_in_the_first_open_period():
 
 def test_a_lock_holds_its_hours_end_excluded():
     assert is_locked(HOUR, [JANUARY]) and not is_locked(JANUARY[1], [JANUARY])
+
+
+def test_an_hour_that_had_no_line_is_late_telemetry_only_if_it_was_measured():
+    silent = {"observed_s": "0", "prompt_tokens": 0, "location_source": "annual", "hardware_cost": "5"}
+    assert correction_cause(previous={}, would_be=silent) is Cause.INPUTS_OR_FORMULA
+    assert correction_cause(previous={}, would_be=silent | {"observed_s": "10"}) is Cause.LATE_TELEMETRY

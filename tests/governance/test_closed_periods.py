@@ -17,8 +17,13 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounting.models import LedgerCorrection, NodeHourLedger
-from accounting.node_hour_lines import ledger_mark, ledger_mark_intensity_since, ledger_pending_run
+from accounting.models import LedgerCorrection, LedgerPending, NodeHourLedger
+from accounting.node_hour_lines import (
+    ledger_mark,
+    ledger_mark_held_hours,
+    ledger_mark_intensity_since,
+    ledger_pending_run,
+)
 from fleets.models import Node, Role
 from fleets.services import credential_issue
 from governance.models import AuditEntry
@@ -234,3 +239,18 @@ def test_the_comparison_and_the_sustainability_report_say_whether_their_period_i
     metrics = {line["metric"]: line["value"] for line in lines}
     assert (metrics["closed"], metrics["restated:count"]) == ("partly", "1")
     assert f"restated:{node.site.currency}:cost" in metrics
+
+
+def test_a_silent_held_hour_of_a_locked_period_is_booked_once_as_a_correction(node, admin):
+    # the hour after H had no telemetry and no line yet when it was locked
+    body = {"start": at(H + HOUR_S).isoformat(), "end": at(H + 2 * HOUR_S).isoformat()}
+    assert admin.post("/api/v1/locked-periods/", body, format="json").status_code == 201
+
+    for _ in range(2):
+        ledger_mark_held_hours(now=timezone.now())
+        ledger_pending_run(now=timezone.now())
+
+    assert not NodeHourLedger.objects.filter(node=node, hour_start=at(H + HOUR_S)).exists()
+    accrued = LedgerCorrection.objects.get(restated_hour=at(H + HOUR_S))
+    assert (accrued.cause, accrued.hardware_cost) == ("inputs_or_formula", Decimal("2.50"))  # 1 GPU x 2.50
+    assert not LedgerPending.objects.filter(node=node, hour_start=at(H + HOUR_S)).exists()
