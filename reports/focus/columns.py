@@ -98,6 +98,15 @@ _DESCRIPTIONS = {
     ChargeKind.PURCHASE: "purchase of {node}",
 }
 
+# Rent, depreciation and running cost repeat every hour held, used or not; electricity only as energy is drawn.
+_FREQUENCIES = {
+    ChargeKind.RENT: "Recurring",
+    ChargeKind.DEPRECIATION: "Recurring",
+    ChargeKind.OPEX: "Recurring",
+    ChargeKind.ELECTRICITY: "Usage-Based",
+    ChargeKind.PURCHASE: "One-Time",
+}
+
 
 @dataclass(frozen=True)
 class Account:
@@ -213,7 +222,6 @@ def focus_row(charge: Charge) -> dict[str, Any]:
     account = charge.account
     usage = charge.kind is not ChargeKind.PURCHASE
     billing_start, billing_end = billing_period(charge.start)
-    invoiced_by_self = charge.kind in (ChargeKind.DEPRECIATION, ChargeKind.OPEX)
     row: dict[str, Any] = {
         "AvailabilityZone": account.site_name,
         "BilledCost": decimal_text(charge.billed),
@@ -225,7 +233,7 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         "ChargeCategory": "Usage" if usage else "Purchase",
         "ChargeClass": CORRECTION if charge.correction else None,
         "ChargeDescription": _DESCRIPTIONS[charge.kind].format(node=account.hostname, site=account.site_name),
-        "ChargeFrequency": "Usage-Based" if usage else "One-Time",
+        "ChargeFrequency": _FREQUENCIES[charge.kind],
         "ChargePeriodEnd": charge.end,
         "ChargePeriodStart": charge.start,
         "ConsumedQuantity": decimal_text(charge.consumed_quantity) if usage else None,
@@ -234,7 +242,9 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         # the amortized one for depreciation (billed 0, as usage covered by an upfront purchase is).
         "ContractedCost": decimal_text(max(charge.billed, charge.effective)),
         "EffectiveCost": decimal_text(charge.effective),
-        "InvoiceIssuerName": account.organization_name if invoiced_by_self else account.site_name,
+        # FOCUS appendix "Origination of cost data", scenario 5.1: an internal offering on premises names
+        # itself as provider, publisher and invoice issuer (the suppliers are not in the data model).
+        "InvoiceIssuerName": account.organization_name,
         "ListCost": decimal_text(max(charge.billed, charge.effective)),
         "PricingCategory": "Standard",
         "PricingQuantity": decimal_text(charge.pricing_quantity),
