@@ -187,6 +187,7 @@ PROBES: dict[str, Detail | Collection | Special] = {
         organization=True, csv=True, filters=("fleet", "baseline"),
         variants=({"by": "gpu_model"}, {"by": "llm_model"}, {"by": "llm_model", "by_load": "true"}),
     ),
+    "reports-focus": Collection(organization=True, csv=True, filters=("fleet",), variants=({"granularity": "day"},)),
     "reports-sustainability": _REPORT,
     "reports-scope2": _REPORT,
     "reports-scope2-ghg-table": _REPORT,
@@ -621,6 +622,7 @@ def _own_list_problems(world: World, probe: Collection, client: Client, path: st
         ("/api/v1/reports/usage/", {"group_by": "node"}, b"zz-a-host"),
         ("/api/v1/reports/usage/", {"group_by": "llm_model"}, b"zz-a-model"),
         ("/api/v1/reports/comparison/", {"by": "llm_model"}, b"zz-a-model"),
+        ("/api/v1/reports/focus/", {}, b"zz-a-host"),
     ],
 )
 def test_reports_of_org_a_hold_its_names_so_their_absence_for_org_b_means_something(
