@@ -75,14 +75,14 @@ clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
 
 # The FOCUS 1.2 export of a small seeded demo, checked by the FinOps Foundation's validator (offline; see
-# docs/focus.md). A throwaway SQLite database under FOCUS_DIR; FOCUS_VALIDATE is the shared script, not a copy.
+# docs/focus.md) through bin/focus-check, which calls FOCUS_VALIDATE, the shared script, not a copy.
+# A throwaway SQLite database under FOCUS_DIR.
 FOCUS_VALIDATE ?= ../shared/bin/focus-validate
 FOCUS_DIR      ?= var/focus-check
 FOCUS_DEMO_END ?= 2026-11-25T00:00:00Z
 
 focus-check: $(STAMP)
 	rm -rf $(FOCUS_DIR) && mkdir -p $(FOCUS_DIR)
-	test -x $(FOCUS_VALIDATE) || { echo "focus-check: the validator is missing: $(FOCUS_VALIDATE)" >&2; exit 1; }
 	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py migrate --noinput >/dev/null
 	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py seed_demo --hours 24 \
 		--end $(FOCUS_DEMO_END) >$(FOCUS_DIR)/seed.log
@@ -90,5 +90,4 @@ focus-check: $(STAMP)
 		--period 2026 --output $(FOCUS_DIR)/focus-hour.csv
 	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py focus_export --organization demo-ai \
 		--period 2026 --granularity day --output $(FOCUS_DIR)/focus-day.csv
-	$(FOCUS_VALIDATE) $(FOCUS_DIR)/focus-hour.csv
-	$(FOCUS_VALIDATE) $(FOCUS_DIR)/focus-day.csv
+	FOCUS_VALIDATE=$(abspath $(FOCUS_VALIDATE)) bin/focus-check $(FOCUS_DIR)/focus-hour.csv $(FOCUS_DIR)/focus-day.csv

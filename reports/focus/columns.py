@@ -48,6 +48,7 @@ FOCUS_COLUMNS = [
     "ConsumedUnit",
     "ContractedCost",
     "EffectiveCost",
+    "InvoiceId",
     "InvoiceIssuerName",
     "ListCost",
     "PricingCategory",
@@ -245,6 +246,9 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         # FOCUS appendix "Origination of cost data", scenario 5.1: an internal offering on premises names
         # itself as provider, publisher and invoice issuer (the suppliers are not in the data model).
         "InvoiceIssuerName": account.organization_name,
+        # A provisional invoice per billing account, billing period and currency (invoiceid.md: "MAY be generated
+        # prior to an invoice being issued"): the month's internal charge-back of the organization's fleets.
+        "InvoiceId": f"org-{account.organization_id}-{billing_start:%Y-%m}-{charge.currency}",
         "ListCost": decimal_text(max(charge.billed, charge.effective)),
         "PricingCategory": "Standard",
         "PricingQuantity": decimal_text(charge.pricing_quantity),

@@ -49,15 +49,17 @@ class FocusSpec:
 
 
 def focus_rows(*, spec: FocusSpec) -> Iterator[dict[str, Any]]:
-    """Every FOCUS row of the period: the ledger's charges, owned nodes' purchases, then corrections."""
-    accounts = _accounts(spec)
-    prices = _prices(spec)
-    for charge in charges_by_period(_line_charges(spec, accounts, prices), spec.period):
+    """Every FOCUS row of the period: the ledger's charges and corrections, then owned nodes' purchases."""
+    for charge in usage_charges(spec=spec):
         yield focus_row(charge)
-    for charge in _purchase_charges(spec, accounts):
+    for charge in _purchase_charges(spec, _accounts(spec)):
         yield focus_row(charge)
-    for charge in correction_charges(spec=spec):
-        yield focus_row(charge)
+
+
+def usage_charges(*, spec: FocusSpec) -> Iterator[Charge]:
+    """The ledger lines' charges by charge period, then the period's corrections: what the journal books too."""
+    yield from charges_by_period(_line_charges(spec, _accounts(spec), _prices(spec)), spec.period)
+    yield from correction_charges(spec=spec)
 
 
 def correction_charges(*, spec: FocusSpec) -> Iterator[Charge]:

