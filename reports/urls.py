@@ -2,10 +2,12 @@ from django.urls import path
 
 from reports.api import FleetComparisonView, UsageReportView
 from reports.focus.api import FocusExportView
+from reports.journal_api import JournalExportView
 
 urlpatterns = [
     path("reports/usage/", UsageReportView.as_view(), name="reports-usage"),
     path("reports/focus/", FocusExportView.as_view(), name="reports-focus"),
+    path("reports/journal/", JournalExportView.as_view(), name="reports-journal"),
     path("reports/comparison/", FleetComparisonView.as_view(), name="reports-comparison"),
     # reports/sustainability/ is routed by scope2.urls: it leads with the Scope 2 report's market figure.
 ]
