@@ -9,7 +9,7 @@ place, ``correction_charges``.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -74,7 +74,7 @@ def _line_charges(spec: FocusSpec, accounts: dict[int, Account], prices: dict[st
         price = prices.get(values["pricing_price_id"])
         account = accounts[values["node_id"]]
         if price is not None and account.tenure != _tenure(price):
-            account = Account(**{**account.__dict__, "tenure": _tenure(price)})
+            account = replace(account, tenure=_tenure(price))
         yield from line_charges(_figures(values), account, price)
 
 
@@ -167,7 +167,7 @@ def _purchase_charges(spec: FocusSpec, accounts: dict[int, Account]) -> Iterator
             at = max(price.valid_from, node.commissioned_at or price.valid_from)
             if _purchased_under(price, node, at, spec):
                 yield purchase_charge(
-                    account=Account(**{**accounts[node.pk].__dict__, "tenure": "owned"}), at=at, period=spec.period,
+                    account=replace(accounts[node.pk], tenure="owned"), at=at, period=spec.period,
                     currency=node.site.currency, capex=Decimal(price.capex or 0), price_id=f"price-{price.pk}",
                     sku_id=_sku_at(node, at),
                 )  # fmt: skip
