@@ -149,3 +149,15 @@ def test_export_passes_the_focus_validator(
     # then
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Fail: 1 " in result.stdout  # InvoiceId-C-004-C alone (bin/focus-check)
+
+
+def test_the_command_writes_the_file_the_api_answers(token_client_a: Any, fleets: Any, tmp_path: Path) -> None:
+    from django.core.management import call_command
+
+    path = tmp_path / "focus.csv"
+    call_command(
+        "focus_export", "--organization", fleets.h100.fleet.organization.slug, "--start", FROM_PURCHASE,
+        "--end", END.isoformat(), "--granularity", "day", "--output", str(path),
+    )  # fmt: skip
+    answered = _export_text(token_client_a, start=FROM_PURCHASE, end=END.isoformat(), granularity="day")
+    assert path.read_bytes().decode() == answered  # CSV lines end in \r\n (RFC 4180) in both
