@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test test-fast test-pg test-services test-faults soak lint typecheck check migrations-check clean \
+.PHONY: demo test test-fast test-pg test-services test-faults soak lint typecheck check migrations-check clean focus-check \
 	bench bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -73,3 +73,21 @@ bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenar
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+
+# The FOCUS 1.2 export of a small seeded demo, checked by the FinOps Foundation's validator (offline; see
+# docs/focus.md) through bin/focus-check, which calls FOCUS_VALIDATE, the shared script, not a copy.
+# A throwaway SQLite database under FOCUS_DIR.
+FOCUS_VALIDATE ?= ../shared/bin/focus-validate
+FOCUS_DIR      ?= var/focus-check
+FOCUS_DEMO_END ?= 2026-11-25T00:00:00Z
+
+focus-check: $(STAMP)
+	rm -rf $(FOCUS_DIR) && mkdir -p $(FOCUS_DIR)
+	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py migrate --noinput >/dev/null
+	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py seed_demo --hours 24 \
+		--end $(FOCUS_DEMO_END) >$(FOCUS_DIR)/seed.log
+	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py focus_export --organization demo-ai \
+		--period 2026 --output $(FOCUS_DIR)/focus-hour.csv
+	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py focus_export --organization demo-ai \
+		--period 2026 --granularity day --output $(FOCUS_DIR)/focus-day.csv
+	FOCUS_VALIDATE=$(abspath $(FOCUS_VALIDATE)) bin/focus-check $(FOCUS_DIR)/focus-hour.csv $(FOCUS_DIR)/focus-day.csv

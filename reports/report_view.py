@@ -41,7 +41,7 @@ class MixedCurrencies(APIException):
     default_detail = "money in different currencies is never added: filter by currency or group by site or currency"
 
 
-_ERRORS = error_responses(
+REPORT_ERRORS = error_responses(
     invalid="bad parameters, or money in two currencies in one row",
     forbidden="a node token: node tokens are for the ingest API only",
     not_found="an organization, fleet, site or node that is not among yours",
@@ -50,7 +50,7 @@ _ERRORS = error_responses(
 
 def _json_or_csv(output: Any) -> dict[Any, Any]:
     """A report's documented answers: ``output`` as JSON, the same rows as CSV, and its errors."""
-    return {(200, "application/json"): output, (200, CSV_MEDIA_TYPE): OpenApiTypes.STR, **_ERRORS}
+    return {(200, "application/json"): output, (200, CSV_MEDIA_TYPE): OpenApiTypes.STR, **REPORT_ERRORS}
 
 
 def report_schema(params: type[serializers.Serializer], output: type[serializers.Serializer], **operation: Any) -> Any:

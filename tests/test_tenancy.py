@@ -187,6 +187,8 @@ PROBES: dict[str, Detail | Collection | Special] = {
         organization=True, csv=True, filters=("fleet", "baseline"),
         variants=({"by": "gpu_model"}, {"by": "llm_model"}, {"by": "llm_model", "by_load": "true"}),
     ),
+    "reports-focus": Collection(organization=True, csv=True, filters=("fleet",), variants=({"granularity": "day"},)),
+    "reports-journal": Special("test_the_journal_of_another_organization_is_refused_and_holds_none_of_it"),
     "reports-sustainability": _REPORT,
     "reports-scope2": _REPORT,
     "reports-scope2-ghg-table": _REPORT,
@@ -621,6 +623,7 @@ def _own_list_problems(world: World, probe: Collection, client: Client, path: st
         ("/api/v1/reports/usage/", {"group_by": "node"}, b"zz-a-host"),
         ("/api/v1/reports/usage/", {"group_by": "llm_model"}, b"zz-a-model"),
         ("/api/v1/reports/comparison/", {"by": "llm_model"}, b"zz-a-model"),
+        ("/api/v1/reports/focus/", {}, b"zz-a-host"),
     ],
 )
 def test_reports_of_org_a_hold_its_names_so_their_absence_for_org_b_means_something(
@@ -629,6 +632,25 @@ def test_reports_of_org_a_hold_its_names_so_their_absence_for_org_b_means_someth
     exported = world.a.get(path, {"format": "csv"} | query | PERIOD)
     assert exported.status_code == 200
     assert name in body_of(exported)
+
+
+def test_the_journal_of_another_organization_is_refused_and_holds_none_of_it(world: World) -> None:
+    # The journal takes a month, not the probes' PERIOD: its own probe, over the month of PERIOD's hours.
+    path, month = route_path("reports-journal"), {"period": PERIOD["start"][:7]}
+    own = world.a.get(path, month)
+    assert own.status_code == 200 and b"zz-a-fleet" in body_of(own)  # Org A's journal names its fleet
+    for label, client in clients(world, page=False):
+        cache.clear()
+        assert client.get(path, month).status_code == 200, label
+        assert not list(shows_nothing_of_a(client.get(path, month), f"{label} {path}"))
+        for query in (
+            {"organization": world.org_a.pk},
+            {"organization": world.org_a.slug},
+            {"fleet": world.ids["fleet"]},
+        ):
+            asked = client.get(path, month | query)
+            assert asked.status_code in {400, 404}, f"{label} {path}?{query}: {asked.status_code}"
+            assert not list(shows_nothing_of_a(asked, f"{label} {path}?{query}"))
 
 
 def test_switching_to_another_organization_is_refused(world: World) -> None:

@@ -20,6 +20,8 @@ REPORTS = [
     "/api/v1/reports/usage/?period=2026-Q4",
     "/api/v1/reports/comparison/?period=2026-Q4",
     "/api/v1/reports/sustainability/?period=2026-Q4",
+    "/api/v1/reports/focus/?period=2026-Q4",
+    "/api/v1/reports/journal/?period=2026-11",
 ]
 TOKENS = "/api/v1/tokens/"
 

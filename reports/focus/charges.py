@@ -1,0 +1,151 @@
+"""A stored node-hour line as FOCUS charges, and charges added up to a day: pure (no Django).
+
+One line gives a hardware charge (rent of a rented node; depreciation, and the
+running cost when there is one, of an owned node) and an electricity charge
+(where electricity is priced: none where the rent includes power, none where no
+tariff is in force). A line held without a price in force gives no hardware
+charge (its cost is unknown, not zero: the usage report counts it in
+``hardware_unpriced_h``). The node's measured figures (kWh, CO2e) ride on the
+first charge of the line, so each is written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from reports.focus.columns import ELECTRICITY_SKU, ZERO, Account, Charge, ChargeKind, Footprint
+
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+GPU_HOURS = "GPU-Hours"
+HOURS = "Hours"
+KWH = "kWh"
+
+
+@dataclass(frozen=True)
+class PriceTerms:
+    """The node price a line was priced at (``NodePrice``): rented per GPU- or node-hour, or owned."""
+
+    price_id: str
+    owned: bool
+    per_gpu: bool = True
+    opex_per_h: Decimal = ZERO
+
+
+@dataclass(frozen=True)
+class LineFigures:
+    """What a stored node-hour line holds that the export reads, in the line's currency and units."""
+
+    hour_start: datetime
+    currency: str
+    sku_id: str  # the hardware profile key of the node's GPUs ("unknown" or "mixed" where so labelled)
+    held_h: Decimal
+    gpu_h: Decimal
+    hardware_cost: Decimal
+    electricity_cost: Decimal | None  # None: unpriced; 0 with electricity_included: in the rent
+    electricity_included: bool
+    tariff_price_id: str
+    facility_kwh: Decimal
+    footprint: Footprint
+
+
+def line_charges(line: LineFigures, account: Account, price: PriceTerms | None) -> list[Charge]:
+    """The charges of one node-hour line, the first one carrying the line's footprint."""
+    charges = _hardware_charges(line, account, price)
+    if line.electricity_cost is not None and not line.electricity_included:
+        charges.append(_electricity_charge(line, account))
+    if charges:
+        charges[0] = replace(charges[0], footprint=line.footprint)
+    return charges
+
+
+def _charge(line: LineFigures, account: Account, kind: ChargeKind, **figures: object) -> Charge:
+    return Charge(
+        kind=kind, account=account, start=line.hour_start, end=line.hour_start + HOUR, currency=line.currency,
+        **figures,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def _hardware_charges(line: LineFigures, account: Account, price: PriceTerms | None) -> list[Charge]:
+    if price is None:
+        return []
+    sku_price = f"{price.price_id}:{{kind}}:{line.sku_id}"
+    used = {"consumed_quantity": line.gpu_h, "consumed_unit": GPU_HOURS, "sku_id": line.sku_id}
+    if not price.owned:
+        quantity, unit = (line.gpu_h, GPU_HOURS) if price.per_gpu else (line.held_h, HOURS)
+        return [
+            _charge(
+                line, account, ChargeKind.RENT, billed=line.hardware_cost, effective=line.hardware_cost,
+                pricing_quantity=quantity, pricing_unit=unit, sku_price_id=sku_price.format(kind="rent"), **used,
+            )
+        ]  # fmt: skip
+    # The one place an owned line's hardware cost is split: running cost at its rate, depreciation the rest,
+    # so the two add up to the stored line to the last digit.
+    opex = price.opex_per_h * line.held_h
+    depreciation = line.hardware_cost - opex
+    charges = [
+        _charge(
+            line, account, ChargeKind.DEPRECIATION, billed=ZERO, effective=depreciation, pricing_quantity=line.held_h,
+            pricing_unit=HOURS, sku_price_id=sku_price.format(kind="depreciation"), **used,
+        )
+    ]  # fmt: skip
+    if opex:
+        charges.append(
+            _charge(
+                line, account, ChargeKind.OPEX, billed=opex, effective=opex, pricing_quantity=line.held_h,
+                pricing_unit=HOURS, sku_price_id=sku_price.format(kind="opex"), **used,
+            )
+        )  # fmt: skip
+    return charges
+
+
+def _electricity_charge(line: LineFigures, account: Account) -> Charge:
+    cost = line.electricity_cost or ZERO
+    return _charge(
+        line, account, ChargeKind.ELECTRICITY, billed=cost, effective=cost, pricing_quantity=line.facility_kwh,
+        pricing_unit=KWH, consumed_quantity=line.facility_kwh, consumed_unit=KWH, sku_id=ELECTRICITY_SKU,
+        sku_price_id=line.tariff_price_id,
+    )  # fmt: skip
+
+
+def purchase_charge(
+    *, account: Account, at: datetime, period: timedelta, currency: str, capex: Decimal, price_id: str, sku_id: str
+) -> Charge:
+    """An owned node's purchase: billed its price once, in the charge period holding ``at``; effective 0."""
+    start = period_start(at, period)
+    return Charge(
+        kind=ChargeKind.PURCHASE, account=account, start=start, end=start + period, currency=currency,
+        billed=capex, effective=ZERO, pricing_quantity=Decimal(1), pricing_unit="Units", consumed_quantity=None,
+        consumed_unit=None, sku_id=sku_id, sku_price_id=f"{price_id}:purchase:{sku_id}",
+    )  # fmt: skip
+
+
+def period_start(at: datetime, period: timedelta) -> datetime:
+    """The start of the hour (or UTC day) holding ``at``."""
+    hour = at.replace(minute=0, second=0, microsecond=0)
+    return hour if period == HOUR else hour.replace(hour=0)
+
+
+def charges_by_period(charges: Iterable[Charge], period: timedelta) -> Iterator[Charge]:
+    """Charges (ordered by node, then hour) added up per node, charge period, kind and price.
+
+    Hourly charges pass through; by day, each node's charges of one UTC day are
+    added up as they arrive, so a day is held in memory, never the whole export.
+    """
+    if period == HOUR:
+        yield from charges
+        return
+    pending: dict[tuple[object, ...], Charge] = {}
+    current: tuple[int, datetime] | None = None
+    for charge in charges:
+        start = period_start(charge.start, period)
+        if (charge.account.node_id, start) != current:
+            yield from pending.values()
+            pending, current = {}, (charge.account.node_id, start)
+        day_charge = replace(charge, start=start, end=start + period)
+        key = day_charge.key
+        pending[key] = pending[key] + day_charge if key in pending else day_charge
+    yield from pending.values()
