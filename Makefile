@@ -11,7 +11,7 @@ SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
 .PHONY: demo test test-fast test-pg test-services test-faults soak lint typecheck check migrations-check clean focus-check \
-	bench bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves
+	bench bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
@@ -66,9 +66,9 @@ check: lint typecheck migrations-check test
 # Benchmarks (not tests): each prints a table and writes bench/results/NAME.json; see bench/README.md.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger_bench
 
-bench: bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves
+bench: bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads
 
-bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves: bench-%: $(STAMP)
+bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads: bench-%: $(STAMP)
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python -m bench.$*
 
 clean:

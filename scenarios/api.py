@@ -121,6 +121,7 @@ class ScenariosView(ScenarioView):
         query = query_validated(ScenarioListQuerySerializer, request)
         ids = report_organization_ids(user=request.user, refs=query["organization"])
         rows = scenarios_for_user(user=request.user).filter(organization_id__in=ids).order_by("-created_at", "-id")
+        scenarios_lapse(scenarios=rows, now=timezone.now())  # runs whose worker died are listed failed
         return Response(ScenarioOutputSerializer(rows, many=True).data)
 
     @extend_schema(

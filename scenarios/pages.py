@@ -145,7 +145,9 @@ def scenarios_page(request: HttpRequest) -> HttpResponse:
             else:
                 return redirect("scenario-page", scenario_id=scenario.pk)
         status = 400
-    scenarios = Scenario.objects.filter(organization=organization).order_by("-created_at", "-id")[:100]
+    scenarios = Scenario.objects.filter(organization=organization).order_by("-created_at", "-id")
+    scenarios_lapse(scenarios=scenarios, now=timezone.now())  # runs whose worker died are listed failed
+    scenarios = scenarios[:100]
     page = {**context, "period": None, "section": "scenarios", "form": form, "error": error, "scenarios": scenarios}
     return render(request, "scenarios/scenarios.html", page, status=status)
 

@@ -7,6 +7,10 @@ every second by a heartbeat on a connection of its own, since the rows
 themselves are saved in one transaction nobody else sees until it commits. An
 upload whose lease lapsed (its worker died) is marked failed, and the
 organization may upload again at once.
+
+The stored file is kept only until the upload is done or failed (a lapsed one
+too): its rows are saved or refused by then, and the status keeps the answer
+(counts, or each refused row with its cells), so the file itself is erased.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ HEARTBEAT_S = 1.0
 
 State = InputUpload.State
 
+# What a finished upload keeps of its file: nothing (the column is not nullable; an empty file is no CSV).
+ERASED = b""
+
 
 class UploadBusy(Exception):
     """Another upload of the organization is queued or running."""
@@ -55,7 +62,7 @@ def uploads_lapse(*, organization_id: int, now: datetime) -> int:
     """Fail the organization's uploads whose lease lapsed (their worker died); return how many."""
     rows = InputUpload.objects.filter(organization_id=organization_id)
     return leases_lapse(rows=rows, field="state", queued=State.QUEUED, running=State.RUNNING, failed=State.FAILED,
-                        now=now, finished_at=now)  # fmt: skip
+                        now=now, finished_at=now, content=ERASED)  # fmt: skip
 
 
 def upload_store(
@@ -129,7 +136,7 @@ def upload_answer(result: Any) -> dict[str, Any]:
 
 def _finish(upload_id: int, **values: Any) -> None:
     InputUpload.objects.filter(pk=upload_id, state=State.RUNNING).update(
-        finished_at=timezone.now(), lease_until=None, **values
+        finished_at=timezone.now(), lease_until=None, content=ERASED, **values
     )
 
 

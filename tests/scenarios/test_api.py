@@ -321,3 +321,20 @@ def test_a_run_that_renews_its_lease_is_not_taken_again(client_as, acme):
     )
     assert client.post(f"/api/v1/scenarios/{scenario['id']}/run/").status_code == 409
     assert client.get(f"/api/v1/scenarios/{scenario['id']}/").json()["status"] == "running"
+
+
+def test_the_list_shows_a_run_whose_lease_lapsed_failed_with_the_reason(client_as, acme):
+    client = client_as(Role.VIEWER, acme["organization"])
+    dead = created(client, acme, [{"kind": "move", "fleet": acme["enterprise"].pk, "pue": "1.2"}], name="dead")
+    live = created(client, acme, [{"kind": "move", "fleet": acme["enterprise"].pk, "pue": "1.3"}], name="live")
+    lapsed, now = timezone.now() - timedelta(seconds=1), timezone.now()
+    Scenario.objects.filter(pk=dead["id"]).update(status="running", started_at=lapsed, lease_until=lapsed)
+    Scenario.objects.filter(pk=live["id"]).update(
+        status="running", started_at=now, lease_until=now + timedelta(minutes=1)
+    )
+
+    listed = {row["name"]: row for row in client.get("/api/v1/scenarios/").json()}
+
+    assert (listed["dead"]["status"], listed["live"]["status"]) == ("failed", "running")
+    assert listed["dead"]["error"].startswith("the worker stopped: no progress since ")
+    assert Scenario.objects.get(pk=dead["id"]).status == "failed"

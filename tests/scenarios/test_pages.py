@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from advice.models import WorkloadClass
 from fleets.models import Role
@@ -121,3 +124,17 @@ def test_the_result_shows_money_in_its_currency_counts_with_separators_and_laten
     assert "," in cell("yearly_output_tokens")
     assert cell("cost_per_1m_output_tokens").endswith(f" {currency}")
     assert "P99 TTFT ms, what happened" in html and "TTFT s" not in html
+
+
+def test_the_list_page_shows_a_run_whose_lease_lapsed_failed(signed_in, acme):
+    lapsed = timezone.now() - timedelta(seconds=1)
+    scenario = Scenario.objects.create(
+        organization=acme["organization"], name="dead", period_start=lapsed, period_end=lapsed, changes=[],
+        status="running", started_at=lapsed, lease_until=lapsed,
+    )  # fmt: skip
+
+    html = signed_in.get("/scenarios/").content.decode()
+
+    row = html.split(f'href="/scenarios/{scenario.pk}/"')[1].split("</tr>")[0]
+    assert '<td class="status">Failed</td>' in row
+    assert Scenario.objects.get().error.startswith("the worker stopped: no progress since ")

@@ -3,6 +3,7 @@ one upload per organization at a time; an upload whose worker died is failed and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -11,7 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounting.inputs.upload_runs import Heartbeat
+from accounting.inputs.upload_kinds import NODE_PRICES_UPLOAD
+from accounting.inputs.upload_runs import Heartbeat, upload_run
 from accounting.models import InputUpload, NodePrice
 from fleets.models import Node, Role
 from tests.helpers.uploads import post_and_run
@@ -126,3 +128,68 @@ def test_a_file_past_the_row_limit_is_refused_in_the_request_and_not_stored(fina
     answer = finance.post(URL, file(HEADER + rows))
     assert (answer.status_code, answer.json()) == (400, {"detail": "files are limited to 5000 rows"})
     assert not InputUpload.objects.exists()
+
+
+# --- the stored file is kept only until the upload is done ----------------------------------------
+
+
+def test_a_saved_upload_erases_its_file_and_keeps_its_answer(finance: APIClient, node_a: Node, node_b: Node):
+    posted = post_and_run(finance, URL, file())
+
+    upload = InputUpload.objects.get(pk=posted.json()["id"])
+    assert (upload.state, upload.result_status, bytes(upload.content)) == ("done", 201, b"")
+    assert finance.get(posted["Location"]).json()["result"] == {"saved": 2, "ledger_hours_reopened": 48}
+
+
+def test_a_refused_upload_erases_its_file_and_keeps_each_refused_row(finance: APIClient, node_a: Node):
+    posted = post_and_run(finance, URL, file(HEADER + "inference,nowhere,rented,2.50,gpu,,,2026-01-02,\n"))
+
+    upload = InputUpload.objects.get(pk=posted.json()["id"])
+    assert (upload.state, upload.result_status, bytes(upload.content)) == ("done", 400, b"")
+    [refused] = finance.get(posted["Location"]).json()["result"]["refused"]
+    assert (refused["line"], refused["row"]["node"]) == (2, "nowhere")
+    assert refused["reason"] == "node: no node nowhere in fleet inference"
+
+
+def test_a_failed_upload_erases_its_file_and_keeps_its_error(node_a: Node) -> None:
+    def saver(organization, user):
+        def save(data):
+            raise RuntimeError("a bug")
+
+        return save
+
+    now = timezone.now()
+    upload = InputUpload.objects.create(
+        organization=node_a.fleet.organization, kind="node_prices", content=GOOD.encode(), rows_total=2,
+        created_at=now, lease_until=now + timedelta(minutes=1),
+    )  # fmt: skip
+    spec = dataclasses.replace(NODE_PRICES_UPLOAD, saver=saver)
+
+    with pytest.raises(RuntimeError):
+        upload_run(upload_id=upload.pk, spec=spec, now=now)
+
+    upload.refresh_from_db()
+    assert (upload.state, bytes(upload.content)) == ("failed", b"")
+    assert upload.error.startswith("the upload failed unexpectedly")
+
+
+def test_an_upload_whose_worker_died_erases_its_file_when_it_is_failed(finance: APIClient, node_a: Node) -> None:
+    lapsed = timezone.now() - timedelta(seconds=1)
+    stuck = InputUpload.objects.create(
+        organization=node_a.fleet.organization, kind="node_prices", content=GOOD.encode(), rows_total=2,
+        state="running", rows_done=1, created_at=lapsed, started_at=lapsed, lease_until=lapsed,
+    )  # fmt: skip
+
+    assert finance.get(f"/api/v1/uploads/{stuck.pk}/").json()["state"] == "failed"
+
+    stuck.refresh_from_db()
+    assert (stuck.state, bytes(stuck.content)) == ("failed", b"")
+
+
+def test_a_queued_upload_keeps_its_file_until_a_worker_runs_it(
+    finance: APIClient, node_a: Node, django_capture_on_commit_callbacks
+) -> None:
+    with django_capture_on_commit_callbacks(execute=False):
+        posted = finance.post(URL, file())
+
+    assert bytes(InputUpload.objects.get(pk=posted.json()["id"]).content) == GOOD.encode()
