@@ -179,7 +179,25 @@ def test_owned_node_mid_lifetime(node):
 
     row = line(node)
 
-    assert row.hardware_cost == Decimal("11.5")  # 350400 / 35040 h = 10 per hour, + opex 1.5
+    # By month (the default, since depreciation by the book; it was 10 an hour over 8,760-hour years, forever):
+    # 350,400 / 48 months = 7,300 in November 2026, over its 720 h = 10.13888.../h, + opex 1.5
+    per_h = Decimal(7300) / 720
+    assert row.depreciation_cost == per_h.quantize(Decimal("1e-12"))
+    assert (row.opex_cost, row.rent_cost) == (Decimal("1.5"), 0)
+    assert row.hardware_cost == (per_h + Decimal("1.5")).quantize(Decimal("1e-12"))
+
+
+def test_owned_node_past_its_useful_life_charges_its_running_cost_only(node):
+    usage(node)
+    NodePrice.objects.all().delete()
+    NodePrice.objects.create(
+        fleet=node.fleet, kind="owned", capex=Decimal("350400"), lifetime_years=Decimal(4), opex_per_h=Decimal("1.5"),
+        valid_from=datetime(2018, 1, 1, tzinfo=UTC), in_service_at=datetime(2018, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+
+    row = line(node)
+
+    assert (row.depreciation_cost, row.hardware_cost) == (0, Decimal("1.5"))  # fully depreciated in January 2022
 
 
 def test_unpriced_node_is_labelled_not_silently_free(node):
