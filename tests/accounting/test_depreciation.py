@@ -8,7 +8,7 @@ from decimal import Decimal as D
 
 import pytest
 
-from accounting.ledger import LedgerInputError, money_quantize
+from accounting.ledger import LedgerInputError, OwnedPricing, build_node_hour_line, money_quantize
 from accounting.ledger.depreciation import (
     DepreciationMethod,
     LifeChange,
@@ -19,6 +19,8 @@ from accounting.ledger.depreciation import (
     disposal_loss,
     end_of_life,
 )
+from tests.helpers.ledger_inputs import HOUR as HOUR_START
+from tests.helpers.ledger_inputs import RENT_PER_GPU, node
 
 HOUR = timedelta(hours=1)
 
@@ -166,3 +168,28 @@ def test_bad_values_are_refused(change: dict, message: str) -> None:
 def test_a_life_change_that_leaves_no_life_after_it_is_refused() -> None:
     with pytest.raises(LedgerInputError, match="no life after it"):
         end_of_life(replace(FOUR_YEARS, life_changes=(LifeChange(at(2026, 1), D(1)),)))
+
+
+# --- on the node-hour line ----------------------------------------------------------------------
+
+
+def test_a_line_splits_rent_depreciation_and_running_cost() -> None:
+    # June 2024 (720 h): 1,000 / 720 an hour of depreciation, + 0.25 running cost; rent per GPU for a rented one
+    owned = OwnedPricing(D(48_000), D(35_040), D("0.25"), "price-7", FOUR_YEARS)
+    line = build_node_hour_line(node(pricing=owned))
+    rented = build_node_hour_line(node(pricing=RENT_PER_GPU))
+
+    assert close(line.depreciation_cost, D(1000) / 720)
+    assert (line.opex_cost, line.rent_cost) == (D("0.25"), 0)
+    assert line.hardware_cost == line.depreciation_cost + line.opex_cost
+    assert (rented.rent_cost, rented.depreciation_cost, rented.opex_cost) == (rented.hardware_cost, 0, 0)
+
+
+def test_the_disposal_hour_books_the_loss_over_the_minutes_held() -> None:
+    # decommissioned at 14:30 on 3 June 2024: half an hour's depreciation, then the book value left is lost
+    disposed = replace(FOUR_YEARS, disposed_at=HOUR_START + timedelta(minutes=30))
+    owned = OwnedPricing(D(48_000), D(35_040), D(0), "price-7", disposed)
+    line = build_node_hour_line(node(pricing=owned, held_h=D("0.5"), held_from=HOUR_START))
+
+    assert close(line.depreciation_cost, D(1000) / 720 / 2 + disposal_loss(disposed))
+    assert money_quantize(disposal_loss(disposed), "USD") == D("42913.19")  # 48,000 - 5 x 1,000 - 62.5 / 720 h x 1,000
