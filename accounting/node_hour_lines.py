@@ -290,6 +290,7 @@ def _line(
             observed_s=Decimal(str(observed)),
             bridged_s=covered_s - Decimal(str(observed)),
             held_h=held_h,
+            held_from=held[0] if held_h else None,
             prompt_tokens=served["prompt"],
             generation_tokens=served["generation"],
             cached_prompt_tokens=served["cached"],

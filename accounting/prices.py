@@ -13,8 +13,18 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 
-from accounting.ledger import IntensityFactor, OwnedPricing, Pricing, RatePer, RentedPricing, h_from_years
+from accounting.ledger import (
+    DepreciationMethod,
+    IntensityFactor,
+    OwnedAsset,
+    OwnedPricing,
+    Pricing,
+    RatePer,
+    RentedPricing,
+    h_from_years,
+)
 from accounting.models import NodePrice, SiteMarketFactor, SitePue, SiteTariff
+from accounting.models.prices import life_changes_parse
 from accounting.tariff import (
     Tariff,
     TariffPrice,
@@ -67,7 +77,7 @@ def pricing_periods(*, node: Node, start: datetime, end: datetime) -> tuple[list
     """The node's own prices and its fleet's defaults; the node's win where both are in force."""
     own = _overlapping(NodePrice.objects.filter(node=node), start, end)
     fleet = _overlapping(NodePrice.objects.filter(fleet_id=node.fleet_id, node__isnull=True), start, end)
-    return [_pricing_validity(row) for row in own], [_pricing_validity(row) for row in fleet]
+    return [_pricing_validity(row, node) for row in own], [_pricing_validity(row, node) for row in fleet]
 
 
 def pricing_at(periods: tuple[list[Validity[Pricing]], ...], hour_start: datetime) -> Pricing | None:
@@ -78,7 +88,21 @@ def pricing_at(periods: tuple[list[Validity[Pricing]], ...], hour_start: datetim
     return None
 
 
-def _pricing_validity(row: NodePrice) -> Validity[Pricing]:
+def owned_asset(row: NodePrice, node: Node) -> OwnedAsset:
+    """``node`` as an owned asset under the price ``row``: its cost, salvage, in-service date, life and
+    method, its life changes and its disposal (the node's decommissioning)."""
+    return OwnedAsset(
+        cost=Decimal(row.capex or 0),
+        salvage=Decimal(row.salvage_value),
+        in_service_at=row.depreciation_starts_at(node),
+        life_years=Decimal(row.lifetime_years or 0),
+        method=DepreciationMethod(row.depreciation_method),
+        life_changes=life_changes_parse(row.life_changes),
+        disposed_at=node.decommissioned_at,
+    )
+
+
+def _pricing_validity(row: NodePrice, node: Node) -> Validity[Pricing]:
     price_id = f"price-{row.pk}"
     pricing: Pricing
     if row.kind == NodePrice.Kind.RENTED:
@@ -86,5 +110,6 @@ def _pricing_validity(row: NodePrice) -> Validity[Pricing]:
         pricing = RentedPricing(Decimal(row.rate_per_h or 0), per, row.includes_power, price_id)
     else:
         lifetime_h = h_from_years(Decimal(row.lifetime_years or 0))
-        pricing = OwnedPricing(Decimal(row.capex or 0), lifetime_h, Decimal(row.opex_per_h), price_id)
+        asset = owned_asset(row, node)
+        pricing = OwnedPricing(Decimal(row.capex or 0), lifetime_h, Decimal(row.opex_per_h), price_id, asset)
     return Validity(row.valid_from, row.valid_to, pricing)

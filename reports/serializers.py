@@ -210,7 +210,12 @@ class UsageRowSerializer(TraceSerializer):
     electricity_cost = money_field(
         "facility kWh x tariff; 0 when power is in the rent; null when no tariff was in force"
     )
-    hardware_cost = money_field("rent, or capex amortized plus running cost")
+    hardware_cost = money_field("rent, or capex amortized plus running cost: rent_cost + depreciation_cost + opex_cost")
+    rent_cost = money_field("rent of rented nodes (cash)")
+    depreciation_cost = money_field(
+        "depreciation of owned nodes by the book, with the loss on disposal in the disposal hour (non-cash)"
+    )
+    opex_cost = money_field("other running cost of owned nodes")
     cost = money_field("electricity + hardware")
     hardware_unpriced_h = number("node-hours held with no price in force: their hardware cost is missing, not zero")
     electricity_unpriced_h = number("node-hours with no tariff in force: their electricity cost is missing")

@@ -200,13 +200,18 @@ PROBES: dict[str, Detail | Collection | Special] = {
     # grid
     "grid-intensity-csv": Special("test_grid_intensities_of_one_organization_stay_its_own"),
     # inputs
-    "node-prices": Collection(a_ids=_ids("node_price"), creates=_price_body),
+    "node-prices": Collection(a_ids=lambda w: {w.ids["node_price"], w.ids["owned_price"]}, creates=_price_body),
     "node-prices-upload": Collection(
         reads=False,
         creates=lambda w: _csv("p.csv", "fleet,kind,rate_per_h,valid_from\nzz-a-fleet,rented,9,2026-03-01\n", w),
     ),
     "upload": Detail(lambda w: {"upload_id": w.ids["upload"]}, serves=("get",)),
     "node-price": Detail(lambda w: {"price_id": w.ids["node_price"]}, ("get", "patch"), lambda w: {"rate_per_h": "9"}),
+    "node-price-book-value": Detail(lambda w: {"price_id": w.ids["owned_price"]}, ("get",)),
+    "node-price-life-changes": Detail(
+        lambda w: {"price_id": w.ids["owned_price"]}, ("post",),
+        lambda w: {"effective_from": "2030-01-01T00:00:00Z", "lifetime_years": "5"},
+    ),
     "site-tariffs": Collection(
         a_ids=_ids("site_tariff"),
         creates=lambda w: [{"site": w.ids["site"], "flat_price_per_kwh": "9", "valid_from": "2026-03-01T00:00:00Z"}],
@@ -348,6 +353,9 @@ def _org_a_rows(world: World, site: Any, fleet: Any, node: Any, gpu: Any) -> Non
         )
     )
     ids["node_price"] = price["id"]
+    owned = _price_body(world)[0] | {"kind": "owned", "capex": "9000", "lifetime_years": "3", "valid_from": UNTIL,
+             "valid_to": "2026-03-01T00:00:00Z"}  # fmt: skip
+    ids["owned_price"] = _created(a.post("/api/v1/node-prices/", owned | {"rate_per_h": None}, format="json"))["id"]
     tariff = {"site": site.pk, "flat_price_per_kwh": "0.30", "valid_from": HOURS[0], "valid_to": UNTIL}
     ids["site_tariff"] = _created(a.post("/api/v1/site-tariffs/", tariff, format="json"))["id"]
     dated = {"site": site.pk, "valid_from": HOURS[1], "valid_to": UNTIL, "source": "zz-a-source"}

@@ -60,8 +60,22 @@ class NodePriceInputSerializer(serializers.Serializer):
         help_text="depreciation lifetime (owned)",
     )  # fmt: skip
     opex_per_h = _money(required=False)
+    in_service_at = serializers.DateTimeField(
+        required=False, allow_null=True,
+        help_text="owned: depreciation begins; empty: the node's commissioning, or valid_from if later",
+    )  # fmt: skip
+    salvage_value = _money(required=False, help_text="owned: residual value, never depreciated (at most capex)")
+    depreciation_method = serializers.ChoiceField(
+        choices=NodePrice.Method.choices, required=False, help_text="owned: straight line by month (default) or hour"
+    )
     valid_from = serializers.DateTimeField()
     valid_to = serializers.DateTimeField(required=False, allow_null=True, help_text="exclusive; empty: in force")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        salvage, capex = attrs.get("salvage_value"), attrs.get("capex")
+        if salvage is not None and capex is not None and salvage > capex:
+            raise ValidationError({"salvage_value": "must not be above the purchase price (capex)"})
+        return attrs
 
 
 class NodePriceOutputSerializer(OrganizationRowSerializer):
@@ -75,6 +89,10 @@ class NodePriceOutputSerializer(OrganizationRowSerializer):
     capex = serializers.DecimalField(max_digits=14, decimal_places=6, allow_null=True)
     lifetime_years = serializers.DecimalField(max_digits=5, decimal_places=2, allow_null=True)
     opex_per_h = serializers.DecimalField(max_digits=14, decimal_places=6)
+    in_service_at = serializers.DateTimeField(allow_null=True)
+    salvage_value = serializers.DecimalField(max_digits=14, decimal_places=6)
+    depreciation_method = serializers.CharField()
+    life_changes = serializers.JSONField(help_text="changes of useful life, prospective: [{from, lifetime_years}]")
     valid_from = serializers.DateTimeField()
     valid_to = serializers.DateTimeField(allow_null=True)
 

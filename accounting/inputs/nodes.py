@@ -15,7 +15,7 @@ own PUE and GPU assets are), and the lines re-open. So is a node deleted there
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -114,7 +114,8 @@ def node_change_windows(stored: Node, edited: Node) -> list[Window]:
     old, new = stored.decommissioned_at, edited.decommissioned_at
     if old != new:  # no date: in service still
         dates = sorted(d for d in (old, new) if d is not None)
-        windows.append((_hour(dates[0]), dates[1] if len(dates) == 2 else None))
+        # From the hour the node was last held in: an owned node's disposal loss is booked there.
+        windows.append((_hour(dates[0] - timedelta(microseconds=1)), dates[1] if len(dates) == 2 else None))
     return windows_union(windows)
 
 

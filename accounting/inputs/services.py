@@ -29,7 +29,7 @@ from governance.locks import lock_check
 
 NODE_PRICE_FIELDS = (
     "kind", "rate_per_h", "rate_per", "includes_power", "capex", "lifetime_years", "opex_per_h",
-    "valid_from", "valid_to",
+    "in_service_at", "salvage_value", "depreciation_method", "valid_from", "valid_to",
 )  # fmt: skip
 SITE_TARIFF_FIELDS = ("flat_price_per_kwh", "windows", "valid_from", "valid_to")
 SITE_PUE_FIELDS = ("pue", "valid_from", "valid_to")
@@ -157,6 +157,33 @@ def node_price_save(*, price: NodePrice, data: Mapping[str, Any], user: Any, now
     return _dated_row_save(
         row=price, data=data, fields=NODE_PRICE_FIELDS, related=("fleet", "node"), user=user, now=now
     )
+
+
+def node_price_life_change(
+    *, price: NodePrice, effective_at: datetime, lifetime_years: Any, user: Any, now: datetime
+) -> InputChange:
+    """A change of an owned price's useful life (the new total life), applied prospectively from
+    ``effective_at``: only the hours from then on are lock-checked and re-opened; earlier ones keep theirs."""
+    with transaction.atomic():
+        price = NodePrice.objects.select_related("fleet", "node").get(pk=price.pk)
+        organization_id = price.fleet.organization_id
+        _organization_lock(organization_id)
+        if price.kind != NodePrice.Kind.OWNED:
+            raise InputInvalid("kind: only an owned price has a useful life to change")
+        before = snapshot(price)
+        change = {"from": effective_at.isoformat(), "lifetime_years": str(lifetime_years)}
+        price.life_changes = [*price.life_changes, change]
+        validated(price)
+        start = max(effective_at, price.valid_from)
+        windows: list[Window] = [(start, price.valid_to)] if price.valid_to is None or start < price.valid_to else []
+        lock_check(organization_id=organization_id, windows=windows)
+        price.save()
+        reopened = ledger_lines_reopen(node_windows=_price_node_windows(price, windows), now=now)
+        audit_record(
+            organization_id=organization_id, user=user, subject="node_price", object_id=price.pk,
+            before=before, after=snapshot(price), at=now, ledger_hours_reopened=reopened,
+        )  # fmt: skip
+    return InputChange(price, reopened)
 
 
 def site_tariff_save(*, tariff: SiteTariff, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:

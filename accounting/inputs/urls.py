@@ -9,6 +9,7 @@ from accounting.inputs.api import (
     SiteTariffDetailView,
     SiteTariffsView,
 )
+from accounting.inputs.depreciation_api import NodePriceBookValueView, NodePriceLifeChangesView
 from accounting.inputs.nodes_api import NodeEnrollmentsView, NodeTokenDetailView, NodeTokensView
 from accounting.inputs.site_api import (
     SiteMarketFactorDetailView,
@@ -23,6 +24,10 @@ urlpatterns = [
     path("node-prices/upload/", NodePricesUploadView.as_view(), name="node-prices-upload"),
     path("uploads/<int:upload_id>/", UploadStatusView.as_view(), name="upload"),
     path("node-prices/<int:price_id>/", NodePriceDetailView.as_view(), name="node-price"),
+    path("node-prices/<int:price_id>/book-value/", NodePriceBookValueView.as_view(), name="node-price-book-value"),
+    path(
+        "node-prices/<int:price_id>/life-changes/", NodePriceLifeChangesView.as_view(), name="node-price-life-changes"
+    ),
     path("site-tariffs/", SiteTariffsView.as_view(), name="site-tariffs"),
     path("site-tariffs/<int:tariff_id>/", SiteTariffDetailView.as_view(), name="site-tariff"),
     path("sites/<int:site_id>/pue/", SitePueView.as_view(), name="site-pue"),

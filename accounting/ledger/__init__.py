@@ -7,8 +7,10 @@ build the input dataclasses and store or show what comes back.
 - ``LedgerTotals.sum(lines)``: roll-ups with per-token metrics.
 - ``money_quantize(value, currency)``: the single place money is rounded (display).
 - ``accounting.ledger.embodied``: the remaining-life amortization rule.
+- ``accounting.ledger.depreciation``: depreciation of owned nodes by the book (IAS 16).
 """
 
+from accounting.ledger.depreciation import DepreciationMethod, LifeChange, OwnedAsset, book_value
 from accounting.ledger.embodied import EmbodiedG, embodied_co2e_g, embodied_rate_g_per_h
 from accounting.ledger.inputs import (
     DEFAULT_POLICY,
@@ -29,11 +31,13 @@ from accounting.ledger.inputs import (
 from accounting.ledger.line import (
     ElectricityStatus,
     EnergyMethod,
+    HardwareCost,
     NodeHourLine,
     build_node_hour_line,
     electricity_cost,
     facility_kwh,
     hardware_cost,
+    hardware_costs,
     line_cost,
     operational_co2e_g,
     tariff_electricity_cost,
@@ -47,22 +51,27 @@ __all__ = [
     "J_PER_KWH",
     "AmortizationMethod",
     "CurrencyMismatchError",
+    "DepreciationMethod",
     "ElectricityStatus",
     "EmbodiedAsset",
     "EmbodiedG",
     "EmbodiedKg",
     "EnergyMethod",
     "GpuHourInput",
+    "HardwareCost",
     "IntensityFactor",
     "LedgerInputError",
     "LedgerPolicy",
     "LedgerTotals",
+    "LifeChange",
     "NodeHourInput",
     "NodeHourLine",
+    "OwnedAsset",
     "OwnedPricing",
     "Pricing",
     "RatePer",
     "RentedPricing",
+    "book_value",
     "build_node_hour_line",
     "electricity_cost",
     "embodied_co2e_g",
@@ -70,6 +79,7 @@ __all__ = [
     "facility_kwh",
     "h_from_years",
     "hardware_cost",
+    "hardware_costs",
     "hours_held",
     "kwh_from_j",
     "line_cost",

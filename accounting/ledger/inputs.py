@@ -12,9 +12,13 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from accounting.ledger.units import ONE, PERCENT, ZERO
 from accounting.tariff import TariffPrice
+
+if TYPE_CHECKING:
+    from accounting.ledger.depreciation import OwnedAsset
 
 HOUR = timedelta(hours=1)
 _MICROSECONDS_PER_HOUR = Decimal(3_600_000_000)
@@ -153,15 +157,20 @@ class RentedPricing:
 
 @dataclass(frozen=True)
 class OwnedPricing:
-    """An owned node: ``capex`` straight-line over ``lifetime_h`` plus ``opex_per_h``.
+    """An owned node: depreciation plus ``opex_per_h``, money in the site's currency.
 
-    Money in the site's currency. A fully depreciated node is passed with capex 0.
+    ``asset``: the node as its fixed-asset register holds it (cost, salvage,
+    in-service date, useful life, method, disposal): the ledger's lines charge
+    its depreciation by the book over the hours held (``accounting.ledger.depreciation``).
+    Without one (a what-if with no dates, the scenario replay), ``capex`` is
+    spread straight-line over ``lifetime_h`` per hour held, with no end.
     """
 
     capex: Decimal
     lifetime_h: Decimal
     opex_per_h: Decimal
     price_id: str = "owned"
+    asset: OwnedAsset | None = None
 
     def __post_init__(self) -> None:
         if self.lifetime_h <= 0:
@@ -221,6 +230,9 @@ class NodeHourInput:
     host_embodied: EmbodiedAsset | None = None
     bridged_s: Decimal = ZERO
     host_modelled_j: Decimal | None = None  # the host's energy (J) modelled from its profile, where not metered
+    # When the held part of the hour begins (None: at hour_start); it lasts held_h. Depreciation by the
+    # book is charged over exactly that span, and a disposal at its end books the disposal loss.
+    held_from: datetime | None = None
     # Of prompt_tokens, those served from the prefix cache; None where no server on the node exposes the counter.
     cached_prompt_tokens: int | None = None
 
@@ -228,6 +240,8 @@ class NodeHourInput:
         require_utc_hour(self.hour_start)
         if not ZERO <= self.held_h <= ONE:
             raise LedgerInputError(f"held_h must be within 0-1, got {self.held_h}")
+        if not self.hour_start <= self.held_span[0] <= self.held_span[1] <= self.hour_start + HOUR:
+            raise LedgerInputError(f"held from {self.held_from} for {self.held_h} h is not within the hour")
         if self.pue < ONE:
             raise LedgerInputError(f"pue must be at least 1, got {self.pue}")
         _require_non_negative(observed_s=self.observed_s, prompt_tokens=self.prompt_tokens)
@@ -239,6 +253,12 @@ class NodeHourInput:
     def gpu_held_h(self, gpu: GpuHourInput) -> Decimal:
         """Hours of this hour ``gpu`` was installed while the node was held."""
         return self.held_h if gpu.installed_h is None else gpu.installed_h
+
+    @property
+    def held_span(self) -> tuple[datetime, datetime]:
+        """The instants the node was held within the hour: ``[held_from, held_from + held_h)``."""
+        start = self.held_from or self.hour_start
+        return start, start + timedelta(microseconds=int(self.held_h * _MICROSECONDS_PER_HOUR))
 
     @property
     def gpu_h(self) -> Decimal:

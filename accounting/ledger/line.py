@@ -6,9 +6,13 @@ Formulas (DESIGN.md, "Money and carbon"), all in ``Decimal``, nothing rounded::
     facility_kwh  = it_kwh x pue
     electricity   = facility_kwh x tariff price       (0, shown INCLUDED, when the rent includes power;
                                                       None, shown UNPRICED, when no tariff is in force)
-    hardware      = rate x held_h | rate x GPU-hours  (rented, per node or per GPU; GPU-hours: of the
+    hardware      = rent + depreciation + opex        (each a figure of its own on the line)
+    rent          = rate x held_h | rate x GPU-hours  (rented, per node or per GPU; GPU-hours: of the
                                                       cards installed in the hour, ``NodeHourInput.gpu_h``)
-                  | capex / lifetime_h x held_h + opex_per_h x held_h   (owned)
+    depreciation  = by the book over the held span    (owned: ``accounting.ledger.depreciation``, from
+                                                      in-service to the end of life or disposal, plus
+                                                      the disposal loss in the disposal hour)
+    opex          = opex_per_h x held_h               (owned)
     cost          = electricity + hardware            (an unpriced electricity line adds nothing)
     location_g    = facility_kwh x location intensity   (None when no intensity is known)
     market_g      = facility_kwh x market factor        (None when no factor is known)
@@ -40,6 +44,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from accounting.ledger.depreciation import depreciation_cost
 from accounting.ledger.embodied import EmbodiedG, embodied_co2e_g, utilization_weight
 from accounting.ledger.inputs import (
     DEFAULT_POLICY,
@@ -94,7 +99,10 @@ class NodeHourLine:
     gpu_kwh: Decimal
     facility_kwh: Decimal
     electricity_cost: Decimal | None
-    hardware_cost: Decimal
+    hardware_cost: Decimal  # rent_cost + depreciation_cost + opex_cost
+    rent_cost: Decimal
+    depreciation_cost: Decimal
+    opex_cost: Decimal
     cost: Decimal
     location_co2e_g: Decimal | None
     market_co2e_g: Decimal | None
@@ -178,10 +186,35 @@ def line_cost(hardware_cost: Decimal, electricity_cost: Decimal | None) -> Decim
 
 
 def hardware_cost(pricing: Pricing, held_h: Decimal, gpu_h: Decimal) -> Decimal:
-    """Hardware cost (currency) of holding the node ``held_h`` hours with ``gpu_h`` GPU-hours installed."""
+    """Hardware cost (currency) of holding the node ``held_h`` hours with ``gpu_h`` GPU-hours installed,
+    undated: capex per hour with no end (the what-if replay's); a line's is ``hardware_costs``."""
     if isinstance(pricing, RentedPricing):
         return pricing.rate_per_h * (gpu_h if pricing.per is RatePer.GPU else held_h)
     return pricing.capex / pricing.lifetime_h * held_h + pricing.opex_per_h * held_h
+
+
+@dataclass(frozen=True)
+class HardwareCost:
+    """A node-hour's hardware cost (currency), by kind: cash rent, non-cash depreciation, running cost."""
+
+    rent: Decimal = ZERO
+    depreciation: Decimal = ZERO
+    opex: Decimal = ZERO
+
+    @property
+    def total(self) -> Decimal:
+        return self.rent + self.depreciation + self.opex
+
+
+def hardware_costs(node: NodeHourInput) -> HardwareCost:
+    """The node-hour's rent, depreciation (by the book, over the held span) and running cost."""
+    pricing = node.pricing
+    if isinstance(pricing, RentedPricing):
+        return HardwareCost(rent=hardware_cost(pricing, node.held_h, node.gpu_h))
+    opex = pricing.opex_per_h * node.held_h
+    if pricing.asset is None:
+        return HardwareCost(depreciation=pricing.capex / pricing.lifetime_h * node.held_h, opex=opex)
+    return HardwareCost(depreciation=depreciation_cost(pricing.asset, *node.held_span), opex=opex)
 
 
 def operational_co2e_g(facility_kwh: Decimal, factor: IntensityFactor | None) -> Decimal | None:
@@ -249,7 +282,8 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
     it_energy_j, energy_method = node_it_energy_j(node)
     facility = facility_kwh(kwh_from_j(it_energy_j), node.pue)
     electricity, status = electricity_cost(facility, node.pricing, node.tariff)
-    hardware = hardware_cost(node.pricing, node.held_h, node.gpu_h)
+    costs = hardware_costs(node)
+    hardware = costs.total
     charged = _charged_tariff(node, status)
     idle = _idle(node, it_energy_j, hardware, charged, policy)
     return NodeHourLine(
@@ -265,6 +299,9 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         facility_kwh=facility,
         electricity_cost=electricity,
         hardware_cost=hardware,
+        rent_cost=costs.rent,
+        depreciation_cost=costs.depreciation,
+        opex_cost=costs.opex,
         cost=line_cost(hardware, electricity),
         location_co2e_g=operational_co2e_g(facility, node.location),
         market_co2e_g=operational_co2e_g(facility, node.market),

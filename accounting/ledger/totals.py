@@ -123,7 +123,10 @@ class LedgerTotals:
     facility_kwh: Decimal = summed()
     electricity_cost: Decimal = summed(money=True)
     unpriced_facility_kwh: Decimal = summed("facility_kwh", where=(("electricity_status", ElectricityStatus.UNPRICED),))
-    hardware_cost: Decimal = summed(money=True)
+    hardware_cost: Decimal = summed(money=True)  # rent + depreciation + opex
+    rent_cost: Decimal = summed(money=True)
+    depreciation_cost: Decimal = summed(money=True)
+    opex_cost: Decimal = summed(money=True)
     cost: Decimal = summed(money=True)
     location_co2e_g: Decimal = summed()
     location_unknown_facility_kwh: Decimal = summed("facility_kwh", where=(("location_co2e_g", None),))

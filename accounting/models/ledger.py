@@ -50,7 +50,15 @@ class NodeHourLedger(models.Model):
     facility_kwh = _amount()
     pue = models.DecimalField(max_digits=4, decimal_places=2)
     electricity_cost = _amount(null=True)
-    hardware_cost = _amount()
+    hardware_cost = _amount()  # rent_cost + depreciation_cost + opex_cost
+    rent_cost = models.DecimalField(max_digits=28, decimal_places=12, default=0, help_text="rent (rented nodes)")
+    depreciation_cost = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0,
+        help_text="depreciation by the book, and the loss on disposal in the disposal hour (owned nodes)",
+    )  # fmt: skip
+    opex_cost = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0, help_text="other running cost (owned nodes)"
+    )
     cost = _amount()
     location_co2e_g = _amount(null=True)
     market_co2e_g = _amount(null=True)

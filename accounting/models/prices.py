@@ -7,13 +7,16 @@ overlap (checked in ``clean``, used by the admin and the services).
 
 from __future__ import annotations
 
-from decimal import Decimal
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from accounting.ledger.depreciation import LifeChange, OwnedAsset, end_of_life
+from accounting.ledger.inputs import LedgerInputError
 from accounting.tariff import tariff_from_fields
 from common.periods import hour_instant_problem
 from fleets.models import Fleet, Node, Site
@@ -25,6 +28,25 @@ def _money(verbose_name: str | None = None, **options: Any) -> models.DecimalFie
     """A price, unrounded to 6 places, never negative."""
     validators = [MinValueValidator(Decimal(0))]
     return models.DecimalField(verbose_name, max_digits=14, decimal_places=6, validators=validators, **options)
+
+
+def life_changes_parse(value: Any) -> tuple[LifeChange, ...]:
+    """The stored ``life_changes`` as the ledger's; ``ValueError`` naming what is wrong."""
+    if not isinstance(value, list):
+        raise ValueError("a list of {from, lifetime_years}")
+    changes = []
+    for item in value:
+        try:
+            effective_at = datetime.fromisoformat(str(item["from"]))
+            years = Decimal(str(item["lifetime_years"]))
+        except (KeyError, TypeError, ValueError, InvalidOperation):
+            raise ValueError(f"each change needs from (an ISO instant) and lifetime_years: {item!r}") from None
+        if effective_at.utcoffset() is None or hour_instant_problem(effective_at):
+            raise ValueError(f"from must be an aware instant on the hour: {item['from']}")
+        if not years.is_finite() or years <= 0:
+            raise ValueError(f"lifetime_years must be positive: {item['lifetime_years']}")
+        changes.append(LifeChange(effective_at, years))
+    return tuple(changes)
 
 
 class ValidityPeriod(models.Model):
@@ -68,6 +90,10 @@ class NodePrice(ValidityPeriod):
         NODE = "node", "per node-hour"
         GPU = "gpu", "per GPU-hour"
 
+    class Method(models.TextChoices):
+        MONTH = "month", "Straight line by month"
+        HOUR = "hour", "Straight line by hour"
+
     fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="prices")
     node = models.ForeignKey(
         Node, on_delete=models.CASCADE, null=True, blank=True, related_name="prices", help_text="empty: fleet default"
@@ -81,12 +107,34 @@ class NodePrice(ValidityPeriod):
         max_digits=5, decimal_places=2, null=True, blank=True, validators=[MinValueValidator(Decimal("0.1"))]
     )
     opex_per_h = _money("Other running cost per hour", default=Decimal(0))
+    # Depreciation by the book (owned; accounting.ledger.depreciation, docs/accounting.md).
+    in_service_at = models.DateTimeField(
+        "In service from", null=True, blank=True,
+        help_text="depreciation begins; empty: the node's commissioning, or valid_from if later",
+    )  # fmt: skip
+    salvage_value = _money("Salvage (residual) value", default=Decimal(0), help_text="never depreciated")
+    depreciation_method = models.CharField(
+        max_length=5, choices=Method.choices, default=Method.MONTH,
+        help_text="straight line by month (equal monthly amounts) or by hour (equal hourly amounts)",
+    )  # fmt: skip
+    life_changes = models.JSONField(
+        default=list, blank=True,
+        help_text='changes of useful life, applied prospectively: [{"from": "2026-01-01T00:00:00Z", '
+        '"lifetime_years": "5"}, ...] (the new total life from in-service)',
+    )  # fmt: skip
 
     class Meta:
         ordering = ["valid_from"]
 
     def __str__(self) -> str:
         return f"{self.kind} price of {self.node or self.fleet} from {self.valid_from:%Y-%m-%d}"
+
+    def depreciation_starts_at(self, node: Node) -> datetime:
+        """When ``node`` starts depreciating under this price: ``in_service_at``, else the later of the
+        node's commissioning and the price's ``valid_from`` (a node bought after it was rented)."""
+        if self.in_service_at is not None:
+            return self.in_service_at
+        return max(self.valid_from, node.commissioned_at or self.valid_from)
 
     def subject_filter(self) -> dict[str, Any]:
         return {"node_id": self.node_id} if self.node_id else {"fleet_id": self.fleet_id, "node__isnull": True}
@@ -98,7 +146,24 @@ class NodePrice(ValidityPeriod):
             raise ValidationError({"rate_per_h": "a rented node needs a rent per hour"})
         if self.kind == self.Kind.OWNED and (self.capex is None or self.lifetime_years is None):
             raise ValidationError("an owned node needs a purchase price and a lifetime")
+        if self.kind == self.Kind.OWNED:
+            self._depreciation_clean()
         super().clean()
+
+    def _depreciation_clean(self) -> None:
+        if self.salvage_value is not None and self.capex is not None and self.salvage_value > self.capex:
+            raise ValidationError({"salvage_value": "must not be above the purchase price (capex)"})
+        try:
+            changes = life_changes_parse(self.life_changes)
+        except ValueError as error:
+            raise ValidationError({"life_changes": str(error)}) from None
+        start = self.in_service_at or self.valid_from
+        if start is None or self.capex is None or self.lifetime_years is None or self.salvage_value is None:
+            return
+        try:  # the ledger's own rule: each change must leave life after its date
+            end_of_life(OwnedAsset(self.capex, self.salvage_value, start, self.lifetime_years, life_changes=changes))
+        except LedgerInputError as error:
+            raise ValidationError({"life_changes": str(error)}) from None
 
 
 class SiteTariff(ValidityPeriod):

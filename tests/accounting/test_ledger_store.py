@@ -179,7 +179,25 @@ def test_owned_node_mid_lifetime(node):
 
     row = line(node)
 
-    assert row.hardware_cost == Decimal("11.5")  # 350400 / 35040 h = 10 per hour, + opex 1.5
+    # By month (the default, since depreciation by the book; it was 10 an hour over 8,760-hour years, forever):
+    # 350,400 / 48 months = 7,300 in November 2026, over its 720 h = 10.13888.../h, + opex 1.5
+    per_h = Decimal(7300) / 720
+    assert row.depreciation_cost == per_h.quantize(Decimal("1e-12"))
+    assert (row.opex_cost, row.rent_cost) == (Decimal("1.5"), 0)
+    assert row.hardware_cost == (per_h + Decimal("1.5")).quantize(Decimal("1e-12"))
+
+
+def test_owned_node_past_its_useful_life_charges_its_running_cost_only(node):
+    usage(node)
+    NodePrice.objects.all().delete()
+    NodePrice.objects.create(
+        fleet=node.fleet, kind="owned", capex=Decimal("350400"), lifetime_years=Decimal(4), opex_per_h=Decimal("1.5"),
+        valid_from=datetime(2018, 1, 1, tzinfo=UTC), in_service_at=datetime(2018, 1, 1, tzinfo=UTC),
+    )  # fmt: skip
+
+    row = line(node)
+
+    assert (row.depreciation_cost, row.hardware_cost) == (0, Decimal("1.5"))  # fully depreciated in January 2022
 
 
 def test_unpriced_node_is_labelled_not_silently_free(node):
@@ -385,3 +403,48 @@ def test_the_migration_fills_existing_lines_with_what_the_ledger_computes(node):
 
     assert list(NodeHourLedger.objects.order_by("hour_start").values_list("util_pct_s", "util_observed_s")) == computed
     assert computed == [(80.0 * 3600, 3600.0), (50.0 * 3600 + 10.0 * 3600, 7200.0)]
+
+
+@pytest.mark.parametrize("kind", ["rented", "owned"])
+def test_the_migration_splits_existing_lines_hardware_cost_by_their_price(node, kind):
+    from django.apps import apps
+
+    backfill = importlib.import_module("accounting.migrations.0017_depreciation_by_the_book_split_cost")
+    usage(node)
+    NodePrice.objects.all().delete()
+    NodePrice.objects.create(
+        fleet=node.fleet, kind=kind, rate_per_h=Decimal(2), capex=Decimal("350400"), lifetime_years=Decimal(4),
+        opex_per_h=Decimal("1.5"), valid_from=LONG_AGO,
+    )  # fmt: skip
+    computed = line(node)
+    NodeHourLedger.objects.update(rent_cost=0, depreciation_cost=0, opex_cost=0)
+
+    backfill.split_hardware_cost(apps, None)
+
+    stored = line_stored(node)
+    split = (stored.rent_cost, stored.depreciation_cost, stored.opex_cost)
+    assert split == (computed.rent_cost, computed.depreciation_cost, computed.opex_cost)
+    assert sum(split) == stored.hardware_cost
+
+
+def line_stored(node, hour=HOUR):
+    return NodeHourLedger.objects.get(node=node, hour_start=hour)
+
+
+def test_a_node_decommissioned_early_books_its_loss_on_disposal_in_its_last_held_hour(node):
+    usage(node)
+    NodePrice.objects.all().delete()
+    NodePrice.objects.create(
+        fleet=node.fleet, kind="owned", capex=Decimal(12_000), salvage_value=Decimal(1200), lifetime_years=Decimal(1),
+        valid_from=LONG_AGO, in_service_at=LONG_AGO,
+    )  # fmt: skip
+    node.decommissioned_at = HOUR + timedelta(minutes=30)
+    node.save()
+
+    stored = line(node)
+
+    # 900 a month from 1 January 2026: 10 months and 38.5 of November's 720 h by 14:30 on 2 November
+    # (9,048.125 charged, the last half hour's 0.625 in it); then 10,800 - 9,048.125 = 1,751.875 lost: 1,752.50
+    assert stored.held_h == Decimal("0.5")
+    assert stored.depreciation_cost == Decimal("1752.5")
+    assert stored.hardware_cost == stored.depreciation_cost

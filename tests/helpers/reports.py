@@ -100,7 +100,7 @@ def rtx_node(organization: Any) -> Node:
         GpuFactory(node=node, index=index, name="NVIDIA GeForce RTX 4090")
     NodePrice.objects.create(
         fleet=fleet, kind="owned", capex=Decimal("35040"), lifetime_years=Decimal(4), opex_per_h=Decimal("0.20"),
-        valid_from=LONG_AGO,
+        valid_from=LONG_AGO, depreciation_method="hour",  # by hour: 35,040 / 35,040 h = 1.00 an hour, all year
     )  # fmt: skip
     SiteTariff.objects.create(site=site, flat_price_per_kwh=Decimal("0.20"), valid_from=LONG_AGO)
     for hour in HOURS:

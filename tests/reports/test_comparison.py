@@ -134,7 +134,7 @@ def test_by_gpu_model_splits_a_mixed_fleet_and_compares_to_the_whole_baseline(fl
         GpuFactory(node=node, index=index, name="NVIDIA GeForce RTX 4090")
     NodePrice.objects.create(
         fleet=fleets.enterprise, node=node, kind="owned", capex=Decimal("35040"), lifetime_years=Decimal(4),
-        valid_from=LONG_AGO,
+        valid_from=LONG_AGO, depreciation_method="hour",  # 1.00 an hour
     )  # fmt: skip
     for hour in HOURS:
         hour_usage(

@@ -218,6 +218,30 @@ def test_pages_with_limit_and_offset(fleets, client_a):
     assert [r["period_start"] for r in second["results"]] == ["2026-11-01T01:00:00Z"] * 2
 
 
+def test_hardware_cost_is_split_into_rent_depreciation_and_running_cost(fleets, client_a):
+    rows = rows_by_key(get(client_a, granularity="total", group_by="fleet"))
+    as_csv = client_a.get(
+        URL,
+        {
+            "start": START.isoformat(),
+            "end": END.isoformat(),
+            "format": "csv",
+            "group_by": "fleet",
+            "granularity": "total",
+        },
+    )
+    table = list(csv.DictReader(io.StringIO(b"".join(as_csv.streaming_content).decode())))
+
+    split = ("rent_cost", "depreciation_cost", "opex_cost", "hardware_cost")
+    # rented: 3 h x 2 GPUs x 2.50 of rent; owned: 3 h x (35,040 / 35,040 h by hour + 0.20 running cost)
+    assert [rows[str(fleets.enterprise.pk)][key] for key in split] == ["15.00", "0.00", "0.00", "15.00"]
+    assert [rows[str(fleets.consumer.pk)][key] for key in split] == ["0.00", "3.00", "0.60", "3.60"]
+    assert {row["group_label"]: [row[key] for key in split] for row in table} == {
+        "enterprise": ["15.00", "0.00", "0.00", "15.00"],
+        "consumer": ["0.00", "3.00", "0.60", "3.60"],
+    }
+
+
 def test_csv_streams_every_row_with_units_in_the_header(fleets, client_a):
     response = client_a.get(
         URL,

@@ -41,7 +41,8 @@ def price_form(node: Node, rate: str, valid_from: datetime) -> dict[str, str]:
     return {
         "fleet": str(node.fleet_id), "node": str(node.pk), "kind": "rented", "rate_per_h": rate, "rate_per": "gpu",
         "capex": "", "lifetime_years": "", "opex_per_h": "0", **split("valid_from", valid_from),
-        **split("valid_to", None),
+        **split("valid_to", None), **split("in_service_at", None), "salvage_value": "0", "depreciation_method": "month",
+        "life_changes": "[]",
     }  # fmt: skip
 
 

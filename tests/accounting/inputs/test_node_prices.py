@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 from rest_framework.test import APIClient
 
+from accounting.ledger import money_quantize
 from accounting.models import LedgerPending, NodePrice
 from fleets.models import Node
 from governance.models import AuditEntry
@@ -60,7 +61,9 @@ def test_a_fleet_default_skips_the_hours_a_nodes_own_price_covers(
     # h100-a: Jan 1 only (its own rent wins from Jan 2); h100-b: both days
     assert response.json()["ledger_hours_reopened"] == 24 + 48
     ledger_recompute()
-    assert hardware_cost(node_b) == Decimal("48.00")  # 35040 / (4 x 8760 h) = 1.00 per hour, 48 h
+    # by month since depreciation by the book (it was 1.00 an hour, 48.00): 35,040 / 48 months = 730 in January,
+    # 730 / 744 h x 48 h = 47.10 (a 30-day month would charge 730 / 720 h)
+    assert money_quantize(hardware_cost(node_b), "USD") == Decimal("47.10")
 
 
 def test_an_overlapping_period_is_refused_and_nothing_changes(finance: APIClient, node_a: Node) -> None:
