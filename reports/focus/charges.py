@@ -32,7 +32,6 @@ class PriceTerms:
     price_id: str
     owned: bool
     per_gpu: bool = True
-    opex_per_h: Decimal = ZERO
 
 
 @dataclass(frozen=True)
@@ -45,6 +44,10 @@ class LineFigures:
     held_h: Decimal
     gpu_h: Decimal
     hardware_cost: Decimal
+    # The ledger's split of the hardware cost (``accounting.ledger``): rent, depreciation and running cost
+    rent_cost: Decimal
+    depreciation_cost: Decimal
+    opex_cost: Decimal
     electricity_cost: Decimal | None  # None: unpriced; 0 with electricity_included: in the rent
     electricity_included: bool
     tariff_price_id: str
@@ -82,9 +85,9 @@ def _hardware_charges(line: LineFigures, account: Account, price: PriceTerms | N
                 pricing_quantity=quantity, pricing_unit=unit, sku_price_id=sku_price.format(kind="rent"), **used,
             )
         ]  # fmt: skip
-    # The one place an owned line's hardware cost is split: running cost at its rate, depreciation the rest,
-    # so the two add up to the stored line to the last digit.
-    opex = price.opex_per_h * line.held_h
+    # An owned line's hardware cost as the ledger split it: depreciation and running cost (rent_cost + the two
+    # is the stored hardware_cost to the last digit; an owned line's rent is 0).
+    opex = line.opex_cost
     depreciation = line.hardware_cost - opex
     charges = [
         _charge(

@@ -33,9 +33,9 @@ from reports.selectors.lines import ledger_lines
 # Lines fetched per round trip: a day of a 40-node fleet; each line is a few hundred bytes.
 CHUNK_LINES = 1000
 _LINE_FIELDS = (
-    "node_id", "hour_start", "currency", "gpu_model", "held_h", "gpu_h", "hardware_cost", "electricity_cost",
-    "electricity_status", "tariff_price_id", "pricing_price_id", "facility_kwh", "it_kwh", "location_co2e_g",
-    "market_co2e_g", "embodied_co2e_g_central", "energy_method",
+    "node_id", "hour_start", "currency", "gpu_model", "held_h", "gpu_h", "hardware_cost", "rent_cost",
+    "depreciation_cost", "opex_cost", "electricity_cost", "electricity_status", "tariff_price_id", "pricing_price_id",
+    "facility_kwh", "it_kwh", "location_co2e_g", "market_co2e_g", "embodied_co2e_g_central", "energy_method",
 )  # fmt: skip
 
 
@@ -90,6 +90,9 @@ def _figures(values: dict[str, Any]) -> LineFigures:
         held_h=values["held_h"],
         gpu_h=values["gpu_h"],
         hardware_cost=values["hardware_cost"],
+        rent_cost=values["rent_cost"],
+        depreciation_cost=values["depreciation_cost"],
+        opex_cost=values["opex_cost"],
         electricity_cost=values["electricity_cost"],
         electricity_included=values["electricity_status"] == "included",
         tariff_price_id=values["tariff_price_id"],
@@ -151,20 +154,19 @@ def _terms(row: NodePrice) -> PriceTerms:
         price_id=f"price-{row.pk}",
         owned=owned,
         per_gpu=row.rate_per == NodePrice.RatePer.GPU,
-        opex_per_h=Decimal(row.opex_per_h) if owned else Decimal(0),
     )
 
 
 def _purchase_charges(spec: FocusSpec, accounts: dict[int, Account]) -> Iterator[Charge]:
-    """Each owned node's purchase, in the charge period where its price starts to depreciate it: the price's
-    ``valid_from``, or the node's commissioning where that is later (no line depreciates it before)."""
+    """Each owned node's purchase, in the charge period where its price starts to depreciate it
+    (``NodePrice.depreciation_starts_at``: its in-service date, else the later of ``valid_from`` and commissioning)."""
     prices = NodePrice.objects.filter(kind=NodePrice.Kind.OWNED, fleet__organization_id__in=spec.organization_ids)
     nodes = list(_nodes(spec).select_related("site"))
     for price in prices.order_by("pk"):
         for node in nodes:
             if node.fleet_id != price.fleet_id or (price.node_id is not None and price.node_id != node.pk):
                 continue
-            at = max(price.valid_from, node.commissioned_at or price.valid_from)
+            at = price.depreciation_starts_at(node)  # the price's in-service date, as the ledger depreciates
             if _purchased_under(price, node, at, spec):
                 yield purchase_charge(
                     account=replace(accounts[node.pk], tenure="owned"), at=at, period=spec.period,

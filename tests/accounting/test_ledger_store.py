@@ -409,7 +409,7 @@ def test_the_migration_fills_existing_lines_with_what_the_ledger_computes(node):
 def test_the_migration_splits_existing_lines_hardware_cost_by_their_price(node, kind):
     from django.apps import apps
 
-    backfill = importlib.import_module("accounting.migrations.0017_depreciation_by_the_book_split_cost")
+    backfill = importlib.import_module("accounting.migrations.0018_depreciation_by_the_book_split_cost")
     usage(node)
     NodePrice.objects.all().delete()
     NodePrice.objects.create(

@@ -23,7 +23,7 @@ def split_hardware_cost(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('accounting', '0016_input_uploads'),
+        ('accounting', '0017_ledger_corrections'),
     ]
 
     operations = [
