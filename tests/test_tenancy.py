@@ -189,6 +189,7 @@ PROBES: dict[str, Detail | Collection | Special] = {
     ),
     "reports-focus": Collection(organization=True, csv=True, filters=("fleet",), variants=({"granularity": "day"},)),
     "reports-journal": Special("test_the_journal_of_another_organization_is_refused_and_holds_none_of_it"),
+    "reports-corrections": Collection(organization=True, csv=True, variants=({"by": "restated"},)),
     "reports-sustainability": _REPORT,
     "reports-scope2": _REPORT,
     "reports-scope2-ghg-table": _REPORT,
