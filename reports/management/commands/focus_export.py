@@ -9,38 +9,25 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
+from django.core.management.base import BaseCommand, CommandParser
 
-from common.periods import PeriodError, api_range
 from common.renderers import csv_lines
-from fleets.models import Organization
 from reports.focus.charges import DAY, HOUR
 from reports.focus.columns import COLUMNS
 from reports.focus.rows import FocusSpec, focus_rows
-from reports.management.commands.headline import _aware
+from reports.management.period_arguments import add_period_arguments, organization_and_period
 
 
 class Command(BaseCommand):
     help = "Write an organization's ledger as a FOCUS 1.2 cost and usage CSV, as /api/v1/reports/focus/ gives it."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--organization", required=True, help="organization slug or id")
-        parser.add_argument("--period", help="as the API's: 2026, 2026-Q4, 2026-11 (default: the last 7 days)")
-        parser.add_argument("--start", type=_aware, help="with --end: [start, end), e.g. 2026-11-24T00:00:00Z")
-        parser.add_argument("--end", type=_aware)
+        add_period_arguments(parser)
         parser.add_argument("--granularity", choices=["hour", "day"], default="hour", help="the charge period")
         parser.add_argument("--output", help="file to write (default: standard output)")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        ref = options["organization"]
-        organization = Organization.objects.filter(**({"pk": ref} if ref.isdigit() else {"slug": ref})).first()
-        if organization is None:
-            raise CommandError(f"no organization {ref!r}")
-        try:
-            start, end = api_range(options["period"], options["start"], options["end"], now=timezone.now())
-        except PeriodError as error:
-            raise CommandError(str(error)) from None
+        organization, start, end = organization_and_period(options)
         period = DAY if options["granularity"] == "day" else HOUR
         rows = focus_rows(spec=FocusSpec(organization_ids=[organization.pk], start=start, end=end, period=period))
         lines = csv_lines(COLUMNS, rows)
