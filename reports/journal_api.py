@@ -8,26 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
 from common.query import QueryInputSerializer, organization_ref_field
-from common.renderers import CSV_MEDIA_TYPE, CSVRenderer
-from common.scope import report_filters
-from reports.focus.charges import DAY
-from reports.focus.rows import FocusSpec, usage_charges
+from reports.focus.export_view import FocusExportBaseView, csv_export_schema
+from reports.focus.rows import usage_charges
 from reports.journal import JOURNAL_COLUMNS, journal_rows
-from reports.report_view import REPORT_ERRORS, ReportView
 from reports.serializers import id_field
 
 
-class JournalExportView(ReportView):
-    # CSV whatever the Accept header says (a file for the books); errors stay JSON.
-    renderer_classes = [CSVRenderer, JSONRenderer]
-
+class JournalExportView(FocusExportBaseView):
     class InputSerializer(QueryInputSerializer):
         period = serializers.RegexField(
             r"^\d{4}-(0[1-9]|1[0-2])$", help_text="the UTC calendar month booked, YYYY-MM, e.g. 2026-11"
@@ -39,9 +30,8 @@ class JournalExportView(ReportView):
         )
         fleet = serializers.ListField(child=id_field("fleet id"), required=False, help_text="fleet id, repeatable")
 
-    @extend_schema(
-        parameters=[InputSerializer],
-        responses={(200, CSV_MEDIA_TYPE): OpenApiTypes.STR, **REPORT_ERRORS},
+    @csv_export_schema(
+        InputSerializer,
         operation_id="reports_journal",
         summary="A month's ledger as journal entries (CSV), footing to the usage report",
         description=(
@@ -53,16 +43,9 @@ class JournalExportView(ReportView):
         ),
     )
     def get(self, request: Request) -> Any:
-        params, start, end, organization_ids = self.scope(request)
-        spec = FocusSpec(
-            organization_ids=organization_ids,
-            start=start,
-            end=end,
-            period=DAY,
-            filters=report_filters(organization_ids=organization_ids, params=params),
-        )
+        params, spec = self.focus_scope(request)
         reference = f"/api/v1/reports/focus/?period={params['period']}&organization={{organization}}&fleet={{fleet}}"
         rows = journal_rows(
             usage_charges(spec=spec), period=params["period"], reference=reference + " x_ChargeKind={kind}"
         )
-        return self.csv_answer(JOURNAL_COLUMNS, rows, report="journal", start=start, end=end)
+        return self.csv_answer(JOURNAL_COLUMNS, rows, report="journal", start=spec.start, end=spec.end)

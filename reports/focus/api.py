@@ -6,29 +6,22 @@ errors in JSON. The mapping, column by column: docs/focus.md.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 
-from common.renderers import CSV_MEDIA_TYPE, CSVRenderer
-from common.scope import report_filters
 from reports.focus.charges import DAY, HOUR
 from reports.focus.columns import COLUMNS
-from reports.focus.rows import FocusSpec, focus_rows
-from reports.report_view import REPORT_ERRORS, ReportView
+from reports.focus.export_view import FocusExportBaseView, csv_export_schema
+from reports.focus.rows import focus_rows
 from reports.serializers import ScopeInputSerializer
 
 _CHARGE_PERIODS = {"hour": HOUR, "day": DAY}
 
 
-class FocusExportView(ReportView):
-    # CSV whatever the Accept header says (FOCUS is a file format); errors stay JSON.
-    renderer_classes = [CSVRenderer, JSONRenderer]
-
+class FocusExportView(FocusExportBaseView):
     class InputSerializer(ScopeInputSerializer):
         granularity = serializers.ChoiceField(
             choices=list(_CHARGE_PERIODS),
@@ -36,9 +29,11 @@ class FocusExportView(ReportView):
             help_text="the charge period of each row: a UTC hour (the ledger's), or a UTC day of hours added up",
         )
 
-    @extend_schema(
-        parameters=[InputSerializer],
-        responses={(200, CSV_MEDIA_TYPE): OpenApiTypes.STR, **REPORT_ERRORS},
+    def charge_period(self, params: dict[str, Any]) -> timedelta:
+        return _CHARGE_PERIODS[params["granularity"]]
+
+    @csv_export_schema(
+        InputSerializer,
         operation_id="reports_focus",
         summary="The ledger as a FOCUS 1.2 cost and usage dataset (CSV)",
         description=(
@@ -50,12 +45,5 @@ class FocusExportView(ReportView):
         ),
     )
     def get(self, request: Request) -> Any:
-        params, start, end, organization_ids = self.scope(request)
-        spec = FocusSpec(
-            organization_ids=organization_ids,
-            start=start,
-            end=end,
-            period=_CHARGE_PERIODS[params["granularity"]],
-            filters=report_filters(organization_ids=organization_ids, params=params),
-        )
-        return self.csv_answer(COLUMNS, focus_rows(spec=spec), report="focus", start=start, end=end)
+        _, spec = self.focus_scope(request)
+        return self.csv_answer(COLUMNS, focus_rows(spec=spec), report="focus", start=spec.start, end=spec.end)
