@@ -84,10 +84,9 @@ def corrections_output(*, organization_ids: Collection[int], start: datetime, en
     return _section(corrections_booked(organization_ids=organization_ids, start=start, end=end))
 
 
-class CorrectionFiguresSerializer(serializers.Serializer):
-    currency = serializers.CharField()
-    count = serializers.IntegerField()
-    reversals = serializers.IntegerField(help_text="of count, reversals (an unlocked hour rewritten)")
+# A correction's figures (``_figures``); a serializer lists them after the fields of its first base, that say
+# whose they are. (A comment, not a docstring: the schema would take it as each subclass's description.)
+class _FiguresSerializer(serializers.Serializer):
     hardware_cost = serializers.DecimalField(max_digits=None, decimal_places=None)
     electricity_cost = serializers.DecimalField(max_digits=None, decimal_places=None)
     cost = serializers.DecimalField(max_digits=None, decimal_places=None)
@@ -98,6 +97,16 @@ class CorrectionFiguresSerializer(serializers.Serializer):
     embodied_kgco2e_central = serializers.FloatField()
     prompt_tokens = serializers.IntegerField()
     generation_tokens = serializers.IntegerField()
+
+
+class _CurrencyTallySerializer(serializers.Serializer):
+    currency = serializers.CharField()
+    count = serializers.IntegerField()
+    reversals = serializers.IntegerField(help_text="of count, reversals (an unlocked hour rewritten)")
+
+
+class CorrectionFiguresSerializer(_CurrencyTallySerializer, _FiguresSerializer):
+    pass
 
 
 class CorrectionSectionSerializer(serializers.Serializer):
@@ -117,7 +126,7 @@ def corrections_field() -> CorrectionSectionSerializer:
     return CorrectionSectionSerializer(help_text=CORRECTIONS)
 
 
-class CorrectionRowSerializer(serializers.Serializer):
+class _CorrectionIdentitySerializer(serializers.Serializer):
     id = serializers.IntegerField()
     organization_id = serializers.IntegerField()
     node_id = serializers.IntegerField()
@@ -132,16 +141,10 @@ class CorrectionRowSerializer(serializers.Serializer):
     reversed_at = serializers.DateTimeField(allow_null=True, help_text="when a reversal undid it")
     created_at = serializers.DateTimeField()
     currency = serializers.CharField()
-    hardware_cost = serializers.DecimalField(max_digits=None, decimal_places=None)
-    electricity_cost = serializers.DecimalField(max_digits=None, decimal_places=None)
-    cost = serializers.DecimalField(max_digits=None, decimal_places=None)
-    it_kwh = serializers.FloatField()
-    facility_kwh = serializers.FloatField()
-    location_kgco2e = serializers.FloatField()
-    market_kgco2e = serializers.FloatField()
-    embodied_kgco2e_central = serializers.FloatField()
-    prompt_tokens = serializers.IntegerField()
-    generation_tokens = serializers.IntegerField()
+
+
+class CorrectionRowSerializer(_CorrectionIdentitySerializer, _FiguresSerializer):
+    pass
 
 
 def correction_row_output(correction: LedgerCorrection) -> dict[str, Any]:
