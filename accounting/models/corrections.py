@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from django.db import models
 
+from accounting.ledger.corrections import Cause
 from fleets.models import Fleet, Node, Organization, Site
 
 __all__ = ["LedgerCorrection"]
+
+
+# The causes are the ledger's (``accounting.ledger.corrections.Cause``); here only their labels.
+_CAUSE_LABELS = {
+    Cause.LATE_TELEMETRY: "Late telemetry",
+    Cause.REVISED_INTENSITY: "Revised grid intensity",
+    Cause.INPUTS_OR_FORMULA: "Inputs or formula changed",
+    Cause.REVERSAL: "Reversal (hour unlocked and rewritten)",
+}
 
 
 def _delta() -> models.DecimalField:
@@ -21,12 +31,6 @@ class LedgerCorrection(models.Model):
     now. A reversal (``cause = reversal``) undoes a correction once its hour is unlocked and rewritten.
     """
 
-    class Cause(models.TextChoices):
-        LATE_TELEMETRY = "late_telemetry", "Late telemetry"
-        REVISED_INTENSITY = "revised_intensity", "Revised grid intensity"
-        INPUTS_OR_FORMULA = "inputs_or_formula", "Inputs or formula changed"
-        REVERSAL = "reversal", "Reversal (hour unlocked and rewritten)"
-
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="ledger_corrections")
     fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="+")
@@ -35,7 +39,7 @@ class LedgerCorrection(models.Model):
     currency = models.CharField(max_length=3)
     restated_hour = models.DateTimeField(help_text="the locked node-hour whose line this restates")
     booked_hour = models.DateTimeField(help_text="the start of the first open period at or after its booking")
-    cause = models.CharField(max_length=20, choices=Cause.choices)
+    cause = models.CharField(max_length=20, choices=[(cause.value, label) for cause, label in _CAUSE_LABELS.items()])
     reverses = models.OneToOneField(
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="reversal",
         help_text="the correction this reversal undoes",
