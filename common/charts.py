@@ -143,6 +143,11 @@ def gpu_model_colour(model: str | None) -> str:
     return _OTHER_MODEL_COLOURS[digest % len(_OTHER_MODEL_COLOURS)]
 
 
+# A bucket's label (hover, table) and its bar's tick, per granularity (an hour's for any finer one).
+_LABEL_FORMATS = {"month": "%b %Y", "day": "%a %d %b", "hour": "%d %b %H:%M UTC"}
+_TICK_FORMATS = {"month": "%b %Y", "day": "%d %b", "hour": "%H:%M<br>%d %b"}
+
+
 @dataclass(frozen=True)
 class Buckets:
     """A period ``[start, end)`` cut into UTC hours, days or months; ``now`` cuts the bucket in progress short."""
@@ -181,21 +186,11 @@ class Buckets:
         return f"partial: {shown} of {whole:.0f} h"
 
     def label(self, moment: datetime) -> str:
-        moment = moment.astimezone(UTC)
-        if self.granularity == "month":
-            return f"{moment:%b %Y}"
-        if self.granularity == "day":
-            return f"{moment:%a %d %b}"
-        return f"{moment:%d %b %H:%M} UTC"
+        return moment.astimezone(UTC).strftime(_LABEL_FORMATS.get(self.granularity, _LABEL_FORMATS["hour"]))
 
     def tick_label(self, moment: datetime) -> str:
         """A bar's tick: "Nov 2026", "24 Nov", or "13:00<br>24 Nov"."""
-        moment = moment.astimezone(UTC)
-        if self.granularity == "month":
-            return f"{moment:%b %Y}"
-        if self.granularity == "day":
-            return f"{moment:%d %b}"
-        return f"{moment:%H:%M}<br>{moment:%d %b}"
+        return moment.astimezone(UTC).strftime(_TICK_FORMATS.get(self.granularity, _TICK_FORMATS["hour"]))
 
     def axis(self) -> dict[str, Any]:
         """Date-axis settings: months as "Nov 2026", days as "02 Nov", hours with their time."""
