@@ -56,8 +56,14 @@ class Timing:
 
 
 def next_tick(previous: float, interval: float, now: float) -> float:
-    """The next tick after ``now`` on the grid ``previous + k x interval`` (late ticks are skipped)."""
-    ticks = max(1, math.floor((now - previous) / interval) + 1)
+    """The next tick on the grid ``previous + k x interval`` at least half an interval after ``now``.
+
+    A tick taken late stands for the grid point nearest to it: the ticks it
+    ran late past are skipped, and the next one is never bunched against it
+    (a tick 99 ms late on a 100 ms grid, then the next on time, would be two
+    samples a millisecond apart: one stamp on the wire, and a refused batch).
+    """
+    ticks = max(1, math.ceil((now - previous) / interval + 0.5))
     if ticks > 1:
         log.debug("%d tick(s) skipped: the loop ran late", ticks - 1)
     return previous + ticks * interval

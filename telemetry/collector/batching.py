@@ -77,6 +77,7 @@ class BatchBuilder:
         self._gpu_rows = wire.empty_gpu_samples()
         self._serving_rows = wire.empty_serving_samples(optional=True)
         self._node_rows: dict[str, list[Any]] = {"ts": [], "power_w": [], "energy_j": []}
+        self._stamped: set[tuple[Any, ...]] = set()  # (series key..., stamp) in this batch
 
     @property
     def gpu_rows(self) -> int:
@@ -95,10 +96,28 @@ class BatchBuilder:
             for reading in readings:
                 self._add_gpu_row(reading)
 
+    def _first_at(self, key: tuple[Any, ...], where: str) -> bool:
+        """Whether ``key`` (a series and its stamp) is new in this batch; a second reading is dropped.
+
+        The server refuses a whole batch with two readings of one series at one
+        stamp (one would overwrite the other); a wall clock stepped back can stamp
+        a reading where one already is, and dropping it keeps the rest.
+        """
+        if key not in self._stamped:
+            self._stamped.add(key)
+            return True
+        if where not in self._warned:
+            self._warned.add(where)
+            log.warning("a second %s reading at %s (clock stepped back?) was dropped (warned once)", where, key[-1])
+        return False
+
     def _add_gpu_row(self, reading: GpuReading) -> None:
+        ts = round(reading.ts, 3)
+        if not self._first_at((reading.gpu.uuid, ts), "GPU"):
+            return
         columns = self._gpu_rows
         columns["gpu"].append(self._gpus.setdefault(reading.gpu, len(self._gpus)))
-        columns["ts"].append(round(reading.ts, 3))
+        columns["ts"].append(ts)
         for name, (low, high, integer) in GPU_BOUNDS.items():
             columns[name].append(self._checked(name, getattr(reading, name), low, high, integer))
 
@@ -111,10 +130,13 @@ class BatchBuilder:
         return None
 
     def add_serving(self, reading: ServingReading) -> None:
+        ts = round(reading.ts, 3)
         with self._lock:
+            if not self._first_at((reading.endpoint.url, reading.endpoint.model, ts), "serving"):
+                return
             columns = self._serving_rows
             columns["endpoint"].append(self._endpoints.setdefault(reading.endpoint, len(self._endpoints)))
-            columns["ts"].append(round(reading.ts, 3))
+            columns["ts"].append(ts)
             for name in wire.SERVING_COUNTERS_ALL:
                 columns[name].append(getattr(reading, name))
             for name in ("ttft_bucket_counts", "itl_bucket_counts"):

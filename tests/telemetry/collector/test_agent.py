@@ -106,6 +106,9 @@ def test_live_collects_until_stopped_then_flushes_everything(tmp_path: Path) -> 
 def test_late_ticks_are_skipped_not_bunched() -> None:
     assert next_tick(10.0, 1.0, 10.2) == 11.0
     assert next_tick(10.0, 1.0, 13.5) == 14.0  # three late ticks skipped, the grid kept
+    assert next_tick(10.0, 1.0, 10.99) == 12.0  # ran late to within a hair of 11: 11 is skipped, not bunched
+    for late_s in (0.0, 0.3, 0.49, 0.5, 0.51, 0.999, 2.7):
+        assert next_tick(10.0, 1.0, 10.0 + late_s) - (10.0 + late_s) >= 0.5
 
 
 def test_a_failing_spool_disk_loses_the_batch_counted_but_keeps_sampling(tmp_path: Path, monkeypatch) -> None:

@@ -92,6 +92,21 @@ def test_failed_gpus_and_out_of_range_values_are_null_not_a_refused_batch() -> N
     assert batch.gpu_samples["util_pct"] == [None, None] and batch.gpu_samples["energy_j"][0] == good.energy_j
 
 
+def test_a_second_reading_at_one_stamp_is_dropped_and_the_batch_is_accepted(caplog) -> None:
+    backend = SimulatedBackend(parse_simulate_spec("h100-sxm:2"), hostname="gpu-01")
+    batches = builder()
+    batches.add_gpu(backend.read(START + 0.2301))
+    batches.add_gpu(backend.read(START + 0.2304))  # a sample bunched against the last, or a clock stepped back
+    batches.add_gpu(backend.read(START + 1.0))
+    built = batches.build(sent_at=START + 2)
+    assert built is not None
+
+    batch = wire.batch_decode(built.encode(), content_encoding="gzip")
+
+    assert batch.gpu_row_count == 4 and batch.gpu_samples["ts"] == [START + 0.23] * 2 + [START + 1.0] * 2
+    assert "dropped" in caplog.text
+
+
 def test_builder_reports_when_the_wire_row_limit_is_reached() -> None:
     backend = SimulatedBackend(parse_simulate_spec("rtx-4090:4"), hostname="gpu-01")
     batches = builder(max_gpu_rows=10)
