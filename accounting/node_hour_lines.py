@@ -59,6 +59,7 @@ from accounting.profiles import (
     gpu_embodied_asset,
     gpu_embodied_until,
     hardware_profiles,
+    host_embodied_until,
     profile_for_gpu,
 )
 from accounting.tariff import in_force
@@ -97,6 +98,7 @@ class _NodeContext:
     gpu_embodied: dict[int, Any]
     gpu_embodied_until: dict[int, datetime | None]
     host_embodied: Any
+    host_embodied_until: datetime | None
     host_power_w: Decimal | None  # modelled, from the profile; None without cited figures
     gpu_model: str
     tariffs: list[Any]
@@ -161,8 +163,12 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         gpus=gpus,
         installations=dict(installations),
         gpu_embodied={gpu.pk: gpu_embodied_asset(gpu, by_gpu[gpu.pk]) for gpu in gpus},
-        gpu_embodied_until={gpu.pk: gpu_embodied_until(gpu, by_gpu[gpu.pk]) for gpu in gpus},
+        gpu_embodied_until={
+            gpu.pk: gpu_embodied_until(gpu, by_gpu[gpu.pk], _in_service_from(node, installations, gpu.pk))
+            for gpu in gpus
+        },
         host_embodied=first_known.host_asset(len(current)) if first_known and current else None,
+        host_embodied_until=host_embodied_until(first_known, _in_service_from(node, installations)),
         host_power_w=first_known.host_power_w(len(current)) if first_known and current else None,
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
@@ -172,6 +178,17 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         intensity=_intensity(node, hours),
         policy=ledger_policy(organization_id=node.fleet.organization_id),
     )
+
+
+def _in_service_from(
+    node: Node, installations: dict[int, list[GpuInstallation]], gpu_id: int | None = None
+) -> datetime | None:
+    """When a card (``gpu_id``; ``None``: the node's host) went into service where no asset row dates it: the
+    node's commissioning, else the first sample of the card (of any card, for the host)."""
+    if node.commissioned_at is not None:
+        return node.commissioned_at
+    rows = installations.get(gpu_id, []) if gpu_id is not None else [r for v in installations.values() for r in v]
+    return min((row.installed_at for row in rows), default=None)
 
 
 def _intensity(node: Node, hours: list[datetime]) -> dict[datetime, Any]:
@@ -300,7 +317,7 @@ def _line(
             pricing=(pricing_at(context.pricing, hour) if held_h else None) or _NO_PRICE,
             location=_location(context.intensity.get(hour)),
             market=in_force(context.market, hour),
-            host_embodied=context.host_embodied,
+            host_embodied=_host_embodied_in_hour(context, hour),
         ),
         context.policy,
     )
@@ -327,6 +344,13 @@ def _gpu_input(
 def _embodied_in_hour(context: _NodeContext, gpu: Gpu, hour: datetime) -> EmbodiedAsset | None:
     until = context.gpu_embodied_until[gpu.pk]
     return _FULLY_AMORTIZED if until is not None and hour >= until else context.gpu_embodied[gpu.pk]
+
+
+def _host_embodied_in_hour(context: _NodeContext, hour: datetime) -> EmbodiedAsset | None:
+    until = context.host_embodied_until
+    if context.host_embodied is None or until is None or hour < until:
+        return context.host_embodied
+    return _FULLY_AMORTIZED
 
 
 def _pue(context: _NodeContext, hour: datetime) -> Decimal:

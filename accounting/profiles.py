@@ -74,14 +74,30 @@ def _asset_hours(asset: GpuAsset) -> tuple[Decimal, Decimal | None]:
     return h_from_years(Decimal(asset.prior_use_years)), own_h
 
 
-def gpu_embodied_until(gpu: Gpu, profile: HardwareProfile | None) -> datetime | None:
-    """When the card's own life ends (acquired + own life): after it, its embodied carbon is fully allocated."""
-    asset = _asset(gpu)
-    if profile is None or asset is None or asset.acquired_on is None:
+def gpu_embodied_until(gpu: Gpu, profile: HardwareProfile | None, in_service_from: datetime | None) -> datetime | None:
+    """When the card's own life ends: from its acquisition (the asset row's date, else ``in_service_from``, the
+    node's commissioning or the card's first sample) plus its own life. After it, its embodied carbon is fully
+    allocated (GHG Protocol Scope 3 / SCI: an asset is counted once, over its life, never after)."""
+    if profile is None:
         return None
-    own_h = own_life_h(profile.gpu_asset(*_asset_hours(asset)))
-    acquired = datetime.combine(asset.acquired_on, time.min, tzinfo=UTC)
-    return acquired + timedelta(hours=float(own_h))
+    asset = _asset(gpu)
+    start = in_service_from
+    if asset is not None and asset.acquired_on is not None:
+        start = datetime.combine(asset.acquired_on, time.min, tzinfo=UTC)
+    if start is None:
+        return None
+    own_h = own_life_h(profile.gpu_asset() if asset is None else profile.gpu_asset(*_asset_hours(asset)))
+    return start + timedelta(hours=float(own_h))
+
+
+def host_embodied_until(profile: HardwareProfile | None, in_service_from: datetime | None) -> datetime | None:
+    """When the node's host share (chassis, CPUs, memory, disks) is fully allocated: in service plus its life.
+
+    The host has no asset row of its own: its life is the GPU profile's, from the node's commissioning (or its
+    first sample where the node has no commissioning date)."""
+    if profile is None or in_service_from is None:
+        return None
+    return in_service_from + timedelta(hours=float(profile.expected_life_h))
 
 
 def _asset(gpu: Gpu) -> GpuAsset | None:

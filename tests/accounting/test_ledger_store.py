@@ -17,6 +17,7 @@ from accounting.node_hour_lines import (
     ledger_node_hours_compute,
     ledger_pending_run,
 )
+from fleets.models import GpuInstallation
 from grid import annual_intensity
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
 from tests.helpers.factories import (
@@ -343,6 +344,48 @@ def test_a_card_past_its_own_life_carries_no_more_embodied_carbon(node):
     host = Decimal("312.5") * 2 * 1000 / LIFE_H
     assert row.embodied_co2e_g_central == pytest.approx(per_gpu + host, rel=Decimal("1e-12"))
     assert row.embodied_unknown_gpu_h == 0
+
+
+def test_a_node_commissioned_in_2010_without_asset_rows_carries_no_embodied_carbon_in_2026(node):
+    usage(node)
+    node.commissioned_at = datetime(2010, 1, 1, tzinfo=UTC)  # cards and host: 4 years from commissioning
+    node.save()
+
+    row = line(node)
+
+    assert row.embodied_co2e_g_central == row.embodied_co2e_g_low == row.embodied_co2e_g_high == 0
+    assert row.embodied_unknown_gpu_h == 0  # fully allocated is known, not unknown
+    assert row.held_h == 1 and row.cost > 0  # the node is still held and charged: only the carbon has ended
+
+
+def test_cards_and_host_are_amortized_until_four_years_after_commissioning_then_nothing(node):
+    commissioned = datetime(2022, 11, 2, 16, tzinfo=UTC)  # life ends 2026-11-01 16:00 (4 x 8,760 h)
+    node.commissioned_at = commissioned
+    node.save()
+    last_hour = commissioned + timedelta(hours=4 * 8760) - timedelta(hours=1)
+    for hour in (last_hour, last_hour + timedelta(hours=1)):
+        usage(node, hour)
+
+    in_life, after = line(node, last_hour), line(node, last_hour + timedelta(hours=1))
+
+    per_gpu = Decimal(197) * 1000 / LIFE_H
+    host = Decimal("312.5") * 2 * 1000 / LIFE_H
+    assert in_life.embodied_co2e_g_central == pytest.approx(2 * per_gpu + host, rel=Decimal("1e-12"))
+    assert after.embodied_co2e_g_central == 0
+
+
+def test_a_node_without_commissioning_date_starts_its_cards_life_at_their_first_sample(node):
+    usage(node)
+    node.commissioned_at = None
+    node.save()
+    first, second = node.gpus.order_by("index")
+    GpuInstallation.objects.create(gpu=first, installed_at=datetime(2020, 3, 1, tzinfo=UTC))  # ended 2024
+    GpuInstallation.objects.create(gpu=second, installed_at=datetime(2026, 3, 1, tzinfo=UTC))
+
+    row = line(node)
+
+    # the host's life starts at the first card's first sample (2020) and has ended; the second card's has not
+    assert row.embodied_co2e_g_central == pytest.approx(Decimal(197) * 1000 / LIFE_H, rel=Decimal("1e-12"))
 
 
 def test_marking_existing_lines_queues_every_stored_hour_of_the_nodes(node):
