@@ -11,7 +11,7 @@ SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
 .PHONY: demo test test-fast test-pg test-services test-faults soak lint typecheck check migrations-check clean focus-check \
-	bench bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads
+	bench bench-smoke bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
@@ -70,6 +70,13 @@ bench: bench-ingest bench-rollup bench-pages bench-collector bench-storage bench
 
 bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads: bench-%: $(STAMP)
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python -m bench.$*
+
+# Every benchmark once at a tiny size, on its own database, results under var/bench-smoke/ (CI: that each
+# still runs and writes its result file; no timing is judged). ~2 minutes.
+BENCH_SMOKE_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger_bench_smoke
+
+bench-smoke: $(STAMP)
+	BENCH_SMOKE_DATABASE_URL=$(BENCH_SMOKE_DATABASE_URL) $(BIN)/python -m bench.smoke
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -30,7 +30,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = ROOT / "bench" / "results"
+# ``BENCH_RESULTS_DIR`` moves them (``bench.smoke`` writes its tiny runs apart from the real ones).
+RESULTS_DIR = Path(os.environ.get("BENCH_RESULTS_DIR") or ROOT / "bench" / "results")
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/wattledger_bench"
 BENCH_SECRET_KEY = "bench-only-key-" + "Zq4Wm8Xr2Tn6Ls1Vb9Hk3Jd7Fp5Gc0Ya" * 2
 CLK_TCK = os.sysconf("SC_CLK_TCK")

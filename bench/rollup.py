@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
             done, seconds = rollup_run_parallel(args.workers)
             assert done == node_hours, (done, node_hours)
             parallel.append(seconds)
-        ratios.append(min(first[-1], *parallel[-1:]) / group_by[-1])
+        ratios.append(min([first[-1], *parallel[-1:]]) / group_by[-1])  # the faster of one and N workers
         print(
             f"  repeat {rep + 1}: rollup {first[-1]:.2f} s (1 worker)"
             + (f", {parallel[-1]:.2f} s ({args.workers} workers)" if parallel else "")

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.common import (
+    GPUS_PER_NODE,
     SQL_HOURS,
     SQL_LOAD,
     background_settle,
@@ -175,6 +176,8 @@ def main(argv: list[str] | None = None) -> None:
 
     end = datetime.now(tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     start = end - timedelta(days=args.days)
+    if args.gpus <= GPUS_PER_NODE:
+        parser.error(f"--gpus must be more than {GPUS_PER_NODE}: the changes need a node in each of the two fleets")
     inv = inventory(args.gpus)
     if args.reseed or not ledger_seeded(inv["nodes"], start, end):
         print(f"seeding {args.days} days x {args.gpus} GPUs of node-hours ...", flush=True)
