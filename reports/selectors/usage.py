@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-from collections.abc import Collection, Iterator, Mapping
+import itertools
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -114,6 +115,17 @@ class ReportPage:
     rows: list[ReportRow]
 
 
+def _chunks(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def _one_part(values: Mapping[str, Any]) -> bool:
+    """Whether a row's lines are of one GPU model and one intensity source (its own sums trace it)."""
+    return values["s_model_lo"] == values["s_model_hi"] and values["s_source_lo"] == values["s_source_hi"]
+
+
 @dataclass(frozen=True)
 class _UsageQuery:
     """The lines of one usage report, their bucket annotated, and the fields a row is keyed by (currency aside)."""
@@ -129,9 +141,30 @@ class _UsageQuery:
         ordered = aggregated.order_by(*self.keys, "currency")
         return ordered[offset : None if limit is None else offset + limit]
 
-    def row(self, values: dict[str, Any], labels: dict[str, str]) -> ReportRow:
+    def rows_traced(self, page: Iterable[dict[str, Any]], labels: dict[str, str]) -> list[ReportRow]:
+        """The report rows of ``page`` (values of ``rows``), each traced to its sources.
+
+        A row of one GPU model and one intensity source is its own trace part; the parts of the rows that mix
+        them are read in one grouped query for the whole page (not one per row: an hourly report's page is 500
+        rows, most of two models)."""
+        values_list = list(page)
+        rows = [self._row(values, labels) for values in values_list]
+        mixed = [(values, row) for values, row in zip(values_list, rows, strict=True) if not _one_part(values)]
+        parts = self._mixed_parts(mixed)
+        traced = []
+        for values, row in zip(values_list, rows, strict=True):
+            own = self._own_part(values, row) if _one_part(values) else parts.get(self._part_key(values), [])
+            trace = self.tracer.trace(own, row.sums)
+            traced.append(
+                dataclasses.replace(
+                    row, embodied_sources=trace.embodied_sources, location_sources=trace.location_sources
+                )
+            )
+        return traced
+
+    def _row(self, values: dict[str, Any], labels: dict[str, str]) -> ReportRow:
         group_by = self.spec.group_by
-        row = report_row(
+        return report_row(
             ledger_sums_from(values, currency=values["currency"]),
             start=self.spec.start,
             end=self.spec.end,
@@ -140,25 +173,33 @@ class _UsageQuery:
             group_key=None if group_by is GroupBy.NONE else values[_GROUP_FIELDS[group_by]],
             labels=labels,
         )
-        trace = self.tracer.trace(self._parts(values, row), row.sums)
-        return dataclasses.replace(
-            row, embodied_sources=trace.embodied_sources, location_sources=trace.location_sources
-        )
 
-    def _parts(self, values: dict[str, Any], row: ReportRow) -> list[TracePart]:
-        """The row's lines by GPU model and intensity source: from the row itself when it has one of each,
-        else one grouped query over the row's hours and group (rows mixing models or sources only)."""
+    @staticmethod
+    def _own_part(values: dict[str, Any], row: ReportRow) -> list[TracePart]:
         totals = row.sums.totals
-        if values["s_model_lo"] == values["s_model_hi"] and values["s_source_lo"] == values["s_source_hi"]:
-            known_kwh = totals.facility_kwh - totals.location_unknown_facility_kwh
-            return [(values["s_model_lo"], values["s_source_lo"], known_kwh, totals.embodied_co2e_g.central)]
+        known_kwh = totals.facility_kwh - totals.location_unknown_facility_kwh
+        return [(values["s_model_lo"], values["s_source_lo"], known_kwh, totals.embodied_co2e_g.central)]
+
+    def _part_key(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
+        return tuple(values[key] for key in (*self.keys, "currency"))
+
+    def _mixed_parts(self, mixed: list[tuple[dict[str, Any], ReportRow]]) -> dict[tuple[Any, ...], list[TracePart]]:
+        """The rows' lines by GPU model and intensity source, per row key: one query over the rows' hours,
+        currencies and groups (lines of other rows it may read are not any row's key, and are left)."""
+        if not mixed:
+            return {}
         lines = self.lines.filter(
-            hour_start__gte=row.period_start, hour_start__lt=row.period_end, currency=values["currency"]
+            hour_start__gte=min(row.period_start for _, row in mixed),
+            hour_start__lt=max(row.period_end for _, row in mixed),
+            currency__in={values["currency"] for values, _ in mixed},
         )
         if self.spec.group_by is not GroupBy.NONE:
             field = _GROUP_FIELDS[self.spec.group_by]
-            lines = lines.filter(**{field: values[field]})
-        return [as_part(part) for part in trace_parts(lines)]
+            lines = lines.filter(**{f"{field}__in": {values[field] for values, _ in mixed}})
+        parts: dict[tuple[Any, ...], list[TracePart]] = {}
+        for values in trace_parts(lines, *self.keys, "currency"):
+            parts.setdefault(self._part_key(values), []).append(as_part(values))
+        return parts
 
     @functools.cached_property
     def tracer(self) -> RowTracer:
@@ -212,7 +253,7 @@ def report_rows(*, spec: UsageSpec, offset: int = 0, limit: int | None = None) -
     query = _usage_query(spec)
     _currency_check(query.lines, query.keys)
     labels = query.labels()
-    return [query.row(values, labels) for values in query.rows(offset, limit)]
+    return query.rows_traced(query.rows(offset, limit), labels)
 
 
 def report_page(*, spec: UsageSpec, offset: int = 0, limit: int | None = None) -> ReportPage:
@@ -223,7 +264,7 @@ def report_page(*, spec: UsageSpec, offset: int = 0, limit: int | None = None) -
     query = _usage_query(spec)
     count = _rows_counted_and_checked(query.lines, query.keys)
     labels = query.labels()
-    return ReportPage(count=count, rows=[query.row(values, labels) for values in query.rows(offset, limit)])
+    return ReportPage(count=count, rows=query.rows_traced(query.rows(offset, limit), labels))
 
 
 def report_rows_iter(*, spec: UsageSpec) -> Iterator[ReportRow]:
@@ -237,7 +278,8 @@ def report_rows_iter(*, spec: UsageSpec) -> Iterator[ReportRow]:
     query = _usage_query(spec)
     _currency_check(query.lines, query.keys)
     labels = query.labels()
-    return (query.row(values, labels) for values in query.rows(0, None).iterator(chunk_size=STREAM_CHUNK_ROWS))
+    values = query.rows(0, None).iterator(chunk_size=STREAM_CHUNK_ROWS)
+    return (row for chunk in _chunks(values, STREAM_CHUNK_ROWS) for row in query.rows_traced(chunk, labels))
 
 
 def report_rows_count(*, spec: UsageSpec) -> int:
