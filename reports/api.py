@@ -28,11 +28,10 @@ from common.scope import (
 from fleets.models import Organization
 from governance.report_audit import AUDIT_SECTION, ReportAuditSerializer, audit_metric_rows, report_audit
 from reports.closing import (
-    closed_field,
+    ReportPeriodSerializer,
     closing_output,
     corrections_field,
     corrections_output,
-    restated_field,
     restated_metric_rows,
 )
 from reports.display import (
@@ -70,10 +69,8 @@ from reports.serializers import (
     QualityHourSerializer,
     ScopeInputSerializer,
     UsageRowSerializer,
-    complete_through_field,
     id_field,
     idle_treatment_field,
-    includes_open_hours_field,
     number,
     per_unit_field,
 )
@@ -92,6 +89,20 @@ def _page_links(request: Request, *, count: int, offset: int, limit: int) -> tup
         return following, None
     earlier = max(offset - limit, 0)
     return following, remove_query_param(url, "offset") if earlier == 0 else replace_query_param(url, "offset", earlier)
+
+
+# The usage report's period as asked for, before the period every report states. (Comments, not docstrings:
+# the schema would take them as each subclass's description.)
+class _PeriodAskedSerializer(serializers.Serializer):
+    period = serializers.CharField(
+        help_text="the period asked for (2026-11, start/end), or 'last 7 days' (the dashboards' default)"
+    )
+
+
+# The one organization a sustainability report is of, before its period.
+class _OrganizationAskedSerializer(serializers.Serializer):
+    organization_id = serializers.IntegerField()
+    organization = serializers.SlugField()
 
 
 class UsageReportView(ReportView):
@@ -120,16 +131,7 @@ class UsageReportView(ReportView):
         offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
 
     @extend_schema_serializer(component_name="UsageReport")
-    class OutputSerializer(serializers.Serializer):
-        period = serializers.CharField(
-            help_text="the period asked for (2026-11, start/end), or 'last 7 days' (the dashboards' default)"
-        )
-        start = serializers.DateTimeField()
-        end = serializers.DateTimeField()
-        complete_through = complete_through_field()
-        includes_open_hours = includes_open_hours_field()
-        closed = closed_field()
-        restated = restated_field()
+    class OutputSerializer(_PeriodAskedSerializer, ReportPeriodSerializer):
         corrections = corrections_field()
         granularity = serializers.CharField()
         group_by = serializers.CharField()
@@ -209,13 +211,7 @@ class FleetComparisonView(ReportView):
         )
 
     @extend_schema_serializer(component_name="FleetComparison")
-    class OutputSerializer(serializers.Serializer):
-        start = serializers.DateTimeField()
-        end = serializers.DateTimeField()
-        complete_through = complete_through_field()
-        includes_open_hours = includes_open_hours_field()
-        closed = closed_field()
-        restated = restated_field()
+    class OutputSerializer(ReportPeriodSerializer):
         by = serializers.CharField()
         baseline_fleet_id = serializers.IntegerField(allow_null=True)
         idle_treatment = idle_treatment_field(help_text=f"the idle treatment used (by=llm_model): {IDLE_TREATMENT}")
@@ -350,15 +346,7 @@ class SustainabilityReportView(ReportView):
         )
 
     @extend_schema_serializer(component_name="SustainabilityReport")
-    class OutputSerializer(serializers.Serializer):
-        organization_id = serializers.IntegerField()
-        organization = serializers.SlugField()
-        start = serializers.DateTimeField()
-        end = serializers.DateTimeField()
-        complete_through = complete_through_field()
-        includes_open_hours = includes_open_hours_field()
-        closed = closed_field()
-        restated = restated_field()
+    class OutputSerializer(_OrganizationAskedSerializer, ReportPeriodSerializer):
         location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
         location_tco2e = number("the same in tCO2e")
         market_kgco2e = number(

@@ -28,7 +28,7 @@ from reports.selectors.closing import (
     corrections_restating,
     period_closed,
 )
-from reports.serializers import ScopeInputSerializer
+from reports.serializers import ScopeInputSerializer, complete_through_field, includes_open_hours_field
 
 CLOSED = (
     "whether the period is closed: 'all' (every hour locked, for every organization asked for), 'partly' or "
@@ -124,6 +124,18 @@ def restated_field() -> CorrectionSectionSerializer:
 
 def corrections_field() -> CorrectionSectionSerializer:
     return CorrectionSectionSerializer(help_text=CORRECTIONS)
+
+
+# What a report answer says of its period before its figures: the period, through when its hours are final
+# (``ReportView.completeness``), whether it is closed and what was restated since (``closing_output``).
+# (A comment, not a docstring: the schema would take it as each subclass's description.)
+class ReportPeriodSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    complete_through = complete_through_field()
+    includes_open_hours = includes_open_hours_field()
+    closed = closed_field()
+    restated = restated_field()
 
 
 class _CorrectionIdentitySerializer(serializers.Serializer):
