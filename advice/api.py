@@ -39,8 +39,8 @@ from common.query import QueryInputSerializer, organization_ref_field, query_val
 from common.scope import report_fleet_ids, report_organization
 from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
-from reports.api import ReportView, report_schema
 from reports.curves import load_curve_rows, load_curves
+from reports.report_view import ReportView, report_operation
 from reports.serializers import (
     PER_TOKEN_FIGURES,
     ScopeInputSerializer,
@@ -304,6 +304,17 @@ class LoadCurveRowSerializer(serializers.Serializer):
     )
 
 
+@report_operation(
+    operation_id="reports_load_curves",
+    summary="Measured load curves: per fleet x GPU model x LLM model, figures per load band",
+    description=(
+        "Fleet-hours binned by load (requests/s per GPU; bands 0-0.25-0.5-1-2-4-8-16-32-64-) with, per band, the "
+        "merged TTFT histogram's P50/P90/P95/P99 and their bucket bounds, output tokens/s per GPU, and cost, J "
+        "and gCO2e (operational + embodied) per output token. A node-hour serving several LLM models is shared "
+        "among them by output tokens (an allocation). Unit figures keep 4 significant digits. What the advisor "
+        "reads: it never uses a load above a band's `max_rps_per_gpu`. CSV: `Accept: text/csv` or `?format=csv`."
+    ),
+)
 class LoadCurvesReportView(ReportView):
     class InputSerializer(ScopeInputSerializer):
         llm_model = serializers.ListField(child=serializers.CharField(max_length=256), required=False,
@@ -315,19 +326,6 @@ class LoadCurvesReportView(ReportView):
         end = serializers.DateTimeField()
         results = LoadCurveRowSerializer(many=True)
 
-    @report_schema(
-        InputSerializer,
-        OutputSerializer,
-        operation_id="reports_load_curves",
-        summary="Measured load curves: per fleet x GPU model x LLM model, figures per load band",
-        description=(
-            "Fleet-hours binned by load (requests/s per GPU; bands 0-0.25-0.5-1-2-4-8-16-32-64-) with, per band, the "
-            "merged TTFT histogram's P50/P90/P95/P99 and their bucket bounds, output tokens/s per GPU, and cost, J "
-            "and gCO2e (operational + embodied) per output token. A node-hour serving several LLM models is shared "
-            "among them by output tokens (an allocation). Unit figures keep 4 significant digits. What the advisor "
-            "reads: it never uses a load above a band's `max_rps_per_gpu`. CSV: `Accept: text/csv` or `?format=csv`."
-        ),
-    )
     def get(self, request: Request) -> Any:
         params, start, end, organization_ids = self.scope(request)
         fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))

@@ -19,7 +19,7 @@ from accounting.ledger.corrections import Cause
 from accounting.models import LedgerCorrection
 from common.scope import report_fleet_ids
 from reports.display import G_PER_KG, money, rounded
-from reports.report_view import ReportView, report_schema
+from reports.report_view import ReportView, report_operation
 from reports.selectors.closing import (
     Closed,
     CorrectionSums,
@@ -171,6 +171,16 @@ def correction_row_output(correction: LedgerCorrection) -> dict[str, Any]:
     }  # fmt: skip
 
 
+@report_operation(
+    operation_id="reports_corrections",
+    summary="Corrections of locked ledger lines: booked in the period, or restating its hours",
+    description=(
+        "A locked hour's line never changes; what would have changed it (late telemetry, a revised grid "
+        "value, an input or formula change) is booked as a correction in the first open period, and undone "
+        "by a reversal once the hour is unlocked and rewritten. Each correction's figures are the "
+        "difference it books. CSV: `Accept: text/csv` or `?format=csv`."
+    ),
+)
 class CorrectionsView(ReportView):
     class InputSerializer(ScopeInputSerializer):
         by = serializers.ChoiceField(
@@ -187,18 +197,6 @@ class CorrectionsView(ReportView):
         count = serializers.IntegerField()
         results = CorrectionRowSerializer(many=True)
 
-    @report_schema(
-        InputSerializer,
-        OutputSerializer,
-        operation_id="reports_corrections",
-        summary="Corrections of locked ledger lines: booked in the period, or restating its hours",
-        description=(
-            "A locked hour's line never changes; what would have changed it (late telemetry, a revised grid "
-            "value, an input or formula change) is booked as a correction in the first open period, and undone "
-            "by a reversal once the hour is unlocked and rewritten. Each correction's figures are the "
-            "difference it books. CSV: `Accept: text/csv` or `?format=csv`."
-        ),
-    )
     def get(self, request: Request) -> Any:
         params, start, end, organization_ids = self.scope(request)
         found = corrections_in(organization_ids=organization_ids, start=start, end=end, by=params["by"])

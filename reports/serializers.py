@@ -175,13 +175,19 @@ class PeriodInputSerializer(QueryInputSerializer):
     )
 
 
-class ScopeInputSerializer(PeriodInputSerializer):
+class OrganizationsInputSerializer(QueryInputSerializer):
+    """The organizations and fleets a report is asked of, whatever its period."""
+
     organization = serializers.ListField(
         child=organization_ref_field("organization id or slug"),
         required=False,
         help_text="organization id or slug, repeatable; default: every organization you belong to",
     )
     fleet = serializers.ListField(child=id_field("fleet id"), required=False, help_text="fleet id, repeatable")
+
+
+class ScopeInputSerializer(PeriodInputSerializer, OrganizationsInputSerializer):
+    """A period (or the last 7 days), then the organizations and fleets asked of."""
 
 
 class UsageRowSerializer(TraceSerializer):
