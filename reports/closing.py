@@ -17,6 +17,7 @@ from rest_framework.response import Response
 
 from accounting.ledger.corrections import Cause
 from accounting.models import LedgerCorrection
+from common.api import OrganizationRowSerializer
 from common.scope import report_fleet_ids
 from reports.display import G_PER_KG, money, rounded
 from reports.report_view import ReportView, report_operation
@@ -138,9 +139,7 @@ class ReportPeriodSerializer(serializers.Serializer):
     restated = restated_field()
 
 
-class _CorrectionIdentitySerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField()
+class _CorrectionIdentitySerializer(OrganizationRowSerializer):
     node_id = serializers.IntegerField()
     node = serializers.CharField(help_text="the node's hostname")
     fleet_id = serializers.IntegerField()
