@@ -335,6 +335,11 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
 QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
 
 
+def _in_tco2e() -> serializers.FloatField:
+    """A figure in tonnes beside the same in kilograms (``*_kgco2e``)."""
+    return number("the same in tCO2e")
+
+
 @report_operation(
     operation_id="reports_sustainability",
     summary="Scope 2 (location and market based), embodied carbon, energy, PUE, SCI and data quality",
@@ -358,12 +363,12 @@ class SustainabilityReportView(ReportView):
     @extend_schema_serializer(component_name="SustainabilityReport")
     class OutputSerializer(_OrganizationAskedSerializer, ReportPeriodSerializer):
         location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
-        location_tco2e = number("the same in tCO2e")
+        location_tco2e = _in_tco2e()
         market_kgco2e = number(
             "Scope 2, market-based, the figure to disclose (see market_basis): the Scope 2 report's allocation of "
             "contractual instruments, then the residual mix (/api/v1/reports/scope2/)"
         )
-        market_tco2e = number("the same in tCO2e")
+        market_tco2e = _in_tco2e()
         market_basis = serializers.CharField(help_text="what market_* are, e.g. 'scope2_instruments'")
         location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_*)")
         market_unknown_facility_kwh = number("facility kWh with neither instrument, residual mix nor grid factor")
@@ -371,7 +376,7 @@ class SustainabilityReportView(ReportView):
             "internal, not for disclosure: facility kWh x the sites' market factors (per site and hour), as the "
             "ledger lines and per-token figures carry it; null when none"
         )
-        market_site_factors_tco2e = number("the same in tCO2e")
+        market_site_factors_tco2e = _in_tco2e()
         market_site_factors_unknown_facility_kwh = number("facility kWh without a site market factor")
         market_site_factors_basis = serializers.CharField(help_text=f"always '{MARKET_BASIS}': {MARKET_BASIS_NOTE}")
         embodied_kgco2e_central = number("Scope 3 share attributable to the period: embodied carbon amortized")
