@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib import admin
 from django.db import models
 from django.db.models import Model
 from django.http import HttpRequest
@@ -26,12 +25,15 @@ from advice.services import (
     workload_class_delete,
     workload_class_save,
 )
-from fleets.admin import OneByOneDeletes, OrganizationScopedAdmin, ReadOnlyScopedAdmin, organization_path_register
+from fleets.admin import (
+    OneByOneDeletes,
+    OrganizationScopedAdmin,
+    ReadOnlyScopedAdmin,
+    organization_path_register,
+    scoped_register,
+)
 
-organization_path_register(WorkloadClass, "organization")
-organization_path_register(AdviceSettings, "organization")
 organization_path_register(AdviceRefresh, "organization")
-organization_path_register(AdviceNotification, "organization")
 
 
 def _form_values(obj: Any, fields: tuple[str, ...]) -> dict[str, Any]:
@@ -68,13 +70,13 @@ class _ServiceAdmin(OneByOneDeletes, OrganizationScopedAdmin):
         self.services.delete(**{self.services.row: obj}, user=request.user, now=timezone.now())
 
 
-@admin.register(WorkloadClass)
+@scoped_register(WorkloadClass)
 class WorkloadClassAdmin(_ServiceAdmin):
     list_display = ["name", "organization", "llm_model", "ttft_percentile", "ttft_target_ms", "deadline_h"]
     services = _Services(save=workload_class_save, delete=workload_class_delete, row="workload_class", fields=FIELDS)
 
 
-@admin.register(AdviceSettings)
+@scoped_register(AdviceSettings)
 class AdviceSettingsAdmin(_ServiceAdmin):
     list_display = ["organization", "min_hours_of_data", "curve_days", "webhook_url"]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
@@ -83,6 +85,6 @@ class AdviceSettingsAdmin(_ServiceAdmin):
     )
 
 
-@admin.register(AdviceNotification)
+@scoped_register(AdviceNotification)
 class AdviceNotificationAdmin(ReadOnlyScopedAdmin):
     list_display = ["created_at", "organization", "channel", "target", "sent_at", "attempts", "error"]

@@ -39,9 +39,11 @@ from common.query import QueryInputSerializer, organization_ref_field, query_val
 from common.scope import report_fleet_ids, report_organization
 from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
-from reports.api import ReportView, report_schema
 from reports.curves import load_curve_rows, load_curves
+from reports.report_view import ReportView, report_operation
 from reports.serializers import (
+    BAND_EMBODIED_PER_1M_OUTPUT_TOKENS,
+    BAND_INTENSITY_COVERAGE,
     PER_TOKEN_FIGURES,
     ScopeInputSerializer,
     money_per_unit_field,
@@ -255,6 +257,18 @@ class AdviceSettingsView(ClassView):
         return Response(self._shown(options))
 
 
+def _ttft_ms(percentile: str) -> serializers.FloatField:
+    return number(f"TTFT {percentile}, ms, interpolated within its bucket")
+
+
+def _bucket_low_ms(percentile: str) -> serializers.FloatField:
+    return number(f"lower bound of the bucket {percentile} falls in, ms")
+
+
+def _bucket_high_ms() -> serializers.FloatField:
+    return number("upper bound of that bucket, ms; null: the +Inf bucket")
+
+
 class LoadCurveRowSerializer(serializers.Serializer):
     fleet_id = serializers.IntegerField()
     fleet_name = serializers.CharField()
@@ -276,18 +290,18 @@ class LoadCurveRowSerializer(serializers.Serializer):
     requests = serializers.IntegerField()
     generation_tokens = serializers.IntegerField(help_text="output tokens")
     ttft_basis = serializers.CharField(allow_null=True, help_text="measured, lower_bound (TGI queue time) or null")
-    ttft_p50_ms = number("TTFT P50, ms, interpolated within its bucket")
-    ttft_p50_bucket_low_ms = number("lower bound of the bucket P50 falls in, ms")
-    ttft_p50_bucket_high_ms = number("upper bound of that bucket, ms; null: the +Inf bucket")
-    ttft_p90_ms = number("TTFT P90, ms, interpolated within its bucket")
-    ttft_p90_bucket_low_ms = number("lower bound of the bucket P90 falls in, ms")
-    ttft_p90_bucket_high_ms = number("upper bound of that bucket, ms; null: the +Inf bucket")
-    ttft_p95_ms = number("TTFT P95, ms, interpolated within its bucket")
-    ttft_p95_bucket_low_ms = number("lower bound of the bucket P95 falls in, ms")
-    ttft_p95_bucket_high_ms = number("upper bound of that bucket, ms; null: the +Inf bucket")
-    ttft_p99_ms = number("TTFT P99, ms, interpolated within its bucket")
-    ttft_p99_bucket_low_ms = number("lower bound of the bucket P99 falls in, ms")
-    ttft_p99_bucket_high_ms = number("upper bound of that bucket, ms; null: the +Inf bucket")
+    ttft_p50_ms = _ttft_ms("P50")
+    ttft_p50_bucket_low_ms = _bucket_low_ms("P50")
+    ttft_p50_bucket_high_ms = _bucket_high_ms()
+    ttft_p90_ms = _ttft_ms("P90")
+    ttft_p90_bucket_low_ms = _bucket_low_ms("P90")
+    ttft_p90_bucket_high_ms = _bucket_high_ms()
+    ttft_p95_ms = _ttft_ms("P95")
+    ttft_p95_bucket_low_ms = _bucket_low_ms("P95")
+    ttft_p95_bucket_high_ms = _bucket_high_ms()
+    ttft_p99_ms = _ttft_ms("P99")
+    ttft_p99_bucket_low_ms = _bucket_low_ms("P99")
+    ttft_p99_bucket_high_ms = _bucket_high_ms()
     cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     it_j_per_output_token = number("IT energy J / output tokens")
     facility_kwh_per_1m_output_tokens = number("facility kWh (after PUE) / output tokens x 1e6")
@@ -295,15 +309,26 @@ class LoadCurveRowSerializer(serializers.Serializer):
         "location-based gCO2e / output tokens x 1e6; over operational_coverage < 1, the known kWh's mean intensity "
         "stands in for the rest"
     )
-    embodied_gco2e_per_1m_output_tokens = number("embodied gCO2e (central) / output tokens x 1e6")
+    embodied_gco2e_per_1m_output_tokens = number(BAND_EMBODIED_PER_1M_OUTPUT_TOKENS)
     gco2e_per_1m_output_tokens = number("operational + embodied")
-    operational_coverage = number("share (0-1) of the band's facility kWh with a known grid intensity")
+    operational_coverage = number(BAND_INTENSITY_COVERAGE)
     unpriced_node_hours = serializers.IntegerField(
         help_text="node-hours with no price, asset or tariff in force: their cost is missing, so "
         "cost_per_1m_output_tokens is a lower bound when this is above 0"
     )
 
 
+@report_operation(
+    operation_id="reports_load_curves",
+    summary="Measured load curves: per fleet x GPU model x LLM model, figures per load band",
+    description=(
+        "Fleet-hours binned by load (requests/s per GPU; bands 0-0.25-0.5-1-2-4-8-16-32-64-) with, per band, the "
+        "merged TTFT histogram's P50/P90/P95/P99 and their bucket bounds, output tokens/s per GPU, and cost, J "
+        "and gCO2e (operational + embodied) per output token. A node-hour serving several LLM models is shared "
+        "among them by output tokens (an allocation). Unit figures keep 4 significant digits. What the advisor "
+        "reads: it never uses a load above a band's `max_rps_per_gpu`. CSV: `Accept: text/csv` or `?format=csv`."
+    ),
+)
 class LoadCurvesReportView(ReportView):
     class InputSerializer(ScopeInputSerializer):
         llm_model = serializers.ListField(child=serializers.CharField(max_length=256), required=False,
@@ -315,19 +340,6 @@ class LoadCurvesReportView(ReportView):
         end = serializers.DateTimeField()
         results = LoadCurveRowSerializer(many=True)
 
-    @report_schema(
-        InputSerializer,
-        OutputSerializer,
-        operation_id="reports_load_curves",
-        summary="Measured load curves: per fleet x GPU model x LLM model, figures per load band",
-        description=(
-            "Fleet-hours binned by load (requests/s per GPU; bands 0-0.25-0.5-1-2-4-8-16-32-64-) with, per band, the "
-            "merged TTFT histogram's P50/P90/P95/P99 and their bucket bounds, output tokens/s per GPU, and cost, J "
-            "and gCO2e (operational + embodied) per output token. A node-hour serving several LLM models is shared "
-            "among them by output tokens (an allocation). Unit figures keep 4 significant digits. What the advisor "
-            "reads: it never uses a load above a band's `max_rps_per_gpu`. CSV: `Accept: text/csv` or `?format=csv`."
-        ),
-    )
     def get(self, request: Request) -> Any:
         params, start, end, organization_ids = self.scope(request)
         fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))

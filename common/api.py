@@ -72,8 +72,9 @@ class InputView(APIView):
         return super().handle_exception(exc)
 
 
-# An organization's row as the input endpoints answer it: its id and its organization's, first. (A comment,
-# not a docstring: drf-spectacular would print a docstring into every subclass's schema.)
+# An organization's row as the API answers it (an input endpoint's, a ledger correction's): its id and its
+# organization's, first. (A comment, not a docstring: drf-spectacular would print a docstring into every
+# subclass's schema.)
 class OrganizationRowSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     organization_id = serializers.IntegerField()

@@ -106,7 +106,7 @@ def _site_upsert(organization: Organization, site_spec: spec.SiteSpec, since: da
         windows = [window.as_json() for window in site_spec.windows]
         _period_upsert(SiteTariff(site=site), {"windows": windows, "flat_price_per_kwh": None}, since)
     if site_spec.market is not None:
-        market = {"gco2e_per_kwh": site_spec.market.gco2e_per_kwh, "source": site_spec.market.source}
+        market = {"gco2e_per_kwh": site_spec.market.g_per_kwh, "source": site_spec.market.source}
         _period_upsert(SiteMarketFactor(site=site), market, since)
     return site
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from accounting.ledger.inputs import IntensityFactor
+
 ORGANIZATION = "Demo AI"
 USERNAME = "admin"
 PASSWORD = "wattledger-demo"  # noqa: S105 - a local demo login, printed on purpose
@@ -51,12 +53,6 @@ class Window:
 
 
 @dataclass(frozen=True)
-class MarketFactor:
-    gco2e_per_kwh: Decimal
-    source: str
-
-
-@dataclass(frozen=True)
 class SiteSpec:
     name: str
     grid_zone: str
@@ -64,7 +60,7 @@ class SiteSpec:
     pue: Decimal
     time_zone: str
     windows: tuple[Window, ...] = ()  # empty: no tariff (power is paid in the rent)
-    market: MarketFactor | None = None
+    market: IntensityFactor | None = None
     currency: str = "USD"
 
 
@@ -149,7 +145,7 @@ SITES = (
         "America/Los_Angeles",
         # Illustrative: a solar PPA matching ~80 % of the load at 0 g, the rest at a
         # CAISO residual mix of ~250 g.
-        market=MarketFactor(Decimal(50), "contract:sjc-solar-ppa-2025"),
+        market=IntensityFactor(Decimal(50), "contract:sjc-solar-ppa-2025"),
     ),
     SiteSpec(
         "home-sto",
@@ -166,7 +162,7 @@ SITES = (
             Window("weekend", "06:00", "06:00", usd("1.50", USD_PER_SEK), _WEEKEND),
         ),
         # A hydro contract backed by guarantees of origin counts as 0 g (GHG Protocol Scope 2).
-        market=MarketFactor(Decimal(0), "contract:hydro-guarantees-of-origin"),
+        market=IntensityFactor(Decimal(0), "contract:hydro-guarantees-of-origin"),
     ),
     SiteSpec(
         "home-ber",
@@ -184,7 +180,7 @@ SITES = (
         ),
         # A standard supply contract: the residual mix (illustrative, of the order of the
         # AIB residual mix for Germany; use the current AIB report for real reporting).
-        market=MarketFactor(Decimal(700), "residual-mix:AIB-DE-approx"),
+        market=IntensityFactor(Decimal(700), "residual-mix:AIB-DE-approx"),
     ),
     SiteSpec(
         "home-waw",
@@ -202,7 +198,7 @@ SITES = (
         ),
         # No green contract: the residual mix (illustrative, of the order of the AIB
         # residual mix for Poland; use the current AIB report for real reporting).
-        market=MarketFactor(Decimal(800), "residual-mix:AIB-PL-approx"),
+        market=IntensityFactor(Decimal(800), "residual-mix:AIB-PL-approx"),
     ),
 )
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
@@ -40,6 +41,15 @@ ORGANIZATION_PATHS: dict[type[Model], str] = {
 def organization_path_register(model: type[Model], path: str) -> None:
     """Let another app's models be scoped like the inventory's (``path`` leads to their organization)."""
     ORGANIZATION_PATHS[model] = path
+
+
+AdminT = TypeVar("AdminT", bound="admin.ModelAdmin[Any]")
+
+
+def scoped_register(model: type[Model], path: str = "organization") -> Callable[[type[AdminT]], type[AdminT]]:
+    """``admin.register(model)``, its rows scoped like the inventory's (``path`` leads to their organization)."""
+    organization_path_register(model, path)
+    return admin.register(model)
 
 
 def scope_to_admin(queryset: QuerySet[Any], request: HttpRequest) -> QuerySet[Any]:

@@ -13,16 +13,13 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from fleets.admin import FleetAdmin, MembershipAdmin, OrganizationAdmin, ReadOnlyScopedAdmin, organization_path_register
+from fleets.admin import FleetAdmin, MembershipAdmin, OrganizationAdmin, ReadOnlyScopedAdmin, scoped_register
 from fleets.models import Fleet, Membership, Organization
 from governance.admin_audit import AuditedAdmin
 from governance.models import AuditEntry, LockedPeriod
 
-organization_path_register(AuditEntry, "organization")
-organization_path_register(LockedPeriod, "organization")
 
-
-@admin.register(AuditEntry)
+@scoped_register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyScopedAdmin):
     list_display = ["at", "username", "action", "subject", "object_id", "ledger_hours_reopened", "organization"]
     list_filter = ["subject", "action"]
@@ -33,7 +30,7 @@ class AuditEntryAdmin(ReadOnlyScopedAdmin):
         return False  # the trail is kept whole
 
 
-@admin.register(LockedPeriod)
+@scoped_register(LockedPeriod)
 class LockedPeriodAdmin(ReadOnlyScopedAdmin):
     list_display = ["organization", "start", "end", "reason", "locked_by", "locked_at"]
 

@@ -28,11 +28,10 @@ from common.scope import (
 from fleets.models import Organization
 from governance.report_audit import AUDIT_SECTION, ReportAuditSerializer, audit_metric_rows, report_audit
 from reports.closing import (
-    closed_field,
+    ReportPeriodSerializer,
     closing_output,
     corrections_field,
     corrections_output,
-    restated_field,
     restated_metric_rows,
 )
 from reports.display import (
@@ -44,7 +43,7 @@ from reports.display import (
     usage_row_output,
 )
 from reports.metrics import ALLOCATION_NOTE
-from reports.report_view import ReportView, report_schema
+from reports.report_view import ReportView, report_operation
 from reports.selectors import (
     GroupBy,
     UsageSpec,
@@ -70,10 +69,8 @@ from reports.serializers import (
     QualityHourSerializer,
     ScopeInputSerializer,
     UsageRowSerializer,
-    complete_through_field,
     id_field,
     idle_treatment_field,
-    includes_open_hours_field,
     number,
     per_unit_field,
 )
@@ -94,6 +91,35 @@ def _page_links(request: Request, *, count: int, offset: int, limit: int) -> tup
     return following, remove_query_param(url, "offset") if earlier == 0 else replace_query_param(url, "offset", earlier)
 
 
+# The usage report's period as asked for, before the period every report states. (Comments, not docstrings:
+# the schema would take them as each subclass's description.)
+class _PeriodAskedSerializer(serializers.Serializer):
+    period = serializers.CharField(
+        help_text="the period asked for (2026-11, start/end), or 'last 7 days' (the dashboards' default)"
+    )
+
+
+# The one organization a sustainability report is of, before its period.
+class _OrganizationAskedSerializer(serializers.Serializer):
+    organization_id = serializers.IntegerField()
+    organization = serializers.SlugField()
+
+
+@report_operation(
+    operation_id="reports_usage",
+    summary="Cost, energy, carbon and tokens per period bucket and group",
+    description=(
+        "Rows are period buckets (UTC) x group, ordered by bucket then group key, paged with limit/offset. "
+        "Per-token figures come in two kinds: `*_per_1m_output_tokens` / `*_per_output_token` divide by "
+        "output (generation) tokens only, as LLM price lists do; the same names without `output` divide by "
+        "input + output tokens (prompt tokens served from a prefix cache included). Unit figures keep 4 "
+        'significant digits (money ones as decimal strings, e.g. "0.09820"). '
+        "Money amounts are rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
+        "refused (400): filter by currency or group by site or currency. With `Accept: text/csv` or "
+        "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields. "
+        f"With `group_by=llm_model`, {ALLOCATION_NOTE}; their rows' group_key is null."
+    ),
+)
 class UsageReportView(ReportView):
     class InputSerializer(ScopeInputSerializer):
         granularity = serializers.ChoiceField(
@@ -120,16 +146,7 @@ class UsageReportView(ReportView):
         offset = serializers.IntegerField(min_value=0, max_value=MAX_OFFSET, default=0)
 
     @extend_schema_serializer(component_name="UsageReport")
-    class OutputSerializer(serializers.Serializer):
-        period = serializers.CharField(
-            help_text="the period asked for (2026-11, start/end), or 'last 7 days' (the dashboards' default)"
-        )
-        start = serializers.DateTimeField()
-        end = serializers.DateTimeField()
-        complete_through = complete_through_field()
-        includes_open_hours = includes_open_hours_field()
-        closed = closed_field()
-        restated = restated_field()
+    class OutputSerializer(_PeriodAskedSerializer, ReportPeriodSerializer):
         corrections = corrections_field()
         granularity = serializers.CharField()
         group_by = serializers.CharField()
@@ -138,23 +155,6 @@ class UsageReportView(ReportView):
         previous = serializers.URLField(allow_null=True)
         results = UsageRowSerializer(many=True)
 
-    @report_schema(
-        InputSerializer,
-        OutputSerializer,
-        operation_id="reports_usage",
-        summary="Cost, energy, carbon and tokens per period bucket and group",
-        description=(
-            "Rows are period buckets (UTC) x group, ordered by bucket then group key, paged with limit/offset. "
-            "Per-token figures come in two kinds: `*_per_1m_output_tokens` / `*_per_output_token` divide by "
-            "output (generation) tokens only, as LLM price lists do; the same names without `output` divide by "
-            "input + output tokens (prompt tokens served from a prefix cache included). Unit figures keep 4 "
-            'significant digits (money ones as decimal strings, e.g. "0.09820"). '
-            "Money amounts are rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
-            "refused (400): filter by currency or group by site or currency. With `Accept: text/csv` or "
-            "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields. "
-            f"With `group_by=llm_model`, {ALLOCATION_NOTE}; their rows' group_key is null."
-        ),
-    )
     def get(self, request: Request) -> Any:
         params, start, end, organization_ids = self.scope(request)
         spec = UsageSpec(
@@ -189,6 +189,40 @@ class UsageReportView(ReportView):
         return Response(self.OutputSerializer(answer).data)
 
 
+@report_operation(
+    operation_id="reports_comparison",
+    summary="Fleets side by side: throughput, TTFT, cost, energy and carbon per token, utilization",
+    description=(
+        "Leads with figures per output token: `cost_per_1m_output_tokens`, `it_j_per_output_token`, "
+        "`gco2e_per_1m_output_tokens` and `generation_tokens_per_s` divide by output (generation) tokens "
+        "only, as LLM price lists do; the same names without `output` divide by input + output tokens. "
+        "Unit figures keep 4 significant digits (money ones as decimal strings). Throughput is per second "
+        "of endpoint-hours that served tokens. TTFT P50/P90/P99 are interpolated within their histogram "
+        "bucket as Prometheus's histogram_quantile does, each with that bucket's bounds "
+        "(`ttft_p99_bucket_low_ms`, `ttft_p99_bucket_high_ms`), from the period's histograms merged "
+        "(bucket layouts coarsened onto their shared bounds); TGI's queue-based figure is a lower bound, "
+        "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. Mean TTFT is the "
+        "histograms' sum over their count. Goodput is the share of requests whose TTFT is at or below the "
+        "organization's target (`goodput_ttft_target_ms`, a ledger setting), interpolated within the bucket "
+        "holding the target, with its exact bounds (`goodput_share_certain`, `goodput_share_possible`). "
+        "Inter-token latency (time per output token) comes where the server exposes its histogram (vLLM, "
+        "SGLang), else it is null and `itl_note` says why. With `by=llm_model`, rows are per fleet x GPU model "
+        f"x LLM model, and {ALLOCATION_NOTE} (`idle=apart`, the default), or shared across each fleet x GPU "
+        "model's LLM models by their output tokens over the period (`idle=shared`, Kubecost's share idle); "
+        "the answer's `idle_treatment` says which. With `baseline`, each figure is also given as a ratio "
+        "(`*_vs_baseline`; null where undefined, and for money in another currency): per fleet and per GPU "
+        "model to the baseline fleet as a whole; per LLM model to the baseline fleet's rows of the same LLM "
+        "model (any GPU model), null where it has none (`baseline_basis: no_baseline_row`). Only final "
+        "node-hours are compared (the hour in progress and hours still to be rolled up or priced wait), so "
+        "the rows add up and a figure changes only with its data or inputs; `complete_through` says through "
+        "when every hour is final. With `by_load=true`, each row also gives its figures per load band "
+        "(`by_load`), so that fleets are compared at like load: the row's fleet-hours binned by requests/s per "
+        "GPU (bands doubling from 0.25, the last open-ended; the advisor's measured load curves, each LLM "
+        "model's hours apart, a node-hour shared among its models by output tokens), with output tokens/s per "
+        "GPU, TTFT P50/P99 with bucket bounds, cost, J and gCO2e per output token, and their ratios to the "
+        "baseline fleet's band of the same range. CSV: `Accept: text/csv` or `?format=csv`."
+    ),
+)
 class FleetComparisonView(ReportView):
     class InputSerializer(ScopeInputSerializer):
         by = serializers.ChoiceField(
@@ -209,54 +243,12 @@ class FleetComparisonView(ReportView):
         )
 
     @extend_schema_serializer(component_name="FleetComparison")
-    class OutputSerializer(serializers.Serializer):
-        start = serializers.DateTimeField()
-        end = serializers.DateTimeField()
-        complete_through = complete_through_field()
-        includes_open_hours = includes_open_hours_field()
-        closed = closed_field()
-        restated = restated_field()
+    class OutputSerializer(ReportPeriodSerializer):
         by = serializers.CharField()
         baseline_fleet_id = serializers.IntegerField(allow_null=True)
         idle_treatment = idle_treatment_field(help_text=f"the idle treatment used (by=llm_model): {IDLE_TREATMENT}")
         results = ComparisonRowSerializer(many=True)
 
-    @report_schema(
-        InputSerializer,
-        OutputSerializer,
-        operation_id="reports_comparison",
-        summary="Fleets side by side: throughput, TTFT, cost, energy and carbon per token, utilization",
-        description=(
-            "Leads with figures per output token: `cost_per_1m_output_tokens`, `it_j_per_output_token`, "
-            "`gco2e_per_1m_output_tokens` and `generation_tokens_per_s` divide by output (generation) tokens "
-            "only, as LLM price lists do; the same names without `output` divide by input + output tokens. "
-            "Unit figures keep 4 significant digits (money ones as decimal strings). Throughput is per second "
-            "of endpoint-hours that served tokens. TTFT P50/P90/P99 are interpolated within their histogram "
-            "bucket as Prometheus's histogram_quantile does, each with that bucket's bounds "
-            "(`ttft_p99_bucket_low_ms`, `ttft_p99_bucket_high_ms`), from the period's histograms merged "
-            "(bucket layouts coarsened onto their shared bounds); TGI's queue-based figure is a lower bound, "
-            "used only where no endpoint measured TTFT and then labelled `ttft_basis: lower_bound`. Mean TTFT is the "
-            "histograms' sum over their count. Goodput is the share of requests whose TTFT is at or below the "
-            "organization's target (`goodput_ttft_target_ms`, a ledger setting), interpolated within the bucket "
-            "holding the target, with its exact bounds (`goodput_share_certain`, `goodput_share_possible`). "
-            "Inter-token latency (time per output token) comes where the server exposes its histogram (vLLM, "
-            "SGLang), else it is null and `itl_note` says why. With `by=llm_model`, rows are per fleet x GPU model "
-            f"x LLM model, and {ALLOCATION_NOTE} (`idle=apart`, the default), or shared across each fleet x GPU "
-            "model's LLM models by their output tokens over the period (`idle=shared`, Kubecost's share idle); "
-            "the answer's `idle_treatment` says which. With `baseline`, each figure is also given as a ratio "
-            "(`*_vs_baseline`; null where undefined, and for money in another currency): per fleet and per GPU "
-            "model to the baseline fleet as a whole; per LLM model to the baseline fleet's rows of the same LLM "
-            "model (any GPU model), null where it has none (`baseline_basis: no_baseline_row`). Only final "
-            "node-hours are compared (the hour in progress and hours still to be rolled up or priced wait), so "
-            "the rows add up and a figure changes only with its data or inputs; `complete_through` says through "
-            "when every hour is final. With `by_load=true`, each row also gives its figures per load band "
-            "(`by_load`), so that fleets are compared at like load: the row's fleet-hours binned by requests/s per "
-            "GPU (bands doubling from 0.25, the last open-ended; the advisor's measured load curves, each LLM "
-            "model's hours apart, a node-hour shared among its models by output tokens), with output tokens/s per "
-            "GPU, TTFT P50/P99 with bucket bounds, cost, J and gCO2e per output token, and their ratios to the "
-            "baseline fleet's band of the same range. CSV: `Accept: text/csv` or `?format=csv`."
-        ),
-    )
     def get(self, request: Request) -> Any:
         params, start, end, organization_ids = self.scope(request)
         fleet_ids = report_fleet_ids(organization_ids=organization_ids, ids=params.get("fleet", []))
@@ -343,6 +335,25 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
 QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
 
 
+def _in_tco2e() -> serializers.FloatField:
+    """A figure in tonnes beside the same in kilograms (``*_kgco2e``)."""
+    return number("the same in tCO2e")
+
+
+@report_operation(
+    operation_id="reports_sustainability",
+    summary="Scope 2 (location and market based), embodied carbon, energy, PUE, SCI and data quality",
+    description=(
+        "One organization over a period (`period=2026`, `2026-Q4`, `2026-11`, or start/end). Lists every "
+        "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
+        "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`, each zone-hour's "
+        "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`, each hour's data "
+        "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`, "
+        "each GPU model's embodied carbon and its factors' sources as `embodied:<model>:<embodied_kgco2e_central"
+        "|sources>`, then the audit section as `audit:<entries_count|sha256|href>` and each listed change as "
+        "`audit:<id>:<at|username|action|subject|object_id|ledger_hours_reopened|before|after>`."
+    ),
+)
 class SustainabilityReportView(ReportView):
     class InputSerializer(PeriodInputSerializer):
         organization = organization_ref_field(
@@ -350,22 +361,14 @@ class SustainabilityReportView(ReportView):
         )
 
     @extend_schema_serializer(component_name="SustainabilityReport")
-    class OutputSerializer(serializers.Serializer):
-        organization_id = serializers.IntegerField()
-        organization = serializers.SlugField()
-        start = serializers.DateTimeField()
-        end = serializers.DateTimeField()
-        complete_through = complete_through_field()
-        includes_open_hours = includes_open_hours_field()
-        closed = closed_field()
-        restated = restated_field()
+    class OutputSerializer(_OrganizationAskedSerializer, ReportPeriodSerializer):
         location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
-        location_tco2e = number("the same in tCO2e")
+        location_tco2e = _in_tco2e()
         market_kgco2e = number(
             "Scope 2, market-based, the figure to disclose (see market_basis): the Scope 2 report's allocation of "
             "contractual instruments, then the residual mix (/api/v1/reports/scope2/)"
         )
-        market_tco2e = number("the same in tCO2e")
+        market_tco2e = _in_tco2e()
         market_basis = serializers.CharField(help_text="what market_* are, e.g. 'scope2_instruments'")
         location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_*)")
         market_unknown_facility_kwh = number("facility kWh with neither instrument, residual mix nor grid factor")
@@ -373,7 +376,7 @@ class SustainabilityReportView(ReportView):
             "internal, not for disclosure: facility kWh x the sites' market factors (per site and hour), as the "
             "ledger lines and per-token figures carry it; null when none"
         )
-        market_site_factors_tco2e = number("the same in tCO2e")
+        market_site_factors_tco2e = _in_tco2e()
         market_site_factors_unknown_facility_kwh = number("facility kWh without a site market factor")
         market_site_factors_basis = serializers.CharField(help_text=f"always '{MARKET_BASIS}': {MARKET_BASIS_NOTE}")
         embodied_kgco2e_central = number("Scope 3 share attributable to the period: embodied carbon amortized")
@@ -430,22 +433,6 @@ class SustainabilityReportView(ReportView):
         )
         audit = ReportAuditSerializer(help_text=AUDIT_SECTION)
 
-    @report_schema(
-        InputSerializer,
-        OutputSerializer,
-        operation_id="reports_sustainability",
-        summary="Scope 2 (location and market based), embodied carbon, energy, PUE, SCI and data quality",
-        description=(
-            "One organization over a period (`period=2026`, `2026-Q4`, `2026-11`, or start/end). Lists every "
-            "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
-            "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`, each zone-hour's "
-            "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`, each hour's data "
-            "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`, "
-            "each GPU model's embodied carbon and its factors' sources as `embodied:<model>:<embodied_kgco2e_central"
-            "|sources>`, then the audit section as `audit:<entries_count|sha256|href>` and each listed change as "
-            "`audit:<id>:<at|username|action|subject|object_id|ledger_hours_reopened|before|after>`."
-        ),
-    )
     def get(self, request: Request) -> Any:
         start, end, organization = self.organization_scope(request)
         report = sustainability_report(organization_id=organization.pk, start=start, end=end)

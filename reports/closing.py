@@ -17,9 +17,10 @@ from rest_framework.response import Response
 
 from accounting.ledger.corrections import Cause
 from accounting.models import LedgerCorrection
+from common.api import OrganizationRowSerializer
 from common.scope import report_fleet_ids
 from reports.display import G_PER_KG, money, rounded
-from reports.report_view import ReportView, report_schema
+from reports.report_view import ReportView, report_operation
 from reports.selectors.closing import (
     Closed,
     CorrectionSums,
@@ -28,7 +29,7 @@ from reports.selectors.closing import (
     corrections_restating,
     period_closed,
 )
-from reports.serializers import ScopeInputSerializer
+from reports.serializers import ScopeInputSerializer, complete_through_field, includes_open_hours_field
 
 CLOSED = (
     "whether the period is closed: 'all' (every hour locked, for every organization asked for), 'partly' or "
@@ -126,9 +127,19 @@ def corrections_field() -> CorrectionSectionSerializer:
     return CorrectionSectionSerializer(help_text=CORRECTIONS)
 
 
-class _CorrectionIdentitySerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    organization_id = serializers.IntegerField()
+# What a report answer says of its period before its figures: the period, through when its hours are final
+# (``ReportView.completeness``), whether it is closed and what was restated since (``closing_output``).
+# (A comment, not a docstring: the schema would take it as each subclass's description.)
+class ReportPeriodSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    complete_through = complete_through_field()
+    includes_open_hours = includes_open_hours_field()
+    closed = closed_field()
+    restated = restated_field()
+
+
+class _CorrectionIdentitySerializer(OrganizationRowSerializer):
     node_id = serializers.IntegerField()
     node = serializers.CharField(help_text="the node's hostname")
     fleet_id = serializers.IntegerField()
@@ -159,6 +170,16 @@ def correction_row_output(correction: LedgerCorrection) -> dict[str, Any]:
     }  # fmt: skip
 
 
+@report_operation(
+    operation_id="reports_corrections",
+    summary="Corrections of locked ledger lines: booked in the period, or restating its hours",
+    description=(
+        "A locked hour's line never changes; what would have changed it (late telemetry, a revised grid "
+        "value, an input or formula change) is booked as a correction in the first open period, and undone "
+        "by a reversal once the hour is unlocked and rewritten. Each correction's figures are the "
+        "difference it books. CSV: `Accept: text/csv` or `?format=csv`."
+    ),
+)
 class CorrectionsView(ReportView):
     class InputSerializer(ScopeInputSerializer):
         by = serializers.ChoiceField(
@@ -175,18 +196,6 @@ class CorrectionsView(ReportView):
         count = serializers.IntegerField()
         results = CorrectionRowSerializer(many=True)
 
-    @report_schema(
-        InputSerializer,
-        OutputSerializer,
-        operation_id="reports_corrections",
-        summary="Corrections of locked ledger lines: booked in the period, or restating its hours",
-        description=(
-            "A locked hour's line never changes; what would have changed it (late telemetry, a revised grid "
-            "value, an input or formula change) is booked as a correction in the first open period, and undone "
-            "by a reversal once the hour is unlocked and rewritten. Each correction's figures are the "
-            "difference it books. CSV: `Accept: text/csv` or `?format=csv`."
-        ),
-    )
     def get(self, request: Request) -> Any:
         params, start, end, organization_ids = self.scope(request)
         found = corrections_in(organization_ids=organization_ids, start=start, end=end, by=params["by"])

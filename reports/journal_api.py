@@ -6,46 +6,44 @@ errors in JSON. The entries and the default account map: ``reports.journal``, do
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from rest_framework import serializers
-from rest_framework.request import Request
 
-from common.query import QueryInputSerializer, organization_ref_field
-from reports.focus.export_view import FocusExportBaseView, csv_export_schema
-from reports.focus.rows import usage_charges
+from common.query import QueryInputSerializer
+from reports.focus.export_view import FocusExportBaseView, csv_export_operation
+from reports.focus.rows import FocusSpec, usage_charges
 from reports.journal import JOURNAL_COLUMNS, journal_rows
-from reports.serializers import id_field
+from reports.serializers import OrganizationsInputSerializer
 
 
-class JournalExportView(FocusExportBaseView):
-    class InputSerializer(QueryInputSerializer):
-        period = serializers.RegexField(
-            r"^\d{4}-(0[1-9]|1[0-2])$", help_text="the UTC calendar month booked, YYYY-MM, e.g. 2026-11"
-        )
-        organization = serializers.ListField(
-            child=organization_ref_field("organization id or slug"),
-            required=False,
-            help_text="organization id or slug, repeatable; default: every organization you belong to",
-        )
-        fleet = serializers.ListField(child=id_field("fleet id"), required=False, help_text="fleet id, repeatable")
-
-    @csv_export_schema(
-        InputSerializer,
-        operation_id="reports_journal",
-        summary="A month's ledger as journal entries (CSV), footing to the usage report",
-        description=(
-            "Per organization (entity), fleet (cost centre), currency and charge kind (rent, depreciation, running "
-            "cost, electricity): a debit to the kind's expense account and a credit to its counter account "
-            "(the default account map, docs/focus.md), rounded once to the currency's minor unit, and per entity "
-            "and currency a rounding line where needed, so that the expense debits foot to the usage report's cost "
-            "for the month. reference names the FOCUS rows the line adds up. Always CSV."
-        ),
+class _MonthInputSerializer(QueryInputSerializer):
+    period = serializers.RegexField(
+        r"^\d{4}-(0[1-9]|1[0-2])$", help_text="the UTC calendar month booked, YYYY-MM, e.g. 2026-11"
     )
-    def get(self, request: Request) -> Any:
-        params, spec = self.focus_scope(request)
+
+
+@csv_export_operation(
+    operation_id="reports_journal",
+    summary="A month's ledger as journal entries (CSV), footing to the usage report",
+    description=(
+        "Per organization (entity), fleet (cost centre), currency and charge kind (rent, depreciation, running "
+        "cost, electricity): a debit to the kind's expense account and a credit to its counter account "
+        "(the default account map, docs/focus.md), rounded once to the currency's minor unit, and per entity "
+        "and currency a rounding line where needed, so that the expense debits foot to the usage report's cost "
+        "for the month. reference names the FOCUS rows the line adds up. Always CSV."
+    ),
+)
+class JournalExportView(FocusExportBaseView):
+    class InputSerializer(_MonthInputSerializer, OrganizationsInputSerializer):
+        """The month, then the organizations and fleets asked of."""
+
+    report = "journal"
+    columns = JOURNAL_COLUMNS
+
+    def rows(self, params: dict[str, Any], spec: FocusSpec) -> Iterator[dict[str, Any]]:
         reference = f"/api/v1/reports/focus/?period={params['period']}&organization={{organization}}&fleet={{fleet}}"
-        rows = journal_rows(
+        return journal_rows(
             usage_charges(spec=spec), period=params["period"], reference=reference + " x_ChargeKind={kind}"
         )
-        return self.csv_answer(JOURNAL_COLUMNS, rows, report="journal", start=spec.start, end=spec.end)

@@ -7,13 +7,13 @@ organizations' ledger is complete (``reports.selectors.complete``) and says so.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException
@@ -53,11 +53,6 @@ def _json_or_csv(output: Any) -> dict[Any, Any]:
     return {(200, "application/json"): output, (200, CSV_MEDIA_TYPE): OpenApiTypes.STR, **REPORT_ERRORS}
 
 
-def report_schema(params: type[serializers.Serializer], output: type[serializers.Serializer], **operation: Any) -> Any:
-    """A report's OpenAPI operation: ``params`` as its query, ``output`` as JSON or the same rows as CSV, its errors."""
-    return extend_schema(parameters=[params], responses=_json_or_csv(output), **operation)
-
-
 class ReportView(APIView):
     """What every report shares: authentication, a rate per user, JSON or CSV, and errors in JSON."""
 
@@ -81,6 +76,7 @@ class ReportView(APIView):
         return request.accepted_renderer.format == CSVRenderer.format
 
     InputSerializer: type[serializers.Serializer]  # the report's query parameters
+    OutputSerializer: type[serializers.Serializer]  # its JSON answer (``report_operation``)
 
     def params(self, request: Request) -> dict[str, Any]:
         return query_validated(self.InputSerializer, request)
@@ -123,6 +119,22 @@ class ReportView(APIView):
     def csv_answer(columns: list[str], rows: Iterable[Any], *, report: str, start: datetime, end: datetime) -> Any:
         """The report's rows streamed as CSV, in a file named after the report and its period."""
         return csv_response(columns, rows, filename=_csv_name(report, start, end))
+
+
+ReportViewT = TypeVar("ReportViewT", bound=ReportView)
+
+
+def report_operation(**operation: Any) -> Callable[[type[ReportViewT]], type[ReportViewT]]:
+    """A report view's OpenAPI operation (``operation_id``, ``summary``, ``description``), declared on its class:
+    its ``InputSerializer`` as the query, its ``OutputSerializer`` as JSON or the same rows as CSV, its errors."""
+
+    def documented(view: type[ReportViewT]) -> type[ReportViewT]:
+        schema = extend_schema(
+            parameters=[view.InputSerializer], responses=_json_or_csv(view.OutputSerializer), **operation
+        )
+        return extend_schema_view(get=schema)(view)
+
+    return documented
 
 
 def _csv_name(report: str, start: datetime, end: datetime) -> str:

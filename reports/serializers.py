@@ -175,13 +175,19 @@ class PeriodInputSerializer(QueryInputSerializer):
     )
 
 
-class ScopeInputSerializer(PeriodInputSerializer):
+class OrganizationsInputSerializer(QueryInputSerializer):
+    """The organizations and fleets a report is asked of, whatever its period."""
+
     organization = serializers.ListField(
         child=organization_ref_field("organization id or slug"),
         required=False,
         help_text="organization id or slug, repeatable; default: every organization you belong to",
     )
     fleet = serializers.ListField(child=id_field("fleet id"), required=False, help_text="fleet id, repeatable")
+
+
+class ScopeInputSerializer(PeriodInputSerializer, OrganizationsInputSerializer):
+    """A period (or the last 7 days), then the organizations and fleets asked of."""
 
 
 class UsageRowSerializer(TraceSerializer):
@@ -284,6 +290,11 @@ WHILE_SERVING_NOTE = (
 )
 
 
+# A load band's carbon, said the same way by the comparison's bands (``by_load``) and the advisor's load curves.
+BAND_EMBODIED_PER_1M_OUTPUT_TOKENS = "embodied gCO2e (central) / output tokens x 1e6"
+BAND_INTENSITY_COVERAGE = "share (0-1) of the band's facility kWh with a known grid intensity"
+
+
 class LoadBandSerializer(serializers.Serializer):
     """One load band of a comparison row: the row's fleet-hours whose load fell in the band."""
 
@@ -314,8 +325,8 @@ class LoadBandSerializer(serializers.Serializer):
         "their kWh take the known hours' mean intensity (an estimate: see location_intensity_coverage); "
         "null without any known intensity"
     )
-    location_intensity_coverage = number("share (0-1) of the band's facility kWh with a known grid intensity")
-    embodied_gco2e_per_1m_output_tokens = per_unit_field("embodied gCO2e (central) / output tokens x 1e6")
+    location_intensity_coverage = number(BAND_INTENSITY_COVERAGE)
+    embodied_gco2e_per_1m_output_tokens = per_unit_field(BAND_EMBODIED_PER_1M_OUTPUT_TOKENS)
     output_tokens_per_s_per_gpu_vs_baseline = number("ratio to the baseline fleet's band of the same range")
     ttft_p99_vs_baseline = number("ratio to the baseline fleet's band of the same range")
     cost_per_1m_output_tokens_vs_baseline = number(

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
-
-from fleets.admin import ReadOnlyScopedAdmin, organization_path_register
+from fleets.admin import ReadOnlyScopedAdmin, scoped_register
 from scenarios.models import Scenario
 
-organization_path_register(Scenario, "organization")
 
-
-@admin.register(Scenario)
+@scoped_register(Scenario)
 class ScenarioAdmin(ReadOnlyScopedAdmin):
     list_display = ["name", "organization", "period_start", "period_end", "status", "progress_pct", "created_at"]
     list_filter = ["status"]

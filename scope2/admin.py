@@ -6,19 +6,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib import admin
-
 from accounting.inputs.admin import AuditedInputAdmin
 from accounting.inputs.services import InputChange
-from fleets.admin import ReadOnlyScopedAdmin, organization_path_register
+from fleets.admin import ReadOnlyScopedAdmin, scoped_register
 from scope2.models import ContractualInstrument, ResidualMixFactor
 from scope2.residual_mixes import residual_mix_delete, residual_mix_save
 
-organization_path_register(ContractualInstrument, "organization")
-organization_path_register(ResidualMixFactor, "organization")
 
-
-@admin.register(ContractualInstrument)
+@scoped_register(ContractualInstrument)
 class ContractualInstrumentAdmin(ReadOnlyScopedAdmin):
     list_display = ["name", "kind", "site", "volume_mwh", "share_of_consumption", "vintage_year", "generation_zone"]
     list_filter = ["kind", "technology"]
@@ -26,7 +21,7 @@ class ContractualInstrumentAdmin(ReadOnlyScopedAdmin):
     exclude = ["evidence_file"]
 
 
-@admin.register(ResidualMixFactor)
+@scoped_register(ResidualMixFactor)
 class ResidualMixFactorAdmin(AuditedInputAdmin):
     """Saved through ``residual_mix_save``: audited, refused when its year overlaps a locked period."""
 

@@ -394,27 +394,23 @@ def _serving_point(row: tuple[Any, ...], bounds: _EpochBounds) -> energy.Serving
     )  # fmt: skip
 
 
+# An endpoint-hour's histograms are stored as their bucket bounds and counts; its other values as the hour's usage.
+_HISTOGRAM_COLUMNS = {"ttft_bucket_bounds_s", "ttft_bucket_counts", "itl_bucket_bounds_s", "itl_bucket_counts"}
+
+
 def _endpoint_usage_model(
     endpoint_id: int, usage: energy.EndpointHourUsage, computed_at: datetime
 ) -> EndpointHourUsage:
+    copied = [name for name in _value_fields(EndpointHourUsage) if name not in {*_HISTOGRAM_COLUMNS, "computed_at"}]
     return EndpointHourUsage(
         endpoint_id=endpoint_id,
         hour_start=_utc(usage.hour_start_s),
-        prompt_tokens=usage.prompt_tokens,
-        generation_tokens=usage.generation_tokens,
-        requests=usage.requests,
-        cached_prompt_tokens=usage.cached_prompt_tokens,
         ttft_bucket_bounds_s=list(usage.ttft.bounds_s) if usage.ttft else [],
         ttft_bucket_counts=list(usage.ttft.counts) if usage.ttft else None,
-        ttft_sum_s=usage.ttft_sum_s,
         itl_bucket_bounds_s=list(usage.itl.bounds_s) if usage.itl else [],
         itl_bucket_counts=list(usage.itl.counts) if usage.itl else None,
-        itl_sum_s=usage.itl_sum_s,
-        observed_s=usage.observed_s,
-        bridged_s=usage.bridged_s,
-        bridged_gap_s=usage.bridged_gap_s,
-        reset_count=usage.reset_count,
         computed_at=computed_at,
+        **{name: getattr(usage, name) for name in copied},
     )
 
 

@@ -6,21 +6,32 @@ errors in JSON. The mapping, column by column: docs/focus.md.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 from rest_framework import serializers
-from rest_framework.request import Request
 
 from reports.focus.charges import DAY, HOUR
 from reports.focus.columns import COLUMNS
-from reports.focus.export_view import FocusExportBaseView, csv_export_schema
-from reports.focus.rows import focus_rows
+from reports.focus.export_view import FocusExportBaseView, csv_export_operation
+from reports.focus.rows import FocusSpec, focus_rows
 from reports.serializers import ScopeInputSerializer
 
 _CHARGE_PERIODS = {"hour": HOUR, "day": DAY}
 
 
+@csv_export_operation(
+    operation_id="reports_focus",
+    summary="The ledger as a FOCUS 1.2 cost and usage dataset (CSV)",
+    description=(
+        "One row per node x charge period (hour, or day with granularity=day) x charge kind: rent, depreciation "
+        "and running cost of owned nodes, electricity, and an owned node's purchase (ChargeCategory Purchase, "
+        "EffectiveCost 0) in the period it is bought. BilledCost is cash as invoiced, EffectiveCost amortized. "
+        "Money unrounded, in BillingCurrency; measured energy and CO2e in x_ columns, once per node and charge "
+        "period. Always CSV, streamed. The mapping, column by column: docs/focus.md."
+    ),
+)
 class FocusExportView(FocusExportBaseView):
     class InputSerializer(ScopeInputSerializer):
         granularity = serializers.ChoiceField(
@@ -29,21 +40,11 @@ class FocusExportView(FocusExportBaseView):
             help_text="the charge period of each row: a UTC hour (the ledger's), or a UTC day of hours added up",
         )
 
+    report = "focus"
+    columns = COLUMNS
+
     def charge_period(self, params: dict[str, Any]) -> timedelta:
         return _CHARGE_PERIODS[params["granularity"]]
 
-    @csv_export_schema(
-        InputSerializer,
-        operation_id="reports_focus",
-        summary="The ledger as a FOCUS 1.2 cost and usage dataset (CSV)",
-        description=(
-            "One row per node x charge period (hour, or day with granularity=day) x charge kind: rent, depreciation "
-            "and running cost of owned nodes, electricity, and an owned node's purchase (ChargeCategory Purchase, "
-            "EffectiveCost 0) in the period it is bought. BilledCost is cash as invoiced, EffectiveCost amortized. "
-            "Money unrounded, in BillingCurrency; measured energy and CO2e in x_ columns, once per node and charge "
-            "period. Always CSV, streamed. The mapping, column by column: docs/focus.md."
-        ),
-    )
-    def get(self, request: Request) -> Any:
-        _, spec = self.focus_scope(request)
-        return self.csv_answer(COLUMNS, focus_rows(spec=spec), report="focus", start=spec.start, end=spec.end)
+    def rows(self, params: dict[str, Any], spec: FocusSpec) -> Iterator[dict[str, Any]]:
+        return focus_rows(spec=spec)

@@ -3,13 +3,11 @@ whole when an hour falls inside a locked period, as the REST upload)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db.models import Q
 
-from fleets.models import Organization
+from fleets.management.arguments import add_file_argument, add_organization_argument, file_read, organization_named
 from governance.locks import PeriodLocked
 from grid import CsvError
 from grid.upload_service import intensity_upload_save
@@ -23,31 +21,19 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--organization", required=True, help="the organization's slug (or exact name)")
+        add_organization_argument(parser)
         parser.add_argument("--source", required=True, help="a name for this data, e.g. the supplier: acme-energy")
-        parser.add_argument("file", type=Path, help="the CSV file (UTF-8)")
+        add_file_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        organization = _organization(options["organization"])
-        try:
-            text = options["file"].read_bytes()
-        except OSError as exc:
-            raise CommandError(f"cannot read {options['file']}: {exc}") from None
+        organization = organization_named(options)
+        text = file_read(options)
         try:
             stored, _ = intensity_upload_save(
                 organization=organization, body=text, source_name=options["source"], user=None
             )
-        except CsvError as exc:
-            raise CommandError(f"{exc}\nnothing was stored") from None
-        except PeriodLocked as exc:
+        except (CsvError, PeriodLocked) as exc:
             raise CommandError(f"{exc}\nnothing was stored") from None
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"stored {stored} hour(s) for {organization.slug} as csv:{options['source']}")
-
-
-def _organization(key: str) -> Organization:
-    organization = Organization.objects.filter(Q(slug=key) | Q(name=key)).first()
-    if organization is None:
-        raise CommandError(f"no organization with slug or name {key!r}")
-    return organization

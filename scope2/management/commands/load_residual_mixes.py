@@ -8,15 +8,13 @@ row is audited (no user: the operator who ran the command).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db.models import Q
 from django.utils import timezone
 
 from accounting.inputs.uploads import UploadInvalid
-from fleets.models import Organization
+from fleets.management.arguments import add_file_argument, add_organization_argument, file_read, organization_named
 from scope2.residual_mixes import residual_mixes_load
 
 
@@ -24,18 +22,12 @@ class Command(BaseCommand):
     help = "Load residual-mix factors (zone,year,gco2e_per_kwh,source) for one organization from a CSV file."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--organization", required=True, help="the organization's slug (or exact name)")
-        parser.add_argument("file", type=Path, help="the CSV file (UTF-8)")
+        add_organization_argument(parser)
+        add_file_argument(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        key = options["organization"]
-        organization = Organization.objects.filter(Q(slug=key) | Q(name=key)).first()
-        if organization is None:
-            raise CommandError(f"no organization with slug or name {key!r}")
-        try:
-            content = options["file"].read_bytes()
-        except OSError as exc:
-            raise CommandError(f"cannot read {options['file']}: {exc}") from None
+        organization = organization_named(options)
+        content = file_read(options)
         try:
             result = residual_mixes_load(organization=organization, content=content, user=None, now=timezone.now())
         except UploadInvalid as exc:
