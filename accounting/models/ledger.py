@@ -8,9 +8,11 @@ reports group and filter on one table with its indexes.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from common.currencies import currency_problem
 from fleets.models import Fleet, Node, Organization, Site
 from telemetry.models import NodeHourMark
 
@@ -178,3 +180,7 @@ class LedgerSettings(models.Model):
 
     def __str__(self) -> str:
         return f"ledger settings of {self.organization}"
+
+    def clean(self) -> None:
+        if self.reporting_currency and (problem := currency_problem(self.reporting_currency)):
+            raise ValidationError({"reporting_currency": problem})
