@@ -41,6 +41,7 @@ from reports.display import (
     comparison_row_output,
     embodied_factors_output,
     load_band_output,
+    reporting_output,
     usage_row_output,
 )
 from reports.metrics import ALLOCATION_NOTE
@@ -54,6 +55,7 @@ from reports.selectors import (
     sustainability_report,
 )
 from reports.selectors.load import comparison_load_bands
+from reports.selectors.reporting import usage_reporting_total
 from reports.selectors.sustainability import SustainabilityReport
 from reports.selectors.trace import organization_embodied_factors
 from reports.serializers import (
@@ -68,6 +70,7 @@ from reports.serializers import (
     LoadBandSerializer,
     PeriodInputSerializer,
     QualityHourSerializer,
+    ReportingSerializer,
     ScopeInputSerializer,
     UsageRowSerializer,
     complete_through_field,
@@ -137,6 +140,11 @@ class UsageReportView(ReportView):
         next = serializers.URLField(allow_null=True)
         previous = serializers.URLField(allow_null=True)
         results = UsageRowSerializer(many=True)
+        reporting = ReportingSerializer(
+            allow_null=True,
+            help_text="with a reporting currency set (/api/v1/ledger-settings/): the period's cost month by month "
+            "at each month's average rate, every rate named, and the total; null without one",
+        )
 
     @report_schema(
         InputSerializer,
@@ -185,6 +193,9 @@ class UsageReportView(ReportView):
             "next": following,
             "previous": previous,
             "results": [usage_row_output(row) for row in page.rows],
+            "reporting": reporting_output(
+                usage_reporting_total(organization_ids=organization_ids, start=start, end=end, filters=spec.filters)
+            ),
         }
         return Response(self.OutputSerializer(answer).data)
 

@@ -21,7 +21,7 @@ Rules (docs/accounting.md, "Currencies"):
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
@@ -94,12 +94,18 @@ def converted(amount: Decimal, rate: FxRate) -> Decimal:
 
 @dataclass(frozen=True)
 class MonthAmount:
-    """An amount of one currency in one month, over ``lines`` ledger lines (what a report sums before converting)."""
+    """An amount of one currency in one month, over ``lines`` ledger lines (what a report sums before converting).
+
+    ``figure``: what the amount is (``cost``; ``hardware_cost_unconverted``: hardware no rate converted on
+    its lines); ``organization_id``: whose rates convert it (``None``: the only table given).
+    """
 
     currency: str
     month: date
     amount: Decimal
     lines: int = 0
+    figure: str = "cost"
+    organization_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -132,16 +138,34 @@ class ReportingTotal:
     def complete(self) -> bool:
         return not self.unconverted
 
+    @property
+    def rates(self) -> list[FxRate]:
+        """Every rate the total used, once each, in the order first used."""
+        used: dict[tuple[object, ...], FxRate] = {}
+        for item in self.converted:
+            if item.rate is not None:
+                used.setdefault((item.rate.currency, item.rate.quote_currency, item.rate.month, item.rate.kind,
+                                 item.rate.rate, item.rate.source), item.rate)  # fmt: skip
+        return list(used.values())
+
 
 def reporting_total(
-    amounts: Iterable[MonthAmount], *, reporting_currency: str, table: RateTable, kind: RateKind = RateKind.AVERAGE
+    amounts: Iterable[MonthAmount],
+    *,
+    reporting_currency: str,
+    tables: Mapping[int | None, RateTable],
+    kind: RateKind = RateKind.AVERAGE,
 ) -> ReportingTotal:
-    """Each month's amount at that month's rate of ``kind`` into ``reporting_currency``, and their total."""
+    """Each month's amount at that month's rate of ``kind`` into ``reporting_currency``, and their total.
+
+    ``tables``: each organization's rates, by ``MonthAmount.organization_id`` (``{None: table}`` for one).
+    """
     result = ReportingTotal(reporting_currency, kind)
-    for item in sorted(amounts, key=lambda a: (a.month, a.currency)):
+    for item in sorted(amounts, key=lambda a: (a.month, a.figure, a.currency, a.organization_id or 0)):
         if item.currency == reporting_currency:
             result.converted.append(ConvertedAmount(item, item.amount, None))
             continue
+        table = tables.get(item.organization_id) or RateTable()
         rate = table.find(item.currency, reporting_currency, item.month, kind)
         if rate is None:
             result.unconverted.append(item)
