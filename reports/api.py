@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
+from accounting.reporting import ReportingSerializer, reporting_output
 from common.periods import Granularity
 from common.query import organization_ref_field
 from common.renderers import csv_cell
@@ -41,7 +42,6 @@ from reports.display import (
     comparison_row_output,
     embodied_factors_output,
     load_band_output,
-    reporting_output,
     usage_row_output,
 )
 from reports.metrics import ALLOCATION_NOTE
@@ -70,7 +70,6 @@ from reports.serializers import (
     LoadBandSerializer,
     PeriodInputSerializer,
     QualityHourSerializer,
-    ReportingSerializer,
     ScopeInputSerializer,
     UsageRowSerializer,
     complete_through_field,

@@ -18,7 +18,6 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from accounting.ledger import money_quantize
-from accounting.ledger.fx import MonthAmount, ReportingTotal
 from accounting.ledger.units import S_PER_H, TOKENS_PER_MILLION, significant
 from fleets.models import Organization
 from reports.bands import CurveBand
@@ -478,38 +477,3 @@ def _factor_output(use: FactorUse) -> dict[str, Any]:
         "facility_kwh": rounded(use.facility_kwh, "kwh"),
         "held_h": rounded(use.held_h, "h"),
     }
-
-
-REPORTING_BASIS = (
-    "IAS 21: each month's amounts at the average rate of that month (income and expenses, IAS 21.39-40), from "
-    "the organization's own rate table; an amount with no rate is listed unconverted and left out of the total"
-)
-
-
-def reporting_output(total: ReportingTotal | None) -> dict[str, Any] | None:
-    """A reporting-currency total as every report shows it: each month's amount, its rate named, the total
-    (rounded once, in the reporting currency) and what stayed unconverted."""
-    if total is None:
-        return None
-    currency = total.currency
-    return {
-        "currency": currency,
-        "rate_kind": total.kind.value,
-        "basis": REPORTING_BASIS,
-        "total": money(total.total, currency),
-        "complete": total.complete,
-        "amounts": [
-            {**_month_amount(item.source), "converted": money(item.amount, currency),
-             "rate": item.rate.named() if item.rate else None}
-            for item in total.converted
-        ],
-        "unconverted": [_month_amount(item) for item in total.unconverted],
-        "rates": [rate.named() for rate in total.rates],
-    }  # fmt: skip
-
-
-def _month_amount(item: MonthAmount) -> dict[str, Any]:
-    return {
-        "figure": item.figure, "currency": item.currency, "month": item.month.isoformat(),
-        "amount": money(item.amount, item.currency), "lines": item.lines,
-    }  # fmt: skip

@@ -518,39 +518,3 @@ class QualityHourSerializer(serializers.Serializer):
     unpriced_hours = serializers.IntegerField(
         help_text="node-hours of the hour with telemetry but no price, asset or tariff in force"
     )
-
-
-class NamedRateSerializer(serializers.Serializer):
-    currency = serializers.CharField(help_text="converted from")
-    quote_currency = serializers.CharField(help_text="converted into")
-    month = serializers.DateField(help_text="the month the rate is for (its first day)")
-    kind = serializers.CharField(help_text="average (P&L figures) or closing (balances)")
-    rate = serializers.CharField(help_text="quote_currency per one currency, as a decimal string")
-    source = serializers.CharField(help_text="where the organization's table took it from")
-    inverted = serializers.BooleanField(help_text="the table held the pair the other way round: this is 1 / its rate")
-
-
-class MonthAmountSerializer(serializers.Serializer):
-    figure = serializers.CharField(
-        help_text="cost, or hardware_cost_unconverted: hardware cost no rate converted on its lines (not in cost)"
-    )
-    currency = serializers.CharField()
-    month = serializers.DateField()
-    amount = money_field("the month's amount in currency")
-    lines = serializers.IntegerField(help_text="ledger lines (node-hours) it sums")
-
-
-class ConvertedAmountSerializer(MonthAmountSerializer):
-    converted = money_field("the amount in the reporting currency")
-    rate = NamedRateSerializer(allow_null=True, help_text="null: the amount is in the reporting currency already")
-
-
-class ReportingSerializer(serializers.Serializer):
-    currency = serializers.CharField(help_text="the organization's reporting currency")
-    rate_kind = serializers.CharField(help_text="average: each month's average rate (IAS 21.40)")
-    basis = serializers.CharField()
-    total = money_field("the converted amounts added, in the reporting currency; without the unconverted ones")
-    complete = serializers.BooleanField(help_text="false: some amount had no rate and is listed under unconverted")
-    amounts = ConvertedAmountSerializer(many=True)
-    unconverted = MonthAmountSerializer(many=True, help_text="amounts with no rate for their month: not in total")
-    rates = NamedRateSerializer(many=True, help_text="every rate used")

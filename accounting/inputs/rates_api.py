@@ -33,16 +33,14 @@ from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
 
 
-def _month(value: date) -> date:
+def _month(value: date) -> None:
     if value.day != 1:
         raise serializers.ValidationError("must be the first day of a month, e.g. 2026-01-01")
-    return value
 
 
-def _rate(value: Decimal) -> Decimal:
+def _rate(value: Decimal) -> None:
     if not value > 0:
         raise serializers.ValidationError("must be above 0 (units of quote_currency per one unit of currency)")
-    return value
 
 
 class ExchangeRateInputSerializer(serializers.Serializer):
@@ -57,7 +55,7 @@ class ExchangeRateInputSerializer(serializers.Serializer):
     rate = serializers.DecimalField(
         max_digits=20, decimal_places=10, validators=[_rate], help_text="quote_currency per one currency, above 0"
     )
-    source = serializers.CharField(max_length=200, required=False, allow_blank=True, help_text="ECB reference rates")
+    source = serializers.CharField(max_length=200, required=False, allow_blank=True, help_text="ECB reference rates")  # type: ignore[assignment]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("currency") and attrs.get("currency") == attrs.get("quote_currency"):
@@ -71,7 +69,7 @@ class ExchangeRateOutputSerializer(OrganizationRowSerializer):
     month = serializers.DateField()
     kind = serializers.CharField()
     rate = serializers.DecimalField(max_digits=20, decimal_places=10)
-    source = serializers.CharField()
+    source = serializers.CharField()  # type: ignore[assignment]
 
 
 class ExchangeRateWrittenSerializer(ExchangeRateOutputSerializer):

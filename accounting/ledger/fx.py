@@ -153,7 +153,7 @@ def reporting_total(
     amounts: Iterable[MonthAmount],
     *,
     reporting_currency: str,
-    tables: Mapping[int | None, RateTable],
+    tables: Mapping[int, RateTable] | Mapping[int | None, RateTable],
     kind: RateKind = RateKind.AVERAGE,
 ) -> ReportingTotal:
     """Each month's amount at that month's rate of ``kind`` into ``reporting_currency``, and their total.
@@ -165,7 +165,7 @@ def reporting_total(
         if item.currency == reporting_currency:
             result.converted.append(ConvertedAmount(item, item.amount, None))
             continue
-        table = tables.get(item.organization_id) or RateTable()
+        table = tables.get(item.organization_id) or RateTable()  # type: ignore[arg-type]
         rate = table.find(item.currency, reporting_currency, item.month, kind)
         if rate is None:
             result.unconverted.append(item)

@@ -18,25 +18,14 @@ from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncMonth
 
 from accounting.ledger.fx import MonthAmount, RateKind, ReportingTotal, month_of, reporting_total
-from accounting.models import LedgerSettings, NodeHourLedger
+from accounting.models import NodeHourLedger
 from accounting.rates import rate_tables
+from accounting.reporting import reporting_currency_of
 from reports.aggregates import amount_sum
 from reports.selectors.lines import NO_FILTERS, ReportFilters, ledger_lines
 
 COST = "cost"
 UNCONVERTED_ON_LINE = "hardware_cost_unconverted"
-
-
-def reporting_currency_of(*, organization_ids: Collection[int]) -> str | None:
-    """The reporting currency the organizations share; ``None`` when none is set, or when they differ (a
-    total in one currency needs one choice: ask for one organization)."""
-    chosen = set(
-        LedgerSettings.objects.filter(organization_id__in=organization_ids).values_list("reporting_currency", flat=True)
-    )
-    counted = LedgerSettings.objects.filter(organization_id__in=organization_ids).count()
-    if counted != len(set(organization_ids)) or len(chosen) != 1:
-        return None
-    return chosen.pop() or None
 
 
 def _month_amounts(
