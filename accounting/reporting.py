@@ -49,7 +49,8 @@ def reporting_output(total: ReportingTotal | None) -> dict[str, Any] | None:
         "currency": currency,
         "rate_kind": total.kind.value,
         "basis": BASIS[total.kind],
-        "total": money_quantize(total.total, currency),
+        # Nothing converted and something unconverted: no total at all, rather than a 0 that reads as one.
+        "total": money_quantize(total.total, currency) if total.converted or total.complete else None,
         "complete": total.complete,
         "amounts": [
             {**_month_amount(item.source), "converted": money_quantize(item.amount, currency),
@@ -103,7 +104,10 @@ class ReportingSerializer(serializers.Serializer):
         help_text="average: each month's average rate; closing: a balance's month-end rate"
     )
     basis = serializers.CharField()
-    total = _money("the converted amounts added, in the reporting currency; without the unconverted ones")
+    total = _money(
+        "the converted amounts added, in the reporting currency; without the unconverted ones (null when "
+        "nothing converted)"
+    )
     complete = serializers.BooleanField(help_text="false: some amount had no rate and is listed under unconverted")
     amounts = ConvertedAmountSerializer(many=True)
     unconverted = MonthAmountSerializer(many=True, help_text="amounts with no rate for their month: not in total")

@@ -15,11 +15,13 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Max, Min
 
 from accounting.inputs.reopen import ledger_lines_reopen
 from accounting.inputs.services import InputChange, _assign, _organization_lock, validated
 from accounting.models import ExchangeRate, NodeHourLedger
 from common.api import InputInvalid
+from common.periods import HOUR
 from governance.audit import audit_record, snapshot
 from governance.intervals import Window
 from governance.locks import lock_check
@@ -36,19 +38,20 @@ def month_window(month: date) -> Window:
 
 
 def _node_windows(rows: list[dict[str, Any]]) -> dict[int, list[Window]]:
-    """The nodes whose stored lines of each average rate's month convert a price through its pair."""
+    """Per node, the span of its stored lines of each average rate's month that convert a price through its
+    pair (from the first such line to the last): what a change of the rate re-opens."""
     windows: dict[int, list[Window]] = {}
-    for row in rows:
-        if row["kind"] != ExchangeRate.Kind.AVERAGE:
-            continue
+    averages = {tuple(row[name] for name in _KEY): row for row in rows if row["kind"] == ExchangeRate.Kind.AVERAGE}
+    for row in averages.values():
         pair = [row["currency"], row["quote_currency"]]
         start, end = month_window(row["month"])
         lines = NodeHourLedger.objects.filter(
             organization_id=row["organization_id"], hour_start__gte=start, hour_start__lt=end,
             price_currency__in=pair, currency__in=pair,
         )  # fmt: skip
-        for node_id in lines.order_by().values_list("node_id", flat=True).distinct():
-            windows.setdefault(node_id, []).append((start, end))
+        spans = lines.order_by().values("node_id").annotate(first=Min("hour_start"), last=Max("hour_start"))
+        for span in spans:
+            windows.setdefault(span["node_id"], []).append((span["first"], span["last"] + HOUR))
     return windows
 
 
