@@ -145,7 +145,10 @@ def test_a_price_in_an_unknown_currency_is_refused_naming_currency(
 
 
 def test_rates_upload_from_csv_replaces_a_month_sent_again(finance: APIClient, org_a: Organization) -> None:
-    text = "currency,quote_currency,month,kind,rate,source\nUSD,EUR,2026-01-01,average,0.92,ECB\nUSD,SEK,2026-01-01,,10.5,\n"
+    text = (
+        "currency,quote_currency,month,kind,rate,source\n"
+        "USD,EUR,2026-01-01,average,0.92,ECB\nUSD,SEK,2026-01-01,,10.5,\n"
+    )
 
     first = upload_answer(
         finance, "/api/v1/exchange-rates/upload/", {"file": SimpleUploadedFile("r.csv", text.encode())}
@@ -225,8 +228,9 @@ def test_a_book_value_in_the_reporting_currency_is_at_the_closing_rate_of_its_mo
     assert (reporting["currency"], reporting["rate_kind"], reporting["total"], reporting["complete"]) == (
         "USD", "closing", "10230.00", True
     )  # fmt: skip  # 9,300 x 1.10, not the average 1.05
-    assert reporting["rates"] == [{"currency": "EUR", "quote_currency": "USD", "month": "2026-04-01",
-                                   "kind": "closing", "rate": "1.1000000000", "source": "ECB", "inverted": False}]  # fmt: skip
+    named = {"currency": "EUR", "quote_currency": "USD", "month": "2026-04-01", "kind": "closing",
+             "rate": "1.1000000000", "source": "ECB", "inverted": False}  # fmt: skip
+    assert reporting["rates"] == [named]
 
 
 def test_a_book_value_with_no_closing_rate_is_listed_unconverted(finance: APIClient, node_a: Node) -> None:
