@@ -55,7 +55,7 @@ from reports.selectors import (
     sustainability_report,
 )
 from reports.selectors.load import comparison_load_bands
-from reports.selectors.reporting import usage_reporting_total
+from reports.selectors.reporting import REPORTING_COLUMNS, RowConverter, row_converter, usage_reporting_total
 from reports.selectors.sustainability import SustainabilityReport
 from reports.selectors.trace import organization_embodied_factors
 from reports.serializers import (
@@ -94,6 +94,16 @@ def _page_links(request: Request, *, count: int, offset: int, limit: int) -> tup
         return following, None
     earlier = max(offset - limit, 0)
     return following, remove_query_param(url, "offset") if earlier == 0 else replace_query_param(url, "offset", earlier)
+
+
+def _usage_csv_row(row: Any, converter: RowConverter | None) -> dict[str, Any]:
+    output = usage_row_output(row)
+    if converter is None:
+        return output
+    totals = row.sums.totals
+    return output | converter.columns(
+        row_currency=totals.currency, cost=totals.cost, start=row.period_start, end=row.period_end
+    )
 
 
 class UsageReportView(ReportView):
@@ -174,8 +184,11 @@ class UsageReportView(ReportView):
             now=self.now,
         )
         if self.wants_csv(request):
-            rows: Iterator[Any] = (usage_row_output(row) for row in report_rows_iter(spec=spec))
-            return self.csv_answer(list(UsageRowSerializer().fields), rows, report="usage", start=start, end=end)
+            converter = row_converter(organization_ids=organization_ids)
+            # With a reporting currency, its columns come after the JSON fields, which stay as they are.
+            columns = list(UsageRowSerializer().fields) + (list(REPORTING_COLUMNS) if converter else [])
+            rows: Iterator[Any] = (_usage_csv_row(row, converter) for row in report_rows_iter(spec=spec))
+            return self.csv_answer(columns, rows, report="usage", start=start, end=end)
         offset, limit = params["offset"], params["limit"]
         page = report_page(spec=spec, offset=offset, limit=limit)
         following, previous = _page_links(request, count=page.count, offset=offset, limit=limit)

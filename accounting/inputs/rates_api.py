@@ -28,6 +28,7 @@ from accounting.inputs.rates import exchange_rate_delete, exchange_rate_save
 from accounting.inputs.services import organization_setting_save
 from accounting.models import ExchangeRate, LedgerSettings
 from common.api import ERRORS, InputView, OrganizationRowSerializer, owned, validated
+from common.query import QueryInputSerializer, organization_ref_field, query_validated
 from common.scope import report_organization
 from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
@@ -44,7 +45,9 @@ def _rate(value: Decimal) -> None:
 
 
 class ExchangeRateInputSerializer(serializers.Serializer):
-    organization = serializers.CharField(required=False, help_text="create only: id or slug; default: your only one")
+    organization = organization_ref_field(
+        "create only: organization id or slug; optional if you belong to one only", required=False
+    )
     currency = CurrencyField(help_text="converted from, ISO 4217 (e.g. USD)")
     quote_currency = CurrencyField(help_text="converted into, ISO 4217 (e.g. SEK)")
     month = serializers.DateField(validators=[_month], help_text="the first day of the month the rate is for")
@@ -131,11 +134,12 @@ class ExchangeRateDetailView(InputView):
 # --- the organization's reporting currency ------------------------------------------
 
 
-class LedgerSettingsQuerySerializer(serializers.Serializer):
-    organization = serializers.CharField(required=False, help_text="id or slug; default: your only one")
+class LedgerSettingsQuerySerializer(QueryInputSerializer):
+    organization = organization_ref_field("organization id or slug; optional if you belong to one", required=False)
 
 
-class ReportingCurrencyInputSerializer(LedgerSettingsQuerySerializer):
+class ReportingCurrencyInputSerializer(serializers.Serializer):
+    organization = organization_ref_field("organization id or slug; optional if you belong to one", required=False)
     reporting_currency = CurrencyField(allow_blank=True, help_text="ISO 4217; blank: none")
 
 
@@ -158,7 +162,8 @@ class LedgerSettingsView(InputView):
         responses={200: LedgerSettingsOutputSerializer, **ERRORS},
     )  # fmt: skip
     def get(self, request: Request) -> Response:
-        organization = report_organization(user=request.user, ref=request.query_params.get("organization"))
+        query = query_validated(LedgerSettingsQuerySerializer, request)
+        organization = report_organization(user=request.user, ref=query.get("organization"))
         return Response(LedgerSettingsOutputSerializer(ledger_settings_of(organization)).data)
 
     @extend_schema(

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
 
 ZERO = Decimal(0)
 ONE = Decimal(1)
@@ -153,19 +154,20 @@ def reporting_total(
     amounts: Iterable[MonthAmount],
     *,
     reporting_currency: str,
-    tables: Mapping[int, RateTable] | Mapping[int | None, RateTable],
+    tables: Mapping[Any, RateTable],
     kind: RateKind = RateKind.AVERAGE,
 ) -> ReportingTotal:
     """Each month's amount at that month's rate of ``kind`` into ``reporting_currency``, and their total.
 
-    ``tables``: each organization's rates, by ``MonthAmount.organization_id`` (``{None: table}`` for one).
+    ``tables``: each organization's rates, by ``MonthAmount.organization_id`` (an int; ``{None: table}`` for
+    amounts of no organization).
     """
     result = ReportingTotal(reporting_currency, kind)
     for item in sorted(amounts, key=lambda a: (a.month, a.figure, a.currency, a.organization_id or 0)):
         if item.currency == reporting_currency:
             result.converted.append(ConvertedAmount(item, item.amount, None))
             continue
-        table = tables.get(item.organization_id) or RateTable()  # type: ignore[arg-type]
+        table = tables.get(item.organization_id) or RateTable()
         rate = table.find(item.currency, reporting_currency, item.month, kind)
         if rate is None:
             result.unconverted.append(item)

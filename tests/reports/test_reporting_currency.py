@@ -11,6 +11,8 @@ Hand-worked, January 2026, 48 node-hours each (Jan 1-2), one GPU each, no tariff
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -201,3 +203,22 @@ def test_the_finance_page_shows_the_total_in_the_reporting_currency_with_its_rat
     assert "In USD:" in page and "173.52" in page
     assert "SEK→USD 0.0950000000 2026-01 (ECB reference rates)" in page
     assert "EUR→USD 1.0800000000 2026-01" in page
+
+
+def test_the_usage_csv_keeps_its_columns_and_adds_each_rows_cost_in_the_reporting_currency(
+    finance: APIClient, books: dict[str, Any]
+) -> None:
+    query = {"period": "2026-01", "granularity": "total", "group_by": "site", "format": "csv"}
+    plain_columns = list(_usage(finance)["results"][0])
+
+    response = finance.get("/api/v1/reports/usage/", query)
+
+    assert response.status_code == 200
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    assert list(rows[0])[: len(plain_columns)] == plain_columns  # the JSON fields first, unchanged
+    assert list(rows[0])[len(plain_columns) :] == ["reporting_currency", "cost_in_reporting_currency", "reporting_rate"]
+    by_site = {row["group_label"]: row for row in rows}
+    assert (by_site["sto-1"]["cost_in_reporting_currency"], by_site["fra-1"]["cost_in_reporting_currency"]) == (
+        "95.76", "77.76"
+    )  # fmt: skip
+    assert by_site["sto-1"]["reporting_rate"] == f"SEK/USD 0.095 average 2026-01 ({SOURCE})"
