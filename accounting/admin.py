@@ -40,6 +40,7 @@ from accounting.models import (
     SitePue,
     SiteTariff,
 )
+from common.currencies import currency_problem
 from fleets.admin import (
     OneByOneDeletes,
     OrganizationScopedAdmin,
@@ -171,11 +172,27 @@ class GpuAssetAdmin(AuditedInputAdmin):
         return gpu_asset_delete(asset=obj, user=user, now=now)
 
 
+class SiteForm(forms.ModelForm):
+    """The site's currency checked against the one ISO 4217 list (``common.currencies``), as every input's is."""
+
+    class Meta:
+        model = Site
+        fields = list(SITE_FIELDS)
+
+    def clean_currency(self) -> str:
+        currency = str(self.cleaned_data.get("currency") or "")
+        if problem := currency_problem(currency):
+            raise forms.ValidationError(problem)
+        return currency
+
+
 @admin.register(Site)
 class AuditedSiteAdmin(OneByOneDeletes, SiteAdmin):
     """Every change audited with the admin's name. The site's own PUE goes through ``site_pue_update``
     (``site_pue``); its other fields through ``site_fields_save`` (``site``): a new grid zone, time zone or
     currency is lock-checked and re-opens its nodes' lines, as the PUE does. A refusal is shown, not a 500."""
+
+    form = SiteForm
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         stored = Site.objects.filter(pk=obj.pk).values_list("pue", flat=True).first() if change else None

@@ -38,11 +38,13 @@ from accounting.ledger import (
     LedgerPolicy,
     NodeHourInput,
     NodeHourLine,
+    Pricing,
     RatePer,
     RentedPricing,
     build_node_hour_line,
     hours_held,
 )
+from accounting.ledger.fx import FxRate, RateKind, RateTable, month_of
 from accounting.ledger.line import NO_PRICE_ID, line_columns
 from accounting.ledger.units import S_PER_H
 from accounting.models import LedgerCorrection, LedgerPending, LedgerSettings, NodeHourLedger
@@ -62,6 +64,7 @@ from accounting.profiles import (
     host_embodied_until,
     profile_for_gpu,
 )
+from accounting.rates import rate_table
 from accounting.tariff import in_force
 from common.periods import HOUR
 from common.stages import NodeHourStage
@@ -107,6 +110,7 @@ class _NodeContext:
     pricing: tuple[list[Any], ...]
     intensity: dict[datetime, Any]
     policy: LedgerPolicy
+    rates: RateTable  # the organization's average rates of the months computed (prices in another currency)
 
 
 def ledger_policy(*, organization_id: int) -> LedgerPolicy:
@@ -177,6 +181,9 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         pricing=pricing_periods(node=node, start=start, end=end),
         intensity=_intensity(node, hours),
         policy=ledger_policy(organization_id=node.fleet.organization_id),
+        rates=rate_table(
+            organization_id=node.fleet.organization_id, start=month_of(start), end=month_of(end), kind=RateKind.AVERAGE
+        ),
     )
 
 
@@ -296,6 +303,8 @@ def _line(
     covered = max((row.observed_s + row.bridged_s for row in rows), default=0.0)
     held_h = hours_held(hour, node.commissioned_at, _held_until(node, now))
     covered_s = Decimal(str(covered))
+    # Not held (before commissioning, after decommissioning): no asset in force, unpriced.
+    pricing = (pricing_at(context.pricing, hour) if held_h else None) or _NO_PRICE
     return build_node_hour_line(
         NodeHourInput(
             node_id=str(node.pk),
@@ -313,14 +322,23 @@ def _line(
             cached_prompt_tokens=served["cached"],
             pue=_pue(context, hour),
             tariff=tariff_price(context.tariffs, hour),
-            # Not held (before commissioning, after decommissioning): no asset in force, unpriced.
-            pricing=(pricing_at(context.pricing, hour) if held_h else None) or _NO_PRICE,
+            pricing=pricing,
+            price_fx=_price_fx(context, pricing, hour),
             location=_location(context.intensity.get(hour)),
             market=in_force(context.market, hour),
             host_embodied=_host_embodied_in_hour(context, hour),
         ),
         context.policy,
     )
+
+
+def _price_fx(context: _NodeContext, pricing: Pricing, hour: datetime) -> FxRate | None:
+    """The month's average rate from the price's currency into the site's; ``None`` when they agree or when
+    the organization holds no such rate (the line then keeps the cost unconverted)."""
+    site_currency = context.node.site.currency
+    if pricing.currency is None or pricing.currency == site_currency:
+        return None
+    return context.rates.find(pricing.currency, site_currency, month_of(hour), RateKind.AVERAGE)
 
 
 def _gpu_input(

@@ -107,9 +107,11 @@ def _pricing_validity(row: NodePrice, node: Node) -> Validity[Pricing]:
     pricing: Pricing
     if row.kind == NodePrice.Kind.RENTED:
         per = RatePer.GPU if row.rate_per == NodePrice.RatePer.GPU else RatePer.NODE
-        pricing = RentedPricing(Decimal(row.rate_per_h or 0), per, row.includes_power, price_id)
+        pricing = RentedPricing(Decimal(row.rate_per_h or 0), per, row.includes_power, price_id, row.currency or None)
     else:
         lifetime_h = h_from_years(Decimal(row.lifetime_years or 0))
         asset = owned_asset(row, node)
-        pricing = OwnedPricing(Decimal(row.capex or 0), lifetime_h, Decimal(row.opex_per_h), price_id, asset)
+        pricing = OwnedPricing(
+            Decimal(row.capex or 0), lifetime_h, Decimal(row.opex_per_h), price_id, asset, row.currency or None
+        )
     return Validity(row.valid_from, row.valid_to, pricing)

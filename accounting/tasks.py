@@ -1,11 +1,12 @@
-"""Ledger tasks: recompute what changed, accrue held hours without telemetry, check node-price uploads."""
+"""Ledger tasks: recompute what changed, accrue held hours without telemetry, check node-price and exchange-rate
+uploads."""
 
 from __future__ import annotations
 
 from celery import shared_task
 from django.utils import timezone
 
-from accounting.inputs.upload_kinds import NODE_PRICES_UPLOAD
+from accounting.inputs.upload_kinds import EXCHANGE_RATES_UPLOAD, NODE_PRICES_UPLOAD
 from accounting.inputs.upload_runs import upload_run
 from accounting.node_hour_lines import ledger_mark_held_hours, ledger_pending_run
 
@@ -26,3 +27,9 @@ def ledger_held_hours_task() -> int:
 def node_prices_upload_task(upload_id: int) -> str:
     """Check and save a stored node-price CSV upload. Idempotent: an upload not queued is left alone."""
     return upload_run(upload_id=upload_id, spec=NODE_PRICES_UPLOAD, now=timezone.now())
+
+
+@shared_task(name="accounting.exchange_rates_upload_task")
+def exchange_rates_upload_task(upload_id: int) -> str:
+    """Check and save a stored exchange-rate CSV upload. Idempotent: an upload not queued is left alone."""
+    return upload_run(upload_id=upload_id, spec=EXCHANGE_RATES_UPLOAD, now=timezone.now())

@@ -1,5 +1,7 @@
 """The finance dashboard: cost, cost per 1M tokens, idle cost, rented vs owned vs electricity, by fleet.
 
+Above them, with a reporting currency set, the period's cost of every currency in it, month by month at each
+month's average rate, the rates named (``reports.selectors.reporting``, as the usage report's ``reporting``).
 Tiles, table and charts are roll-ups of one query (``ledger_parts``: the
 period's lines summed per day x fleet x GPU model x tenure x currency), made
 into the usage report's rows (``report_row``) and shown with the REST reports'
@@ -19,6 +21,7 @@ from django.utils import timezone
 
 from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
+from accounting.reporting import reporting_output
 from common.charts import figure_html, gpu_model_colour, grouped_bars, organization_fleet_colours, pivot, stacked_bars
 from common.periods import Granularity, Period
 from dashboards.common import (
@@ -45,6 +48,7 @@ from reports.selectors import (
     parts_total,
     report_row,
 )
+from reports.selectors.reporting import usage_reporting_total
 
 # The finest grain the page shows: every tile, table row and chart is a sum of these parts
 # (one query over the period's lines, a few hundred parts for a quarter).
@@ -66,7 +70,9 @@ def finance_page(request: HttpRequest) -> HttpResponse:
         organization_ids=ids, start=period.start, end=period.end, keys=_KEYS, granularity=granularity, extra=_IN_RENT
     )
     currency, currencies, filters = currency_choice(request, {p.sums.totals.currency for p in every_currency})
-    page = {**context, **column_set(request), "section": "finance", "currency": currency, "currencies": currencies}
+    page = {**context, **column_set(request), "section": "finance", "currency": currency, "currencies": currencies,
+            "reporting": reporting_output(usage_reporting_total(organization_ids=ids, start=period.start,
+                                                                end=period.end))}  # fmt: skip
     if currency is None:
         return render(request, "dashboards/finance.html", page)
     parts = [p for p in every_currency if p.sums.totals.currency == currency]

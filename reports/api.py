@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
+from accounting.reporting import ReportingSerializer, reporting_output
 from common.periods import Granularity
 from common.query import organization_ref_field
 from common.renderers import csv_cell
@@ -53,6 +54,7 @@ from reports.selectors import (
     sustainability_report,
 )
 from reports.selectors.load import comparison_load_bands
+from reports.selectors.reporting import REPORTING_COLUMNS, RowConverter, row_converter, usage_reporting_total
 from reports.selectors.sustainability import SustainabilityReport
 from reports.selectors.trace import organization_embodied_factors
 from reports.serializers import (
@@ -105,6 +107,16 @@ class _OrganizationAskedSerializer(serializers.Serializer):
     organization = serializers.SlugField()
 
 
+def _usage_csv_row(row: Any, converter: RowConverter | None) -> dict[str, Any]:
+    output = usage_row_output(row)
+    if converter is None:
+        return output
+    totals = row.sums.totals
+    return output | converter.columns(
+        row_currency=totals.currency, cost=totals.cost, start=row.period_start, end=row.period_end
+    )
+
+
 @report_operation(
     operation_id="reports_usage",
     summary="Cost, energy, carbon and tokens per period bucket and group",
@@ -154,6 +166,11 @@ class UsageReportView(ReportView):
         next = serializers.URLField(allow_null=True)
         previous = serializers.URLField(allow_null=True)
         results = UsageRowSerializer(many=True)
+        reporting = ReportingSerializer(
+            allow_null=True,
+            help_text="with a reporting currency set (/api/v1/ledger-settings/): the period's cost month by month "
+            "at each month's average rate, every rate named, and the total; null without one",
+        )
 
     def get(self, request: Request) -> Any:
         params, start, end, organization_ids = self.scope(request)
@@ -167,8 +184,11 @@ class UsageReportView(ReportView):
             now=self.now,
         )
         if self.wants_csv(request):
-            rows: Iterator[Any] = (usage_row_output(row) for row in report_rows_iter(spec=spec))
-            return self.csv_answer(list(UsageRowSerializer().fields), rows, report="usage", start=start, end=end)
+            converter = row_converter(organization_ids=organization_ids)
+            # With a reporting currency, its columns come after the JSON fields, which stay as they are.
+            columns = list(UsageRowSerializer().fields) + (list(REPORTING_COLUMNS) if converter else [])
+            rows: Iterator[Any] = (_usage_csv_row(row, converter) for row in report_rows_iter(spec=spec))
+            return self.csv_answer(columns, rows, report="usage", start=start, end=end)
         offset, limit = params["offset"], params["limit"]
         page = report_page(spec=spec, offset=offset, limit=limit)
         following, previous = _page_links(request, count=page.count, offset=offset, limit=limit)
@@ -185,6 +205,9 @@ class UsageReportView(ReportView):
             "next": following,
             "previous": previous,
             "results": [usage_row_output(row) for row in page.rows],
+            "reporting": reporting_output(
+                usage_reporting_total(organization_ids=organization_ids, start=start, end=end, filters=spec.filters)
+            ),
         }
         return Response(self.OutputSerializer(answer).data)
 

@@ -122,6 +122,7 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         "hardware_unpriced_h": rounded(sums.hardware_unpriced_h, "h"),
         "electricity_unpriced_h": rounded(sums.electricity_unpriced_h, "h"),
         "unpriced_hours": sums.unpriced_hours,
+        "hardware_unconverted_h": rounded(sums.hardware_unconverted_h, "h"),
         "cost_per_gpu_h": money_per_unit(totals.cost_per_gpu_h, currency),
         "electricity_cost_per_kwh": money_per_unit(
             totals.electricity_cost_per_kwh if sums.electricity_known else None, currency

@@ -79,6 +79,9 @@ class LedgerSums:
     # Sums the stored lines hold beyond the ledger's own (declared as LedgerTotals' are).
     hardware_unpriced_h: Decimal = summed("held_h", where=(("pricing_price_id", NO_PRICE_ID),))
     electricity_unpriced_h: Decimal = summed("held_h", where=(("electricity_status", ElectricityStatus.UNPRICED),))
+    # Node-hours whose price is in another currency with no rate held: their hardware cost is kept apart on
+    # the line (``hardware_cost_unconverted``), not in cost, and never zero.
+    hardware_unconverted_h: Decimal = summed("held_h", where=(("hardware_cost_unconverted", KNOWN),))
     node_metered_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.NODE_METER),))
     node_modelled_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.MODELLED),))
     energy_counter_j: float = summed(default=0.0)

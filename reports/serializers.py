@@ -260,6 +260,10 @@ class UsageRowSerializer(TraceSerializer):
     idle_cost = money_field("the share of cost paid by idle GPUs")
     idle_facility_kwh = number("facility kWh of idle GPUs (their own and their share of the host's), beside idle_cost")
     idle_share = number("idle GPU-hours / GPU-hours (0-1)")
+    hardware_unconverted_h = number(
+        "node-hours whose price is in another currency with no exchange rate for its month: their hardware cost "
+        "is not in cost (listed unconverted in the report's reporting block), never zero"
+    )
 
 
 def _ttft_ms(label: str) -> serializers.FloatField:

@@ -20,7 +20,7 @@ JUST_TOO_DEEP = '{"a": ' * 40 + "1" + "}" * 40
 @pytest.mark.parametrize(
     "path",
     ["/api/v1/node-prices/", "/api/v1/site-tariffs/", "/api/v1/workload-classes/", "/api/v1/scenarios/",
-     "/api/v1/instruments/", "/api/v1/locked-periods/", "/api/v1/site-market-factors/"],
+     "/api/v1/instruments/", "/api/v1/locked-periods/", "/api/v1/site-market-factors/", "/api/v1/exchange-rates/"],
 )  # fmt: skip
 @pytest.mark.parametrize("body", [DEEP, JUST_TOO_DEEP], ids=["recursion", "past-the-limit"])
 def test_a_deeply_nested_json_body_is_a_400_that_says_so(client_as, org_a, path, body):
@@ -40,7 +40,8 @@ def test_a_deeply_nested_batch_is_a_400_that_says_so(client, db):
     assert answer.json()["error"].startswith("body is not valid JSON: depth limit exceeded")
 
 
-UPLOADS = ["/api/v1/node-prices/upload/", "/api/v1/instruments/upload/", "/api/v1/residual-mixes/upload/"]
+UPLOADS = ["/api/v1/node-prices/upload/", "/api/v1/instruments/upload/", "/api/v1/residual-mixes/upload/",
+           "/api/v1/exchange-rates/upload/"]  # fmt: skip
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01"
 
 

@@ -213,6 +213,20 @@ PROBES: dict[str, Detail | Collection | Special] = {
         lambda w: {"price_id": w.ids["owned_price"]}, ("post",),
         lambda w: {"effective_from": "2030-01-01T00:00:00Z", "lifetime_years": "5"},
     ),
+    "exchange-rates": Collection(
+        a_ids=_ids("exchange_rate"),
+        creates=lambda w: [{"organization": str(w.org_a.pk), "currency": "USD", "quote_currency": "EUR",
+                            "month": "2026-05-01", "rate": "9"}],
+    ),
+    "exchange-rates-upload": Collection(
+        reads=False, creates=lambda w: _csv("r.csv", "currency,quote_currency,month,rate\nUSD,EUR,2026-06-01,9\n", w)
+    ),
+    "exchange-rate": Detail(lambda w: {"rate_id": w.ids["exchange_rate"]}, ("get", "patch", "delete"),
+                            lambda w: {"rate": "9"}),
+    "ledger-settings": Collection(
+        organization=True, writes="patch",
+        creates=lambda w: [{"organization": str(w.org_a.pk), "reporting_currency": "EUR"}],
+    ),
     "site-tariffs": Collection(
         a_ids=_ids("site_tariff"),
         creates=lambda w: [{"site": w.ids["site"], "flat_price_per_kwh": "9", "valid_from": "2026-03-01T00:00:00Z"}],
@@ -364,6 +378,8 @@ def _org_a_rows(world: World, site: Any, fleet: Any, node: Any, gpu: Any) -> Non
     factor = dated | {"gco2e_per_kwh": "300"}
     ids["market_factor"] = _created(a.post("/api/v1/site-market-factors/", factor, format="json"))["id"]
     ids["gpu_asset"] = _created(a.post("/api/v1/gpu-assets/", {"gpu": gpu.pk}, format="json"))["id"]
+    rate = {"currency": "USD", "quote_currency": "EUR", "month": "2026-01-01", "rate": "0.92", "source": "zz-a-rate"}
+    ids["exchange_rate"] = _created(a.post("/api/v1/exchange-rates/", rate, format="json"))["id"]
     ids["instrument"] = _created(a.post("/api/v1/instruments/", _instrument(world), format="json"))["id"]
     evidence = {"file": SimpleUploadedFile("zz-a-contract.pdf", b"zz-a evidence")}
     assert a.put(f"/api/v1/instruments/{ids['instrument']}/evidence/", evidence).status_code == 200

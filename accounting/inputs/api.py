@@ -27,6 +27,7 @@ from rest_framework.response import Response
 from accounting.inputs.services import InputChange, gpu_asset_save, node_price_save, site_pue_update, site_tariff_save
 from accounting.models import GpuAsset, NodePrice, SiteTariff
 from common.api import ERRORS, InputView, OrganizationRowSerializer, owned, validated
+from common.currencies import currency_problem
 from fleets.permissions import Capability, change_check
 from fleets.selectors import fleets_for_user, gpus_for_user, nodes_for_user, organizations_for_user, sites_for_user
 
@@ -44,6 +45,19 @@ def _money(**options: Any) -> serializers.DecimalField:
     return serializers.DecimalField(max_digits=14, decimal_places=6, min_value=0, **options)
 
 
+class CurrencyField(serializers.CharField):
+    """An ISO 4217 code of the one list (``common.currencies``): anything else is refused, naming the field."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(max_length=3, **options)
+
+    def to_internal_value(self, data: Any) -> str:
+        code = super().to_internal_value(data)
+        if code and (problem := currency_problem(code)):
+            raise serializers.ValidationError(problem)
+        return code
+
+
 # --- node prices -------------------------------------------------------------------
 
 
@@ -51,7 +65,7 @@ class NodePriceInputSerializer(serializers.Serializer):
     fleet = serializers.IntegerField(help_text="create only: the fleet the price belongs to")
     node = serializers.IntegerField(required=False, allow_null=True, help_text="create only; empty: fleet default")
     kind = serializers.ChoiceField(choices=NodePrice.Kind.choices)
-    rate_per_h = _money(required=False, allow_null=True, help_text="rent per hour (rented), site currency")
+    rate_per_h = _money(required=False, allow_null=True, help_text="rent per hour (rented), in currency")
     rate_per = serializers.ChoiceField(choices=NodePrice.RatePer.choices, required=False)
     includes_power = serializers.BooleanField(required=False)
     capex = _money(required=False, allow_null=True, help_text="purchase price (owned)")
@@ -60,6 +74,10 @@ class NodePriceInputSerializer(serializers.Serializer):
         help_text="depreciation lifetime (owned)",
     )  # fmt: skip
     opex_per_h = _money(required=False)
+    currency = CurrencyField(
+        required=False, allow_blank=True,
+        help_text="ISO 4217 code of the rent, purchase price and running cost; blank: the site's currency",
+    )  # fmt: skip
     in_service_at = serializers.DateTimeField(
         required=False, allow_null=True,
         help_text="owned: depreciation begins; empty: the node's commissioning, or valid_from if later",
@@ -89,6 +107,7 @@ class NodePriceOutputSerializer(OrganizationRowSerializer):
     capex = serializers.DecimalField(max_digits=14, decimal_places=6, allow_null=True)
     lifetime_years = serializers.DecimalField(max_digits=5, decimal_places=2, allow_null=True)
     opex_per_h = serializers.DecimalField(max_digits=14, decimal_places=6)
+    currency = serializers.CharField(help_text="the price's currency; blank: the site's")
     in_service_at = serializers.DateTimeField(allow_null=True)
     salvage_value = serializers.DecimalField(max_digits=14, decimal_places=6)
     depreciation_method = serializers.CharField()

@@ -21,8 +21,11 @@ from rest_framework.response import Response
 from accounting.inputs.api import NodePriceOutputSerializer, node_prices_for_user, written
 from accounting.inputs.services import node_price_life_change
 from accounting.ledger.depreciation import accumulated_depreciation, book_value, disposal_loss, end_of_life
+from accounting.ledger.fx import MonthAmount, RateKind, ReportingTotal, month_of, reporting_total
 from accounting.models import NodePrice
 from accounting.prices import owned_asset
+from accounting.rates import rate_table
+from accounting.reporting import ReportingSerializer, reporting_currency_of, reporting_output
 from common.api import ERRORS, InputInvalid, InputView, owned, validated
 from fleets.models import Node
 from fleets.permissions import Capability, change_check
@@ -37,7 +40,7 @@ class BookValueQuerySerializer(serializers.Serializer):
 class BookValueSerializer(serializers.Serializer):
     price_id = serializers.IntegerField()
     node_id = serializers.IntegerField()
-    currency = serializers.CharField(help_text="the node's site currency")
+    currency = serializers.CharField(help_text="the price's currency (blank on the price: the node's site currency)")
     at = serializers.DateTimeField()
     cost = serializers.DecimalField(max_digits=20, decimal_places=6, help_text="acquisition cost (capex)")
     salvage_value = serializers.DecimalField(max_digits=20, decimal_places=6)
@@ -51,6 +54,11 @@ class BookValueSerializer(serializers.Serializer):
     )
     book_value = serializers.DecimalField(
         max_digits=20, decimal_places=6, help_text="cost less accumulated depreciation; 0 once disposed of"
+    )
+    reporting = ReportingSerializer(
+        allow_null=True,
+        help_text="with a reporting currency set: the book value at the closing rate of its month (IAS 21.39(a): "
+        "balances at the closing rate), the rate named; unconverted and listed when the table holds none",
     )
 
 
@@ -80,15 +88,28 @@ def _node_of(price: NodePrice, node_id: int | None, user: Any) -> Node:
 
 
 def book_value_report(*, price: NodePrice, node: Node, at: Any) -> dict[str, Any]:
-    """The book of ``node`` under the owned ``price`` at ``at``, unrounded (6 places shown)."""
+    """The book of ``node`` under the owned ``price`` at ``at``, unrounded (6 places shown), and in the
+    organization's reporting currency at the closing rate of ``at``'s month."""
     asset = owned_asset(price, node)
+    currency = price.currency or node.site.currency
     return {
-        "price_id": price.pk, "node_id": node.pk, "currency": node.site.currency, "at": at,
+        "price_id": price.pk, "node_id": node.pk, "currency": currency, "at": at,
         "cost": asset.cost, "salvage_value": asset.salvage, "depreciation_method": asset.method.value,
         "in_service_at": asset.in_service_at, "end_of_life_at": end_of_life(asset), "disposed_at": asset.disposed_at,
         "accumulated_depreciation": accumulated_depreciation(asset, at), "disposal_loss": disposal_loss(asset),
         "book_value": book_value(asset, at),
+        "reporting": reporting_output(_book_value_reporting(price, currency, book_value(asset, at), at)),
     }  # fmt: skip
+
+
+def _book_value_reporting(price: NodePrice, currency: str, value: Decimal, at: Any) -> ReportingTotal | None:
+    organization_id = price.fleet.organization_id
+    reporting_currency = reporting_currency_of(organization_ids=[organization_id])
+    if reporting_currency is None:
+        return None
+    amount = MonthAmount(currency, month_of(at), value, 1, "book_value", organization_id)
+    tables = {organization_id: rate_table(organization_id=organization_id, kind=RateKind.CLOSING)}
+    return reporting_total([amount], reporting_currency=reporting_currency, tables=tables, kind=RateKind.CLOSING)
 
 
 class NodePriceBookValueView(InputView):

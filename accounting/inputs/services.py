@@ -29,7 +29,7 @@ from governance.locks import lock_check
 
 NODE_PRICE_FIELDS = (
     "kind", "rate_per_h", "rate_per", "includes_power", "capex", "lifetime_years", "opex_per_h",
-    "in_service_at", "salvage_value", "depreciation_method", "valid_from", "valid_to",
+    "in_service_at", "salvage_value", "depreciation_method", "valid_from", "valid_to", "currency",
 )  # fmt: skip
 SITE_TARIFF_FIELDS = ("flat_price_per_kwh", "windows", "valid_from", "valid_to")
 SITE_PUE_FIELDS = ("pue", "valid_from", "valid_to")

@@ -1,5 +1,5 @@
-"""The node prices' CSV upload: its columns, each row's serializer, and the saver a worker runs
-(``accounting.inputs.upload_runs``)."""
+"""The node prices' and exchange rates' CSV uploads: their columns, each row's serializer, and the saver a
+worker runs (``accounting.inputs.upload_runs``)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from accounting.inputs.api import NodePriceInputSerializer
+from accounting.inputs.rates import exchange_rate_save
+from accounting.inputs.rates_api import ExchangeRateInputSerializer
 from accounting.inputs.services import InputChange, node_price_save
 from accounting.inputs.upload_runs import UploadSpec
-from accounting.models import InputUpload, NodePrice
+from accounting.models import ExchangeRate, InputUpload, NodePrice
 from fleets.models import Fleet, Node, Organization
 
 
@@ -45,4 +47,24 @@ NODE_PRICES_UPLOAD = UploadSpec(
     required=frozenset({"fleet", "kind", "valid_from"}),
     serializer=NodePriceCsvSerializer,
     saver=_price_saver,
+)
+
+
+def _rate_saver(organization: Organization, user: Any) -> Any:
+    """A row whose pair, month and kind the table holds replaces that rate (a month's file sent again)."""
+    now = timezone.now()
+
+    def save(data: dict[str, Any]) -> InputChange:
+        data.pop("organization", None)
+        return exchange_rate_save(row=ExchangeRate(organization=organization), data=data, user=user, now=now,
+                                  replace=True)  # fmt: skip
+
+    return save
+
+
+EXCHANGE_RATES_UPLOAD = UploadSpec(
+    kind=InputUpload.Kind.EXCHANGE_RATES,
+    required=frozenset({"currency", "quote_currency", "month", "rate"}),
+    serializer=ExchangeRateInputSerializer,
+    saver=_rate_saver,
 )

@@ -1,5 +1,5 @@
-"""``POST /api/v1/node-prices/upload/``, ``/api/v1/instruments/upload/``, ``/api/v1/residual-mixes/upload/``:
-CSV files, checked row by row.
+"""``POST /api/v1/node-prices/upload/``, ``/api/v1/exchange-rates/upload/``, ``/api/v1/instruments/upload/``,
+``/api/v1/residual-mixes/upload/``: CSV files, checked row by row.
 
 Columns: ``fleet`` (name), ``node`` (hostname; empty: the fleet default),
 ``kind``, ``rate_per_h``, ``rate_per``, ``includes_power``, ``capex``,
@@ -14,7 +14,9 @@ with each refused line, its cells and the reason. One upload per organization
 at a time: another POST meanwhile is 409. Instruments: the columns of the register's
 API (``site`` by name; no hourly profile), each checked for over-allocation
 against the register and the rows before it. Residual mixes:
-``zone,year,gco2e_per_kwh,source`` (``scope2.residual_mixes``).
+``zone,year,gco2e_per_kwh,source`` (``scope2.residual_mixes``). Exchange rates
+(``/api/v1/exchange-rates/upload/``): ``currency,quote_currency,month,kind,rate,source``
+(``kind`` and ``source`` may be left out: average, no source).
 """
 
 from __future__ import annotations
@@ -30,11 +32,11 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounting.inputs.upload_kinds import NODE_PRICES_UPLOAD
+from accounting.inputs.upload_kinds import EXCHANGE_RATES_UPLOAD, NODE_PRICES_UPLOAD
 from accounting.inputs.upload_runs import UploadBusy, UploadSpec, upload_store, uploads_lapse
 from accounting.inputs.uploads import UPLOAD_MAX_BYTES, UploadInvalid
 from accounting.models import InputUpload
-from accounting.tasks import node_prices_upload_task
+from accounting.tasks import exchange_rates_upload_task, node_prices_upload_task
 from common.api import ERRORS, Conflict, InputView, OrganizationRowSerializer, owned
 from common.scope import report_organization
 from fleets.permissions import Capability, change_check
@@ -140,6 +142,15 @@ def upload_enqueue(*, task: Any, upload_id: int) -> None:
 class NodePricesUploadView(CsvUploadView):
     spec = NODE_PRICES_UPLOAD
     task = node_prices_upload_task
+
+
+@upload_schema("exchange_rates_upload", "Exchange rates (currency, quote_currency, month, kind, rate, source)",
+               "ExchangeRate")  # fmt: skip
+class ExchangeRatesUploadView(CsvUploadView):
+    """Rates the organization holds (e.g. the ECB's): a pair, month and kind held is replaced."""
+
+    spec = EXCHANGE_RATES_UPLOAD
+    task = exchange_rates_upload_task
 
 
 class UploadStatusView(InputView):

@@ -11,13 +11,14 @@ from accounting.inputs.api import (
 )
 from accounting.inputs.depreciation_api import NodePriceBookValueView, NodePriceLifeChangesView
 from accounting.inputs.nodes_api import NodeEnrollmentsView, NodeTokenDetailView, NodeTokensView
+from accounting.inputs.rates_api import ExchangeRateDetailView, ExchangeRatesView, LedgerSettingsView
 from accounting.inputs.site_api import (
     SiteMarketFactorDetailView,
     SiteMarketFactorsView,
     SitePuePeriodDetailView,
     SitePuePeriodsView,
 )
-from accounting.inputs.uploads_api import NodePricesUploadView, UploadStatusView
+from accounting.inputs.uploads_api import ExchangeRatesUploadView, NodePricesUploadView, UploadStatusView
 
 urlpatterns = [
     path("node-prices/", NodePricesView.as_view(), name="node-prices"),
@@ -28,6 +29,10 @@ urlpatterns = [
     path(
         "node-prices/<int:price_id>/life-changes/", NodePriceLifeChangesView.as_view(), name="node-price-life-changes"
     ),
+    path("exchange-rates/", ExchangeRatesView.as_view(), name="exchange-rates"),
+    path("exchange-rates/upload/", ExchangeRatesUploadView.as_view(), name="exchange-rates-upload"),
+    path("exchange-rates/<int:rate_id>/", ExchangeRateDetailView.as_view(), name="exchange-rate"),
+    path("ledger-settings/", LedgerSettingsView.as_view(), name="ledger-settings"),
     path("site-tariffs/", SiteTariffsView.as_view(), name="site-tariffs"),
     path("site-tariffs/<int:tariff_id>/", SiteTariffDetailView.as_view(), name="site-tariff"),
     path("sites/<int:site_id>/pue/", SitePueView.as_view(), name="site-pue"),

@@ -19,6 +19,7 @@ from accounting.tariff import TariffPrice
 
 if TYPE_CHECKING:
     from accounting.ledger.depreciation import OwnedAsset
+    from accounting.ledger.fx import FxRate
 
 HOUR = timedelta(hours=1)
 _MICROSECONDS_PER_HOUR = Decimal(3_600_000_000)
@@ -153,6 +154,7 @@ class RentedPricing:
     per: RatePer
     includes_power: bool
     price_id: str = "rent"
+    currency: str | None = None  # the rent's currency; None: the line's (the site's)
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,7 @@ class OwnedPricing:
     opex_per_h: Decimal
     price_id: str = "owned"
     asset: OwnedAsset | None = None
+    currency: str | None = None  # capex and opex's currency; None: the line's (the site's)
 
     def __post_init__(self) -> None:
         if self.lifetime_h <= 0:
@@ -235,6 +238,9 @@ class NodeHourInput:
     held_from: datetime | None = None
     # Of prompt_tokens, those served from the prefix cache; None where no server on the node exposes the counter.
     cached_prompt_tokens: int | None = None
+    # A price in another currency than ``currency``: the month's average rate from it into ``currency``
+    # (``accounting.ledger.fx``); None: no rate held, the hardware cost stays unconverted.
+    price_fx: FxRate | None = None
 
     def __post_init__(self) -> None:
         require_utc_hour(self.hour_start)

@@ -14,6 +14,10 @@ Formulas (DESIGN.md, "Money and carbon"), all in ``Decimal``, nothing rounded::
                                                       the disposal loss in the disposal hour)
     opex          = opex_per_h x held_h               (owned)
     cost          = electricity + hardware            (an unpriced electricity line adds nothing)
+    price in another currency: rent, depreciation and opex x the month's average rate into the line's
+                                                      currency (``price_in_line_currency``); no rate: all
+                                                      three 0 on the line, their sum kept apart in
+                                                      ``hardware_cost_unconverted`` (price currency), counted
     location_g    = facility_kwh x location intensity   (None when no intensity is known)
     market_g      = facility_kwh x market factor        (None when no factor is known)
     embodied_g    = see ``accounting.ledger.embodied``, per GPU plus the host share
@@ -40,12 +44,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 from accounting.ledger.depreciation import depreciation_cost
 from accounting.ledger.embodied import EmbodiedG, embodied_co2e_g, utilization_weight
+from accounting.ledger.fx import FxRate, RateKind, converted
 from accounting.ledger.inputs import (
     DEFAULT_POLICY,
     AmortizationMethod,
@@ -125,6 +130,13 @@ class NodeHourLine:
     amortization: AmortizationMethod
     # Of prompt_tokens, served from the prefix cache (None: no server exposed the counter).
     cached_prompt_tokens: int | None = None
+    # A price in another currency than the line's: which, the average rate used and its month and source;
+    # with no rate, the hardware cost in that currency, left out of ``cost`` (unconverted, never zero).
+    price_currency: str | None = None
+    price_fx_rate: Decimal | None = None
+    price_fx_month: date | None = None
+    price_fx_source: str | None = None
+    hardware_cost_unconverted: Decimal | None = None
 
     @property
     def tokens(self) -> int:
@@ -217,6 +229,36 @@ def hardware_costs(node: NodeHourInput) -> HardwareCost:
     return HardwareCost(depreciation=depreciation_cost(pricing.asset, *node.held_span), opex=opex)
 
 
+@dataclass(frozen=True)
+class PriceConversion:
+    """A price's hardware cost in the line's currency, and the trace of its conversion.
+
+    ``currency`` ``None``: the price is in the line's currency (no conversion). ``rate`` ``None`` with a
+    ``currency``: no rate held; ``costs`` is then zero and ``unconverted`` holds the cost in ``currency``.
+    """
+
+    costs: HardwareCost
+    currency: str | None = None
+    rate: FxRate | None = None
+    unconverted: Decimal | None = None
+
+
+def price_in_line_currency(costs: HardwareCost, node: NodeHourInput) -> PriceConversion:
+    """The one conversion of a price into the line's currency: at ``node.price_fx``, the month's average
+    rate (IAS 21.22), or, with none, nothing on the line and the whole cost kept apart as unconverted."""
+    currency = node.pricing.currency
+    if currency is None or currency == node.currency:
+        return PriceConversion(costs)
+    rate = node.price_fx
+    if rate is None:
+        return PriceConversion(HardwareCost(), currency, None, costs.total)
+    if (rate.currency, rate.quote_currency, rate.kind) != (currency, node.currency, RateKind.AVERAGE):
+        raise LedgerInputError(f"{node.node_id}: rate {rate.currency}/{rate.quote_currency} {rate.kind} "
+                               f"cannot convert a {currency} price into {node.currency}")  # fmt: skip
+    line = HardwareCost(converted(costs.rent, rate), converted(costs.depreciation, rate), converted(costs.opex, rate))
+    return PriceConversion(line, currency, rate)
+
+
 def operational_co2e_g(facility_kwh: Decimal, factor: IntensityFactor | None) -> Decimal | None:
     """gCO2e of ``facility_kwh`` at ``factor`` (gCO2e/kWh); ``None`` when the factor is unknown."""
     return None if factor is None else facility_kwh * factor.g_per_kwh
@@ -282,7 +324,8 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
     it_energy_j, energy_method = node_it_energy_j(node)
     facility = facility_kwh(kwh_from_j(it_energy_j), node.pue)
     electricity, status = electricity_cost(facility, node.pricing, node.tariff)
-    costs = hardware_costs(node)
+    conversion = price_in_line_currency(hardware_costs(node), node)
+    costs = conversion.costs
     hardware = costs.total
     charged = _charged_tariff(node, status)
     idle = _idle(node, it_energy_j, hardware, charged, policy)
@@ -322,4 +365,15 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         market_source=node.market.source if node.market else None,
         amortization=policy.amortization,
         cached_prompt_tokens=node.cached_prompt_tokens,
+        price_currency=conversion.currency,
+        price_fx_rate=conversion.rate.rate if conversion.rate else None,
+        price_fx_month=conversion.rate.month if conversion.rate else None,
+        price_fx_source=_rate_source(conversion.rate),
+        hardware_cost_unconverted=conversion.unconverted,
     )
+
+
+def _rate_source(rate: FxRate | None) -> str | None:
+    if rate is None:
+        return None
+    return f"1 / {rate.quote_currency}/{rate.currency} ({rate.source})" if rate.inverted else rate.source

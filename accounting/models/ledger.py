@@ -8,9 +8,11 @@ reports group and filter on one table with its indexes.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from common.currencies import currency_problem
 from fleets.models import Fleet, Node, Organization, Site
 from telemetry.models import NodeHourMark
 
@@ -60,6 +62,19 @@ class NodeHourLedger(models.Model):
         max_digits=28, decimal_places=12, default=0, help_text="other running cost (owned nodes)"
     )
     cost = _amount()
+    # A price in another currency than the line's (IAS 21: at the month's average rate), traced.
+    price_currency = models.CharField(
+        max_length=3, blank=True, help_text="the price's currency where it is not the line's; blank: the line's"
+    )
+    price_fx_rate = models.DecimalField(
+        max_digits=30, decimal_places=16, null=True, help_text="line currency per one price_currency unit, as used"
+    )
+    price_fx_month = models.DateField(null=True, help_text="the month of the average rate used")
+    price_fx_source = models.CharField(max_length=200, blank=True, help_text="where the rate used comes from")
+    hardware_cost_unconverted = models.DecimalField(
+        max_digits=28, decimal_places=12, null=True,
+        help_text="no rate held: the hardware cost in price_currency, left out of cost (unconverted, not zero)",
+    )  # fmt: skip
     location_co2e_g = _amount(null=True)
     market_co2e_g = _amount(null=True)
     embodied_co2e_g_low = _amount()
@@ -155,8 +170,17 @@ class LedgerSettings(models.Model):
         help_text="goodput is the share of requests whose time to first token is at or below this",
     )
 
+    reporting_currency = models.CharField(
+        "Reporting currency", max_length=3, blank=True, default="",
+        help_text="ISO 4217 code the reports also total in, at the rates of the organization's table; blank: none",
+    )  # fmt: skip
+
     class Meta:
         verbose_name_plural = "ledger settings"
 
     def __str__(self) -> str:
         return f"ledger settings of {self.organization}"
+
+    def clean(self) -> None:
+        if self.reporting_currency and (problem := currency_problem(self.reporting_currency)):
+            raise ValidationError({"reporting_currency": problem})

@@ -18,6 +18,7 @@ from django.db import models
 from accounting.ledger.depreciation import LifeChange, OwnedAsset, end_of_life
 from accounting.ledger.inputs import LedgerInputError
 from accounting.tariff import tariff_from_fields
+from common.currencies import currency_problem
 from common.periods import hour_instant_problem
 from fleets.models import Fleet, Node, Site
 
@@ -79,7 +80,9 @@ class NodePrice(ValidityPeriod):
     """What holding a node costs: rent, or capex over a lifetime plus opex.
 
     With ``node`` empty it is the fleet's default; a node's own price wins where
-    both are in force. Money in the node's site currency.
+    both are in force. Money in ``currency``; blank: the node's site currency. A price in
+    another currency is converted into the line's at the month's average rate
+    (``accounting.ledger.fx``), or left unconverted and counted where no rate is held.
     """
 
     class Kind(models.TextChoices):
@@ -107,6 +110,10 @@ class NodePrice(ValidityPeriod):
         max_digits=5, decimal_places=2, null=True, blank=True, validators=[MinValueValidator(Decimal("0.1"))]
     )
     opex_per_h = _money("Other running cost per hour", default=Decimal(0))
+    currency = models.CharField(
+        max_length=3, blank=True, default="",
+        help_text="ISO 4217 code of the rent, purchase price and running cost; blank: the site's currency",
+    )  # fmt: skip
     # Depreciation by the book (owned; accounting.ledger.depreciation, docs/accounting.md).
     in_service_at = models.DateTimeField(
         "In service from", null=True, blank=True,
@@ -140,6 +147,8 @@ class NodePrice(ValidityPeriod):
         return {"node_id": self.node_id} if self.node_id else {"fleet_id": self.fleet_id, "node__isnull": True}
 
     def clean(self) -> None:
+        if self.currency and (problem := currency_problem(self.currency)):
+            raise ValidationError({"currency": problem})
         if self.node is not None and self.node.fleet_id != self.fleet_id:
             raise ValidationError({"node": "the node must belong to the price's fleet"})
         if self.kind == self.Kind.RENTED and self.rate_per_h is None:

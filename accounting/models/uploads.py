@@ -1,4 +1,5 @@
-"""A CSV file of inputs (node prices, instruments, residual mixes) stored by its POST and checked by a worker.
+"""A CSV file of inputs (node prices, exchange rates, instruments, residual mixes) stored by its POST and
+checked by a worker.
 
 ``state`` and the progress are written by the task (``accounting.inputs.upload_runs``)
 as it goes; ``result`` is the body the upload answers once done: the saved
@@ -20,6 +21,7 @@ class InputUpload(models.Model):
         NODE_PRICES = "node_prices", "Node prices"
         INSTRUMENTS = "instruments", "Instruments"
         RESIDUAL_MIXES = "residual_mixes", "Residual mixes"
+        EXCHANGE_RATES = "exchange_rates", "Exchange rates"
 
     class State(models.TextChoices):
         QUEUED = "queued", "Queued"

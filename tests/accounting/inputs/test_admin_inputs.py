@@ -205,3 +205,14 @@ def test_a_sites_grid_zone_or_time_zone_change_in_the_admin_is_refused_when_line
     renamed = staff.post(url, site_form(org_a, name="fra-renamed"))  # a name is no line's input
     assert renamed.status_code == 302
     assert AuditEntry.objects.get().after["name"] == "fra-renamed"
+
+
+def test_a_site_currency_not_in_iso_4217_is_refused_in_the_admin(
+    staff: Client, site_a: Site, node_a: Node, org_a: Organization
+) -> None:
+    response = staff.post(reverse("admin:fleets_site_change", args=[site_a.pk]), site_form(org_a, currency="XYZ"))
+
+    assert response.status_code == 200  # the form again, with the error
+    assert "not an active ISO 4217 currency code" in response.content.decode()
+    site_a.refresh_from_db()
+    assert (site_a.currency, AuditEntry.objects.count()) == ("EUR", 0)
