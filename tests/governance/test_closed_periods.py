@@ -20,10 +20,10 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounting.accruals import ledger_mark_held_hours
 from accounting.models import LedgerCorrection, LedgerPending, NodeHourLedger
 from accounting.node_hour_lines import (
     ledger_mark,
-    ledger_mark_held_hours,
     ledger_mark_intensity_since,
     ledger_pending_run,
 )
