@@ -8,6 +8,7 @@ GPU whose counter rises 300 J/s, rented at 2.50 per GPU-hour, power at 0.30 per 
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import os
 import subprocess
@@ -17,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from django.apps import apps
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -384,3 +386,22 @@ def test_an_export_with_correction_rows_passes_the_focus_validator(client, node,
     )  # fmt: skip
 
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_corrections_stored_before_the_split_get_it_from_their_price(node, admin):
+    migration = importlib.import_module("accounting.migrations.0019_correction_split_cost")
+    # given: a locked silent hour accrued as a correction, then unlocked and reversed
+    body = {"start": at(H + HOUR_S).isoformat(), "end": at(H + 2 * HOUR_S).isoformat()}
+    locked = admin.post("/api/v1/locked-periods/", body, format="json").json()
+    ledger_mark_held_hours(now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+    assert admin.delete(f"/api/v1/locked-periods/{locked['id']}/").status_code == 204
+    ledger_pending_run(now=timezone.now())
+    split = ("rent_cost", "depreciation_cost", "opex_cost")
+    computed = list(LedgerCorrection.objects.order_by("id").values_list("cause", *split))
+    LedgerCorrection.objects.update(rent_cost=0, depreciation_cost=0, opex_cost=0)
+    # when
+    migration.split_correction_hardware_cost(apps, None)
+    # then: as the ledger books them now, the reversal the negated split of its correction
+    assert list(LedgerCorrection.objects.order_by("id").values_list("cause", *split)) == computed
+    assert computed == [("inputs_or_formula", Decimal("2.50"), 0, 0), ("reversal", Decimal("-2.50"), 0, 0)]
