@@ -7,6 +7,10 @@ tariff is in force). A line held without a price in force gives no hardware
 charge (its cost is unknown, not zero: the usage report counts it in
 ``hardware_unpriced_h``). The node's measured figures (kWh, CO2e) ride on the
 first charge of the line, so each is written once.
+
+A ledger correction of a locked hour (``CorrectionFigures``) gives one charge per
+kind it changes, charged to the hour it restates and billed in the month it is
+booked in (``correction_line_charges``); its deltas may be negative.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def usage_charges(*, spec: FocusSpec) -> Iterator[Charge]:
 def correction_charges(*, spec: FocusSpec) -> Iterator[Charge]:
     """The corrections (and reversals) booked in the period to hours of closed (locked) periods, by charge
     period of the hour each restates: ``Charge(correction=True)``, written with ``ChargeClass=Correction`` and
-    billed in the month it is booked in (``reports.focus.charges.correction_charges``)."""
+    billed in the month it is booked in (``reports.focus.charges.correction_line_charges``)."""
     accounts, prices = _accounts(spec), _prices(spec)
     found = corrections_in(organization_ids=spec.organization_ids, start=spec.start, end=spec.end)
     found = found.filter(ledger_lines_where(line="", filters=spec.filters)).select_related("reverses")
