@@ -12,7 +12,8 @@ place (``accounting.corrections``), and an hour that fails is parked.
 
 Bounded: at most ``per_node`` hours per node per run, oldest first, so a node
 commissioned years ago catches up over a few runs, each of them small. An
-organization whose marking fails is logged and left for the next run; the others go on.
+organization whose marking fails is logged and left for the next run (the nodes
+it had marked keep their marks: one transaction per node); the others go on.
 """
 
 from __future__ import annotations
@@ -44,8 +45,7 @@ def ledger_mark_held_hours(*, now: datetime, per_node: int = HELD_HOURS_PER_NODE
     marked = 0
     for organization_id in sorted(organizations):
         try:
-            with transaction.atomic():
-                marked += _organization_mark(organization_id, end=end, now=now, per_node=per_node)
+            marked += _organization_mark(organization_id, end=end, now=now, per_node=per_node)
         except Exception as error:
             if not failure_about_the_data(error):
                 raise
@@ -59,7 +59,8 @@ def _organization_mark(organization_id: int, *, end: datetime, now: datetime, pe
     for node in nodes.order_by("pk"):
         span = _accrual_span(node, end=end)
         if span is not None:
-            marked += _node_mark(node.pk, *span, now=now, per_node=per_node)
+            with transaction.atomic():  # one node's batch per transaction: a few thousand rows at most
+                marked += _node_mark(node.pk, *span, now=now, per_node=per_node)
     return marked
 
 
@@ -100,8 +101,9 @@ def _node_mark(node_id: int, start: datetime, end: datetime, *, now: datetime, p
         update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["marked_at"], batch_size=2000,
     )  # fmt: skip
     left = total - covered - len(missing)
-    logger.info("accrual: node %s, %s held hours marked from %s, %s left to catch up", node_id, len(missing),
-                first.isoformat(), left)  # fmt: skip
+    # A node catching up says how far it has got; a silent node's hour of the hour is not news.
+    logger.log(logging.INFO if left else logging.DEBUG, "accrual: node %s, %s held hours marked from %s, %s left "
+               "to catch up", node_id, len(missing), first.isoformat(), left)  # fmt: skip
     return len(missing)
 
 
