@@ -84,17 +84,24 @@ clean:
 # The FOCUS 1.2 export of a small seeded demo, checked by the FinOps Foundation's validator (offline; see
 # docs/focus.md) through bin/focus-check, which calls FOCUS_VALIDATE, the shared script, not a copy.
 # A throwaway SQLite database under FOCUS_DIR.
+# The window's first FOCUS_CLOSE_HOURS are locked before their history arrives, so their lines are booked as
+# corrections in the first open period (now): the export runs from the year's start to tomorrow to hold them, and
+# the check fails unless Correction rows are there.
 FOCUS_VALIDATE ?= ../shared/bin/focus-validate
 FOCUS_DIR      ?= var/focus-check
 FOCUS_DEMO_END ?= 2026-11-25T00:00:00Z
+FOCUS_CLOSE_HOURS ?= 2
+FOCUS_EXPORT    = --start 2026-01-01T00:00:00Z --end $(shell date -u -d tomorrow +%Y-%m-%dT00:00:00Z)
 
 focus-check: $(STAMP)
 	rm -rf $(FOCUS_DIR) && mkdir -p $(FOCUS_DIR)
 	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py migrate --noinput >/dev/null
 	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py seed_demo --hours 24 \
-		--end $(FOCUS_DEMO_END) >$(FOCUS_DIR)/seed.log
+		--end $(FOCUS_DEMO_END) --close-hours $(FOCUS_CLOSE_HOURS) >$(FOCUS_DIR)/seed.log
 	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py focus_export --organization demo-ai \
-		--period 2026 --output $(FOCUS_DIR)/focus-hour.csv
+		$(FOCUS_EXPORT) --output $(FOCUS_DIR)/focus-hour.csv
 	WATTLEDGER_VAR_DIR=$(CURDIR)/$(FOCUS_DIR) DEBUG=1 $(BIN)/python manage.py focus_export --organization demo-ai \
-		--period 2026 --granularity day --output $(FOCUS_DIR)/focus-day.csv
+		$(FOCUS_EXPORT) --granularity day --output $(FOCUS_DIR)/focus-day.csv
+	grep -q ',Correction,' $(FOCUS_DIR)/focus-hour.csv && grep -q ',Correction,' $(FOCUS_DIR)/focus-day.csv \
+		|| { echo "focus-check: no Correction rows in the export" >&2; exit 1; }
 	FOCUS_VALIDATE=$(abspath $(FOCUS_VALIDATE)) bin/focus-check $(FOCUS_DIR)/focus-hour.csv $(FOCUS_DIR)/focus-day.csv

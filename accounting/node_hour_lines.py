@@ -47,7 +47,7 @@ from accounting.ledger import (
 from accounting.ledger.fx import FxRate, RateKind, RateTable, month_of
 from accounting.ledger.line import NO_PRICE_ID, line_columns
 from accounting.ledger.units import S_PER_H
-from accounting.models import LedgerCorrection, LedgerPending, LedgerSettings, NodeHourLedger
+from accounting.models import LedgerPending, LedgerSettings, NodeHourLedger
 from accounting.prices import (
     market_periods,
     pricing_at,
@@ -447,27 +447,6 @@ def ledger_mark(*, node_ids: Iterable[int], start: datetime, end: datetime, now:
         rows, update_conflicts=True, unique_fields=["node", "hour_start"], update_fields=["marked_at"], batch_size=2000
     )
     return len(rows)
-
-
-def ledger_mark_held_hours(*, now: datetime, horizon: timedelta = timedelta(days=2)) -> int:
-    """Mark complete hours of held nodes that have no line yet, so hardware cost accrues without telemetry.
-
-    Only the last ``horizon`` is looked at: older hours are covered by earlier runs
-    (and by usage, which marks its own hours).
-    """
-    last_complete = floor_hour(now) - HOUR
-    start = last_complete - horizon + HOUR
-    nodes = Node.objects.exclude(decommissioned_at__lt=start).exclude(commissioned_at__gt=last_complete)
-    existing = set(NodeHourLedger.objects.filter(hour_start__gte=start).values_list("node_id", "hour_start"))
-    # A locked hour that had no line is booked as a correction and keeps having none: not to be marked again.
-    existing |= set(LedgerCorrection.objects.filter(restated_hour__gte=start).values_list("node_id", "restated_hour"))
-    marked = 0
-    for node_id, commissioned_at in nodes.values_list("id", "commissioned_at"):
-        begin = max(start, floor_hour(commissioned_at)) if commissioned_at else start
-        missing = [h for h in _hours(begin, last_complete + HOUR) if (node_id, h) not in existing]
-        if missing:
-            marked += ledger_mark(node_ids=[node_id], start=missing[0], end=missing[-1] + HOUR, now=now)
-    return marked
 
 
 def _hours(start: datetime, end: datetime) -> list[datetime]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from celery import shared_task
 from django.utils import timezone
 
+from accounting.accruals import ledger_mark_held_hours
 from accounting.inputs.upload_kinds import EXCHANGE_RATES_UPLOAD, NODE_PRICES_UPLOAD
 from accounting.inputs.upload_runs import upload_run
-from accounting.node_hour_lines import ledger_mark_held_hours, ledger_pending_run
+from accounting.node_hour_lines import ledger_pending_run
 
 
 @shared_task(name="accounting.ledger_pending_task")
@@ -19,7 +20,8 @@ def ledger_pending_task() -> int:
 
 @shared_task(name="accounting.ledger_held_hours_task")
 def ledger_held_hours_task() -> int:
-    """Mark held node-hours that have no line yet (a node costs money even when silent)."""
+    """Mark held node-hours that have no line yet, however long ago, a bounded batch per node and run (a node
+    costs money even when silent: ``accounting.accruals``). Idempotent."""
     return ledger_mark_held_hours(now=timezone.now())
 
 

@@ -27,6 +27,7 @@ from accounting.node_hour_lines import ledger_mark
 from demo import spec
 from demo.advice import demo_advice_refresh, demo_workload_classes_seed
 from demo.backfill import BackfillSettings, Job, collectors_run, live_spool_settle, missing_ranges, stored_span
+from demo.closing import demo_hours_close
 from demo.intensity import shaped_hours
 from demo.inventory import DemoNode, demo_inventory_seed
 from demo.progress import Progress, Stream
@@ -64,6 +65,8 @@ class SeedOptions:
     history: BackfillSettings = field(default_factory=lambda: history_settings())
     # Send only the last ``first_days`` of the window now (the rest later: ``rest_options``).
     first_days: float | None = None
+    # For checks: lock the window's first hours before their history arrives (``demo.closing``).
+    close_hours: int = 0
 
     @property
     def days(self) -> float:
@@ -158,6 +161,9 @@ def _seed(options: SeedOptions, stream: Stream) -> SeedReport:
         _tokens_ensure(nodes)
         demo_workload_classes_seed(organization=organization)
         since = min(node.node.commissioned_at or options.start for node in nodes)
+        if options.close_hours:
+            demo_hours_close(organization=organization, start=options.start, hours=options.close_hours,
+                             now=timezone.now())  # fmt: skip
         _intensity_seed(organization, nodes, since=since, end=options.end)
         if inventory.changed:  # a price or an asset changed: recompute the lines already stored
             # (on a first start, those of its first days only: the rest are computed when their history arrives)

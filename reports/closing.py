@@ -45,7 +45,7 @@ CORRECTIONS = (
     "the corrections (and reversals) booked in this period, restating hours of closed periods: figures of their "
     "own, per currency, not in the rows; the list: /api/v1/reports/corrections/"
 )
-_MONEY = ("hardware_cost", "electricity_cost", "cost")
+_MONEY = ("hardware_cost", "electricity_cost", "cost", "rent_cost", "depreciation_cost", "opex_cost")
 _KWH = ("it_kwh", "facility_kwh")
 _CARBON = ("location_co2e_g", "market_co2e_g", "embodied_co2e_g_central")
 _TOKENS = ("prompt_tokens", "generation_tokens")
@@ -98,6 +98,12 @@ class _FiguresSerializer(serializers.Serializer):
     embodied_kgco2e_central = serializers.FloatField()
     prompt_tokens = serializers.IntegerField()
     generation_tokens = serializers.IntegerField()
+    # The hardware cost's split, as a line carries it (after the figures above, so that CSV columns only add).
+    rent_cost = serializers.DecimalField(max_digits=None, decimal_places=None, help_text="of hardware_cost, rent")
+    depreciation_cost = serializers.DecimalField(
+        max_digits=None, decimal_places=None, help_text="of hardware_cost, depreciation"
+    )
+    opex_cost = serializers.DecimalField(max_digits=None, decimal_places=None, help_text="of hardware_cost, opex")
 
 
 class _CurrencyTallySerializer(serializers.Serializer):

@@ -7,7 +7,10 @@ account and one credit to its counter account, rounded once to the currency's
 minor unit. Per organization and currency the expense debits then foot to the
 usage report's cost for the month (the exact total rounded once): where the
 rounded entries differ from it by some minor units, a rounding line makes up
-the difference. Debits equal credits in every case. docs/focus.md, "Journal".
+the difference. Corrections of closed periods booked in the month are entries of
+their own on the same accounts (``charge_class`` Correction), footed apart to the
+usage report's ``corrections`` cost. Debits equal credits in every case.
+docs/focus.md, "Journal".
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from accounting.ledger.units import money_quantize
-from reports.focus.columns import ZERO, Charge, ChargeKind
+from reports.focus.columns import CORRECTION, ZERO, Charge, ChargeKind
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,14 @@ ROUNDING_ACCOUNTS = (Account("6990", "Rounding differences"), Account("2000", "A
 
 JOURNAL_COLUMNS = [
     "entity", "entity_id", "period", "account", "account_name", "cost_centre", "cost_centre_id", "currency",
-    "debit", "credit", "amount", "charge_kind", "source_lines", "reference",
+    "debit", "credit", "amount", "charge_kind", "source_lines", "reference", "charge_class",
 ]  # fmt: skip
+
+# What a rounding line foots to: the usage report's cost, or (corrections) its ``corrections`` cost.
+_FOOTED_TO = {
+    False: "the usage report's total rounded once, less the lines above",
+    True: "the usage report's corrections booked in the month, rounded once, less the correction lines above",
+}
 
 
 @dataclass
@@ -57,40 +66,53 @@ class _Group:
 def journal_rows(charges: Iterable[Charge], *, period: str, reference: str) -> Iterator[dict[str, Any]]:
     """Journal lines of ``charges`` (usage charges of the period), grouped, rounded, footed with a rounding line.
 
+    Corrections of closed periods booked in the month (``charge_class`` Correction) are entries of their own
+    on the same accounts, footed apart: to the usage report's ``corrections`` cost, as the lines are to its cost.
     ``reference`` is a template naming the source rows, formatted with ``organization``, ``fleet`` and ``kind``.
     """
-    groups: dict[tuple[int, str, int, ChargeKind], _Group] = {}
-    for charge in charges:
-        if charge.kind not in DEFAULT_ACCOUNT_MAP:
-            continue
-        account = charge.account
-        key = (account.organization_id, charge.currency, account.fleet_id, charge.kind)
-        group = groups.setdefault(key, _Group(account.organization_name, account.fleet_name))
-        group.exact += charge.effective
-        group.lines += charge.footprint.ledger_hours if charge.footprint is not None else 0
-    exact_totals: dict[tuple[int, str], Decimal] = defaultdict(Decimal)
-    rounded_totals: dict[tuple[int, str], Decimal] = defaultdict(Decimal)
+    groups = _groups(charges)
+    exact_totals: dict[tuple[int, str, bool], Decimal] = defaultdict(Decimal)
+    rounded_totals: dict[tuple[int, str, bool], Decimal] = defaultdict(Decimal)
     entities: dict[int, str] = {}
-    for (organization_id, currency, fleet_id, kind), group in sorted(groups.items()):
+    for (organization_id, currency, correction, fleet_id, kind), group in sorted(groups.items()):
         amount = money_quantize(group.exact, currency)
-        exact_totals[(organization_id, currency)] += group.exact
-        rounded_totals[(organization_id, currency)] += amount
+        exact_totals[(organization_id, currency, correction)] += group.exact
+        rounded_totals[(organization_id, currency, correction)] += amount
         entities[organization_id] = group.entity
+        source = reference.format(organization=organization_id, fleet=fleet_id, kind=kind.value)
         base = {
             "entity": group.entity, "entity_id": organization_id, "period": period, "cost_centre": group.cost_centre,
             "cost_centre_id": fleet_id, "currency": currency, "charge_kind": kind.value, "source_lines": group.lines,
-            "reference": reference.format(organization=organization_id, fleet=fleet_id, kind=kind.value),
+            "reference": f"{source} ChargeClass={CORRECTION}" if correction else source,
+            "charge_class": CORRECTION if correction else None,
         }  # fmt: skip
         yield from _entry(base, DEFAULT_ACCOUNT_MAP[kind], amount)
-    for (organization_id, currency), exact in sorted(exact_totals.items()):
-        difference = money_quantize(exact, currency) - rounded_totals[(organization_id, currency)]
+    for (organization_id, currency, correction), exact in sorted(exact_totals.items()):
+        difference = money_quantize(exact, currency) - rounded_totals[(organization_id, currency, correction)]
         if difference:
             base = {
                 "entity": entities[organization_id], "entity_id": organization_id, "period": period,
                 "cost_centre": None, "cost_centre_id": None, "currency": currency, "charge_kind": "rounding",
-                "source_lines": 0, "reference": "the usage report's total rounded once, less the lines above",
+                "source_lines": 0, "reference": _FOOTED_TO[correction],
+                "charge_class": CORRECTION if correction else None,
             }  # fmt: skip
             yield from _entry(base, ROUNDING_ACCOUNTS, difference)
+
+
+def _groups(charges: Iterable[Charge]) -> dict[tuple[int, str, bool, int, ChargeKind], _Group]:
+    """The charges' effective cost added up per organization, currency, correction or not, fleet and kind;
+    ``lines``: the node-hour lines (or, for corrections, the corrections) added in."""
+    groups: dict[tuple[int, str, bool, int, ChargeKind], _Group] = {}
+    for charge in charges:
+        if charge.kind not in DEFAULT_ACCOUNT_MAP:
+            continue
+        account = charge.account
+        key = (account.organization_id, charge.currency, charge.correction, account.fleet_id, charge.kind)
+        group = groups.setdefault(key, _Group(account.organization_name, account.fleet_name))
+        group.exact += charge.effective
+        if charge.footprint is not None:
+            group.lines += charge.footprint.ledger_hours + charge.footprint.corrections
+    return groups
 
 
 def _entry(base: dict[str, Any], accounts: tuple[Account, Account], amount: Decimal) -> Iterator[dict[str, Any]]:

@@ -32,7 +32,9 @@ class _MonthInputSerializer(QueryInputSerializer):
         "cost, electricity): a debit to the kind's expense account and a credit to its counter account "
         "(the default account map, docs/focus.md), rounded once to the currency's minor unit, and per entity "
         "and currency a rounding line where needed, so that the expense debits foot to the usage report's cost "
-        "for the month. reference names the FOCUS rows the line adds up. Always CSV."
+        "for the month. Corrections of closed periods booked in the month are entries of their own "
+        "(charge_class Correction) on the same accounts, footed apart to the usage report's corrections cost. "
+        "reference names the FOCUS rows the line adds up. Always CSV."
     ),
 )
 class JournalExportView(FocusExportBaseView):

@@ -144,13 +144,13 @@ def _attempt(compute: Callable[[list[datetime]], Any], hours: list[datetime]) ->
         with transaction.atomic():
             compute(hours)
     except Exception as error:
-        if not _about_the_data(error):
+        if not failure_about_the_data(error):
             raise
         return error
     return None
 
 
-def _about_the_data(error: Exception) -> bool:
+def failure_about_the_data(error: Exception) -> bool:
     """Whether ``error`` is about what was computed, rather than the database or the worker being unable to run."""
     if isinstance(error, SoftTimeLimitExceeded | InterfaceError):
         return False

@@ -28,7 +28,8 @@ from decimal import Decimal
 from typing import Any
 
 # The figures a correction restates: money (in the line's currency), energy (kWh), carbon (g) and tokens.
-MONEY_FIELDS = ("hardware_cost", "electricity_cost", "cost")
+# The hardware cost is restated with its split, as a line carries it: hardware = rent + depreciation + opex.
+MONEY_FIELDS = ("hardware_cost", "rent_cost", "depreciation_cost", "opex_cost", "electricity_cost", "cost")
 QUANTITY_FIELDS = (
     "it_kwh",
     "facility_kwh",

@@ -47,7 +47,10 @@ class LedgerCorrection(models.Model):
     reversed_at = models.DateTimeField(null=True, blank=True, help_text="when a reversal undid this correction")
     created_at = models.DateTimeField()
 
-    hardware_cost = _delta()
+    hardware_cost = _delta()  # rent_cost + depreciation_cost + opex_cost, as on a line
+    rent_cost = _delta()
+    depreciation_cost = _delta()
+    opex_cost = _delta()
     electricity_cost = _delta()
     cost = _delta()
     it_kwh = _delta()

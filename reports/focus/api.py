@@ -27,7 +27,9 @@ _CHARGE_PERIODS = {"hour": HOUR, "day": DAY}
     description=(
         "One row per node x charge period (hour, or day with granularity=day) x charge kind: rent, depreciation "
         "and running cost of owned nodes, electricity, and an owned node's purchase (ChargeCategory Purchase, "
-        "EffectiveCost 0) in the period it is bought. BilledCost is cash as invoiced, EffectiveCost amortized. "
+        "EffectiveCost 0) in the period it is bought, and the corrections of closed periods booked in the "
+        "period (ChargeClass Correction, charged to the locked hour they restate, billed in the month they are "
+        "booked in). BilledCost is cash as invoiced, EffectiveCost amortized. "
         "Money unrounded, in BillingCurrency; measured energy and CO2e in x_ columns, once per node and charge "
         "period. Always CSV, streamed. The mapping, column by column: docs/focus.md."
     ),

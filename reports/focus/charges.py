@@ -7,6 +7,10 @@ tariff is in force). A line held without a price in force gives no hardware
 charge (its cost is unknown, not zero: the usage report counts it in
 ``hardware_unpriced_h``). The node's measured figures (kWh, CO2e) ride on the
 first charge of the line, so each is written once.
+
+A ledger correction of a locked hour (``CorrectionFigures``) gives one charge per
+kind it changes, charged to the hour it restates and billed in the month it is
+booked in (``correction_line_charges``); its deltas may be negative.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from reports.focus.columns import ELECTRICITY_SKU, ZERO, Account, Charge, ChargeKind, Footprint
+from reports.focus.columns import ELECTRICITY_SKU, ZERO, Account, Charge, ChargeKind, Footprint, billing_period
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -111,6 +115,80 @@ def _electricity_charge(line: LineFigures, account: Account) -> Charge:
         line, account, ChargeKind.ELECTRICITY, billed=cost, effective=cost, pricing_quantity=line.facility_kwh,
         pricing_unit=KWH, consumed_quantity=line.facility_kwh, consumed_unit=KWH, sku_id=ELECTRICITY_SKU,
         sku_price_id=line.tariff_price_id,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CorrectionFigures:
+    """A ledger correction as the export reads it: the deltas it books (money in its currency, may be
+    negative), the locked hour it restates, the hour it is booked at and its cause."""
+
+    restated_hour: datetime
+    booked_hour: datetime
+    cause: str
+    currency: str
+    sku_id: str
+    rent_cost: Decimal
+    depreciation_cost: Decimal
+    opex_cost: Decimal
+    electricity_cost: Decimal
+    facility_kwh: Decimal
+    tariff_price_id: str  # the tariff the restated line names ("" when none)
+    footprint: Footprint  # the energy and carbon deltas
+
+
+def correction_line_charges(correction: CorrectionFigures, account: Account, price: PriceTerms | None) -> list[Charge]:
+    """One charge per charge kind the correction changes, charged to the hour it restates and billed in the
+    month it is booked in; the first one carries its energy and carbon deltas.
+
+    A correction of carbon or energy alone (a revised grid value) changes no money: it is one zero charge of
+    the line's first kind (its hardware kind where priced, else electricity), which carries the deltas. A
+    hardware correction restates an amount, not a quantity: its pricing and consumed quantities are null
+    (FOCUS allows them null on a Correction); electricity's are the facility kWh delta.
+    """
+    charges = [
+        _correction_charge(correction, account, kind, amount, price)
+        for kind, amount in _correction_amounts(correction)
+        if amount
+    ]
+    if not charges:
+        kind = ChargeKind.ELECTRICITY if price is None else _hardware_kind(price)
+        charges = [_correction_charge(correction, account, kind, ZERO, price)]
+    charges[0] = replace(charges[0], footprint=correction.footprint)
+    return charges
+
+
+def _correction_amounts(correction: CorrectionFigures) -> list[tuple[ChargeKind, Decimal]]:
+    return [
+        (ChargeKind.RENT, correction.rent_cost),
+        (ChargeKind.DEPRECIATION, correction.depreciation_cost),
+        (ChargeKind.OPEX, correction.opex_cost),
+        (ChargeKind.ELECTRICITY, correction.electricity_cost),
+    ]
+
+
+def _hardware_kind(price: PriceTerms) -> ChargeKind:
+    return ChargeKind.DEPRECIATION if price.owned else ChargeKind.RENT
+
+
+def _correction_charge(
+    correction: CorrectionFigures, account: Account, kind: ChargeKind, amount: Decimal, price: PriceTerms | None
+) -> Charge:
+    """A correction's charge of one kind: cash billed as the line's would be (depreciation: none)."""
+    start = correction.restated_hour
+    quantity: dict[str, object] = {"pricing_quantity": None, "pricing_unit": None, "consumed_quantity": None,
+                                   "consumed_unit": None, "sku_id": correction.sku_id}  # fmt: skip
+    if kind is ChargeKind.ELECTRICITY:
+        kwh = correction.facility_kwh
+        quantity |= {"pricing_quantity": kwh, "pricing_unit": KWH, "consumed_quantity": kwh, "consumed_unit": KWH,
+                     "sku_id": ELECTRICITY_SKU, "sku_price_id": correction.tariff_price_id or None}  # fmt: skip
+    else:
+        quantity["sku_price_id"] = f"{price.price_id}:{kind.value}:{correction.sku_id}" if price else None
+    return Charge(
+        kind=kind, account=account, start=start, end=start + HOUR, currency=correction.currency,
+        billed=ZERO if kind is ChargeKind.DEPRECIATION else amount, effective=amount, correction=True,
+        booked_in=billing_period(correction.booked_hour)[0], cause=correction.cause,
+        **quantity,  # type: ignore[arg-type]
     )  # fmt: skip
 
 

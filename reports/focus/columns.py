@@ -136,10 +136,12 @@ class Footprint:
     market_co2e_g: Decimal | None = ZERO
     embodied_co2e_g: Decimal = ZERO
     energy_methods: frozenset[str] = frozenset()
+    corrections: int = 0  # ledger corrections added into the row (their deltas, not lines: ledger_hours 0)
 
     def __add__(self, other: Footprint) -> Footprint:
         return Footprint(
             ledger_hours=self.ledger_hours + other.ledger_hours,
+            corrections=self.corrections + other.corrections,
             gpu_h=self.gpu_h + other.gpu_h,
             it_kwh=self.it_kwh + other.it_kwh,
             facility_kwh=self.facility_kwh + other.facility_kwh,
@@ -171,19 +173,24 @@ class Charge:
     currency: str
     billed: Decimal
     effective: Decimal
-    pricing_quantity: Decimal
-    pricing_unit: str
+    pricing_quantity: Decimal | None  # None: a correction that restates an amount, not a quantity
+    pricing_unit: str | None
     consumed_quantity: Decimal | None
     consumed_unit: str | None
     sku_id: str
-    sku_price_id: str
+    sku_price_id: str | None
     correction: bool = False
+    # A correction: the start of the billing period it is booked in (its charge period is the hour it
+    # restates, in a closed period), and its cause (``accounting.ledger.corrections.Cause``).
+    booked_in: datetime | None = None
+    cause: str | None = None
     footprint: Footprint | None = field(default=None, compare=False)
 
     @property
     def key(self) -> tuple[Any, ...]:
-        """What charges of one node and period are added up by: a row per kind and price."""
-        return (self.kind, self.sku_price_id, self.currency, self.correction)
+        """What charges of one node and period are added up by: a row per kind and price (and a correction's
+        billing period and cause)."""
+        return (self.kind, self.sku_price_id, self.currency, self.correction, self.booked_in, self.cause)
 
     def __add__(self, other: Charge) -> Charge:
         footprint = self.footprint
@@ -195,7 +202,7 @@ class Charge:
             end=max(self.end, other.end),
             billed=self.billed + other.billed,
             effective=self.effective + other.effective,
-            pricing_quantity=self.pricing_quantity + other.pricing_quantity,
+            pricing_quantity=_sum_known(self.pricing_quantity, other.pricing_quantity),
             consumed_quantity=_sum_known(self.consumed_quantity, other.consumed_quantity),
             footprint=footprint,
         )
@@ -222,7 +229,8 @@ def focus_row(charge: Charge) -> dict[str, Any]:
     """The charge as one FOCUS 1.2 row: column name → value (``None`` written as an empty, null cell)."""
     account = charge.account
     usage = charge.kind is not ChargeKind.PURCHASE
-    billing_start, billing_end = billing_period(charge.start)
+    # A charge is billed in the month of its charge period; a correction in the month it is booked in.
+    billing_start, billing_end = billing_period(charge.booked_in or charge.start)
     row: dict[str, Any] = {
         "AvailabilityZone": account.site_name,
         "BilledCost": decimal_text(charge.billed),
@@ -233,7 +241,7 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         "BillingPeriodStart": billing_start,
         "ChargeCategory": "Usage" if usage else "Purchase",
         "ChargeClass": CORRECTION if charge.correction else None,
-        "ChargeDescription": _DESCRIPTIONS[charge.kind].format(node=account.hostname, site=account.site_name),
+        "ChargeDescription": _description(charge),
         "ChargeFrequency": _FREQUENCIES[charge.kind],
         "ChargePeriodEnd": charge.end,
         "ChargePeriodStart": charge.start,
@@ -241,7 +249,7 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         "ConsumedUnit": charge.consumed_unit if usage else None,
         # No list or negotiated price apart from the one charged: list = contracted = the cost at its price,
         # the amortized one for depreciation (billed 0, as usage covered by an upfront purchase is).
-        "ContractedCost": decimal_text(max(charge.billed, charge.effective)),
+        "ContractedCost": decimal_text(_at_price(charge)),
         "EffectiveCost": decimal_text(charge.effective),
         # FOCUS appendix "Origination of cost data", scenario 5.1: an internal offering on premises names
         # itself as provider, publisher and invoice issuer (the suppliers are not in the data model).
@@ -249,7 +257,7 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         # A provisional invoice per billing account, billing period and currency (invoiceid.md: "MAY be generated
         # prior to an invoice being issued"): the month's internal charge-back of the organization's fleets.
         "InvoiceId": f"org-{account.organization_id}-{billing_start:%Y-%m}-{charge.currency}",
-        "ListCost": decimal_text(max(charge.billed, charge.effective)),
+        "ListCost": decimal_text(_at_price(charge)),
         "PricingCategory": "Standard",
         "PricingQuantity": decimal_text(charge.pricing_quantity),
         "PricingUnit": charge.pricing_unit,
@@ -271,6 +279,19 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         "x_Tenure": account.tenure,
     }
     return row | _footprint_columns(charge.footprint)
+
+
+def _at_price(charge: Charge) -> Decimal:
+    """The charge at its price: what is billed, or for depreciation (billed 0) the amortized cost; a
+    correction's may be negative."""
+    return charge.effective if charge.kind is ChargeKind.DEPRECIATION else charge.billed
+
+
+def _description(charge: Charge) -> str:
+    """What the row charges; a correction says so, and why ("rent of h100-a, correction: late_telemetry")."""
+    account = charge.account
+    text = _DESCRIPTIONS[charge.kind].format(node=account.hostname, site=account.site_name)
+    return f"{text}, correction: {charge.cause}" if charge.correction else text
 
 
 def _footprint_columns(footprint: Footprint | None) -> dict[str, Any]:

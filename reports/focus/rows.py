@@ -16,19 +16,22 @@ from typing import Any
 
 from django.db.models import Q
 
-from accounting.models import NodeHourLedger, NodePrice
+from accounting.models import LedgerCorrection, NodeHourLedger, NodePrice
 from common.scope import NO_FILTERS, ReportFilters
 from fleets.models import Node
 from reports.focus.charges import (
     HOUR,
+    CorrectionFigures,
     LineFigures,
     PriceTerms,
     charges_by_period,
+    correction_line_charges,
     line_charges,
     purchase_charge,
 )
 from reports.focus.columns import Account, Charge, Footprint, focus_row
-from reports.selectors.lines import ledger_lines
+from reports.selectors.closing import corrections_in
+from reports.selectors.lines import ledger_lines, ledger_lines_where
 
 # Lines fetched per round trip: a day of a 40-node fleet; each line is a few hundred bytes.
 CHUNK_LINES = 1000
@@ -63,9 +66,54 @@ def usage_charges(*, spec: FocusSpec) -> Iterator[Charge]:
 
 
 def correction_charges(*, spec: FocusSpec) -> Iterator[Charge]:
-    """Corrections booked in the period to hours of a closed (locked) period: ``Charge(correction=True)``,
-    written with ``ChargeClass=Correction``. The ledger books none yet (a locked hour is recomputed in place)."""
-    return iter(())
+    """The corrections (and reversals) booked in the period to hours of closed (locked) periods, by charge
+    period of the hour each restates: ``Charge(correction=True)``, written with ``ChargeClass=Correction`` and
+    billed in the month it is booked in (``reports.focus.charges.correction_line_charges``)."""
+    accounts, prices = _accounts(spec), _prices(spec)
+    found = corrections_in(organization_ids=spec.organization_ids, start=spec.start, end=spec.end)
+    found = found.filter(ledger_lines_where(line="", filters=spec.filters)).select_related("reverses")
+    charges = (
+        _correction_charges(correction, accounts, prices)
+        for correction in found.order_by("node_id", "restated_hour", "id").iterator(chunk_size=CHUNK_LINES)
+    )
+    yield from charges_by_period((charge for group in charges for charge in group), spec.period)
+
+
+def _correction_charges(
+    correction: LedgerCorrection, accounts: dict[int, Account], prices: dict[str, PriceTerms]
+) -> list[Charge]:
+    # A reversal restates nothing of its own: it undoes a correction, under that one's line and price.
+    line = correction.restated_line or (correction.reverses.restated_line if correction.reverses else None) or {}
+    price = prices.get(line.get("pricing_price_id", ""))
+    account = accounts[correction.node_id]
+    if price is not None and account.tenure != _tenure(price):
+        account = replace(account, tenure=_tenure(price))
+    return correction_line_charges(_correction_figures(correction, line), account, price)
+
+
+def _correction_figures(correction: LedgerCorrection, line: dict[str, Any]) -> CorrectionFigures:
+    return CorrectionFigures(
+        restated_hour=correction.restated_hour,
+        booked_hour=correction.booked_hour,
+        cause=correction.cause,
+        currency=correction.currency,
+        sku_id=correction.gpu_model,
+        rent_cost=correction.rent_cost,
+        depreciation_cost=correction.depreciation_cost,
+        opex_cost=correction.opex_cost,
+        electricity_cost=correction.electricity_cost,
+        facility_kwh=correction.facility_kwh,
+        tariff_price_id=line.get("tariff_price_id") or "",
+        footprint=Footprint(
+            corrections=1,
+            it_kwh=correction.it_kwh,
+            facility_kwh=correction.facility_kwh,
+            location_co2e_g=correction.location_co2e_g,
+            market_co2e_g=correction.market_co2e_g,
+            embodied_co2e_g=correction.embodied_co2e_g_central,
+            energy_methods=frozenset([line["energy_method"]]) if line.get("energy_method") else frozenset(),
+        ),
+    )
 
 
 def _line_charges(spec: FocusSpec, accounts: dict[int, Account], prices: dict[str, PriceTerms]) -> Iterator[Charge]:

@@ -8,11 +8,11 @@ from decimal import Decimal
 
 import pytest
 
+from accounting.accruals import ledger_mark_held_hours
 from accounting.inputs.reopen import EVERY_HOUR, ledger_lines_reopen
 from accounting.models import LedgerPending, LedgerSettings, NodeHourLedger, NodePrice, SiteTariff
 from accounting.node_hour_lines import (
     ledger_mark,
-    ledger_mark_held_hours,
     ledger_mark_intensity_since,
     ledger_node_hours_compute,
     ledger_pending_run,
@@ -285,8 +285,10 @@ def test_a_mark_newer_than_the_run_survives_for_the_next_run(node):
 
 def test_held_hours_without_telemetry_still_accrue_hardware_cost(node):
     now = datetime(2026, 11, 3, 10, 30, tzinfo=UTC)
+    node.commissioned_at = datetime(2026, 11, 3, 7, tzinfo=UTC)
+    node.save()
 
-    ledger_mark_held_hours(now=now, horizon=timedelta(hours=3))
+    ledger_mark_held_hours(now=now)
     ledger_pending_run(now=now)
 
     hours = list(NodeHourLedger.objects.order_by("hour_start").values_list("hour_start", "hardware_cost", "it_kwh"))

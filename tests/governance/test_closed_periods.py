@@ -8,19 +8,24 @@ GPU whose counter rises 300 J/s, rented at 2.50 per GPU-hour, power at 0.30 per 
 from __future__ import annotations
 
 import csv
+import importlib
 import io
+import os
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
+from django.apps import apps
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounting.accruals import ledger_mark_held_hours
 from accounting.models import LedgerCorrection, LedgerPending, NodeHourLedger
 from accounting.node_hour_lines import (
     ledger_mark,
-    ledger_mark_held_hours,
     ledger_mark_intensity_since,
     ledger_pending_run,
 )
@@ -254,3 +259,149 @@ def test_a_silent_held_hour_of_a_locked_period_is_booked_once_as_a_correction(no
     accrued = LedgerCorrection.objects.get(restated_hour=at(H + HOUR_S))
     assert (accrued.cause, accrued.hardware_cost) == ("inputs_or_formula", Decimal("2.50"))  # 1 GPU x 2.50
     assert not LedgerPending.objects.filter(node=node, hour_start=at(H + HOUR_S)).exists()
+
+
+# --- the corrections in the FOCUS export and the journal -------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+VALIDATOR = ROOT.parent / "shared" / "bin" / "focus-validate"
+FOCUS_CHECK = ROOT / "bin" / "focus-check"  # the validator, less its one condition-less InvoiceId rule
+
+
+def revise_intensity(node: Node) -> None:
+    """A provider revises hour H's grid value, and the ledger's queue takes it."""
+    GridIntensityFactory(
+        zone=node.site.grid_zone, hour_start=at(H), gco2e_per_kwh=Decimal(500), fetched_at=timezone.now()
+    )
+    ledger_mark_intensity_since(since=timezone.now() - timedelta(minutes=1), now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+
+
+def focus_text(api: APIClient, start: datetime, end: datetime) -> str:
+    response = api.get("/api/v1/reports/focus/", {"start": start.isoformat(), "end": end.isoformat()})
+    assert response.status_code == 200, response.content
+    return b"".join(response.streaming_content).decode()
+
+
+def focus(api: APIClient, start: datetime, end: datetime) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(focus_text(api, start, end))))
+
+
+def iso_z(instant: datetime) -> str:
+    return instant.isoformat().replace("+00:00", "Z")
+
+
+def test_corrections_are_focus_rows_of_the_first_open_period_with_charge_class_correction(client, node, admin):
+    lock(admin)
+    closed_rows = focus(admin, at(H), at(H + HOUR_S))
+
+    usage_arrives(client, node.token, H + 2000.0)
+    revise_intensity(node)
+
+    # the closed period's export is as closed
+    assert focus(admin, at(H), at(H + HOUR_S)) == closed_rows
+    # the first open period's export: the two corrections, charged to hour H, billed in the booking month
+    booked_hour = floor_hour(timezone.now())
+    late, revised = LedgerCorrection.objects.order_by("id")
+    rows = [row for row in focus(admin, booked_hour, booked_hour + timedelta(hours=1)) if row["ChargeClass"]]
+    assert [(row["ChargeClass"], row["x_ChargeKind"]) for row in rows] == [
+        ("Correction", "electricity"),  # late telemetry: more energy bought, the rent unchanged
+        ("Correction", "rent"),  # the revised grid value: no money, its carbon on the line's first kind
+    ]
+    electricity, carbon = rows
+    assert {(row["ChargePeriodStart"], row["ChargePeriodEnd"]) for row in rows} == {
+        (iso_z(at(H)), iso_z(at(H + HOUR_S)))
+    }
+    assert {row["BillingPeriodStart"] for row in rows} == {iso_z(booked_hour.replace(day=1, hour=0))}
+    assert Decimal(electricity["BilledCost"]) == Decimal(electricity["EffectiveCost"]) == late.electricity_cost
+    assert Decimal(electricity["ConsumedQuantity"]) == Decimal(electricity["x_FacilityKwh"]) == late.facility_kwh
+    assert Decimal(electricity["x_LocationCo2eG"]) == late.location_co2e_g
+    assert "correction: late_telemetry" in electricity["ChargeDescription"]
+    assert (Decimal(carbon["BilledCost"]), Decimal(carbon["x_LocationCo2eG"])) == (0, revised.location_co2e_g)
+    assert carbon["PricingQuantity"] == carbon["ConsumedQuantity"] == ""  # an amount restated, not a quantity
+
+
+def test_a_held_hour_accrued_after_the_lock_is_a_rent_correction_in_the_api_the_csv_and_focus(node, admin):
+    # the hour after H had no telemetry and no line yet when it was locked
+    body = {"start": at(H + HOUR_S).isoformat(), "end": at(H + 2 * HOUR_S).isoformat()}
+    assert admin.post("/api/v1/locked-periods/", body, format="json").status_code == 201
+
+    ledger_mark_held_hours(now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+
+    booked_hour = floor_hour(timezone.now())
+    query = {"start": booked_hour.isoformat(), "end": (booked_hour + timedelta(hours=1)).isoformat()}
+    (listed,) = [r for r in admin.get("/api/v1/reports/corrections/", query).json()["results"]]
+    split = (listed["hardware_cost"], listed["rent_cost"], listed["depreciation_cost"], listed["opex_cost"])
+    assert split == ("2.50", "2.50", "0.00", "0.00")  # 1 GPU x 2.50, all of it rent
+    (row,) = _csv(admin.get("/api/v1/reports/corrections/", query | {"format": "csv"}))
+    assert (row["rent_cost"], row["restated_hour"]) == ("2.50", iso_z(at(H + HOUR_S)))
+    (rent,) = [r for r in focus(admin, booked_hour, booked_hour + timedelta(hours=1)) if r["ChargeClass"]]
+    assert (rent["x_ChargeKind"], rent["BilledCost"], rent["ChargePeriodStart"]) == (
+        "rent", "2.5", iso_z(at(H + HOUR_S))
+    )  # fmt: skip
+
+
+def _expenses(rows: list[dict], charge_class: str) -> dict[str, Decimal]:
+    totals: dict[str, Decimal] = {}
+    for row in rows:
+        if row["account"].startswith("6") and row["charge_class"] == charge_class:
+            totals[row["currency"]] = totals.get(row["currency"], Decimal(0)) + Decimal(row["amount"])
+    return totals
+
+
+def test_the_journal_books_the_corrections_apart_and_foots_to_the_usage_report(client, node, admin):
+    lock(admin)
+    usage_arrives(client, node.token, H + 2000.0)
+    revise_intensity(node)
+    month = f"{floor_hour(timezone.now()):%Y-%m}"
+
+    journal = _csv(admin.get("/api/v1/reports/journal/", {"period": month}))
+    usage = admin.get("/api/v1/reports/usage/", {"period": month, "granularity": "total", "group_by": "currency"})
+
+    report = usage.json()
+    (corrections,) = report["corrections"]["by_currency"]
+    assert _expenses(journal, "Correction") == {corrections["currency"]: Decimal(corrections["cost"])}
+    assert _expenses(journal, "") == {row["currency"]: Decimal(row["cost"]) for row in report["results"]}
+    corrected = [row for row in journal if row["charge_class"] == "Correction"]
+    assert {(row["account"], row["charge_kind"]) for row in corrected} >= {("6400", "electricity")}
+    assert all("ChargeClass=Correction" in row["reference"] for row in corrected)
+    assert sum(Decimal(row["debit"]) for row in journal) == sum(Decimal(row["credit"]) for row in journal)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not VALIDATOR.exists(), reason=f"the FinOps Foundation's validator is not at {VALIDATOR}")
+def test_an_export_with_correction_rows_passes_the_focus_validator(client, node, admin, tmp_path):
+    lock(admin)
+    usage_arrives(client, node.token, H + 2000.0)
+    revise_intensity(node)
+    text = focus_text(admin, at(H), floor_hour(timezone.now()) + timedelta(hours=1))
+    assert {row["ChargeClass"] for row in csv.DictReader(io.StringIO(text))} == {"", "Correction"}
+    path = tmp_path / "focus.csv"
+    path.write_text(text, encoding="utf-8")
+
+    result = subprocess.run(
+        [str(FOCUS_CHECK), str(path)], capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, "FOCUS_VALIDATE": str(VALIDATOR)},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_corrections_stored_before_the_split_get_it_from_their_price(node, admin):
+    migration = importlib.import_module("accounting.migrations.0020_correction_split_cost")
+    # given: a locked silent hour accrued as a correction, then unlocked and reversed
+    body = {"start": at(H + HOUR_S).isoformat(), "end": at(H + 2 * HOUR_S).isoformat()}
+    locked = admin.post("/api/v1/locked-periods/", body, format="json").json()
+    ledger_mark_held_hours(now=timezone.now())
+    ledger_pending_run(now=timezone.now())
+    assert admin.delete(f"/api/v1/locked-periods/{locked['id']}/").status_code == 204
+    ledger_pending_run(now=timezone.now())
+    split = ("rent_cost", "depreciation_cost", "opex_cost")
+    computed = list(LedgerCorrection.objects.order_by("id").values_list("cause", *split))
+    LedgerCorrection.objects.update(rent_cost=0, depreciation_cost=0, opex_cost=0)
+    # when
+    migration.split_correction_hardware_cost(apps, None)
+    # then: as the ledger books them now, the reversal the negated split of its correction
+    assert list(LedgerCorrection.objects.order_by("id").values_list("cause", *split)) == computed
+    assert computed == [("inputs_or_formula", Decimal("2.50"), 0, 0), ("reversal", Decimal("-2.50"), 0, 0)]

@@ -12,6 +12,8 @@ import io
 import os
 import subprocess
 from collections import defaultdict
+from dataclasses import replace
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,8 @@ from typing import Any
 import pytest
 
 from fleets.models import Fleet
-from reports.focus.columns import COLUMNS, decimal_text
+from reports.focus.charges import DAY, CorrectionFigures, PriceTerms, charges_by_period, correction_line_charges
+from reports.focus.columns import COLUMNS, Account, ChargeKind, Footprint, decimal_text, focus_row
 from tests.helpers.factories import SiteFactory
 from tests.helpers.reports import END, START, h100_node, h100_usage
 
@@ -161,3 +164,52 @@ def test_the_command_writes_the_file_the_api_answers(token_client_a: Any, fleets
     )  # fmt: skip
     answered = _export_text(token_client_a, start=FROM_PURCHASE, end=END.isoformat(), granularity="day")
     assert path.read_bytes().decode() == answered  # CSV lines end in \r\n (RFC 4180) in both
+
+
+ACCOUNT = Account(1, "Org", 2, "consumer", "sjc-2", "US-CAL-CISO", 3, "rtx-a", "owned")
+OWNED = PriceTerms(price_id="price-9", owned=True)
+LOCKED_HOURS = [datetime(2026, 11, 30, 22, tzinfo=UTC), datetime(2026, 11, 30, 23, tzinfo=UTC)]
+
+
+def _owned_correction(hour: datetime, **deltas: str) -> CorrectionFigures:
+    """A correction of an owned node's locked hour, booked on 3 December."""
+    names = ("rent_cost", "depreciation_cost", "opex_cost", "electricity_cost", "facility_kwh")
+    return CorrectionFigures(
+        restated_hour=hour, booked_hour=datetime(2026, 12, 3, 9, tzinfo=UTC), cause="inputs_or_formula",
+        currency="EUR", sku_id="rtx-4090", tariff_price_id="tariff-3", footprint=Footprint(corrections=1),
+        **{name: Decimal(deltas.get(name, "0")) for name in names},  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def test_a_correction_is_one_row_per_kind_it_changes_charged_to_its_hour_and_billed_when_booked() -> None:
+    # given: a shorter life restated (more depreciation) and a lower running cost, in two locked hours
+    corrections = [_owned_correction(hour, depreciation_cost="0.40", opex_cost="-0.05") for hour in LOCKED_HOURS]
+    charges = [charge for c in corrections for charge in correction_line_charges(c, ACCOUNT, OWNED)]
+    # when
+    hourly = [focus_row(charge) for charge in charges]
+    daily = [focus_row(charge) for charge in charges_by_period(charges, DAY)]
+    # then: depreciation (no cash) and running cost rows, each a Correction of November billed in December
+    assert [(r["x_ChargeKind"], r["BilledCost"], r["EffectiveCost"], r["ListCost"]) for r in hourly[:2]] == [
+        ("depreciation", "0", "0.4", "0.4"), ("opex", "-0.05", "-0.05", "-0.05"),
+    ]  # fmt: skip
+    assert {r["ChargeClass"] for r in hourly} == {"Correction"}
+    assert {(r["BillingPeriodStart"], r["InvoiceId"]) for r in hourly} == {
+        (datetime(2026, 12, 1, tzinfo=UTC), "org-1-2026-12-EUR")
+    }
+    first = hourly[0]
+    assert (first["ChargePeriodStart"], first["SkuPriceId"]) == (LOCKED_HOURS[0], "price-9:depreciation:rtx-4090")
+    assert first["PricingQuantity"] is None and first["PricingUnit"] is None
+    day = datetime(2026, 11, 30, tzinfo=UTC)
+    assert [(r["x_ChargeKind"], r["EffectiveCost"], r["ChargePeriodStart"]) for r in daily] == [
+        ("depreciation", "0.8", day), ("opex", "-0.1", day),
+    ]  # fmt: skip
+
+
+def test_a_correction_of_carbon_alone_is_one_zero_row_carrying_it() -> None:
+    carbon = Footprint(location_co2e_g=Decimal("-12.5"), corrections=1)
+    correction = replace(_owned_correction(LOCKED_HOURS[0]), footprint=carbon)
+
+    (charge,) = correction_line_charges(correction, ACCOUNT, OWNED)
+
+    assert (charge.kind, charge.billed, charge.effective, charge.correction) == (ChargeKind.DEPRECIATION, 0, 0, True)
+    assert focus_row(charge)["x_LocationCo2eG"] == "-12.5"

@@ -60,6 +60,8 @@ class Command(BaseCommand):
         parser.add_argument("--end", type=_aware, help=argparse.SUPPRESS)
         parser.add_argument("--hours", type=float, help=argparse.SUPPRESS)
         parser.add_argument("--sample-interval", type=float, help=argparse.SUPPRESS)
+        # For the FOCUS check: the window's first N hours locked before their history arrives (corrections).
+        parser.add_argument("--close-hours", type=int, default=0, help=argparse.SUPPRESS)
 
     def handle(self, *args: Any, **options: Any) -> None:
         days = options["hours"] / 24 if options["hours"] else options["days"]
@@ -82,6 +84,7 @@ class Command(BaseCommand):
                 server_url=options["server"],
                 history=history,
                 first_days=options["first_days"],
+                close_hours=options["close_hours"],
             )
         started = time.monotonic()
         self.stdout.ending = ""  # progress bars end their own lines, or redraw them with "\r"
