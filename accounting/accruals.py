@@ -3,8 +3,9 @@
 A node costs money for every hour it is held (rent, depreciation, running cost),
 used or silent. ``ledger_mark_held_hours`` marks for the ledger's queue each
 complete held hour that has no line yet: from the node's commissioning (without a
-commissioning date, from its first price's ``valid_from``: such a node is held
-whenever a price is in force) to the end of the last complete hour, or to its
+commissioning date, from its own first price's ``valid_from``, else its fleet's
+first default price's but not before the node was enrolled) to the end of the
+last complete hour, or to its
 decommissioning. The queue (``accounting.node_hour_lines.ledger_pending_run``)
 computes them like any other hour, so a locked hour that gets its first line after
 its lock is booked as a correction in the first open period, never written in
@@ -22,7 +23,7 @@ import logging
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Min, Q, QuerySet
+from django.db.models import Min, QuerySet
 
 from accounting.models import LedgerCorrection, LedgerPending, NodeHourLedger, NodePrice
 from common.periods import HOUR
@@ -77,9 +78,14 @@ def _accrual_span(node: Node, *, end: datetime) -> tuple[datetime, datetime] | N
 
 
 def _first_price_from(node: Node) -> datetime | None:
-    """When the first price that applies to the node (its own, or its fleet's default) starts."""
-    prices = NodePrice.objects.filter(Q(node_id=node.pk) | Q(fleet_id=node.fleet_id, node__isnull=True))
-    return prices.aggregate(first=Min("valid_from"))["first"]
+    """When a node without a commissioning date starts accruing: its own first price (a price dated for the
+    node says it was held then), else its fleet's first default price but never before the node was enrolled
+    (a fleet's default of 2024 does not make a node enrolled in 2026 cost money in 2024)."""
+    own = NodePrice.objects.filter(node_id=node.pk).aggregate(first=Min("valid_from"))["first"]
+    if own is not None:
+        return own
+    default = NodePrice.objects.filter(fleet_id=node.fleet_id, node__isnull=True).aggregate(first=Min("valid_from"))
+    return None if default["first"] is None else max(default["first"], node.created_at)
 
 
 def _ceil_hour(instant: datetime) -> datetime:

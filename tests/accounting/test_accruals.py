@@ -94,6 +94,27 @@ def test_a_decommissioned_node_accrues_up_to_its_decommissioning(fleet_a: Any, s
     assert totals(node)["rent"] == Decimal("2.00") * hours + Decimal("1.00")
 
 
+def test_a_node_without_commissioning_date_accrues_from_its_enrollment_not_its_fleets_older_default(
+    fleet_a: Any, site_a: Any
+) -> None:
+    # given: a fleet default rent from 60 days ago, and a node enrolled 5 days ago with no commissioning date
+    now = timezone.now()
+    NodePriceFactory(
+        fleet=fleet_a, node=None, rate_per=NodePrice.RatePer.NODE, rate_per_h=Decimal("1.00"),
+        valid_from=floor_hour(now) - timedelta(days=60),
+    )  # fmt: skip
+    node = NodeFactory(fleet=fleet_a, site=site_a, commissioned_at=None)
+    enrolled = floor_hour(now) - timedelta(days=5) + timedelta(minutes=20)
+    Node.objects.filter(pk=node.pk).update(created_at=enrolled)
+
+    accrue(now)
+
+    # then: its held hours start at the hour it was enrolled in, not at the fleet's default
+    first = NodeHourLedger.objects.filter(node=node).order_by("hour_start").first()
+    assert first is not None and first.hour_start == floor_hour(enrolled)
+    assert totals(node)["lines"] == 5 * 24
+
+
 def test_an_owned_silent_node_depreciates_every_held_hour(fleet_a: Any, site_a: Any) -> None:
     # given: owned, 35,040 over 4 years by the hour (1.00 per hour) and 0.20 per hour running cost, silent
     now = timezone.now()
