@@ -320,7 +320,7 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The report as ``metric,value`` lines: each figure, then each factor's fields."""
     for name, value in shown.items():
         if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors", "audit", "restated"):
-            yield {"metric": name, "value": value}
+            yield from ({"metric": metric, "value": figure} for metric, figure in _flat_metrics(name, value))
     for factor in shown["factors"]:
         prefix = f"factor:{factor['scope']}:{factor['source']}"
         for name in ("origin", "licence", "attribution", "facility_kwh", "held_h"):
@@ -338,6 +338,20 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield {"metric": f"embodied:{used['gpu_model']}:{name}", "value": used[name]}
     yield from ({"metric": metric, "value": value} for metric, value in audit_metric_rows(shown["audit"]))
     yield from ({"metric": metric, "value": value} for metric, value in restated_metric_rows(shown["restated"]))
+
+
+def _flat_metrics(name: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """A figure as one ``metric,value`` line; a section (a dict, a list of dicts) as ``name.part`` lines."""
+    if isinstance(value, dict):
+        for part, figure in value.items():
+            yield from _flat_metrics(f"{name}.{part}", figure)
+    elif isinstance(value, list) and any(isinstance(item, dict) for item in value):
+        for index, item in enumerate(value):
+            yield from _flat_metrics(f"{name}.{index}", item)
+    elif isinstance(value, list):
+        yield name, "; ".join(str(item) for item in value)
+    else:
+        yield name, value
 
 
 QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
@@ -359,7 +373,11 @@ class SustainabilityReportView(ReportView):
         includes_open_hours = includes_open_hours_field()
         closed = closed_field()
         restated = restated_field()
-        location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
+        location_kgco2e = number(
+            "Scope 2, location-based: facility kWh x grid intensity of the nodes whose electricity is the "
+            "organization's Scope 2 (rented capacity with power in the rent is Scope 3: see inventory); null when "
+            "none known"
+        )
         location_tco2e = number("the same in tCO2e")
         market_kgco2e = number(
             "Scope 2, market-based, the figure to disclose (see market_basis): the Scope 2 report's allocation of "
@@ -367,7 +385,7 @@ class SustainabilityReportView(ReportView):
         )
         market_tco2e = number("the same in tCO2e")
         market_basis = serializers.CharField(help_text="what market_* are, e.g. 'scope2_instruments'")
-        location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_*)")
+        location_unknown_facility_kwh = number("Scope 2 facility kWh without a grid intensity (not in location_*)")
         market_unknown_facility_kwh = number("facility kWh with neither instrument, residual mix nor grid factor")
         market_site_factors_kgco2e = number(
             "internal, not for disclosure: facility kWh x the sites' market factors (per site and hour), as the "
@@ -376,7 +394,10 @@ class SustainabilityReportView(ReportView):
         market_site_factors_tco2e = number("the same in tCO2e")
         market_site_factors_unknown_facility_kwh = number("facility kWh without a site market factor")
         market_site_factors_basis = serializers.CharField(help_text=f"always '{MARKET_BASIS}': {MARKET_BASIS_NOTE}")
-        embodied_kgco2e_central = number("Scope 3 share attributable to the period: embodied carbon amortized")
+        embodied_kgco2e_central = number(
+            "embodied carbon amortized over the hours held (SCI, per-token figures), every node: not the inventory's "
+            "Category 2 (inventory.scope3.category_2, whole in the acquisition period)"
+        )
         embodied_kgco2e_low = number("embodied, low estimate")
         embodied_kgco2e_high = number("embodied, high estimate")
         embodied_tco2e_central = number("embodied central, tCO2e")

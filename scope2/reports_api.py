@@ -23,6 +23,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -36,12 +37,21 @@ from reports.api import ReportView
 from reports.api import SustainabilityReportView as LedgerSustainabilityReportView
 from reports.selectors.sustainability import SustainabilityReport
 from reports.serializers import PeriodInputSerializer
-from scope2.disclosures import GHG_COLUMNS, esrs_datapoints, ghg_table
+from scope2.disclosures import GHG_COLUMNS, esrs_datapoints, esrs_inventory_datapoints, ghg_inventory_rows, ghg_table
 from scope2.exports import scope2_csv_rows, scope2_output
 from scope2.headline import sustainability_shown
+from scope2.inventory import organization_boundary
+from scope2.inventory_output import inventory
 from scope2.selectors import Scope2Report, scope2_report
 
 CSV_COLUMNS = ["level", "site", "instrument", "metric", "value"]
+INVENTORY_HELP = (
+    "the inventory within the organizational boundary (scope2.boundary): boundary (consolidation approach, "
+    "the rule, node choices), scope1 (entered, or not_applicable), scope2 (location- and market-based), scope3 "
+    "by category (category_1 / category_8: rented capacity's electricity with its kWh; category_2: capital goods "
+    "whole in the acquisition period; category_3: excluded, stated), totals (location- and market-based), and "
+    "embodied_amortized (the ledger's amortized view with the method in force)"
+)
 
 
 class Scope2InputSerializer(PeriodInputSerializer):
@@ -104,12 +114,13 @@ class Scope2GhgTableView(Scope2View):
     )
     def get(self, request: Request) -> Any:
         report, organization = self.report(request)
-        rows = ghg_table(report)
+        rows, shown = ghg_table(report), inventory(report=report)
+        scopes = ghg_inventory_rows(shown)
         if self.wants_csv(request):
-            return csv_response(GHG_COLUMNS, csv_escaped(iter(rows)), filename=self.filename(report))
+            return csv_response(GHG_COLUMNS, csv_escaped(iter(rows + scopes)), filename=self.filename(report))
         audit = self.audit(request, report, organization)
         return Response({"start": report.start, "end": report.end, "columns": GHG_COLUMNS, "rows": rows,
-                         "audit": audit})  # fmt: skip
+                         "inventory_rows": scopes, "inventory": shown, "audit": audit})  # fmt: skip
 
 
 class Scope2EsrsView(Scope2View):
@@ -125,20 +136,43 @@ class Scope2EsrsView(Scope2View):
     )
     def get(self, request: Request) -> Any:
         report, organization = self.report(request)
+        shown = inventory(report=report)
         return Response(
             {
                 "standard": "ESRS E1 (Commission Delegated Regulation (EU) 2023/2772)",
                 "organization": organization.slug,
                 "start": report.start,
                 "end": report.end,
-                "datapoints": esrs_datapoints(report),
+                "datapoints": esrs_datapoints(
+                    report, share=organization_boundary(organization_id=organization.pk).share
+                )
+                + esrs_inventory_datapoints(shown),
+                "method": shown["embodied_amortized"]["method"],
+                "inventory": shown,
                 "audit": self.audit(request, report, organization),
             }
         )
 
 
+def _figure(help_text: str) -> serializers.FloatField:
+    return serializers.FloatField(allow_null=True, help_text=help_text)
+
+
+class SustainabilityOutputSerializer(LedgerSustainabilityReportView.OutputSerializer):
+    operational_location_kgco2e = _figure(
+        "location-based carbon of every node's metered electricity, Scope 2 and Scope 3 alike: what SCI and the "
+        "per-token figures weigh (location_kgco2e before the organizational boundary)"
+    )
+    operational_location_tco2e = _figure("the same in tCO2e")
+    operational_location_unknown_facility_kwh = _figure("facility kWh of every node without a grid intensity")
+    inventory = serializers.DictField(help_text=INVENTORY_HELP)
+
+
 class SustainabilityReportView(LedgerSustainabilityReportView):
-    """``/api/v1/reports/sustainability/``: its ``market_*`` the figure to disclose, as the page shows it."""
+    """``/api/v1/reports/sustainability/``: its ``market_*`` the figure to disclose, as the page shows it;
+    ``location_*`` within the organizational boundary's Scope 2, and the inventory (Scopes 1-3, totals)."""
+
+    OutputSerializer = SustainabilityOutputSerializer
 
     def shown(self, report: SustainabilityReport, organization: Organization) -> dict[str, Any]:
         return sustainability_shown(report=report, organization=organization)[0]
