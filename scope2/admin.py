@@ -11,11 +11,13 @@ from django.contrib import admin
 from accounting.inputs.admin import AuditedInputAdmin
 from accounting.inputs.services import InputChange
 from fleets.admin import ReadOnlyScopedAdmin, organization_path_register
-from scope2.models import ContractualInstrument, ResidualMixFactor
+from scope2.models import ContractualInstrument, InventoryBoundary, NodeScope, ResidualMixFactor, Scope1Emission
 from scope2.residual_mixes import residual_mix_delete, residual_mix_save
 
 organization_path_register(ContractualInstrument, "organization")
 organization_path_register(ResidualMixFactor, "organization")
+for _model in (InventoryBoundary, NodeScope, Scope1Emission):
+    organization_path_register(_model, "organization")
 
 
 @admin.register(ContractualInstrument)
@@ -38,3 +40,19 @@ class ResidualMixFactorAdmin(AuditedInputAdmin):
 
     def input_delete(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
         return residual_mix_delete(row=obj, user=user, now=now)
+
+
+# The inventory's inputs are written through the API (scope2.boundary_api), where the rule is checked.
+@admin.register(InventoryBoundary)
+class InventoryBoundaryAdmin(ReadOnlyScopedAdmin):
+    list_display = ["organization", "consolidation_approach", "equity_share_pct"]
+
+
+@admin.register(NodeScope)
+class NodeScopeAdmin(ReadOnlyScopedAdmin):
+    list_display = ["node", "electricity", "reason"]
+
+
+@admin.register(Scope1Emission)
+class Scope1EmissionAdmin(ReadOnlyScopedAdmin):
+    list_display = ["site", "kind", "start", "end", "co2e_kg"]
