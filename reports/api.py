@@ -379,6 +379,12 @@ class SustainabilityReportView(ReportView):
             "none known"
         )
         location_tco2e = number("the same in tCO2e")
+        operational_location_kgco2e = number(
+            "location-based carbon of every node's metered electricity, Scope 2 and Scope 3 alike: what SCI and the "
+            "per-token figures weigh (location_kgco2e before the organizational boundary)"
+        )
+        operational_location_tco2e = number("the same in tCO2e")
+        operational_location_unknown_facility_kwh = number("facility kWh of every node without a grid intensity")
         market_kgco2e = number(
             "Scope 2, market-based, the figure to disclose (see market_basis): the Scope 2 report's allocation of "
             "contractual instruments, then the residual mix (/api/v1/reports/scope2/)"
@@ -448,6 +454,14 @@ class SustainabilityReportView(ReportView):
         )
         embodied_factors = EmbodiedFactorSerializer(
             many=True, help_text="each GPU model whose lines carry embodied carbon, with the sources of its factors"
+        )
+        inventory = serializers.DictField(
+            help_text="the inventory within the organizational boundary (the scope2 app's boundary rule): boundary "
+            "(consolidation approach, the rule, node choices), scope1 (entered, or not_applicable), scope2 "
+            "(location- and market-based), scope3 by category (category_1 / category_8: rented capacity's "
+            "electricity with its kWh; category_2: capital goods whole in the acquisition period, with its basis; "
+            "category_3: excluded, stated), totals (location- and market-based: Scope 1 + 2 + 3), and "
+            "embodied_amortized (the ledger's amortized view with the amortization method and lives in force)"
         )
         audit = ReportAuditSerializer(help_text=AUDIT_SECTION)
 

@@ -55,4 +55,4 @@ class NodeScopeAdmin(ReadOnlyScopedAdmin):
 
 @admin.register(Scope1Emission)
 class Scope1EmissionAdmin(ReadOnlyScopedAdmin):
-    list_display = ["site", "kind", "start", "end", "co2e_kg"]
+    list_display = ["site", "activity", "start", "end", "co2e_kg"]

@@ -27,6 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.api import error_responses, validated
+from common.query import QueryInputSerializer, organization_ref_field, query_validated
 from common.scope import report_organization
 from fleets.authentication import PersonalTokenAuthentication
 from fleets.models import Node, Organization, Site
@@ -78,8 +79,8 @@ class BoundaryInputSerializer(serializers.Serializer):
     )
 
 
-class BoundaryQuerySerializer(serializers.Serializer):
-    organization = serializers.CharField(required=False, max_length=200)
+class BoundaryQuerySerializer(QueryInputSerializer):
+    organization = organization_ref_field("organization id or slug; optional if you belong to one only", required=False)
 
 
 @extend_schema_serializer(component_name="InventoryBoundary")
@@ -110,9 +111,8 @@ class InventoryBoundaryView(_View):
         responses={200: BoundaryOutputSerializer, **_ERRORS},
     )  # fmt: skip
     def get(self, request: Request) -> Response:
-        query = BoundaryQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        organization = report_organization(user=request.user, ref=query.validated_data.get("organization"))
+        query = query_validated(BoundaryQuerySerializer, request)
+        organization = report_organization(user=request.user, ref=query.get("organization"))
         return Response(_boundary_output(organization))
 
     @extend_schema(
@@ -213,7 +213,7 @@ class NodeScopeView(_View):
 class Scope1InputSerializer(serializers.Serializer):
     organization = serializers.CharField(required=False, max_length=200, help_text="create only: id or slug")
     site = serializers.IntegerField(min_value=1)
-    kind = serializers.ChoiceField(choices=Scope1Emission.Kind.choices)
+    activity = serializers.ChoiceField(choices=Scope1Emission.Activity.choices)
     start = serializers.DateTimeField(help_text="UTC, on the hour, inclusive")
     end = serializers.DateTimeField(help_text="UTC, on the hour, exclusive")
     co2e_kg = serializers.DecimalField(max_digits=16, decimal_places=6, min_value=0)
@@ -224,7 +224,7 @@ class Scope1InputSerializer(serializers.Serializer):
 class Scope1OutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Scope1Emission
-        fields = ["id", "organization_id", "site_id", "kind", "start", "end", "co2e_kg", "description"]
+        fields = ["id", "organization_id", "site_id", "activity", "start", "end", "co2e_kg", "description"]
 
     organization_id = serializers.IntegerField()
     site_id = serializers.IntegerField()

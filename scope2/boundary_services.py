@@ -48,7 +48,7 @@ def organization_window(organization: Organization) -> Window:
     return (min(known), None) if known else NOTHING
 
 
-SCOPE1_FIELDS = ("site", "kind", "start", "end", "co2e_kg", "description")
+SCOPE1_FIELDS = ("site", "activity", "start", "end", "co2e_kg", "description")
 
 
 class InventoryInputInvalid(ValueError):

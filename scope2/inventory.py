@@ -78,7 +78,7 @@ def _any(parts: list[Q]) -> Q:
 class Scope1Entry:
     id: int
     site: str
-    kind: str
+    activity: str
     description: str
     co2e_kg: Decimal  # as entered, for its whole period
     in_period_co2e_kg: Decimal  # the share of its period inside the report's (pro rata temporis)
@@ -91,7 +91,9 @@ def scope1_entries(*, organization_id: int, start: datetime, end: datetime) -> l
     for row in rows.select_related("site"):
         inside = (min(row.end, end) - max(row.start, start)).total_seconds()
         share = Decimal(str(inside)) / Decimal(str((row.end - row.start).total_seconds()))
-        entries.append(Scope1Entry(row.pk, row.site.name, row.kind, row.description, row.co2e_kg, row.co2e_kg * share))
+        entries.append(
+            Scope1Entry(row.pk, row.site.name, row.activity, row.description, row.co2e_kg, row.co2e_kg * share)
+        )
     return entries
 
 

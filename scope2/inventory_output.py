@@ -66,7 +66,7 @@ def _scope1(entries: list[Any], share: Decimal) -> tuple[Decimal, dict[str, Any]
         "kgco2e": _kg(kg),
         "tco2e": _t(kg),
         "entries": [
-            {"id": e.id, "site": e.site, "kind": e.kind, "description": e.description,
+            {"id": e.id, "site": e.site, "activity": e.activity, "description": e.description,
              "entered_kgco2e": _kg(e.co2e_kg), "in_period_kgco2e": _kg(e.in_period_co2e_kg * share)}
             for e in entries
         ],

@@ -175,14 +175,14 @@ class NodeScope(Timestamped):
 class Scope1Emission(Timestamped):
     """Direct emissions at a site over a period: a generator's fuel, refrigerant leaks (entered, not metered)."""
 
-    class Kind(models.TextChoices):
+    class Activity(models.TextChoices):
         GENERATOR = "generator", "Stationary combustion (generators)"
         REFRIGERANT = "refrigerant", "Fugitive (refrigerant)"
         OTHER = "other", "Other direct emissions"
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scope1_emissions")
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="scope1_emissions")
-    kind = models.CharField(max_length=12, choices=Kind.choices)
+    activity = models.CharField(max_length=12, choices=Activity.choices)
     start = models.DateTimeField(help_text="UTC, inclusive, on the hour")
     end = models.DateTimeField(help_text="UTC, exclusive, on the hour")
     co2e_kg = models.DecimalField("kgCO2e", max_digits=16, decimal_places=6, validators=[MinValueValidator(0)])
@@ -196,4 +196,4 @@ class Scope1Emission(Timestamped):
         ]
 
     def __str__(self) -> str:
-        return f"Scope 1 {self.kind} at {self.site}: {self.co2e_kg} kg"
+        return f"Scope 1 {self.activity} at {self.site}: {self.co2e_kg} kg"

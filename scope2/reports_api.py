@@ -23,7 +23,6 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -45,13 +44,6 @@ from scope2.inventory_output import inventory
 from scope2.selectors import Scope2Report, scope2_report
 
 CSV_COLUMNS = ["level", "site", "instrument", "metric", "value"]
-INVENTORY_HELP = (
-    "the inventory within the organizational boundary (scope2.boundary): boundary (consolidation approach, "
-    "the rule, node choices), scope1 (entered, or not_applicable), scope2 (location- and market-based), scope3 "
-    "by category (category_1 / category_8: rented capacity's electricity with its kWh; category_2: capital goods "
-    "whole in the acquisition period; category_3: excluded, stated), totals (location- and market-based), and "
-    "embodied_amortized (the ledger's amortized view with the method in force)"
-)
 
 
 class Scope2InputSerializer(PeriodInputSerializer):
@@ -154,25 +146,9 @@ class Scope2EsrsView(Scope2View):
         )
 
 
-def _figure(help_text: str) -> serializers.FloatField:
-    return serializers.FloatField(allow_null=True, help_text=help_text)
-
-
-class SustainabilityOutputSerializer(LedgerSustainabilityReportView.OutputSerializer):
-    operational_location_kgco2e = _figure(
-        "location-based carbon of every node's metered electricity, Scope 2 and Scope 3 alike: what SCI and the "
-        "per-token figures weigh (location_kgco2e before the organizational boundary)"
-    )
-    operational_location_tco2e = _figure("the same in tCO2e")
-    operational_location_unknown_facility_kwh = _figure("facility kWh of every node without a grid intensity")
-    inventory = serializers.DictField(help_text=INVENTORY_HELP)
-
-
 class SustainabilityReportView(LedgerSustainabilityReportView):
     """``/api/v1/reports/sustainability/``: its ``market_*`` the figure to disclose, as the page shows it;
     ``location_*`` within the organizational boundary's Scope 2, and the inventory (Scopes 1-3, totals)."""
-
-    OutputSerializer = SustainabilityOutputSerializer
 
     def shown(self, report: SustainabilityReport, organization: Organization) -> dict[str, Any]:
         return sustainability_shown(report=report, organization=organization)[0]

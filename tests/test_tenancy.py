@@ -134,7 +134,7 @@ def _instrument(w: World) -> dict[str, Any]:
 
 def _scope1(w: World) -> dict[str, Any]:
     return {
-        "organization": str(w.org_a.pk), "site": w.ids["site"], "kind": "generator", "co2e_kg": "1",
+        "organization": str(w.org_a.pk), "site": w.ids["site"], "activity": "generator", "co2e_kg": "1",
         "start": "2025-01-01T00:00:00Z", "end": "2025-02-01T00:00:00Z", "description": "zz-a-genset",
     }  # fmt: skip
 

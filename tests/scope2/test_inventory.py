@@ -47,7 +47,7 @@ pytestmark = pytest.mark.django_db
 
 HOUR = datetime(2026, 4, 1, 10, tzinfo=UTC)
 YEAR = {"period": "2026"}
-SCOPE1 = {"kind": "generator", "start": "2026-01-01T00:00:00Z", "end": "2027-01-01T00:00:00Z", "co2e_kg": "12",
+SCOPE1 = {"activity": "generator", "start": "2026-01-01T00:00:00Z", "end": "2027-01-01T00:00:00Z", "co2e_kg": "12",
           "description": "diesel genset tests: 4.48 l x 2.68 kg/l"}  # fmt: skip
 
 
@@ -261,7 +261,7 @@ def test_boundary_changes_are_audited_and_refused_over_a_locked_period(
         ({"start": "2026-01-01T00:30:00Z"}, "start"),
         ({"description": " "}, "description"),
         ({"co2e_kg": "-1"}, "co2e_kg"),
-        ({"kind": "volcano"}, "kind"),
+        ({"activity": "volcano"}, "activity"),
     ],
 )
 def test_a_scope_1_entry_refused_names_its_field(
