@@ -82,20 +82,21 @@ RENTED_HARDWARE_NOTE = (
 )
 
 
-def default_electricity_scope(*, tenure: str, power_in_rent: bool) -> ElectricityScope:
+def default_electricity_scope(*, power_in_rent: bool) -> ElectricityScope:
     """The rule without a choice: only rented capacity with power in the rent leaves Scope 2 (Category 1)."""
-    if tenure == RENTED and power_in_rent:
-        return ElectricityScope.CATEGORY_1
-    return ElectricityScope.SCOPE_2
+    return ElectricityScope.CATEGORY_1 if power_in_rent else ElectricityScope.SCOPE_2
 
 
 def electricity_scope(*, tenure: str, power_in_rent: bool, choice: str = ElectricityChoice.AUTO) -> ElectricityScope:
     """Where a node-hour's electricity lands: the organization's choice for a rented node, else the default.
 
-    An owned node's electricity is always Scope 2 (``choice_problem`` refuses any other choice)."""
-    if tenure == RENTED and choice != ElectricityChoice.AUTO:
+    Power in the hour's rent means the node was rented in that hour, whatever its tenure is now (a node bought
+    after it was rented: its rented hours stay Scope 3 by default). An owned node's own hours are always
+    Scope 2 (``choice_problem`` refuses any other choice for an owned node)."""
+    rented_then = power_in_rent or tenure == RENTED
+    if rented_then and choice != ElectricityChoice.AUTO:
         return ElectricityScope(choice)
-    return default_electricity_scope(tenure=tenure, power_in_rent=power_in_rent)
+    return default_electricity_scope(power_in_rent=power_in_rent)
 
 
 def choice_problem(*, tenure: str, choice: str) -> str | None:
