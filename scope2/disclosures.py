@@ -150,7 +150,19 @@ def ghg_inventory_rows(inventory: dict[str, Any]) -> list[dict[str, Any]]:
     rows.append(_inventory_row("SCOPE 3 CATEGORY 3", None, None, note=scope3["category_3"]["reason"]))
     rows.append(_inventory_row("TOTAL SCOPES 1-3", totals["location_tco2e"], totals["market_tco2e"],
                                note=totals["formula"]))  # fmt: skip
+    rows.append(_inventory_row("MEMO: EMBODIED AMORTIZED", None, None, note=_amortized_note(inventory)))
     return [{column: row.get(column) for column in GHG_COLUMNS} for row in rows]
+
+
+def _amortized_note(inventory: dict[str, Any]) -> str:
+    """The amortized view and the method in force, in words: a memo beside the inventory, never added to it."""
+    amortized = inventory["embodied_amortized"]
+    method = amortized["method"]
+    lives = ", ".join(f"{key} {years:g} y" for key, years in method["lives_years"].items()) or "none"
+    return (
+        f"{amortized['tco2e_central']} tCO2e amortized (central), not in the totals; amortization "
+        f"{method['amortization']} (lines: {', '.join(method['amortization_in_lines']) or 'none'}); lives: {lives}"
+    )
 
 
 def esrs_inventory_datapoints(inventory: dict[str, Any]) -> list[dict[str, Any]]:

@@ -166,10 +166,14 @@ def test_the_ghg_table_and_esrs_export_carry_scopes_1_to_3_and_totals(
     assert scopes["SCOPE 3 CATEGORY 2"]["location_based_tco2e"] == 0.5095
     assert "not yet separated" in scopes["SCOPE 3 CATEGORY 3"]["note"]
     assert scopes["TOTAL SCOPES 1-3"]["market_based_tco2e"] == 0.52222
+    memo = scopes["MEMO: EMBODIED AMORTIZED"]
+    assert memo["location_based_tco2e"] is None  # a memo, never added to the inventory
+    assert "amortization time" in memo["note"] and "h100-sxm 4 y" in memo["note"]
 
     response = sustainability_a.get("/api/v1/reports/scope2/ghg-table/", YEAR | {"format": "csv"})
     lines = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert [line["site"] for line in lines][-1] == "TOTAL SCOPES 1-3" and lines[-1]["location_based_tco2e"] == "0.52222"
+    total_line = next(line for line in lines if line["site"] == "TOTAL SCOPES 1-3")
+    assert total_line["location_based_tco2e"] == "0.52222" and "amortized" in lines[-1]["note"]
 
     esrs = sustainability_a.get("/api/v1/reports/scope2/esrs/", YEAR).json()
     points = {point["datapoint"]: point for point in esrs["datapoints"]}
