@@ -27,6 +27,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from accounting.node_hour_lines import ledger_node_hours_compute
@@ -36,6 +37,7 @@ from tests.helpers.factories import (
     GpuAssetFactory,
     GpuFactory,
     GridIntensityFactory,
+    MembershipFactory,
     NodeFactory,
     NodePriceFactory,
     OrganizationFactory,
@@ -295,3 +297,16 @@ def test_scope_1_entries_are_the_organizations_own(
     )
     changed = sustainability_a.patch(f"/api/v1/scope1-emissions/{generator['id']}/", {"co2e_kg": "6"}, format="json")
     assert (changed.status_code, changed.json()["co2e_kg"]) == (200, 6)
+
+
+def test_the_sustainability_page_shows_scope_3_and_labels_the_amortized_view(
+    own: Node, rent: Node, org_a: Organization
+) -> None:
+    browser = Client()
+    browser.force_login(MembershipFactory(organization=org_a, role=Role.VIEWER).user)
+
+    html = browser.get("/sustainability/", {"start": "2026-01-01", "end": "2026-12-31"}).content.decode()
+
+    assert 'id="tile-scope3-rented"' in html and 'data-value="0.00036"' in html  # rent-1's 0.36 kg
+    assert 'id="tile-capital-goods"' in html and 'data-value="0.5095"' in html  # own-1's card and host share
+    assert "Embodied, amortized (SCI, not the inventory)" in html and "Scope 3 share" not in html
