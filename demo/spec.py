@@ -143,9 +143,12 @@ SITES = (
         "US",
         Decimal("1.20"),
         "America/Los_Angeles",
-        # Illustrative: a solar PPA matching ~80 % of the load at 0 g, the rest at a
-        # CAISO residual mix of ~250 g.
-        market=IntensityFactor(Decimal(50), "contract:sjc-solar-ppa-2025"),
+        # The enterprise fleet rents here with power in the rent: this electricity is the provider's
+        # Scope 2 and the demo's Scope 3 Category 1 (scope2.boundary), so the demo claims no instrument
+        # of its own here. Illustrative: the provider's stated market-based factor for the capacity it
+        # sells (~80 % solar-matched at 0 g, the rest at a CAISO residual mix of ~250 g), for the ledger's
+        # internal per-line figures.
+        market=IntensityFactor(Decimal(50), "provider:sjc-colo-stated-factor-2025"),
     ),
     SiteSpec(
         "home-sto",

@@ -335,7 +335,7 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The report as ``metric,value`` lines: each figure, then each factor's fields."""
     for name, value in shown.items():
         if name not in ("factors", "grid_hours", "quality_hours", "embodied_factors", "audit", "restated"):
-            yield {"metric": name, "value": value}
+            yield from ({"metric": metric, "value": figure} for metric, figure in _flat_metrics(name, value))
     for factor in shown["factors"]:
         prefix = f"factor:{factor['scope']}:{factor['source']}"
         for name in ("origin", "licence", "attribution", "facility_kwh", "held_h"):
@@ -353,6 +353,20 @@ def _sustainability_metrics(shown: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield {"metric": f"embodied:{used['gpu_model']}:{name}", "value": used[name]}
     yield from ({"metric": metric, "value": value} for metric, value in audit_metric_rows(shown["audit"]))
     yield from ({"metric": metric, "value": value} for metric, value in restated_metric_rows(shown["restated"]))
+
+
+def _flat_metrics(name: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """A figure as one ``metric,value`` line; a section (a dict, a list of dicts) as ``name.part`` lines."""
+    if isinstance(value, dict):
+        for part, figure in value.items():
+            yield from _flat_metrics(f"{name}.{part}", figure)
+    elif isinstance(value, list) and any(isinstance(item, dict) for item in value):
+        for index, item in enumerate(value):
+            yield from _flat_metrics(f"{name}.{index}", item)
+    elif isinstance(value, list):
+        yield name, "; ".join(str(item) for item in value)
+    else:
+        yield name, value
 
 
 QUALITY_HOUR_FIELDS = ("held_h", "measured_h", "bridged_h", "missing_h", "unpriced_hours")
@@ -385,15 +399,25 @@ class SustainabilityReportView(ReportView):
 
     @extend_schema_serializer(component_name="SustainabilityReport")
     class OutputSerializer(_OrganizationAskedSerializer, ReportPeriodSerializer):
-        location_kgco2e = number("Scope 2, location-based: facility kWh x grid intensity; null when none known")
+        location_kgco2e = number(
+            "Scope 2, location-based: facility kWh x grid intensity of the nodes whose electricity is the "
+            "organization's Scope 2 (rented capacity with power in the rent is Scope 3: see inventory); null when "
+            "none known"
+        )
         location_tco2e = _in_tco2e()
+        operational_location_kgco2e = number(
+            "location-based carbon of every node's metered electricity, Scope 2 and Scope 3 alike: what SCI and the "
+            "per-token figures weigh (location_kgco2e before the organizational boundary)"
+        )
+        operational_location_tco2e = _in_tco2e()
+        operational_location_unknown_facility_kwh = number("facility kWh of every node without a grid intensity")
         market_kgco2e = number(
             "Scope 2, market-based, the figure to disclose (see market_basis): the Scope 2 report's allocation of "
             "contractual instruments, then the residual mix (/api/v1/reports/scope2/)"
         )
         market_tco2e = _in_tco2e()
         market_basis = serializers.CharField(help_text="what market_* are, e.g. 'scope2_instruments'")
-        location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_*)")
+        location_unknown_facility_kwh = number("Scope 2 facility kWh without a grid intensity (not in location_*)")
         market_unknown_facility_kwh = number("facility kWh with neither instrument, residual mix nor grid factor")
         market_site_factors_kgco2e = number(
             "internal, not for disclosure: facility kWh x the sites' market factors (per site and hour), as the "
@@ -402,7 +426,10 @@ class SustainabilityReportView(ReportView):
         market_site_factors_tco2e = _in_tco2e()
         market_site_factors_unknown_facility_kwh = number("facility kWh without a site market factor")
         market_site_factors_basis = serializers.CharField(help_text=f"always '{MARKET_BASIS}': {MARKET_BASIS_NOTE}")
-        embodied_kgco2e_central = number("Scope 3 share attributable to the period: embodied carbon amortized")
+        embodied_kgco2e_central = number(
+            "embodied carbon amortized over the hours held (SCI, per-token figures), every node: not the inventory's "
+            "Category 2 (inventory.scope3.category_2, whole in the acquisition period)"
+        )
         embodied_kgco2e_low = number("embodied, low estimate")
         embodied_kgco2e_high = number("embodied, high estimate")
         embodied_tco2e_central = number("embodied central, tCO2e")
@@ -453,6 +480,14 @@ class SustainabilityReportView(ReportView):
         )
         embodied_factors = EmbodiedFactorSerializer(
             many=True, help_text="each GPU model whose lines carry embodied carbon, with the sources of its factors"
+        )
+        inventory = serializers.DictField(
+            help_text="the inventory within the organizational boundary (the scope2 app's boundary rule): boundary "
+            "(consolidation approach, the rule, node choices), scope1 (entered, or not_applicable), scope2 "
+            "(location- and market-based), scope3 by category (category_1 / category_8: rented capacity's "
+            "electricity with its kWh; category_2: capital goods whole in the acquisition period, with its basis; "
+            "category_3: excluded, stated), totals (location- and market-based: Scope 1 + 2 + 3), and "
+            "embodied_amortized (the ledger's amortized view with the amortization method and lives in force)"
         )
         audit = ReportAuditSerializer(help_text=AUDIT_SECTION)
 

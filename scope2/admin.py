@@ -9,7 +9,7 @@ from typing import Any
 from accounting.inputs.admin import AuditedInputAdmin
 from accounting.inputs.services import InputChange
 from fleets.admin import ReadOnlyScopedAdmin, scoped_register
-from scope2.models import ContractualInstrument, ResidualMixFactor
+from scope2.models import ContractualInstrument, InventoryBoundary, NodeScope, ResidualMixFactor, Scope1Emission
 from scope2.residual_mixes import residual_mix_delete, residual_mix_save
 
 
@@ -33,3 +33,19 @@ class ResidualMixFactorAdmin(AuditedInputAdmin):
 
     def input_delete(self, obj: Any, *, user: Any, now: datetime) -> InputChange:
         return residual_mix_delete(row=obj, user=user, now=now)
+
+
+# The inventory's inputs are written through the API (scope2.boundary_api), where the rule is checked.
+@scoped_register(InventoryBoundary)
+class InventoryBoundaryAdmin(ReadOnlyScopedAdmin):
+    list_display = ["organization", "consolidation_approach", "equity_share_pct"]
+
+
+@scoped_register(NodeScope)
+class NodeScopeAdmin(ReadOnlyScopedAdmin):
+    list_display = ["node", "electricity", "reason"]
+
+
+@scoped_register(Scope1Emission)
+class Scope1EmissionAdmin(ReadOnlyScopedAdmin):
+    list_display = ["site", "activity", "start", "end", "co2e_kg"]

@@ -120,7 +120,8 @@ def _output(user: Any, instrument_id: int) -> dict[str, Any]:
     return dict(InstrumentOutputSerializer(instrument_for_user(user=user, instrument_id=instrument_id)).data)
 
 
-def _writable(user: Any, organization: Organization) -> None:
+def sustainability_writable(user: Any, organization: Organization) -> None:
+    """403 unless ``user`` may change ``organization``'s sustainability inputs (admin, sustainability)."""
     try:
         change_check(user=user, organization=organization, capability=Capability.SUSTAINABILITY)
     except RoleRefused as error:
@@ -169,7 +170,7 @@ class InstrumentsView(InstrumentView):
     def post(self, request: Request) -> Response:
         data = validated(InstrumentInputSerializer, request)
         organization = report_organization(user=request.user, ref=data.get("organization"))
-        _writable(request.user, organization)
+        sustainability_writable(request.user, organization)
         data, hours = _fields(data, organization)
         try:
             instrument = audited_write(
@@ -194,7 +195,7 @@ class InstrumentDetailView(InstrumentView):
     )
     def patch(self, request: Request, instrument_id: int) -> Response:
         instrument = instrument_for_user(user=request.user, instrument_id=instrument_id)
-        _writable(request.user, instrument.organization)
+        sustainability_writable(request.user, instrument.organization)
         data, hours = _fields(validated(InstrumentInputSerializer, request, partial=True), instrument.organization)
         try:
             instrument = audited_write(
@@ -232,7 +233,7 @@ class InstrumentEvidenceView(InstrumentView):
     )
     def put(self, request: Request, instrument_id: int) -> Response:
         instrument = instrument_for_user(user=request.user, instrument_id=instrument_id)
-        _writable(request.user, instrument.organization)
+        sustainability_writable(request.user, instrument.organization)
         upload = request.FILES.get("file")
         if upload is None:
             raise InstrumentRefused("send the evidence as the multipart field 'file'")

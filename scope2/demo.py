@@ -2,15 +2,20 @@
 
 ``demo_instruments_seed`` is meant to be called by the demo seed after the
 history backfill and the ledger drain (it sizes the instruments from the
-facility energy of the stored ledger lines). It goes through ``instrument_create``, so the demo's instruments pass the
-same checks as anyone's, and it replaces the demo instruments of an earlier run.
+facility energy of the stored ledger lines whose electricity is the
+organization's Scope 2, ``scope2.boundary``). It goes through ``instrument_create``, so the demo's
+instruments pass the same checks as anyone's, and it replaces the demo instruments of an earlier run.
 
-- ``dc-sjc`` (US-CAL-CISO): a solar PPA with an hourly profile, a sine over the
-  site's local daylight hours, delivering 80 % of the window's facility energy:
+An instrument only belongs where the electricity is the organization's own purchase: ``dc-sjc`` holds the
+rented enterprise fleet, power in the rent, so its electricity is the provider's Scope 2 and the demo's
+Scope 3 Category 1, and no instrument of the demo's is claimed there.
+
+- ``home-ber`` (DE): a solar PPA with an hourly profile, a sine over the
+  site's local daylight hours, delivering 80 % of the window's Scope 2 facility energy:
   annually matched it covers 80 %, hourly matched less (nights stay uncovered).
 - ``home-sto`` (SE-SE3): Norwegian hydro guarantees of origin for the window's
-  whole facility energy (the same EU/EEA market).
-- ``home-ber`` (DE): none; it takes the residual mix, or, as long as no residual
+  whole Scope 2 facility energy (the same EU/EEA market); the rented box there has power in its rent.
+- ``home-waw`` (PL): none; it takes the residual mix, or, as long as no residual
   mix is entered, the location-based factor, labelled.
 
 Figures are illustrative (no real contract stands behind them) and say so in
@@ -25,22 +30,25 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import Sum
+from django.db.models import Q, Sum
 
 from accounting.models import NodeHourLedger
 from fleets.models import Organization, Site
 from scope2.allocation import KWH_PER_MWH
+from scope2.boundary import ElectricityScope
+from scope2.inventory import electricity_line_filters
 from scope2.models import ContractualInstrument
 from scope2.services import instrument_create
 
 DEMO_REF_PREFIX = "demo:"
 PPA_SHARE = Decimal("0.8")
+PPA_SITE, GO_SITE = "home-ber", "home-sto"
 EVIDENCE = "illustrative demo instrument: no contract or certificate stands behind it"
 
 
-def _facility_mwh(site: Site, start: datetime, end: datetime) -> Decimal:
-    """The site's facility energy in the stored ledger (what the Scope 2 report allocates), MWh."""
-    lines = NodeHourLedger.objects.filter(site=site, hour_start__gte=start, hour_start__lt=end)
+def _facility_mwh(site: Site, start: datetime, end: datetime, scope2: Q) -> Decimal:
+    """The site's Scope 2 facility energy in the stored ledger (what the Scope 2 report allocates), MWh."""
+    lines = NodeHourLedger.objects.filter(scope2, site=site, hour_start__gte=start, hour_start__lt=end)
     return (lines.aggregate(kwh=Sum("facility_kwh"))["kwh"] or Decimal(0)) / KWH_PER_MWH
 
 
@@ -74,20 +82,21 @@ def demo_instruments_seed(*, organization: Organization, start: datetime, end: d
     ).delete()
     created = []
     sites = {site.name: site for site in Site.objects.filter(organization=organization)}
-    if (sjc := sites.get("dc-sjc")) is not None:
-        consumed = _facility_mwh(sjc, start, end)
-        weights = _solar_weights(sjc, start, end)
+    scope2 = electricity_line_filters(organization_id=organization.pk, start=start, end=end)[ElectricityScope.SCOPE_2]
+    if (ppa_site := sites.get(PPA_SITE)) is not None:
+        consumed = _facility_mwh(ppa_site, start, end, scope2)
+        weights = _solar_weights(ppa_site, start, end)
         total_weight = sum(weights.values(), Decimal(0))
         if consumed and total_weight:
             scale = consumed * PPA_SHARE / total_weight
             profile = [(hour, (weight * scale).quantize(Decimal("0.000001"))) for hour, weight in weights.items()]
-            data = _base(sjc, start, end, "Solar PPA (demo)") | {
-                "kind": "ppa", "generation_zone": sjc.grid_zone, "technology": "solar",
+            data = _base(ppa_site, start, end, "Solar PPA (demo)") | {
+                "kind": "ppa", "generation_zone": ppa_site.grid_zone, "technology": "solar",
                 "volume_mwh": sum((mwh for _, mwh in profile), Decimal(0)),
             }  # fmt: skip
             created.append(instrument_create(organization=organization, data=data, profile=profile))
-    if (sto := sites.get("home-sto")) is not None:
-        consumed = _facility_mwh(sto, start, end)
+    if (sto := sites.get(GO_SITE)) is not None:
+        consumed = _facility_mwh(sto, start, end, scope2)
         if consumed:
             data = _base(sto, start, end, "Hydro guarantees of origin (demo)") | {
                 "kind": "go", "generation_zone": "NO", "technology": "hydro",

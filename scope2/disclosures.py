@@ -23,13 +23,17 @@ from scope2.selectors import Scope2Report
 
 RENEWABLE = frozenset({"solar", "wind", "hydro", "geothermal", "biomass"})
 KINDS = ("ppa", "go", "rec", "supplier_rate")
-BOUNDARY = "electricity metered by Wattledger: the GPU fleets' facility energy (IT energy x PUE)"
+BOUNDARY = (
+    "electricity metered by Wattledger within the organizational boundary: the facility energy (IT energy x PUE) "
+    "of the nodes whose electricity is the organization's Scope 2 (scope2.boundary)"
+)
+INVENTORY_BOUNDARY = "the inventory within the organizational boundary (scope2.boundary; see inventory.boundary)"
 
 GHG_COLUMNS = [
     "site", "grid_zone", "market_boundary", "electricity_mwh", "location_based_tco2e",
     "location_based_gco2e_per_kwh", "market_based_tco2e", "market_based_gco2e_per_kwh",
     *(f"{kind}_mwh" for kind in KINDS), "residual_mix_mwh", "residual_mix_gco2e_per_kwh", "residual_mix_source",
-    "location_fallback_mwh", "unknown_factor_mwh",
+    "location_fallback_mwh", "unknown_factor_mwh", "note",
 ]  # fmt: skip
 
 
@@ -57,6 +61,7 @@ def _ghg_row(name: str, zone: str, allocations: list[SiteAllocation], residual: 
         "residual_mix_source": residual.source if residual else "",
         "location_fallback_mwh": quantized(total("location_fallback_kwh") / KWH_PER_MWH, 6),
         "unknown_factor_mwh": quantized(total("unknown_kwh") / KWH_PER_MWH, 6),
+        "note": "Scope 2" if name == "TOTAL" else "",
     }
     for kind in KINDS:
         kwh = sum((use.matched_kwh for a in allocations for use in a.uses if use.instrument.kind == kind), ZERO)
@@ -81,12 +86,13 @@ def _matched_kwh(report: Scope2Report, technologies: frozenset[str]) -> Decimal:
     )  # fmt: skip
 
 
-def esrs_datapoints(report: Scope2Report) -> list[dict[str, Any]]:
+def esrs_datapoints(report: Scope2Report, share: Decimal = Decimal(1)) -> list[dict[str, Any]]:
+    """E1-5 energy and E1-6 Scope 2; ``share``: the equity share applied to the emissions (1 under control)."""
     allocations = [site.allocation for site in report.sites]
     consumed = sum((a.consumption_kwh for a in allocations), ZERO)
     covered = sum((a.instruments_kwh for a in allocations), ZERO)
-    location_g = sum((a.location_co2e_g for a in allocations), ZERO)
-    market_g = sum((a.market_co2e_g for a in allocations), ZERO)
+    location_g = sum((a.location_co2e_g for a in allocations), ZERO) * share
+    market_g = sum((a.market_co2e_g for a in allocations), ZERO) * share
     kinds = sorted({use.instrument.kind for a in allocations for use in a.uses if use.matched_kwh})
 
     def point(key: str, label: str, value: float | None, unit: str, **extra: Any) -> dict[str, Any]:
@@ -118,4 +124,74 @@ def esrs_datapoints(report: Scope2Report) -> list[dict[str, Any]]:
             "share (0-1)",
             instrument_types=kinds,
         ),
+    ]
+
+
+def _inventory_row(name: str, location_t: float | None, market_t: float | None, **extra: Any) -> dict[str, Any]:
+    return {"site": name, "location_based_tco2e": location_t, "market_based_tco2e": market_t, **extra}
+
+
+def ghg_inventory_rows(inventory: dict[str, Any]) -> list[dict[str, Any]]:
+    """The GHG table's rows beyond Scope 2 (GHG Protocol Corporate Standard, ch. 9): Scope 1, Scope 3 by
+    category and the total of Scopes 1-3, in the table's columns (a Scope 3 figure is the same under both
+    methods; ``note`` says what each row is)."""
+    scope1, scope3, totals = inventory["scope1"], inventory["scope3"], inventory["totals"]
+    rows = [_inventory_row("SCOPE 1", scope1["tco2e"], scope1["tco2e"], note=scope1["note"] or scope1["status"])]
+    for key in ("category_1", "category_8"):
+        category = scope3[key]
+        rows.append(_inventory_row(
+            f"SCOPE 3 {key.upper().replace('_', ' ')}", category["tco2e"], category["tco2e"],
+            electricity_mwh=quantized(Decimal(str(category["facility_kwh"])) / KWH_PER_MWH, 6),
+            note=f"{category['label']}; {category['method']}",
+        ))  # fmt: skip
+    goods = scope3["category_2"]
+    rows.append(_inventory_row("SCOPE 3 CATEGORY 2", goods["tco2e_central"], goods["tco2e_central"],
+                               note=f"{goods['label']} (central); {goods['basis']}"))  # fmt: skip
+    rows.append(_inventory_row("SCOPE 3 CATEGORY 3", None, None, note=scope3["category_3"]["reason"]))
+    rows.append(_inventory_row("TOTAL SCOPES 1-3", totals["location_tco2e"], totals["market_tco2e"],
+                               note=totals["formula"]))  # fmt: skip
+    rows.append(_inventory_row("MEMO: EMBODIED AMORTIZED", None, None, note=_amortized_note(inventory)))
+    return [{column: row.get(column) for column in GHG_COLUMNS} for row in rows]
+
+
+def _amortized_note(inventory: dict[str, Any]) -> str:
+    """The amortized view and the method in force, in words: a memo beside the inventory, never added to it."""
+    amortized = inventory["embodied_amortized"]
+    method = amortized["method"]
+    lives = ", ".join(f"{key} {years:g} y" for key, years in method["lives_years"].items()) or "none"
+    return (
+        f"{amortized['tco2e_central']} tCO2e amortized (central), not in the totals; amortization "
+        f"{method['amortization']} (lines: {', '.join(method['amortization_in_lines']) or 'none'}); lives: {lives}"
+    )
+
+
+def esrs_inventory_datapoints(inventory: dict[str, Any]) -> list[dict[str, Any]]:
+    """E1-6 paras. 48(a) (gross Scope 1), 51 (gross Scope 3, by category: AR 46) and 52(a)/(b) (total GHG
+    emissions, location- and market-based: AR 47), tCO2eq, from the inventory."""
+    scope1, scope3, totals = inventory["scope1"], inventory["scope3"], inventory["totals"]
+
+    def point(key: str, label: str, value: float | None, **extra: Any) -> dict[str, Any]:
+        return {"datapoint": key, "label": label, "value": value, "unit": "tCO2eq", "boundary": INVENTORY_BOUNDARY,
+                **extra}  # fmt: skip
+
+    categories = [
+        {"category": int(key.split("_")[1]), "label": scope3[key]["label"],
+         "value": scope3[key].get("tco2e", scope3[key].get("tco2e_central")),
+         **({"status": "excluded", "reason": scope3[key]["reason"]} if "reason" in scope3[key] else {}),
+         **({"basis": scope3[key]["basis"]} if "basis" in scope3[key] else {})}
+        for key in scope3 if key.startswith("category_")
+    ]  # fmt: skip
+    return [
+        point(
+            "E1-6.48(a)", "Gross Scope 1 GHG emissions", scope1["tco2e"], status=scope1["status"], note=scope1["note"]
+        ),
+        point(
+            "E1-6.51",
+            "Gross Scope 3 GHG emissions",
+            scope3["tco2e"],
+            categories=categories,
+            note="Category 2 at its central estimate",
+        ),
+        point("E1-6.52(a)", "Total GHG emissions (location-based)", totals["location_tco2e"], note=totals["formula"]),
+        point("E1-6.52(b)", "Total GHG emissions (market-based)", totals["market_tco2e"], note=totals["formula"]),
     ]

@@ -16,10 +16,12 @@ from typing import Any
 
 from fleets.models import Organization
 from reports.display import MARKET_BASIS as SITE_FACTORS_BASIS
-from reports.display import sustainability_output
+from reports.display import rounded, sustainability_output
 from reports.selectors.sustainability import SustainabilityReport
+from scope2.allocation import ZERO
 from scope2.exports import scope2_output
-from scope2.selectors import scope2_report
+from scope2.inventory_output import inventory
+from scope2.selectors import Scope2Report, scope2_report
 
 MARKET_BASIS = "scope2_instruments"
 MARKET_BASIS_NOTE = (
@@ -35,10 +37,29 @@ def sustainability_shown(
     """The sustainability report as shown, led by the market-based figure to disclose; and the Scope 2 report
     of the same organization and period as shown (the figure's source, for the page's panel)."""
     shown = sustainability_output(report, organization)
-    scope2 = scope2_output(
-        scope2_report(organization_id=organization.pk, start=report.start, end=report.end), organization
-    )
-    return with_disclosed_market(shown, scope2), scope2
+    scope2_of = scope2_report(organization_id=organization.pk, start=report.start, end=report.end)
+    scope2 = scope2_output(scope2_of, organization)
+    return with_scope2_location(with_disclosed_market(shown, scope2), scope2_of) | {
+        "inventory": inventory(report=scope2_of)
+    }, scope2
+
+
+def with_scope2_location(shown: dict[str, Any], scope2: Scope2Report) -> dict[str, Any]:
+    """``shown`` with ``location_*`` the Scope 2 boundary's (``scope2.boundary``: rented capacity with power in
+    the rent is Scope 3, not Scope 2), and the metered electricity of every node beside it as
+    ``operational_location_*`` (what SCI and the per-token figures weigh)."""
+    allocations = [site.allocation for site in scope2.sites]
+    location_g = sum((a.location_co2e_g for a in allocations), ZERO)
+    unknown_kwh = sum((a.location_unknown_kwh for a in allocations), ZERO)
+    known = shown["location_kgco2e"] is not None
+    return shown | {
+        "location_kgco2e": rounded(location_g / 1000, "kg") if known else None,
+        "location_tco2e": rounded(location_g / 1_000_000, "t") if known else None,
+        "location_unknown_facility_kwh": rounded(unknown_kwh, "kwh"),
+        "operational_location_kgco2e": shown["location_kgco2e"],
+        "operational_location_tco2e": shown["location_tco2e"],
+        "operational_location_unknown_facility_kwh": shown["location_unknown_facility_kwh"],
+    }
 
 
 def with_disclosed_market(shown: dict[str, Any], scope2: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,12 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from common.timestamps import Timestamped
-from fleets.models import Organization, Site
+from fleets.models import Node, Organization, Site
+from scope2.boundary import Consolidation, ElectricityChoice
 
-__all__ = ["ContractualInstrument", "InstrumentHour", "ResidualMixFactor"]
+__all__ = [
+    "ContractualInstrument", "InstrumentHour", "InventoryBoundary", "NodeScope", "ResidualMixFactor", "Scope1Emission",
+]  # fmt: skip
 
 
 def _stated(
@@ -132,3 +135,65 @@ class ResidualMixFactor(models.Model):
 
     def __str__(self) -> str:
         return f"residual mix {self.zone} {self.year}: {self.gco2e_per_kwh} g/kWh"
+
+
+class InventoryBoundary(Timestamped):
+    """An organization's consolidation approach (GHG Protocol Corporate Standard, ch. 3); without a row,
+    operational control. The rule it feeds is ``scope2.boundary``'s."""
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="inventory_boundary")
+    consolidation_approach = models.CharField(
+        max_length=20,
+        choices=[(c.value, c.value.replace("_", " ")) for c in Consolidation],
+        default=Consolidation.OPERATIONAL_CONTROL.value,
+    )
+    equity_share_pct = models.DecimalField(
+        "Equity share (%)", max_digits=7, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(100)],
+        help_text="equity share approach only: the organization's share of the operation's equity",
+    )  # fmt: skip
+
+    def __str__(self) -> str:
+        return f"boundary of {self.organization}: {self.consolidation_approach}"
+
+
+class NodeScope(Timestamped):
+    """Where one node's electricity lands, as the organization chose it (``auto``: the default rule)."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="node_scopes")
+    node = models.OneToOneField(Node, on_delete=models.CASCADE, related_name="inventory_scope")
+    electricity = models.CharField(
+        max_length=12, choices=[(c.value, c.value.replace("_", " ")) for c in ElectricityChoice],
+        default=ElectricityChoice.AUTO.value,
+    )  # fmt: skip
+    reason = models.TextField(blank=True, help_text="why, e.g. 'operating lease of a dedicated server we operate'")
+
+    def __str__(self) -> str:
+        return f"{self.node}: electricity {self.electricity}"
+
+
+class Scope1Emission(Timestamped):
+    """Direct emissions at a site over a period: a generator's fuel, refrigerant leaks (entered, not metered)."""
+
+    class Activity(models.TextChoices):
+        GENERATOR = "generator", "Stationary combustion (generators)"
+        REFRIGERANT = "refrigerant", "Fugitive (refrigerant)"
+        OTHER = "other", "Other direct emissions"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="scope1_emissions")
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="scope1_emissions")
+    activity = models.CharField(max_length=12, choices=Activity.choices)
+    start = models.DateTimeField(help_text="UTC, inclusive, on the hour")
+    end = models.DateTimeField(help_text="UTC, exclusive, on the hour")
+    co2e_kg = models.DecimalField("kgCO2e", max_digits=16, decimal_places=6, validators=[MinValueValidator(0)])
+    description = models.TextField(help_text="what and how, e.g. 'diesel genset tests, 120 l x 2.68 kg/l'")
+
+    class Meta:
+        ordering = ["start", "id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(end__gt=models.F("start")), name="scope1_period_positive"),
+            models.CheckConstraint(condition=models.Q(co2e_kg__gte=0), name="scope1_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Scope 1 {self.activity} at {self.site}: {self.co2e_kg} kg"

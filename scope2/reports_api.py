@@ -36,9 +36,11 @@ from reports.api import ReportView
 from reports.api import SustainabilityReportView as LedgerSustainabilityReportView
 from reports.selectors.sustainability import SustainabilityReport
 from reports.serializers import PeriodInputSerializer
-from scope2.disclosures import GHG_COLUMNS, esrs_datapoints, ghg_table
+from scope2.disclosures import GHG_COLUMNS, esrs_datapoints, esrs_inventory_datapoints, ghg_inventory_rows, ghg_table
 from scope2.exports import scope2_csv_rows, scope2_output
 from scope2.headline import sustainability_shown
+from scope2.inventory import organization_boundary
+from scope2.inventory_output import inventory
 from scope2.selectors import Scope2Report, scope2_report
 
 CSV_COLUMNS = ["level", "site", "instrument", "metric", "value"]
@@ -104,12 +106,13 @@ class Scope2GhgTableView(Scope2View):
     )
     def get(self, request: Request) -> Any:
         report, organization = self.report(request)
-        rows = ghg_table(report)
+        rows, shown = ghg_table(report), inventory(report=report)
+        scopes = ghg_inventory_rows(shown)
         if self.wants_csv(request):
-            return csv_response(GHG_COLUMNS, csv_escaped(iter(rows)), filename=self.filename(report))
+            return csv_response(GHG_COLUMNS, csv_escaped(iter(rows + scopes)), filename=self.filename(report))
         audit = self.audit(request, report, organization)
         return Response({"start": report.start, "end": report.end, "columns": GHG_COLUMNS, "rows": rows,
-                         "audit": audit})  # fmt: skip
+                         "inventory_rows": scopes, "inventory": shown, "audit": audit})  # fmt: skip
 
 
 class Scope2EsrsView(Scope2View):
@@ -125,20 +128,27 @@ class Scope2EsrsView(Scope2View):
     )
     def get(self, request: Request) -> Any:
         report, organization = self.report(request)
+        shown = inventory(report=report)
         return Response(
             {
                 "standard": "ESRS E1 (Commission Delegated Regulation (EU) 2023/2772)",
                 "organization": organization.slug,
                 "start": report.start,
                 "end": report.end,
-                "datapoints": esrs_datapoints(report),
+                "datapoints": esrs_datapoints(
+                    report, share=organization_boundary(organization_id=organization.pk).share
+                )
+                + esrs_inventory_datapoints(shown),
+                "method": shown["embodied_amortized"]["method"],
+                "inventory": shown,
                 "audit": self.audit(request, report, organization),
             }
         )
 
 
 class SustainabilityReportView(LedgerSustainabilityReportView):
-    """``/api/v1/reports/sustainability/``: its ``market_*`` the figure to disclose, as the page shows it."""
+    """``/api/v1/reports/sustainability/``: its ``market_*`` the figure to disclose, as the page shows it;
+    ``location_*`` within the organizational boundary's Scope 2, and the inventory (Scopes 1-3, totals)."""
 
     def shown(self, report: SustainabilityReport, organization: Organization) -> dict[str, Any]:
         return sustainability_shown(report=report, organization=organization)[0]

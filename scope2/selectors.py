@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Case, Count, DecimalField, F, QuerySet, Sum, Value, When
+from django.db.models import Case, Count, DecimalField, F, Q, QuerySet, Sum, Value, When
 from rest_framework.exceptions import NotFound
 
 from accounting.models import NodeHourLedger
@@ -23,7 +23,9 @@ from scope2.allocation import (
     SiteHour,
     site_allocate,
 )
+from scope2.boundary import ElectricityScope
 from scope2.cfe import CfeScore, cfe_annual, cfe_hourly
+from scope2.inventory import electricity_line_filters
 from scope2.models import ContractualInstrument, InstrumentHour, ResidualMixFactor
 from scope2.residual import grid_cfe_share, shipped_residual_mix
 
@@ -58,20 +60,26 @@ class SiteScope2:
 
 @dataclass
 class Scope2Report:
+    """Scope 2 of the lines whose electricity is the organization's Scope 2 (``scope2.boundary``);
+    ``line_filters``: each electricity scope's filter on the period's ledger lines."""
+
     organization_id: int
     start: datetime
     end: datetime
     sites: list[SiteScope2]
+    line_filters: dict[ElectricityScope, Q] = field(default_factory=dict)
 
 
-def _site_hours(organization_id: int, start: datetime, end: datetime) -> dict[int, list[SiteHour]]:
+def _site_hours(organization_id: int, start: datetime, end: datetime, scope2: Q) -> dict[int, list[SiteHour]]:
     located = Case(
         When(location_co2e_g__isnull=False, then=F("facility_kwh")),
         default=Value(ZERO),
         output_field=DecimalField(max_digits=28, decimal_places=12),
     )
     rows = (
-        NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=start, hour_start__lt=end)
+        NodeHourLedger.objects.filter(
+            scope2, organization_id=organization_id, hour_start__gte=start, hour_start__lt=end
+        )
         .values("site_id", "hour_start")
         .annotate(kwh=Sum("facility_kwh"), location_g=Sum("location_co2e_g"), location_kwh=Sum(located))
         .order_by("site_id", "hour_start")
@@ -155,12 +163,17 @@ def _site_scope2(
 
 
 def scope2_report(*, organization_id: int, start: datetime, end: datetime) -> Scope2Report:
-    """Per site with consumption or instruments in [start, end): both methods, the instruments, the CFE score."""
-    hours, instruments = _site_hours(organization_id, start, end), _instruments(organization_id, start, end)
+    """Per site with Scope 2 consumption or instruments in [start, end): both methods, the instruments, the CFE
+    score. Nodes whose electricity is Scope 3 (rented with power in the rent) are left out: not the
+    organization's purchased electricity, so no instrument of its can cover them."""
+    filters = electricity_line_filters(organization_id=organization_id, start=start, end=end)
+    hours = _site_hours(organization_id, start, end, filters[ElectricityScope.SCOPE_2])
+    instruments = _instruments(organization_id, start, end)
     sites = Site.objects.filter(organization_id=organization_id, pk__in=set(hours) | set(instruments))
     return Scope2Report(
         organization_id,
         start,
         end,
         [_site_scope2(site, hours.get(site.pk, []), instruments.get(site.pk, []), start, end) for site in sites],
+        filters,
     )

@@ -132,6 +132,13 @@ def _instrument(w: World) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _scope1(w: World) -> dict[str, Any]:
+    return {
+        "organization": str(w.org_a.pk), "site": w.ids["site"], "activity": "generator", "co2e_kg": "1",
+        "start": "2025-01-01T00:00:00Z", "end": "2025-02-01T00:00:00Z", "description": "zz-a-genset",
+    }  # fmt: skip
+
+
 def _scenario(w: World) -> dict[str, Any]:
     return {
         "organization": str(w.org_a.pk), "name": "zz-a-scenario", **PERIOD,
@@ -271,6 +278,14 @@ PROBES: dict[str, Detail | Collection | Special] = {
         lambda w: {"file": SimpleUploadedFile("e.pdf", b"forged")},
     ),
     "residual-mixes": Collection(a_ids=_ids("residual_mix")),
+    "inventory-boundary": Collection(
+        organization=True, writes="put",
+        creates=lambda w: [{"organization": str(w.org_a.pk), "consolidation_approach": "financial_control"}],
+    ),
+    "node-scopes": Collection(),
+    "node-scope": Detail(lambda w: {"node_id": w.ids["node"]}, ("put",), lambda w: {"electricity": "category_8"}),
+    "scope1-emissions": Collection(a_ids=_ids("scope1"), creates=lambda w: [_scope1(w)]),
+    "scope1-emission": Detail(lambda w: {"entry_id": w.ids["scope1"]}, ("get", "patch"), lambda w: {"co2e_kg": "2"}),
     "residual-mixes-upload": Collection(
         reads=False,
         creates=lambda w: _csv("m.csv", "zone,year,gco2e_per_kwh,source\nDE,2022,1,zz-b\n", w),
@@ -381,6 +396,7 @@ def _org_a_rows(world: World, site: Any, fleet: Any, node: Any, gpu: Any) -> Non
     rate = {"currency": "USD", "quote_currency": "EUR", "month": "2026-01-01", "rate": "0.92", "source": "zz-a-rate"}
     ids["exchange_rate"] = _created(a.post("/api/v1/exchange-rates/", rate, format="json"))["id"]
     ids["instrument"] = _created(a.post("/api/v1/instruments/", _instrument(world), format="json"))["id"]
+    ids["scope1"] = _created(a.post("/api/v1/scope1-emissions/", _scope1(world), format="json"))["id"]
     evidence = {"file": SimpleUploadedFile("zz-a-contract.pdf", b"zz-a evidence")}
     assert a.put(f"/api/v1/instruments/{ids['instrument']}/evidence/", evidence).status_code == 200
     ids["workload_class"] = _created(a.post("/api/v1/workload-classes/", _CLASS | {"name": "zz-a-class"}))["id"]

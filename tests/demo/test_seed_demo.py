@@ -162,11 +162,15 @@ def test_seed_demo_builds_a_ledger_where_consumer_is_cheaper_and_enterprise_fast
     assert set(lines.values_list("location_source", flat=True)) == {spec.SIMULATED_INTENSITY_SOURCE}
     assert not lines.filter(location_is_fallback=True).exists()
 
-    # Scope 2: a solar PPA at the data centre and guarantees of origin in Stockholm, sized from the lines
+    # Scope 2: a solar PPA in Berlin and guarantees of origin in Stockholm, sized from the Scope 2 lines; none at
+    # the data centre, whose rented nodes have power in the rent (the provider's Scope 2, the demo's Scope 3)
     instruments = {i.site.name: i for i in ContractualInstrument.objects.filter(organization=organization)}
-    assert set(instruments) == {"dc-sjc", "home-sto"}
-    sjc_mwh = sum((line.facility_kwh for line in lines.filter(site__name="dc-sjc")), Decimal(0)) / 1000
-    assert instruments["dc-sjc"].volume_mwh == pytest.approx(sjc_mwh * Decimal("0.8"), rel=Decimal("0.001"))
+    assert set(instruments) == {"home-ber", "home-sto"}
+    ber_mwh = sum((line.facility_kwh for line in lines.filter(site__name="home-ber")), Decimal(0)) / 1000
+    assert instruments["home-ber"].volume_mwh == pytest.approx(ber_mwh * Decimal("0.8"), rel=Decimal("0.001"))
+    sto_owned = lines.filter(site__name="home-sto", node__tenure="owned")
+    sto_mwh = sum((line.facility_kwh for line in sto_owned), Decimal(0)) / 1000
+    assert instruments["home-sto"].volume_mwh == pytest.approx(sto_mwh, rel=Decimal("0.001"))
     zones = {"US-CAL-CISO", "SE-SE3", "DE", "PL"}
     stored = GridIntensity.objects.filter(organization=organization, source=spec.SIMULATED_INTENSITY_SOURCE)
     assert set(stored.values_list("zone", flat=True)) == zones

@@ -1,6 +1,8 @@
-"""The demo's instruments: a solar PPA at dc-sjc for 80 % of its energy, hydro GOs at home-sto for all of it.
+"""The demo's instruments: a solar PPA at home-ber for 80 % of its Scope 2 energy, hydro GOs at home-sto for all
+of it, and none at dc-sjc, whose rented nodes have power in the rent (the provider's Scope 2, the demo's Scope 3).
 
-Two days, one node per site with 1 kWh of facility energy every hour in the ledger: 48 kWh per site.
+Two days, one node per site with 1 kWh of facility energy every hour in the ledger: 48 kWh per site; a rented
+node with power in the rent beside them (at dc-sjc, and at home-sto) draws as much, outside Scope 2.
 """
 
 from __future__ import annotations
@@ -8,10 +10,12 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.test import Client
 
+from accounting.models import NodeHourLedger
 from fleets.models import Organization
 from scope2.demo import demo_instruments_seed
 from scope2.models import ContractualInstrument
@@ -26,27 +30,46 @@ HOURS = [START + timedelta(hours=index) for index in range(48)]
 END = START + timedelta(days=2)
 
 
-def demo_site(organization: Organization, name: str, zone: str, time_zone: str) -> None:
+def demo_site(
+    organization: Organization, name: str, zone: str, time_zone: str, *, rented_with_power: bool = False
+) -> None:
     site = SiteFactory(organization=organization, name=name, grid_zone=zone, pue=Decimal(1), time_zone=time_zone)
-    node = NodeFactory(fleet__organization=organization, site=site)
+    node = NodeFactory(fleet__organization=organization, site=site, tenure="owned")
     ledger_hours(node, HOURS, facility_kwh=Decimal(1), location_g_per_kwh=Decimal(200))
+    if rented_with_power:
+        rented_with_power_node(site)
+
+
+def rented_with_power_node(site: Any) -> None:
+    node = NodeFactory(fleet__organization=site.organization, site=site, tenure="rented")
+    ledger_hours(node, HOURS, facility_kwh=Decimal(1), location_g_per_kwh=Decimal(200))
+    NodeHourLedger.objects.filter(node=node).update(electricity_status="included")
+
+
+def demo_sites(organization: Organization) -> None:
+    sjc = SiteFactory(organization=organization, name="dc-sjc", grid_zone="US-CAL-CISO", pue=Decimal(1))
+    rented_with_power_node(sjc)
+    demo_site(organization, "home-ber", "DE", "Europe/Berlin")
+    demo_site(organization, "home-sto", "SE-SE3", "Europe/Stockholm", rented_with_power=True)
 
 
 def test_demo_instruments_give_dual_reporting_and_a_cfe_score() -> None:
     organization = OrganizationFactory(name="Demo AI", slug="demo-ai")
-    demo_site(organization, "dc-sjc", "US-CAL-CISO", "America/Los_Angeles")
-    demo_site(organization, "home-sto", "SE-SE3", "Europe/Stockholm")
+    demo_sites(organization)
 
     demo_instruments_seed(organization=organization, start=START, end=END)
     ppa, go = demo_instruments_seed(organization=organization, start=START, end=END)  # a rerun replaces them
 
     assert ContractualInstrument.objects.count() == 2
-    assert (ppa.kind, ppa.hours.count()) == ("ppa", 24)  # 12 daylight hours a day, local time
+    assert (ppa.site.name, go.site.name) == ("home-ber", "home-sto")  # none where the power is in the rent
+    assert (ppa.kind, ppa.hours.count(), ppa.generation_zone) == ("ppa", 24, "DE")  # 12 daylight hours a day
     assert ppa.volume_mwh == pytest.approx(Decimal("0.0384"), abs=Decimal("1e-5"))  # 80 % of 48 kWh
+    # the Scope 2 node's 48 kWh, not the rented box's beside it
     assert (go.kind, go.volume_mwh, go.generation_zone) == ("go", Decimal("0.048"), "NO")
     report = scope2_report(organization_id=organization.pk, start=START, end=END)
     by_site = {site.site.name: site for site in report.sites}
-    sjc, sto = by_site["dc-sjc"], by_site["home-sto"]
+    assert "dc-sjc" not in by_site
+    sjc, sto = by_site["home-ber"], by_site["home-sto"]
     assert sjc.annual.instruments_kwh / sjc.annual.consumption_kwh == pytest.approx(Decimal("0.8"), abs=Decimal("1e-6"))
     # Hourly: the midday surplus is lost, so less than 80 % (12 daylight hours of 24 at most 50 %).
     assert sjc.allocation.instruments_kwh / sjc.allocation.consumption_kwh < Decimal("0.5")
@@ -64,24 +87,24 @@ def table_cells(html: str, table_id: str) -> list[list[str]]:
 
 def test_the_sustainability_page_shows_the_demo_instruments_both_ways_with_a_cfe_score(client: Client) -> None:
     organization = OrganizationFactory(name="Demo AI", slug="demo-ai")
-    demo_site(organization, "dc-sjc", "US-CAL-CISO", "America/Los_Angeles")
-    demo_site(organization, "home-sto", "SE-SE3", "Europe/Stockholm")
+    demo_sites(organization)
     demo_instruments_seed(organization=organization, start=START, end=END)
     client.force_login(MembershipFactory(organization=organization, role="viewer").user)
 
     html = client.get("/sustainability/", {"start": "2025-06-01", "end": "2025-06-02"}).content.decode()
 
-    # Location-based: 48 kWh x 200 g = 9.6 kg per site. dc-sjc, no residual mix held (labelled fallback):
-    # annual matching 80 % covered, 9.6 kWh x 200 g = 1.9 kg; hourly the PPA matches 21.12 kWh (44 %), the
-    # midday surplus lost, 26.88 kWh x 200 g = 5.4 kg. 24/7 CFE with the grid's 66 % carbon-free share:
-    # (21.12 + 0.66 x 26.88) / 48 = 81.0 %; annual (38.4 + 0.66 x 9.6) / 48 = 93.2 %. home-sto: the GOs cover
-    # all of it, 0 kg, CFE 100 %.
+    # Location-based: 48 kWh x 200 g = 9.6 kg per Scope 2 site. home-ber, no residual mix held (labelled
+    # fallback): annual matching 80 % covered, 9.6 kWh x 200 g = 1.9 kg; hourly the PPA matches 21.14 kWh (44 %),
+    # the midday surplus lost, 26.86 kWh x 200 g = 5.4 kg. 24/7 CFE with the grid's 64 % carbon-free share:
+    # (21.14 + 0.64 x 26.86) / 48 = 79.9 %; annual (38.4 + 0.64 x 9.6) / 48 = 92.8 %. home-sto: the GOs cover
+    # all of its Scope 2 energy, 0 kg, CFE 100 %. dc-sjc: no Scope 2 energy, no instrument, no row.
     sites = {row[0].split()[0]: row[1:] for row in table_cells(html, "scope2-dual")}
-    assert sites["dc-sjc"] == ["48", "9.6", "5.4", "1.9", "44.0 %", "0.0 %", "56.0 % no residual mix", "81.0 %",
-                               "93.2 %"]  # fmt: skip
+    assert sites["home-ber"] == ["48", "9.6", "5.4", "1.9", "44.0 %", "0.0 %", "56.0 % no residual mix", "79.9 %",
+                                 "92.8 %"]  # fmt: skip
+    assert "dc-sjc" not in sites
     assert sites["home-sto"] == ["48", "9.6", "0.0", "0.0", "100.0 %", "0.0 %", "0.0 %", "100.0 %", "100.0 %"]
     instruments = {row[0]: row[1:5] for row in table_cells(html, "scope2-instruments")}
     assert instruments == {
-        "Solar PPA (demo) ppa · solar · US-CAL-CISO 2025": ["dc-sjc", "hourly", "21", "17"],
+        "Solar PPA (demo) ppa · solar · DE 2025": ["home-ber", "hourly", "21", "17"],
         "Hydro guarantees of origin (demo) go · hydro · NO 2025": ["home-sto", "annual", "48", "0"],
     }

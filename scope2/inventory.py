@@ -1,0 +1,228 @@
+"""Reads for the inventory: which ledger lines are whose scope, Scope 1 as entered, Category 2 capital goods.
+
+The boundary rule is ``scope2.boundary``'s; this module only feeds it each node's tenure, each line's
+power-in-rent (the ledger's electricity status ``included``) and the organization's choices.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
+
+from django.db.models import BooleanField, Case, Count, Min, Q, Sum, Value, When
+
+from accounting.ledger.embodied import unallocated_fraction
+from accounting.ledger.line import ElectricityStatus
+from accounting.ledger.units import ZERO
+from accounting.models import LedgerSettings, NodeHourLedger
+from accounting.profiles import gpu_embodied_asset, hardware_profiles, profile_for_gpu
+from fleets.models import Gpu
+from scope2.boundary import OWNED, Boundary, Consolidation, ElectricityScope, electricity_scope
+from scope2.models import InventoryBoundary, NodeScope, Scope1Emission
+
+NO_LINE = Q(pk__in=[])
+
+
+def organization_boundary(*, organization_id: int) -> Boundary:
+    row = InventoryBoundary.objects.filter(organization_id=organization_id).first()
+    if row is None:
+        return Boundary()
+    return Boundary(Consolidation(row.consolidation_approach), row.equity_share_pct)
+
+
+def _power_in_rent() -> Case:
+    return Case(
+        When(electricity_status=ElectricityStatus.INCLUDED.value, then=Value(True)),
+        default=Value(False),
+        output_field=BooleanField(),
+    )
+
+
+def electricity_line_filters(*, organization_id: int, start: datetime, end: datetime) -> dict[ElectricityScope, Q]:
+    """Per electricity scope, a filter on the organization's ledger lines of ``[start, end)`` that are in it.
+
+    One query for the distinct (node, tenure, power in rent) of the period; each is classified by
+    ``electricity_scope`` with the node's choice. A scope with no line gets a filter matching none."""
+    choices = dict(NodeScope.objects.filter(organization_id=organization_id).values_list("node_id", "electricity"))
+    rows = (
+        NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=start, hour_start__lt=end)
+        .annotate(power_in_rent=_power_in_rent())
+        .values_list("node_id", "node__tenure", "power_in_rent")
+        .distinct()
+    )
+    nodes: dict[tuple[ElectricityScope, bool], set[int]] = defaultdict(set)
+    for node_id, tenure, in_rent in rows:
+        scope = electricity_scope(tenure=tenure, power_in_rent=in_rent, choice=choices.get(node_id, "auto"))
+        nodes[(scope, in_rent)].add(node_id)
+    included = Q(electricity_status=ElectricityStatus.INCLUDED.value)
+    filters = {}
+    for scope in ElectricityScope:
+        with_rent, without = nodes.get((scope, True), set()), nodes.get((scope, False), set())
+        parts = ([Q(node_id__in=with_rent) & included] if with_rent else []) + (
+            [Q(node_id__in=without) & ~included] if without else []
+        )
+        filters[scope] = _any(parts)
+    return filters
+
+
+def _any(parts: list[Q]) -> Q:
+    combined = NO_LINE
+    for index, part in enumerate(parts):
+        combined = part if index == 0 else combined | part
+    return combined
+
+
+@dataclass(frozen=True)
+class Scope1Entry:
+    id: int
+    site: str
+    activity: str
+    description: str
+    co2e_kg: Decimal  # as entered, for its whole period
+    in_period_co2e_kg: Decimal  # the share of its period inside the report's (pro rata temporis)
+
+
+def scope1_entries(*, organization_id: int, start: datetime, end: datetime) -> list[Scope1Entry]:
+    """The direct emissions entered for the organization's sites overlapping ``[start, end)``, pro rata temporis."""
+    rows = Scope1Emission.objects.filter(organization_id=organization_id, start__lt=end, end__gt=start)
+    entries = []
+    for row in rows.select_related("site"):
+        inside = (min(row.end, end) - max(row.start, start)).total_seconds()
+        share = Decimal(str(inside)) / Decimal(str((row.end - row.start).total_seconds()))
+        entries.append(
+            Scope1Entry(row.pk, row.site.name, row.activity, row.description, row.co2e_kg, row.co2e_kg * share)
+        )
+    return entries
+
+
+@dataclass
+class CapitalGoods:
+    """Category 2: cradle-to-gate (as the catalog states it) of the owned cards and host shares acquired in the
+    period, kgCO2e, whole; ``unknown_model_cards``: acquired cards without a hardware profile."""
+
+    low_kg: Decimal = ZERO
+    central_kg: Decimal = ZERO
+    high_kg: Decimal = ZERO
+    cards: int = 0
+    host_shares: int = 0
+    unknown_model_cards: int = 0
+    second_hand_cards: int = 0
+    models: set[str] = field(default_factory=set)
+
+    def add(self, low: Decimal, central: Decimal, high: Decimal) -> None:
+        self.low_kg += low
+        self.central_kg += central
+        self.high_kg += high
+
+
+def _midnight(day: date | None) -> datetime | None:
+    return None if day is None else datetime.combine(day, time.min, tzinfo=UTC)
+
+
+def capital_goods(*, organization_id: int, start: datetime, end: datetime) -> CapitalGoods:
+    """Owned nodes' cards acquired in ``[start, end)`` (the asset row's date, else the node's commissioning,
+    else the card's first sample), whole; and each such node's host share, acquired at the node's
+    commissioning (else its first card's first sample). A second-hand card counts the share of its
+    footprint earlier owners' use left (``unallocated_fraction``), as the amortized view does."""
+    profiles = hardware_profiles(organization_id=organization_id)
+    gpus = (
+        Gpu.objects.filter(node__fleet__organization_id=organization_id, node__tenure=OWNED)
+        .select_related("node", "asset")
+        .annotate(first_installed=Min("installations__installed_at"))
+    )
+    first_card: dict[int, datetime] = {}
+    for gpu in gpus:
+        seen = gpu.first_installed or gpu.first_seen_at
+        first_card[gpu.node_id] = min(seen, first_card.get(gpu.node_id, seen))
+    goods = CapitalGoods()
+    for gpu in gpus:
+        _card(goods, gpu, profiles, first_card[gpu.node_id], start, end)
+    return goods
+
+
+def _card(goods: CapitalGoods, gpu: Gpu, profiles: tuple, node_first: datetime, start: datetime, end: datetime) -> None:
+    asset = getattr(gpu, "asset", None)
+    seen = gpu.first_installed or gpu.first_seen_at  # type: ignore[attr-defined]
+    card_at = _midnight(asset.acquired_on if asset is not None else None) or gpu.node.commissioned_at or seen
+    host_at = gpu.node.commissioned_at or node_first
+    profile = profile_for_gpu(gpu, profiles)
+    if profile is None:
+        goods.unknown_model_cards += int(start <= card_at < end)
+        return
+    if start <= card_at < end:
+        embodied = gpu_embodied_asset(gpu, profile)
+        share = unallocated_fraction(embodied) if embodied is not None else Decimal(1)
+        kg = profile.embodied_kgco2e
+        goods.add(kg.low * share, kg.central * share, kg.high * share)
+        goods.cards += 1
+        goods.second_hand_cards += int(share < 1)
+        goods.models.add(profile.key)
+    if start <= host_at < end:
+        host_kg = profile.host_embodied_kgco2e_per_gpu
+        goods.add(host_kg, host_kg, host_kg)
+        goods.host_shares += 1
+        goods.models.add(profile.key)
+
+
+@dataclass(frozen=True)
+class AmortizationInForce:
+    methods: tuple[str, ...]  # as the period's lines were computed (``time``, ``utilization``)
+    setting: str  # the organization's setting now
+    lives_years: dict[str, Decimal]  # per GPU model with lines in the period: the profile's expected life
+
+
+def amortization_in_force(*, organization_id: int, start: datetime, end: datetime) -> AmortizationInForce:
+    lines = NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=start, hour_start__lt=end)
+    methods = tuple(sorted(set(lines.values_list("amortization", flat=True).distinct())))
+    models = set(lines.values_list("gpu_model", flat=True).distinct())
+    settings = LedgerSettings.objects.filter(organization_id=organization_id).first()
+    profiles = {profile.key: profile for profile in hardware_profiles(organization_id=organization_id)}
+    return AmortizationInForce(
+        methods=methods,
+        setting=settings.amortization if settings is not None else LedgerSettings.Amortization.TIME.value,
+        lives_years={key: profiles[key].lifetime_years for key in sorted(models) if key in profiles},
+    )
+
+
+@dataclass(frozen=True)
+class ElectricityUse:
+    """The facility energy of one electricity scope's lines and its location-based carbon (kWh, gCO2e)."""
+
+    facility_kwh: Decimal = ZERO
+    location_co2e_g: Decimal = ZERO
+    location_unknown_kwh: Decimal = ZERO
+    nodes: int = 0
+
+
+def electricity_use(*, organization_id: int, start: datetime, end: datetime, where: Q) -> ElectricityUse:
+    lines = NodeHourLedger.objects.filter(
+        where, organization_id=organization_id, hour_start__gte=start, hour_start__lt=end
+    )
+    sums = lines.aggregate(
+        kwh=Sum("facility_kwh"),
+        location_g=Sum("location_co2e_g"),
+        unknown_kwh=Sum("facility_kwh", filter=Q(location_co2e_g__isnull=True)),
+        nodes=Count("node_id", distinct=True),
+    )
+    return ElectricityUse(
+        sums["kwh"] or ZERO, sums["location_g"] or ZERO, sums["unknown_kwh"] or ZERO, int(sums["nodes"] or 0)
+    )
+
+
+@dataclass(frozen=True)
+class AmortizedEmbodied:
+    """The ledger's embodied carbon of the period's lines (gCO2e), as the per-token figures carry it."""
+
+    low_g: Decimal
+    central_g: Decimal
+    high_g: Decimal
+
+
+def amortized_embodied(*, organization_id: int, start: datetime, end: datetime) -> AmortizedEmbodied:
+    lines = NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=start, hour_start__lt=end)
+    sums = lines.aggregate(
+        low=Sum("embodied_co2e_g_low"), central=Sum("embodied_co2e_g_central"), high=Sum("embodied_co2e_g_high")
+    )
+    return AmortizedEmbodied(sums["low"] or ZERO, sums["central"] or ZERO, sums["high"] or ZERO)
