@@ -34,7 +34,7 @@ NODE_PRICE_FIELDS = (
 SITE_TARIFF_FIELDS = ("flat_price_per_kwh", "windows", "valid_from", "valid_to")
 SITE_PUE_FIELDS = ("pue", "valid_from", "valid_to")
 SITE_MARKET_FACTOR_FIELDS = ("gco2e_per_kwh", "source", "valid_from", "valid_to")
-GPU_ASSET_FIELDS = ("acquired_on", "condition", "prior_use_years", "expected_own_years", "profile_key")
+GPU_ASSET_FIELDS = ("acquired_on", "condition", "prior_use_years", "expected_own_years", "profile_key", "node_price")
 _PERIOD = frozenset({"valid_from", "valid_to"})
 
 
