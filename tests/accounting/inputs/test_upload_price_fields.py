@@ -37,7 +37,10 @@ def test_an_owned_price_s_book_fields_and_currency_come_from_the_file(finance: A
     assert response.status_code == 201, response.content
     price = NodePrice.objects.get()
     assert (price.capex, price.salvage_value, price.depreciation_method, price.currency) == (
-        Decimal(12000), Decimal(1200), "hour", "USD"
+        Decimal(12000),
+        Decimal(1200),
+        "hour",
+        "USD",
     )
     assert price.in_service_at.isoformat() == "2026-01-01T00:00:00+00:00"
     assert price.life_changes == [{"from": "2026-07-01T00:00:00+00:00", "lifetime_years": "2"}]
