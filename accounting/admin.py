@@ -33,6 +33,7 @@ from accounting.models import (
     GpuAsset,
     HardwareProfile,
     InputUpload,
+    JournalAccount,
     LedgerSettings,
     NodeHourLedger,
     NodePrice,
@@ -61,6 +62,7 @@ for _model, _path in (
     (NodeHourLedger, "organization"),
     (LedgerSettings, "organization"),
     (InputUpload, "organization"),
+    (JournalAccount, "organization"),
 ):
     organization_path_register(_model, _path)
 

@@ -28,6 +28,7 @@ from django.db import transaction
 from django.db.models import CharField
 from django.utils import timezone
 
+from accounting.assets import card_in_service_at, host_in_service_at, owned_price_of
 from accounting.corrections import ledger_reopened_mark, ledger_rows_settle
 from accounting.ledger import (
     AmortizationMethod,
@@ -152,7 +153,8 @@ def _open_hours_mark(node_id: int, hours: list[datetime]) -> None:
 
 def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
     node = Node.objects.select_related("site", "fleet").get(pk=node_id)
-    gpus = list(Gpu.objects.filter(node=node).select_related("asset").order_by("index"))
+    gpus = list(Gpu.objects.filter(node=node).select_related("asset__node_price").order_by("index"))
+    bought = owned_price_of(node)  # the asset record: its in-service date starts the cards' embodied life too
     installations: dict[int, list[GpuInstallation]] = defaultdict(list)
     for row in GpuInstallation.objects.filter(gpu__node=node):
         installations[row.gpu_id].append(row)
@@ -168,11 +170,15 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         installations=dict(installations),
         gpu_embodied={gpu.pk: gpu_embodied_asset(gpu, by_gpu[gpu.pk]) for gpu in gpus},
         gpu_embodied_until={
-            gpu.pk: gpu_embodied_until(gpu, by_gpu[gpu.pk], _in_service_from(node, installations, gpu.pk))
+            gpu.pk: gpu_embodied_until(
+                gpu, by_gpu[gpu.pk], card_in_service_at(gpu, node, bought, installations.get(gpu.pk, []))
+            )
             for gpu in gpus
         },
         host_embodied=first_known.host_asset(len(current)) if first_known and current else None,
-        host_embodied_until=host_embodied_until(first_known, _in_service_from(node, installations)),
+        host_embodied_until=host_embodied_until(
+            first_known, host_in_service_at(node, bought, [r for rows in installations.values() for r in rows])
+        ),
         host_power_w=first_known.host_power_w(len(current)) if first_known and current else None,
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
@@ -185,17 +191,6 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
             organization_id=node.fleet.organization_id, start=month_of(start), end=month_of(end), kind=RateKind.AVERAGE
         ),
     )
-
-
-def _in_service_from(
-    node: Node, installations: dict[int, list[GpuInstallation]], gpu_id: int | None = None
-) -> datetime | None:
-    """When a card (``gpu_id``; ``None``: the node's host) went into service where no asset row dates it: the
-    node's commissioning, else the first sample of the card (of any card, for the host)."""
-    if node.commissioned_at is not None:
-        return node.commissioned_at
-    rows = installations.get(gpu_id, []) if gpu_id is not None else [r for v in installations.values() for r in v]
-    return min((row.installed_at for row in rows), default=None)
 
 
 def _intensity(node: Node, hours: list[datetime]) -> dict[datetime, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from accounting.hardware import (
@@ -75,19 +75,15 @@ def _asset_hours(asset: GpuAsset) -> tuple[Decimal, Decimal | None]:
 
 
 def gpu_embodied_until(gpu: Gpu, profile: HardwareProfile | None, in_service_from: datetime | None) -> datetime | None:
-    """When the card's own life ends: from its acquisition (the asset row's date, else ``in_service_from``, the
-    node's commissioning or the card's first sample) plus its own life. After it, its embodied carbon is fully
-    allocated (GHG Protocol Scope 3 / SCI: an asset is counted once, over its life, never after)."""
-    if profile is None:
+    """When the card's own life ends: its in-service instant (``accounting.assets.card_in_service_at``: the asset
+    row's date, else its owned price's in-service date, else the node's commissioning or the card's first
+    sample) plus its own life. After it, its embodied carbon is fully allocated (GHG Protocol Scope 3 / SCI: an
+    asset is counted once, over its life, never after)."""
+    if profile is None or in_service_from is None:
         return None
     asset = _asset(gpu)
-    start = in_service_from
-    if asset is not None and asset.acquired_on is not None:
-        start = datetime.combine(asset.acquired_on, time.min, tzinfo=UTC)
-    if start is None:
-        return None
     own_h = own_life_h(profile.gpu_asset() if asset is None else profile.gpu_asset(*_asset_hours(asset)))
-    return start + timedelta(hours=float(own_h))
+    return in_service_from + timedelta(hours=float(own_h))
 
 
 def host_embodied_until(profile: HardwareProfile | None, in_service_from: datetime | None) -> datetime | None:

@@ -10,13 +10,14 @@ rounded entries differ from it by some minor units, a rounding line makes up
 the difference. Corrections of closed periods booked in the month are entries of
 their own on the same accounts (``charge_class`` Correction), footed apart to the
 usage report's ``corrections`` cost. Debits equal credits in every case.
-docs/focus.md, "Journal".
+An organization's own account map (``accounting.JournalAccount``, read by the view) replaces the default
+one for the kinds it maps; each row names the map it used (``account_map``). docs/focus.md, "Journal".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -42,10 +43,15 @@ DEFAULT_ACCOUNT_MAP: dict[ChargeKind, tuple[Account, Account]] = {
     ChargeKind.ELECTRICITY: (Account("6400", "Electricity"), Account("2000", "Accounts payable and accruals")),
 }
 ROUNDING_ACCOUNTS = (Account("6990", "Rounding differences"), Account("2000", "Accounts payable and accruals"))
+ROUNDING = "rounding"
+
+# Per organization, its own accounts for the kinds it maps (charge kind value, or "rounding"): (debit, credit).
+AccountMaps = Mapping[int, Mapping[str, tuple[Account, Account]]]
+DEFAULT_MAP, OWN_MAP = "default", "organization"
 
 JOURNAL_COLUMNS = [
     "entity", "entity_id", "period", "account", "account_name", "cost_centre", "cost_centre_id", "currency",
-    "debit", "credit", "amount", "charge_kind", "source_lines", "reference", "charge_class",
+    "debit", "credit", "amount", "charge_kind", "source_lines", "reference", "charge_class", "account_map",
 ]  # fmt: skip
 
 # What a rounding line foots to: the usage report's cost, or (corrections) its ``corrections`` cost.
@@ -63,14 +69,26 @@ class _Group:
     lines: int = 0
 
 
-def journal_rows(charges: Iterable[Charge], *, period: str, reference: str) -> Iterator[dict[str, Any]]:
+def accounts_for(kind: str, organization_id: int, maps: AccountMaps) -> tuple[tuple[Account, Account], str]:
+    """The (debit, credit) accounts of ``kind`` for the organization, and which map gave them: its own where
+    it maps the kind, else the default map (``ROUNDING_ACCOUNTS`` for the rounding line)."""
+    own = maps.get(organization_id, {}).get(kind)
+    if own is not None:
+        return own, OWN_MAP
+    return (ROUNDING_ACCOUNTS if kind == ROUNDING else DEFAULT_ACCOUNT_MAP[ChargeKind(kind)]), DEFAULT_MAP
+
+
+def journal_rows(
+    charges: Iterable[Charge], *, period: str, reference: str, account_maps: AccountMaps | None = None
+) -> Iterator[dict[str, Any]]:
     """Journal lines of ``charges`` (usage charges of the period), grouped, rounded, footed with a rounding line.
 
+    ``account_maps``: organizations' own accounts, in place of the default map for the kinds they map.
     Corrections of closed periods booked in the month (``charge_class`` Correction) are entries of their own
     on the same accounts, footed apart: to the usage report's ``corrections`` cost, as the lines are to its cost.
     ``reference`` is a template naming the source rows, formatted with ``organization``, ``fleet`` and ``kind``.
     """
-    groups = _groups(charges)
+    groups, maps = _groups(charges), account_maps or {}
     exact_totals: dict[tuple[int, str, bool], Decimal] = defaultdict(Decimal)
     rounded_totals: dict[tuple[int, str, bool], Decimal] = defaultdict(Decimal)
     entities: dict[int, str] = {}
@@ -86,17 +104,19 @@ def journal_rows(charges: Iterable[Charge], *, period: str, reference: str) -> I
             "reference": f"{source} ChargeClass={CORRECTION}" if correction else source,
             "charge_class": CORRECTION if correction else None,
         }  # fmt: skip
-        yield from _entry(base, DEFAULT_ACCOUNT_MAP[kind], amount)
+        accounts, used = accounts_for(kind.value, organization_id, maps)
+        yield from _entry(base | {"account_map": used}, accounts, amount)
     for (organization_id, currency, correction), exact in sorted(exact_totals.items()):
         difference = money_quantize(exact, currency) - rounded_totals[(organization_id, currency, correction)]
         if difference:
             base = {
                 "entity": entities[organization_id], "entity_id": organization_id, "period": period,
-                "cost_centre": None, "cost_centre_id": None, "currency": currency, "charge_kind": "rounding",
+                "cost_centre": None, "cost_centre_id": None, "currency": currency, "charge_kind": ROUNDING,
                 "source_lines": 0, "reference": _FOOTED_TO[correction],
                 "charge_class": CORRECTION if correction else None,
             }  # fmt: skip
-            yield from _entry(base, ROUNDING_ACCOUNTS, difference)
+            accounts, used = accounts_for(ROUNDING, organization_id, maps)
+            yield from _entry(base | {"account_map": used}, accounts, difference)
 
 
 def _groups(charges: Iterable[Charge]) -> dict[tuple[int, str, bool, int, ChargeKind], _Group]:

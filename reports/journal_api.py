@@ -15,6 +15,7 @@ from common.query import QueryInputSerializer
 from reports.focus.export_view import FocusExportBaseView, csv_export_operation
 from reports.focus.rows import FocusSpec, usage_charges
 from reports.journal import JOURNAL_COLUMNS, journal_rows
+from reports.selectors.journal_accounts import account_maps
 from reports.serializers import OrganizationsInputSerializer
 
 
@@ -30,7 +31,8 @@ class _MonthInputSerializer(QueryInputSerializer):
     description=(
         "Per organization (entity), fleet (cost centre), currency and charge kind (rent, depreciation, running "
         "cost, electricity): a debit to the kind's expense account and a credit to its counter account "
-        "(the default account map, docs/focus.md), rounded once to the currency's minor unit, and per entity "
+        "(the organization's own account map where it maps the kind, /api/v1/journal-accounts/, else the default "
+        "map, docs/focus.md; account_map names which), rounded once to the currency's minor unit, and per entity "
         "and currency a rounding line where needed, so that the expense debits foot to the usage report's cost "
         "for the month. Corrections of closed periods booked in the month are entries of their own "
         "(charge_class Correction) on the same accounts, footed apart to the usage report's corrections cost. "
@@ -47,5 +49,6 @@ class JournalExportView(FocusExportBaseView):
     def rows(self, params: dict[str, Any], spec: FocusSpec) -> Iterator[dict[str, Any]]:
         reference = f"/api/v1/reports/focus/?period={params['period']}&organization={{organization}}&fleet={{fleet}}"
         return journal_rows(
-            usage_charges(spec=spec), period=params["period"], reference=reference + " x_ChargeKind={kind}"
-        )
+            usage_charges(spec=spec), period=params["period"], reference=reference + " x_ChargeKind={kind}",
+            account_maps=account_maps(organization_ids=spec.organization_ids),
+        )  # fmt: skip

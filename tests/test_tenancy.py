@@ -230,6 +230,13 @@ PROBES: dict[str, Detail | Collection | Special] = {
     ),
     "exchange-rate": Detail(lambda w: {"rate_id": w.ids["exchange_rate"]}, ("get", "patch", "delete"),
                             lambda w: {"rate": "9"}),
+    "journal-accounts": Collection(
+        a_ids=_ids("journal_account"),
+        creates=lambda w: [{"organization": str(w.org_a.pk), "charge_kind": "opex", "debit_account_code": "9",
+                            "credit_account_code": "9"}],
+    ),
+    "journal-account": Detail(lambda w: {"row_id": w.ids["journal_account"]}, ("get", "patch", "delete"),
+                              lambda w: {"debit_account_code": "9"}),
     "ledger-settings": Collection(
         organization=True, writes="patch",
         creates=lambda w: [{"organization": str(w.org_a.pk), "reporting_currency": "EUR"}],
@@ -395,6 +402,9 @@ def _org_a_rows(world: World, site: Any, fleet: Any, node: Any, gpu: Any) -> Non
     ids["gpu_asset"] = _created(a.post("/api/v1/gpu-assets/", {"gpu": gpu.pk}, format="json"))["id"]
     rate = {"currency": "USD", "quote_currency": "EUR", "month": "2026-01-01", "rate": "0.92", "source": "zz-a-rate"}
     ids["exchange_rate"] = _created(a.post("/api/v1/exchange-rates/", rate, format="json"))["id"]
+    account = {"charge_kind": "rent", "debit_account_code": "5410", "debit_account_name": "zz-a-account",
+               "credit_account_code": "2000"}  # fmt: skip
+    ids["journal_account"] = _created(a.post("/api/v1/journal-accounts/", account, format="json"))["id"]
     ids["instrument"] = _created(a.post("/api/v1/instruments/", _instrument(world), format="json"))["id"]
     ids["scope1"] = _created(a.post("/api/v1/scope1-emissions/", _scope1(world), format="json"))["id"]
     evidence = {"file": SimpleUploadedFile("zz-a-contract.pdf", b"zz-a evidence")}

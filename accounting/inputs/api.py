@@ -296,6 +296,11 @@ class GpuAssetInputSerializer(serializers.Serializer):
         max_digits=5, decimal_places=2, min_value=Decimal("0.1"), required=False, allow_null=True
     )
     profile_key = serializers.SlugField(max_length=64, required=False, allow_blank=True)
+    node_price = serializers.IntegerField(
+        required=False, allow_null=True,
+        help_text="the owned price (the node's, or its fleet's default) the card was bought under; empty: the "
+        "node's first owned price. Without acquired_on, the card's embodied life starts at its in-service date",
+    )  # fmt: skip
 
 
 class GpuAssetOutputSerializer(serializers.Serializer):
@@ -307,6 +312,7 @@ class GpuAssetOutputSerializer(serializers.Serializer):
     prior_use_years = serializers.DecimalField(max_digits=5, decimal_places=2)
     expected_own_years = serializers.DecimalField(max_digits=5, decimal_places=2, allow_null=True)
     profile_key = serializers.CharField()
+    node_price_id = serializers.IntegerField(allow_null=True, help_text="the owned price the card was bought under")
 
 
 class GpuAssetWrittenSerializer(GpuAssetOutputSerializer):
@@ -315,6 +321,13 @@ class GpuAssetWrittenSerializer(GpuAssetOutputSerializer):
 
 def gpu_assets_for_user(*, user: Any) -> QuerySet[GpuAsset]:
     return GpuAsset.objects.filter(gpu__in=gpus_for_user(user=user)).select_related("gpu__node__fleet")
+
+
+def _asset_price(data: dict[str, Any], user: Any) -> dict[str, Any]:
+    """``node_price`` as the user's price row (404 for one not theirs); the model checks it fits the card."""
+    if data.get("node_price") is not None:
+        data["node_price"] = owned(node_prices_for_user(user=user), data["node_price"], "node_price")
+    return data
 
 
 class GpuAssetsView(InputView):
@@ -327,7 +340,7 @@ class GpuAssetsView(InputView):
         request=GpuAssetInputSerializer, responses={201: GpuAssetWrittenSerializer, **ERRORS},
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        data = validated(GpuAssetInputSerializer, request)
+        data = _asset_price(validated(GpuAssetInputSerializer, request), request.user)
         gpu = owned(gpus_for_user(user=request.user).select_related("node__fleet"), data.pop("gpu"), "GPU")
         change_check(user=request.user, organization=gpu.node.fleet.organization_id, capability=Capability.PRICES)
         if GpuAsset.objects.filter(gpu=gpu).exists():
@@ -349,6 +362,6 @@ class GpuAssetDetailView(InputView):
         asset = owned(gpu_assets_for_user(user=request.user), asset_id, "asset")
         organization_id = asset.gpu.node.fleet.organization_id
         change_check(user=request.user, organization=organization_id, capability=Capability.PRICES)
-        data = validated(GpuAssetInputSerializer, request, partial=True)
+        data = _asset_price(validated(GpuAssetInputSerializer, request, partial=True), request.user)
         change = gpu_asset_save(asset=asset, data=data, user=request.user, now=timezone.now())
         return written(GpuAssetOutputSerializer, change)

@@ -9,6 +9,7 @@ the hours from that date on are re-opened). The arithmetic is the ledger's
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +19,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounting.assets import asset_cards
 from accounting.inputs.api import NodePriceOutputSerializer, node_prices_for_user, written
 from accounting.inputs.services import node_price_life_change
 from accounting.ledger.depreciation import accumulated_depreciation, book_value, disposal_loss, end_of_life
@@ -35,6 +37,24 @@ from fleets.selectors import nodes_for_user
 class BookValueQuerySerializer(serializers.Serializer):
     at = serializers.DateTimeField(required=False, help_text="the instant (default: now)")
     node = serializers.IntegerField(required=False, help_text="the node (required for a fleet default price)")
+
+
+class BookValueCardSerializer(serializers.Serializer):
+    gpu_id = serializers.IntegerField()
+    index = serializers.IntegerField(help_text="NVML device index on the node")
+    name = serializers.CharField(help_text="NVML name")
+    profile_key = serializers.CharField(allow_null=True, help_text="the hardware profile; null: an unknown model")
+    linked = serializers.CharField(
+        help_text="asset: the card's asset row names this price; node: the node's first owned price, by default"
+    )
+    in_service_at = serializers.DateTimeField(
+        allow_null=True, help_text="when its embodied life began: its acquisition date, else the price's in-service"
+    )
+    embodied_kgco2e = serializers.DecimalField(
+        max_digits=20, decimal_places=6, allow_null=True,
+        help_text="central kgCO2e our own use of the card carries (a second-hand card: the share left); null: unknown",
+    )  # fmt: skip
+    embodied_until = serializers.DateTimeField(allow_null=True, help_text="its embodied carbon is fully allocated then")
 
 
 class BookValueSerializer(serializers.Serializer):
@@ -60,6 +80,9 @@ class BookValueSerializer(serializers.Serializer):
         help_text="with a reporting currency set: the book value at the closing rate of its month (IAS 21.39(a): "
         "balances at the closing rate), the rate named; unconverted and listed when the table holds none",
     )
+    cards = BookValueCardSerializer(
+        many=True, help_text="the node's cards bought under this price: the carbon side of the same asset record"
+    )
 
 
 class LifeChangeInputSerializer(serializers.Serializer):
@@ -78,10 +101,10 @@ class LifeChangeWrittenSerializer(NodePriceOutputSerializer):
 
 def _node_of(price: NodePrice, node_id: int | None, user: Any) -> Node:
     if price.node_id is not None:
-        return Node.objects.select_related("site").get(pk=price.node_id)
+        return Node.objects.select_related("site", "fleet").get(pk=price.node_id)
     if node_id is None:
         raise InputInvalid("node: a fleet default price is each node's own asset: name the node")
-    node: Node = owned(nodes_for_user(user=user).select_related("site"), node_id, "node")
+    node: Node = owned(nodes_for_user(user=user).select_related("site", "fleet"), node_id, "node")
     if node.fleet_id != price.fleet_id:
         raise InputInvalid(f"node: node {node_id} is not in the price's fleet")
     return node
@@ -99,6 +122,7 @@ def book_value_report(*, price: NodePrice, node: Node, at: Any) -> dict[str, Any
         "accumulated_depreciation": accumulated_depreciation(asset, at), "disposal_loss": disposal_loss(asset),
         "book_value": book_value(asset, at),
         "reporting": reporting_output(_book_value_reporting(price, currency, book_value(asset, at), at)),
+        "cards": [asdict(card) for card in asset_cards(price=price, node=node)],
     }  # fmt: skip
 
 

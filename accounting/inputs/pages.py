@@ -30,6 +30,7 @@ from accounting.inputs.uploads_api import upload_enqueue, upload_status_url
 from accounting.models import InputUpload, LedgerPending, NodePrice
 from accounting.tasks import node_prices_upload_task
 from common.api import InputInvalid
+from common.currencies import currency_problem
 from common.pages import page_context
 from fleets.models import Node
 from fleets.permissions import Capability, may_change_page
@@ -41,10 +42,22 @@ class RentForm(forms.Form):
     rate_per_h = forms.DecimalField(label="Rent per hour", min_value=Decimal(0), max_digits=14, decimal_places=6)
     rate_per = forms.ChoiceField(label="per", choices=NodePrice.RatePer.choices, initial=NodePrice.RatePer.GPU)
     valid_from = forms.DateField(label="From (UTC, start of day)", widget=forms.DateInput(attrs={"type": "date"}))
+    currency = forms.CharField(
+        label="Currency", required=False, max_length=3,
+        help_text="ISO 4217; empty: the node's current price's currency, else its site's",
+        widget=forms.TextInput(attrs={"placeholder": "current price's, else site's", "size": 8}),
+    )  # fmt: skip
 
     def __init__(self, *args: Any, nodes: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["node"].queryset = nodes  # type: ignore[attr-defined]
+
+    def clean_currency(self) -> str | None:
+        """The one list of codes (``common.currencies``); empty: ``None``, the service's default."""
+        code = str(self.cleaned_data.get("currency") or "").strip().upper()
+        if code and (problem := currency_problem(code)):
+            raise forms.ValidationError(problem)
+        return code or None
 
 
 def _rows(nodes: Any, now: datetime) -> list[dict[str, Any]]:
@@ -131,7 +144,7 @@ def _change(request: HttpRequest, form: RentForm) -> tuple[int, dict[str, Any] |
     try:
         reopened = node_rent_change(
             node=data["node"], rate_per_h=data["rate_per_h"], rate_per=data["rate_per"], valid_from=valid_from,
-            user=request.user, now=timezone.now(),
+            currency=data["currency"], user=request.user, now=timezone.now(),
         )  # fmt: skip
     except InputInvalid as error:
         form.add_error(None, str(error))

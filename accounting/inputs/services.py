@@ -34,7 +34,7 @@ NODE_PRICE_FIELDS = (
 SITE_TARIFF_FIELDS = ("flat_price_per_kwh", "windows", "valid_from", "valid_to")
 SITE_PUE_FIELDS = ("pue", "valid_from", "valid_to")
 SITE_MARKET_FACTOR_FIELDS = ("gco2e_per_kwh", "source", "valid_from", "valid_to")
-GPU_ASSET_FIELDS = ("acquired_on", "condition", "prior_use_years", "expected_own_years", "profile_key")
+GPU_ASSET_FIELDS = ("acquired_on", "condition", "prior_use_years", "expected_own_years", "profile_key", "node_price")
 _PERIOD = frozenset({"valid_from", "valid_to"})
 
 
@@ -361,19 +361,29 @@ def organization_row_delete(*, row: Any, subject: str, user: Any, now: datetime)
 
 
 def node_rent_change(
-    *, node: Node, rate_per_h: Any, rate_per: str, valid_from: datetime, user: Any, now: datetime
+    *,
+    node: Node,
+    rate_per_h: Any,
+    rate_per: str,
+    valid_from: datetime,
+    user: Any,
+    now: datetime,
+    currency: str | None = None,
 ) -> int:
     """A node's rent from ``valid_from``: the own price in force then ends there, a rented one follows.
 
-    Returns the ledger hours re-opened by both writes (one transaction: both or neither).
+    ``currency`` (ISO 4217) of the rent; ``None``: the currency of the node's own price in force then, else
+    blank (the site's). Returns the ledger hours re-opened by both writes (one transaction: both or neither).
     """
     with transaction.atomic():
         _organization_lock(node.fleet.organization_id)
         current = (
             NodePrice.objects.filter(node=node, valid_from__lte=valid_from).exclude(valid_to__lte=valid_from).first()
         )
+        if currency is None:
+            currency = current.currency if current is not None else ""
         rent = {"kind": NodePrice.Kind.RENTED, "rate_per_h": rate_per_h, "rate_per": rate_per, "capex": None,
-                "lifetime_years": None}  # fmt: skip
+                "lifetime_years": None, "currency": currency}  # fmt: skip
         if current is not None and current.valid_from == valid_from:
             return node_price_save(price=current, data=rent, user=user, now=now).ledger_hours_reopened
         later = NodePrice.objects.filter(node=node, valid_from__gt=valid_from).order_by("valid_from")

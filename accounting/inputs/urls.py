@@ -10,6 +10,7 @@ from accounting.inputs.api import (
     SiteTariffsView,
 )
 from accounting.inputs.depreciation_api import NodePriceBookValueView, NodePriceLifeChangesView
+from accounting.inputs.journal_accounts import JournalAccountDetailView, JournalAccountsView
 from accounting.inputs.nodes_api import NodeEnrollmentsView, NodeTokenDetailView, NodeTokensView
 from accounting.inputs.rates_api import ExchangeRateDetailView, ExchangeRatesView, LedgerSettingsView
 from accounting.inputs.site_api import (
@@ -32,6 +33,8 @@ urlpatterns = [
     path("exchange-rates/", ExchangeRatesView.as_view(), name="exchange-rates"),
     path("exchange-rates/upload/", ExchangeRatesUploadView.as_view(), name="exchange-rates-upload"),
     path("exchange-rates/<int:rate_id>/", ExchangeRateDetailView.as_view(), name="exchange-rate"),
+    path("journal-accounts/", JournalAccountsView.as_view(), name="journal-accounts"),
+    path("journal-accounts/<int:row_id>/", JournalAccountDetailView.as_view(), name="journal-account"),
     path("ledger-settings/", LedgerSettingsView.as_view(), name="ledger-settings"),
     path("site-tariffs/", SiteTariffsView.as_view(), name="site-tariffs"),
     path("site-tariffs/<int:tariff_id>/", SiteTariffDetailView.as_view(), name="site-tariff"),

@@ -218,12 +218,18 @@ class HardwareCost:
         return self.rent + self.depreciation + self.opex
 
 
+def opex_cost(opex_per_h: Decimal, held_h: Decimal) -> Decimal:
+    """An owned node's running cost over the hours held, in the price's currency (the FOCUS export splits an
+    unconverted hardware cost with it too)."""
+    return opex_per_h * held_h
+
+
 def hardware_costs(node: NodeHourInput) -> HardwareCost:
     """The node-hour's rent, depreciation (by the book, over the held span) and running cost."""
     pricing = node.pricing
     if isinstance(pricing, RentedPricing):
         return HardwareCost(rent=hardware_cost(pricing, node.held_h, node.gpu_h))
-    opex = pricing.opex_per_h * node.held_h
+    opex = opex_cost(pricing.opex_per_h, node.held_h)
     if pricing.asset is None:
         return HardwareCost(depreciation=pricing.capex / pricing.lifetime_h * node.held_h, opex=opex)
     return HardwareCost(depreciation=depreciation_cost(pricing.asset, *node.held_span), opex=opex)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
@@ -68,7 +69,12 @@ class HardwareProfile(models.Model):
 
 
 class GpuAsset(models.Model):
-    """A GPU as an asset: when and how it was acquired, so embodied carbon follows its own life."""
+    """A GPU as an asset: when and how it was acquired, so embodied carbon follows its own life.
+
+    ``node_price``: the owned price the card was bought under (optional), so that the node's book value and
+    the card's embodied carbon are one asset record; without ``acquired_on`` the card goes into service when
+    that price (else the node's first owned price) puts the node in service (``accounting.ledger.in_service``).
+    """
 
     class Condition(models.TextChoices):
         NEW = "new", "New"
@@ -91,6 +97,11 @@ class GpuAsset(models.Model):
     profile_key = models.SlugField(
         max_length=64, blank=True, help_text="a catalog or organization profile key, when its NVML name does not match"
     )
+    node_price = models.ForeignKey(
+        "accounting.NodePrice", on_delete=models.SET_NULL, null=True, blank=True, related_name="gpu_assets",
+        help_text="the owned price (the node's, or its fleet's default) the card was bought under; empty: the "
+        "node's first owned price, if any",
+    )  # fmt: skip
 
     class Meta:
         verbose_name = "GPU asset"
@@ -101,3 +112,12 @@ class GpuAsset(models.Model):
     def clean(self) -> None:
         if self.condition == self.Condition.NEW and self.prior_use_years:
             raise ValidationError({"prior_use_years": "a new GPU has no prior use"})
+        if self.node_price is not None:
+            self._node_price_clean(self.node_price)
+
+    def _node_price_clean(self, price: Any) -> None:
+        node = self.gpu.node
+        if price.kind != "owned":
+            raise ValidationError({"node_price": "only an owned price buys a card"})
+        if price.fleet_id != node.fleet_id or price.node_id not in (None, node.pk):
+            raise ValidationError({"node_price": "the price must be the card's node's, or its fleet's default"})

@@ -16,6 +16,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from accounting.ledger.depreciation import LifeChange, OwnedAsset, end_of_life
+from accounting.ledger.in_service import in_service_at
 from accounting.ledger.inputs import LedgerInputError
 from accounting.tariff import tariff_from_fields
 from common.currencies import currency_problem
@@ -138,10 +139,14 @@ class NodePrice(ValidityPeriod):
 
     def depreciation_starts_at(self, node: Node) -> datetime:
         """When ``node`` starts depreciating under this price: ``in_service_at``, else the later of the
-        node's commissioning and the price's ``valid_from`` (a node bought after it was rented)."""
-        if self.in_service_at is not None:
-            return self.in_service_at
-        return max(self.valid_from, node.commissioned_at or self.valid_from)
+        node's commissioning and the price's ``valid_from`` (a node bought after it was rented). The rule is
+        ``accounting.ledger.in_service.in_service_at``, which dates the node's cards' embodied carbon too."""
+        start = in_service_at(
+            price_in_service_at=self.in_service_at,
+            price_valid_from=self.valid_from,
+            commissioned_at=node.commissioned_at,
+        )
+        return start or self.valid_from
 
     def subject_filter(self) -> dict[str, Any]:
         return {"node_id": self.node_id} if self.node_id else {"fleet_id": self.fleet_id, "node__isnull": True}

@@ -5,8 +5,11 @@ running cost when there is one, of an owned node) and an electricity charge
 (where electricity is priced: none where the rent includes power, none where no
 tariff is in force). A line held without a price in force gives no hardware
 charge (its cost is unknown, not zero: the usage report counts it in
-``hardware_unpriced_h``). The node's measured figures (kWh, CO2e) ride on the
-first charge of the line, so each is written once.
+``hardware_unpriced_h``). A line whose price is in a currency no rate converted
+(``hardware_cost_unconverted``, outside its cost) gives its hardware charges in
+that currency (rent; or depreciation and running cost), never a zero. The node's
+measured figures (kWh, CO2e) ride on the first charge of the line, so each is
+written once.
 
 A ledger correction of a locked hour (``CorrectionFigures``) gives one charge per
 kind it changes, charged to the hour it restates and billed in the month it is
@@ -20,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from accounting.ledger.line import opex_cost
 from reports.focus.columns import ELECTRICITY_SKU, ZERO, Account, Charge, ChargeKind, Footprint, billing_period
 
 HOUR = timedelta(hours=1)
@@ -36,6 +40,7 @@ class PriceTerms:
     price_id: str
     owned: bool
     per_gpu: bool = True
+    opex_per_h: Decimal = ZERO  # owned: the running cost per hour held, in the price's currency
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,10 @@ class LineFigures:
     tariff_price_id: str
     facility_kwh: Decimal
     footprint: Footprint
+    # No rate for the price's currency: the whole hardware cost in ``price_currency``, left out of the line's
+    # cost (``accounting.ledger.line.price_in_line_currency``); its charges are billed in that currency.
+    price_currency: str | None = None
+    hardware_cost_unconverted: Decimal | None = None
 
 
 def line_charges(line: LineFigures, account: Account, price: PriceTerms | None) -> list[Charge]:
@@ -70,29 +79,41 @@ def line_charges(line: LineFigures, account: Account, price: PriceTerms | None) 
 
 
 def _charge(line: LineFigures, account: Account, kind: ChargeKind, **figures: object) -> Charge:
+    figures = {"currency": line.currency} | figures
     return Charge(
-        kind=kind, account=account, start=line.hour_start, end=line.hour_start + HOUR, currency=line.currency,
+        kind=kind, account=account, start=line.hour_start, end=line.hour_start + HOUR,
         **figures,  # type: ignore[arg-type]
     )  # fmt: skip
+
+
+def _hardware_split(line: LineFigures, price: PriceTerms) -> tuple[str, Decimal, Decimal]:
+    """The currency, hardware cost and running cost of the line's hardware charges: as the line holds them
+    (its currency), or, where no rate converted the price, the unconverted cost in the price's currency, its
+    running cost figured by the ledger's own rule (the line keeps no split of an unconverted cost)."""
+    unconverted = line.hardware_cost_unconverted
+    if unconverted is None or line.price_currency is None:
+        return line.currency, line.hardware_cost, line.opex_cost
+    opex = opex_cost(price.opex_per_h, line.held_h) if price.owned else ZERO
+    return line.price_currency, unconverted, opex
 
 
 def _hardware_charges(line: LineFigures, account: Account, price: PriceTerms | None) -> list[Charge]:
     if price is None:
         return []
+    currency, hardware, opex = _hardware_split(line, price)
     sku_price = f"{price.price_id}:{{kind}}:{line.sku_id}"
-    used = {"consumed_quantity": line.gpu_h, "consumed_unit": GPU_HOURS, "sku_id": line.sku_id}
+    used = {"consumed_quantity": line.gpu_h, "consumed_unit": GPU_HOURS, "sku_id": line.sku_id, "currency": currency}
     if not price.owned:
         quantity, unit = (line.gpu_h, GPU_HOURS) if price.per_gpu else (line.held_h, HOURS)
         return [
             _charge(
-                line, account, ChargeKind.RENT, billed=line.hardware_cost, effective=line.hardware_cost,
+                line, account, ChargeKind.RENT, billed=hardware, effective=hardware,
                 pricing_quantity=quantity, pricing_unit=unit, sku_price_id=sku_price.format(kind="rent"), **used,
             )
         ]  # fmt: skip
     # An owned line's hardware cost as the ledger split it: depreciation and running cost (rent_cost + the two
     # is the stored hardware_cost to the last digit; an owned line's rent is 0).
-    opex = line.opex_cost
-    depreciation = line.hardware_cost - opex
+    depreciation = hardware - opex
     charges = [
         _charge(
             line, account, ChargeKind.DEPRECIATION, billed=ZERO, effective=depreciation, pricing_quantity=line.held_h,

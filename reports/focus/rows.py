@@ -39,6 +39,7 @@ _LINE_FIELDS = (
     "node_id", "hour_start", "currency", "gpu_model", "held_h", "gpu_h", "hardware_cost", "rent_cost",
     "depreciation_cost", "opex_cost", "electricity_cost", "electricity_status", "tariff_price_id", "pricing_price_id",
     "facility_kwh", "it_kwh", "location_co2e_g", "market_co2e_g", "embodied_co2e_g_central", "energy_method",
+    "price_currency", "hardware_cost_unconverted",
 )  # fmt: skip
 
 
@@ -145,6 +146,8 @@ def _figures(values: dict[str, Any]) -> LineFigures:
         electricity_included=values["electricity_status"] == "included",
         tariff_price_id=values["tariff_price_id"],
         facility_kwh=values["facility_kwh"],
+        price_currency=values["price_currency"] or None,
+        hardware_cost_unconverted=values["hardware_cost_unconverted"],
         footprint=Footprint(
             ledger_hours=1,
             gpu_h=values["gpu_h"],
@@ -202,6 +205,7 @@ def _terms(row: NodePrice) -> PriceTerms:
         price_id=f"price-{row.pk}",
         owned=owned,
         per_gpu=row.rate_per == NodePrice.RatePer.GPU,
+        opex_per_h=Decimal(row.opex_per_h),
     )
 
 
@@ -218,7 +222,8 @@ def _purchase_charges(spec: FocusSpec, accounts: dict[int, Account]) -> Iterator
             if _purchased_under(price, node, at, spec):
                 yield purchase_charge(
                     account=replace(accounts[node.pk], tenure="owned"), at=at, period=spec.period,
-                    currency=node.site.currency, capex=Decimal(price.capex or 0), price_id=f"price-{price.pk}",
+                    currency=price.currency or node.site.currency, capex=Decimal(price.capex or 0),
+                    price_id=f"price-{price.pk}",
                     sku_id=_sku_at(node, at),
                 )  # fmt: skip
 

@@ -137,3 +137,39 @@ def test_prices_show_the_minor_unit_and_keep_every_digit_of_a_finer_price(org_a,
 
     currency = node_a.site.currency
     assert _price_cell(page, node_a.hostname) == f"0.0042 {currency} per node-hour"
+
+
+def test_a_rent_change_carries_the_currency_given(org_a, node_a: Node, rented) -> None:
+    page = browser(org_a, Role.FINANCE).post("/finance/prices/", form(node_a) | {"currency": "usd"})
+
+    assert page.status_code == 200
+    new = NodePrice.objects.get(valid_from=JAN_2)
+    assert (new.rate_per_h, new.currency) == (Decimal("3.000000"), "USD")
+    assert AuditEntry.objects.filter(subject="node_price", after__currency="USD").count() == 1
+    assert "3.00 USD per gpu-hour" in _price_cell(browser(org_a, Role.VIEWER).get("/finance/prices/"), "h100-a")
+
+
+def test_a_rent_change_without_a_currency_keeps_the_current_price_s(org_a, node_a: Node, rented) -> None:
+    NodePrice.objects.filter(pk=rented.pk).update(currency="SEK")
+
+    page = browser(org_a, Role.FINANCE).post("/finance/prices/", form(node_a))
+
+    assert page.status_code == 200
+    assert NodePrice.objects.get(valid_from=JAN_2).currency == "SEK"
+
+
+def test_a_rent_change_without_a_current_price_takes_the_site_s_currency(org_a, node_a: Node) -> None:
+    page = browser(org_a, Role.FINANCE).post("/finance/prices/", form(node_a))
+
+    assert page.status_code == 200
+    assert NodePrice.objects.get().currency == ""  # blank: the site's, EUR
+    assert _price_cell(browser(org_a, Role.VIEWER).get("/finance/prices/"), "h100-a").startswith("3.00 EUR")
+
+
+@pytest.mark.parametrize("code", ["XYZ", "HRK", "EURO"])
+def test_an_unknown_currency_is_refused_next_to_its_field(org_a, node_a: Node, rented, code: str) -> None:
+    page = browser(org_a, Role.FINANCE).post("/finance/prices/", form(node_a) | {"currency": code})
+
+    assert page.status_code == 400
+    assert b'<span class="error">' in page.content.split(b"Currency", 1)[1]
+    assert NodePrice.objects.count() == 1 and NodePrice.objects.get().valid_to is None
