@@ -250,10 +250,10 @@ def changes_parse(raw: Any) -> tuple[Change, ...]:
 def _change(item: Any, where: str) -> Change:
     if not isinstance(item, dict):
         raise ChangeInvalid(f"{where}: an object with a kind is required")
-    kind = item.get("kind")
-    if kind not in _PARSERS:
+    parser = _PARSERS.get(item.get("kind", ""))
+    if parser is None:
         raise ChangeInvalid(f"{where}.kind: one of {', '.join(k.value for k in Kind)}")
-    return _PARSERS[kind](_Fields(item, where))
+    return parser(_Fields(item, where))
 
 
 def _one_per_kind_and_fleet(changes: list[Change]) -> None:
