@@ -28,7 +28,7 @@ from fleets.models import Organization, Site
 from fleets.permissions import Capability, RoleRefused, change_check
 from governance.audited_write import audited_write
 from scope2.claims import OverAllocationError
-from scope2.models import ContractualInstrument
+from scope2.models import TECHNOLOGY_CHOICES, ContractualInstrument
 from scope2.selectors import instrument_for_user, instruments_for_user
 from scope2.services import (
     EVIDENCE_MAX_BYTES,
@@ -72,7 +72,7 @@ class InstrumentInputSerializer(serializers.Serializer):
     delivery_end = serializers.DateTimeField()
     vintage_year = serializers.IntegerField(min_value=1990, max_value=2100)
     generation_zone = serializers.RegexField(r"^[A-Za-z]{2}(-[A-Za-z0-9]+)*$", max_length=64)
-    technology = serializers.ChoiceField(choices=ContractualInstrument.Technology.choices)
+    technology = serializers.ChoiceField(choices=TECHNOLOGY_CHOICES)
     emission_factor_gco2e_per_kwh = serializers.DecimalField(
         max_digits=9, decimal_places=3, min_value=0, required=False, allow_null=True,
         help_text="empty: 0 for renewable and nuclear technologies; required otherwise",
