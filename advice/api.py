@@ -36,7 +36,7 @@ from advice.tasks import advice_refresh_task
 from common.api import InputView, OrganizationRowSerializer, error_responses, owned, validated
 from common.outbound import OutboundRefused, target_check
 from common.query import QueryInputSerializer, organization_ref_field, query_validated
-from common.scope import report_fleet_ids, report_organization
+from common.scope import report_fleet_ids, writable_organization
 from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
 from reports.curves import load_curve_rows, load_curves
@@ -45,6 +45,7 @@ from reports.serializers import (
     BAND_EMBODIED_PER_1M_OUTPUT_TOKENS,
     BAND_INTENSITY_COVERAGE,
     PER_TOKEN_FIGURES,
+    PeriodOutputSerializer,
     ScopeInputSerializer,
     money_per_unit_field,
     number,
@@ -159,8 +160,8 @@ class WorkloadClassesView(ClassView):
     )  # fmt: skip
     def post(self, request: Request) -> Response:
         data = validated(ClassInputSerializer, request)
-        organization = report_organization(user=request.user, ref=data.pop("organization", None))
-        change_check(user=request.user, organization=organization, capability=Capability.WORKLOADS)
+        ref = data.pop("organization", None)
+        organization = writable_organization(user=request.user, ref=ref, capability=Capability.WORKLOADS)
         workload_class = workload_class_save(
             workload_class=WorkloadClass(organization=organization), data=data, user=request.user, now=timezone.now()
         )
@@ -229,8 +230,8 @@ class AdviceSettingsView(ClassView):
     @staticmethod
     def _settings(request: Request) -> AdviceSettings:
         query = query_validated(SettingsQuerySerializer, request)
-        organization = report_organization(user=request.user, ref=query.get("organization"))
-        change_check(user=request.user, organization=organization, capability=Capability.NOTIFICATIONS)
+        ref = query.get("organization")
+        organization = writable_organization(user=request.user, ref=ref, capability=Capability.NOTIFICATIONS)
         return advice_settings(organization_id=organization.pk)
 
     @staticmethod
@@ -335,9 +336,7 @@ class LoadCurvesReportView(ReportView):
                                           help_text="served model name, repeatable")  # fmt: skip
 
     @extend_schema_serializer(component_name="LoadCurvesReport")
-    class OutputSerializer(serializers.Serializer):
-        start = serializers.DateTimeField()
-        end = serializers.DateTimeField()
+    class OutputSerializer(PeriodOutputSerializer):
         results = LoadCurveRowSerializer(many=True)
 
     def get(self, request: Request) -> Any:

@@ -56,9 +56,10 @@ class Conflict(APIException):
     default_code = "period_locked"
 
 
-class InputView(APIView):
-    """Maps the services' refusals to HTTP: invalid 400, role 403, locked period 409."""
-
+# Maps the services' refusals to HTTP: invalid 400, role 403, locked period 409. InputView is this with a
+# docstring, which drf-spectacular prints into the schema of every operation stating none of its own (it walks
+# up a view's classes to the first docstring); this base, without one, is for views that do not want it.
+class InputViewBase(APIView):
     authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
 
@@ -70,6 +71,10 @@ class InputView(APIView):
         elif isinstance(exc, ChangeRefused):
             exc = Conflict(str(exc))
         return super().handle_exception(exc)
+
+
+class InputView(InputViewBase):
+    """Maps the services' refusals to HTTP: invalid 400, role 403, locked period 409."""
 
 
 # An organization's row as the API answers it (an input endpoint's, a ledger correction's): its id and its

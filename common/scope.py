@@ -21,6 +21,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 
 from common.periods import DEFAULT_PRESET, PRESETS, PeriodError, api_range
 from fleets.models import Fleet, Node, Organization, Site
+from fleets.permissions import Capability, change_check
 from fleets.selectors import organizations_for_user
 
 # The largest id a path or query may name (a bigint); larger ones are refused as not found, not as a 500.
@@ -90,6 +91,14 @@ def report_organization(*, user: Any, ref: str | None) -> Organization:
     if len(only) > 1:
         raise ValidationError({"organization": ["you belong to several organizations: name one (id or slug)"]})
     return only[0]
+
+
+def writable_organization(*, user: Any, ref: str | None, capability: Capability) -> Organization:
+    """The one organization a write names (as ``report_organization`` finds it), if the user's role may make
+    ``capability``'s changes in it; ``fleets.permissions.RoleRefused`` otherwise (403 from an ``InputView``)."""
+    organization = report_organization(user=user, ref=ref)
+    change_check(user=user, organization=organization, capability=capability)
+    return organization
 
 
 def _owned_ids(queryset: QuerySet[Any], ids: Iterable[int], what: str) -> frozenset[int]:

@@ -48,22 +48,26 @@ def audit_record(
     at: datetime,
     ledger_hours_reopened: int = 0,
 ) -> AuditEntry:
-    action = AuditEntry.Action.CREATE if before is None else AuditEntry.Action.UPDATE
-    if after is None:
-        action = AuditEntry.Action.DELETE
     authenticated = getattr(user, "is_authenticated", False)
     return AuditEntry.objects.create(
         organization_id=organization_id,
         user=user if authenticated else None,
         username=user.get_username() if authenticated else "",
         at=at,
-        action=action,
+        action=_action(before=before, after=after),
         subject=subject,
         object_id=object_id,
         before=before,
         after=after,
         ledger_hours_reopened=ledger_hours_reopened,
     )
+
+
+def _action(*, before: dict[str, Any] | None, after: dict[str, Any] | None) -> AuditEntry.Action:
+    """What a change did, read from its snapshots: none after is a delete, none before a create."""
+    if after is None:
+        return AuditEntry.Action.DELETE
+    return AuditEntry.Action.CREATE if before is None else AuditEntry.Action.UPDATE
 
 
 def audit_entries(

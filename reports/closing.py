@@ -29,7 +29,12 @@ from reports.selectors.closing import (
     corrections_restating,
     period_closed,
 )
-from reports.serializers import ScopeInputSerializer, complete_through_field, includes_open_hours_field
+from reports.serializers import (
+    PeriodOutputSerializer,
+    ScopeInputSerializer,
+    complete_through_field,
+    includes_open_hours_field,
+)
 
 CLOSED = (
     "whether the period is closed: 'all' (every hour locked, for every organization asked for), 'partly' or "
@@ -136,9 +141,7 @@ def corrections_field() -> CorrectionSectionSerializer:
 # What a report answer says of its period before its figures: the period, through when its hours are final
 # (``ReportView.completeness``), whether it is closed and what was restated since (``closing_output``).
 # (A comment, not a docstring: the schema would take it as each subclass's description.)
-class ReportPeriodSerializer(serializers.Serializer):
-    start = serializers.DateTimeField()
-    end = serializers.DateTimeField()
+class ReportPeriodSerializer(PeriodOutputSerializer):
     complete_through = complete_through_field()
     includes_open_hours = includes_open_hours_field()
     closed = closed_field()
@@ -195,9 +198,7 @@ class CorrectionsView(ReportView):
         )  # fmt: skip
 
     @extend_schema_serializer(component_name="LedgerCorrections")
-    class OutputSerializer(serializers.Serializer):
-        start = serializers.DateTimeField()
-        end = serializers.DateTimeField()
+    class OutputSerializer(PeriodOutputSerializer):
         by = serializers.CharField()
         count = serializers.IntegerField()
         results = CorrectionRowSerializer(many=True)

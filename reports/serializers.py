@@ -190,6 +190,13 @@ class ScopeInputSerializer(PeriodInputSerializer, OrganizationsInputSerializer):
     """A period (or the last 7 days), then the organizations and fleets asked of."""
 
 
+# A report answer's period, as its figures' first fields: what PeriodInputSerializer asked for, resolved.
+# (A comment, not a docstring: the schema would take it as each subclass's description.)
+class PeriodOutputSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+
+
 class UsageRowSerializer(TraceSerializer):
     period_start = serializers.DateTimeField(help_text="bucket start (UTC), cut to the period asked for")
     period_end = serializers.DateTimeField(help_text="bucket end (UTC, exclusive), cut to the period asked for")

@@ -51,15 +51,20 @@ class Kind(enum.StrEnum):
 
 
 @dataclass(frozen=True)
-class NodesChange:
+class FleetChange:
+    """A change to one fleet: every kind but routing, which moves load from one fleet to another."""
+
     fleet: int
+
+
+@dataclass(frozen=True)
+class NodesChange(FleetChange):
     gpu_model: str
     nodes: int
 
 
 @dataclass(frozen=True)
-class LifetimeChange:
-    fleet: int
+class LifetimeChange(FleetChange):
     extra_years: Decimal
     purchase_price_per_gpu: Decimal | None = None
     prior_use_years: Decimal | None = None
@@ -70,16 +75,14 @@ class LifetimeChange:
 
 
 @dataclass(frozen=True)
-class MoveChange:
-    fleet: int
+class MoveChange(FleetChange):
     zone: str | None = None
     price_per_kwh: Decimal | None = None
     pue: Decimal | None = None
 
 
 @dataclass(frozen=True)
-class TenureChange:
-    fleet: int
+class TenureChange(FleetChange):
     mode: str  # "rent" or "own"
     rate_per_gpu_h: Decimal = Decimal(0)
     includes_power: bool = False
@@ -102,9 +105,9 @@ Change = NodesChange | LifetimeChange | MoveChange | TenureChange | RoutingChang
 
 def change_fleets(change: Change) -> tuple[int, ...]:
     """The fleet ids a change names."""
-    if isinstance(change, RoutingChange):
-        return (change.from_fleet, change.to_fleet)
-    return (change.fleet,)
+    if isinstance(change, FleetChange):
+        return (change.fleet,)
+    return (change.from_fleet, change.to_fleet)
 
 
 class _Fields:
@@ -250,10 +253,10 @@ def changes_parse(raw: Any) -> tuple[Change, ...]:
 def _change(item: Any, where: str) -> Change:
     if not isinstance(item, dict):
         raise ChangeInvalid(f"{where}: an object with a kind is required")
-    kind = item.get("kind")
-    if kind not in _PARSERS:
+    parser = _PARSERS.get(item.get("kind", ""))
+    if parser is None:
         raise ChangeInvalid(f"{where}.kind: one of {', '.join(k.value for k in Kind)}")
-    return _PARSERS[kind](_Fields(item, where))
+    return parser(_Fields(item, where))
 
 
 def _one_per_kind_and_fleet(changes: list[Change]) -> None:

@@ -16,23 +16,19 @@ from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException, NotFound, PermissionDenied
 from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from common.api import OrganizationRowSerializer, error_responses, validated
+from common.api import InputViewBase, OrganizationRowSerializer, error_responses, validated
 from common.parsers import BoundedJSONParser
-from common.scope import report_organization
-from fleets.authentication import PersonalTokenAuthentication
+from common.scope import writable_organization
 from fleets.models import Organization, Site
 from fleets.permissions import Capability, RoleRefused, change_check
 from governance.audited_write import audited_write
 from scope2.claims import OverAllocationError
-from scope2.models import ContractualInstrument
+from scope2.models import TECHNOLOGY_CHOICES, ContractualInstrument
 from scope2.selectors import instrument_for_user, instruments_for_user
 from scope2.services import (
     EVIDENCE_MAX_BYTES,
@@ -76,7 +72,7 @@ class InstrumentInputSerializer(serializers.Serializer):
     delivery_end = serializers.DateTimeField()
     vintage_year = serializers.IntegerField(min_value=1990, max_value=2100)
     generation_zone = serializers.RegexField(r"^[A-Za-z]{2}(-[A-Za-z0-9]+)*$", max_length=64)
-    technology = serializers.ChoiceField(choices=ContractualInstrument.Technology.choices)
+    technology = serializers.ChoiceField(choices=TECHNOLOGY_CHOICES)
     emission_factor_gco2e_per_kwh = serializers.DecimalField(
         max_digits=9, decimal_places=3, min_value=0, required=False, allow_null=True,
         help_text="empty: 0 for renewable and nuclear technologies; required otherwise",
@@ -144,13 +140,27 @@ def _fields(data: dict[str, Any], organization: Organization) -> tuple[dict[str,
     return data, hours
 
 
-def _refusing(error: Exception) -> InstrumentRefused:
-    return InstrumentRefused(str(error), code="over_allocated" if isinstance(error, OverAllocationError) else None)
+# An operation on a sustainability input (the instrument register, the inventory's inputs): as an input view,
+# and a refusal of this app's services (``refusals``) answered 400 as ``refused`` words it. (Comments, not
+# docstrings, on the views: drf-spectacular would print a docstring into every operation's schema.)
+class SustainabilityInputView(InputViewBase):
+    refusals: tuple[type[Exception], ...] = ()
+
+    def refused(self, error: Exception) -> APIException:
+        raise NotImplementedError
+
+    def handle_exception(self, exc: Exception) -> Response:
+        if isinstance(exc, self.refusals):
+            exc = self.refused(exc)
+        return super().handle_exception(exc)
 
 
-class InstrumentView(APIView):
-    authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
-    permission_classes = [IsAuthenticated]
+# An invalid instrument or an over-allocation: 400, with the code ``over_allocated`` for the latter.
+class InstrumentView(SustainabilityInputView):
+    refusals = (InstrumentInvalid, OverAllocationError)
+
+    def refused(self, error: Exception) -> APIException:
+        return InstrumentRefused(str(error), code="over_allocated" if isinstance(error, OverAllocationError) else None)
 
 
 class InstrumentsView(InstrumentView):
@@ -169,16 +179,14 @@ class InstrumentsView(InstrumentView):
     )
     def post(self, request: Request) -> Response:
         data = validated(InstrumentInputSerializer, request)
-        organization = report_organization(user=request.user, ref=data.get("organization"))
-        sustainability_writable(request.user, organization)
+        organization = writable_organization(
+            user=request.user, ref=data.get("organization"), capability=Capability.SUSTAINABILITY
+        )
         data, hours = _fields(data, organization)
-        try:
-            instrument = audited_write(
-                organization_id=organization.pk, user=request.user, subject="instrument", before=None,
-                write=lambda: instrument_create(organization=organization, data=data, profile=hours), period=_delivery,
-            )  # fmt: skip
-        except (InstrumentInvalid, OverAllocationError) as error:
-            raise _refusing(error) from error
+        instrument = audited_write(
+            organization_id=organization.pk, user=request.user, subject="instrument", before=None,
+            write=lambda: instrument_create(organization=organization, data=data, profile=hours), period=_delivery,
+        )  # fmt: skip
         return Response(_output(request.user, instrument.pk), status=status.HTTP_201_CREATED)
 
 
@@ -197,14 +205,11 @@ class InstrumentDetailView(InstrumentView):
         instrument = instrument_for_user(user=request.user, instrument_id=instrument_id)
         sustainability_writable(request.user, instrument.organization)
         data, hours = _fields(validated(InstrumentInputSerializer, request, partial=True), instrument.organization)
-        try:
-            instrument = audited_write(
-                organization_id=instrument.organization_id, user=request.user, subject="instrument",
-                before=instrument, write=lambda: instrument_update(instrument=instrument, data=data, profile=hours),
-                period=_delivery,
-            )  # fmt: skip
-        except (InstrumentInvalid, OverAllocationError) as error:
-            raise _refusing(error) from error
+        instrument = audited_write(
+            organization_id=instrument.organization_id, user=request.user, subject="instrument",
+            before=instrument, write=lambda: instrument_update(instrument=instrument, data=data, profile=hours),
+            period=_delivery,
+        )  # fmt: skip
         return Response(_output(request.user, instrument.pk))
 
 
@@ -239,17 +244,14 @@ class InstrumentEvidenceView(InstrumentView):
             raise InstrumentRefused("send the evidence as the multipart field 'file'")
         if upload.size is not None and upload.size > EVIDENCE_MAX_BYTES:
             raise InstrumentRefused(f"evidence files are limited to {EVIDENCE_MAX_BYTES} bytes")
-        try:
-            content = upload.read()
+        content = upload.read()
 
-            def attach() -> ContractualInstrument:
-                instrument_evidence_attach(instrument=instrument, name=upload.name or "evidence", content=content)
-                return instrument
+        def attach() -> ContractualInstrument:
+            instrument_evidence_attach(instrument=instrument, name=upload.name or "evidence", content=content)
+            return instrument
 
-            audited_write(
-                organization_id=instrument.organization_id, user=request.user, subject="instrument",
-                before=instrument, write=attach, period=_delivery,  # evidence of a locked period stays as filed
-            )  # fmt: skip
-        except InstrumentInvalid as error:
-            raise _refusing(error) from error
+        audited_write(
+            organization_id=instrument.organization_id, user=request.user, subject="instrument",
+            before=instrument, write=attach, period=_delivery,  # evidence of a locked period stays as filed
+        )  # fmt: skip
         return Response(_output(request.user, instrument_id))

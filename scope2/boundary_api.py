@@ -15,25 +15,22 @@ lines; the approach: every period from the organization's first figure on).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from common.api import error_responses, validated
 from common.query import QueryInputSerializer, organization_ref_field, query_validated
-from common.scope import report_organization
-from fleets.authentication import PersonalTokenAuthentication
+from common.scope import report_organization, writable_organization
 from fleets.models import Node, Organization, Site
+from fleets.permissions import Capability
 from fleets.selectors import organizations_for_user
 from governance.audited_write import audited_write
-from scope2.api import sustainability_writable
+from scope2.api import SustainabilityInputView, sustainability_writable
 from scope2.boundary import (
     DEFAULT_RULE,
     Consolidation,
@@ -51,21 +48,23 @@ from scope2.boundary_services import (
 )
 from scope2.models import InventoryBoundary, NodeScope, Scope1Emission
 
+
+# A refused input: 400 naming each field with why. (Comments, not docstrings, on the views: drf-spectacular
+# would print a docstring into every operation's schema.)
+class _View(SustainabilityInputView):
+    refusals = (InventoryInputInvalid,)
+
+    def refused(self, error: Exception) -> ValidationError:
+        problems = cast(InventoryInputInvalid, error).problems  # one of ``refusals``
+        return ValidationError({name: [why] for name, why in problems.items()})
+
+
 _ERRORS = error_responses(
     invalid="an invalid field (named); nothing was changed",
     forbidden="a node token, or a role that may not edit the inventory's inputs",
     not_found="a node, entry or organization that is not among yours",
     conflict="the change would alter a locked period; nothing was changed",
 )
-
-
-def _refused(error: InventoryInputInvalid) -> ValidationError:
-    return ValidationError({name: [why] for name, why in error.problems.items()})
-
-
-class _View(APIView):
-    authentication_classes = [PersonalTokenAuthentication, SessionAuthentication]
-    permission_classes = [IsAuthenticated]
 
 
 # --- the consolidation approach -------------------------------------------------------------------------------
@@ -123,20 +122,18 @@ class InventoryBoundaryView(_View):
     )
     def put(self, request: Request) -> Response:
         data = validated(BoundaryInputSerializer, request)
-        organization = report_organization(user=request.user, ref=data.get("organization"))
-        sustainability_writable(request.user, organization)
+        organization = writable_organization(
+            user=request.user, ref=data.get("organization"), capability=Capability.SUSTAINABILITY
+        )
         before = InventoryBoundary.objects.filter(organization=organization).first()
-        try:
-            audited_write(
-                organization_id=organization.pk, user=request.user, subject="inventory_boundary", before=before,
-                write=lambda: inventory_boundary_set(
-                    organization=organization, approach=data["consolidation_approach"],
-                    equity_share_pct=data.get("equity_share_pct"),
-                ),
-                period=lambda row: organization_window(organization),
-            )  # fmt: skip
-        except InventoryInputInvalid as error:
-            raise _refused(error) from error
+        audited_write(
+            organization_id=organization.pk, user=request.user, subject="inventory_boundary", before=before,
+            write=lambda: inventory_boundary_set(
+                organization=organization, approach=data["consolidation_approach"],
+                equity_share_pct=data.get("equity_share_pct"),
+            ),
+            period=lambda row: organization_window(organization),
+        )  # fmt: skip
         return Response(_boundary_output(organization))
 
 
@@ -196,14 +193,11 @@ class NodeScopeView(_View):
         sustainability_writable(request.user, node.fleet.organization)
         data = validated(NodeScopeInputSerializer, request)
         before = NodeScope.objects.filter(node=node).first()
-        try:
-            audited_write(
-                organization_id=node.fleet.organization_id, user=request.user, subject="node_scope", before=before,
-                write=lambda: node_scope_set(node=node, electricity=data["electricity"], reason=data.get("reason", "")),
-                period=lambda row: node_lines_window(node),
-            )  # fmt: skip
-        except InventoryInputInvalid as error:
-            raise _refused(error) from error
+        audited_write(
+            organization_id=node.fleet.organization_id, user=request.user, subject="node_scope", before=before,
+            write=lambda: node_scope_set(node=node, electricity=data["electricity"], reason=data.get("reason", "")),
+            period=lambda row: node_lines_window(node),
+        )  # fmt: skip
         return Response(_node_output(node))
 
 
@@ -266,16 +260,14 @@ class Scope1EmissionsView(_View):
     )
     def post(self, request: Request) -> Response:
         data = validated(Scope1InputSerializer, request)
-        organization = report_organization(user=request.user, ref=data.get("organization"))
-        sustainability_writable(request.user, organization)
+        organization = writable_organization(
+            user=request.user, ref=data.get("organization"), capability=Capability.SUSTAINABILITY
+        )
         site = _site(organization, data["site"])
-        try:
-            row = audited_write(
-                organization_id=organization.pk, user=request.user, subject="scope1_emission", before=None,
-                write=lambda: scope1_emission_create(organization=organization, site=site, data=data), period=_period,
-            )  # fmt: skip
-        except InventoryInputInvalid as error:
-            raise _refused(error) from error
+        row = audited_write(
+            organization_id=organization.pk, user=request.user, subject="scope1_emission", before=None,
+            write=lambda: scope1_emission_create(organization=organization, site=site, data=data), period=_period,
+        )  # fmt: skip
         return Response(Scope1OutputSerializer(row).data, status=status.HTTP_201_CREATED)
 
 
@@ -296,11 +288,8 @@ class Scope1EmissionView(_View):
         data.pop("organization", None)
         if "site" in data:
             data["site"] = _site(row.organization, data["site"])
-        try:
-            row = audited_write(
-                organization_id=row.organization_id, user=request.user, subject="scope1_emission", before=row,
-                write=lambda: scope1_emission_update(row=row, data=data), period=_period,
-            )  # fmt: skip
-        except InventoryInputInvalid as error:
-            raise _refused(error) from error
+        row = audited_write(
+            organization_id=row.organization_id, user=request.user, subject="scope1_emission", before=row,
+            write=lambda: scope1_emission_update(row=row, data=data), period=_period,
+        )  # fmt: skip
         return Response(Scope1OutputSerializer(row).data)

@@ -18,10 +18,9 @@ from typing import Any
 
 from scope2.allocation import ZERO, SiteAllocation
 from scope2.exports import G_PER_T, KWH_PER_MWH, quantized
-from scope2.quality import market_of_zone
+from scope2.quality import RENEWABLE, Technology, market_of_zone
 from scope2.selectors import Scope2Report
 
-RENEWABLE = frozenset({"solar", "wind", "hydro", "geothermal", "biomass"})
 KINDS = ("ppa", "go", "rec", "supplier_rate")
 BOUNDARY = (
     "electricity metered by Wattledger within the organizational boundary: the facility energy (IT energy x PUE) "
@@ -105,7 +104,7 @@ def esrs_datapoints(report: Scope2Report, share: Decimal = Decimal(1)) -> list[d
         point(
             "E1-5.37(b)",
             "Consumption from nuclear sources (contractual instruments)",
-            quantized(_matched_kwh(report, frozenset({"nuclear"})) / KWH_PER_MWH, 6),
+            quantized(_matched_kwh(report, frozenset({Technology.NUCLEAR})) / KWH_PER_MWH, 6),
             "MWh",
         ),
         point(

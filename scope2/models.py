@@ -14,6 +14,7 @@ from django.db import models
 from common.timestamps import Timestamped
 from fleets.models import Node, Organization, Site
 from scope2.boundary import Consolidation, ElectricityChoice
+from scope2.quality import Technology
 
 __all__ = [
     "ContractualInstrument", "InstrumentHour", "InventoryBoundary", "NodeScope", "ResidualMixFactor", "Scope1Emission",
@@ -30,6 +31,12 @@ def _stated(
     )
 
 
+# The technologies as the admin and the API list them: each by its name, a supplier's mix said so.
+TECHNOLOGY_CHOICES = [
+    (t.value, "Mixed (a supplier's mix)" if t is Technology.MIXED else t.value.capitalize()) for t in Technology
+]
+
+
 class ContractualInstrument(Timestamped):
     class Kind(models.TextChoices):
         PPA = "ppa", "Power purchase agreement"
@@ -37,15 +44,7 @@ class ContractualInstrument(Timestamped):
         REC = "rec", "Renewable energy certificate"
         SUPPLIER_RATE = "supplier_rate", "Supplier-specific emission rate"
 
-    class Technology(models.TextChoices):
-        SOLAR = "solar", "Solar"
-        WIND = "wind", "Wind"
-        HYDRO = "hydro", "Hydro"
-        GEOTHERMAL = "geothermal", "Geothermal"
-        BIOMASS = "biomass", "Biomass"
-        NUCLEAR = "nuclear", "Nuclear"
-        FOSSIL = "fossil", "Fossil"
-        MIXED = "mixed", "Mixed (a supplier's mix)"
+    Technology = Technology  # scope2.quality's, which the Quality Criteria and the disclosures read
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="instruments")
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="instruments")
@@ -64,7 +63,7 @@ class ContractualInstrument(Timestamped):
     delivery_end = models.DateTimeField(help_text="UTC, exclusive")
     vintage_year = models.PositiveIntegerField(help_text="year the energy was generated")
     generation_zone = models.CharField(max_length=64, help_text="zone or country of the generator, e.g. DE, SE-SE3")
-    technology = models.CharField(max_length=16, choices=Technology.choices)
+    technology = models.CharField(max_length=16, choices=TECHNOLOGY_CHOICES)
     emission_factor_gco2e_per_kwh = _stated(
         9, 3, "gCO2e/kWh", help_text="as stated by the instrument; empty means 0 for renewable and nuclear technologies"
     )

@@ -23,6 +23,7 @@ its consumption falls to the residual mix.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -33,8 +34,25 @@ EU_EEA_CH = frozenset({
 })
 # fmt: on
 NORTH_AMERICA = frozenset({"US", "CA"})
-ZERO_DIRECT_EMISSIONS = frozenset({"solar", "wind", "hydro", "geothermal", "biomass", "nuclear"})
-CARBON_FREE = frozenset({"solar", "wind", "hydro", "geothermal", "nuclear"})
+
+
+class Technology(enum.StrEnum):
+    """How an instrument's energy was generated (the register's ``technology``), as the criteria and the
+    disclosures read it."""
+
+    SOLAR = "solar"
+    WIND = "wind"
+    HYDRO = "hydro"
+    GEOTHERMAL = "geothermal"
+    BIOMASS = "biomass"
+    NUCLEAR = "nuclear"
+    FOSSIL = "fossil"
+    MIXED = "mixed"  # a supplier's mix
+
+
+RENEWABLE = frozenset({Technology.SOLAR, Technology.WIND, Technology.HYDRO, Technology.GEOTHERMAL, Technology.BIOMASS})
+ZERO_DIRECT_EMISSIONS = RENEWABLE | {Technology.NUCLEAR}
+CARBON_FREE = ZERO_DIRECT_EMISSIONS - {Technology.BIOMASS}
 VINTAGE_YEARS_BEFORE = 1
 
 CRITERIA = ("market_boundary", "vintage", "emission_rate", "evidence")

@@ -1,31 +1,24 @@
+# Each route names the module of its view: the register (api), the inventory's inputs (boundary_api), the
+# reports (reports_api) and the CSV uploads (uploads_api).
 from django.urls import path
 
-from scope2.api import InstrumentDetailView, InstrumentEvidenceView, InstrumentsView
-from scope2.boundary_api import (
-    InventoryBoundaryView,
-    NodeScopesView,
-    NodeScopeView,
-    Scope1EmissionsView,
-    Scope1EmissionView,
-)
-from scope2.reports_api import Scope2EsrsView, Scope2GhgTableView, Scope2ReportView, SustainabilityReportView
-from scope2.uploads_api import InstrumentsUploadView, ResidualMixesUploadView, ResidualMixesView
+from scope2 import api, boundary_api, reports_api, uploads_api
 
 urlpatterns = [
-    path("instruments/", InstrumentsView.as_view(), name="instruments"),
-    path("instruments/<int:instrument_id>/", InstrumentDetailView.as_view(), name="instrument"),
-    path("instruments/<int:instrument_id>/evidence/", InstrumentEvidenceView.as_view(), name="instrument-evidence"),
-    path("instruments/upload/", InstrumentsUploadView.as_view(), name="instruments-upload"),
-    path("inventory-boundary/", InventoryBoundaryView.as_view(), name="inventory-boundary"),
-    path("node-scopes/", NodeScopesView.as_view(), name="node-scopes"),
-    path("node-scopes/<int:node_id>/", NodeScopeView.as_view(), name="node-scope"),
-    path("scope1-emissions/", Scope1EmissionsView.as_view(), name="scope1-emissions"),
-    path("scope1-emissions/<int:entry_id>/", Scope1EmissionView.as_view(), name="scope1-emission"),
-    path("residual-mixes/", ResidualMixesView.as_view(), name="residual-mixes"),
-    path("residual-mixes/upload/", ResidualMixesUploadView.as_view(), name="residual-mixes-upload"),
-    path("reports/scope2/", Scope2ReportView.as_view(), name="reports-scope2"),
-    path("reports/scope2/ghg-table/", Scope2GhgTableView.as_view(), name="reports-scope2-ghg-table"),
-    path("reports/scope2/esrs/", Scope2EsrsView.as_view(), name="reports-scope2-esrs"),
+    path("instruments/", api.InstrumentsView.as_view(), name="instruments"),
+    path("instruments/<int:instrument_id>/", api.InstrumentDetailView.as_view(), name="instrument"),
+    path("instruments/<int:instrument_id>/evidence/", api.InstrumentEvidenceView.as_view(), name="instrument-evidence"),
+    path("instruments/upload/", uploads_api.InstrumentsUploadView.as_view(), name="instruments-upload"),
+    path("inventory-boundary/", boundary_api.InventoryBoundaryView.as_view(), name="inventory-boundary"),
+    path("node-scopes/", boundary_api.NodeScopesView.as_view(), name="node-scopes"),
+    path("node-scopes/<int:node_id>/", boundary_api.NodeScopeView.as_view(), name="node-scope"),
+    path("scope1-emissions/", boundary_api.Scope1EmissionsView.as_view(), name="scope1-emissions"),
+    path("scope1-emissions/<int:entry_id>/", boundary_api.Scope1EmissionView.as_view(), name="scope1-emission"),
+    path("residual-mixes/", uploads_api.ResidualMixesView.as_view(), name="residual-mixes"),
+    path("residual-mixes/upload/", uploads_api.ResidualMixesUploadView.as_view(), name="residual-mixes-upload"),
+    path("reports/scope2/", reports_api.Scope2ReportView.as_view(), name="reports-scope2"),
+    path("reports/scope2/ghg-table/", reports_api.Scope2GhgTableView.as_view(), name="reports-scope2-ghg-table"),
+    path("reports/scope2/esrs/", reports_api.Scope2EsrsView.as_view(), name="reports-scope2-esrs"),
     # The sustainability report leads with this app's market-based figure (scope2.headline).
-    path("reports/sustainability/", SustainabilityReportView.as_view(), name="reports-sustainability"),
+    path("reports/sustainability/", reports_api.SustainabilityReportView.as_view(), name="reports-sustainability"),
 ]
