@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.db.models import DecimalField, Q, Sum
@@ -65,13 +65,20 @@ def month_bounds(at: datetime) -> tuple[datetime, datetime]:
 
 def fixed_charge(fixed_per_month: Decimal, start: datetime, end: datetime) -> Decimal:
     """The fixed charge of ``[start, end)`` within one month: prorated by its share of the month's length."""
-    return fixed_per_month * month_share(start, end)
+    window_s, month_s = _seconds(start, end)
+    return fixed_per_month * window_s / month_s  # multiplied first: 300 x 7 days / 30 days is 70 exactly
 
 
 def month_share(start: datetime, end: datetime) -> Decimal:
-    """The share (0-1) of its UTC month that ``[start, end)`` (within that month) covers, exactly."""
+    """The share (0-1) of its UTC month that ``[start, end)`` (within that month) covers."""
+    window_s, month_s = _seconds(start, end)
+    return window_s / month_s
+
+
+def _seconds(start: datetime, end: datetime) -> tuple[Decimal, Decimal]:
+    """Whole seconds of ``[start, end)`` and of the UTC month holding ``start`` (exact: instants are on hours)."""
     month_start, month_end = month_bounds(start)
-    return Decimal((end - start).total_seconds()) / Decimal((month_end - month_start).total_seconds())
+    return Decimal((end - start) // timedelta(seconds=1)), Decimal((month_end - month_start) // timedelta(seconds=1))
 
 
 def demand_charge(demand_per_kw_month: Decimal, peak_kw: Decimal | None) -> Decimal:

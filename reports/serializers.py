@@ -190,7 +190,19 @@ class ScopeInputSerializer(PeriodInputSerializer, OrganizationsInputSerializer):
     """A period (or the last 7 days), then the organizations and fleets asked of."""
 
 
-class UsageRowSerializer(TraceSerializer):
+class TaxRowSerializer(serializers.Serializer):
+    """A row's taxes: the last columns of the usage report's CSV (appended after the trace, so none moves)."""
+
+    energy_tax_cost = money_field("facility kWh x the site's energy tax per kWh: a cost, in cost")
+    vat_amount = money_field("VAT on the net rent, running cost and electricity (not on depreciation)")
+    vat_recoverable = money_field("of vat_amount, input VAT reclaimed: a receivable, not in cost")
+    vat_cost = money_field("of vat_amount, the VAT not recoverable: in cost")
+    vat_unknown_h = number(
+        "node-hours priced gross (VAT included) with no site tax in force: kept as priced, VAT not taken out"
+    )
+
+
+class UsageRowSerializer(TraceSerializer, TaxRowSerializer):
     period_start = serializers.DateTimeField(help_text="bucket start (UTC), cut to the period asked for")
     period_end = serializers.DateTimeField(help_text="bucket end (UTC, exclusive), cut to the period asked for")
     group_key = serializers.CharField(
@@ -264,13 +276,12 @@ class UsageRowSerializer(TraceSerializer):
         "node-hours whose price is in another currency with no exchange rate for its month: their hardware cost "
         "is not in cost (listed unconverted in the report's reporting block), never zero"
     )
-    energy_tax_cost = money_field("facility kWh x the site's energy tax per kWh: a cost, in cost")
-    vat_amount = money_field("VAT on the net rent, running cost and electricity (not on depreciation)")
-    vat_recoverable = money_field("of vat_amount, input VAT reclaimed: a receivable, not in cost")
-    vat_cost = money_field("of vat_amount, the VAT not recoverable: in cost")
-    vat_unknown_h = number(
-        "node-hours priced gross (VAT included) with no site tax in force: kept as priced, VAT not taken out"
-    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # The taxes last, after the trace: the columns the CSV had keep their places.
+        fields = dict(super().get_fields())
+        taxes = {name: fields.pop(name) for name in TaxRowSerializer._declared_fields}
+        return {**fields, **taxes}
 
 
 def _ttft_ms(label: str) -> serializers.FloatField:
