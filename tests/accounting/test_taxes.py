@@ -188,3 +188,32 @@ def test_tariffs_and_prices_say_net_or_gross_through_the_api(
     assert (created.status_code, created.json()["prices_include_vat"]) == (201, True)
     ledger_recompute()
     assert NodeHourLedger.objects.filter(node=node_a, vat_unknown=True).count() == 48
+
+
+# --- the arithmetic alone (``accounting.ledger.tax``), no database ----------------------------------------
+
+
+def test_net_of_vat_takes_vat_out_of_a_gross_price_only() -> None:
+    from accounting.ledger.tax import SiteTaxRates, net_of_vat
+
+    tax = SiteTaxRates(Decimal("0.25"), True, Decimal("0.439"), "tax-1")
+
+    assert net_of_vat(Decimal("1.25"), includes_vat=True, tax=tax).amount == Decimal("1.00")
+    assert net_of_vat(Decimal("1.25"), includes_vat=False, tax=tax).amount == Decimal("1.25")
+    unknown = net_of_vat(Decimal("1.25"), includes_vat=True, tax=None)
+    assert (unknown.amount, unknown.vat_unknown) == (Decimal("1.25"), True)
+
+
+def test_line_taxes_put_energy_tax_and_only_non_recoverable_vat_in_cost() -> None:
+    from accounting.ledger.tax import SiteTaxRates, line_taxes
+
+    recoverable = SiteTaxRates(Decimal("0.25"), True, Decimal("0.439"), "tax-1")
+    taxes = line_taxes(tax=recoverable, facility_kwh=Decimal(10), energy_taxed=True, vat_base=Decimal("12.00"))
+    assert (taxes.energy_tax_cost, taxes.vat_amount, taxes.vat_cost, taxes.in_cost) == (
+        Decimal("4.390"), Decimal("3.0000"), 0, Decimal("4.390"),
+    )  # fmt: skip
+    kept = SiteTaxRates(Decimal("0.25"), False, Decimal(0), "tax-2")
+    in_rent = line_taxes(tax=kept, facility_kwh=Decimal(10), energy_taxed=False, vat_base=Decimal("2.00"))
+    assert (in_rent.energy_tax_cost, in_rent.vat_cost, in_rent.in_cost) == (0, Decimal("0.5000"), Decimal("0.5000"))
+    with pytest.raises(ValueError, match="vat_rate"):
+        SiteTaxRates(Decimal("1.5"), True, Decimal(0), "tax-3")
