@@ -264,3 +264,18 @@ def test_the_finance_page_shows_the_split_and_the_site_charges_as_their_own_line
                           ("split-site-charges", "750.00 SEK"), ("split-total", "787.66 SEK")]:  # fmt: skip
         cell = html.split(f'id="{row_id}"', 1)[1].split("</tr>", 1)[0]
         assert shown in cell, (row_id, cell)
+
+
+def test_the_finance_pages_fleet_table_splits_each_fleets_cost_with_every_column(
+    client: Client,
+    org_a: Organization,  # noqa: F811
+    site: Site,
+) -> None:
+    client.force_login(MembershipFactory(organization=org_a, role=Role.VIEWER).user)
+
+    html = client.get("/finance/?start=2026-11-01&end=2026-11-30&currency=SEK&columns=all").content.decode()
+
+    table = html.split('<table id="by-fleet">', 1)[1].split("</table>", 1)[0]
+    for css, shown in [("rent", "6.00 SEK"), ("energy-tax", "9.66 SEK"), ("vat-recoverable", "7.00 SEK"),
+                       ("vat-cost", "0.00 SEK")]:  # fmt: skip
+        assert f'<td class="{css}">{shown}</td>' in table
