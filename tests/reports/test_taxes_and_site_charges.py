@@ -279,3 +279,19 @@ def test_the_finance_pages_fleet_table_splits_each_fleets_cost_with_every_column
     for css, shown in [("rent", "6.00 SEK"), ("energy-tax", "9.66 SEK"), ("vat-recoverable", "7.00 SEK"),
                        ("vat-cost", "0.00 SEK")]:  # fmt: skip
         assert f'<td class="{css}">{shown}</td>' in table
+
+
+def test_the_node_page_shows_each_lines_split_and_taxes(
+    client: Client,
+    org_a: Organization,  # noqa: F811
+    site: Site,
+) -> None:
+    client.force_login(MembershipFactory(organization=org_a, role=Role.ENGINEER).user)
+    node = Node.objects.get(hostname="sto-a")
+
+    html = client.get(f"/nodes/{node.pk}/?start=2026-11-20&end=2026-11-20&granularity=hour").content.decode()
+
+    table = html.split('<table id="ledger">', 1)[1].split("</table>", 1)[0]
+    assert (
+        '<td class="energy-tax">4.39 SEK</td><td class="vat">3.00 SEK</td><td class="vat-cost">0.00 SEK</td>' in table
+    )
