@@ -96,6 +96,7 @@ def site_monthly_charges(
 ) -> list[SiteMonthCharge]:
     """The fixed and demand charges of the organizations' sites (``site_ids``: only those) per UTC month of
     ``[start, end)``, up to ``now``, ordered by site, month and tariff; tariffs with neither charge give none."""
+    now = now.replace(microsecond=0)  # a month in progress is charged to the second
     tariffs = SiteTariff.objects.filter(site__organization_id__in=organization_ids, valid_from__lt=min(end, now))
     tariffs = tariffs.filter(Q(valid_to__isnull=True) | Q(valid_to__gt=start))
     tariffs = tariffs.filter(Q(fixed_per_month__gt=0) | Q(demand_per_kw_month__gt=0)).select_related("site")
