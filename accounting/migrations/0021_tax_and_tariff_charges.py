@@ -7,88 +7,164 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounting', '0020_correction_split_cost'),
-        ('fleets', '0004_gpu_installations'),
+        ("accounting", "0020_correction_split_cost"),
+        ("fleets", "0004_gpu_installations"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='ledgercorrection',
-            name='energy_tax_cost',
+            model_name="ledgercorrection",
+            name="energy_tax_cost",
             field=models.DecimalField(decimal_places=12, default=0, max_digits=28),
         ),
         migrations.AddField(
-            model_name='ledgercorrection',
-            name='vat_amount',
+            model_name="ledgercorrection",
+            name="vat_amount",
             field=models.DecimalField(decimal_places=12, default=0, max_digits=28),
         ),
         migrations.AddField(
-            model_name='ledgercorrection',
-            name='vat_cost',
+            model_name="ledgercorrection",
+            name="vat_cost",
             field=models.DecimalField(decimal_places=12, default=0, max_digits=28),
         ),
         migrations.AddField(
-            model_name='nodehourledger',
-            name='energy_tax_cost',
-            field=models.DecimalField(decimal_places=12, default=0, help_text="facility kWh x the site's energy tax per kWh", max_digits=28),
+            model_name="nodehourledger",
+            name="energy_tax_cost",
+            field=models.DecimalField(
+                decimal_places=12, default=0, help_text="facility kWh x the site's energy tax per kWh", max_digits=28
+            ),
         ),
         migrations.AddField(
-            model_name='nodehourledger',
-            name='tax_id',
-            field=models.CharField(blank=True, help_text='the site tax in force (tax-<id>); blank: none', max_length=64),
+            model_name="nodehourledger",
+            name="tax_id",
+            field=models.CharField(
+                blank=True, help_text="the site tax in force (tax-<id>); blank: none", max_length=64
+            ),
         ),
         migrations.AddField(
-            model_name='nodehourledger',
-            name='vat_amount',
-            field=models.DecimalField(decimal_places=12, default=0, help_text='VAT on the net rent, running cost and electricity', max_digits=28),
+            model_name="nodehourledger",
+            name="vat_amount",
+            field=models.DecimalField(
+                decimal_places=12,
+                default=0,
+                help_text="VAT on the net rent, running cost and electricity",
+                max_digits=28,
+            ),
         ),
         migrations.AddField(
-            model_name='nodehourledger',
-            name='vat_cost',
-            field=models.DecimalField(decimal_places=12, default=0, help_text='of vat_amount, the part not recoverable: in cost', max_digits=28),
+            model_name="nodehourledger",
+            name="vat_cost",
+            field=models.DecimalField(
+                decimal_places=12,
+                default=0,
+                help_text="of vat_amount, the part not recoverable: in cost",
+                max_digits=28,
+            ),
         ),
         migrations.AddField(
-            model_name='nodehourledger',
-            name='vat_unknown',
-            field=models.BooleanField(default=False, help_text='a gross price with no site tax in force: kept as it is, VAT not taken out'),
+            model_name="nodehourledger",
+            name="vat_unknown",
+            field=models.BooleanField(
+                default=False, help_text="a gross price with no site tax in force: kept as it is, VAT not taken out"
+            ),
         ),
         migrations.AddField(
-            model_name='nodeprice',
-            name='prices_include_vat',
-            field=models.BooleanField(default=False, help_text="the amounts are gross (VAT included), made net at the site's VAT; default net"),
+            model_name="nodeprice",
+            name="prices_include_vat",
+            field=models.BooleanField(
+                default=False, help_text="the amounts are gross (VAT included), made net at the site's VAT; default net"
+            ),
         ),
         migrations.AddField(
-            model_name='sitetariff',
-            name='demand_per_kw_month',
-            field=models.DecimalField(decimal_places=6, default=Decimal('0'), help_text="site currency, net, per kW of the month's peak hourly site demand", max_digits=14, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Demand charge per kW and month'),
+            model_name="sitetariff",
+            name="demand_per_kw_month",
+            field=models.DecimalField(
+                decimal_places=6,
+                default=Decimal("0"),
+                help_text="site currency, net, per kW of the month's peak hourly site demand",
+                max_digits=14,
+                validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                verbose_name="Demand charge per kW and month",
+            ),
         ),
         migrations.AddField(
-            model_name='sitetariff',
-            name='fixed_per_month',
-            field=models.DecimalField(decimal_places=6, default=Decimal('0'), help_text='site currency, net; prorated by the share of a month in force', max_digits=14, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Fixed charge per month'),
+            model_name="sitetariff",
+            name="fixed_per_month",
+            field=models.DecimalField(
+                decimal_places=6,
+                default=Decimal("0"),
+                help_text="site currency, net; prorated by the share of a month in force",
+                max_digits=14,
+                validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                verbose_name="Fixed charge per month",
+            ),
         ),
         migrations.AddField(
-            model_name='sitetariff',
-            name='prices_include_vat',
-            field=models.BooleanField(default=False, help_text="the prices per kWh are gross (VAT included), made net at the site's VAT; default net"),
+            model_name="sitetariff",
+            name="prices_include_vat",
+            field=models.BooleanField(
+                default=False,
+                help_text="the prices per kWh are gross (VAT included), made net at the site's VAT; default net",
+            ),
         ),
         migrations.CreateModel(
-            name='SiteTax',
+            name="SiteTax",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('valid_from', models.DateTimeField()),
-                ('valid_to', models.DateTimeField(blank=True, help_text='exclusive; empty: still in force', null=True)),
-                ('vat_rate', models.DecimalField(decimal_places=6, default=Decimal('0'), help_text='a fraction from 0 to 1 (0.25 = 25 %)', max_digits=7, validators=[django.core.validators.MinValueValidator(Decimal('0')), django.core.validators.MaxValueValidator(Decimal('1'))], verbose_name='VAT rate')),
-                ('vat_recoverable', models.BooleanField(default=True, help_text='input VAT is reclaimed: a receivable, not a cost', verbose_name='VAT recoverable')),
-                ('energy_tax_per_kwh', models.DecimalField(decimal_places=6, default=Decimal('0'), help_text='site currency per facility kWh', max_digits=14, validators=[django.core.validators.MinValueValidator(Decimal('0'))], verbose_name='Energy tax per kWh')),
-                ('site', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='taxes', to='fleets.site')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("valid_from", models.DateTimeField()),
+                ("valid_to", models.DateTimeField(blank=True, help_text="exclusive; empty: still in force", null=True)),
+                (
+                    "vat_rate",
+                    models.DecimalField(
+                        decimal_places=6,
+                        default=Decimal("0"),
+                        help_text="a fraction from 0 to 1 (0.25 = 25 %)",
+                        max_digits=7,
+                        validators=[
+                            django.core.validators.MinValueValidator(Decimal("0")),
+                            django.core.validators.MaxValueValidator(Decimal("1")),
+                        ],
+                        verbose_name="VAT rate",
+                    ),
+                ),
+                (
+                    "vat_recoverable",
+                    models.BooleanField(
+                        default=True,
+                        help_text="input VAT is reclaimed: a receivable, not a cost",
+                        verbose_name="VAT recoverable",
+                    ),
+                ),
+                (
+                    "energy_tax_per_kwh",
+                    models.DecimalField(
+                        decimal_places=6,
+                        default=Decimal("0"),
+                        help_text="site currency per facility kWh",
+                        max_digits=14,
+                        validators=[django.core.validators.MinValueValidator(Decimal("0"))],
+                        verbose_name="Energy tax per kWh",
+                    ),
+                ),
+                (
+                    "site",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="taxes", to="fleets.site"
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'site tax',
-                'ordering': ['valid_from'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('vat_rate__gte', 0), ('vat_rate__lte', 1)), name='sitetax_vat_fraction'), models.CheckConstraint(condition=models.Q(('energy_tax_per_kwh__gte', 0)), name='sitetax_energy_tax_positive')],
+                "verbose_name": "site tax",
+                "ordering": ["valid_from"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("vat_rate__gte", 0), ("vat_rate__lte", 1)), name="sitetax_vat_fraction"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("energy_tax_per_kwh__gte", 0)), name="sitetax_energy_tax_positive"
+                    ),
+                ],
             },
         ),
     ]
