@@ -104,4 +104,6 @@ focus-check: $(STAMP)
 		$(FOCUS_EXPORT) --granularity day --output $(FOCUS_DIR)/focus-day.csv
 	grep -q ',Correction,' $(FOCUS_DIR)/focus-hour.csv && grep -q ',Correction,' $(FOCUS_DIR)/focus-day.csv \
 		|| { echo "focus-check: no Correction rows in the export" >&2; exit 1; }
+	grep -q ',Tax,' $(FOCUS_DIR)/focus-hour.csv && grep -q ',fixed_charge,' $(FOCUS_DIR)/focus-hour.csv \
+		|| { echo "focus-check: no Tax or site charge rows in the export" >&2; exit 1; }
 	FOCUS_VALIDATE=$(abspath $(FOCUS_VALIDATE)) bin/focus-check $(FOCUS_DIR)/focus-hour.csv $(FOCUS_DIR)/focus-day.csv

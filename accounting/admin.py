@@ -40,6 +40,7 @@ from accounting.models import (
     SiteMarketFactor,
     SitePue,
     SiteTariff,
+    SiteTax,
 )
 from common.currencies import currency_problem
 from fleets.admin import (
@@ -59,6 +60,7 @@ for _model, _path in (
     (SiteTariff, "site__organization"),
     (SiteMarketFactor, "site__organization"),
     (SitePue, "site__organization"),
+    (SiteTax, "site__organization"),
     (NodeHourLedger, "organization"),
     (LedgerSettings, "organization"),
     (InputUpload, "organization"),
@@ -106,6 +108,11 @@ class SiteMarketFactorAdmin(ValidityInputAdmin):
 @admin.register(SitePue)
 class SitePueAdmin(ValidityInputAdmin):
     list_display = ["site", "pue", "valid_from", "valid_to"]
+
+
+@admin.register(SiteTax)
+class SiteTaxAdmin(ValidityInputAdmin):
+    list_display = ["site", "vat_rate", "vat_recoverable", "energy_tax_per_kwh", "valid_from", "valid_to"]
 
 
 class OrganizationWideAdmin(AuditedInputAdmin):

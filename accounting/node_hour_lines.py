@@ -56,6 +56,7 @@ from accounting.prices import (
     pue_periods,
     tariff_periods,
     tariff_price,
+    tax_periods,
 )
 from accounting.profiles import (
     UNKNOWN_MODEL,
@@ -108,6 +109,7 @@ class _NodeContext:
     tariffs: list[Any]
     market: list[Any]
     pue: list[Any]  # dated PUE rows of the site; the site's own PUE where none is in force
+    taxes: list[Any]  # the site's taxes (VAT, energy tax); an hour none covers has none known
     pricing: tuple[list[Any], ...]
     intensity: dict[datetime, Any]
     policy: LedgerPolicy
@@ -184,6 +186,7 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
         market=market_periods(site_id=node.site_id, start=start, end=end),
         pue=pue_periods(site_id=node.site_id, start=start, end=end),
+        taxes=tax_periods(site_id=node.site_id, start=start, end=end),
         pricing=pricing_periods(node=node, start=start, end=end),
         intensity=_intensity(node, hours),
         policy=ledger_policy(organization_id=node.fleet.organization_id),
@@ -322,6 +325,7 @@ def _line(
             location=_location(context.intensity.get(hour)),
             market=in_force(context.market, hour),
             host_embodied=_host_embodied_in_hour(context, hour),
+            tax=in_force(context.taxes, hour),
         ),
         context.policy,
     )

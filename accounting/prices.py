@@ -23,7 +23,8 @@ from accounting.ledger import (
     RentedPricing,
     h_from_years,
 )
-from accounting.models import NodePrice, SiteMarketFactor, SitePue, SiteTariff
+from accounting.ledger.tax import SiteTaxRates
+from accounting.models import NodePrice, SiteMarketFactor, SitePue, SiteTariff, SiteTax
 from accounting.models.prices import life_changes_parse
 from accounting.tariff import (
     Tariff,
@@ -43,6 +44,7 @@ def tariff_from_model(row: SiteTariff) -> Tariff:
         windows=row.windows,
         time_zone=row.site.time_zone,
         tariff_id=f"tariff-{row.pk or 'new'}",
+        includes_vat=row.prices_include_vat,
     )
 
 
@@ -65,6 +67,18 @@ def market_periods(*, site_id: int, start: datetime, end: datetime) -> list[Vali
     return [
         Validity(row.valid_from, row.valid_to, IntensityFactor(Decimal(row.gco2e_per_kwh), row.source)) for row in rows
     ]
+
+
+def tax_periods(*, site_id: int, start: datetime, end: datetime) -> list[Validity[SiteTaxRates]]:
+    """The site's taxes touching ``[start, end)``; an hour none covers has no tax known."""
+    rows = _overlapping(SiteTax.objects.filter(site_id=site_id), start, end)
+    return [Validity(row.valid_from, row.valid_to, site_tax_rates(row)) for row in rows]
+
+
+def site_tax_rates(row: SiteTax) -> SiteTaxRates:
+    """The ledger's pure tax of a stored row."""
+    rates = (Decimal(row.vat_rate), row.vat_recoverable, Decimal(row.energy_tax_per_kwh))
+    return SiteTaxRates(*rates, tax_id=f"tax-{row.pk}")
 
 
 def pue_periods(*, site_id: int, start: datetime, end: datetime) -> list[Validity[Decimal]]:
@@ -107,11 +121,15 @@ def _pricing_validity(row: NodePrice, node: Node) -> Validity[Pricing]:
     pricing: Pricing
     if row.kind == NodePrice.Kind.RENTED:
         per = RatePer.GPU if row.rate_per == NodePrice.RatePer.GPU else RatePer.NODE
-        pricing = RentedPricing(Decimal(row.rate_per_h or 0), per, row.includes_power, price_id, row.currency or None)
+        pricing = RentedPricing(
+            Decimal(row.rate_per_h or 0), per, row.includes_power, price_id, row.currency or None,
+            row.prices_include_vat,
+        )  # fmt: skip
     else:
         lifetime_h = h_from_years(Decimal(row.lifetime_years or 0))
         asset = owned_asset(row, node)
         pricing = OwnedPricing(
-            Decimal(row.capex or 0), lifetime_h, Decimal(row.opex_per_h), price_id, asset, row.currency or None
-        )
+            Decimal(row.capex or 0), lifetime_h, Decimal(row.opex_per_h), price_id, asset, row.currency or None,
+            row.prices_include_vat,
+        )  # fmt: skip
     return Validity(row.valid_from, row.valid_to, pricing)

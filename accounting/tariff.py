@@ -68,6 +68,7 @@ class TariffPrice:
 
     price_per_kwh: Decimal
     price_id: str
+    includes_vat: bool = False  # gross: the ledger makes it net at the hour's VAT (``accounting.ledger.tax``)
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class FlatTariff:
 
     price_per_kwh: Decimal
     tariff_id: str = "flat"
+    includes_vat: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class TimeOfUseTariff:
     time_zone: str
     windows: tuple[TouWindow, ...]
     tariff_id: str = "tou"
+    includes_vat: bool = False
 
     def __post_init__(self) -> None:
         _zone(self.time_zone)
@@ -130,7 +133,7 @@ def price_at(tariff: Tariff, hour_start: datetime) -> TariffPrice:
     """Price of the hour starting at ``hour_start`` (aware), by the local time at its start."""
     _require_aware(hour_start, "hour_start")
     if isinstance(tariff, FlatTariff):
-        return TariffPrice(tariff.price_per_kwh, tariff.tariff_id)
+        return TariffPrice(tariff.price_per_kwh, tariff.tariff_id, tariff.includes_vat)
     return _time_of_use_price(tariff, hour_start)
 
 
@@ -141,7 +144,7 @@ def _time_of_use_price(tariff: TimeOfUseTariff, hour_start: datetime) -> TariffP
         names = [window.name for window in matches] or "no window"
         raise TariffError(f"tariff {tariff.tariff_id!r} at {local.isoformat()} local: {names} (need exactly one)")
     window = matches[0]
-    return TariffPrice(window.price_per_kwh, f"{tariff.tariff_id}:{window.name}")
+    return TariffPrice(window.price_per_kwh, f"{tariff.tariff_id}:{window.name}", tariff.includes_vat)
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,12 @@ _REFERENCE_MONDAY = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def tariff_from_fields(
-    *, flat_price_per_kwh: Decimal | None, windows: list[dict[str, Any]], time_zone: str, tariff_id: str
+    *,
+    flat_price_per_kwh: Decimal | None,
+    windows: list[dict[str, Any]],
+    time_zone: str,
+    tariff_id: str,
+    includes_vat: bool = False,
 ) -> Tariff:
     """The tariff that stored fields describe; raises ``ValueError`` naming the problem.
 
@@ -200,8 +208,8 @@ def tariff_from_fields(
     a time-of-use tariff must price every hour of a week exactly once.
     """
     if flat_price_per_kwh is not None:
-        return FlatTariff(Decimal(flat_price_per_kwh), tariff_id)
-    tariff = TimeOfUseTariff(time_zone, tuple(_window(raw) for raw in windows), tariff_id)
+        return FlatTariff(Decimal(flat_price_per_kwh), tariff_id, includes_vat)
+    tariff = TimeOfUseTariff(time_zone, tuple(_window(raw) for raw in windows), tariff_id, includes_vat)
     for hour in range(7 * 24):
         price_at(tariff, _REFERENCE_MONDAY + timedelta(hours=hour))  # raises on a gap or an overlap
     return tariff

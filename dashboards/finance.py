@@ -49,6 +49,7 @@ from reports.selectors import (
     report_row,
 )
 from reports.selectors.reporting import usage_reporting_total
+from reports.site_charges import site_charges_of
 
 # The finest grain the page shows: every tile, table row and chart is a sum of these parts
 # (one query over the period's lines, a few hundred parts for a quarter).
@@ -96,10 +97,23 @@ def finance_page(request: HttpRequest) -> HttpResponse:
             "previous_cost": previous_cost,
             "change": _change(total, previous_cost),
             "by_fleet": by_fleet,
+            "site_charges": _site_charges(ids, period, currency, total),
             "charts": _charts(parts, period, labels, currency, organization_fleet_colours(organization)),
             "csv_query": api_query(period, organization, group_by="fleet", granularity="total", currency=currency),
         },
     )
+
+
+def _site_charges(ids: list[int], period: Period, currency: str, total: dict[str, Any] | None) -> dict[str, Any]:
+    """The sites' fixed and demand tariff charges of the period in ``currency`` (``reports.site_charges``), and
+    the page's total with them: a line of their own, since they are the sites' and in no line's cost."""
+    block = site_charges_of(organization_ids=ids, start=period.start, end=period.end, now=timezone.now())
+    charges = [charge for charge in block["charges"] if charge["currency"] == currency]
+    sums = next((row for row in block["totals"] if row["currency"] == currency), None)
+    with_charges = None
+    if total is not None:
+        with_charges = Decimal(total["cost"]) + (sums["total"] if sums else ZERO)
+    return {"charges": charges, "totals": sums, "cost_with_site_charges": with_charges}
 
 
 def _previous_cost(ids: list[int], period: Period, filters: ReportFilters, currency: str) -> Decimal | None:

@@ -16,7 +16,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SiteTariff
+from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SiteTariff, SiteTax
 from accounting.models.prices import ValidityPeriod
 from demo import spec
 from demo.spec import FleetSpec, NodeSpec
@@ -79,6 +79,7 @@ def _ledger_inputs(organization: Organization) -> list[Any]:
         list(NodePrice.objects.filter(fleet__organization=organization).order_by("pk").values_list()),
         list(SiteTariff.objects.filter(**by_site).order_by("pk").values_list()),
         list(SiteMarketFactor.objects.filter(**by_site).order_by("pk").values_list()),
+        list(SiteTax.objects.filter(**by_site).order_by("pk").values_list()),
         list(GpuAsset.objects.filter(gpu__node__fleet__organization=organization).order_by("pk").values_list()),
     ]
 
@@ -104,7 +105,16 @@ def _site_upsert(organization: Organization, site_spec: spec.SiteSpec, since: da
     site.save()
     if site_spec.windows:
         windows = [window.as_json() for window in site_spec.windows]
-        _period_upsert(SiteTariff(site=site), {"windows": windows, "flat_price_per_kwh": None}, since)
+        tariff = {
+            "windows": windows, "flat_price_per_kwh": None, "prices_include_vat": site_spec.prices_include_vat,
+            "fixed_per_month": site_spec.fixed_per_month, "demand_per_kw_month": site_spec.demand_per_kw_month,
+        }  # fmt: skip
+        _period_upsert(SiteTariff(site=site), tariff, since)
+    if site_spec.tax is not None:
+        tax = site_spec.tax
+        taxes = {"vat_rate": tax.vat_rate, "vat_recoverable": tax.vat_recoverable,
+                 "energy_tax_per_kwh": tax.energy_tax_per_kwh}  # fmt: skip
+        _period_upsert(SiteTax(site=site), taxes, since)
     if site_spec.market is not None:
         market = {"gco2e_per_kwh": site_spec.market.g_per_kwh, "source": site_spec.market.source}
         _period_upsert(SiteMarketFactor(site=site), market, since)

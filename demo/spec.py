@@ -53,6 +53,15 @@ class Window:
 
 
 @dataclass(frozen=True)
+class TaxSpec:
+    """A ``SiteTax``: VAT (a fraction; recoverable or not) and an energy tax per facility kWh, in USD."""
+
+    vat_rate: Decimal
+    vat_recoverable: bool
+    energy_tax_per_kwh: Decimal = Decimal(0)
+
+
+@dataclass(frozen=True)
 class SiteSpec:
     name: str
     grid_zone: str
@@ -62,6 +71,11 @@ class SiteSpec:
     windows: tuple[Window, ...] = ()  # empty: no tariff (power is paid in the rent)
     market: IntensityFactor | None = None
     currency: str = "USD"
+    # The tariff's prices include VAT (gross), its fixed charge per month and demand charge per kW-month (net, USD).
+    prices_include_vat: bool = False
+    fixed_per_month: Decimal = Decimal(0)
+    demand_per_kw_month: Decimal = Decimal(0)
+    tax: TaxSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +180,13 @@ SITES = (
         ),
         # A hydro contract backed by guarantees of origin counts as 0 g (GHG Protocol Scope 2).
         market=IntensityFactor(Decimal(0), "contract:hydro-guarantees-of-origin"),
+        # The all-in prices include 25 % VAT, which a household cannot reclaim (a cost); the energy tax is in
+        # them too, so none is added. The grid subscription: ~300 SEK a month, and a power charge
+        # ("effektavgift") of ~50 SEK per kW of the month's peak (illustrative, of the order of Ellevio's).
+        prices_include_vat=True,
+        tax=TaxSpec(Decimal("0.25"), vat_recoverable=False),
+        fixed_per_month=usd("300", USD_PER_SEK),
+        demand_per_kw_month=usd("50", USD_PER_SEK),
     ),
     SiteSpec(
         "home-ber",

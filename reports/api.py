@@ -77,6 +77,7 @@ from reports.serializers import (
     per_unit_field,
 )
 from reports.sharing import IdleTreatment
+from reports.site_charges import SiteChargesSerializer, site_charges_of
 
 # Usage rows per page: a month of daily rows for 16 groups; CSV is never paged.
 DEFAULT_PAGE_ROWS = 500
@@ -171,6 +172,10 @@ class UsageReportView(ReportView):
             help_text="with a reporting currency set (/api/v1/ledger-settings/): the period's cost month by month "
             "at each month's average rate, every rate named, and the total; null without one",
         )
+        site_charges = SiteChargesSerializer(
+            help_text="each site's fixed and demand (kW) tariff charges per UTC month of the period (the site's, "
+            "not in any row's cost), and their totals per currency"
+        )
 
     def get(self, request: Request) -> Any:
         params, start, end, organization_ids = self.scope(request)
@@ -207,6 +212,13 @@ class UsageReportView(ReportView):
             "results": [usage_row_output(row) for row in page.rows],
             "reporting": reporting_output(
                 usage_reporting_total(organization_ids=organization_ids, start=start, end=end, filters=spec.filters)
+            ),
+            "site_charges": site_charges_of(
+                organization_ids=organization_ids,
+                start=start,
+                end=end,
+                now=self.now,
+                site_ids=spec.filters.site_ids or (),
             ),
         }
         return Response(self.OutputSerializer(answer).data)

@@ -50,7 +50,10 @@ CORRECTIONS = (
     "the corrections (and reversals) booked in this period, restating hours of closed periods: figures of their "
     "own, per currency, not in the rows; the list: /api/v1/reports/corrections/"
 )
-_MONEY = ("hardware_cost", "electricity_cost", "cost", "rent_cost", "depreciation_cost", "opex_cost")
+_MONEY = (
+    "hardware_cost", "electricity_cost", "cost", "rent_cost", "depreciation_cost", "opex_cost", "energy_tax_cost",
+    "vat_amount", "vat_cost",
+)  # fmt: skip
 _KWH = ("it_kwh", "facility_kwh")
 _CARBON = ("location_co2e_g", "market_co2e_g", "embodied_co2e_g_central")
 _TOKENS = ("prompt_tokens", "generation_tokens")
@@ -109,6 +112,12 @@ class _FiguresSerializer(serializers.Serializer):
         max_digits=None, decimal_places=None, help_text="of hardware_cost, depreciation"
     )
     opex_cost = serializers.DecimalField(max_digits=None, decimal_places=None, help_text="of hardware_cost, opex")
+    # The taxes, as a line carries them (appended: CSV columns only add).
+    energy_tax_cost = serializers.DecimalField(max_digits=None, decimal_places=None, help_text="energy tax, in cost")
+    vat_amount = serializers.DecimalField(max_digits=None, decimal_places=None, help_text="VAT on the net amounts")
+    vat_cost = serializers.DecimalField(
+        max_digits=None, decimal_places=None, help_text="of vat_amount, the non-recoverable part (in cost)"
+    )
 
 
 class _CurrencyTallySerializer(serializers.Serializer):

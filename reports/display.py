@@ -157,6 +157,19 @@ def usage_row_output(row: ReportRow) -> dict[str, Any]:
         **trace_output(sums),
         "location_sources": row.location_sources,
         "embodied_sources": row.embodied_sources,
+        **tax_output(sums),
+    }
+
+
+def tax_output(sums: LedgerSums) -> dict[str, Any]:
+    """A row's taxes as shown: energy tax and VAT (recoverable, and the part in cost), each its own figure."""
+    totals, currency = sums.totals, sums.totals.currency
+    return {
+        "energy_tax_cost": money(totals.energy_tax_cost, currency),
+        "vat_amount": money(totals.vat_amount, currency),
+        "vat_recoverable": money(totals.vat_recoverable, currency),
+        "vat_cost": money(totals.vat_cost, currency),
+        "vat_unknown_h": rounded(sums.vat_unknown_h, "h"),
     }
 
 

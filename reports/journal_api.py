@@ -6,6 +6,7 @@ errors in JSON. The entries and the default account map: ``reports.journal``, do
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,7 @@ from rest_framework import serializers
 
 from common.query import QueryInputSerializer
 from reports.focus.export_view import FocusExportBaseView, csv_export_operation
-from reports.focus.rows import FocusSpec, usage_charges
+from reports.focus.rows import FocusSpec, site_charges, usage_charges
 from reports.journal import JOURNAL_COLUMNS, journal_rows
 from reports.selectors.journal_accounts import account_maps
 from reports.serializers import OrganizationsInputSerializer
@@ -48,7 +49,8 @@ class JournalExportView(FocusExportBaseView):
 
     def rows(self, params: dict[str, Any], spec: FocusSpec) -> Iterator[dict[str, Any]]:
         reference = f"/api/v1/reports/focus/?period={params['period']}&organization={{organization}}&fleet={{fleet}}"
+        charges = itertools.chain(usage_charges(spec=spec), site_charges(spec=spec))
         return journal_rows(
-            usage_charges(spec=spec), period=params["period"], reference=reference + " x_ChargeKind={kind}",
+            charges, period=params["period"], reference=reference + " x_ChargeKind={kind}",
             account_maps=account_maps(organization_ids=spec.organization_ids),
         )  # fmt: skip

@@ -82,6 +82,8 @@ class LedgerSums:
     # Node-hours whose price is in another currency with no rate held: their hardware cost is kept apart on
     # the line (``hardware_cost_unconverted``), not in cost, and never zero.
     hardware_unconverted_h: Decimal = summed("held_h", where=(("hardware_cost_unconverted", KNOWN),))
+    # Node-hours priced gross (VAT included) with no site tax in force: kept as they are, VAT not taken out.
+    vat_unknown_h: Decimal = summed("held_h", where=(("vat_unknown", True),))
     node_metered_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.NODE_METER),))
     node_modelled_kwh: Decimal = summed("it_kwh", where=(("energy_method", EnergyMethod.MODELLED),))
     energy_counter_j: float = summed(default=0.0)

@@ -197,7 +197,19 @@ class PeriodOutputSerializer(serializers.Serializer):
     end = serializers.DateTimeField()
 
 
-class UsageRowSerializer(TraceSerializer):
+class TaxRowSerializer(serializers.Serializer):
+    """A row's taxes: the last columns of the usage report's CSV (appended after the trace, so none moves)."""
+
+    energy_tax_cost = money_field("facility kWh x the site's energy tax per kWh: a cost, in cost")
+    vat_amount = money_field("VAT on the net rent, running cost and electricity (not on depreciation)")
+    vat_recoverable = money_field("of vat_amount, input VAT reclaimed: a receivable, not in cost")
+    vat_cost = money_field("of vat_amount, the VAT not recoverable: in cost")
+    vat_unknown_h = number(
+        "node-hours priced gross (VAT included) with no site tax in force: kept as priced, VAT not taken out"
+    )
+
+
+class UsageRowSerializer(TraceSerializer, TaxRowSerializer):
     period_start = serializers.DateTimeField(help_text="bucket start (UTC), cut to the period asked for")
     period_end = serializers.DateTimeField(help_text="bucket end (UTC, exclusive), cut to the period asked for")
     group_key = serializers.CharField(
@@ -229,7 +241,7 @@ class UsageRowSerializer(TraceSerializer):
         "depreciation of owned nodes by the book, with the loss on disposal in the disposal hour (non-cash)"
     )
     opex_cost = money_field("other running cost of owned nodes")
-    cost = money_field("electricity + hardware")
+    cost = money_field("electricity + hardware + energy tax + non-recoverable VAT")
     hardware_unpriced_h = number("node-hours held with no price in force: their hardware cost is missing, not zero")
     electricity_unpriced_h = number("node-hours with no tariff in force: their electricity cost is missing")
     unpriced_hours = serializers.IntegerField(
@@ -271,6 +283,12 @@ class UsageRowSerializer(TraceSerializer):
         "node-hours whose price is in another currency with no exchange rate for its month: their hardware cost "
         "is not in cost (listed unconverted in the report's reporting block), never zero"
     )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # The taxes last, after the trace: the columns the CSV had keep their places.
+        fields = dict(super().get_fields())
+        taxes = {name: fields.pop(name) for name in TaxRowSerializer._declared_fields}
+        return {**fields, **taxes}
 
 
 def _ttft_ms(label: str) -> serializers.FloatField:
@@ -449,7 +467,7 @@ class ComparisonRowSerializer(TraceSerializer):
     itl_p99_ms = _itl_ms("99th percentile")
     itl_p99_bucket_low_ms = _bucket_low_ms("inter-token latency 99th percentile")
     itl_p99_bucket_high_ms = _bucket_high_ms("inter-token latency 99th percentile")
-    cost = money_field("electricity + hardware")
+    cost = money_field("electricity + hardware + energy tax + non-recoverable VAT")
     cost_per_1m_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_tokens"])
     it_kwh = number(IT_KWH)
     it_j_per_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_token"])

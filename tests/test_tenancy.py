@@ -259,6 +259,8 @@ PROBES: dict[str, Detail | Collection | Special] = {
     "site-market-factor": Detail(
         lambda w: {"row_id": w.ids["market_factor"]}, ("get", "patch", "delete"), lambda w: _CHANGED
     ),
+    "site-taxes": Collection(a_ids=_ids("site_tax"), creates=lambda w: [{"site": w.ids["site"], **_DATED}]),
+    "site-tax": Detail(lambda w: {"row_id": w.ids["site_tax"]}, ("get", "patch", "delete"), lambda w: _CHANGED),
     "gpu-assets": Collection(a_ids=_ids("gpu_asset"), creates=lambda w: [{"gpu": w.ids["gpu_free"]}]),
     "gpu-asset": Detail(
         lambda w: {"asset_id": w.ids["gpu_asset"]}, ("get", "patch"), lambda w: {"condition": "second_hand"}
@@ -399,6 +401,7 @@ def _org_a_rows(world: World, site: Any, fleet: Any, node: Any, gpu: Any) -> Non
     ids["pue_period"] = _created(a.post("/api/v1/site-pue-periods/", dated | {"pue": "1.3"}, format="json"))["id"]
     factor = dated | {"gco2e_per_kwh": "300"}
     ids["market_factor"] = _created(a.post("/api/v1/site-market-factors/", factor, format="json"))["id"]
+    ids["site_tax"] = _created(a.post("/api/v1/site-taxes/", dated | {"vat_rate": "0.25"}, format="json"))["id"]
     ids["gpu_asset"] = _created(a.post("/api/v1/gpu-assets/", {"gpu": gpu.pk}, format="json"))["id"]
     rate = {"currency": "USD", "quote_currency": "EUR", "month": "2026-01-01", "rate": "0.92", "source": "zz-a-rate"}
     ids["exchange_rate"] = _created(a.post("/api/v1/exchange-rates/", rate, format="json"))["id"]

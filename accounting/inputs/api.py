@@ -68,6 +68,9 @@ class NodePriceInputSerializer(serializers.Serializer):
     rate_per_h = _money(required=False, allow_null=True, help_text="rent per hour (rented), in currency")
     rate_per = serializers.ChoiceField(choices=NodePrice.RatePer.choices, required=False)
     includes_power = serializers.BooleanField(required=False)
+    prices_include_vat = serializers.BooleanField(
+        required=False, help_text="the amounts include VAT (gross), made net at the site's VAT; default false (net)"
+    )
     capex = _money(required=False, allow_null=True, help_text="purchase price (owned)")
     lifetime_years = serializers.DecimalField(
         max_digits=5, decimal_places=2, min_value=Decimal("0.1"), required=False, allow_null=True,
@@ -104,6 +107,7 @@ class NodePriceOutputSerializer(OrganizationRowSerializer):
     rate_per_h = serializers.DecimalField(max_digits=14, decimal_places=6, allow_null=True)
     rate_per = serializers.CharField()
     includes_power = serializers.BooleanField()
+    prices_include_vat = serializers.BooleanField()
     capex = serializers.DecimalField(max_digits=14, decimal_places=6, allow_null=True)
     lifetime_years = serializers.DecimalField(max_digits=5, decimal_places=2, allow_null=True)
     opex_per_h = serializers.DecimalField(max_digits=14, decimal_places=6)
@@ -191,6 +195,11 @@ class SiteTariffInputSerializer(serializers.Serializer):
     windows = WindowSerializer(many=True, required=False, help_text="time-of-use windows covering every hour once")
     valid_from = serializers.DateTimeField()
     valid_to = serializers.DateTimeField(required=False, allow_null=True, help_text="exclusive; empty: in force")
+    prices_include_vat = serializers.BooleanField(
+        required=False, help_text="the prices per kWh include VAT (gross); default false (net)"
+    )
+    fixed_per_month = _money(required=False, help_text="site currency per month, net; prorated by days in force")
+    demand_per_kw_month = _money(required=False, help_text="site currency per kW of the month's peak demand, net")
 
 
 class SiteTariffOutputSerializer(SiteRowSerializer):
@@ -198,6 +207,9 @@ class SiteTariffOutputSerializer(SiteRowSerializer):
     windows = serializers.JSONField()
     valid_from = serializers.DateTimeField()
     valid_to = serializers.DateTimeField(allow_null=True)
+    prices_include_vat = serializers.BooleanField()
+    fixed_per_month = serializers.DecimalField(max_digits=14, decimal_places=6)
+    demand_per_kw_month = serializers.DecimalField(max_digits=14, decimal_places=6)
 
 
 class SiteTariffWrittenSerializer(SiteTariffOutputSerializer):

@@ -20,7 +20,7 @@ from django.db.models import Model
 
 from accounting.inputs.line_locks import lock_check_lines
 from accounting.inputs.reopen import EVERY_HOUR, ledger_lines_reopen
-from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SitePue, SiteTariff
+from accounting.models import GpuAsset, NodePrice, SiteMarketFactor, SitePue, SiteTariff, SiteTax
 from common.api import InputInvalid
 from fleets.models import Node, Organization, Site
 from governance.audit import audit_record, snapshot
@@ -30,8 +30,13 @@ from governance.locks import lock_check
 NODE_PRICE_FIELDS = (
     "kind", "rate_per_h", "rate_per", "includes_power", "capex", "lifetime_years", "opex_per_h",
     "in_service_at", "salvage_value", "depreciation_method", "valid_from", "valid_to", "currency",
+    "prices_include_vat",
 )  # fmt: skip
-SITE_TARIFF_FIELDS = ("flat_price_per_kwh", "windows", "valid_from", "valid_to")
+SITE_TARIFF_FIELDS = (
+    "flat_price_per_kwh", "windows", "valid_from", "valid_to", "prices_include_vat", "fixed_per_month",
+    "demand_per_kw_month",
+)  # fmt: skip
+SITE_TAX_FIELDS = ("vat_rate", "vat_recoverable", "energy_tax_per_kwh", "valid_from", "valid_to")
 SITE_PUE_FIELDS = ("pue", "valid_from", "valid_to")
 SITE_MARKET_FACTOR_FIELDS = ("gco2e_per_kwh", "source", "valid_from", "valid_to")
 GPU_ASSET_FIELDS = ("acquired_on", "condition", "prior_use_years", "expected_own_years", "profile_key", "node_price")
@@ -133,6 +138,7 @@ VALIDITY_SUBJECTS: dict[type[Model], tuple[str, Callable[[Any], int], Callable[[
     SiteTariff: ("site_tariff", lambda row: row.site.organization_id, _site_node_windows),
     SitePue: ("site_pue_period", lambda row: row.site.organization_id, _site_node_windows),
     SiteMarketFactor: ("site_market_factor", lambda row: row.site.organization_id, _site_node_windows),
+    SiteTax: ("site_tax", lambda row: row.site.organization_id, _site_node_windows),
 }
 
 
@@ -199,6 +205,11 @@ def site_pue_period_save(*, row: SitePue, data: Mapping[str, Any], user: Any, no
 def site_market_factor_save(*, row: SiteMarketFactor, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
     """Create (``row`` unsaved, with its site) or change a site's market factor: the fields of ``data``."""
     return _dated_row_save(row=row, data=data, fields=SITE_MARKET_FACTOR_FIELDS, related=("site",), user=user, now=now)
+
+
+def site_tax_save(*, row: SiteTax, data: Mapping[str, Any], user: Any, now: datetime) -> InputChange:
+    """Create (``row`` unsaved, with its site) or change a site's taxes (VAT, energy tax): the fields of ``data``."""
+    return _dated_row_save(row=row, data=data, fields=SITE_TAX_FIELDS, related=("site",), user=user, now=now)
 
 
 def validity_row_delete(*, row: Any, user: Any, now: datetime) -> InputChange:

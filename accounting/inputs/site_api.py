@@ -1,4 +1,4 @@
-"""``/api/v1/site-pue-periods/`` and ``/api/v1/site-market-factors/``: a site's dated inputs.
+"""``/api/v1/site-pue-periods/``, ``/api/v1/site-market-factors/``, ``/api/v1/site-taxes/``: a site's dated inputs.
 
 - PUE periods (``SitePue``): the facility overhead of a site over a period
   (``valid_from``, exclusive ``valid_to``); hours no period covers take the
@@ -10,6 +10,10 @@
   residual-mix emission factor, the ledger's per-line market-based figure.
   Written by ``admin`` and ``sustainability`` (``Capability.SUSTAINABILITY``,
   "instruments, intensity uploads and factors").
+- Taxes (``SiteTax``): a site's VAT rate (a fraction 0-1, recoverable or not)
+  and energy tax per facility kWh over a period (``accounting.ledger.tax``).
+  Written by ``admin`` and ``finance`` (``Capability.PRICES``): taxes are part
+  of what a price costs, as tariffs are.
 
 Any member reads. Every write answers with the row and ``ledger_hours_reopened``;
 a delete answers 200 with the deleted row. Refusals as the other inputs: 400
@@ -28,8 +32,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounting.inputs.api import SiteRowSerializer, written
-from accounting.inputs.services import InputChange, site_market_factor_save, site_pue_period_save, validity_row_delete
-from accounting.models import SiteMarketFactor, SitePue
+from accounting.inputs.services import (
+    InputChange,
+    site_market_factor_save,
+    site_pue_period_save,
+    site_tax_save,
+    validity_row_delete,
+)
+from accounting.models import SiteMarketFactor, SitePue, SiteTax
 from common.api import ERRORS, InputView, owned, validated
 from fleets.permissions import Capability, change_check
 from fleets.selectors import sites_for_user
@@ -68,6 +78,34 @@ class MarketFactorOutputSerializer(SiteRowSerializer):
 
 
 class MarketFactorWrittenSerializer(MarketFactorOutputSerializer):
+    ledger_hours_reopened = serializers.IntegerField(help_text="stored ledger hours marked for recomputation")
+
+
+class SiteTaxInputSerializer(serializers.Serializer):
+    site = serializers.IntegerField(help_text="create only")
+    vat_rate = serializers.DecimalField(
+        max_digits=7, decimal_places=6, min_value=0, max_value=1, required=False,
+        help_text="VAT as a fraction from 0 to 1 (0.25 = 25 %)",
+    )  # fmt: skip
+    vat_recoverable = serializers.BooleanField(
+        required=False, help_text="input VAT is reclaimed (default): a receivable, not a cost"
+    )
+    energy_tax_per_kwh = serializers.DecimalField(
+        max_digits=14, decimal_places=6, min_value=0, required=False, help_text="site currency per facility kWh"
+    )
+    valid_from = serializers.DateTimeField()
+    valid_to = serializers.DateTimeField(required=False, allow_null=True, help_text="exclusive; empty: in force")
+
+
+class SiteTaxOutputSerializer(SiteRowSerializer):
+    vat_rate = serializers.DecimalField(max_digits=7, decimal_places=6)
+    vat_recoverable = serializers.BooleanField()
+    energy_tax_per_kwh = serializers.DecimalField(max_digits=14, decimal_places=6)
+    valid_from = serializers.DateTimeField()
+    valid_to = serializers.DateTimeField(allow_null=True)
+
+
+class SiteTaxWrittenSerializer(SiteTaxOutputSerializer):
     ledger_hours_reopened = serializers.IntegerField(help_text="stored ledger hours marked for recomputation")
 
 
@@ -129,6 +167,17 @@ class _MarketRows(_SiteRowsView):
 
     def save(self, row: Any, data: dict[str, Any], request: Request) -> InputChange:
         return site_market_factor_save(row=row, data=data, user=request.user, now=timezone.now())
+
+
+class _TaxRows(_SiteRowsView):
+    model = SiteTax
+    what = "site tax"
+    capability = Capability.PRICES
+    input_serializer = SiteTaxInputSerializer
+    output_serializer = SiteTaxOutputSerializer
+
+    def save(self, row: Any, data: dict[str, Any], request: Request) -> InputChange:
+        return site_tax_save(row=row, data=data, user=request.user, now=timezone.now())
 
 
 class SitePuePeriodsView(_PueRows):
@@ -197,6 +246,39 @@ class SiteMarketFactorDetailView(_MarketRows):
     @extend_schema(
         operation_id="site_market_factors_delete", summary="Delete a market factor: its hours lose their market figure",
         responses={200: MarketFactorWrittenSerializer, **ERRORS},
+    )  # fmt: skip
+    def delete(self, request: Request, row_id: int) -> Response:
+        return self.delete_row(request, row_id)
+
+
+class SiteTaxesView(_TaxRows):
+    @extend_schema(operation_id="site_taxes_list", responses={200: SiteTaxOutputSerializer(many=True), **ERRORS})
+    def get(self, request: Request) -> Response:
+        return self.list_rows(request)
+
+    @extend_schema(
+        operation_id="site_taxes_create", summary="A site's VAT and energy tax from valid_from; admin or finance",
+        request=SiteTaxInputSerializer, responses={201: SiteTaxWrittenSerializer, **ERRORS},
+    )  # fmt: skip
+    def post(self, request: Request) -> Response:
+        return self.create_row(request)
+
+
+class SiteTaxDetailView(_TaxRows):
+    @extend_schema(operation_id="site_taxes_read", responses={200: SiteTaxOutputSerializer, **ERRORS})
+    def get(self, request: Request, row_id: int) -> Response:
+        return self.read_row(request, row_id)
+
+    @extend_schema(
+        operation_id="site_taxes_update", summary="Change a site's taxes (the fields given; the site stays)",
+        request=SiteTaxInputSerializer(partial=True), responses={200: SiteTaxWrittenSerializer, **ERRORS},
+    )  # fmt: skip
+    def patch(self, request: Request, row_id: int) -> Response:
+        return self.change_row(request, row_id)
+
+    @extend_schema(
+        operation_id="site_taxes_delete", summary="Delete a site's taxes: its hours carry none",
+        responses={200: SiteTaxWrittenSerializer, **ERRORS},
     )  # fmt: skip
     def delete(self, request: Request, row_id: int) -> Response:
         return self.delete_row(request, row_id)

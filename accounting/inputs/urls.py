@@ -18,6 +18,8 @@ from accounting.inputs.site_api import (
     SiteMarketFactorsView,
     SitePuePeriodDetailView,
     SitePuePeriodsView,
+    SiteTaxDetailView,
+    SiteTaxesView,
 )
 from accounting.inputs.uploads_api import ExchangeRatesUploadView, NodePricesUploadView, UploadStatusView
 
@@ -43,6 +45,8 @@ urlpatterns = [
     path("site-pue-periods/<int:row_id>/", SitePuePeriodDetailView.as_view(), name="site-pue-period"),
     path("site-market-factors/", SiteMarketFactorsView.as_view(), name="site-market-factors"),
     path("site-market-factors/<int:row_id>/", SiteMarketFactorDetailView.as_view(), name="site-market-factor"),
+    path("site-taxes/", SiteTaxesView.as_view(), name="site-taxes"),
+    path("site-taxes/<int:row_id>/", SiteTaxDetailView.as_view(), name="site-tax"),
     path("gpu-assets/", GpuAssetsView.as_view(), name="gpu-assets"),
     path("gpu-assets/<int:asset_id>/", GpuAssetDetailView.as_view(), name="gpu-asset"),
     path("node-enrollments/", NodeEnrollmentsView.as_view(), name="node-enrollments"),

@@ -29,7 +29,10 @@ from typing import Any
 
 # The figures a correction restates: money (in the line's currency), energy (kWh), carbon (g) and tokens.
 # The hardware cost is restated with its split, as a line carries it: hardware = rent + depreciation + opex.
-MONEY_FIELDS = ("hardware_cost", "rent_cost", "depreciation_cost", "opex_cost", "electricity_cost", "cost")
+MONEY_FIELDS = (
+    "hardware_cost", "rent_cost", "depreciation_cost", "opex_cost", "electricity_cost",
+    "energy_tax_cost", "vat_amount", "vat_cost", "cost",
+)  # fmt: skip
 QUANTITY_FIELDS = (
     "it_kwh",
     "facility_kwh",

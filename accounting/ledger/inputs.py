@@ -20,6 +20,7 @@ from accounting.tariff import TariffPrice
 if TYPE_CHECKING:
     from accounting.ledger.depreciation import OwnedAsset
     from accounting.ledger.fx import FxRate
+    from accounting.ledger.tax import SiteTaxRates
 
 HOUR = timedelta(hours=1)
 _MICROSECONDS_PER_HOUR = Decimal(3_600_000_000)
@@ -155,6 +156,7 @@ class RentedPricing:
     includes_power: bool
     price_id: str = "rent"
     currency: str | None = None  # the rent's currency; None: the line's (the site's)
+    includes_vat: bool = False  # a gross rent, made net at the hour's VAT (``accounting.ledger.tax.net_of_vat``)
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,7 @@ class OwnedPricing:
     price_id: str = "owned"
     asset: OwnedAsset | None = None
     currency: str | None = None  # capex and opex's currency; None: the line's (the site's)
+    includes_vat: bool = False  # gross capex and opex, made net at the hour's VAT (``net_of_vat``)
 
     def __post_init__(self) -> None:
         if self.lifetime_h <= 0:
@@ -241,6 +244,8 @@ class NodeHourInput:
     # A price in another currency than ``currency``: the month's average rate from it into ``currency``
     # (``accounting.ledger.fx``); None: no rate held, the hardware cost stays unconverted.
     price_fx: FxRate | None = None
+    # The site's tax in force at the hour (VAT, energy tax; ``accounting.ledger.tax``); None: none known.
+    tax: SiteTaxRates | None = None
 
     def __post_init__(self) -> None:
         require_utc_hour(self.hour_start)

@@ -13,7 +13,11 @@ Formulas (DESIGN.md, "Money and carbon"), all in ``Decimal``, nothing rounded::
                                                       in-service to the end of life or disposal, plus
                                                       the disposal loss in the disposal hour)
     opex          = opex_per_h x held_h               (owned)
-    cost          = electricity + hardware            (an unpriced electricity line adds nothing)
+    cost          = electricity + hardware + energy_tax + vat_cost   (an unpriced electricity line adds nothing)
+    net or gross  a price or tariff that includes VAT is made net first (``accounting.ledger.tax.net_of_vat``);
+                                                      one with no tax in force stays as it is: ``vat_unknown``
+    energy_tax    = facility_kwh x energy_tax_per_kwh (the site's tax in force; none when the rent includes power)
+    vat_amount    = vat_rate x (rent + opex + electricity), net; ``vat_cost`` its non-recoverable part
     price in another currency: rent, depreciation and opex x the month's average rate into the line's
                                                       currency (``price_in_line_currency``); no rate: all
                                                       three 0 on the line, their sum kept apart in
@@ -35,8 +39,9 @@ share of the node's hardware cost in proportion to its GPU-hours
 (``hardware x its hours / GPU-hours``; equal when every card was there all
 hour) plus the electricity of its own energy and an equal share of the host's
 (node IT energy minus all GPUs'), at the line's PUE and price. Those shares
-add up to the line's cost, so idle cost is the part of the cost paid by idle
-GPUs, never more than the line. (Electricity included in the
+add up to the line's cost before taxes, so idle cost is the part of the cost paid by idle
+GPUs, never more than the line. (Taxes, energy tax and VAT, are the site's and stay on the line:
+idle cost leaves them out.) (Electricity included in the
 rent or unpriced adds nothing to idle cost, as it adds nothing to cost.)
 """
 
@@ -63,6 +68,7 @@ from accounting.ledger.inputs import (
     RatePer,
     RentedPricing,
 )
+from accounting.ledger.tax import LineTaxes, line_taxes, net_of_vat
 from accounting.ledger.units import ZERO, kwh_from_j
 from accounting.tariff import TariffPrice
 
@@ -137,6 +143,14 @@ class NodeHourLine:
     price_fx_month: date | None = None
     price_fx_source: str | None = None
     hardware_cost_unconverted: Decimal | None = None
+    # The site's taxes on the hour (``accounting.ledger.tax``): energy tax (in cost), VAT on the net rent,
+    # running cost and electricity (``vat_amount``) and its non-recoverable part (``vat_cost``, in cost);
+    # ``tax_id`` the tax row in force; ``vat_unknown``: a gross price with no tax in force, kept as it is.
+    energy_tax_cost: Decimal = ZERO
+    vat_amount: Decimal = ZERO
+    vat_cost: Decimal = ZERO
+    tax_id: str | None = None
+    vat_unknown: bool = False
 
     @property
     def tokens(self) -> int:
@@ -192,9 +206,10 @@ def tariff_electricity_cost(facility_kwh: Decimal, tariff: TariffPrice) -> Decim
     return facility_kwh * tariff.price_per_kwh
 
 
-def line_cost(hardware_cost: Decimal, electricity_cost: Decimal | None) -> Decimal:
-    """A node-hour's cost (currency): hardware plus electricity; unpriced electricity (``None``) adds nothing."""
-    return hardware_cost + (electricity_cost or ZERO)
+def line_cost(hardware_cost: Decimal, electricity_cost: Decimal | None, taxes_in_cost: Decimal = ZERO) -> Decimal:
+    """A node-hour's cost (currency): hardware plus electricity plus the taxes that are a cost (energy tax,
+    non-recoverable VAT); unpriced electricity (``None``) adds nothing."""
+    return hardware_cost + (electricity_cost or ZERO) + taxes_in_cost
 
 
 def hardware_cost(pricing: Pricing, held_h: Decimal, gpu_h: Decimal) -> Decimal:
@@ -225,7 +240,8 @@ def opex_cost(opex_per_h: Decimal, held_h: Decimal) -> Decimal:
 
 
 def hardware_costs(node: NodeHourInput) -> HardwareCost:
-    """The node-hour's rent, depreciation (by the book, over the held span) and running cost."""
+    """The node-hour's rent, depreciation (by the book, over the held span) and running cost, as priced
+    (gross where the price includes VAT: ``net_hardware_costs`` makes them net)."""
     pricing = node.pricing
     if isinstance(pricing, RentedPricing):
         return HardwareCost(rent=hardware_cost(pricing, node.held_h, node.gpu_h))
@@ -233,6 +249,33 @@ def hardware_costs(node: NodeHourInput) -> HardwareCost:
     if pricing.asset is None:
         return HardwareCost(depreciation=pricing.capex / pricing.lifetime_h * node.held_h, opex=opex)
     return HardwareCost(depreciation=depreciation_cost(pricing.asset, *node.held_span), opex=opex)
+
+
+def net_hardware_costs(node: NodeHourInput) -> tuple[HardwareCost, bool]:
+    """The hardware costs net of VAT (``net_of_vat``), and whether a gross price stayed gross (no tax)."""
+    costs = hardware_costs(node)
+    includes_vat = node.pricing.includes_vat and node.pricing.price_id != NO_PRICE_ID
+    parts = [
+        net_of_vat(part, includes_vat=includes_vat, tax=node.tax)
+        for part in (costs.rent, costs.depreciation, costs.opex)
+    ]
+    return HardwareCost(*(part.amount for part in parts)), any(part.vat_unknown for part in parts)
+
+
+def net_tariff(node: NodeHourInput) -> tuple[TariffPrice | None, bool]:
+    """The hour's tariff price net of VAT (``net_of_vat``), and whether a gross price stayed gross (no tax)."""
+    if node.tariff is None:
+        return None, False
+    net = net_of_vat(node.tariff.price_per_kwh, includes_vat=node.tariff.includes_vat, tax=node.tax)
+    return TariffPrice(net.amount, node.tariff.price_id), net.vat_unknown
+
+
+def hour_taxes(node: NodeHourInput, facility: Decimal, costs: HardwareCost, electricity: Decimal | None,
+               status: ElectricityStatus) -> LineTaxes:  # fmt: skip
+    """The hour's energy tax and VAT on its net rent, running cost and electricity (``line_taxes``)."""
+    vat_base = costs.rent + costs.opex + (electricity or ZERO)
+    energy_taxed = status is not ElectricityStatus.INCLUDED
+    return line_taxes(tax=node.tax, facility_kwh=facility, energy_taxed=energy_taxed, vat_base=vat_base)
 
 
 @dataclass(frozen=True)
@@ -320,20 +363,18 @@ def _idle(
     return idle
 
 
-def _charged_tariff(node: NodeHourInput, status: ElectricityStatus) -> TariffPrice | None:
-    """The tariff price actually charged on the line: none when power is included or unpriced."""
-    return node.tariff if status is ElectricityStatus.PRICED else None
-
-
 def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POLICY) -> NodeHourLine:
     """Price and weigh one node-hour. Pure: same input, same line, to the last digit."""
     it_energy_j, energy_method = node_it_energy_j(node)
     facility = facility_kwh(kwh_from_j(it_energy_j), node.pue)
-    electricity, status = electricity_cost(facility, node.pricing, node.tariff)
-    conversion = price_in_line_currency(hardware_costs(node), node)
+    tariff, tariff_vat_unknown = net_tariff(node)
+    electricity, status = electricity_cost(facility, node.pricing, tariff)
+    net_costs, price_vat_unknown = net_hardware_costs(node)
+    conversion = price_in_line_currency(net_costs, node)
     costs = conversion.costs
     hardware = costs.total
-    charged = _charged_tariff(node, status)
+    charged = tariff if status is ElectricityStatus.PRICED else None
+    taxes = hour_taxes(node, facility, costs, electricity, status)
     idle = _idle(node, it_energy_j, hardware, charged, policy)
     return NodeHourLine(
         node_id=node.node_id,
@@ -351,7 +392,7 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         rent_cost=costs.rent,
         depreciation_cost=costs.depreciation,
         opex_cost=costs.opex,
-        cost=line_cost(hardware, electricity),
+        cost=line_cost(hardware, electricity, taxes.in_cost),
         location_co2e_g=operational_co2e_g(facility, node.location),
         market_co2e_g=operational_co2e_g(facility, node.market),
         embodied_co2e_g=node_embodied_co2e_g(node, policy.amortization),
@@ -376,6 +417,11 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         price_fx_month=conversion.rate.month if conversion.rate else None,
         price_fx_source=_rate_source(conversion.rate),
         hardware_cost_unconverted=conversion.unconverted,
+        energy_tax_cost=taxes.energy_tax_cost,
+        vat_amount=taxes.vat_amount,
+        vat_cost=taxes.vat_cost,
+        tax_id=taxes.tax_id,
+        vat_unknown=price_vat_unknown or (tariff_vat_unknown and status is ElectricityStatus.PRICED),
     )
 
 

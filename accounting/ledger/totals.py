@@ -127,7 +127,10 @@ class LedgerTotals:
     rent_cost: Decimal = summed(money=True)
     depreciation_cost: Decimal = summed(money=True)
     opex_cost: Decimal = summed(money=True)
-    cost: Decimal = summed(money=True)
+    cost: Decimal = summed(money=True)  # hardware + electricity + energy tax + non-recoverable VAT
+    energy_tax_cost: Decimal = summed(money=True)
+    vat_amount: Decimal = summed(money=True)  # VAT on the net rent, running cost and electricity
+    vat_cost: Decimal = summed(money=True)  # of vat_amount, the part not recoverable (in cost)
     location_co2e_g: Decimal = summed()
     location_unknown_facility_kwh: Decimal = summed("facility_kwh", where=(("location_co2e_g", None),))
     market_co2e_g: Decimal = summed()
@@ -142,6 +145,11 @@ class LedgerTotals:
     idle_cost: Decimal = summed(money=True)
     idle_facility_kwh: Decimal = summed()
     facility_kwh_by_location_source: Mapping[str, Decimal] = field(default_factory=dict)
+
+    @property
+    def vat_recoverable(self) -> Decimal:
+        """Input VAT reclaimed: a receivable, not in cost (``vat_amount`` less ``vat_cost``)."""
+        return self.vat_amount - self.vat_cost
 
     @property
     def embodied_co2e_g(self) -> EmbodiedG:

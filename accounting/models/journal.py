@@ -24,6 +24,11 @@ class JournalAccount(models.Model):
         DEPRECIATION = "depreciation", "Depreciation"
         OPEX = "opex", "Running cost"
         ELECTRICITY = "electricity", "Electricity"
+        FIXED_CHARGE = "fixed_charge", "Electricity fixed charge (site, monthly)"
+        DEMAND_CHARGE = "demand_charge", "Electricity demand charge (site, monthly)"
+        ENERGY_TAX = "energy_tax", "Energy tax"
+        VAT = "vat", "Non-recoverable VAT"
+        INPUT_VAT = "input_vat", "Input VAT receivable"
         ROUNDING = "rounding", "Rounding differences"
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="journal_accounts")

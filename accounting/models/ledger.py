@@ -75,6 +75,21 @@ class NodeHourLedger(models.Model):
         max_digits=28, decimal_places=12, null=True,
         help_text="no rate held: the hardware cost in price_currency, left out of cost (unconverted, not zero)",
     )  # fmt: skip
+    # The site's taxes (accounting.ledger.tax): energy tax and non-recoverable VAT are in cost; recoverable
+    # VAT (vat_amount - vat_cost) is a receivable.
+    energy_tax_cost = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0, help_text="facility kWh x the site's energy tax per kWh"
+    )
+    vat_amount = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0, help_text="VAT on the net rent, running cost and electricity"
+    )
+    vat_cost = models.DecimalField(
+        max_digits=28, decimal_places=12, default=0, help_text="of vat_amount, the part not recoverable: in cost"
+    )
+    tax_id = models.CharField(max_length=64, blank=True, help_text="the site tax in force (tax-<id>); blank: none")
+    vat_unknown = models.BooleanField(
+        default=False, help_text="a gross price with no site tax in force: kept as it is, VAT not taken out"
+    )
     location_co2e_g = _amount(null=True)
     market_co2e_g = _amount(null=True)
     embodied_co2e_g_low = _amount()

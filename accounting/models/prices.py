@@ -12,7 +12,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from accounting.ledger.depreciation import LifeChange, OwnedAsset, end_of_life
@@ -23,7 +23,7 @@ from common.currencies import currency_problem
 from common.periods import hour_instant_problem
 from fleets.models import Fleet, Node, Site
 
-__all__ = ["NodePrice", "SiteMarketFactor", "SitePue", "SiteTariff"]
+__all__ = ["NodePrice", "SiteMarketFactor", "SitePue", "SiteTariff", "SiteTax"]
 
 
 def _money(verbose_name: str | None = None, **options: Any) -> models.DecimalField:
@@ -106,6 +106,9 @@ class NodePrice(ValidityPeriod):
     rate_per_h = _money("Rent per hour", null=True, blank=True)
     rate_per = models.CharField(max_length=4, choices=RatePer.choices, default=RatePer.GPU)
     includes_power = models.BooleanField(default=False, help_text="the rent covers electricity")
+    prices_include_vat = models.BooleanField(
+        default=False, help_text="the amounts are gross (VAT included), made net at the site's VAT; default net"
+    )
     capex = _money("Purchase price", null=True, blank=True)
     lifetime_years = models.DecimalField(
         max_digits=5, decimal_places=2, null=True, blank=True, validators=[MinValueValidator(Decimal("0.1"))]
@@ -191,6 +194,19 @@ class SiteTariff(ValidityPeriod):
     site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="tariffs")
     flat_price_per_kwh = _money(null=True, blank=True)
     windows = models.JSONField(default=list, blank=True)
+    prices_include_vat = models.BooleanField(
+        default=False, help_text="the prices per kWh are gross (VAT included), made net at the site's VAT; default net"
+    )
+    # Per site and UTC month, not per node-hour: booked as the site's monthly charges (accounting.site_charges).
+    fixed_per_month = _money(
+        "Fixed charge per month",
+        default=Decimal(0),
+        help_text="site currency, net; prorated by the share of a month in force",
+    )
+    demand_per_kw_month = _money(
+        "Demand charge per kW and month", default=Decimal(0),
+        help_text="site currency, net, per kW of the month's peak hourly site demand",
+    )  # fmt: skip
 
     class Meta:
         ordering = ["valid_from"]
@@ -249,6 +265,40 @@ class SitePue(ValidityPeriod):
 
     def __str__(self) -> str:
         return f"PUE {self.pue} of {self.site} from {self.valid_from:%Y-%m-%d}"
+
+    def subject_filter(self) -> dict[str, Any]:
+        return {"site_id": self.site_id}
+
+
+class SiteTax(ValidityPeriod):
+    """A site's taxes over a period: VAT and an energy tax (``accounting.ledger.tax``).
+
+    ``vat_rate`` a fraction (0.25 = 25 %); ``vat_recoverable`` (default): input VAT the
+    organization reclaims, a receivable and not a cost; ``energy_tax_per_kwh`` in the
+    site's currency per facility kWh (Sweden's energy tax, Germany's Stromsteuer).
+    """
+
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="taxes")
+    vat_rate = models.DecimalField(
+        "VAT rate", max_digits=7, decimal_places=6, default=Decimal(0),
+        validators=[MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(1))],
+        help_text="a fraction from 0 to 1 (0.25 = 25 %)",
+    )  # fmt: skip
+    vat_recoverable = models.BooleanField(
+        "VAT recoverable", default=True, help_text="input VAT is reclaimed: a receivable, not a cost"
+    )
+    energy_tax_per_kwh = _money("Energy tax per kWh", default=Decimal(0), help_text="site currency per facility kWh")
+
+    class Meta:
+        ordering = ["valid_from"]
+        verbose_name = "site tax"
+        constraints = [
+            models.CheckConstraint(condition=models.Q(vat_rate__gte=0, vat_rate__lte=1), name="sitetax_vat_fraction"),
+            models.CheckConstraint(condition=models.Q(energy_tax_per_kwh__gte=0), name="sitetax_energy_tax_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"taxes of {self.site} from {self.valid_from:%Y-%m-%d}"
 
     def subject_filter(self) -> dict[str, Any]:
         return {"site_id": self.site_id}

@@ -22,9 +22,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from accounting.ledger.line import opex_cost
 from reports.focus.columns import ELECTRICITY_SKU, ZERO, Account, Charge, ChargeKind, Footprint, billing_period
+
+if TYPE_CHECKING:  # the charges stay pure: a site's month is only read here
+    from accounting.site_charges import SiteMonthCharge
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
@@ -66,6 +70,10 @@ class LineFigures:
     # cost (``accounting.ledger.line.price_in_line_currency``); its charges are billed in that currency.
     price_currency: str | None = None
     hardware_cost_unconverted: Decimal | None = None
+    # The site's taxes on the line (``accounting.ledger.tax``): energy tax, VAT, and VAT's non-recoverable part.
+    energy_tax_cost: Decimal = ZERO
+    vat_amount: Decimal = ZERO
+    vat_cost: Decimal = ZERO
 
 
 def line_charges(line: LineFigures, account: Account, price: PriceTerms | None) -> list[Charge]:
@@ -73,6 +81,7 @@ def line_charges(line: LineFigures, account: Account, price: PriceTerms | None) 
     charges = _hardware_charges(line, account, price)
     if line.electricity_cost is not None and not line.electricity_included:
         charges.append(_electricity_charge(line, account))
+    charges += tax_charges(line, account)
     if charges:
         charges[0] = replace(charges[0], footprint=line.footprint)
     return charges
@@ -139,6 +148,27 @@ def _electricity_charge(line: LineFigures, account: Account) -> Charge:
     )  # fmt: skip
 
 
+_NO_PRICE: dict[str, object] = {"pricing_quantity": None, "pricing_unit": None, "consumed_quantity": None,
+                                 "consumed_unit": None, "sku_id": None, "sku_price_id": None}  # fmt: skip
+
+
+def tax_charges(line: LineFigures, account: Account) -> list[Charge]:
+    """The line's taxes as Tax charges (chargecategory.md: no SKU, price or quantity): the energy tax, billed and
+    a cost; the VAT, billed in full and a cost only for its non-recoverable part (recoverable input VAT is a
+    receivable: EffectiveCost 0 for it). None where a tax is 0."""
+    charges = []
+    if line.energy_tax_cost:
+        charges.append(
+            _charge(line, account, ChargeKind.ENERGY_TAX, billed=line.energy_tax_cost, effective=line.energy_tax_cost,
+                    **_NO_PRICE)
+        )  # fmt: skip
+    if line.vat_amount:
+        charges.append(
+            _charge(line, account, ChargeKind.VAT, billed=line.vat_amount, effective=line.vat_cost, **_NO_PRICE)
+        )
+    return charges
+
+
 @dataclass(frozen=True)
 class CorrectionFigures:
     """A ledger correction as the export reads it: the deltas it books (money in its currency, may be
@@ -156,6 +186,9 @@ class CorrectionFigures:
     facility_kwh: Decimal
     tariff_price_id: str  # the tariff the restated line names ("" when none)
     footprint: Footprint  # the energy and carbon deltas
+    energy_tax_cost: Decimal = ZERO
+    vat_amount: Decimal = ZERO
+    vat_cost: Decimal = ZERO
 
 
 def correction_line_charges(correction: CorrectionFigures, account: Account, price: PriceTerms | None) -> list[Charge]:
@@ -172,6 +205,7 @@ def correction_line_charges(correction: CorrectionFigures, account: Account, pri
         for kind, amount in _correction_amounts(correction)
         if amount
     ]
+    charges += _correction_tax_charges(correction, account)
     if not charges:
         kind = ChargeKind.ELECTRICITY if price is None else _hardware_kind(price)
         charges = [_correction_charge(correction, account, kind, ZERO, price)]
@@ -186,6 +220,22 @@ def _correction_amounts(correction: CorrectionFigures) -> list[tuple[ChargeKind,
         (ChargeKind.OPEX, correction.opex_cost),
         (ChargeKind.ELECTRICITY, correction.electricity_cost),
     ]
+
+
+def _correction_tax_charges(correction: CorrectionFigures, account: Account) -> list[Charge]:
+    """A correction's tax deltas as Tax charges, as a line's are (``tax_charges``)."""
+    start = correction.restated_hour
+    booked = {"correction": True, "booked_in": billing_period(correction.booked_hour)[0], "cause": correction.cause}
+    figures = [
+        (ChargeKind.ENERGY_TAX, correction.energy_tax_cost, correction.energy_tax_cost),
+        (ChargeKind.VAT, correction.vat_amount, correction.vat_cost),
+    ]
+    return [
+        Charge(kind=kind, account=account, start=start, end=start + HOUR, currency=correction.currency,
+               billed=billed, effective=effective, **_NO_PRICE, **booked)  # type: ignore[arg-type]
+        for kind, billed, effective in figures
+        if billed or effective
+    ]  # fmt: skip
 
 
 def _hardware_kind(price: PriceTerms) -> ChargeKind:
@@ -223,6 +273,33 @@ def purchase_charge(
         billed=capex, effective=ZERO, pricing_quantity=Decimal(1), pricing_unit="Units", consumed_quantity=None,
         consumed_unit=None, sku_id=sku_id, sku_price_id=f"{price_id}:purchase:{sku_id}",
     )  # fmt: skip
+
+
+MONTHS = "Months"
+KW_MONTHS = "kW-Months"
+
+
+def site_month_charges(month: SiteMonthCharge, account: Account) -> list[Charge]:
+    """A site's monthly tariff charges as Usage charges over their window: the fixed charge (Recurring), priced
+    by the share of the month, and the demand charge (Usage-Based), priced by the month's peak kW; none at 0."""
+    base = {"account": account, "start": month.start, "end": month.end, "currency": month.currency,
+            "sku_id": ELECTRICITY_SKU}  # fmt: skip
+    charges = []
+    if month.fixed:
+        share = month.month_share
+        charges.append(
+            Charge(kind=ChargeKind.FIXED_CHARGE, billed=month.fixed, effective=month.fixed, pricing_quantity=share,
+                   pricing_unit=MONTHS, consumed_quantity=share, consumed_unit=MONTHS,
+                   sku_price_id=f"{month.tariff_id}:fixed", **base)  # type: ignore[arg-type]
+        )  # fmt: skip
+    if month.demand:
+        peak = month.peak_kw
+        charges.append(
+            Charge(kind=ChargeKind.DEMAND_CHARGE, billed=month.demand, effective=month.demand, pricing_quantity=peak,
+                   pricing_unit=KW_MONTHS, consumed_quantity=peak, consumed_unit=KW_MONTHS,
+                   sku_price_id=f"{month.tariff_id}:demand", **base)  # type: ignore[arg-type]
+        )  # fmt: skip
+    return charges
 
 
 def period_start(at: datetime, period: timedelta) -> datetime:

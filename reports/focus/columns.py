@@ -26,6 +26,16 @@ class ChargeKind(enum.StrEnum):
     OPEX = "opex"  # cash: an owned node's other running cost per hour
     ELECTRICITY = "electricity"  # cash: the site's facility energy at its tariff
     PURCHASE = "purchase"  # cash, once: an owned node's purchase price
+    ENERGY_TAX = "energy_tax"  # cash, a tax: facility kWh x the site's energy tax (a cost)
+    VAT = "vat"  # cash, a tax: VAT on the hour's rent, running cost and electricity (recoverable: not a cost)
+    FIXED_CHARGE = "fixed_charge"  # cash: a site tariff's fixed charge of a month (``accounting.site_charges``)
+    DEMAND_CHARGE = "demand_charge"  # cash: a site tariff's demand charge on the month's peak kW
+    INPUT_VAT = "input_vat"  # the recoverable part of a VAT charge: a receivable the journal books (no FOCUS row)
+
+
+# Kinds that are taxes (ChargeCategory Tax: no SKU, price or quantity) and kinds that are a site's, not a node's.
+TAX_KINDS = frozenset({ChargeKind.ENERGY_TAX, ChargeKind.VAT})
+SITE_KINDS = frozenset({ChargeKind.FIXED_CHARGE, ChargeKind.DEMAND_CHARGE})
 
 
 # The FOCUS 1.2 columns written, mandatory ones and the conditional ones the product supports, then the
@@ -87,6 +97,7 @@ SERVICE_NAME = "GPU inference nodes"
 SERVICE_CATEGORY = "AI and Machine Learning"
 SERVICE_SUBCATEGORY = "Generative AI"
 RESOURCE_TYPE = "GPU node"
+SITE_RESOURCE_TYPE = "Site"
 ELECTRICITY_SKU = "electricity"
 # A correction to a closed (previously invoiced) billing period; every other row's ChargeClass is null.
 CORRECTION = "Correction"
@@ -97,6 +108,10 @@ _DESCRIPTIONS = {
     ChargeKind.OPEX: "running cost of {node} (owned)",
     ChargeKind.ELECTRICITY: "electricity of {node} at {site}",
     ChargeKind.PURCHASE: "purchase of {node}",
+    ChargeKind.ENERGY_TAX: "energy tax on the electricity of {node} at {site}",
+    ChargeKind.VAT: "VAT on the rent, running cost and electricity of {node} at {site}",
+    ChargeKind.FIXED_CHARGE: "fixed monthly charge of the tariff at {site}",
+    ChargeKind.DEMAND_CHARGE: "demand charge on the month's peak kW at {site}",
 }
 
 # Rent, depreciation and running cost repeat every hour held, used or not; electricity only as energy is drawn.
@@ -106,6 +121,10 @@ _FREQUENCIES = {
     ChargeKind.OPEX: "Recurring",
     ChargeKind.ELECTRICITY: "Usage-Based",
     ChargeKind.PURCHASE: "One-Time",
+    ChargeKind.ENERGY_TAX: "Usage-Based",
+    ChargeKind.VAT: "Usage-Based",
+    ChargeKind.FIXED_CHARGE: "Recurring",
+    ChargeKind.DEMAND_CHARGE: "Usage-Based",
 }
 
 
@@ -121,7 +140,8 @@ class Account:
     grid_zone: str
     node_id: int
     hostname: str
-    tenure: str  # rented or owned, from the price in force
+    tenure: str  # rented or owned, from the price in force; empty on a site's charges
+    site_id: int = 0
 
 
 @dataclass(frozen=True)
@@ -177,7 +197,7 @@ class Charge:
     pricing_unit: str | None
     consumed_quantity: Decimal | None
     consumed_unit: str | None
-    sku_id: str
+    sku_id: str | None  # None: a tax (no SKU)
     sku_price_id: str | None
     correction: bool = False
     # A correction: the start of the billing period it is booked in (its charge period is the hour it
@@ -228,7 +248,7 @@ def billing_period(at: datetime) -> tuple[datetime, datetime]:
 def focus_row(charge: Charge) -> dict[str, Any]:
     """The charge as one FOCUS 1.2 row: column name → value (``None`` written as an empty, null cell)."""
     account = charge.account
-    usage = charge.kind is not ChargeKind.PURCHASE
+    usage = charge.kind is not ChargeKind.PURCHASE and charge.kind not in TAX_KINDS
     # A charge is billed in the month of its charge period; a correction in the month it is booked in.
     billing_start, billing_end = billing_period(charge.booked_in or charge.start)
     row: dict[str, Any] = {
@@ -239,7 +259,7 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         "BillingCurrency": charge.currency,
         "BillingPeriodEnd": billing_end,
         "BillingPeriodStart": billing_start,
-        "ChargeCategory": "Usage" if usage else "Purchase",
+        "ChargeCategory": _category(charge.kind),
         "ChargeClass": CORRECTION if charge.correction else None,
         "ChargeDescription": _description(charge),
         "ChargeFrequency": _FREQUENCIES[charge.kind],
@@ -258,7 +278,7 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         # prior to an invoice being issued"): the month's internal charge-back of the organization's fleets.
         "InvoiceId": f"org-{account.organization_id}-{billing_start:%Y-%m}-{charge.currency}",
         "ListCost": decimal_text(_at_price(charge)),
-        "PricingCategory": "Standard",
+        "PricingCategory": None if charge.kind in TAX_KINDS else "Standard",
         "PricingQuantity": decimal_text(charge.pricing_quantity),
         "PricingUnit": charge.pricing_unit,
         "ProviderName": account.organization_name,
@@ -276,9 +296,19 @@ def focus_row(charge: Charge) -> dict[str, Any]:
         "SubAccountId": f"fleet-{account.fleet_id}",
         "SubAccountName": account.fleet_name,
         "x_ChargeKind": charge.kind.value,
-        "x_Tenure": account.tenure,
+        "x_Tenure": account.tenure or None,
     }
+    if charge.kind in SITE_KINDS:  # the site's charge: the site is the resource, no fleet is its sub account
+        row |= {"ResourceId": f"site-{account.site_id}", "ResourceName": account.site_name,
+                "ResourceType": SITE_RESOURCE_TYPE, "SubAccountId": None, "SubAccountName": None}  # fmt: skip
     return row | _footprint_columns(charge.footprint)
+
+
+def _category(kind: ChargeKind) -> str:
+    """Usage, Purchase or Tax (chargecategory.md); a tax row has no SKU, price or quantity (the charge builds it so)."""
+    if kind in TAX_KINDS:
+        return "Tax"
+    return "Purchase" if kind is ChargeKind.PURCHASE else "Usage"
 
 
 def _at_price(charge: Charge) -> Decimal:

@@ -15,10 +15,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import Q
+from django.utils import timezone
 
 from accounting.models import LedgerCorrection, NodeHourLedger, NodePrice
+from accounting.site_charges import SiteMonthCharge, site_monthly_charges
 from common.scope import NO_FILTERS, ReportFilters
-from fleets.models import Node
+from fleets.models import Node, Organization
 from reports.focus.charges import (
     HOUR,
     CorrectionFigures,
@@ -28,6 +30,7 @@ from reports.focus.charges import (
     correction_line_charges,
     line_charges,
     purchase_charge,
+    site_month_charges,
 )
 from reports.focus.columns import Account, Charge, Footprint, focus_row
 from reports.selectors.closing import corrections_in
@@ -40,6 +43,7 @@ _LINE_FIELDS = (
     "depreciation_cost", "opex_cost", "electricity_cost", "electricity_status", "tariff_price_id", "pricing_price_id",
     "facility_kwh", "it_kwh", "location_co2e_g", "market_co2e_g", "embodied_co2e_g_central", "energy_method",
     "price_currency", "hardware_cost_unconverted",
+    "energy_tax_cost", "vat_amount", "vat_cost",
 )  # fmt: skip
 
 
@@ -50,14 +54,37 @@ class FocusSpec:
     end: datetime
     period: timedelta = HOUR  # the charge period: an hour, or a UTC day
     filters: ReportFilters = NO_FILTERS
+    now: datetime | None = None  # the clock the month in progress is charged to (None: now)
 
 
 def focus_rows(*, spec: FocusSpec) -> Iterator[dict[str, Any]]:
-    """Every FOCUS row of the period: the ledger's charges and corrections, then owned nodes' purchases."""
+    """Every FOCUS row of the period: the ledger's charges and corrections, owned nodes' purchases, then the
+    sites' monthly tariff charges."""
     for charge in usage_charges(spec=spec):
         yield focus_row(charge)
     for charge in _purchase_charges(spec, _accounts(spec)):
         yield focus_row(charge)
+    for charge in site_charges(spec=spec):
+        yield focus_row(charge)
+
+
+def site_charges(*, spec: FocusSpec) -> Iterator[Charge]:
+    """The sites' fixed and demand tariff charges of each month of the period (``accounting.site_charges``), each
+    charged over the part of its month in the period: the site is the resource, no fleet its sub account."""
+    found = site_monthly_charges(
+        organization_ids=spec.organization_ids, start=spec.start, end=spec.end, now=spec.now or timezone.now(),
+        site_ids=spec.filters.site_ids,
+    )  # fmt: skip
+    names = dict(Organization.objects.filter(pk__in=spec.organization_ids).values_list("pk", "name"))
+    for month in found:
+        yield from site_month_charges(month, _site_account(month, names[month.organization_id]))
+
+
+def _site_account(month: SiteMonthCharge, organization_name: str) -> Account:
+    return Account(
+        organization_id=month.organization_id, organization_name=organization_name, fleet_id=0, fleet_name="",
+        site_name=month.site_name, grid_zone=month.grid_zone, node_id=0, hostname="", tenure="", site_id=month.site_id,
+    )  # fmt: skip
 
 
 def usage_charges(*, spec: FocusSpec) -> Iterator[Charge]:
@@ -103,6 +130,9 @@ def _correction_figures(correction: LedgerCorrection, line: dict[str, Any]) -> C
         depreciation_cost=correction.depreciation_cost,
         opex_cost=correction.opex_cost,
         electricity_cost=correction.electricity_cost,
+        energy_tax_cost=correction.energy_tax_cost,
+        vat_amount=correction.vat_amount,
+        vat_cost=correction.vat_cost,
         facility_kwh=correction.facility_kwh,
         tariff_price_id=line.get("tariff_price_id") or "",
         footprint=Footprint(
@@ -143,6 +173,9 @@ def _figures(values: dict[str, Any]) -> LineFigures:
         depreciation_cost=values["depreciation_cost"],
         opex_cost=values["opex_cost"],
         electricity_cost=values["electricity_cost"],
+        energy_tax_cost=values["energy_tax_cost"],
+        vat_amount=values["vat_amount"],
+        vat_cost=values["vat_cost"],
         electricity_included=values["electricity_status"] == "included",
         tariff_price_id=values["tariff_price_id"],
         facility_kwh=values["facility_kwh"],

@@ -22,7 +22,7 @@ from django.db import models, transaction
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from accounting.models import HardwareProfile, LedgerSettings
+from accounting.models import HardwareProfile, LedgerSettings, SiteTax
 from advice.models import AdviceSettings
 from fleets.models import Fleet, Membership, Node, Organization, Role, Site
 from fleets.services import node_token_rotate
@@ -113,6 +113,10 @@ CHANGES: dict[str, Change] = {
     "accounting.NodePrice": lambda w: (NodePriceFactory(node=w["node"]), {"rate_per_h": Decimal("3.00")}),
     "accounting.SiteTariff": lambda w: (SiteTariffFactory(site=w["site"]), {"flat_price_per_kwh": Decimal("0.4")}),
     "accounting.SitePue": lambda w: (SitePueFactory(site=w["site"]), {"pue": Decimal("1.3")}),
+    "accounting.SiteTax": lambda w: (
+        SiteTax.objects.create(site=w["site"], vat_rate=Decimal("0.25"), valid_from=datetime(2026, 1, 1, tzinfo=UTC)),
+        {"vat_rate": Decimal("0.19")},
+    ),
     "accounting.SiteMarketFactor": lambda w: (SiteMarketFactorFactory(site=w["site"]), {"gco2e_per_kwh": 60}),
     "accounting.GpuAsset": lambda w: (GpuAssetFactory(gpu=w["node"].gpus.first()), {"acquired_on": WHEN.date()}),
     "accounting.LedgerSettings": lambda w: (

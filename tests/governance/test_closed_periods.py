@@ -23,7 +23,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounting.accruals import ledger_mark_held_hours
-from accounting.models import LedgerCorrection, LedgerPending, NodeHourLedger
+from accounting.models import LedgerCorrection, LedgerPending, NodeHourLedger, SiteTax
 from accounting.node_hour_lines import (
     ledger_mark,
     ledger_mark_intensity_since,
@@ -405,3 +405,45 @@ def test_corrections_stored_before_the_split_get_it_from_their_price(node, admin
     # then: as the ledger books them now, the reversal the negated split of its correction
     assert list(LedgerCorrection.objects.order_by("id").values_list("cause", *split)) == computed
     assert computed == [("inputs_or_formula", Decimal("2.50"), 0, 0), ("reversal", Decimal("-2.50"), 0, 0)]
+
+
+# A locked hour's taxes are restated like its other figures: the node's site gets taxes (25 % VAT, not
+# recoverable; 0.10 per kWh energy tax) after hour H was computed; the late telemetry's recompute restates the
+# hour with them, as a correction with its energy tax and VAT, FOCUS Tax rows of class Correction, journalled apart.
+STORED = Decimal("1e-9")  # each figure is stored to 12 places
+
+
+def test_a_locked_hours_taxes_are_a_correction_in_focus_and_the_journal(client, node, admin):
+    SiteTax.objects.create(
+        site=node.site, vat_rate=Decimal("0.25"), vat_recoverable=False, energy_tax_per_kwh=Decimal("0.10"),
+        valid_from=at(H - 86400),
+    )  # fmt: skip
+    closed = line_values(node)
+    assert closed["energy_tax_cost"] == 0  # computed before the taxes were entered
+    lock(admin)
+
+    usage_arrives(client, node.token, H + 2000.0)  # type: ignore[attr-defined]
+
+    assert line_values(node) == closed  # the closed line is never rewritten
+    (late,) = LedgerCorrection.objects.all()
+    facility = closed["facility_kwh"] + late.facility_kwh
+    electricity = closed["electricity_cost"] + late.electricity_cost
+    assert abs(late.energy_tax_cost - facility * Decimal("0.10")) < STORED  # each stored to 12 places
+    assert late.vat_amount == late.vat_cost
+    assert abs(late.vat_cost - (closed["rent_cost"] + electricity) * Decimal("0.25")) < STORED
+    assert abs(late.cost - (late.electricity_cost + late.energy_tax_cost + late.vat_cost)) < STORED
+
+    now = floor_hour(timezone.now())
+    rows = focus(admin, at(H), now + timedelta(hours=1))
+    taxes = {row["x_ChargeKind"]: row for row in rows if row["ChargeCategory"] == "Tax"}
+    assert set(taxes) == {"energy_tax", "vat"}
+    assert {row["ChargeClass"] for row in taxes.values()} == {"Correction"}
+    assert Decimal(taxes["vat"]["EffectiveCost"]) == late.vat_cost  # not recoverable: a cost
+    month = f"{now:%Y-%m}"
+    journal = _csv(admin.get("/api/v1/reports/journal/", {"period": month}))
+    usage = admin.get("/api/v1/reports/usage/", {"period": month, "granularity": "total"}).json()
+    (corrections,) = usage["corrections"]["by_currency"]
+    assert corrections["energy_tax_cost"] is not None
+    assert _expenses(journal, "Correction") == {corrections["currency"]: Decimal(corrections["cost"])}
+    corrected = {row["account"] for row in journal if row["charge_class"] == "Correction"}
+    assert {"6450", "6460"} <= corrected
