@@ -38,10 +38,11 @@ it served no tokens and its mean utilization is below the policy threshold
 share of the node's hardware cost in proportion to its GPU-hours
 (``hardware x its hours / GPU-hours``; equal when every card was there all
 hour) plus the electricity of its own energy and an equal share of the host's
-(node IT energy minus all GPUs'), at the line's PUE and price. Those shares
-add up to the line's cost before taxes, so idle cost is the part of the cost paid by idle
-GPUs, never more than the line. (Taxes, energy tax and VAT, are the site's and stay on the line:
-idle cost leaves them out.) (Electricity included in the
+(node IT energy minus all GPUs'), at the line's PUE and price, and the taxes in
+cost on those (energy tax on its kWh, non-recoverable VAT on its rent, running
+cost and electricity). Those shares add up to the line's cost, so idle cost is
+the part of the cost paid by idle GPUs, never more than the line, and a wholly
+idle hour's idle cost is its cost. (Electricity included in the
 rent or unpriced adds nothing to idle cost, as it adds nothing to cost.)
 """
 
@@ -69,7 +70,7 @@ from accounting.ledger.inputs import (
     RentedPricing,
 )
 from accounting.ledger.tax import LineTaxes, line_taxes, net_of_vat
-from accounting.ledger.units import ZERO, kwh_from_j
+from accounting.ledger.units import ONE, ZERO, kwh_from_j
 from accounting.tariff import TariffPrice
 
 
@@ -351,14 +352,20 @@ class _Idle:
 
 
 def _idle(
-    node: NodeHourInput, it_energy_j: Decimal, hardware: Decimal, charged: TariffPrice | None, policy: LedgerPolicy
-) -> _Idle:
-    """Idle GPU-hours, cost and facility kWh of the node-hour, under the share rule above."""
+    node: NodeHourInput, it_energy_j: Decimal, costs: HardwareCost, charged: TariffPrice | None,
+    status: ElectricityStatus, policy: LedgerPolicy,
+) -> _Idle:  # fmt: skip
+    """Idle GPU-hours, cost and facility kWh of the node-hour, under the share rule above: an idle GPU's share
+    of the hardware, its electricity, and the taxes on them (``hour_taxes``), so that a wholly idle hour's idle
+    cost is its cost."""
     idle, gpu_h = _Idle(), node.gpu_h
     for gpu in (gpu for gpu in node.gpus if is_idle(gpu, policy)):
         kwh = gpu_share_facility_kwh(node, gpu, it_energy_j)
-        hardware_share = hardware * node.gpu_held_h(gpu) / gpu_h if gpu_h else hardware / len(node.gpus)
-        cost = line_cost(hardware_share, tariff_electricity_cost(kwh, charged) if charged is not None else None)
+        share = node.gpu_held_h(gpu) / gpu_h if gpu_h else ONE / len(node.gpus)
+        hardware = HardwareCost(costs.rent * share, costs.depreciation * share, costs.opex * share)
+        electricity = tariff_electricity_cost(kwh, charged) if charged is not None else None
+        taxes = hour_taxes(node, kwh, hardware, electricity, status)
+        cost = line_cost(hardware.total, electricity, taxes.in_cost)
         idle = _Idle(idle.gpu_h + node.gpu_held_h(gpu), idle.cost + cost, idle.facility_kwh + kwh)
     return idle
 
@@ -375,7 +382,7 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
     hardware = costs.total
     charged = tariff if status is ElectricityStatus.PRICED else None
     taxes = hour_taxes(node, facility, costs, electricity, status)
-    idle = _idle(node, it_energy_j, hardware, charged, policy)
+    idle = _idle(node, it_energy_j, costs, charged, status, policy)
     return NodeHourLine(
         node_id=node.node_id,
         hour_start=node.hour_start,
