@@ -183,8 +183,9 @@ SITES = (
         # The all-in prices include 25 % VAT, which a household cannot reclaim (a cost); the energy tax is in
         # them too, so none is added. The marketplace rent of the box rented here is quoted net (USD, as
         # RunPod and Vast.ai list it): the household pays the 25 % on it too, and on the owned box's running
-        # cost (in cost: the README's consumer figures include it). The grid subscription: ~300 SEK a month, and a power charge
-        # ("effektavgift") of ~50 SEK per kW of the month's peak (illustrative, of the order of Ellevio's).
+        # cost (in cost: the README's consumer figures include it). The grid subscription: ~300 SEK a month,
+        # and a power charge ("effektavgift") of ~50 SEK per kW of the month's peak (illustrative, of the order
+        # of Ellevio's).
         prices_include_vat=True,
         tax=TaxSpec(Decimal("0.25"), vat_recoverable=False),
         fixed_per_month=usd("300", USD_PER_SEK),
