@@ -18,7 +18,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from accounting.inputs.services import InputChange, gpu_asset_save, node_price_save, site_pue_update, site_tariff_save
 from accounting.models import GpuAsset, NodePrice, SiteTariff
 from common.api import ERRORS, InputView, OrganizationRowSerializer, owned, validated
-from common.currencies import currency_problem
+from common.currencies import ISO_4217_ACTIVE, currency_problem
 from fleets.permissions import Capability, change_check
 from fleets.selectors import fleets_for_user, gpus_for_user, nodes_for_user, organizations_for_user, sites_for_user
 
@@ -45,8 +45,10 @@ def _money(**options: Any) -> serializers.DecimalField:
     return serializers.DecimalField(max_digits=14, decimal_places=6, min_value=0, **options)
 
 
+@extend_schema_field({"type": "string", "enum": sorted(ISO_4217_ACTIVE)})
 class CurrencyField(serializers.CharField):
-    """An ISO 4217 code of the one list (``common.currencies``): anything else is refused, naming the field."""
+    """An ISO 4217 code of the one list (``common.currencies``): anything else is refused, naming the field.
+    The schema lists the codes, so that a client (and the schema check) knows which are accepted."""
 
     def __init__(self, **options: Any) -> None:
         super().__init__(max_length=3, **options)
@@ -56,6 +58,14 @@ class CurrencyField(serializers.CharField):
         if code and (problem := currency_problem(code)):
             raise serializers.ValidationError(problem)
         return code
+
+
+@extend_schema_field({"type": "string", "enum": ["", *sorted(ISO_4217_ACTIVE)]})
+class OptionalCurrencyField(CurrencyField):
+    """A ``CurrencyField`` that may be blank (none chosen)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(allow_blank=True, **options)
 
 
 # --- node prices -------------------------------------------------------------------
@@ -77,8 +87,8 @@ class NodePriceInputSerializer(serializers.Serializer):
         help_text="depreciation lifetime (owned)",
     )  # fmt: skip
     opex_per_h = _money(required=False)
-    currency = CurrencyField(
-        required=False, allow_blank=True,
+    currency = OptionalCurrencyField(
+        required=False,
         help_text="ISO 4217 code of the rent, purchase price and running cost; blank: the site's currency",
     )  # fmt: skip
     in_service_at = serializers.DateTimeField(

@@ -23,7 +23,7 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounting.inputs.api import CurrencyField, written
+from accounting.inputs.api import CurrencyField, OptionalCurrencyField, written
 from accounting.inputs.rates import exchange_rate_delete, exchange_rate_save
 from accounting.inputs.services import organization_setting_save
 from accounting.models import ExchangeRate, LedgerSettings
@@ -140,7 +140,7 @@ class LedgerSettingsQuerySerializer(QueryInputSerializer):
 
 class ReportingCurrencyInputSerializer(serializers.Serializer):
     organization = organization_ref_field("organization id or slug; optional if you belong to one", required=False)
-    reporting_currency = CurrencyField(allow_blank=True, help_text="ISO 4217; blank: none")
+    reporting_currency = OptionalCurrencyField(help_text="ISO 4217; blank: none")
 
 
 class LedgerSettingsOutputSerializer(serializers.Serializer):
