@@ -140,7 +140,7 @@ class LedgerSettingsQuerySerializer(QueryInputSerializer):
 
 class ReportingCurrencyInputSerializer(serializers.Serializer):
     organization = organization_ref_field("organization id or slug; optional if you belong to one", required=False)
-    reporting_currency = OptionalCurrencyField(help_text="ISO 4217; blank: none")
+    reporting_currency = OptionalCurrencyField(required=False, help_text="ISO 4217; blank: none; absent: unchanged")
 
 
 class LedgerSettingsOutputSerializer(serializers.Serializer):
@@ -176,6 +176,8 @@ class LedgerSettingsView(InputView):
         organization = report_organization(user=request.user, ref=data.get("organization"))
         change_check(user=request.user, organization=organization, capability=Capability.PRICES)
         row = ledger_settings_of(organization)
+        if "reporting_currency" not in data:  # a PATCH that changes nothing: the settings as they are
+            return Response(LedgerSettingsOutputSerializer(row).data, status=status.HTTP_200_OK)
         row.reporting_currency = data["reporting_currency"]
         change = organization_setting_save(row=row, subject="ledger_settings", user=request.user, now=timezone.now())
         return Response(LedgerSettingsOutputSerializer(change.obj).data, status=status.HTTP_200_OK)
