@@ -29,3 +29,7 @@ def currency_problem(code: str) -> str | None:
     if code.upper() in ISO_4217_ACTIVE:
         return f"{code!r} is not upper case: write {code.upper()}"
     return f"{code!r} is not an active ISO 4217 currency code (e.g. USD, EUR, SEK)"
+
+
+# The codes in order: the OpenAPI schema's one enum of them (``CurrencyCodeEnum``, config.settings).
+CURRENCY_CODES = tuple(sorted(ISO_4217_ACTIVE))

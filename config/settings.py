@@ -330,6 +330,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Cost and carbon ledger for GPU fleets serving LLM inference.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Every currency field lists the same ISO 4217 codes: one enum, one name.
+    "ENUM_NAME_OVERRIDES": {"CurrencyCodeEnum": "common.currencies.CURRENCY_CODES"},
     # The schema is for signed-in users and report clients, not for node tokens.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SERVE_AUTHENTICATION": [

@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from accounting.inputs.services import InputChange, gpu_asset_save, node_price_save, site_pue_update, site_tariff_save
 from accounting.models import GpuAsset, NodePrice, SiteTariff
 from common.api import ERRORS, InputView, OrganizationRowSerializer, owned, validated
-from common.currencies import ISO_4217_ACTIVE, currency_problem
+from common.currencies import CURRENCY_CODES, currency_problem
 from fleets.permissions import Capability, change_check
 from fleets.selectors import fleets_for_user, gpus_for_user, nodes_for_user, organizations_for_user, sites_for_user
 
@@ -45,7 +45,7 @@ def _money(**options: Any) -> serializers.DecimalField:
     return serializers.DecimalField(max_digits=14, decimal_places=6, min_value=0, **options)
 
 
-@extend_schema_field({"type": "string", "enum": sorted(ISO_4217_ACTIVE)})
+@extend_schema_field({"type": "string", "enum": list(CURRENCY_CODES)})
 class CurrencyField(serializers.CharField):
     """An ISO 4217 code of the one list (``common.currencies``): anything else is refused, naming the field.
     The schema lists the codes, so that a client (and the schema check) knows which are accepted."""
@@ -60,7 +60,7 @@ class CurrencyField(serializers.CharField):
         return code
 
 
-@extend_schema_field({"type": "string", "enum": ["", *sorted(ISO_4217_ACTIVE)]})
+@extend_schema_field({"type": "string", "enum": ["", *CURRENCY_CODES]})
 class OptionalCurrencyField(CurrencyField):
     """A ``CurrencyField`` that may be blank (none chosen)."""
 
