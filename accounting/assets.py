@@ -17,8 +17,14 @@ from typing import Any
 
 from accounting.ledger.embodied import unallocated_fraction
 from accounting.ledger.in_service import in_service_at
-from accounting.models import GpuAsset, NodePrice
-from accounting.profiles import gpu_embodied_asset, gpu_embodied_until, hardware_profiles, profile_for_gpu
+from accounting.models import NodePrice
+from accounting.profiles import (
+    gpu_asset_row,
+    gpu_embodied_asset,
+    gpu_embodied_until,
+    hardware_profiles,
+    profile_for_gpu,
+)
 from fleets.models import Gpu, GpuInstallation, Node
 
 
@@ -31,7 +37,7 @@ def owned_price_of(node: Node) -> NodePrice | None:
 
 def card_price(gpu: Gpu, bought: NodePrice | None) -> NodePrice | None:
     """The owned price a card was bought under: the one its asset row names, else its node's (``bought``)."""
-    asset = _asset(gpu)
+    asset = gpu_asset_row(gpu)
     return asset.node_price if asset is not None and asset.node_price is not None else bought
 
 
@@ -40,7 +46,7 @@ def card_in_service_at(
 ) -> datetime | None:
     """When the card went into service: its asset row's acquisition date, else its owned price's in-service
     date, else the node's commissioning, else the card's first installation."""
-    asset, price = _asset(gpu), card_price(gpu, bought)
+    asset, price = gpu_asset_row(gpu), card_price(gpu, bought)
     return in_service_at(
         acquired_on=asset.acquired_on if asset is not None else None,
         price_in_service_at=price.in_service_at if price is not None else None,
@@ -61,12 +67,6 @@ def host_in_service_at(
         commissioned_at=node.commissioned_at,
         first_installed_at=min((row.installed_at for row in installations), default=None),
     )
-
-
-def _asset(gpu: Gpu) -> GpuAsset | None:
-    # A missing reverse one-to-one raises RelatedObjectDoesNotExist, an AttributeError.
-    asset: GpuAsset | None = getattr(gpu, "asset", None)
-    return asset
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def _asset_card(
 ) -> AssetCard:
     start = card_in_service_at(gpu, node, bought, installations)
     embodied = gpu_embodied_asset(gpu, profile)
-    asset = _asset(gpu)
+    asset = gpu_asset_row(gpu)
     return AssetCard(
         gpu_id=gpu.pk, index=gpu.index, name=gpu.name, profile_key=profile.key if profile else None,
         linked="asset" if asset is not None and asset.node_price_id is not None else "node",

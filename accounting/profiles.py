@@ -54,7 +54,7 @@ def _profile(row: HardwareProfileRow) -> HardwareProfile:
 
 def profile_for_gpu(gpu: Gpu, profiles: tuple[HardwareProfile, ...]) -> HardwareProfile | None:
     """The asset's explicit profile key if set, else a match on the NVML name; ``None`` when unknown."""
-    asset = _asset(gpu)
+    asset = gpu_asset_row(gpu)
     if asset is not None and asset.profile_key:
         return profile_for_key(asset.profile_key, profiles)
     return profile_for_nvml_name(gpu.name, profiles)
@@ -64,7 +64,7 @@ def gpu_embodied_asset(gpu: Gpu, profile: HardwareProfile | None) -> EmbodiedAss
     """The card's embodied asset over its own life (second-hand cards: the remaining life)."""
     if profile is None:
         return None
-    asset = _asset(gpu)
+    asset = gpu_asset_row(gpu)
     return profile.gpu_asset() if asset is None else profile.gpu_asset(*_asset_hours(asset))
 
 
@@ -79,11 +79,10 @@ def gpu_embodied_until(gpu: Gpu, profile: HardwareProfile | None, in_service_fro
     row's date, else its owned price's in-service date, else the node's commissioning or the card's first
     sample) plus its own life. After it, its embodied carbon is fully allocated (GHG Protocol Scope 3 / SCI: an
     asset is counted once, over its life, never after)."""
-    if profile is None or in_service_from is None:
+    embodied = gpu_embodied_asset(gpu, profile)
+    if embodied is None or in_service_from is None:
         return None
-    asset = _asset(gpu)
-    own_h = own_life_h(profile.gpu_asset() if asset is None else profile.gpu_asset(*_asset_hours(asset)))
-    return in_service_from + timedelta(hours=float(own_h))
+    return in_service_from + timedelta(hours=float(own_life_h(embodied)))
 
 
 def host_embodied_until(profile: HardwareProfile | None, in_service_from: datetime | None) -> datetime | None:
@@ -96,7 +95,8 @@ def host_embodied_until(profile: HardwareProfile | None, in_service_from: dateti
     return in_service_from + timedelta(hours=float(profile.expected_life_h))
 
 
-def _asset(gpu: Gpu) -> GpuAsset | None:
+def gpu_asset_row(gpu: Gpu) -> GpuAsset | None:
+    """The card's asset row, if it has one (prefetch ``asset`` to read it without a query)."""
     # A missing reverse one-to-one raises RelatedObjectDoesNotExist, an AttributeError.
     asset: GpuAsset | None = getattr(gpu, "asset", None)
     return asset

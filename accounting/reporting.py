@@ -30,13 +30,11 @@ BASIS = {
 def reporting_currency_of(*, organization_ids: Collection[int]) -> str | None:
     """The reporting currency the organizations share; ``None`` when none is set, or when they differ (a
     total in one currency needs one choice: ask for one organization)."""
-    chosen = set(
-        LedgerSettings.objects.filter(organization_id__in=organization_ids).values_list("reporting_currency", flat=True)
-    )
-    counted = LedgerSettings.objects.filter(organization_id__in=organization_ids).count()
-    if counted != len(set(organization_ids)) or len(chosen) != 1:
+    rows = LedgerSettings.objects.filter(organization_id__in=organization_ids).values_list("reporting_currency")
+    chosen = [currency for (currency,) in rows]
+    if len(chosen) != len(set(organization_ids)) or len(set(chosen)) != 1:
         return None
-    return chosen.pop() or None
+    return chosen[0] or None
 
 
 def reporting_output(total: ReportingTotal | None) -> dict[str, Any] | None:

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db.models import DecimalField, Q, Sum
 
 from accounting.ledger.units import ZERO
 from accounting.models import NodeHourLedger, SiteTariff
+from common.periods import month_bounds
 
 _AMOUNT = DecimalField(max_digits=28, decimal_places=12)
 
@@ -55,12 +56,6 @@ class SiteMonthCharge:
     @property
     def total(self) -> Decimal:
         return self.fixed + self.demand
-
-
-def month_bounds(at: datetime) -> tuple[datetime, datetime]:
-    """The UTC calendar month holding ``at``: ``[first instant, first instant of the next month)``."""
-    start = datetime(at.year, at.month, 1, tzinfo=UTC)
-    return start, datetime(at.year + (at.month == 12), at.month % 12 + 1, 1, tzinfo=UTC)
 
 
 def fixed_charge(fixed_per_month: Decimal, start: datetime, end: datetime) -> Decimal:

@@ -93,6 +93,13 @@ def hour_instant_problem(value: datetime | None) -> str | None:
     return None
 
 
+def month_bounds(at: datetime) -> tuple[datetime, datetime]:
+    """The UTC calendar month holding ``at``: ``[its first instant, the next month's first instant)``."""
+    utc = at.astimezone(UTC)
+    start = datetime(utc.year, utc.month, 1, tzinfo=UTC)
+    return start, month_add(start, 1)
+
+
 def month_add(at: datetime, months: int) -> datetime:
     """The first instant of the month ``months`` after the month of ``at`` (``at`` on a month start)."""
     index = at.year * 12 + at.month - 1 + months

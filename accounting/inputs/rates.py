@@ -21,7 +21,7 @@ from accounting.inputs.reopen import ledger_lines_reopen
 from accounting.inputs.services import InputChange, _assign, _organization_lock, validated
 from accounting.models import ExchangeRate, NodeHourLedger
 from common.api import InputInvalid
-from common.periods import HOUR
+from common.periods import HOUR, month_bounds
 from governance.audit import audit_record, snapshot
 from governance.intervals import Window
 from governance.locks import lock_check
@@ -32,9 +32,7 @@ _KEY = ("organization_id", "currency", "quote_currency", "month", "kind")
 
 def month_window(month: date) -> Window:
     """The UTC instants of the calendar month starting ``month``: when its rate is in force."""
-    start = datetime(month.year, month.month, 1, tzinfo=UTC)
-    following = datetime(month.year + month.month // 12, month.month % 12 + 1, 1, tzinfo=UTC)
-    return (start, following)
+    return month_bounds(datetime(month.year, month.month, 1, tzinfo=UTC))
 
 
 def _node_windows(rows: list[dict[str, Any]]) -> dict[int, list[Window]]:

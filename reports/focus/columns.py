@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
+
+from common.periods import month_bounds
 
 ZERO = Decimal(0)
 
@@ -240,9 +242,7 @@ def decimal_text(value: Decimal | None) -> str | None:
 
 def billing_period(at: datetime) -> tuple[datetime, datetime]:
     """The UTC calendar month holding ``at``: the billing period of every charge that starts in it."""
-    start = datetime(at.year, at.month, 1, tzinfo=UTC)
-    end = datetime(at.year + (at.month == 12), at.month % 12 + 1, 1, tzinfo=UTC)
-    return start, end
+    return month_bounds(at)
 
 
 def focus_row(charge: Charge) -> dict[str, Any]:
