@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time
+from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import BooleanField, Case, Count, Min, Q, Sum, Value, When
+from django.db.models import BooleanField, Case, Count, Q, Sum, Value, When
 
+from accounting.assets import card_in_service_at, host_in_service_at, owned_price_of
+from accounting.hardware import HardwareProfile
 from accounting.ledger.embodied import unallocated_fraction
 from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
 from accounting.models import LedgerSettings, NodeHourLedger
 from accounting.profiles import gpu_embodied_asset, hardware_profiles, profile_for_gpu
-from fleets.models import Gpu
+from fleets.models import Gpu, GpuInstallation
 from scope2.boundary import OWNED, Boundary, Consolidation, ElectricityScope, electricity_scope
 from scope2.models import InventoryBoundary, NodeScope, Scope1Emission
 
@@ -117,41 +119,45 @@ class CapitalGoods:
         self.high_kg += high
 
 
-def _midnight(day: date | None) -> datetime | None:
-    return None if day is None else datetime.combine(day, time.min, tzinfo=UTC)
-
-
 def capital_goods(*, organization_id: int, start: datetime, end: datetime) -> CapitalGoods:
-    """Owned nodes' cards acquired in ``[start, end)`` (the asset row's date, else the node's commissioning,
-    else the card's first sample), whole; and each such node's host share, acquired at the node's
-    commissioning (else its first card's first sample). A second-hand card counts the share of its
-    footprint earlier owners' use left (``unallocated_fraction``), as the amortized view does."""
+    """Owned nodes' cards that went into service in ``[start, end)``, whole, and each such node's host share:
+    dated by the one in-service rule depreciation and the amortized view use (``accounting.assets``: the asset
+    row's date, else the owned price's in-service date, else the node's commissioning, else the first sample).
+    A second-hand card counts the share of its footprint earlier owners' use left (``unallocated_fraction``),
+    as the amortized view does."""
     profiles = hardware_profiles(organization_id=organization_id)
-    gpus = (
-        Gpu.objects.filter(node__fleet__organization_id=organization_id, node__tenure=OWNED)
-        .select_related("node", "asset")
-        .annotate(first_installed=Min("installations__installed_at"))
+    gpus = list(
+        Gpu.objects.filter(node__fleet__organization_id=organization_id, node__tenure=OWNED).select_related(
+            "node", "asset__node_price"
+        )
     )
-    first_card: dict[int, datetime] = {}
+    installations: dict[int, list[GpuInstallation]] = defaultdict(list)
+    for row in GpuInstallation.objects.filter(gpu__in=gpus):
+        installations[row.gpu_id].append(row)
+    nodes = {gpu.node_id: gpu.node for gpu in gpus}
+    bought = {node_id: owned_price_of(node) for node_id, node in nodes.items()}
+    node_installations: dict[int, list[GpuInstallation]] = defaultdict(list)
     for gpu in gpus:
-        seen = gpu.first_installed or gpu.first_seen_at
-        first_card[gpu.node_id] = min(seen, first_card.get(gpu.node_id, seen))
+        node_installations[gpu.node_id] += installations[gpu.pk]
     goods = CapitalGoods()
     for gpu in gpus:
-        _card(goods, gpu, profiles, first_card[gpu.node_id], start, end)
+        node, price = nodes[gpu.node_id], bought[gpu.node_id]
+        card_at = card_in_service_at(gpu, node, price, installations[gpu.pk])
+        host_at = host_in_service_at(node, price, node_installations[gpu.node_id])
+        _card(goods, gpu, profile_for_gpu(gpu, profiles), (card_at, host_at), (start, end))
     return goods
 
 
-def _card(goods: CapitalGoods, gpu: Gpu, profiles: tuple, node_first: datetime, start: datetime, end: datetime) -> None:
-    asset = getattr(gpu, "asset", None)
-    seen = gpu.first_installed or gpu.first_seen_at  # type: ignore[attr-defined]
-    card_at = _midnight(asset.acquired_on if asset is not None else None) or gpu.node.commissioned_at or seen
-    host_at = gpu.node.commissioned_at or node_first
-    profile = profile_for_gpu(gpu, profiles)
+def _card(
+    goods: CapitalGoods, gpu: Gpu, profile: HardwareProfile | None, dated: tuple[datetime | None, datetime | None],
+    period: tuple[datetime, datetime],
+) -> None:  # fmt: skip
+    card_at, host_at = dated
+    start, end = period
     if profile is None:
-        goods.unknown_model_cards += int(start <= card_at < end)
+        goods.unknown_model_cards += int(card_at is not None and start <= card_at < end)
         return
-    if start <= card_at < end:
+    if card_at is not None and start <= card_at < end:
         embodied = gpu_embodied_asset(gpu, profile)
         share = unallocated_fraction(embodied) if embodied is not None else Decimal(1)
         kg = profile.embodied_kgco2e
@@ -159,7 +165,7 @@ def _card(goods: CapitalGoods, gpu: Gpu, profiles: tuple, node_first: datetime, 
         goods.cards += 1
         goods.second_hand_cards += int(share < 1)
         goods.models.add(profile.key)
-    if start <= host_at < end:
+    if host_at is not None and start <= host_at < end:
         host_kg = profile.host_embodied_kgco2e_per_gpu
         goods.add(host_kg, host_kg, host_kg)
         goods.host_shares += 1
