@@ -52,6 +52,16 @@ def _wait_answering(url: str) -> None:
     pytest.fail(f"{url} did not answer")
 
 
+def _wait_logged(log: Path, line: str) -> None:
+    """Wait until ``log`` holds ``line`` (a collector starting on a busy machine takes seconds)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if log.exists() and line in log.read_text():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"{log.name} did not log {line!r}: {log.read_text() if log.exists() else ''}")
+
+
 def _live_collector(hostname: str, simulate: str, url: str, var_dir: Path, env: dict[str, str], log: Path):
     command = [
         sys.executable, "-m", "telemetry.collector", "--server", url,
@@ -80,7 +90,8 @@ def test_under_a_concurrent_backfill_on_sqlite_ingest_answers_no_5xx_but_503_wit
     try:
         _wait_answering(url)
         live = [_live_collector(host, nodes[host], url, tmp_path, env, tmp_path / f"{host}.log") for host in LIVE_NODES]
-        time.sleep(3)  # the live collectors hold their spool locks: the backfill leaves them the present
+        for host in LIVE_NODES:  # each live collector holds its spool lock: the backfill leaves it the present
+            _wait_logged(tmp_path / f"{host}.log", "collecting live")
         # when: twelve hours of the other nodes' history go in through the same API
         backfill = subprocess.run(
             [*manage, "seed_demo", "--hours", "12", "--server", url], env=env, cwd=ROOT, capture_output=True,
