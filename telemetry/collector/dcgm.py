@@ -29,8 +29,9 @@ sentinels: unsupported, not found, no permission), NaN, or a malformed line is
 
 A failed scrape (connection refused, a non-200 answer, a timeout, a page with no
 DCGM GPU metric in it) gives that exporter's known GPUs a reading with every
-field ``None`` and ``error`` set, logged once when it starts failing and once
-when it is readable again.
+field ``None`` and ``error`` set, logged when it starts failing (or fails another
+way: a 500, then a timeout), not at every tick, and once when it is readable
+again.
 
 Epochs: dcgm-exporter's energy counter is NVML's (millijoules since the driver
 loaded), so its epoch follows :mod:`.nvml`'s rules exactly: ``<boot id>/<driver
@@ -94,7 +95,7 @@ class _Gpu:
 @dataclass
 class _Exporter:
     url: str
-    failing: bool | None = None  # None: never scraped yet
+    failing: str | None = None  # how its last scrape failed (an exception's class, "garbage"); None: it did not
     hostname: str | None = None
     warned: set[str] = field(default_factory=set)
 
@@ -158,24 +159,26 @@ class DcgmExporterBackend:
         try:
             exposition = promtext.parse(self._fetch(exporter.url, self._timeout_s))
         except (OSError, ValueError) as exc:  # URLError, HTTPError (a 500), timeouts are OSErrors
-            self._failed(exporter, f"cannot scrape {exporter.url}: {exc}")
+            self._failed(exporter, type(exc).__name__, f"cannot scrape {exporter.url}: {exc}")
             return None
         page = _by_gpu(exposition)
         if not page:
             why = f"{exposition.skipped_lines} malformed line(s), " if exposition.skipped_lines else ""
-            self._failed(exporter, f"{exporter.url}: no DCGM GPU metric in the page ({why}not dcgm-exporter?)")
+            message = f"{exporter.url}: no DCGM GPU metric in the page ({why}not dcgm-exporter?)"
+            self._failed(exporter, "garbage", message)
             return None
         if exposition.skipped_lines:
             self._warn_once(exporter, "malformed", f"{exporter.url}: malformed lines skipped (their fields are null)")
         if exporter.failing:
             log.warning("%s is readable again", exporter.url)
-        exporter.failing = False
+        exporter.failing = None
         self._check_host(exporter, page)
         return page
 
-    def _failed(self, exporter: _Exporter, why: str) -> None:
-        (log.debug if exporter.failing else log.error)("%s; its GPUs' samples are null until it answers", why)
-        exporter.failing = True
+    def _failed(self, exporter: _Exporter, kind: str, why: str) -> None:
+        """Logged when the exporter starts failing, or fails another way (a 500, then a timeout), not every tick."""
+        (log.debug if exporter.failing == kind else log.error)("%s; its GPUs' samples are null until it answers", why)
+        exporter.failing = kind
 
     def _warn_once(self, exporter: _Exporter, key: str, message: str) -> None:
         if key not in exporter.warned:

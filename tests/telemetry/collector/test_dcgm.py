@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
+import signal
+import subprocess
+import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from telemetry.collector import wire
 from telemetry.collector.dcgm import DcgmExporterBackend
 from telemetry.collector.epochs import EpochBook
 from tests.helpers.dcgm_exporter import DcgmExporterStandIn, StandInGpu
+from tests.helpers.expositions import vllm
 from tests.helpers.stub_server import StubServer
+
+ROOT = Path(__file__).resolve().parents[3]
 
 BOOT = "6f1e2d3c-0000-4000-8000-000000000001"
 TS = 1_764_400_000.0
@@ -185,3 +197,104 @@ def test_an_exporter_down_at_start_is_read_once_it_answers(stub_server: StubServ
     stand_in.mode = "ok"
 
     assert [r.gpu.uuid for r in backend.read(TS + 1)] == ["GPU-aaa", "GPU-bbb"]
+
+
+# --- the collector as a process, against two stand-in exporters, an inference server and a stand-in ingest ---
+
+
+def start_collector(args: list[str]) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WATTLEDGER_")}
+    command = [sys.executable, "-m", "telemetry.collector", *args]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def gpu_rows(bodies: list[bytes]) -> dict[str, list[tuple[float, str, dict[str, Any]]]]:
+    """Per GPU UUID, its rows (ts, epoch, fields) in time order, decoded as the server decodes them."""
+    rows: dict[str, list[tuple[float, str, dict[str, Any]]]] = {}
+    for body in bodies:
+        batch = wire.batch_decode(body, content_encoding="gzip")
+        samples = batch.gpu_samples
+        for i, ref in enumerate(samples["gpu"]):
+            gpu = batch.gpus[ref]
+            fields = {name: samples[name][i] for name in wire.GPU_FIELDS}
+            rows.setdefault(gpu.uuid, []).append((samples["ts"][i], gpu.epoch, fields))
+    return {uuid: sorted(values, key=lambda row: row[0]) for uuid, values in rows.items()}
+
+
+def counted_energy_j(rows: list[tuple[float, str, dict[str, Any]]]) -> float:
+    """The energy the server counts from these rows: counter deltas; after a drop or a new epoch, the new value."""
+    readings = [(epoch, fields["energy_j"]) for _ts, epoch, fields in rows if fields["energy_j"] is not None]
+    total = 0.0
+    for (epoch_a, a), (epoch_b, b) in itertools.pairwise(readings):
+        total += b if epoch_b != epoch_a or b < a else b - a
+    return total
+
+
+@pytest.mark.slow
+def test_the_collector_reports_the_exporters_energy_to_the_mj_through_reset_500_garbage_and_timeout(
+    stub_server: StubServer, tmp_path: Path
+) -> None:
+    # given: one exporter of an older release (Hostname), one newer (hostname), and a vLLM server beside them
+    old_release, new_release, vllm_server = StubServer().start(), StubServer().start(), StubServer().start()
+    try:
+        first = DcgmExporterStandIn(
+            [StandInGpu("GPU-aaa", 0), StandInGpu("GPU-bbb", 1, power_w=350.25, step_mj=35_025)],
+            hostname="n1", hostname_label="Hostname",
+        )  # fmt: skip
+        second = DcgmExporterStandIn(
+            [StandInGpu("GPU-ccc", 2, model_name="NVIDIA L40S", step_mj=9_871)],
+            hostname="n1", hostname_label="hostname", without={"DCGM_FI_DEV_FB_RESERVED"},
+        )  # fmt: skip
+        old_release.default, new_release.default = first.answer, second.answer
+        vllm_server.default = lambda _r: (200, {"Content-Type": "text/plain"}, vllm().encode())
+        args = [
+            "--server", stub_server.url, "--token", "t", "--hostname", "n1", "--spool", str(tmp_path / "spool"),
+            "--dcgm-exporter", f"{old_release.url}/metrics", "--dcgm-exporter", f"{new_release.url}/metrics",
+            "--serving", f"{vllm_server.url}/metrics", "--serving-interval", "1",
+            "--sample-interval", "0.25", "--batch-seconds", "1", "--shutdown-grace", "5",
+        ]  # fmt: skip
+        process = start_collector(args)
+
+        # when: the first exporter's counters reset, then it answers 500, garbage, and too late, then recovers
+        for mode, requests in (("ok", 6), ("reset", 10), ("error", 14), ("garbage", 18), ("slow", 20), ("ok", 28)):
+            if mode == "reset":
+                first.resets, mode = 1, "ok"
+            first.mode, first.slow_s = mode, 0.6
+            wait_for(lambda n=requests: first.requests >= n)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        for server in (old_release, new_release, vllm_server):
+            server.stop()
+
+    # then: what the stand-in ingest received counts the energy each stand-in GPU used, to the mJ
+    assert process.returncode == 0, stderr
+    bodies = [r.body for r in stub_server.requests if r.path == "/api/v1/ingest/"]
+    rows = gpu_rows(bodies)
+    assert sorted(rows) == ["GPU-aaa", "GPU-bbb", "GPU-ccc"]
+    for gpu in (*first.gpus, *second.gpus):
+        readings = [fields["energy_j"] for _ts, _epoch, fields in rows[gpu.uuid] if fields["energy_j"] is not None]
+        truth_j = gpu.truth_j(round(readings[0] * 1000), round(readings[-1] * 1000))
+        assert truth_j > 0
+        assert counted_energy_j(rows[gpu.uuid]) == pytest.approx(truth_j, rel=1e-3)
+        assert abs(counted_energy_j(rows[gpu.uuid]) - truth_j) < 1e-3  # to the mJ, in fact
+    # the reset is a new epoch; the failed scrapes are rows with every field null, never a zero
+    assert len({epoch for _ts, epoch, _f in rows["GPU-aaa"]}) == 2
+    missing = [f for _ts, _e, f in rows["GPU-aaa"] if f["energy_j"] is None]
+    assert len(missing) >= 6 and all(value is None for f in missing for value in f.values())
+    assert not [v for gpu_rows_ in rows.values() for _t, _e, f in gpu_rows_ for v in f.values() if v == 0]
+    # the other exporter's GPU is read throughout; its memory is missing (no FB_RESERVED), not zero
+    assert all(f["power_w"] == 412.345 and f["mem_used_bytes"] is None for _t, _e, f in rows["GPU-ccc"])
+    assert "does not export DCGM_FI_DEV_FB_RESERVED" in stderr
+    assert stderr.count("HTTP Error 500") == 1 and stderr.count("no DCGM GPU metric in the page") == 1
+    assert "timed out" in stderr
+    # the inference server is scraped beside the exporters, attributed to their GPUs
+    endpoints = [wire.batch_decode(body, content_encoding="gzip").endpoints for body in bodies]
+    assert {e.gpu_uuids for found in endpoints for e in found} == {("GPU-aaa", "GPU-bbb", "GPU-ccc")}
