@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -298,3 +300,14 @@ def test_the_collector_reports_the_exporters_energy_to_the_mj_through_reset_500_
     # the inference server is scraped beside the exporters, attributed to their GPUs
     endpoints = [wire.batch_decode(body, content_encoding="gzip").endpoints for body in bodies]
     assert {e.gpu_uuids for found in endpoints for e in found} == {("GPU-aaa", "GPU-bbb", "GPU-ccc")}
+
+
+def test_the_documented_model_name_table_is_the_servers_catalog() -> None:
+    # The server maps modelName (NVML's name) to a profile; the docs' table must say what it does.
+    catalog = json.loads((ROOT / "accounting" / "hardware" / "catalog.json").read_text())
+    expected = {name: (p["key"], p["display_name"]) for p in catalog["profiles"] for name in p["nvml_names"]}
+    doc = (ROOT / "docs" / "telemetry.md").read_text()
+
+    documented = {m[1]: (m[2], m[3]) for m in re.finditer(r"^\| `([^`]+)` \| `([^`]+)`, ([^|]+?) \|$", doc, re.M)}
+
+    assert documented == expected
