@@ -3,7 +3,7 @@
 Each sample tick reads every configured exporter's page once (one HTTP GET
 each, in parallel, with a short timeout and no retry: the next tick is the
 retry), parses it with :mod:`.promtext` and gives one :class:`~.backend.GpuReading`
-per GPU. Field mapping (dcgm-exporter's names, its units, the reading's):
+per GPU it shows. Field mapping (dcgm-exporter's names, its units, the reading's):
 
 =====================================  ==========================  ==================================
 dcgm-exporter                          unit                        reading
@@ -28,10 +28,13 @@ sentinels: unsupported, not found, no permission), NaN, or a malformed line is
 ``None``: missing, never zero.
 
 A failed scrape (connection refused, a non-200 answer, a timeout, a page with no
-DCGM GPU metric in it) gives that exporter's known GPUs a reading with every
-field ``None`` and ``error`` set, logged when it starts failing (or fails another
-way: a 500, then a timeout), not at every tick, and once when it is readable
-again.
+DCGM GPU metric in it) gives that exporter's GPUs no reading that tick, never a
+zero (nor a row of nulls, which would cut the energy counter's chain): the
+server sees a gap, and the counter read when the exporter answers again proves
+the whole energy across it (counted in full while the gap is short, bridged when
+longer). It is logged when the exporter starts failing (or fails another way: a
+500, then a timeout), not at every tick, and once when it is readable again. A
+GPU that leaves the exporter's page is treated alike.
 
 Epochs: dcgm-exporter's energy counter is NVML's (millijoules since the driver
 loaded), so its epoch follows :mod:`.nvml`'s rules exactly: ``<boot id>/<driver
@@ -143,7 +146,8 @@ class DcgmExporterBackend:
     def read(self, ts: float) -> list[GpuReading]:
         pages = self._scrape_all()
         self._learn(pages)
-        return [self._read(gpu, pages.get(gpu.exporter), ts) for gpu in self._ordered()]
+        readings = (self._read(gpu, pages.get(gpu.exporter), ts) for gpu in self._ordered())
+        return [reading for reading in readings if reading is not None]
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -177,7 +181,7 @@ class DcgmExporterBackend:
 
     def _failed(self, exporter: _Exporter, kind: str, why: str) -> None:
         """Logged when the exporter starts failing, or fails another way (a 500, then a timeout), not every tick."""
-        (log.debug if exporter.failing == kind else log.error)("%s; its GPUs' samples are null until it answers", why)
+        (log.debug if exporter.failing == kind else log.error)("%s; its GPUs are not sampled until it answers", why)
         exporter.failing = kind
 
     def _warn_once(self, exporter: _Exporter, key: str, message: str) -> None:
@@ -222,19 +226,19 @@ class DcgmExporterBackend:
         epoch = self._book.epoch(f"gpu:{gpu.uuid}", f"{self._boot_id}/{gpu.driver}", (energy_j,), ts)
         return GpuIdentity(gpu.uuid, gpu.index, gpu.name, gpu.energy_counter_supported, epoch)
 
-    def _read(self, gpu: _Gpu, page: dict[str, dict[str, promtext.Sample]] | None, ts: float) -> GpuReading:
+    def _read(self, gpu: _Gpu, page: dict[str, dict[str, promtext.Sample]] | None, ts: float) -> GpuReading | None:
+        """The GPU's reading, or ``None`` (no sample this tick) when its exporter failed or no longer shows it."""
         samples = None if page is None else page.get(gpu.uuid)
         if samples is None:
-            why = "its exporter failed" if page is None else "not in its exporter's page"
-            self._mark(gpu, failed=True, why=why)
-            return GpuReading(self._identity(gpu, None, ts), ts, error=f"dcgm-exporter {gpu.exporter}: {why}")
+            self._mark(gpu, failed=True, why="its exporter failed" if page is None else "not in its exporter's page")
+            return None
         self._mark(gpu, failed=False, why="")
         fields = _fields(samples)
         return GpuReading(self._identity(gpu, fields["energy_j"], ts), ts, **fields)
 
     def _mark(self, gpu: _Gpu, *, failed: bool, why: str) -> None:
         if failed and not gpu.failed:
-            log.error("GPU %d (%s): %s; its samples are null until it comes back", gpu.index, gpu.uuid, why)
+            log.error("GPU %d (%s): %s; not sampled until it comes back", gpu.index, gpu.uuid, why)
         elif gpu.failed and not failed:
             log.warning("GPU %d (%s) is readable again", gpu.index, gpu.uuid)
         gpu.failed = failed

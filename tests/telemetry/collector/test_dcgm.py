@@ -137,12 +137,12 @@ def test_epochs_survive_a_collector_restart(stub_server: StubServer, tmp_path) -
     ("mode", "logged"),
     [("error", "HTTP Error 500"), ("garbage", "no DCGM GPU metric in the page (2 malformed line(s)")],
 )
-def test_a_failed_scrape_gives_missing_readings_logged_once_per_change(
+def test_a_failed_scrape_gives_no_reading_logged_once_per_change(
     stub_server: StubServer, caplog, mode: str, logged: str
 ) -> None:
     stand_in = exporter(stub_server)
     backend = backend_for(stub_server)
-    backend.read(TS)
+    before = backend.read(TS)
 
     stand_in.mode = mode
     with caplog.at_level(logging.WARNING):
@@ -150,12 +150,10 @@ def test_a_failed_scrape_gives_missing_readings_logged_once_per_change(
         stand_in.mode = "ok"
         back = backend.read(TS + 3)
 
-    assert len(failed) == 4 and all(r.error is not None for r in failed)
-    for reading in failed:
-        fields = (reading.power_w, reading.energy_j, reading.util_pct, reading.mem_util_pct, reading.mem_used_bytes)
-        assert (*fields, reading.temp_c) == (None,) * 6  # missing, never zero
+    assert failed == []  # a gap, never a zero nor a row of nulls (which would cut the counter's chain)
     assert caplog.text.count(logged) == 1
     assert caplog.text.count("is readable again") == 1 + 2  # the exporter, then each GPU
+    assert [r.gpu for r in back] == [r.gpu for r in before]  # the same GPUs, epochs unchanged
     assert all(r.error is None and r.power_w is not None for r in back)
 
 
@@ -168,8 +166,21 @@ def test_an_exporter_that_times_out_costs_one_short_wait_per_tick(stub_server: S
     readings = backend.read(TS)
     took = time.monotonic() - started
 
-    assert took < 1.5 and [r.error is not None for r in readings] == [True, True]
-    assert all(r.energy_j is None for r in readings)
+    assert took < 1.5 and readings == []
+
+
+def test_a_gpu_that_leaves_the_page_is_not_sampled_until_it_comes_back(stub_server: StubServer, caplog) -> None:
+    stand_in = exporter(stub_server)
+    backend = backend_for(stub_server)
+    gone = stand_in.gpus.pop()
+
+    with caplog.at_level(logging.WARNING):
+        without = backend.read(TS)
+        stand_in.gpus.append(gone)
+        back = backend.read(TS + 1)
+
+    assert [r.gpu.uuid for r in without] == ["GPU-aaa"] and [r.gpu.uuid for r in back] == ["GPU-aaa", "GPU-bbb"]
+    assert "GPU 1 (GPU-bbb): not in its exporter's page" in caplog.text
 
 
 def test_several_exporters_are_read_once_per_tick_each(stub_server: StubServer) -> None:
@@ -287,10 +298,10 @@ def test_the_collector_reports_the_exporters_energy_to_the_mj_through_reset_500_
         assert truth_j > 0
         assert counted_energy_j(rows[gpu.uuid]) == pytest.approx(truth_j, rel=1e-3)
         assert abs(counted_energy_j(rows[gpu.uuid]) - truth_j) < 1e-3  # to the mJ, in fact
-    # the reset is a new epoch; the failed scrapes are rows with every field null, never a zero
+    # the reset is a new epoch; the failed scrapes left a gap in the first exporter's GPUs, never a zero
     assert len({epoch for _ts, epoch, _f in rows["GPU-aaa"]}) == 2
-    missing = [f for _ts, _e, f in rows["GPU-aaa"] if f["energy_j"] is None]
-    assert len(missing) >= 6 and all(value is None for f in missing for value in f.values())
+    assert len(rows["GPU-aaa"]) <= len(rows["GPU-ccc"]) - 6
+    assert all(f["energy_j"] is not None and f["power_w"] == 412.345 for _t, _e, f in rows["GPU-aaa"])
     assert not [v for gpu_rows_ in rows.values() for _t, _e, f in gpu_rows_ for v in f.values() if v == 0]
     # the other exporter's GPU is read throughout; its memory is missing (no FB_RESERVED), not zero
     assert all(f["power_w"] == 412.345 and f["mem_used_bytes"] is None for _t, _e, f in rows["GPU-ccc"])
