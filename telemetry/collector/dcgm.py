@@ -233,7 +233,7 @@ class DcgmExporterBackend:
             self._mark(gpu, failed=True, why="its exporter failed" if page is None else "not in its exporter's page")
             return None
         self._mark(gpu, failed=False, why="")
-        fields = _fields(samples)
+        fields = _fields(samples, energy_counter=gpu.energy_counter_supported)
         return GpuReading(self._identity(gpu, fields["energy_j"], ts), ts, **fields)
 
     def _mark(self, gpu: _Gpu, *, failed: bool, why: str) -> None:
@@ -286,11 +286,14 @@ def _describe(uuid: str, samples: dict[str, promtext.Sample], url: str) -> _Gpu:
     )
 
 
-def _fields(samples: dict[str, promtext.Sample]) -> dict[str, Any]:
+def _fields(samples: dict[str, promtext.Sample], *, energy_counter: bool) -> dict[str, Any]:
+    """The reading's fields; the energy counter only for a GPU declared with one (as NVML's backend does)."""
+
     def value(metric: str) -> float | None:
         return _value(samples.get(metric), metric)
 
-    energy_mj, used_mib, reserved_mib = value(ENERGY), value(FB_USED), value(FB_RESERVED)
+    energy_mj = value(ENERGY) if energy_counter else None
+    used_mib, reserved_mib = value(FB_USED), value(FB_RESERVED)
     return {
         "power_w": value(POWER),
         "energy_j": None if energy_mj is None else energy_j_from_nvml_mj(round(energy_mj)),
