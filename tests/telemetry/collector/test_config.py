@@ -78,6 +78,15 @@ def test_dcgm_exporters_repeat_on_the_command_line_and_split_in_the_environment(
     assert load_settings(BASE, {}).dcgm_exporters == ()
 
 
+def test_dcgm_exporters_in_a_toml_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "collector.toml"
+    config.write_text('dcgm_exporter = ["http://127.0.0.1:9400/metrics", "http://127.0.0.1:9401/metrics"]\n')
+
+    settings = load_settings([*BASE, "--config", str(config)], {})
+
+    assert settings.dcgm_exporters == ("http://127.0.0.1:9400/metrics", "http://127.0.0.1:9401/metrics")
+
+
 def test_backfill_window_in_utc_with_its_larger_default_batch() -> None:
     settings = load_settings(
         [*BASE, "--simulate", "h100-sxm:8", "--start", "2025-06-01T00:00:00Z", "--end", "2025-06-01T03:00:00+02:00"], {}

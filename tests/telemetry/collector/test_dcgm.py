@@ -322,3 +322,37 @@ def test_the_documented_model_name_table_is_the_servers_catalog() -> None:
     documented = {m[1]: (m[2], m[3]) for m in re.finditer(r"^\| `([^`]+)` \| `([^`]+)`, ([^|]+?) \|$", doc, re.M)}
 
     assert documented == expected
+
+
+def test_values_in_go_float_notation_are_read_exactly(stub_server: StubServer) -> None:
+    # client_golang writes large values as 3.1035686671e+10; the mJ must survive
+    labels = '{gpu="0",UUID="GPU-go",modelName="NVIDIA L4",Hostname="n"}'
+    page = "\n".join(
+        [
+            "# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).",
+            "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter",
+            f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{labels} 3.1035686671e+10",
+            f"DCGM_FI_DEV_POWER_USAGE{labels} 7.2e+01",
+        ]
+    )
+    stub_server.default = lambda _r: (200, {"Content-Type": "text/plain"}, page.encode())
+
+    (reading,) = backend_for(stub_server).read(TS)
+
+    assert reading.energy_j == 31_035_686.671 and reading.power_w == 72.0 and reading.gpu.name == "NVIDIA L4"
+
+
+def test_a_gpu_two_exporters_show_is_read_from_the_first_only(stub_server: StubServer, caplog) -> None:
+    other = StubServer().start()
+    try:
+        exporter(stub_server)
+        twin = DcgmExporterStandIn([StandInGpu("GPU-aaa", 0, power_w=1.0)])
+        other.default = twin.answer
+        with caplog.at_level(logging.WARNING):
+            backend = backend_for(stub_server, other)
+            readings = backend.read(TS) + backend.read(TS + 1)
+    finally:
+        other.stop()
+
+    assert [r.power_w for r in readings if r.gpu.uuid == "GPU-aaa"] == [412.345, 412.345]
+    assert caplog.text.count("also shows GPU-aaa") == 1
