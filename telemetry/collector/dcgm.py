@@ -25,7 +25,8 @@ NVML device name: the server maps it to a hardware profile, as it does NVML's),
 ``FB_RESERVED``: add it; ``FB_FREE`` is not carried by the wire). A metric the
 exporter is configured without, a value DCGM marks blank (its ``..._BLANK``
 sentinels: unsupported, not found, no permission), NaN, or a malformed line is
-``None``: missing, never zero.
+``None``: missing, never zero. With MIG, a metric exported only per GPU instance
+(series with a ``GPU_I_ID`` label) is missing too: the collector reads whole GPUs.
 
 A failed scrape (connection refused, a non-200 answer, a timeout, a page with no
 DCGM GPU metric in it) gives that exporter's GPUs no reading that tick, never a
@@ -256,11 +257,13 @@ _LOST_BY = {
 
 
 def _by_gpu(exposition: promtext.Exposition) -> dict[str, dict[str, promtext.Sample]]:
-    """The page's DCGM samples, by GPU UUID then metric name (the first of each, if one repeats)."""
+    """The page's whole-GPU DCGM samples, by GPU UUID then metric name (the first of each, if one repeats:
+    one series per pod sharing the GPU). A MIG instance's series (``GPU_I_ID``) is a part of the GPU, not it."""
     page: dict[str, dict[str, promtext.Sample]] = {}
     for sample in exposition.samples:
         uuid = sample.labels.get("UUID")
-        if uuid and sample.name.startswith("DCGM_FI_") and "gpu" in sample.labels:
+        whole_gpu = "gpu" in sample.labels and not sample.labels.get("GPU_I_ID")
+        if uuid and whole_gpu and sample.name.startswith("DCGM_FI_"):
             page.setdefault(uuid, {}).setdefault(sample.name, sample)
     return page
 

@@ -356,3 +356,22 @@ def test_a_gpu_two_exporters_show_is_read_from_the_first_only(stub_server: StubS
 
     assert [r.power_w for r in readings if r.gpu.uuid == "GPU-aaa"] == [412.345, 412.345]
     assert caplog.text.count("also shows GPU-aaa") == 1
+
+
+def test_mig_instance_series_are_not_taken_for_the_whole_gpu(stub_server: StubServer) -> None:
+    labels = 'gpu="0",UUID="GPU-mig",modelName="NVIDIA A100-SXM4-80GB",Hostname="n"'
+    gpu, instance = f"{{{labels}}}", f'{{{labels},GPU_I_PROFILE="1g.10gb",GPU_I_ID="7"}}'
+    page = "\n".join(
+        [
+            f"DCGM_FI_DEV_FB_USED{instance} 512",
+            f"DCGM_FI_DEV_FB_RESERVED{instance} 10",
+            f"DCGM_FI_DEV_POWER_USAGE{gpu} 250.500000",
+            f"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu} 123456789",
+        ]
+    )
+    stub_server.default = lambda _r: (200, {"Content-Type": "text/plain"}, page.encode())
+
+    (reading,) = backend_for(stub_server).read(TS)
+
+    assert (reading.power_w, reading.energy_j) == (250.5, 123_456.789)
+    assert reading.mem_used_bytes is None  # exported per instance only: missing, not one instance's 512 MiB
