@@ -229,9 +229,11 @@ class DcgmExporterBackend:
 
     def _read(self, gpu: _Gpu, page: dict[str, dict[str, promtext.Sample]] | None, ts: float) -> GpuReading | None:
         """The GPU's reading, or ``None`` (no sample this tick) when its exporter failed or no longer shows it."""
-        samples = None if page is None else page.get(gpu.uuid)
+        if page is None:
+            return None  # the exporter's failure is logged, once, for all of its GPUs
+        samples = page.get(gpu.uuid)
         if samples is None:
-            self._mark(gpu, failed=True, why="its exporter failed" if page is None else "not in its exporter's page")
+            self._mark(gpu, failed=True, why="not in its exporter's page")
             return None
         self._mark(gpu, failed=False, why="")
         fields = _fields(samples, energy_counter=gpu.energy_counter_supported)

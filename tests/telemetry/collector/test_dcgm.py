@@ -152,7 +152,7 @@ def test_a_failed_scrape_gives_no_reading_logged_once_per_change(
 
     assert failed == []  # a gap, never a zero nor a row of nulls (which would cut the counter's chain)
     assert caplog.text.count(logged) == 1
-    assert caplog.text.count("is readable again") == 1 + 2  # the exporter, then each GPU
+    assert caplog.text.count("is readable again") == 1  # the exporter, not each of its GPUs
     assert [r.gpu for r in back] == [r.gpu for r in before]  # the same GPUs, epochs unchanged
     assert all(r.error is None and r.power_w is not None for r in back)
 
@@ -181,6 +181,7 @@ def test_a_gpu_that_leaves_the_page_is_not_sampled_until_it_comes_back(stub_serv
 
     assert [r.gpu.uuid for r in without] == ["GPU-aaa"] and [r.gpu.uuid for r in back] == ["GPU-aaa", "GPU-bbb"]
     assert "GPU 1 (GPU-bbb): not in its exporter's page" in caplog.text
+    assert "GPU 1 (GPU-bbb) is readable again" in caplog.text
 
 
 def test_several_exporters_are_read_once_per_tick_each(stub_server: StubServer) -> None:
