@@ -98,6 +98,17 @@ def test_an_hour_with_direct_10_g_and_lifecycle_35_g_is_scope_2_at_10_and_catego
     # the report's own figures: Scope 2 direct, SCI's weighing lifecycle, each named
     assert (report["location_kgco2e"], report["location_basis"]) == (0.01, "direct")
     assert (report["operational_location_kgco2e"], report["operational_location_basis"]) == (0.035, "lifecycle")
+    scope2_report = sustainability_a.get("/api/v1/reports/scope2/", YEAR).json()
+    assert (scope2_report["location_kgco2e"], scope2_report["location_basis"]) == (0.01, "direct")
+    assert scope2_report["sites"][0]["location_basis"] == "direct"
+    # and in the CSV, each figure's basis as its own metric line
+    response = sustainability_a.get("/api/v1/reports/sustainability/", YEAR | {"format": "csv"})
+    metrics = {row["metric"]: row["value"] for row in csv.DictReader(io.StringIO(
+        b"".join(response.streaming_content).decode()))}  # fmt: skip
+    assert (metrics["location_basis"], metrics["operational_location_basis"]) == ("direct", "lifecycle")
+    assert metrics["inventory.scope2.location_basis"] == "direct"
+    assert metrics["inventory.scope3.category_3.kgco2e"] == "0.025"
+    assert metrics["inventory.scope3.category_3.basis"] == "lifecycle_minus_direct"
 
 
 def test_the_ghg_table_and_esrs_export_name_the_basis_of_each_figure(
