@@ -166,3 +166,20 @@ def test_annual_fallbacks_are_labelled_lifecycle_and_the_marginal_factors_direct
 def test_an_hour_resolved_from_the_annual_fallback_is_lifecycle_without_a_direct_figure() -> None:
     resolved = intensity_for_hours(zone="DE", hours=[H10])[H10]
     assert resolved.is_fallback and resolved.basis == "lifecycle" and resolved.direct_gco2e_per_kwh is None
+
+
+@pytest.mark.django_db
+def test_a_fetch_stores_both_bases_of_each_hour_on_one_row(fake: FakeProvider) -> None:
+    from grid import ConfiguredProvider
+    from grid.stored_intensity import intensity_fetch
+
+    fake.on_call(PAST_RANGE, by_basis([em_item("2024-04-01T10:00:00Z", 35, "lifecycle")],
+                                      [em_item("2024-04-01T10:00:00Z", 10, "direct")]))  # fmt: skip
+    provider = ElectricityMapsProvider(api_token="t", base_url=fake.base_url, now=lambda: NOW)
+    stored = intensity_fetch(configured=ConfiguredProvider("electricitymaps", provider, {"DE": "DE"}), zone="DE",
+                             start=H10, end=H11, now=NOW)  # fmt: skip
+    assert stored == 1
+    row = GridIntensity.objects.get()
+    assert (row.source, row.gco2e_per_kwh, row.basis, row.direct_gco2e_per_kwh) == (
+        "electricitymaps", Decimal(35), "lifecycle", Decimal(10),
+    )  # fmt: skip
