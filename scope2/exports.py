@@ -13,6 +13,7 @@ from typing import Any
 
 from fleets.models import Organization
 from scope2.allocation import ZERO, InstrumentUse, SiteAllocation
+from scope2.basis import BasisCoverage, combined
 from scope2.cfe import CfeScore
 from scope2.quality import market_of_zone
 from scope2.selectors import Scope2Report, SiteScope2
@@ -74,7 +75,7 @@ def _use_output(use: InstrumentUse, annual: InstrumentUse, site: SiteScope2) -> 
     }
 
 
-def _site_output(site: SiteScope2) -> dict[str, Any]:
+def _site_output(site: SiteScope2, basis: BasisCoverage | None = None) -> dict[str, Any]:
     allocation = site.allocation
     return {
         "site_id": site.site.pk,
@@ -83,6 +84,7 @@ def _site_output(site: SiteScope2) -> dict[str, Any]:
         "market_boundary": market_of_zone(site.site.grid_zone) if site.site.grid_zone else None,
         "facility_kwh": quantized(allocation.consumption_kwh, 6),
         "location_kgco2e": quantized(allocation.location_co2e_g / G_PER_KG, 6),
+        "location_basis": basis.basis if basis is not None else None,  # scope2.basis: direct where known
         "location_unknown_kwh": quantized(allocation.location_unknown_kwh, 6),
         "market": _method([allocation]),
         "market_annual_matching": _method([site.annual]),
@@ -130,12 +132,13 @@ def scope2_output(report: Scope2Report, organization: Organization) -> dict[str,
         "facility_kwh": quantized(_sum(allocations, "consumption_kwh"), 6),
         "location_kgco2e": quantized(location_g / G_PER_KG, 6),
         "location_tco2e": quantized(location_g / G_PER_T, 9),
+        "location_basis": combined(report.bases.values()).basis,
         "location_unknown_kwh": quantized(_sum(allocations, "location_unknown_kwh"), 6),
         "market": _method(allocations),
         "market_annual_matching": _method([site.annual for site in report.sites]),
         "cfe_score_hourly": _cfe([site.cfe_hourly for site in report.sites]),
         "cfe_score_annual_matching": _cfe([site.cfe_annual for site in report.sites]),
-        "sites": [_site_output(site) for site in report.sites],
+        "sites": [_site_output(site, report.bases.get(site.site.pk)) for site in report.sites],
         "instruments": [
             _use_output(use, annual, site)
             for site in report.sites

@@ -23,6 +23,7 @@ from scope2.allocation import (
     SiteHour,
     site_allocate,
 )
+from scope2.basis import BasisCoverage, basis_by_site, scope2_location_g
 from scope2.boundary import ElectricityScope
 from scope2.cfe import CfeScore, cfe_annual, cfe_hourly
 from scope2.inventory import electricity_line_filters
@@ -68,6 +69,7 @@ class Scope2Report:
     end: datetime
     sites: list[SiteScope2]
     line_filters: dict[ElectricityScope, Q] = field(default_factory=dict)
+    bases: dict[int, BasisCoverage] = field(default_factory=dict)  # per site: the factor basis of its Scope 2
 
 
 def _site_hours(organization_id: int, start: datetime, end: datetime, scope2: Q) -> dict[int, list[SiteHour]]:
@@ -81,7 +83,8 @@ def _site_hours(organization_id: int, start: datetime, end: datetime, scope2: Q)
             scope2, organization_id=organization_id, hour_start__gte=start, hour_start__lt=end
         )
         .values("site_id", "hour_start")
-        .annotate(kwh=Sum("facility_kwh"), location_g=Sum("location_co2e_g"), location_kwh=Sum(located))
+        # Scope 2 takes the direct factor where the hour has one (scope2.basis)
+        .annotate(kwh=Sum("facility_kwh"), location_g=scope2_location_g(), location_kwh=Sum(located))
         .order_by("site_id", "hour_start")
     )
     by_site: dict[int, list[SiteHour]] = defaultdict(list)
@@ -176,4 +179,5 @@ def scope2_report(*, organization_id: int, start: datetime, end: datetime) -> Sc
         end,
         [_site_scope2(site, hours.get(site.pk, []), instruments.get(site.pk, []), start, end) for site in sites],
         filters,
+        basis_by_site(organization_id=organization_id, start=start, end=end, where=filters[ElectricityScope.SCOPE_2]),
     )
