@@ -74,8 +74,10 @@ class Scope2ReportView(Scope2View):
         operation_id="reports_scope2",
         summary="Scope 2 dual reporting: location- and market-based, instruments, residual mix, 24/7 CFE score",
         description=(
-            "Per organization and period: location-based and market-based Scope 2 (hourly matching where an "
-            "instrument has an hourly profile, annual otherwise) and the all-annual figure beside it; the "
+            "Per organization and period: location-based and market-based Scope 2, the market-based figure both "
+            "annually and hourly matched (each stating its `matching`), `market` the one the organization "
+            "discloses (`/api/v1/scope2-disclosure/`); a period inside a year is the year-to-date slice of the "
+            "year's allocation, so quarters add up to the year; the biogenic CO2 memo of biomass instruments; the "
             "instruments used with the quality criteria each met or failed; the residual-mix share and the "
             "location-based fallback, labelled; the 24/7 carbon-free-energy score per site. " + _AUDIT + " The CSV "
             "ends with `audit` lines: `entries_count`, `sha256`, `href`, then `<id>:<field>` per listed change."
