@@ -3,6 +3,7 @@ evidence an auditor checks, Quality Criteria 5-7 and the biogenic CO2 memo. Hand
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -12,11 +13,12 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from fleets.models import Site
+from fleets.models import Role, Site
 from scope2.allocation import Instrument, ResidualMix, SiteHour
 from scope2.markets import market_boundary_check
 from scope2.models import ContractualInstrument, ResidualMixFactor
 from scope2.quality import Evidence, criteria_check
+from scope2.residual_mixes import residual_mix_save
 from scope2.year_to_date import period_allocate
 from tests.helpers.factories import NodeFactory
 from tests.helpers.instruments import (
@@ -259,3 +261,33 @@ def test_the_instrument_api_returns_the_evidence_fields(sustainability_a: APICli
     created = sustainability_a.post("/api/v1/instruments/", _go_body(site_a), format="json").json()
     assert {name: created[name] for name in EVIDENCE_FIELDS} == EVIDENCE_FIELDS
     assert (created["purchase_type"], created["biogenic_co2_g_per_kwh"]) == ("unbundled", None)
+
+
+def test_the_disclosed_matching_is_audited_and_refused_over_a_locked_period(
+    client_as: Callable[..., APIClient], sustainability_a: APIClient, year_consumed: Any
+) -> None:
+    chosen = sustainability_a.put("/api/v1/scope2-disclosure/", {"market_matching": "hourly"}, format="json")
+    assert chosen.status_code == 200
+    admin = client_as(Role.ADMIN)
+    assert "scope2_disclosure" in {entry["subject"] for entry in admin.get("/api/v1/audit/").json()}
+    lock = {"start": "2025-04-01T00:00:00Z", "end": "2025-07-01T00:00:00Z", "reason": "Q2 filed"}
+    assert admin.post("/api/v1/locked-periods/", lock, format="json").status_code == 201
+    refused = sustainability_a.put("/api/v1/scope2-disclosure/", {"market_matching": "annual"}, format="json")
+    assert refused.status_code == 409
+    assert sustainability_a.get("/api/v1/scope2-disclosure/").json()["market_matching"] == "hourly"
+
+
+def test_a_residual_mix_serving_a_locked_later_year_is_refused(
+    client_as: Callable[..., APIClient], sustainability_a: APIClient, org_a: Any
+) -> None:
+    # given 2025 is locked and holds no residual mix of its own: a 2024 figure would serve it
+    lock = {"start": "2025-01-01T00:00:00Z", "end": "2026-01-01T00:00:00Z", "reason": "2025 filed"}
+    assert client_as(Role.ADMIN).post("/api/v1/locked-periods/", lock, format="json").status_code == 201
+    row = ResidualMixFactor(organization=org_a, zone="DE", year=2024, gco2e_per_kwh=Decimal(450), source="test")
+    with pytest.raises(Exception, match="locked"):
+        residual_mix_save(row=row, user=None, now=datetime(2026, 2, 1, tzinfo=UTC))
+    assert not ResidualMixFactor.objects.exists()
+    # while a 2024 figure is accepted where 2025 has its own figure (2025 is then served by 2025's)
+    ResidualMixFactor.objects.create(organization=org_a, zone="DE", year=2025, gco2e_per_kwh=400, source="test")
+    residual_mix_save(row=row, user=None, now=datetime(2026, 2, 1, tzinfo=UTC))
+    assert ResidualMixFactor.objects.filter(year=2024).exists()
