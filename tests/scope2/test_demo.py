@@ -74,6 +74,12 @@ def test_demo_instruments_give_dual_reporting_and_a_cfe_score() -> None:
     # Hourly: the midday surplus is lost, so less than 80 % (12 daylight hours of 24 at most 50 %).
     assert sjc.hourly.instruments_kwh / sjc.hourly.consumption_kwh < Decimal("0.5")
     assert sjc.allocation is sjc.annual  # disclosed: annual matching, the default
+    # every criterion met on the evidence fields an auditor checks, not on a sentence
+    uses = [use for site in report.sites for use in site.allocation.uses]
+    assert all(result.met for use in uses for result in use.criteria)
+    evidence = [result.detail for use in uses for result in use.criteria if result.criterion == "evidence"]
+    assert evidence[1].startswith("Cesar (Energimyndigheten) SE-GO-000001 to SE-GO-000048, cancelled 2025-06-03")
+    assert not ContractualInstrument.objects.filter(evidence_reference__icontains="no contract").exists()
     assert sto.allocation.instruments_kwh == 48 and sto.allocation.market_co2e_g == 0
     assert sjc.cfe_hourly.score is not None and sjc.cfe_hourly.score < sjc.cfe_annual.score  # type: ignore[operator]
 
