@@ -31,9 +31,9 @@ INVENTORY_BOUNDARY = "the inventory within the organizational boundary (scope2.b
 
 GHG_COLUMNS = [
     "site", "grid_zone", "market_boundary", "electricity_mwh", "location_based_tco2e",
-    "location_based_gco2e_per_kwh", "market_based_tco2e", "market_based_gco2e_per_kwh",
+    "location_based_gco2e_per_kwh", "market_based_tco2e", "market_based_gco2e_per_kwh", "market_based_matching",
     *(f"{kind}_mwh" for kind in KINDS), "residual_mix_mwh", "residual_mix_gco2e_per_kwh", "residual_mix_source",
-    "location_fallback_mwh", "unknown_factor_mwh", "note", "basis",
+    "residual_mix_year", "location_fallback_mwh", "unknown_factor_mwh", "note", "basis",
 ]  # fmt: skip
 
 
@@ -61,6 +61,7 @@ def _ghg_row(
         "residual_mix_mwh": quantized(total("residual_mix_kwh") / KWH_PER_MWH, 6),
         "residual_mix_gco2e_per_kwh": quantized(residual.gco2e_per_kwh, 3) if residual else None,
         "residual_mix_source": residual.source if residual else "",
+        "residual_mix_year": residual.year if residual else None,
         "location_fallback_mwh": quantized(total("location_fallback_kwh") / KWH_PER_MWH, 6),
         "unknown_factor_mwh": quantized(total("unknown_kwh") / KWH_PER_MWH, 6),
         "note": "Scope 2" if name == "TOTAL" else "",
@@ -73,7 +74,8 @@ def _ghg_row(
 
 
 def ghg_table(report: Scope2Report) -> list[dict[str, Any]]:
-    """One row per site, then ``TOTAL`` (its factors are consumption-weighted; residual mix per site only)."""
+    """One row per site, then ``TOTAL`` (its factors are consumption-weighted; residual mix per site only); the
+    market-based figure is the disclosed matching's (``market_based_matching``)."""
     rows = [
         _ghg_row(
             site.site.name, site.site.grid_zone, [site.allocation], site.residual_mix, report.bases.get(site.site.pk)
@@ -83,7 +85,7 @@ def ghg_table(report: Scope2Report) -> list[dict[str, Any]]:
     rows.append(
         _ghg_row("TOTAL", "", [site.allocation for site in report.sites], None, combined(report.bases.values()))
     )
-    return rows
+    return [row | {"market_based_matching": report.matching} for row in rows]
 
 
 def _matched_kwh(report: Scope2Report, technologies: frozenset[str]) -> Decimal:
@@ -92,6 +94,13 @@ def _matched_kwh(report: Scope2Report, technologies: frozenset[str]) -> Decimal:
          if use.instrument.technology in technologies),
         ZERO,
     )  # fmt: skip
+
+
+def _other_matching(report: Scope2Report, share: Decimal) -> dict[str, Any]:
+    """The market-based figure under the matching not disclosed, beside the disclosed one (never instead)."""
+    other = "hourly" if report.matching == "annual" else "annual"
+    other_g = sum((getattr(site, other).market_co2e_g for site in report.sites), ZERO) * share
+    return {"other_matching": {"matching": other, "value": quantized(other_g / G_PER_T, 6)}}
 
 
 def esrs_datapoints(report: Scope2Report, share: Decimal = Decimal(1)) -> list[dict[str, Any]]:
@@ -138,6 +147,8 @@ def esrs_datapoints(report: Scope2Report, share: Decimal = Decimal(1)) -> list[d
             "tCO2eq",
             basis=basis,
             note="instruments at their stated factors; the grid fallback on the location basis",
+            matching=report.matching,
+            **_other_matching(report, share),
         ),
         point(
             "E1-6.AR45(d)",

@@ -37,7 +37,6 @@ from scope2.models import NodeScope
 from scope2.selectors import Scope2Report
 
 KG_PER_T = Decimal(1000)
-SCOPE2_MATCHING = "hourly where an instrument has an hourly profile, annual otherwise (market_annual_matching beside)"
 CATEGORY_2_BASIS = (
     "cradle-to-gate wanted (Scope 3 Standard, Category 2), but the catalog's figures are manufacturing to end of "
     "life excluding use: counted as stated, not split; whole in the period of acquisition (the asset's "
@@ -110,7 +109,7 @@ def _scope2(report: Scope2Report, share: Decimal) -> tuple[Decimal, Decimal, dic
         "location_unknown_kwh": quantized(sum((a.location_unknown_kwh for a in allocations), ZERO), 6),
         "market_kgco2e": _kg(market_kg), "market_tco2e": _t(market_kg),
         "market_unknown_kwh": quantized(sum((a.unknown_kwh for a in allocations), ZERO), 6),
-        "market_basis": "scope2_instruments", "matching": SCOPE2_MATCHING,
+        "market_basis": "scope2_instruments", "matching": report.matching,
         "market_location_fallback_basis": coverage.basis, "basis_coverage": basis_output(coverage),
     }  # fmt: skip
 

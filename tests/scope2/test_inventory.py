@@ -175,7 +175,8 @@ def test_the_ghg_table_and_esrs_export_carry_scopes_1_to_3_and_totals(
     response = sustainability_a.get("/api/v1/reports/scope2/ghg-table/", YEAR | {"format": "csv"})
     lines = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     total_line = next(line for line in lines if line["site"] == "TOTAL SCOPES 1-3")
-    assert total_line["location_based_tco2e"] == "0.52222" and "amortized" in lines[-1]["note"]
+    assert total_line["location_based_tco2e"] == "0.52222" and "amortized" in lines[-2]["note"]
+    assert lines[-1]["site"] == "MEMO: BIOGENIC CO2 (outside the scopes)"
 
     esrs = sustainability_a.get("/api/v1/reports/scope2/esrs/", YEAR).json()
     points = {point["datapoint"]: point for point in esrs["datapoints"]}
