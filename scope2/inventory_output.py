@@ -15,12 +15,12 @@ from scope2.boundary import DEFAULT_RULE, RENTED_HARDWARE_NOTE, Boundary, Electr
 from scope2.exports import G_PER_KG, G_PER_T, quantized
 from scope2.inventory import (
     AmortizationInForce,
+    AmortizedEmbodied,
     CapitalGoods,
     ElectricityUse,
-    amortization_in_force,
-    amortized_embodied,
     capital_goods,
     electricity_use,
+    embodied_in_force,
     organization_boundary,
     scope1_entries,
 )
@@ -109,8 +109,7 @@ def _category_2(goods: CapitalGoods, share: Decimal) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _amortized(organization_id: int, report: Scope2Report, method: AmortizationInForce) -> dict[str, Any]:
-    embodied = amortized_embodied(organization_id=organization_id, start=report.start, end=report.end)
+def _amortized(method: AmortizationInForce, embodied: AmortizedEmbodied) -> dict[str, Any]:
     return {
         "basis": "amortized", "use": AMORTIZED_USE,
         "kgco2e_central": quantized(embodied.central_g / G_PER_KG, 6),
@@ -170,7 +169,7 @@ def inventory(*, report: Scope2Report) -> dict[str, Any]:
                                 "reason": CATEGORY_3_EXCLUDED, "kgco2e": None}  # fmt: skip
     scope3_kg += goods.central_kg * share
     total_location, total_market = scope1_kg + location_kg + scope3_kg, scope1_kg + market_kg + scope3_kg
-    method = amortization_in_force(organization_id=org, start=start, end=end)
+    method, embodied = embodied_in_force(organization_id=org, start=start, end=end)
     return {
         "boundary": _boundary(org, boundary),
         "scope1": scope1,
@@ -182,5 +181,5 @@ def inventory(*, report: Scope2Report) -> dict[str, Any]:
             "market_kgco2e": _kg(total_market), "market_tco2e": _t(total_market),
             "formula": "Scope 1 + Scope 2 (location- or market-based) + Scope 3 (ESRS E1 AR 47; Category 2 central)",
         },
-        "embodied_amortized": _amortized(org, report, method),
+        "embodied_amortized": _amortized(method, embodied),
     }  # fmt: skip
