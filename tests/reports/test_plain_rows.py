@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 
@@ -19,9 +18,8 @@ pytestmark = pytest.mark.django_db
 
 
 def drf_serializer(plain: type[serializers.Serializer]) -> type[serializers.Serializer]:
-    """The same declared fields on DRF's own ``Serializer``: what the rows were written with before."""
-    fields = {name: copy.deepcopy(field) for name, field in plain._declared_fields.items()}  # type: ignore[attr-defined]
-    return type(f"Drf{plain.__name__}", (serializers.Serializer,), fields)
+    """The same serializer writing its rows with DRF's own ``Serializer.to_representation``, as before."""
+    return type(f"Drf{plain.__name__}", (plain,), {"to_representation": serializers.Serializer.to_representation})
 
 
 def rendered(serializer: type[serializers.Serializer], rows: list[dict]) -> bytes:
@@ -54,3 +52,19 @@ def test_nulls_odd_values_and_offsets_are_written_as_before():
 
     assert rendered(GridHourSerializer, grid) == rendered(drf_serializer(GridHourSerializer), grid)
     assert rendered(QualityHourSerializer, quality) == rendered(drf_serializer(QualityHourSerializer), quality)
+
+
+@pytest.mark.parametrize("granularity", ["hour", "day", "total"])
+def test_usage_rows_are_written_as_before(fleets, org_a, granularity):
+    from common.periods import Granularity
+    from reports.display import usage_row_output
+    from reports.selectors import GroupBy, UsageSpec, report_rows
+    from reports.serializers import UsageRowSerializer
+
+    spec = UsageSpec(
+        organization_ids=[org_a.pk], start=START, end=END, granularity=Granularity(granularity), group_by=GroupBy.NODE
+    )
+    rows = [usage_row_output(row) for row in report_rows(spec=spec)]
+
+    assert rows
+    assert rendered(UsageRowSerializer, rows) == rendered(drf_serializer(UsageRowSerializer), rows)
