@@ -117,6 +117,14 @@ def sustainability_report(*, organization_id: int, start: datetime, end: datetim
     return dataclasses.replace(report, grid_hours=grid, quality_hours=quality)
 
 
+# Summed per zone-hour and source for its grid intensity (``zone_hours``).
+GRID_SUMS = {
+    "s_gco2e_per_kwh": Max("location_gco2e_per_kwh"),
+    "s_location_co2e_g": amount_sum("location_co2e_g"),
+    "s_facility_kwh": amount_sum("facility_kwh"),
+}
+
+
 # Summed per group for each hour's data quality (``quality_hours``, ``zone_hours``).
 QUALITY_SUMS = {
     "s_held_h": amount_sum("held_h"),
@@ -135,7 +143,12 @@ def quality_hours(*, organization_id: int, start: datetime, end: datetime) -> tu
 def zone_hours(
     *, organization_id: int, start: datetime, end: datetime
 ) -> tuple[tuple[GridHour, ...], tuple[QualityHour, ...]]:
-    """``grid_hours`` and ``quality_hours`` of the period, from one grouped query (by zone, hour and source)."""
+    """The report's ``grid_hours`` and ``quality_hours``, from one query grouped by zone, hour and source.
+
+    Grid hours: each zone-hour's grid intensity (g/kWh), its source and kind, and the facility kWh it
+    weighed, by zone and hour; lines of one zone-hour may differ (an organization's upload covers only
+    its own sites): one entry each. Quality hours: as ``quality_hours``, each hour's the sum of its rows'.
+    """
     lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
     rows = list(
         lines.values("site__grid_zone", "hour_start", "location_source", "location_is_fallback")
@@ -164,21 +177,6 @@ def _quality_hours_from(rows: Iterable[Mapping[str, Any]]) -> tuple[QualityHour,
         )
         for hour, (held_h, observed_s, bridged_s, unpriced) in sorted(held.items())
     )
-
-
-GRID_SUMS = {
-    "s_gco2e_per_kwh": Max("location_gco2e_per_kwh"),
-    "s_location_co2e_g": amount_sum("location_co2e_g"),
-    "s_facility_kwh": amount_sum("facility_kwh"),
-}
-
-
-def grid_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[GridHour, ...]:
-    """Each zone-hour's grid intensity (g/kWh), its source and kind, and the facility kWh it weighed, by zone and hour.
-
-    Lines of one zone-hour may differ (an organization's upload covers only its own sites): one entry each.
-    """
-    return zone_hours(organization_id=organization_id, start=start, end=end)[0]
 
 
 def _grid_hours_from(rows: Iterable[Mapping[str, Any]]) -> tuple[GridHour, ...]:
