@@ -16,8 +16,10 @@ from tests.helpers.reports import H3, HOURS, LONG_AGO, hour_usage
 URL = "/api/v1/reports/sustainability/"
 pytestmark = pytest.mark.django_db
 # The request's session and scoping, the period's lines in five grouped scans, the Scope 2 report's sites,
-# instruments and residual mixes, the inventory's inputs, the audit trail and the period's closing.
-MAX_QUERIES = 36
+# instruments and residual mixes, the inventory's inputs, the audit trail and the period's closing: 33 on
+# two nodes (37 with the inventory's factor basis), a few more allowed for a section's own small reads.
+# What must not happen is the count growing with the nodes or hours (the second assertion).
+MAX_QUERIES = 40
 
 
 def sustainability_queries(client) -> int:
