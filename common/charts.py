@@ -208,10 +208,14 @@ class Buckets:
         return axis
 
 
-def _figure(title: str, y_title: str, **layout: Any) -> go.Figure:
-    figure = go.Figure()
-    figure.update_layout(title={"text": title, "x": 0.01}, yaxis_title=y_title, **_LAYOUT, **layout)
-    return figure
+def _figure(title: str, y_title: str, *, x_title: str | None = None, **layout: Any) -> go.Figure:
+    # The layout given whole to the constructor, as nested dicts: ``update_layout`` with magic-underscore
+    # names (``yaxis_title``) parsed each path and cost ~5 ms a figure, ten times the figure itself.
+    x_axis = {**_LAYOUT["xaxis"], **({"title": {"text": x_title}} if x_title is not None else {})}
+    y_axis = {**_LAYOUT["yaxis"], "title": {"text": y_title}}
+    return go.Figure(
+        layout={**_LAYOUT, "title": {"text": title, "x": 0.01}, "xaxis": x_axis, "yaxis": y_axis, **layout}
+    )
 
 
 def _partial_footnote(figure: go.Figure, any_partial: bool) -> None:
@@ -417,7 +421,7 @@ def scatter_points(
     figure: the left-most point's reads rightwards, the right-most's leftwards, and the axes leave room above.
     Where two points lie close enough for their labels to overlap, the legend alone names them.
     """
-    figure = _figure(title, y_title, xaxis_title=x_title)
+    figure = _figure(title, y_title, x_title=x_title)
     points = list(points)
     xs = [x for _, x, _ in points if x is not None]
     ys = [y for _, _, y in points if y is not None]

@@ -56,7 +56,7 @@ from reports.selectors import (
 from reports.selectors.load import comparison_load_bands
 from reports.selectors.reporting import REPORTING_COLUMNS, RowConverter, row_converter, usage_reporting_total
 from reports.selectors.sustainability import SustainabilityReport
-from reports.selectors.trace import organization_embodied_factors
+from reports.selectors.trace import embodied_factors_used
 from reports.serializers import (
     CACHED_PROMPT_TOKENS,
     IDLE_TREATMENT,
@@ -518,7 +518,9 @@ class SustainabilityReportView(ReportView):
         start, end, organization = self.organization_scope(request)
         report = sustainability_report(organization_id=organization.pk, start=start, end=end)
         shown = self.shown(report, organization)
-        used = organization_embodied_factors(organization_id=organization.pk, start=start, end=end)
+        used = embodied_factors_used(
+            organization_ids=[organization.pk], start=start, end=end, embodied_g_by_model=report.embodied_g_by_model
+        )
         shown["embodied_factors"] = [embodied_factors_output(factors) for factors in used]
         shown["audit"] = report_audit(user=request.user, organization=organization, start=start, end=end)
         shown |= self.completeness(end)

@@ -15,6 +15,7 @@ from a prefix cache are counted in the input tokens (vLLM counts them in
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from rest_framework import serializers
@@ -120,6 +121,26 @@ IT_KWH = (
 PREFIX_CACHE_HIT_SHARE = "cached_prompt_tokens / prompt tokens of the endpoints that expose the counter (0-1)"
 
 
+class PlainRowSerializer(serializers.Serializer):
+    """A row of a long list (a report's thousands of zone-hours): each declared field's own
+    ``to_representation``, without ``Serializer.to_representation``'s per-field machinery (the attribute
+    looked up by source, ``SkipField``), which cost more than the values' formatting. A row is a mapping
+    keyed by field name with every field in it, as ``reports.display`` builds them; ``None`` stays ``None``.
+    """
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        return {
+            name: None if (value := instance[name]) is None else convert(value) for name, convert in self._converters
+        }
+
+    @cached_property
+    def _converters(self) -> list[tuple[str, Any]]:
+        fields = list(self._readable_fields)
+        if any(field.source != field.field_name for field in fields):
+            raise TypeError(f"{type(self).__name__}: a plain row's fields are read by their own name")
+        return [(str(field.field_name), field.to_representation) for field in fields]
+
+
 class TraceSerializer(serializers.Serializer):
     """Where a row's figures came from, as shares (0-1) of its energy."""
 
@@ -209,7 +230,7 @@ class TaxRowSerializer(serializers.Serializer):
     )
 
 
-class UsageRowSerializer(TraceSerializer, TaxRowSerializer):
+class UsageRowSerializer(PlainRowSerializer, TraceSerializer, TaxRowSerializer):
     period_start = serializers.DateTimeField(help_text="bucket start (UTC), cut to the period asked for")
     period_end = serializers.DateTimeField(help_text="bucket end (UTC, exclusive), cut to the period asked for")
     group_key = serializers.CharField(
@@ -521,7 +542,7 @@ class FactorSerializer(serializers.Serializer):
     held_h = number("node-hours weighed with this source")
 
 
-class GridHourSerializer(serializers.Serializer):
+class GridHourSerializer(PlainRowSerializer):
     zone = serializers.CharField()
     hour_start = serializers.DateTimeField(help_text="UTC")
     gco2e_per_kwh = per_unit_field("the grid intensity the zone-hour's lines were weighed with, g/kWh")
@@ -545,7 +566,7 @@ class EmbodiedFactorSerializer(serializers.Serializer):
     )
 
 
-class QualityHourSerializer(serializers.Serializer):
+class QualityHourSerializer(PlainRowSerializer):
     hour_start = serializers.DateTimeField(help_text="UTC")
     held_h = number("node-hours held in the hour, over the organization's nodes")
     measured_h = number("node-hours the samples measured (at most the max gap apart)")

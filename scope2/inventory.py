@@ -180,16 +180,7 @@ class AmortizationInForce:
 
 
 def amortization_in_force(*, organization_id: int, start: datetime, end: datetime) -> AmortizationInForce:
-    lines = NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=start, hour_start__lt=end)
-    methods = tuple(sorted(set(lines.values_list("amortization", flat=True).distinct())))
-    models = set(lines.values_list("gpu_model", flat=True).distinct())
-    settings = LedgerSettings.objects.filter(organization_id=organization_id).first()
-    profiles = {profile.key: profile for profile in hardware_profiles(organization_id=organization_id)}
-    return AmortizationInForce(
-        methods=methods,
-        setting=settings.amortization if settings is not None else LedgerSettings.Amortization.TIME.value,
-        lives_years={key: profiles[key].lifetime_years for key in sorted(models) if key in profiles},
-    )
+    return embodied_in_force(organization_id=organization_id, start=start, end=end)[0]
 
 
 @dataclass(frozen=True)
@@ -240,8 +231,29 @@ class AmortizedEmbodied:
 
 
 def amortized_embodied(*, organization_id: int, start: datetime, end: datetime) -> AmortizedEmbodied:
+    return embodied_in_force(organization_id=organization_id, start=start, end=end)[1]
+
+
+def embodied_in_force(
+    *, organization_id: int, start: datetime, end: datetime
+) -> tuple[AmortizationInForce, AmortizedEmbodied]:
+    """The amortization in force over the period's lines and their embodied carbon: one query, the lines
+    summed per (amortization method, GPU model)."""
     lines = NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=start, hour_start__lt=end)
-    sums = lines.aggregate(
-        low=Sum("embodied_co2e_g_low"), central=Sum("embodied_co2e_g_central"), high=Sum("embodied_co2e_g_high")
+    rows = list(
+        lines.values("amortization", "gpu_model")
+        .annotate(
+            low=Sum("embodied_co2e_g_low"), central=Sum("embodied_co2e_g_central"), high=Sum("embodied_co2e_g_high")
+        )
+        .order_by()
     )
-    return AmortizedEmbodied(sums["low"] or ZERO, sums["central"] or ZERO, sums["high"] or ZERO)
+    settings = LedgerSettings.objects.filter(organization_id=organization_id).first()
+    profiles = {profile.key: profile for profile in hardware_profiles(organization_id=organization_id)}
+    models = {row["gpu_model"] for row in rows}
+    method = AmortizationInForce(
+        methods=tuple(sorted({row["amortization"] for row in rows})),
+        setting=settings.amortization if settings is not None else LedgerSettings.Amortization.TIME.value,
+        lives_years={key: profiles[key].lifetime_years for key in sorted(models) if key in profiles},
+    )
+    low, central, high = (sum((row[name] or ZERO for row in rows), ZERO) for name in ("low", "central", "high"))
+    return method, AmortizedEmbodied(low, central, high)

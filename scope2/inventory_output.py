@@ -24,12 +24,12 @@ from scope2.boundary import DEFAULT_RULE, RENTED_HARDWARE_NOTE, Boundary, Electr
 from scope2.exports import G_PER_KG, G_PER_T, quantized
 from scope2.inventory import (
     AmortizationInForce,
+    AmortizedEmbodied,
     CapitalGoods,
     ElectricityUse,
-    amortization_in_force,
-    amortized_embodied,
     capital_goods,
     electricity_use,
+    embodied_in_force,
     organization_boundary,
     scope1_entries,
 )
@@ -152,8 +152,7 @@ def _category_2(goods: CapitalGoods, share: Decimal) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _amortized(organization_id: int, report: Scope2Report, method: AmortizationInForce) -> dict[str, Any]:
-    embodied = amortized_embodied(organization_id=organization_id, start=report.start, end=report.end)
+def _amortized(method: AmortizationInForce, embodied: AmortizedEmbodied) -> dict[str, Any]:
     return {
         "basis": "amortized", "use": AMORTIZED_USE,
         "kgco2e_central": quantized(embodied.central_g / G_PER_KG, 6),
@@ -212,7 +211,7 @@ def inventory(*, report: Scope2Report) -> dict[str, Any]:
     category_3_kg, categories["category_3"] = _category_3(report_basis(report), share)
     scope3_kg += goods.central_kg * share + category_3_kg
     total_location, total_market = scope1_kg + location_kg + scope3_kg, scope1_kg + market_kg + scope3_kg
-    method = amortization_in_force(organization_id=org, start=start, end=end)
+    method, embodied = embodied_in_force(organization_id=org, start=start, end=end)
     return {
         "boundary": _boundary(org, boundary),
         "scope1": scope1,
@@ -226,5 +225,5 @@ def inventory(*, report: Scope2Report) -> dict[str, Any]:
             "basis": "Scope 2 on direct factors where known (scope2.basis_coverage), Category 3 lifecycle minus "
             "direct, Categories 1 and 8 the grid source's own figure",
         },
-        "embodied_amortized": _amortized(org, report, method),
+        "embodied_amortized": _amortized(method, embodied),
     }  # fmt: skip

@@ -49,10 +49,40 @@ def complete_through(*, organization_ids: Collection[int], now: datetime) -> dat
     return through
 
 
+# Up to this many marked node-hours before the hour in progress (all queues, every node) are left out by
+# name: a plain filter PostgreSQL runs in parallel. NOT EXISTS per queue instead made an anti-join that
+# probed each queue once per row (136k probes each for a quarter's lines: ~40 % of the query, even with
+# the queues empty); past this many marks (a backfill being worked off), it is used still.
+MARKS_LISTED = 200
+
+
 def final_q(*, now: datetime, node: str, hour: str = "hour_start") -> Q:
-    """The condition that the node-hour at the paths ``node`` (a node id) and ``hour`` is final at ``now``."""
-    condition = Q(**{f"{hour}__lt": floor_hour(now)})
-    for queue in _QUEUES:
-        marked = queue.objects.filter(node_id=OuterRef(node), hour_start=OuterRef(hour))
-        condition &= Q(~Exists(marked))
+    """The condition that the node-hour at the paths ``node`` (a node id) and ``hour`` is final at ``now``.
+
+    One query: the marked node-hours before ``now``'s hour, if few enough to name (``MARKS_LISTED``).
+    """
+    through = floor_hour(now)
+    condition = Q(**{f"{hour}__lt": through})
+    marks = _marks_before(through)
+    if marks is None:
+        for queue in _QUEUES:
+            marked = queue.objects.filter(node_id=OuterRef(node), hour_start=OuterRef(hour))
+            condition &= Q(~Exists(marked))
+        return condition
+    for hour_start, node_ids in sorted(marks.items()):
+        condition &= ~Q(**{hour: hour_start, f"{node}__in": sorted(node_ids)})
     return condition
+
+
+def _marks_before(through: datetime) -> dict[datetime, set[int]] | None:
+    """The marked node-hours before ``through``, node ids by hour; ``None`` past ``MARKS_LISTED`` of them."""
+    first, *others = (
+        queue.objects.filter(hour_start__lt=through).values_list("hour_start", "node_id") for queue in _QUEUES
+    )
+    rows = list(first.union(*others)[: MARKS_LISTED + 1])
+    if len(rows) > MARKS_LISTED:
+        return None
+    marks: dict[datetime, set[int]] = {}
+    for hour_start, node_id in rows:
+        marks.setdefault(hour_start, set()).add(node_id)
+    return marks

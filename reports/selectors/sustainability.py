@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Max
 
@@ -15,7 +16,7 @@ from reports.aggregates import LOCATION_UNKNOWN, UNPRICED_WITH_TELEMETRY, amount
 from reports.factors import FactorOrigin, location_factor_source, market_factor_source
 from reports.metrics import GridQuality, LedgerSums, grid_kind
 from reports.selectors.lines import ledger_lines
-from reports.selectors.parts import LedgerPart, ledger_parts, parts_total
+from reports.selectors.parts import LedgerPart, ledger_parts, parts_sum, parts_total
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ class SustainabilityReport:
     """One organization's carbon over ``[start, end)``: ``sums`` (carbon, energy, tokens; no money),
     how its location intensity was known (``grid``), every factor source used, and each zone-hour's
     intensity (``grid_hours``, for the export) and each hour's measured, bridged and missing time
-    (``quality_hours``)."""
+    (``quality_hours``); ``embodied_g_by_model``: embodied carbon (central, g) per GPU model, when the
+    parts it was added from were keyed by model."""
 
     organization_id: int
     start: datetime
@@ -86,6 +88,7 @@ class SustainabilityReport:
     factors: tuple[FactorUse, ...]
     grid_hours: tuple[GridHour, ...] = ()
     quality_hours: tuple[QualityHour, ...] = ()
+    embodied_g_by_model: Mapping[str, Decimal] = dataclasses.field(default_factory=dict)
 
 
 # The report's figures are sums over these groups of lines: by the kind of location intensity each
@@ -97,65 +100,86 @@ REPORT_ANNOTATIONS = {"location_unknown": ExpressionWrapper(LOCATION_UNKNOWN, ou
 def sustainability_report(*, organization_id: int, start: datetime, end: datetime) -> SustainabilityReport:
     """Scope 2 (location and market based), embodied (Scope 3 share), energy, PUE, SCI and data quality.
 
-    Three queries: the lines summed per ``REPORT_KEYS`` (a handful of groups), added here; per
-    zone-hour and intensity source, each hour's intensity; and per hour, its data quality.
+    Two scans of the period's lines: the lines summed per ``REPORT_KEYS`` and GPU model (a handful of
+    groups), added here; and per zone-hour and intensity source, each hour's intensity and data quality
+    (each hour's quality the sum of its zone-hours').
     """
     parts = ledger_parts(
         organization_ids=[organization_id],
         start=start,
         end=end,
-        keys=REPORT_KEYS,
+        keys=(*REPORT_KEYS, "gpu_model"),
         money=False,
         annotations=REPORT_ANNOTATIONS,
     )
     report = sustainability_report_from(parts, organization_id=organization_id, start=start, end=end)
-    return dataclasses.replace(
-        report,
-        grid_hours=grid_hours(organization_id=organization_id, start=start, end=end),
-        quality_hours=quality_hours(organization_id=organization_id, start=start, end=end),
-    )
+    grid, quality = zone_hours(organization_id=organization_id, start=start, end=end)
+    return dataclasses.replace(report, grid_hours=grid, quality_hours=quality)
+
+
+# Summed per zone-hour and source for its grid intensity (``zone_hours``).
+GRID_SUMS = {
+    "s_gco2e_per_kwh": Max("location_gco2e_per_kwh"),
+    "s_location_co2e_g": amount_sum("location_co2e_g"),
+    "s_facility_kwh": amount_sum("facility_kwh"),
+}
+
+
+# Summed per group for each hour's data quality (``quality_hours``, ``zone_hours``).
+QUALITY_SUMS = {
+    "s_held_h": amount_sum("held_h"),
+    "s_observed_s": amount_sum("observed_s"),
+    "s_bridged_s": amount_sum("bridged_s"),
+    "s_unpriced_hours": Count("id", filter=UNPRICED_WITH_TELEMETRY),
+}
 
 
 def quality_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[QualityHour, ...]:
     """Each UTC hour with ledger lines: node-hours held, measured, bridged (and so missing), and unpriced, by hour."""
     lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
-    rows = (
-        lines.values("hour_start")
-        .annotate(
-            s_held_h=amount_sum("held_h"),
-            s_observed_s=amount_sum("observed_s"),
-            s_bridged_s=amount_sum("bridged_s"),
-            s_unpriced_hours=Count("id", filter=UNPRICED_WITH_TELEMETRY),
-        )
-        .order_by("hour_start")
-    )
-    return tuple(
-        QualityHour(
-            hour_start=row["hour_start"],
-            held_h=row["s_held_h"] or ZERO,
-            measured_h=(row["s_observed_s"] or ZERO) / S_PER_H,
-            bridged_h=(row["s_bridged_s"] or ZERO) / S_PER_H,
-            unpriced_hours=int(row["s_unpriced_hours"] or 0),
-        )
-        for row in rows
-    )
+    return _quality_hours_from(lines.values("hour_start").annotate(**QUALITY_SUMS).order_by())
 
 
-def grid_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[GridHour, ...]:
-    """Each zone-hour's grid intensity (g/kWh), its source and kind, and the facility kWh it weighed, by zone and hour.
+def zone_hours(
+    *, organization_id: int, start: datetime, end: datetime
+) -> tuple[tuple[GridHour, ...], tuple[QualityHour, ...]]:
+    """The report's ``grid_hours`` and ``quality_hours``, from one query grouped by zone, hour and source.
 
-    Lines of one zone-hour may differ (an organization's upload covers only its own sites): one entry each.
+    Grid hours: each zone-hour's grid intensity (g/kWh), its source and kind, and the facility kWh it
+    weighed, by zone and hour; lines of one zone-hour may differ (an organization's upload covers only
+    its own sites): one entry each. Quality hours: as ``quality_hours``, each hour's the sum of its rows'.
     """
     lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
-    rows = (
+    rows = list(
         lines.values("site__grid_zone", "hour_start", "location_source", "location_is_fallback")
-        .annotate(
-            s_gco2e_per_kwh=Max("location_gco2e_per_kwh"),
-            s_location_co2e_g=amount_sum("location_co2e_g"),
-            s_facility_kwh=amount_sum("facility_kwh"),
-        )
+        .annotate(**GRID_SUMS, **QUALITY_SUMS)
         .order_by("site__grid_zone", "hour_start", "location_source")
     )
+    return _grid_hours_from(rows), _quality_hours_from(rows)
+
+
+def _quality_hours_from(rows: Iterable[Mapping[str, Any]]) -> tuple[QualityHour, ...]:
+    """Each hour's quality: the ``QUALITY_SUMS`` of ``rows`` (any grouping that includes the hour) added per hour."""
+    held: dict[datetime, list[Decimal]] = {}
+    for row in rows:
+        sums = held.setdefault(row["hour_start"], [ZERO, ZERO, ZERO, ZERO])
+        sums[0] += row["s_held_h"] or ZERO
+        sums[1] += row["s_observed_s"] or ZERO
+        sums[2] += row["s_bridged_s"] or ZERO
+        sums[3] += row["s_unpriced_hours"] or 0
+    return tuple(
+        QualityHour(
+            hour_start=hour,
+            held_h=held_h,
+            measured_h=observed_s / S_PER_H,
+            bridged_h=bridged_s / S_PER_H,
+            unpriced_hours=int(unpriced),
+        )
+        for hour, (held_h, observed_s, bridged_s, unpriced) in sorted(held.items())
+    )
+
+
+def _grid_hours_from(rows: Iterable[Mapping[str, Any]]) -> tuple[GridHour, ...]:
     return tuple(
         GridHour(
             zone=row["site__grid_zone"],
@@ -189,7 +213,9 @@ def sustainability_report_from(
         unknown_h=location["unknown"][1],
     )
     factors = _factor_uses(parts, "location_source") + _factor_uses(parts, "market_source")
-    return SustainabilityReport(organization_id, start, end, sums, grid, factors)
+    by_model = parts_sum((p for p in parts if "gpu_model" in p.key), lambda p: p.key["gpu_model"])
+    embodied_g = {model: model_sums.totals.embodied_co2e_g.central for model, model_sums in by_model.items()}
+    return SustainabilityReport(organization_id, start, end, sums, grid, factors, embodied_g_by_model=embodied_g)
 
 
 def _location_kind(part: LedgerPart) -> str:

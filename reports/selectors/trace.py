@@ -133,13 +133,3 @@ def embodied_factors_used(
         cited = tuple(dict.fromkeys(source for key in models for source in sources.get(key, ())))
         used.append(EmbodiedFactors(model, names.get(model, (model, None))[0], embodied_g, cited))
     return used
-
-
-def organization_embodied_factors(*, organization_id: int, start: datetime, end: datetime) -> list[EmbodiedFactors]:
-    """The organization's GPU models with embodied carbon in ``[start, end)`` and their factors' sources."""
-    lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
-    per_model = lines.values("gpu_model").annotate(s_embodied=amount_sum("embodied_co2e_g_central")).order_by()
-    embodied_g = {row["gpu_model"]: row["s_embodied"] or ZERO for row in per_model}
-    return embodied_factors_used(
-        organization_ids=[organization_id], start=start, end=end, embodied_g_by_model=embodied_g
-    )

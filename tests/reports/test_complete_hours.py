@@ -16,6 +16,7 @@ from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending
 from reports.selectors import fleet_comparison
 from reports.selectors.complete import complete_through
 from telemetry.models import EndpointHourUsage, GpuHourUsage, RollupPending, UsageChanged
+from tests.helpers.factories import NodeFactory
 from tests.helpers.reports import H1, H2, H3, endpoint, endpoint_hour, gpu_hours, h100_node, live_grid
 
 pytestmark = pytest.mark.django_db
@@ -166,3 +167,27 @@ def test_the_usage_report_by_llm_model_allocates_final_node_hours_only(node, cli
 
     assert (llama["group_key"], llama["generation_tokens"]) == ("llama-8b", 300_000)
     assert llama["cost"] == "5.54"  # H1's line alone, whole: 5.00 rent + 0.54 electricity
+
+
+@pytest.mark.parametrize("marks_listed", [200, 0], ids=["marks named", "past the list: looked up per row"])
+def test_a_comparison_leaves_out_every_queue_s_marked_hours_however_many_marks_there_are(
+    node, org_a, monkeypatch, marks_listed
+):
+    monkeypatch.setattr("reports.selectors.complete.MARKS_LISTED", marks_listed)
+    hours = [H1 - 2 * HOUR, H1 - HOUR, H1, H2]
+    for hour in hours:
+        _served(node, hour)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=hours)
+    # given: one hour marked in each queue, and another node's mark on a hour this node keeps
+    RollupPending.objects.create(node=node, hour_start=H1 - 2 * HOUR, marked_at=H3)
+    UsageChanged.objects.create(node=node, hour_start=H1, changed_at=H3)
+    LedgerPending.objects.create(node=node, hour_start=H2, marked_at=H3)
+    other = NodeFactory(fleet=node.fleet, site=node.site, hostname="h100-b")
+    UsageChanged.objects.create(node=other, hour_start=H1 - HOUR, changed_at=H3)
+
+    rows = fleet_comparison(organization_ids=[org_a.pk], start=H1 - 2 * HOUR, end=H3, now=H3 + 2 * HOUR)
+
+    # then: the one unmarked hour of this node alone
+    (row,) = rows
+    assert row.stats.sums.totals.held_h == Decimal(1)
+    assert row.stats.sums.totals.generation_tokens == row.stats.serving.generation_tokens == 300_000

