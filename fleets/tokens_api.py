@@ -42,7 +42,7 @@ def _token_state(token: PersonalToken, now: Any) -> dict[str, Any]:
 
 def _scope_field(**options: Any) -> serializers.ChoiceField:
     return serializers.ChoiceField(
-        choices=TokenScope.values,
+        choices=TokenScope.choices,
         help_text="reports: the reports API; metrics: GET /metrics only (read-only, for a Prometheus scraper)",
         **options,
     )
