@@ -5,7 +5,7 @@ wlp_...``, ``fleets.authentication.MetricsTokenAuthentication``): without one 40
 with a token of another scope (or a node token) 403. Tenancy as every report: the
 series of the token's user's organizations, no other.
 
-Counters (``_total``): the final node-hours since the first line, through the
+Counters (``_total``): the stored lines since the first one, through the
 organizations' last complete hour (``complete_through``), recomputed from the
 stored lines at each scrape, so that they only step when an hour becomes complete.
 Gauges (``wattledger_last_hour_*``): that last complete hour alone. Series per
@@ -248,7 +248,7 @@ class MetricsView(APIView):
         organization_ids = report_organization_ids(user=request.user, refs=[])
         now = timezone.now()
         through = complete_through(organization_ids=organization_ids, now=now)
-        scope: dict[str, Any] = {"organization_ids": organization_ids, "now": now, "per_node": per_node}
+        scope: dict[str, Any] = {"organization_ids": organization_ids, "per_node": per_node}
         families = metric_families(
             since_enrolment=exposed_sums(**scope, end=through),
             last_hour=exposed_sums(**scope, start=through - HOUR, end=through),

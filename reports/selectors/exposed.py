@@ -1,10 +1,13 @@
 """What ``/metrics`` exposes: ledger sums per organization, fleet, GPU model, LLM model and currency.
 
 The same rule as the fleet comparison by LLM model (``reports.selectors.comparison``):
-only final node-hours (``complete.final_q``), each node-hour's line shared among the
-LLM models served in it by their output tokens (``reports.selectors.allocation``,
-``reports.sharing``), the lines without output tokens summed whole under no LLM
-model (the idle row). Grouped by currency too: money is never added across
+each node-hour's line shared among the LLM models served in it by their output tokens
+(``reports.selectors.allocation``, ``reports.sharing``), the lines without output
+tokens summed whole under no LLM model (the idle row). Callers read hours before
+``complete_through`` only, which are final (``reports.selectors.complete``), so it is
+the comparison's sum of final node-hours; one re-opened since (a price changed, its
+line to be recomputed) is read as its stored line stands until it is recomputed, so
+that a counter never dips while a restatement is on its way. Grouped by currency too: money is never added across
 currencies, and an exposition refuses nothing, so a key with lines in two currencies
 is two series. Two grouped queries whatever the number of fleets and hours (three
 where several LLM models share a node-hour), one more for the labels.
@@ -24,7 +27,6 @@ from fleets.models import Fleet, Node
 from reports.aggregates import ledger_sums, ledger_sums_from
 from reports.metrics import LedgerSums, ledger_sums_merge
 from reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
-from reports.selectors.complete import final_q
 from telemetry.models import EndpointHourUsage
 
 
@@ -44,19 +46,16 @@ def exposed_sums(
     *,
     organization_ids: Collection[int],
     end: datetime,
-    now: datetime,
     start: datetime | None = None,
     per_node: bool = False,
 ) -> dict[ExposedKey, LedgerSums]:
-    """Ledger sums of the final node-hours in ``[start, end)`` (``start`` ``None``: since the first line), per key."""
+    """Ledger sums of the stored lines in ``[start, end)`` (``start`` ``None``: since the first line), per key."""
     lines = NodeHourLedger.objects.filter(organization_id__in=organization_ids, hour_start__lt=end)
     usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization_id__in=organization_ids, hour_start__lt=end
     )
     if start is not None:
         lines, usage = lines.filter(hour_start__gte=start), usage.filter(hour_start__gte=start)
-    lines = lines.filter(final_q(now=now, node="node_id"))
-    usage = usage.filter(final_q(now=now, node="endpoint__node_id"))
     found: dict[ExposedKey, LedgerSums] = {}
     for key, sums in [*_idle(lines, per_node), *_allocated(usage, per_node)]:
         found[key] = ledger_sums_merge(found[key], sums) if key in found else sums

@@ -18,6 +18,7 @@ import pytest
 import time_machine
 from rest_framework.test import APIClient
 
+from accounting.models import LedgerPending
 from fleets.models import Fleet, TokenScope
 from fleets.personal_tokens import personal_token_create
 from fleets.services import credential_issue
@@ -180,6 +181,16 @@ def test_the_counters_never_go_down_and_step_only_when_an_hour_completes(fleets,
             for labels, value in series(earlier, name).items():
                 assert series(later, name)[labels] >= value, (name, labels)
     assert scrapes[0] == scrapes[1]  # within one hour, nothing moves
+
+
+def test_a_re_opened_hour_keeps_its_stored_line_in_the_counters_until_it_is_recomputed(fleets, scraper_a):
+    at = H3 + 2 * timedelta(hours=1)
+    before = scraped(scraper_a, at)
+
+    # a price change re-opens H1 on the H100 node: its line waits to be recomputed
+    LedgerPending.objects.create(node=fleets.h100, hour_start=H1, marked_at=H3)
+
+    assert scraped(scraper_a, at) == before  # no dip, so no counter reset for Prometheus
 
 
 def test_money_is_labelled_by_currency_and_nothing_else_is(fleets, scraper_a):
