@@ -152,7 +152,7 @@ def _labels(key: ExposedKey, names: ExposedNames, *, money: bool) -> Labels:
 def _samples(figure: _Figure, sums: dict[ExposedKey, LedgerSums], names: ExposedNames) -> list[Sample]:
     """The figure's samples, one per label set: keys that differ only by currency add up where it is not a label."""
     values: dict[Labels, Decimal | int] = defaultdict(int)
-    for key, summed in sorted(sums.items()):
+    for key, summed in sorted(sums.items(), key=lambda item: item[0].sort_key()):
         value = figure.read(summed)
         if value is not None:
             labels = _labels(key, names, money=figure.money)

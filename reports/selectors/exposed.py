@@ -30,7 +30,7 @@ from reports.selectors.allocation import LINE, allocated_rows, llm_name, with_li
 from telemetry.models import EndpointHourUsage
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class ExposedKey:
     """A series' place: ``llm_model`` ``None`` for node-hours that served no output token; ``node_id`` only per node."""
 
@@ -40,6 +40,19 @@ class ExposedKey:
     llm_model: str | None
     node_id: int | None
     currency: str
+
+    def sort_key(self) -> tuple[int, int, str, bool, str, int, str]:
+        """Series in a stable order: by organization, fleet, GPU model, LLM model (the idle hours last), node."""
+        llm = self.llm_model
+        return (
+            self.organization_id,
+            self.fleet_id,
+            self.gpu_model,
+            llm is None,
+            llm or "",
+            self.node_id or 0,
+            self.currency,
+        )
 
 
 def exposed_sums(

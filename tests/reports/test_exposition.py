@@ -156,6 +156,19 @@ def test_per_llm_model_the_counters_follow_the_comparisons_allocation(two_models
     assert total(later, "wattledger_cost_total") == pytest.approx(sum(float(r.stats.sums.totals.cost) for r in rows))
 
 
+def test_hours_that_served_no_output_token_are_series_without_an_llm_model(two_models, scraper_a, org_a):
+    found = scraped(scraper_a, H3 + INTO_THE_HOUR)  # H1 served by two LLM models, H2 by none
+
+    costs = series(found, "wattledger_cost_total")
+    models = sorted(dict(labels).get("llm_model", "") for labels in costs)
+    assert models == ["", "llama-8b", "qwen-14b"]
+    rows = fleet_comparison(organization_ids=[org_a.pk], start=H1, end=H3, by_llm_model=True, now=H3)
+    idle = next(row for row in rows if row.stats.llm_model is None)
+    idle_cost = next(value for labels, value in costs.items() if "llm_model" not in dict(labels))
+    assert idle_cost == pytest.approx(float(idle.stats.sums.totals.cost))
+    _promtool_passes(scrape(scraper_a, H3 + INTO_THE_HOUR).content.decode())
+
+
 def test_the_gauges_are_the_last_complete_hour(fleets, scraper_a, org_a):
     found = scraped(scraper_a, H3 + INTO_THE_HOUR)
 
