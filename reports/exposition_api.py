@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -75,7 +76,7 @@ def _kwh_as_j(kwh: Decimal) -> Decimal:
     return kwh * J_PER_KWH
 
 
-def _known(known: Callable[[LedgerSums], bool], read: Callable[[LedgerSums], Decimal]) -> Callable[..., Any]:
+def _known(known: Callable[[LedgerSums], bool], read: Callable[[LedgerSums], Decimal]) -> Reader:
     """A carbon figure only where a line had its factor: an unknown total is no series, never a zero."""
     return lambda sums: read(sums) if known(sums) else None
 
@@ -93,7 +94,7 @@ FIGURES = (
     ),
     _Figure(
         "it_energy_joules",
-        "IT energy at the node boundary, before PUE",
+        "IT energy before PUE: the node boundary where metered or the host modelled, else the GPU boards",
         lambda s: _kwh_as_j(s.totals.it_kwh),
         unit="joules",
     ),
@@ -161,15 +162,18 @@ def _samples(figure: _Figure, sums: dict[ExposedKey, LedgerSums], names: Exposed
 
 
 def metric_families(
-    *, since_enrolment: dict[ExposedKey, LedgerSums], last_hour: dict[ExposedKey, LedgerSums], names: ExposedNames,
-    through: Any,
-) -> Iterator[Family]:  # fmt: skip
+    *,
+    since_enrolment: dict[ExposedKey, LedgerSums],
+    last_hour: dict[ExposedKey, LedgerSums],
+    names: ExposedNames,
+    through: datetime,
+) -> Iterator[Family]:
     """Every family: the counters since enrolment, the gauges of the last complete hour, and that hour's end."""
     for figure in FIGURES:
         yield Family(
             f"{PREFIX}{figure.name}",
             Kind.COUNTER,
-            f"{figure.help}; final node-hours since enrolment, through the last complete hour",
+            f"{figure.help}; since enrolment, through the last complete hour",
             unit=figure.unit,
             samples=_samples(figure, since_enrolment, names),
         )
