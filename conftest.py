@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
-from fleets.models import Role
+from fleets.models import Role, TokenScope
 from fleets.personal_tokens import personal_token_create
 from tests.helpers.factories import MembershipFactory, OrganizationFactory, UserFactory
 from tests.helpers.processes import subprocess_env
@@ -85,12 +85,15 @@ def user_b(org_b: Any) -> Any:
 
 @pytest.fixture
 def client_as(org_a: Any) -> Callable[..., APIClient]:
-    """An API client with a personal token of a member of ``organization`` (Org A by default) in ``role``."""
+    """An API client with a personal token of a member of ``organization`` (Org A by default) in ``role``;
+    ``scope``: the token's (reports unless asked)."""
 
-    def make(role: str, organization: Any = None, username: str | None = None) -> APIClient:
+    def make(
+        role: str, organization: Any = None, username: str | None = None, scope: str = TokenScope.REPORTS
+    ) -> APIClient:
         options = {"user__username": username} if username else {}
         membership = MembershipFactory(organization=organization or org_a, role=role, **options)
-        _, token = personal_token_create(user=membership.user, name="test")
+        _, token = personal_token_create(user=membership.user, name="test", scope=scope)
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
         return client

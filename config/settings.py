@@ -334,6 +334,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "CurrencyCodeEnum": "common.currencies.CURRENCY_CODES",
         "FactorBasisEnum": "scope2.basis.BASES",  # location_basis, operational_location_basis
+        "TokenScopeEnum": "fleets.models.TokenScope",
     },
     # The schema is for signed-in users and report clients, not for node tokens.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],

@@ -8,6 +8,7 @@ from config.health import healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("", include("reports.exposition_urls")),
     # Browsers ask for /favicon.ico on pages without an icon link (the API docs): the same icon, never a 404.
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("admin/", admin.site.urls),

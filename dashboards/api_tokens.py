@@ -18,7 +18,7 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from common.pages import page_context
-from fleets.models import PersonalToken
+from fleets.models import PersonalToken, TokenScope
 from fleets.personal_tokens import personal_token_create, personal_token_revoke, personal_tokens_for_user
 
 
@@ -27,6 +27,13 @@ class CreateForm(forms.Form):
     expires_on = forms.DateField(
         required=False, label="Expires on (UTC, optional)", widget=forms.DateInput(attrs={"type": "date"})
     )
+    scope = forms.ChoiceField(
+        choices=TokenScope.choices, required=False, initial=TokenScope.REPORTS, label="Scope",
+        help_text="metrics: GET /metrics only, for a Prometheus scraper",
+    )  # fmt: skip
+
+    def clean_scope(self) -> str:
+        return self.cleaned_data["scope"] or TokenScope.REPORTS
 
     def clean_expires_on(self) -> datetime | None:
         day = self.cleaned_data["expires_on"]
@@ -52,12 +59,15 @@ class RevokeForm(forms.Form):
 def api_tokens_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     create, revoke = CreateForm(), RevokeForm(user=request.user)
-    issued, revoked, status = None, None, 200
+    issued, issued_scope, revoked, status = None, None, None, 200
     if request.method == "POST" and request.POST.get("action") == "create":
         create = CreateForm(request.POST)
         if create.is_valid():
             data = create.cleaned_data
-            _, issued = personal_token_create(user=request.user, name=data["name"], expires_at=data["expires_on"])
+            row, issued = personal_token_create(
+                user=request.user, name=data["name"], expires_at=data["expires_on"], scope=data["scope"]
+            )
+            issued_scope = row.scope
             create = CreateForm()
         else:
             status = 400
@@ -71,6 +81,7 @@ def api_tokens_page(request: HttpRequest) -> HttpResponse:
             status = 400
     page = {
         **context, "period": None, "section": "api-tokens", "create": create, "revoke": revoke, "issued": issued,
+        "issued_scope": issued_scope,
         "revoked": revoked, "tokens": _tokens(request.user),
     }  # fmt: skip
     response = render(request, "dashboards/api_tokens.html", page, status=status)

@@ -225,10 +225,11 @@ class PersonalTokenAdmin(admin.ModelAdmin):
     Tokens belong to people, not organizations: staff see their own tokens, superusers everyone's.
     """
 
-    list_display = ["prefix", "name", "user", "created_at", "last_used_at", "expires_at", "revoked_at"]
-    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
-    readonly_fields = ["user", "name", "prefix", "created_at", "last_used_at", "expires_at"]
-    fields = ["user", "name", "prefix", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    list_display = ["prefix", "name", "user", "scope", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter), "scope"]
+    # The scope is chosen at issue: widening a token afterwards would hand a scraper the reports.
+    readonly_fields = ["user", "name", "prefix", "scope", "created_at", "last_used_at", "expires_at"]
+    fields = ["user", "name", "prefix", "scope", "created_at", "last_used_at", "expires_at", "revoked_at"]
     actions = ["revoke"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:

@@ -217,11 +217,19 @@ class NodeCredential(models.Model):
         return f"{self.prefix}… for {self.node} ({state})"
 
 
+class TokenScope(models.TextChoices):
+    """What a personal token may read: the reports API, or only ``/metrics`` (a Prometheus scraper's)."""
+
+    REPORTS = "reports", "reports API"
+    METRICS = "metrics", "/metrics only (read-only, for Prometheus)"
+
+
 class PersonalToken(models.Model):
     """A person's bearer token for report clients (``wlp_...``), shown once; only its SHA-256 is stored.
 
     It speaks for its user with the user's own memberships, on the reports API
-    only; it cannot mint other tokens (that needs a browser session).
+    only, or (``scope`` metrics) on ``/metrics`` only; it cannot mint other tokens
+    (that needs a browser session).
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="personal_tokens")
@@ -232,6 +240,7 @@ class PersonalToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True, help_text="empty: until revoked")
+    scope = models.CharField(max_length=16, choices=TokenScope.choices, default=TokenScope.REPORTS)
 
     class Meta:
         ordering = ["-created_at"]

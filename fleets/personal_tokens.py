@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from fleets.models import PersonalToken
+from fleets.models import PersonalToken, TokenScope
 from fleets.tokens import PREFIX_CHARS, personal_token_generate, token_sha256
 
 # last_used_at is written at most this often, so that every report request does
@@ -29,11 +29,20 @@ def personal_tokens_for_user(*, user: Any) -> QuerySet[PersonalToken]:
     return PersonalToken.objects.filter(user=user).order_by("-created_at", "-id")
 
 
-def personal_token_create(*, user: Any, name: str, expires_at: datetime | None = None) -> tuple[PersonalToken, str]:
-    """Issue a token for ``user``; returns the row and the token, which is not stored and cannot be shown again."""
+def personal_token_create(
+    *, user: Any, name: str, expires_at: datetime | None = None, scope: str = TokenScope.REPORTS
+) -> tuple[PersonalToken, str]:
+    """Issue a token for ``user``; returns the row and the token, which is not stored and cannot be shown again.
+
+    ``scope``: the reports API (the default), or ``/metrics`` only (``TokenScope``)."""
     token = personal_token_generate()
     row = PersonalToken.objects.create(
-        user=user, name=name, token_sha256=token_sha256(token), prefix=token[:PREFIX_CHARS], expires_at=expires_at
+        user=user,
+        name=name,
+        token_sha256=token_sha256(token),
+        prefix=token[:PREFIX_CHARS],
+        expires_at=expires_at,
+        scope=TokenScope(scope),
     )
     return row, token
 

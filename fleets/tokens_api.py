@@ -21,7 +21,7 @@ from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
 from fleets.authentication import PersonalTokenAuthentication
-from fleets.models import PersonalToken
+from fleets.models import PersonalToken, TokenScope
 from fleets.personal_tokens import personal_token_create, personal_token_revoke, personal_tokens_for_user
 
 
@@ -36,7 +36,16 @@ def _token_state(token: PersonalToken, now: Any) -> dict[str, Any]:
         "expires_at": token.expires_at,
         "revoked_at": token.revoked_at,
         "active": token.revoked_at is None and not expired,
+        "scope": token.scope,
     }
+
+
+def _scope_field(**options: Any) -> serializers.ChoiceField:
+    return serializers.ChoiceField(
+        choices=TokenScope.choices,
+        help_text="reports: the reports API; metrics: GET /metrics only (read-only, for a Prometheus scraper)",
+        **options,
+    )
 
 
 class PersonalTokensView(APIView):
@@ -60,11 +69,13 @@ class PersonalTokensView(APIView):
         expires_at = serializers.DateTimeField(allow_null=True)
         revoked_at = serializers.DateTimeField(allow_null=True)
         active = serializers.BooleanField()
+        scope = _scope_field()
 
     @extend_schema_serializer(component_name="PersonalTokenRequest")
     class CreateInputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=100, help_text="what the token is for")
         expires_at = serializers.DateTimeField(required=False, allow_null=True, help_text="empty: until revoked")
+        scope = _scope_field(default=TokenScope.REPORTS.value)
 
     @extend_schema_serializer(component_name="PersonalTokenIssued")
     class CreateOutputSerializer(serializers.Serializer):
@@ -74,6 +85,7 @@ class PersonalTokensView(APIView):
         token = serializers.CharField(help_text="send as 'Authorization: Bearer <token>'; shown this once only")
         created_at = serializers.DateTimeField()
         expires_at = serializers.DateTimeField(allow_null=True)
+        scope = _scope_field()
 
     @extend_schema(
         operation_id="tokens_list", summary="Your personal API tokens", responses=ListOutputSerializer(many=True)
@@ -103,7 +115,10 @@ class PersonalTokensView(APIView):
         if expires_at is not None and expires_at <= timezone.now():
             raise ValidationError({"expires_at": ["must be in the future"]})
         token, secret = personal_token_create(
-            user=request.user, name=data.validated_data["name"], expires_at=expires_at
+            user=request.user,
+            name=data.validated_data["name"],
+            expires_at=expires_at,
+            scope=data.validated_data["scope"],
         )
         answer = {**_token_state(token, timezone.now()), "token": secret}
         return Response(self.CreateOutputSerializer(answer).data, status=status.HTTP_201_CREATED)

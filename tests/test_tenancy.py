@@ -39,7 +39,7 @@ from rest_framework.test import APIClient
 from accounting.models import LedgerPending, NodePrice
 from accounting.node_hour_lines import ledger_node_hours_compute
 from fleets.admin import ORGANIZATION_PATHS
-from fleets.models import Gpu, NodeCredential, Organization, PersonalToken, Role
+from fleets.models import Gpu, NodeCredential, Organization, PersonalToken, Role, TokenScope
 from fleets.personal_tokens import personal_token_create
 from fleets.services import credential_issue
 from governance.models import AuditEntry
@@ -196,6 +196,7 @@ PROBES: dict[str, Detail | Collection | Special] = {
     ),
     "reports-focus": Collection(organization=True, csv=True, filters=("fleet",), variants=({"granularity": "day"},)),
     "reports-journal": Special("test_the_journal_of_another_organization_is_refused_and_holds_none_of_it"),
+    "metrics": Special("test_the_metrics_of_another_organization_hold_none_of_it"),
     "reports-corrections": Collection(organization=True, csv=True, variants=({"by": "restated"},)),
     "reports-sustainability": _REPORT,
     "reports-scope2": _REPORT,
@@ -709,6 +710,21 @@ def test_the_journal_of_another_organization_is_refused_and_holds_none_of_it(wor
             asked = client.get(path, month | query)
             assert asked.status_code in {400, 404}, f"{label} {path}?{query}: {asked.status_code}"
             assert not list(shows_nothing_of_a(asked, f"{label} {path}?{query}"))
+
+
+def test_the_metrics_of_another_organization_hold_none_of_it(world: World, user_a: Any, user_b: Any) -> None:
+    # /metrics takes a token of scope metrics only: each user's own, then their series.
+    def scrape(user: Any) -> Any:
+        _, secret = personal_token_create(user=user, name="prometheus", scope=TokenScope.METRICS)
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+        return client.get(route_path("metrics"))
+
+    own = scrape(user_a)
+    assert own.status_code == 200 and b"zz-a-fleet" in body_of(own)  # Org A's series name its fleet
+    theirs = scrape(user_b)
+    assert theirs.status_code == 200
+    assert not list(shows_nothing_of_a(theirs, "/metrics"))
 
 
 def test_switching_to_another_organization_is_refused(world: World) -> None:

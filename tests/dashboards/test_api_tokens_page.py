@@ -74,3 +74,18 @@ def test_the_forms_need_the_csrf_token_and_the_page_a_signed_in_person(member):
     browser.force_login(member)
     assert browser.post(URL, {"action": "create", "name": "forged"}).status_code == 403
     assert not PersonalToken.objects.exists()
+
+
+def test_a_token_of_scope_metrics_created_on_the_page_reads_metrics_only(client: Client, member):
+    client.force_login(member)
+
+    created = client.post(URL, {"action": "create", "name": "prometheus", "scope": "metrics"})
+
+    html = created.content.decode()
+    token = _issued(html)
+    assert "/metrics</code>" in html  # the example is the one URL it reads
+    assert PersonalToken.objects.get(user=member).scope == "metrics"
+    assert "<td>metrics</td>" in client.get(URL).content.decode()
+    bearer = {"Authorization": f"Bearer {token}"}
+    assert Client().get("/metrics", headers=bearer).status_code == 200
+    assert Client().get("/api/v1/reports/usage/", headers=bearer).status_code == 403

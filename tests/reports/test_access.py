@@ -60,6 +60,7 @@ def test_a_token_is_shown_once_and_stored_hashed(client_a, user_a):
             "expires_at": None,
             "revoked_at": None,
             "active": True,
+            "scope": "reports",
         }
     ]
     assert token not in str(listed)
