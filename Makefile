@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test test-fast test-pg test-citus test-services test-faults soak lint typecheck check migrations-check clean focus-check \
+.PHONY: demo test test-fast test-pg test-citus test-citus-ci test-services test-faults soak lint typecheck check migrations-check clean focus-check \
 	bench bench-smoke bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -41,6 +41,16 @@ test-pg: $(STAMP)
 # starts and removes after; it says how to install Citus where it is missing (exit 2). CI runs a focused subset.
 test-citus: $(STAMP)
 	PYTHON=$(BIN)/python bin/test-citus $(PYTEST_ARGS)
+
+# CI's Citus subset (.ci/run; its section has ~6 minutes, the build of Citus included): the layout and shard
+# tests (tests/citus), concurrent claiming of the rollup queue by several workers (SKIP LOCKED per node), ingest's
+# COPY and re-sent rows, the SQL rollup one GPU per statement, parked hours beside their neighbours, and daily
+# partitions of distributed tables; the gunicorn variants (slow) are left out. ~3-4 minutes on 2 busy cores.
+CITUS_CI_TESTS ?= tests/citus tests/telemetry/test_rollup_workers.py tests/telemetry/test_ingest_paths.py \
+	tests/telemetry/test_rollup_sql.py tests/telemetry/test_parked_neighbours.py tests/telemetry/test_partitions.py
+
+test-citus-ci: $(STAMP)
+	$(MAKE) test-citus PYTEST_ARGS='-q -p no:cacheprovider -m "not slow" $(CITUS_CI_TESTS)'
 
 test-services: $(STAMP)
 	DATABASE_URL=$(SERVICES_DATABASE_URL) CELERY_BROKER_URL=$(SERVICES_BROKER_URL) \
