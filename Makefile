@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test test-fast test-pg test-services test-faults soak lint typecheck check migrations-check clean focus-check \
+.PHONY: demo test test-fast test-pg test-citus test-citus-ci test-services test-faults soak lint typecheck check migrations-check clean focus-check \
 	bench bench-smoke bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads
 
 $(STAMP): requirements.txt requirements-dev.txt
@@ -36,6 +36,24 @@ test-fast: $(STAMP)
 # The suite on a throwaway PostgreSQL cluster that bin/test-pg starts, and removes after.
 test-pg: $(STAMP)
 	PYTHON=$(BIN)/python bin/test-pg $(PYTEST_ARGS)
+
+# The suite (or PYTEST_ARGS) on a throwaway Citus cluster (a coordinator and two workers) that bin/test-citus
+# starts and removes after; it says how to install Citus where it is missing (exit 2). CI runs a focused subset.
+test-citus: $(STAMP)
+	PYTHON=$(BIN)/python bin/test-citus $(PYTEST_ARGS)
+
+# CI's Citus subset (.ci/run; its section has ~6 minutes, the build of Citus included): the layout and shard
+# tests (tests/citus), concurrent claiming of the rollup queue by several workers (SKIP LOCKED per node), ingest's
+# COPY and re-sent rows, the SQL rollup one GPU per statement, parked hours beside their neighbours, daily
+# partitions of distributed tables, one poisoned tenant beside healthy ones through rollup and ledger, and the
+# ledger's lines; the gunicorn variants (slow) are left out. About a minute here, the cluster's start included,
+# and two more to build Citus the first time.
+CITUS_CI_TESTS ?= tests/citus tests/telemetry/test_rollup_workers.py tests/telemetry/test_ingest_paths.py \
+	tests/telemetry/test_rollup_sql.py tests/telemetry/test_parked_neighbours.py tests/telemetry/test_partitions.py \
+	tests/telemetry/test_isolation.py tests/accounting/test_ledger.py
+
+test-citus-ci: $(STAMP)
+	$(MAKE) test-citus PYTEST_ARGS='-q -p no:cacheprovider -m "not slow" $(CITUS_CI_TESTS)'
 
 test-services: $(STAMP)
 	DATABASE_URL=$(SERVICES_DATABASE_URL) CELERY_BROKER_URL=$(SERVICES_BROKER_URL) \

@@ -71,33 +71,62 @@ def queue_run(queue: NodeHourQueue, *, now: datetime, limit: int) -> int:
     return done
 
 
+# Nodes read per look at a queue, before any is locked: more than the workers that claim at once,
+# so a worker finds one that no other holds; past that many held nodes it reads the next ones.
+CANDIDATE_NODES = 32
+
+
 def _claimed(queue: NodeHourQueue, *, now: datetime, limit: int) -> tuple[int, int] | None:
-    """Claim and compute one node's pending hours: ``(hours claimed, hours done)``; None when idle."""
-    with transaction.atomic():
-        pending = not_parked(queue.model.objects.filter(marked_at__lte=now), stage=queue.stage, now=now)  # type: ignore[attr-defined]
-        first = rows_claim(pending.order_by(*queue.node_order), 1)
-        if not first:
-            return None
-        node_id = first[0].node_id
-        rows = rows_claim(pending.filter(node_id=node_id).order_by(*queue.hour_order), limit)
-        done = hours_computed_or_parked(
-            lambda hours: queue.compute(node_id, hours),
-            node_id=node_id,
-            hours=[row.hour_start for row in rows],
-            stage=queue.stage,
-            now=now,
-        )
-        # The claimed rows are locked until commit, so none was re-marked meanwhile; the
-        # condition keeps this delete correct on its own should the claim ever be shortened.
-        done_pks = [row.pk for row in rows if row.hour_start in done]
-        queue.model.objects.filter(pk__in=done_pks, marked_at__lte=now).delete()  # type: ignore[attr-defined]
-    return len(rows), len(done)
+    """Claim and compute one node's pending hours: ``(hours claimed, hours done)``; None when idle.
+
+    The candidates (nodes with due, unparked hours, oldest first in the queue's order) are read
+    without a lock; then one node's rows are locked (``rows_claim``), a statement that names the
+    node: on Citus it runs on that node's shard alone, where ``SKIP LOCKED`` is allowed.
+    """
+    pending = not_parked(queue.model.objects.filter(marked_at__lte=now), stage=queue.stage, now=now)  # type: ignore[attr-defined]
+    tried: set[int] = set()
+    while candidates := queued_nodes(pending.exclude(node_id__in=tried), order=queue.node_order):
+        for node_id in candidates:
+            with transaction.atomic():
+                rows = rows_claim(pending.filter(node_id=node_id).order_by(*queue.hour_order), limit)
+                if rows:
+                    return len(rows), _computed(queue, node_id=node_id, rows=rows, now=now)
+        tried.update(candidates)
+    return None
+
+
+def _computed(queue: NodeHourQueue, *, node_id: int, rows: list[Any], now: datetime) -> int:
+    """Compute the claimed ``rows`` of ``node_id`` and unmark those done (in the claim's transaction)."""
+    done = hours_computed_or_parked(
+        lambda hours: queue.compute(node_id, hours),
+        node_id=node_id,
+        hours=[row.hour_start for row in rows],
+        stage=queue.stage,
+        now=now,
+    )
+    # The claimed rows are locked until commit, so none was re-marked meanwhile; the
+    # condition keeps this delete correct on its own should the claim ever be shortened.
+    done_pks = [row.pk for row in rows if row.hour_start in done]
+    queue.model.objects.filter(node_id=node_id, pk__in=done_pks, marked_at__lte=now).delete()  # type: ignore[attr-defined]
+    return len(done)
+
+
+def queued_nodes(queryset: models.QuerySet[Any], *, order: tuple[str, ...] = ("node_id",)) -> list[int]:
+    """Up to ``CANDIDATE_NODES`` distinct nodes of a node-hour queue's rows, the first row's node first; no lock."""
+    nodes: dict[int, None] = {}
+    for node_id in queryset.order_by(*order).values_list("node_id", flat=True)[: CANDIDATE_NODES * 8]:
+        nodes.setdefault(node_id)
+        if len(nodes) == CANDIDATE_NODES:
+            break
+    return list(nodes)
 
 
 def rows_claim(queryset: models.QuerySet[Any], limit: int) -> list[Any]:
     """Up to ``limit`` rows no other worker holds.
 
     ``SKIP LOCKED`` on PostgreSQL (inside the caller's transaction); SQLite's write lock serializes workers.
+    On Citus the queryset must name one node (the distribution column): ``FOR UPDATE`` is refused
+    on a statement that spans shards.
     """
     if connection.vendor == "postgresql":
         queryset = queryset.select_for_update(skip_locked=True)

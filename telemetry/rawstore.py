@@ -9,7 +9,9 @@ others. The COPY is there for speed: it costs a fifth of the INSERT's CPU in
 the web worker (psycopg writes COPY rows in C; it dumps array parameters in
 Python) and half of PostgreSQL's. Nothing outlives the transaction, so a
 transaction-pooling PgBouncer is fine. SQLite: ``INSERT ... ON CONFLICT DO
-NOTHING`` row by row (``executemany``).
+NOTHING`` row by row (``executemany``). On Citus the ``COPY`` is routed to the
+shards by the coordinator, and a refused one reads as an internal error with the
+shard's unique-violation message (``_already_stored``).
 """
 
 from __future__ import annotations
@@ -81,14 +83,29 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
             for row in _json_encoded(columns, rows, _jsonb):
                 copy.write_row(row)
         return len(rows)
-    except psycopg.errors.UniqueViolation:  # rows already stored: skip them
+    except (psycopg.errors.UniqueViolation, psycopg.errors.InternalError) as error:  # rows already stored: skip them
+        if not _already_stored(error):
+            raise
         arrays = ", ".join(f"%s::{db_type}[]" for db_type in types)
         with connection.cursor() as cursor:
-            sql = f'INSERT INTO "{table}" ({names}) SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING'  # noqa: S608
+            # Counted from RETURNING: Citus runs an INSERT ... SELECT through the coordinator and reports
+            # the rows it offered as the command's count, stored or not.
+            sql = f'INSERT INTO "{table}" ({names}) SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING RETURNING 1'  # noqa: S608
             cursor.execute(
                 sql, [list(column) for column in zip(*_json_encoded(columns, rows, _json_text), strict=True)]
             )
-            return cursor.rowcount
+            return len(cursor.fetchall())
+
+
+def _already_stored(error: psycopg.Error) -> bool:
+    """Whether a refused ``COPY`` met rows already stored: a unique violation.
+
+    Citus passes a shard's unique violation on to the coordinator's ``COPY`` as an internal
+    error (SQLSTATE XX000) that keeps the shard's message (docs/scaling.md, "Citus").
+    """
+    if isinstance(error, psycopg.errors.UniqueViolation):
+        return True
+    return (error.diag.message_primary or "").startswith("duplicate key value violates unique constraint")
 
 
 @functools.cache

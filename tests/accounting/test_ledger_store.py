@@ -17,6 +17,7 @@ from accounting.node_hour_lines import (
     ledger_node_hours_compute,
     ledger_pending_run,
 )
+from common.citus import citus_coordinator
 from fleets.models import GpuInstallation
 from grid import annual_intensity
 from telemetry.models import EndpointHourUsage, GpuHourUsage, ServingEndpoint, UsageChanged
@@ -435,6 +436,9 @@ def test_a_held_hour_without_telemetry_has_no_utilization(node):
 
 def test_the_migration_fills_existing_lines_with_what_the_ledger_computes(node):
     from django.apps import apps
+
+    if citus_coordinator():
+        pytest.skip("migration 0004 runs before 0024 distributes the tables: its join of GPU usage and ledger lines")
 
     backfill = importlib.import_module("accounting.migrations.0004_ledger_utilization").utilization_backfill
     usage(node)
