@@ -14,7 +14,7 @@ GPU-hours are of a model without an embodied figure (M understated). Pure: no Dj
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from accounting.ledger.units import TOKENS_PER_THOUSAND, ZERO, significant
@@ -118,16 +118,16 @@ def energy_boundary_shares(sums: LedgerSums) -> dict[str, float | None]:
 
 def _terms(sums: LedgerSums) -> dict[str, float | None]:
     """E, I, E x I, M and their sum as the ledger holds them (kWh, g/kWh, gCO2e)."""
-    totals = sums.totals
+    totals, known = sums.totals, sums.location_known
     return {
-        "e_facility_kwh": float(totals.facility_kwh),
-        "e_unknown_intensity_facility_kwh": float(totals.location_unknown_facility_kwh),
+        "e_facility_kwh": _places(totals.facility_kwh, 6),
+        "e_unknown_intensity_facility_kwh": _places(totals.location_unknown_facility_kwh, 6),
         "i_gco2e_per_kwh": _sig(sums.location_gco2e_per_kwh),
-        "operational_gco2e": float(totals.location_co2e_g) if sums.location_known else None,
-        "m_embodied_gco2e": float(totals.embodied_co2e_g.central),
-        "m_embodied_gco2e_low": float(totals.embodied_co2e_g.low),
-        "m_embodied_gco2e_high": float(totals.embodied_co2e_g.high),
-        "sci_numerator_gco2e": float(totals.sci_co2e_g) if sums.location_known else None,
+        "operational_gco2e": _places(totals.location_co2e_g, 3) if known else None,
+        "m_embodied_gco2e": _places(totals.embodied_co2e_g.central, 3),
+        "m_embodied_gco2e_low": _places(totals.embodied_co2e_g.low, 3),
+        "m_embodied_gco2e_high": _places(totals.embodied_co2e_g.high, 3),
+        "sci_numerator_gco2e": _places(totals.sci_co2e_g, 3) if known else None,
     }
 
 
@@ -141,8 +141,13 @@ def _sig(value: Decimal | None) -> float | None:
     return None if value is None else float(significant(value))
 
 
+def _places(value: Decimal, places: int) -> float:
+    """``value`` half-up to ``places`` decimals (kWh to the mWh, g to the mg), as a float for JSON."""
+    return float(Decimal(value).quantize(Decimal(1).scaleb(-places), ROUND_HALF_UP))
+
+
 def _share(value: Decimal) -> float:
-    return float(value.quantize(Decimal("0.000001")))
+    return _places(value, 6)
 
 
 def _plain(value: Decimal) -> str:
