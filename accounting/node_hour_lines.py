@@ -379,7 +379,10 @@ def _pue(context: _NodeContext, hour: datetime) -> Decimal:
 def _location(resolved: Any) -> IntensityFactor | None:
     if resolved is None or resolved.gco2e_per_kwh is None:
         return None
-    return IntensityFactor(Decimal(resolved.gco2e_per_kwh), resolved.source)
+    direct = resolved.direct_gco2e_per_kwh
+    return IntensityFactor(
+        Decimal(resolved.gco2e_per_kwh), resolved.source, resolved.basis, None if direct is None else Decimal(direct)
+    )
 
 
 def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, *, now: datetime) -> None:
@@ -417,6 +420,7 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         util_pct_s=util_pct_s,
         util_observed_s=util_observed_s,
         location_gco2e_per_kwh=resolved.gco2e_per_kwh if resolved else None,
+        location_direct_gco2e_per_kwh=resolved.direct_gco2e_per_kwh if resolved else None,
         location_is_fallback=bool(resolved and resolved.is_fallback),
         **columns,
     )

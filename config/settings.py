@@ -331,7 +331,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     # Every currency field lists the same ISO 4217 codes: one enum, one name.
-    "ENUM_NAME_OVERRIDES": {"CurrencyCodeEnum": "common.currencies.CURRENCY_CODES"},
+    "ENUM_NAME_OVERRIDES": {
+        "CurrencyCodeEnum": "common.currencies.CURRENCY_CODES",
+        "FactorBasisEnum": "scope2.basis.BASES",  # location_basis, operational_location_basis
+    },
     # The schema is for signed-in users and report clients, not for node tokens.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SERVE_AUTHENTICATION": [

@@ -18,14 +18,16 @@ from typing import Any
 
 import plotly.graph_objects as go
 from django.contrib.auth.decorators import login_required
-from django.db.models import Avg, Func, IntegerField, Max, Sum
+from django.db.models import Avg, Func, IntegerField, Max, Sum, prefetch_related_objects
 from django.db.models.functions import TruncDay, TruncHour, TruncMonth
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from accounting.hardware import HardwareProfile
 from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
+from accounting.profiles import hardware_profiles, profile_for_gpu
 from common.charts import (
     LINE_COLOURS,
     Buckets,
@@ -102,6 +104,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             "section": "nodes",
             "node": node,
             "status": node_status_data(node, now=now),
+            "gpu_profiles": _gpu_profiles(node, gpus),
             # What an engineer checks first (power, utilization, tokens/s, TTFT), then the rest.
             "lead_charts": [gpu_charts["power"], gpu_charts["util"], *serving_charts],
             "charts": [recent, gpu_charts["energy"], gpu_charts["memory"], gpu_charts["temp"]],
@@ -115,6 +118,13 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             ).count(),
         },
     )
+
+
+def _gpu_profiles(node: Node, gpus: list[Gpu]) -> list[tuple[Gpu, HardwareProfile | None]]:
+    """Each GPU with its hardware profile, ``None`` for a model no profile matches (shown as unknown)."""
+    prefetch_related_objects(gpus, "asset")  # an explicit profile on the card's asset wins: one query
+    profiles = hardware_profiles(organization_id=node.fleet.organization_id)
+    return [(gpu, profile_for_gpu(gpu, profiles)) for gpu in gpus]
 
 
 def gpu_usage_by_bucket(*, gpus: list[Gpu], start: datetime, end: datetime, granularity: str) -> list[dict[str, Any]]:

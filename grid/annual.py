@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from grid.hours import hour_starts
-from grid.intensity import AVERAGE, MARGINAL, HourlyIntensity, Kind, quantize_intensity
+from grid.intensity import AVERAGE, DIRECT, LIFECYCLE, MARGINAL, Basis, HourlyIntensity, Kind, quantize_intensity
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -40,6 +40,8 @@ UNFCCC_SOURCE = "unfccc-ifi-2021"
 UNFCCC_YEAR = 2021
 UNFCCC_LICENCE = "CC-BY-SA-4.0"
 UNFCCC_ATTRIBUTION = "UNFCCC IFI harmonized default grid emission factors (2021), via the Green Web Foundation's CO2.js"
+# Why the shipped annual averages stand on the lifecycle basis in Scope 2 (grid/data/README.md, docs/grid.md).
+LIFECYCLE_ONLY_NOTE = "lifecycle basis: includes upstream (Scope 3 Cat 3) emissions; direct factor unavailable"
 
 # The UNFCCC file gives Cayman Islands the code "CY" (Cyprus); its real alpha-2 is
 # "KY". Ember also has Hong Kong and Macao, which the UNFCCC file lacks.
@@ -52,6 +54,9 @@ class AnnualIntensity:
 
     ``year`` is the data's year (which may differ from the year asked for);
     ``source`` is e.g. "electricitymaps-yearly-2024", "ember-2023", "unfccc-ifi-2021".
+    ``basis``: the Electricity Maps yearly and Ember figures are lifecycle (no direct
+    figure is shipped for them: ``LIFECYCLE_ONLY_NOTE``); the UNFCCC operating-margin
+    factors count fuel combustion only (direct).
     """
 
     zone: str
@@ -61,6 +66,7 @@ class AnnualIntensity:
     source: str
     licence: str
     attribution: str
+    basis: Basis = LIFECYCLE
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,9 @@ class AnnualData:
         value = self.marginal.get(country_of(key))
         if value is None:
             return None
-        return AnnualIntensity(key, UNFCCC_YEAR, value, MARGINAL, UNFCCC_SOURCE, UNFCCC_LICENCE, UNFCCC_ATTRIBUTION)
+        return AnnualIntensity(
+            key, UNFCCC_YEAR, value, MARGINAL, UNFCCC_SOURCE, UNFCCC_LICENCE, UNFCCC_ATTRIBUTION, basis=DIRECT
+        )
 
 
 def normalize_zone(zone: str) -> str:
@@ -203,4 +211,5 @@ def _annual_hour(zone: str, hour: datetime, value: AnnualIntensity) -> HourlyInt
         kind=AVERAGE,
         source=value.source,
         is_estimated=True,
+        basis=value.basis,
     )

@@ -15,6 +15,11 @@ regional figures are forecast-only). An hour is the mean of its two half-hours;
 with only one half present it is kept and flagged estimated. Requests start half an
 hour early (the API's handling of ``from`` differs between reports; the extra
 half-hour is filtered out) and are chunked at 13 days (the API allows at most 14).
+
+Basis: direct. The API weighs each generation type's output by an operational (combustion)
+factor per fuel, zero for wind, solar, hydro and nuclear (its methodology paper), so its
+figures carry no upstream emissions: hours are stored on the direct basis, with no
+lifecycle value (Scope 3 Category 3 is not known for them).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 
 from grid.errors import BadResponse, UnsupportedZone
 from grid.hours import HourlyTag, Point, chunk_range, floor_hour, hourly_from_points, parse_timestamp
-from grid.intensity import AVERAGE, HourlyIntensity
+from grid.intensity import AVERAGE, DIRECT, HourlyIntensity
 from grid.transport import DEFAULT_TIMEOUT_S, JsonClient
 
 NAME = "carbonintensity.org.uk"
@@ -69,7 +74,7 @@ class CarbonIntensityUKProvider:
         first, points = floor_hour(start), []
         for chunk_start, chunk_end in chunk_range(first - HALF_HOUR, end, MAX_RANGE):
             points += [p for item in self._periods(region, chunk_start, chunk_end) if (p := _point(item)) is not None]
-        return hourly_from_points(points, HourlyTag(zone, AVERAGE, NAME, points_per_hour=2), first, end)
+        return hourly_from_points(points, HourlyTag(zone, AVERAGE, NAME, points_per_hour=2, basis=DIRECT), first, end)
 
     def forecast(self, zone: str, *, now: datetime | None = None) -> list[HourlyIntensity]:
         """The forecast for the 48 hours from the current hour, hourly; every hour flagged forecast."""
@@ -83,7 +88,7 @@ class CarbonIntensityUKProvider:
                 "data",
             )
         points = [Point(p.at, p.gco2e_per_kwh, is_estimated=True) for item in body if (p := _point(item)) is not None]
-        tag = HourlyTag(zone, AVERAGE, NAME, points_per_hour=2, is_forecast=True)
+        tag = HourlyTag(zone, AVERAGE, NAME, points_per_hour=2, is_forecast=True, basis=DIRECT)
         return hourly_from_points(points, tag, first, first + FORECAST_SPAN)
 
     def _periods(self, region: int | None, start: datetime, end: datetime) -> list[Any]:

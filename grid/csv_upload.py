@@ -13,6 +13,11 @@ Format (header required, columns in any order, names case-insensitive)::
   never hour starts.
 - ``gco2e_per_kwh``: a decimal number, 0 to 2000 inclusive.
 - ``kind`` (optional column, blank allowed): "average" (default) or "marginal".
+- ``basis`` (optional column, blank allowed): what ``gco2e_per_kwh`` counts, "lifecycle"
+  (default: with upstream fuel supply and plant construction) or "direct" (combustion only).
+- ``direct_gco2e_per_kwh`` (optional column, blank allowed): the same hour's direct figure,
+  0 to the lifecycle figure; on a "direct" row it may only repeat ``gco2e_per_kwh``.
+  Scope 2 takes the direct figure; lifecycle minus direct is Scope 3 Category 3.
 
 Every problem is collected with its line number (the header is line 1) and the
 whole file is rejected with a ``CsvError`` listing up to 20 of them; a file is
@@ -28,10 +33,22 @@ from decimal import Decimal, InvalidOperation
 
 from common.csv_reading import CsvUnreadable, csv_records
 from grid.hours import parse_timestamp
-from grid.intensity import AVERAGE, MARGINAL, HourlyIntensity, Kind, is_utc_hour, quantize_intensity
+from grid.intensity import (
+    AVERAGE,
+    BASES,
+    DIRECT,
+    LIFECYCLE,
+    MARGINAL,
+    Basis,
+    HourlyIntensity,
+    Kind,
+    is_utc_hour,
+    quantize_intensity,
+)
 
 REQUIRED_COLUMNS = ("zone", "hour_start", "gco2e_per_kwh")
-OPTIONAL_COLUMNS = ("kind",)
+OPTIONAL_COLUMNS = ("kind", "basis", "direct_gco2e_per_kwh")
+HEADER_HINT = "zone,hour_start,gco2e_per_kwh[,kind,basis,direct_gco2e_per_kwh]"
 MAX_GCO2E_PER_KWH = Decimal(2000)
 MAX_PROBLEMS_SHOWN = 20
 
@@ -95,7 +112,7 @@ def _first_record(records: Iterator[tuple[int, list[str]]]) -> list[str] | None:
 
 def _header(header: list[str] | None) -> dict[str, int]:
     if header is None:
-        raise CsvError(["line 1: the file is empty; expected a header zone,hour_start,gco2e_per_kwh[,kind]"])
+        raise CsvError([f"line 1: the file is empty; expected a header {HEADER_HINT}"])
     names = [name.strip().lstrip("\ufeff").lower() for name in header]
     missing = [name for name in REQUIRED_COLUMNS if name not in names]
     unknown = [name for name in names if name not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
@@ -117,9 +134,14 @@ def _parse_row(fields: list[str], columns: dict[str, int], row: _Row, source: st
     text = {name: fields[index].strip() for name, index in columns.items()}
     zone, hour = _zone(text["zone"], row), _hour(text["hour_start"], row)
     value, kind = _value(text["gco2e_per_kwh"], row), _kind(text.get("kind", ""), row)
-    if zone is None or hour is None or value is None or kind is None:
+    basis, problems = _basis(text.get("basis", ""), row), len(row.problems)
+    direct = _direct(text.get("direct_gco2e_per_kwh", ""), value, basis, row)
+    if zone is None or hour is None or value is None or kind is None or basis is None:
         return None
-    return HourlyIntensity(zone=zone, hour_start=hour, gco2e_per_kwh=value, kind=kind, source=source)
+    if len(row.problems) > problems:  # the direct figure was refused
+        return None
+    return HourlyIntensity(zone=zone, hour_start=hour, gco2e_per_kwh=value, kind=kind, source=source,
+                           basis=basis, direct_gco2e_per_kwh=direct)  # fmt: skip
 
 
 def _zone(text: str, row: _Row) -> str | None:
@@ -151,6 +173,33 @@ def _value(text: str, row: _Row) -> Decimal | None:
         row.problem(f"gco2e_per_kwh {text!r} is outside 0..{MAX_GCO2E_PER_KWH}")
         return None
     return quantize_intensity(value)
+
+
+def _basis(text: str, row: _Row) -> Basis | None:
+    basis = text.lower() or LIFECYCLE
+    for known in BASES:
+        if basis == known:
+            return known
+    row.problem(f"basis {text!r} must be 'lifecycle' or 'direct'")
+    return None
+
+
+def _direct(text: str, value: Decimal | None, basis: Basis | None, row: _Row) -> Decimal | None:
+    """The row's direct figure; None when not given, or refused (then a problem is recorded)."""
+    if not text:
+        return None
+    try:
+        direct = Decimal(text)
+    except InvalidOperation:
+        row.problem(f"direct_gco2e_per_kwh {text!r} is not a number")
+        return None
+    if not direct.is_finite() or direct < 0 or (value is not None and direct > value):
+        row.problem(f"direct_gco2e_per_kwh {text!r} is outside 0..gco2e_per_kwh (direct is part of lifecycle)")
+        return None
+    if basis == DIRECT and value is not None and quantize_intensity(direct) != value:
+        row.problem(f"direct_gco2e_per_kwh {text!r} differs from gco2e_per_kwh on a 'direct' row")
+        return None
+    return quantize_intensity(direct)
 
 
 def _kind(text: str, row: _Row) -> Kind | None:

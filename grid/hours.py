@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from grid.intensity import ONE_HOUR, HourlyIntensity, Kind, mean_intensity
+from grid.intensity import LIFECYCLE, ONE_HOUR, Basis, HourlyIntensity, Kind, mean_intensity
 
 
 def require_aware(moment: datetime, name: str = "datetime") -> None:
@@ -73,6 +73,7 @@ class HourlyTag:
     source: str
     points_per_hour: int
     is_forecast: bool = False
+    basis: Basis = LIFECYCLE
 
 
 def hourly_from_points(
@@ -103,4 +104,5 @@ def _hour(tag: HourlyTag, hour: datetime, points: list[Point]) -> HourlyIntensit
         source=tag.source,
         is_estimated=partial or any(p.is_estimated for p in points),
         is_forecast=tag.is_forecast,
+        basis=tag.basis,
     )

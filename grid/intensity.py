@@ -17,6 +17,14 @@ Kind = Literal["average", "marginal"]
 AVERAGE: Kind = "average"
 MARGINAL: Kind = "marginal"
 
+# What an intensity counts (GHG Protocol Scope 2 Guidance 2015): ``direct`` is the combustion at the
+# generator only (what Scope 2 takes); ``lifecycle`` adds upstream fuel supply, plant construction and
+# end of life (what SCI and per-token figures take; lifecycle - direct is Scope 3 Category 3).
+Basis = Literal["lifecycle", "direct"]
+LIFECYCLE: Basis = "lifecycle"
+DIRECT: Basis = "direct"
+BASES: tuple[Basis, ...] = (LIFECYCLE, DIRECT)
+
 ONE_HOUR = timedelta(hours=1)
 INTENSITY_QUANTUM = Decimal("0.001")
 # Exact by definition of the international avoirdupois pound (1959): 1 lb = 453.59237 g,
@@ -61,6 +69,10 @@ class HourlyIntensity:
     modelled rather than measured, when only a forecast was available, or when the
     hour was only partly covered by the provider's sub-hourly points.
     ``is_forecast`` is set for values of hours that had not happened when fetched.
+
+    ``basis`` says what ``gco2e_per_kwh`` counts (``lifecycle`` or ``direct``);
+    ``direct_gco2e_per_kwh`` is the same hour's direct figure where the source gives
+    one (equal to ``gco2e_per_kwh`` when the basis is direct, filled in if left out).
     """
 
     zone: str
@@ -70,6 +82,8 @@ class HourlyIntensity:
     source: str
     is_estimated: bool = False
     is_forecast: bool = False
+    basis: Basis = LIFECYCLE
+    direct_gco2e_per_kwh: Decimal | None = None
 
     def __post_init__(self) -> None:
         if not is_utc_hour(self.hour_start):
@@ -80,6 +94,18 @@ class HourlyIntensity:
             raise ValueError(f"gco2e_per_kwh must be finite and >= 0, got {self.gco2e_per_kwh}")
         if self.kind not in (AVERAGE, MARGINAL):
             raise ValueError(f"kind must be 'average' or 'marginal', got {self.kind!r}")
+        self._basis_check()
+
+    def _basis_check(self) -> None:
+        if self.basis not in BASES:
+            raise ValueError(f"basis must be 'lifecycle' or 'direct', got {self.basis!r}")
+        direct = self.direct_gco2e_per_kwh
+        if direct is not None and (not direct.is_finite() or direct < 0):
+            raise ValueError(f"direct_gco2e_per_kwh must be finite and >= 0, got {direct}")
+        if self.basis == DIRECT and direct is None:
+            object.__setattr__(self, "direct_gco2e_per_kwh", self.gco2e_per_kwh)
+        elif self.basis == DIRECT and direct != self.gco2e_per_kwh:
+            raise ValueError(f"a direct-basis value {self.gco2e_per_kwh} cannot have another direct value {direct}")
 
 
 @runtime_checkable

@@ -11,12 +11,17 @@ from django.db import models
 
 from fleets.models import Organization
 
-__all__ = ["GridFetchState", "GridIntensity", "IntensityKind"]
+__all__ = ["GridFetchState", "GridIntensity", "IntensityBasis", "IntensityKind"]
 
 
 class IntensityKind(models.TextChoices):
     AVERAGE = "average", "Average"  # for inventories
     MARGINAL = "marginal", "Marginal"  # for placement advice only
+
+
+class IntensityBasis(models.TextChoices):
+    LIFECYCLE = "lifecycle", "Lifecycle"  # with upstream: SCI and per-token figures
+    DIRECT = "direct", "Direct"  # combustion only: Scope 2
 
 
 class GridIntensity(models.Model):
@@ -31,6 +36,16 @@ class GridIntensity(models.Model):
     kind = models.CharField(max_length=10, choices=IntensityKind.choices)
     source = models.CharField(max_length=100, help_text='e.g. "electricitymaps", "watttime", "csv:<name>"')
     gco2e_per_kwh = models.DecimalField("gCO2e/kWh", max_digits=9, decimal_places=3)
+    # One row per hour and source, both bases on it: the figure above is on ``basis``; the direct
+    # figure of the same hour beside it where the source gives one (equal to it on the direct basis).
+    basis = models.CharField(
+        max_length=10, choices=IntensityBasis.choices, default=IntensityBasis.LIFECYCLE,
+        help_text="what gco2e_per_kwh counts: lifecycle (with upstream) or direct (combustion only)",
+    )  # fmt: skip
+    direct_gco2e_per_kwh = models.DecimalField(
+        "direct gCO2e/kWh", max_digits=9, decimal_places=3, null=True, blank=True,
+        help_text="the hour's direct (combustion) figure; empty when the source gives none",
+    )  # fmt: skip
     is_estimated = models.BooleanField(default=False, help_text="Modelled, forecast or partly covered by the source")
     is_forecast = models.BooleanField(default=False, help_text="The hour had not happened when it was fetched")
     fetched_at = models.DateTimeField()
@@ -56,6 +71,10 @@ class GridIntensity(models.Model):
                 name="gridintensity_unique_org_hour",
             ),
             models.CheckConstraint(condition=models.Q(gco2e_per_kwh__gte=0), name="gridintensity_not_negative"),
+            models.CheckConstraint(
+                condition=models.Q(direct_gco2e_per_kwh__isnull=True) | models.Q(direct_gco2e_per_kwh__gte=0),
+                name="gridintensity_direct_not_negative",
+            ),
         ]
         indexes = [
             # intensity_for_hours (one zone, a set of hours, public and one org's rows

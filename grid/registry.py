@@ -7,7 +7,8 @@ Environment (read by ``providers_from_env``; every failure is a ValueError namin
   provider's own region after "=": ``electricitymaps:DE,US-CAL-CISO;
   watttime:US-CAL-CISO=CAISO_NORTH;carbonintensity.org.uk:GB,GB-LONDON=GB-REGION-13``.
 - ``ELECTRICITYMAPS_API_TOKEN`` (required for electricitymaps), ``ELECTRICITYMAPS_BASE_URL``,
-  ``ELECTRICITYMAPS_EMISSION_FACTOR_TYPE`` ("lifecycle" default, or "direct").
+  ``ELECTRICITYMAPS_EMISSION_FACTOR_TYPE`` ("both" default: lifecycle with direct beside it; or
+  "lifecycle" or "direct" alone).
 - ``WATTTIME_USERNAME``, ``WATTTIME_PASSWORD`` (required for watttime), ``WATTTIME_BASE_URL``,
   ``WATTTIME_SIGNAL_TYPE`` ("co2_moer" default, or "co2_aoer").
 - ``CARBONINTENSITY_UK_BASE_URL``.

@@ -48,7 +48,7 @@ from grid import (
 )
 from grid.annual import normalize_zone
 from grid.hours import floor_hour, hour_starts
-from grid.intensity import is_utc_hour
+from grid.intensity import LIFECYCLE, Basis, is_utc_hour
 from grid.models import GridFetchState, GridIntensity
 
 logger = logging.getLogger(__name__)
@@ -76,7 +76,9 @@ class ResolvedIntensity:
     ``gco2e_per_kwh`` is None (never 0) when nothing is known of the zone: then
     ``source`` is "unknown". ``is_fallback`` marks an hour without a stored value
     (the annual average, or unknown); ``licence`` and ``attribution`` are set for
-    annual data, whose licences require them beside the figures.
+    annual data, whose licences require them beside the figures. ``basis`` says what
+    ``gco2e_per_kwh`` counts; ``direct_gco2e_per_kwh`` is the hour's direct figure where
+    known (None: Scope 2 of that hour stands on the lifecycle basis, flagged).
     """
 
     hour_start: datetime
@@ -87,6 +89,8 @@ class ResolvedIntensity:
     is_estimated: bool
     licence: str = ""
     attribution: str = ""
+    basis: Basis = LIFECYCLE
+    direct_gco2e_per_kwh: Decimal | None = None
 
 
 # --- configuration -------------------------------------------------------------
@@ -184,11 +188,12 @@ def _new_row(value: HourlyIntensity, organization: Organization | None, fetched_
 
 
 # What a fetch writes into a row of its key; the rest is the key.
-_VALUE_FIELDS = ["gco2e_per_kwh", "is_estimated", "is_forecast", "fetched_at"]
+_VALUE_FIELDS = ["gco2e_per_kwh", "basis", "direct_gco2e_per_kwh", "is_estimated", "is_forecast", "fetched_at"]
 
 
 def _replaced_row(row: GridIntensity, value: HourlyIntensity, fetched_at: datetime) -> GridIntensity:
     row.gco2e_per_kwh, row.fetched_at = value.gco2e_per_kwh, fetched_at
+    row.basis, row.direct_gco2e_per_kwh = value.basis, value.direct_gco2e_per_kwh
     row.is_estimated, row.is_forecast = value.is_estimated, value.is_forecast
     return row
 
@@ -390,6 +395,8 @@ def _from_row(row: GridIntensity) -> ResolvedIntensity:
         kind=AVERAGE,
         is_fallback=False,
         is_estimated=row.is_estimated or row.is_forecast,
+        basis=row.basis,  # type: ignore[arg-type]
+        direct_gco2e_per_kwh=None if row.direct_gco2e_per_kwh is None else Decimal(row.direct_gco2e_per_kwh),
     )
 
 
@@ -405,4 +412,5 @@ def _from_annual(hour: datetime, annual: AnnualIntensity | None) -> ResolvedInte
         is_estimated=True,  # a yearly mean stands in for the hour
         licence=annual.licence,
         attribution=annual.attribution,
+        basis=annual.basis,  # lifecycle: no direct figure is shipped (grid.annual.LIFECYCLE_ONLY_NOTE)
     )

@@ -12,6 +12,9 @@
 
 Values in lbs/MWh are converted to g/kWh (times 0.45359237) and the 5-minute points
 averaged per hour. ``co2_moer`` is marginal (advice only); ``co2_aoer`` is average.
+
+Basis: direct. WattTime's rates are CO2 emitted at the generators (stack emissions), no
+upstream part; MOER is a marginal figure and never an inventory factor whatever its basis.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from grid.errors import AuthError, BadResponse
 from grid.hours import HourlyTag, Point, chunk_range, floor_hour, hourly_from_points, iso_z, parse_timestamp
-from grid.intensity import AVERAGE, MARGINAL, HourlyIntensity, Kind, gco2_per_kwh_from_lbs_per_mwh
+from grid.intensity import AVERAGE, DIRECT, MARGINAL, HourlyIntensity, Kind, gco2_per_kwh_from_lbs_per_mwh
 from grid.transport import DEFAULT_TIMEOUT_S, JsonClient
 
 NAME = "watttime"
@@ -96,7 +99,7 @@ class WattTimeProvider:
         return {"region": self._zone_map.get(zone, zone), "signal_type": self._signal_type}
 
     def _tag(self, zone: str, *, is_forecast: bool = False) -> HourlyTag:
-        return HourlyTag(zone, KIND_BY_SIGNAL[self._signal_type], NAME, POINTS_PER_HOUR, is_forecast)
+        return HourlyTag(zone, KIND_BY_SIGNAL[self._signal_type], NAME, POINTS_PER_HOUR, is_forecast, basis=DIRECT)
 
     def _get(self, path: str, params: dict[str, str]) -> Any:
         """A data request with the cached token; on 401 log in again once (tokens last 30 min)."""

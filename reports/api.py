@@ -417,6 +417,16 @@ class SustainabilityReportView(ReportView):
             "none known"
         )
         location_tco2e = _in_tco2e()
+        location_basis = serializers.ChoiceField(
+            choices=["direct", "lifecycle", "mixed"], allow_null=True,
+            help_text="factor basis of location_*: direct (Scope 2 Guidance); mixed or lifecycle where hours had "
+            "only a lifecycle factor (inventory.scope2.basis_coverage); null when no factor was known",
+        )  # fmt: skip
+        operational_location_basis = serializers.ChoiceField(
+            choices=["direct", "lifecycle", "mixed"], allow_null=True,
+            help_text="factor basis of operational_location_*, SCI and the per-token figures: the grid source's own "
+            "(lifecycle for Electricity Maps and the annual averages, direct for UK Carbon Intensity)",
+        )  # fmt: skip
         operational_location_kgco2e = number(
             "location-based carbon of every node's metered electricity, Scope 2 and Scope 3 alike: what SCI and the "
             "per-token figures weigh (location_kgco2e before the organizational boundary)"
@@ -505,7 +515,8 @@ class SustainabilityReportView(ReportView):
             "(consolidation approach, the rule, node choices), scope1 (entered, or not_applicable), scope2 "
             "(location- and market-based), scope3 by category (category_1 / category_8: rented capacity's "
             "electricity with its kWh; category_2: capital goods whole in the acquisition period, with its basis; "
-            "category_3: excluded, stated), totals (location- and market-based: Scope 1 + 2 + 3), and "
+            "category_3: lifecycle minus direct factors of the Scope 2 hours with both, or excluded, stated), "
+            "totals (location- and market-based: Scope 1 + 2 + 3), and "
             "embodied_amortized (the ledger's amortized view with the amortization method and lives in force)"
         )
         audit = ReportAuditSerializer(help_text=AUDIT_SECTION)

@@ -18,13 +18,14 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from accounting.ledger.units import TOKENS_PER_THOUSAND, ZERO, significant
+from grid.intensity import LIFECYCLE, Basis
 from reports.metrics import LedgerSums
 
 STANDARD = "Software Carbon Intensity, ISO/IEC 21031:2024 (Green Software Foundation SCI 1.1), with SCI for AI"
 FORMULA = "SCI = ((E x I) + M) per R"
-# The basis of the grid intensities I: the shipped and live factors are lifecycle where their source is.
-# One constant, so that the block follows when grid intensities carry a direct / lifecycle basis.
-INTENSITY_BASIS = "lifecycle"
+# The basis of the grid intensities I: the ledger lines' location-based carbon (what SCI weighs) is on the
+# lifecycle factor, Scope 2's on the direct one (docs/scope2.md, "Factor basis"). One constant to switch.
+INTENSITY_BASIS: Basis = LIFECYCLE
 INTENSITY_METHOD = (
     "location-based: each node-hour's facility kWh x its grid zone-hour's average intensity (hourly where "
     "known, the zone's annual average standing in, labelled); market-based instruments never lower SCI"

@@ -9,7 +9,14 @@ from typing import Any
 from accounting.inputs.admin import AuditedInputAdmin
 from accounting.inputs.services import InputChange
 from fleets.admin import ReadOnlyScopedAdmin, scoped_register
-from scope2.models import ContractualInstrument, InventoryBoundary, NodeScope, ResidualMixFactor, Scope1Emission
+from scope2.models import (
+    ContractualInstrument,
+    InventoryBoundary,
+    NodeScope,
+    ResidualMixFactor,
+    Scope1Emission,
+    Scope2Disclosure,
+)
 from scope2.residual_mixes import residual_mix_delete, residual_mix_save
 
 
@@ -17,7 +24,7 @@ from scope2.residual_mixes import residual_mix_delete, residual_mix_save
 class ContractualInstrumentAdmin(ReadOnlyScopedAdmin):
     list_display = ["name", "kind", "site", "volume_mwh", "share_of_consumption", "vintage_year", "generation_zone"]
     list_filter = ["kind", "technology"]
-    search_fields = ["name", "certificate_ref"]
+    search_fields = ["name", "certificate_ref", "certificate_id_from", "certificate_id_to", "registry"]
     exclude = ["evidence_file"]
 
 
@@ -49,3 +56,8 @@ class NodeScopeAdmin(ReadOnlyScopedAdmin):
 @scoped_register(Scope1Emission)
 class Scope1EmissionAdmin(ReadOnlyScopedAdmin):
     list_display = ["site", "activity", "start", "end", "co2e_kg"]
+
+
+@scoped_register(Scope2Disclosure)
+class Scope2DisclosureAdmin(ReadOnlyScopedAdmin):
+    list_display = ["organization", "market_matching"]

@@ -31,7 +31,7 @@ from decimal import Decimal
 from typing import Literal
 
 from scope2.claims import Claim, share_check
-from scope2.quality import CARBON_FREE, CriterionResult, criteria_check, effective_factor_g_per_kwh
+from scope2.quality import CARBON_FREE, CriterionResult, Evidence, criteria_check, effective_factor_g_per_kwh
 
 KWH_PER_MWH = Decimal(1000)
 ZERO = Decimal(0)
@@ -64,14 +64,16 @@ class Instrument:
     generation_zone: str
     technology: str
     stated_factor: Decimal | None
-    has_evidence: bool
+    evidence: Evidence
     profile_kwh: Mapping[datetime, Decimal] | None = None
+    biogenic_g_per_kwh: Decimal | None = None  # biomass: CO2 of combustion, a memo outside the scopes
 
 
 @dataclass(frozen=True)
 class ResidualMix:
     gco2e_per_kwh: Decimal
     source: str
+    year: int | None = None  # the published year used (the latest not after the report year)
 
 
 @dataclass
@@ -83,6 +85,12 @@ class InstrumentUse:
     available_kwh: Decimal = ZERO
     matched_kwh: Decimal = ZERO
     co2e_g: Decimal = ZERO
+
+    @property
+    def biogenic_co2_g(self) -> Decimal | None:
+        """Memo, outside the scopes: biomass CO2 of the matched kWh (``None``: not biomass or not stated)."""
+        factor = self.instrument.biogenic_g_per_kwh
+        return None if factor is None else self.matched_kwh * factor
 
     @property
     def unused_kwh(self) -> Decimal:
@@ -129,13 +137,14 @@ def _use(
 ) -> InstrumentUse:
     window = _window(instrument, start, end)
     criteria = criteria_check(
+        kind=instrument.kind,
         site_zone=site_zone,
         generation_zone=instrument.generation_zone,
         vintage_year=instrument.vintage_year,
         reporting_year=(window[0] if window else start).year,
         technology=instrument.technology,
         stated_factor=instrument.stated_factor,
-        has_evidence=instrument.has_evidence,
+        evidence=instrument.evidence,
     )
     factor = effective_factor_g_per_kwh(technology=instrument.technology, stated=instrument.stated_factor)
     if window is None:
@@ -155,6 +164,12 @@ def _volume_in(instrument: Instrument, low: datetime, high: datetime) -> Decimal
         return sum((kwh for hour, kwh in instrument.profile_kwh.items() if low <= hour < high), ZERO)
     delivery_s = Decimal((instrument.delivery_end - instrument.delivery_start).total_seconds())
     return (instrument.volume_kwh or ZERO) * Decimal((high - low).total_seconds()) / delivery_s
+
+
+def _volume_high(instrument: Instrument, high: datetime, end: datetime, volume_end: datetime | None) -> datetime:
+    if volume_end is None or high < end:  # the delivery ends inside the period: nothing more to bring
+        return high
+    return min(volume_end, instrument.delivery_end)
 
 
 def _match_hourly(
@@ -208,8 +223,12 @@ def site_allocate(
     end: datetime,
     residual: ResidualMix | None,
     matching: Matching = "auto",
+    volume_end: datetime | None = None,
 ) -> SiteAllocation:
-    """Allocate ``instruments`` (all claimed for this site) to its consumption ``hours`` in [start, end)."""
+    """Allocate ``instruments`` (all claimed for this site) to its consumption ``hours`` in [start, end).
+
+    ``volume_end`` (after ``end``): a volume instrument brings what it delivers up to then, not only up to
+    ``end``: a year-to-date allocation takes the year's volumes (``scope2.year_to_date``)."""
     ordered = sorted(instruments, key=lambda item: (KIND_ORDER.get(item.kind, 3), item.id))
     uses = [_use(item, site_zone=site_zone, start=start, end=end, matching=matching) for item in ordered]
     _shares_check(uses)
@@ -222,7 +241,7 @@ def site_allocate(
         low, high = _window(use.instrument, start, end) or (start, start)
         window_hours = [hour for hour in left if low <= hour < high]
         if use.matching == "annual":
-            available = _volume_in(use.instrument, low, high)
+            available = _volume_in(use.instrument, low, _volume_high(use.instrument, high, end, volume_end))
         else:
             available = (use.instrument.share or ZERO) * sum((consumed[hour] for hour in window_hours), ZERO)
         _match_pooled(use, available, window_hours, left)

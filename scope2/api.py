@@ -29,6 +29,7 @@ from fleets.permissions import Capability, RoleRefused, change_check
 from governance.audited_write import audited_write
 from scope2.claims import OverAllocationError
 from scope2.models import TECHNOLOGY_CHOICES, ContractualInstrument
+from scope2.quality import PurchaseType
 from scope2.selectors import instrument_for_user, instruments_for_user
 from scope2.services import (
     EVIDENCE_MAX_BYTES,
@@ -82,6 +83,28 @@ class InstrumentInputSerializer(serializers.Serializer):
         max_digits=16, decimal_places=6, min_value=0, required=False, allow_null=True
     )
     evidence_reference = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    registry = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="tracking system")
+    certificate_id_from = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    certificate_id_to = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    cancellation_date = serializers.DateField(required=False, allow_null=True, help_text="cancelled or retired on")
+    beneficiary = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    consumption_period_start = serializers.DateField(required=False, allow_null=True)
+    consumption_period_end = serializers.DateField(required=False, allow_null=True, help_text="inclusive")
+    purchase_type = serializers.ChoiceField(
+        choices=[p.value for p in PurchaseType], required=False, allow_blank=True,
+        help_text="unbundled or bundled certificates, a direct line (PPA) or on-site generation",
+    )  # fmt: skip
+    attributes_exclusive = serializers.BooleanField(
+        required=False, allow_null=True, help_text="criterion 7: every instrument conveying the claim goes to you only"
+    )
+    supplier_rate_delivered_basis = serializers.BooleanField(
+        required=False, allow_null=True,
+        help_text="criterion 6: the supplier's rate is on delivered electricity, net of certificates sold and retired",
+    )  # fmt: skip
+    biogenic_co2_g_per_kwh = serializers.DecimalField(
+        max_digits=9, decimal_places=3, min_value=0, required=False, allow_null=True,
+        help_text="biomass only, and required for it: CO2 of combustion, a memo outside the scopes",
+    )  # fmt: skip
     hourly_profile = HourSerializer(
         many=True, required=False, help_text="MWh delivered per hour: enables hourly matching; [] removes it"
     )
@@ -109,6 +132,19 @@ class InstrumentOutputSerializer(OrganizationRowSerializer):
     evidence_reference = serializers.CharField()
     evidence_file_name = serializers.CharField()
     evidence_file_sha256 = serializers.CharField()
+    registry = serializers.CharField()
+    certificate_id_from = serializers.CharField()
+    certificate_id_to = serializers.CharField()
+    cancellation_date = serializers.DateField(allow_null=True)
+    beneficiary = serializers.CharField()
+    consumption_period_start = serializers.DateField(allow_null=True)
+    consumption_period_end = serializers.DateField(allow_null=True)
+    purchase_type = serializers.CharField()
+    attributes_exclusive = serializers.BooleanField(allow_null=True)
+    supplier_rate_delivered_basis = serializers.BooleanField(allow_null=True)
+    biogenic_co2_g_per_kwh = serializers.DecimalField(
+        max_digits=9, decimal_places=3, allow_null=True, coerce_to_string=False
+    )
     hourly_profile_hours = serializers.IntegerField(help_text="hours in the hourly profile (0: annual matching)")
 
 

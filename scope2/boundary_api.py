@@ -46,7 +46,9 @@ from scope2.boundary_services import (
     scope1_emission_create,
     scope1_emission_update,
 )
-from scope2.models import InventoryBoundary, NodeScope, Scope1Emission
+from scope2.exports import MATCHING
+from scope2.models import InventoryBoundary, NodeScope, Scope1Emission, Scope2Disclosure
+from scope2.selectors import disclosed_matching
 
 
 # A refused input: 400 naming each field with why. (Comments, not docstrings, on the views: drf-spectacular
@@ -135,6 +137,63 @@ class InventoryBoundaryView(_View):
             period=lambda row: organization_window(organization),
         )  # fmt: skip
         return Response(_boundary_output(organization))
+
+
+# --- the disclosed market-based matching ----------------------------------------------------------------------
+
+
+class DisclosureInputSerializer(serializers.Serializer):
+    organization = serializers.CharField(required=False, max_length=200, help_text="id or slug; optional if one")
+    market_matching = serializers.ChoiceField(
+        choices=Scope2Disclosure.Matching.choices,
+        help_text="the market-based figure the GHG table and ESRS E1-6 49(b) disclose; both are always reported",
+    )
+
+
+@extend_schema_serializer(component_name="Scope2Disclosure")
+class DisclosureOutputSerializer(serializers.Serializer):
+    organization_id = serializers.IntegerField()
+    market_matching = serializers.ChoiceField(choices=Scope2Disclosure.Matching.choices)
+    rule = serializers.CharField()
+
+
+def _disclosure_output(organization: Organization) -> dict[str, Any]:
+    matching = disclosed_matching(organization_id=organization.pk)
+    return dict(DisclosureOutputSerializer(
+        {"organization_id": organization.pk, "market_matching": matching, "rule": MATCHING[matching]}
+    ).data)  # fmt: skip
+
+
+class Scope2DisclosureView(_View):
+    @extend_schema(
+        operation_id="scope2_disclosure_read", parameters=[BoundaryQuerySerializer],
+        responses={200: DisclosureOutputSerializer, **_ERRORS},
+    )  # fmt: skip
+    def get(self, request: Request) -> Response:
+        query = query_validated(BoundaryQuerySerializer, request)
+        organization = report_organization(user=request.user, ref=query.get("organization"))
+        return Response(_disclosure_output(organization))
+
+    @extend_schema(
+        operation_id="scope2_disclosure_set",
+        summary="Choose which market-based matching is disclosed (annual, the 2015 Guidance; or hourly)",
+        request=DisclosureInputSerializer,
+        responses={200: DisclosureOutputSerializer, **_ERRORS},
+    )
+    def put(self, request: Request) -> Response:
+        data = validated(DisclosureInputSerializer, request)
+        organization = writable_organization(
+            user=request.user, ref=data.get("organization"), capability=Capability.SUSTAINABILITY
+        )
+        before = Scope2Disclosure.objects.filter(organization=organization).first()
+        audited_write(
+            organization_id=organization.pk, user=request.user, subject="scope2_disclosure", before=before,
+            write=lambda: Scope2Disclosure.objects.update_or_create(
+                organization=organization, defaults={"market_matching": data["market_matching"]}
+            )[0],
+            period=lambda row: organization_window(organization),
+        )  # fmt: skip
+        return Response(_disclosure_output(organization))
 
 
 # --- each node's electricity ----------------------------------------------------------------------------------

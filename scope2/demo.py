@@ -13,13 +13,14 @@ Scope 3 Category 1, and no instrument of the demo's is claimed there.
 - ``home-ber`` (DE): a solar PPA with an hourly profile, a sine over the
   site's local daylight hours, delivering 80 % of the window's Scope 2 facility energy:
   annually matched it covers 80 %, hourly matched less (nights stay uncovered).
-- ``home-sto`` (SE-SE3): Norwegian hydro guarantees of origin for the window's
-  whole Scope 2 facility energy (the same EU/EEA market); the rented box there has power in its rent.
+- ``home-sto`` (SE-SE3): Swedish hydro guarantees of origin from SE3 for the window's
+  whole Scope 2 facility energy (the same bidding zone); the rented box there has power in its rent.
 - ``home-waw`` (PL): none; it takes the residual mix, or, as long as no residual
   mix is entered, the location-based factor, labelled.
 
-Figures are illustrative (no real contract stands behind them) and say so in
-their evidence reference.
+Each carries the evidence fields an auditor checks (registry, certificate id range, cancellation date,
+beneficiary, consumption period), so that it passes the evidence criterion on them, not on a sentence. Figures,
+ids and references are illustrative, made up for the demo, and the instruments' names say "(demo)".
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from scope2.services import instrument_create
 DEMO_REF_PREFIX = "demo:"
 PPA_SHARE = Decimal("0.8")
 PPA_SITE, GO_SITE = "home-ber", "home-sto"
-EVIDENCE = "illustrative demo instrument: no contract or certificate stands behind it"
+REGISTRIES = {"DE": "UBA Herkunftsnachweisregister", "SE": "Cesar (Energimyndigheten)"}
 
 
 def _facility_mwh(site: Site, start: datetime, end: datetime, scope2: Q) -> Decimal:
@@ -65,10 +66,15 @@ def _solar_weights(site: Site, start: datetime, end: datetime) -> dict[datetime,
     return weights
 
 
-def _base(site: Site, start: datetime, end: datetime, name: str) -> dict[str, object]:
+def _base(site: Site, start: datetime, end: datetime, name: str, serial: str) -> dict[str, object]:
+    country = site.grid_zone[:2]
     return {
         "site": site, "name": name, "delivery_start": start, "delivery_end": end, "vintage_year": start.year,
-        "certificate_ref": f"{DEMO_REF_PREFIX}{site.name}:{name}", "evidence_reference": EVIDENCE,
+        "certificate_ref": f"{DEMO_REF_PREFIX}{site.name}:{name}", "evidence_reference": f"DEMO-{serial}",
+        "registry": REGISTRIES.get(country, "demo registry"),
+        "certificate_id_from": f"{country}-{serial}-000001", "certificate_id_to": f"{country}-{serial}-000048",
+        "cancellation_date": end.date(), "beneficiary": site.organization.name,
+        "consumption_period_start": start.date(), "consumption_period_end": (end - timedelta(microseconds=1)).date(),
     }  # fmt: skip
 
 
@@ -81,7 +87,7 @@ def demo_instruments_seed(*, organization: Organization, start: datetime, end: d
         organization=organization, certificate_ref__startswith=DEMO_REF_PREFIX
     ).delete()
     created = []
-    sites = {site.name: site for site in Site.objects.filter(organization=organization)}
+    sites = {site.name: site for site in Site.objects.filter(organization=organization).select_related("organization")}
     scope2 = electricity_line_filters(organization_id=organization.pk, start=start, end=end)[ElectricityScope.SCOPE_2]
     if (ppa_site := sites.get(PPA_SITE)) is not None:
         consumed = _facility_mwh(ppa_site, start, end, scope2)
@@ -90,16 +96,17 @@ def demo_instruments_seed(*, organization: Organization, start: datetime, end: d
         if consumed and total_weight:
             scale = consumed * PPA_SHARE / total_weight
             profile = [(hour, (weight * scale).quantize(Decimal("0.000001"))) for hour, weight in weights.items()]
-            data = _base(ppa_site, start, end, "Solar PPA (demo)") | {
+            data = _base(ppa_site, start, end, "Solar PPA (demo)", "PPA") | {
                 "kind": "ppa", "generation_zone": ppa_site.grid_zone, "technology": "solar",
+                "purchase_type": "direct_line", "attributes_exclusive": True,
                 "volume_mwh": sum((mwh for _, mwh in profile), Decimal(0)),
             }  # fmt: skip
             created.append(instrument_create(organization=organization, data=data, profile=profile))
     if (sto := sites.get(GO_SITE)) is not None:
         consumed = _facility_mwh(sto, start, end, scope2)
         if consumed:
-            data = _base(sto, start, end, "Hydro guarantees of origin (demo)") | {
-                "kind": "go", "generation_zone": "NO", "technology": "hydro",
+            data = _base(sto, start, end, "Hydro guarantees of origin (demo)", "GO") | {
+                "kind": "go", "generation_zone": sto.grid_zone, "technology": "hydro", "purchase_type": "unbundled",
                 "volume_mwh": consumed.quantize(Decimal("0.000001")),
             }  # fmt: skip
             created.append(instrument_create(organization=organization, data=data))

@@ -13,6 +13,7 @@ from typing import Any
 
 from fleets.models import Organization
 from scope2.allocation import ZERO, InstrumentUse, SiteAllocation
+from scope2.basis import BasisCoverage, combined
 from scope2.cfe import CfeScore
 from scope2.quality import market_of_zone
 from scope2.selectors import Scope2Report, SiteScope2
@@ -34,11 +35,18 @@ def _sum(allocations: list[SiteAllocation], name: str) -> Decimal:
     return sum((getattr(allocation, name) for allocation in allocations), ZERO)
 
 
-def _method(allocations: list[SiteAllocation]) -> dict[str, Any]:
-    """One market-based figure over sites: carbon, and where its energy's factor came from."""
+MATCHING = {
+    "annual": "annual: each instrument's volume over its delivery in the year (GHG Protocol Scope 2 Guidance, 2015)",
+    "hourly": "hourly where an instrument has an hourly profile, annual otherwise (the 2025 revision's proposal)",
+}
+
+
+def _method(allocations: list[SiteAllocation], matching: str) -> dict[str, Any]:
+    """One market-based figure over sites: its matching, carbon, and where its energy's factor came from."""
     consumed, co2e_g = _sum(allocations, "consumption_kwh"), _sum(allocations, "market_co2e_g")
     parts = ("instruments_kwh", "residual_mix_kwh", "location_fallback_kwh", "unknown_kwh")
-    shown: dict[str, Any] = {"kgco2e": quantized(co2e_g / G_PER_KG, 6), "tco2e": quantized(co2e_g / G_PER_T, 9)}
+    shown: dict[str, Any] = {"matching": matching, "kgco2e": quantized(co2e_g / G_PER_KG, 6),
+                             "tco2e": quantized(co2e_g / G_PER_T, 9)}  # fmt: skip
     for part in parts:
         shown[part] = quantized(_sum(allocations, part), 6)
         shown[part.replace("_kwh", "_share")] = _share(_sum(allocations, part), consumed)
@@ -51,7 +59,12 @@ def _cfe(scores: list[CfeScore]) -> float | None:
     return _share(carbon_free, consumed)
 
 
-def _use_output(use: InstrumentUse, annual: InstrumentUse, site: SiteScope2) -> dict[str, Any]:
+def _biogenic_kg(use: InstrumentUse) -> float | None:
+    memo = use.biogenic_co2_g
+    return None if memo is None else quantized(memo / G_PER_KG, 6)
+
+
+def _use_output(use: InstrumentUse, hourly: InstrumentUse, annual: InstrumentUse, site: SiteScope2) -> dict[str, Any]:
     instrument = use.instrument
     return {
         "id": instrument.id,
@@ -69,12 +82,14 @@ def _use_output(use: InstrumentUse, annual: InstrumentUse, site: SiteScope2) -> 
         "matched_kwh": quantized(use.matched_kwh, 6),
         "unused_kwh": quantized(use.unused_kwh, 6),
         "matched_kwh_annual_matching": quantized(annual.matched_kwh, 6),
+        "matched_kwh_hourly_matching": quantized(hourly.matched_kwh, 6),
         "kgco2e": quantized(use.co2e_g / G_PER_KG, 6),
+        "biogenic_co2_kg_memo": _biogenic_kg(use),
         "criteria": [{"criterion": c.criterion, "met": c.met, "detail": c.detail} for c in use.criteria],
     }
 
 
-def _site_output(site: SiteScope2) -> dict[str, Any]:
+def _site_output(site: SiteScope2, matching: str, basis: BasisCoverage | None = None) -> dict[str, Any]:
     allocation = site.allocation
     return {
         "site_id": site.site.pk,
@@ -83,11 +98,14 @@ def _site_output(site: SiteScope2) -> dict[str, Any]:
         "market_boundary": market_of_zone(site.site.grid_zone) if site.site.grid_zone else None,
         "facility_kwh": quantized(allocation.consumption_kwh, 6),
         "location_kgco2e": quantized(allocation.location_co2e_g / G_PER_KG, 6),
+        "location_basis": basis.basis if basis is not None else None,  # scope2.basis: direct where known
         "location_unknown_kwh": quantized(allocation.location_unknown_kwh, 6),
-        "market": _method([allocation]),
-        "market_annual_matching": _method([site.annual]),
+        "market": _method([allocation], matching),
+        "market_annual_matching": _method([site.annual], "annual"),
+        "market_hourly_matching": _method([site.hourly], "hourly"),
         "residual_mix_gco2e_per_kwh": quantized(site.residual_mix.gco2e_per_kwh, 3) if site.residual_mix else None,
         "residual_mix_source": site.residual_mix.source if site.residual_mix else None,
+        "residual_mix_year": site.residual_mix.year if site.residual_mix else None,
         "uncovered_factor": _uncovered_factor(site),
         "cfe_score_hourly": _cfe([site.cfe_hourly]),
         "cfe_score_annual_matching": _cfe([site.cfe_annual]),
@@ -119,6 +137,24 @@ def _residual_mix_note(report: Scope2Report) -> str | None:
     return RESIDUAL_MIX_NOTE.format(sites=names, kwh=f"{kwh:,.0f}")
 
 
+BIOGENIC_NOTE = (
+    "memo item, outside the scopes: CO2 from the combustion of biomass behind the biomass instruments used, as "
+    "each states it (GHG Protocol Scope 2 Guidance 6.12; Corporate Standard: biogenic CO2 reported separately); "
+    "not in Scope 2 nor in any total"
+)
+
+
+def biogenic_memo(report: Scope2Report) -> dict[str, Any]:
+    """The biogenic CO2 of the disclosed allocation's biomass instruments: a memo, never added to a scope."""
+    biomass = [use for site in report.sites for use in site.allocation.uses
+               if use.instrument.technology == "biomass" and use.matched_kwh]  # fmt: skip
+    co2_g = sum((use.biogenic_co2_g or ZERO for use in biomass), ZERO)
+    unstated = [use.instrument.name for use in biomass if use.biogenic_co2_g is None]
+    return {"kgco2": quantized(co2_g / G_PER_KG, 6), "tco2": quantized(co2_g / G_PER_T, 9),
+            "biomass_kwh": quantized(sum((use.matched_kwh for use in biomass), ZERO), 6),
+            "not_stated": ", ".join(unstated), "note": BIOGENIC_NOTE}  # fmt: skip
+
+
 def scope2_output(report: Scope2Report, organization: Organization) -> dict[str, Any]:
     allocations = [site.allocation for site in report.sites]
     location_g = _sum(allocations, "location_co2e_g")
@@ -130,16 +166,21 @@ def scope2_output(report: Scope2Report, organization: Organization) -> dict[str,
         "facility_kwh": quantized(_sum(allocations, "consumption_kwh"), 6),
         "location_kgco2e": quantized(location_g / G_PER_KG, 6),
         "location_tco2e": quantized(location_g / G_PER_T, 9),
+        "location_basis": combined(report.bases.values()).basis,
         "location_unknown_kwh": quantized(_sum(allocations, "location_unknown_kwh"), 6),
-        "market": _method(allocations),
-        "market_annual_matching": _method([site.annual for site in report.sites]),
+        "market_matching": report.matching,
+        "market_matching_rule": MATCHING[report.matching],
+        "market": _method(allocations, report.matching),
+        "market_annual_matching": _method([site.annual for site in report.sites], "annual"),
+        "market_hourly_matching": _method([site.hourly for site in report.sites], "hourly"),
+        "biogenic_co2_memo": biogenic_memo(report),
         "cfe_score_hourly": _cfe([site.cfe_hourly for site in report.sites]),
         "cfe_score_annual_matching": _cfe([site.cfe_annual for site in report.sites]),
-        "sites": [_site_output(site) for site in report.sites],
+        "sites": [_site_output(site, report.matching, report.bases.get(site.site.pk)) for site in report.sites],
         "instruments": [
-            _use_output(use, annual, site)
+            _use_output(use, hourly, annual, site)
             for site in report.sites
-            for use, annual in zip(site.allocation.uses, site.annual.uses, strict=True)
+            for use, hourly, annual in zip(site.allocation.uses, site.hourly.uses, site.annual.uses, strict=True)
         ],
         "residual_mix_note": _residual_mix_note(report),
     }

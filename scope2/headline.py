@@ -21,6 +21,7 @@ from reports.sci import sci_block
 from reports.selectors.sci import requests_answered
 from reports.selectors.sustainability import SustainabilityReport
 from scope2.allocation import ZERO
+from scope2.basis import combined, stored_basis
 from scope2.exports import scope2_output
 from scope2.inventory_output import inventory
 from scope2.selectors import Scope2Report, scope2_report
@@ -63,7 +64,8 @@ def with_sci(shown: dict[str, Any], report: SustainabilityReport, inventory_show
 def with_scope2_location(shown: dict[str, Any], scope2: Scope2Report) -> dict[str, Any]:
     """``shown`` with ``location_*`` the Scope 2 boundary's (``scope2.boundary``: rented capacity with power in
     the rent is Scope 3, not Scope 2), and the metered electricity of every node beside it as
-    ``operational_location_*`` (what SCI and the per-token figures weigh)."""
+    ``operational_location_*`` (what SCI and the per-token figures weigh); each with its factor basis
+    (``scope2.basis``: Scope 2 direct where known, the others the grid source's own figure)."""
     allocations = [site.allocation for site in scope2.sites]
     location_g = sum((a.location_co2e_g for a in allocations), ZERO)
     unknown_kwh = sum((a.location_unknown_kwh for a in allocations), ZERO)
@@ -72,6 +74,10 @@ def with_scope2_location(shown: dict[str, Any], scope2: Scope2Report) -> dict[st
         "location_kgco2e": rounded(location_g / 1000, "kg") if known else None,
         "location_tco2e": rounded(location_g / 1_000_000, "t") if known else None,
         "location_unknown_facility_kwh": rounded(unknown_kwh, "kwh"),
+        "location_basis": combined(scope2.bases.values()).basis,
+        "operational_location_basis": stored_basis(
+            organization_id=scope2.organization_id, start=scope2.start, end=scope2.end
+        ),
         "operational_location_kgco2e": shown["location_kgco2e"],
         "operational_location_tco2e": shown["location_tco2e"],
         "operational_location_unknown_facility_kwh": shown["location_unknown_facility_kwh"],

@@ -200,6 +200,17 @@ class ElectricityUse:
     location_co2e_g: Decimal = ZERO
     location_unknown_kwh: Decimal = ZERO
     nodes: int = 0
+    direct_basis_kwh: Decimal = ZERO  # of the located kWh, those whose grid figure is on the direct basis
+
+    @property
+    def location_basis(self) -> str | None:
+        """The basis of ``location_co2e_g`` (the grid source's own figure): lifecycle, direct or mixed."""
+        located = self.facility_kwh - self.location_unknown_kwh
+        if not located:
+            return None
+        if not self.direct_basis_kwh:
+            return "lifecycle"
+        return "direct" if self.direct_basis_kwh == located else "mixed"
 
 
 def electricity_use(*, organization_id: int, start: datetime, end: datetime, where: Q) -> ElectricityUse:
@@ -211,10 +222,12 @@ def electricity_use(*, organization_id: int, start: datetime, end: datetime, whe
         location_g=Sum("location_co2e_g"),
         unknown_kwh=Sum("facility_kwh", filter=Q(location_co2e_g__isnull=True)),
         nodes=Count("node_id", distinct=True),
+        direct_kwh=Sum("facility_kwh", filter=Q(location_basis="direct", location_co2e_g__isnull=False)),
     )
     return ElectricityUse(
-        sums["kwh"] or ZERO, sums["location_g"] or ZERO, sums["unknown_kwh"] or ZERO, int(sums["nodes"] or 0)
-    )
+        sums["kwh"] or ZERO, sums["location_g"] or ZERO, sums["unknown_kwh"] or ZERO, int(sums["nodes"] or 0),
+        sums["direct_kwh"] or ZERO,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

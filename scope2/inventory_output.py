@@ -11,6 +11,15 @@ from decimal import Decimal
 from typing import Any
 
 from scope2.allocation import ZERO
+from scope2.basis import (
+    CATEGORY_3_METHOD,
+    CATEGORY_3_NOT_KNOWN,
+    LIFECYCLE_BASIS_NOTE,
+    LOCATION_AS_STORED,
+    SCOPE2_BASIS_RULE,
+    BasisCoverage,
+    combined,
+)
 from scope2.boundary import DEFAULT_RULE, RENTED_HARDWARE_NOTE, Boundary, ElectricityScope
 from scope2.exports import G_PER_KG, G_PER_T, quantized
 from scope2.inventory import (
@@ -28,13 +37,12 @@ from scope2.models import NodeScope
 from scope2.selectors import Scope2Report
 
 KG_PER_T = Decimal(1000)
-SCOPE2_MATCHING = "hourly where an instrument has an hourly profile, annual otherwise (market_annual_matching beside)"
 CATEGORY_2_BASIS = (
     "cradle-to-gate wanted (Scope 3 Standard, Category 2), but the catalog's figures are manufacturing to end of "
     "life excluding use: counted as stated, not split; whole in the period of acquisition (the asset's "
     "acquired_on, else the node's commissioning, else the card's first sample), never amortized"
 )
-CATEGORY_3_EXCLUDED = "excluded: lifecycle minus direct factors not yet separated"
+CATEGORY_3_LABEL = "Fuel- and energy-related activities: upstream of the Scope 2 electricity's fuels and plants"
 SCOPE1_NOT_APPLICABLE = "not applicable: no generator or refrigerant emissions entered for the period's sites"
 AMORTIZED_USE = (
     "the ledger's embodied carbon of the hours held (SCI, for per-token figures and decisions), not an inventory "
@@ -73,18 +81,52 @@ def _scope1(entries: list[Any], share: Decimal) -> tuple[Decimal, dict[str, Any]
     }  # fmt: skip
 
 
+def report_basis(report: Scope2Report) -> BasisCoverage:
+    """The factor basis of the report's Scope 2 lines, all sites together."""
+    return combined(report.bases.values())
+
+
+def basis_output(coverage: BasisCoverage) -> dict[str, Any]:
+    """How much of Scope 2 stands on which factor basis, and why part of it may be lifecycle."""
+    return {
+        "rule": SCOPE2_BASIS_RULE,
+        "direct_kwh": quantized(coverage.direct_kwh, 6),
+        "lifecycle_basis_kwh": quantized(coverage.lifecycle_basis_kwh, 6),
+        "lifecycle_basis_note": LIFECYCLE_BASIS_NOTE if coverage.lifecycle_basis_kwh else None,
+        "lifecycle_basis_sources": sorted(coverage.lifecycle_basis_sources),
+    }
+
+
 def _scope2(report: Scope2Report, share: Decimal) -> tuple[Decimal, Decimal, dict[str, Any]]:
     allocations = [site.allocation for site in report.sites]
     location_kg = sum((a.location_co2e_g for a in allocations), ZERO) / G_PER_KG * share
     market_kg = sum((a.market_co2e_g for a in allocations), ZERO) / G_PER_KG * share
+    coverage = report_basis(report)
     return location_kg, market_kg, {
         "boundary": "nodes whose electricity is the organization's Scope 2 (owned, or power billed to it)",
         "facility_kwh": quantized(sum((a.consumption_kwh for a in allocations), ZERO), 6),
-        "location_kgco2e": _kg(location_kg), "location_tco2e": _t(location_kg),
+        "location_kgco2e": _kg(location_kg), "location_tco2e": _t(location_kg), "location_basis": coverage.basis,
         "location_unknown_kwh": quantized(sum((a.location_unknown_kwh for a in allocations), ZERO), 6),
         "market_kgco2e": _kg(market_kg), "market_tco2e": _t(market_kg),
         "market_unknown_kwh": quantized(sum((a.unknown_kwh for a in allocations), ZERO), 6),
-        "market_basis": "scope2_instruments", "matching": SCOPE2_MATCHING,
+        "market_basis": "scope2_instruments", "matching": report.matching,
+        "market_location_fallback_basis": coverage.basis, "basis_coverage": basis_output(coverage),
+    }  # fmt: skip
+
+
+def _category_3(coverage: BasisCoverage, share: Decimal) -> tuple[Decimal, dict[str, Any]]:
+    """Scope 3 Category 3: the upstream part (lifecycle - direct) of the Scope 2 hours that have both factors."""
+    kg = coverage.category_3_co2e_g / G_PER_KG * share
+    known = bool(coverage.category_3_kwh)
+    return kg, {
+        "label": CATEGORY_3_LABEL, "status": "reported" if known else "excluded",
+        "reason": None if known else CATEGORY_3_NOT_KNOWN,
+        "kgco2e": _kg(kg) if known else None, "tco2e": _t(kg) if known else None,
+        "basis": "lifecycle_minus_direct", "method": CATEGORY_3_METHOD,
+        "facility_kwh": quantized(coverage.category_3_kwh, 6),
+        "inside_scope2_kwh": quantized(coverage.lifecycle_basis_kwh, 6),
+        "not_known_kwh": quantized(coverage.direct_only_kwh, 6),
+        "not_covered": "transmission and distribution losses (Category 3 activity C)",
     }  # fmt: skip
 
 
@@ -94,6 +136,7 @@ def _electricity_category(scope: ElectricityScope, use: ElectricityUse, share: D
         "label": ELECTRICITY_LABELS[scope], "facility_kwh": quantized(use.facility_kwh, 6), "nodes": use.nodes,
         "kgco2e": _kg(kg), "tco2e": _t(kg), "location_unknown_kwh": quantized(use.location_unknown_kwh, 6),
         "method": SCOPE3_ELECTRICITY_METHOD, "hardware": RENTED_HARDWARE_NOTE,
+        "basis": use.location_basis, "basis_note": LOCATION_AS_STORED,
     }  # fmt: skip
 
 
@@ -166,9 +209,8 @@ def inventory(*, report: Scope2Report) -> dict[str, Any]:
         scope3_kg += use.location_co2e_g / G_PER_KG * share
     goods = capital_goods(organization_id=org, start=start, end=end)
     categories["category_2"] = _category_2(goods, share)
-    categories["category_3"] = {"label": "Fuel- and energy-related activities", "status": "excluded",
-                                "reason": CATEGORY_3_EXCLUDED, "kgco2e": None}  # fmt: skip
-    scope3_kg += goods.central_kg * share
+    category_3_kg, categories["category_3"] = _category_3(report_basis(report), share)
+    scope3_kg += goods.central_kg * share + category_3_kg
     total_location, total_market = scope1_kg + location_kg + scope3_kg, scope1_kg + market_kg + scope3_kg
     method = amortization_in_force(organization_id=org, start=start, end=end)
     return {
@@ -181,6 +223,8 @@ def inventory(*, report: Scope2Report) -> dict[str, Any]:
             "location_kgco2e": _kg(total_location), "location_tco2e": _t(total_location),
             "market_kgco2e": _kg(total_market), "market_tco2e": _t(total_market),
             "formula": "Scope 1 + Scope 2 (location- or market-based) + Scope 3 (ESRS E1 AR 47; Category 2 central)",
+            "basis": "Scope 2 on direct factors where known (scope2.basis_coverage), Category 3 lifecycle minus "
+            "direct, Categories 1 and 8 the grid source's own figure",
         },
         "embodied_amortized": _amortized(org, report, method),
     }  # fmt: skip

@@ -14,10 +14,11 @@ from django.db import models
 from common.timestamps import Timestamped
 from fleets.models import Node, Organization, Site
 from scope2.boundary import Consolidation, ElectricityChoice
-from scope2.quality import Technology
+from scope2.quality import PurchaseType, Technology
 
 __all__ = [
     "ContractualInstrument", "InstrumentHour", "InventoryBoundary", "NodeScope", "ResidualMixFactor", "Scope1Emission",
+    "Scope2Disclosure",
 ]  # fmt: skip
 
 
@@ -74,6 +75,29 @@ class ContractualInstrument(Timestamped):
     evidence_file_sha256 = models.CharField(max_length=64, blank=True)
     # Kept in the database so that every web host serves it and a backup keeps it with the claim.
     evidence_file = models.BinaryField(null=True, blank=True, editable=False)
+    # What an auditor checks against the registry (Quality Criteria 2 and 3); an instrument without them fails
+    # the evidence criterion (scope2.quality).
+    registry = models.CharField(max_length=200, blank=True, help_text="tracking system, e.g. 'Grexel CMO.grexel'")
+    certificate_id_from = models.CharField(max_length=200, blank=True, help_text="first certificate id cancelled")
+    certificate_id_to = models.CharField(max_length=200, blank=True, help_text="last certificate id cancelled")
+    cancellation_date = models.DateField(null=True, blank=True, help_text="date of cancellation or retirement")
+    beneficiary = models.CharField(max_length=200, blank=True, help_text="on whose behalf it was cancelled")
+    consumption_period_start = models.DateField(null=True, blank=True, help_text="as the cancellation states")
+    consumption_period_end = models.DateField(null=True, blank=True, help_text="inclusive, as the cancellation states")
+    purchase_type = models.CharField(
+        max_length=12, blank=True, choices=[(p.value, p.value.replace("_", " ")) for p in PurchaseType],
+        help_text="unbundled or bundled certificates, a direct line (PPA) or on-site generation",
+    )  # fmt: skip
+    attributes_exclusive = models.BooleanField(
+        null=True, blank=True, help_text="criterion 7: every instrument conveying the claim goes to us only"
+    )
+    supplier_rate_delivered_basis = models.BooleanField(
+        null=True, blank=True,
+        help_text="criterion 6: the rate is on delivered electricity, net of certificates sold and retired",
+    )  # fmt: skip
+    biogenic_co2_g_per_kwh = _stated(
+        9, 3, "biogenic gCO2/kWh", help_text="biomass: CO2 of combustion, a memo outside the scopes"
+    )
 
     class Meta:
         db_table = "accounting_contractualinstrument"  # kept from before the app had its own label
@@ -196,3 +220,17 @@ class Scope1Emission(Timestamped):
 
     def __str__(self) -> str:
         return f"Scope 1 {self.activity} at {self.site}: {self.co2e_kg} kg"
+
+
+class Scope2Disclosure(Timestamped):
+    """Which market-based figure the organization discloses; without a row, annual matching (2015 Guidance)."""
+
+    class Matching(models.TextChoices):
+        ANNUAL = "annual", "Annual matching (GHG Protocol Scope 2 Guidance, 2015)"
+        HOURLY = "hourly", "Hourly matching where a profile exists (the 2025 revision's proposal)"
+
+    organization = models.OneToOneField(Organization, on_delete=models.CASCADE, related_name="scope2_disclosure")
+    market_matching = models.CharField(max_length=8, choices=Matching.choices, default=Matching.ANNUAL)
+
+    def __str__(self) -> str:
+        return f"{self.organization}: market-based {self.market_matching}"

@@ -38,7 +38,7 @@ from reports.selectors.sustainability import SustainabilityReport
 from reports.serializers import PeriodInputSerializer
 from scope2.disclosures import GHG_COLUMNS, ghg_inventory_rows, ghg_table
 from scope2.esrs import ID_SCHEME, STANDARD_VERSION, esrs_export_datapoints
-from scope2.exports import scope2_csv_rows, scope2_output
+from scope2.exports import biogenic_memo, scope2_csv_rows, scope2_output
 from scope2.headline import sustainability_shown
 from scope2.inventory import organization_boundary
 from scope2.inventory_output import inventory
@@ -75,8 +75,10 @@ class Scope2ReportView(Scope2View):
         operation_id="reports_scope2",
         summary="Scope 2 dual reporting: location- and market-based, instruments, residual mix, 24/7 CFE score",
         description=(
-            "Per organization and period: location-based and market-based Scope 2 (hourly matching where an "
-            "instrument has an hourly profile, annual otherwise) and the all-annual figure beside it; the "
+            "Per organization and period: location-based and market-based Scope 2, the market-based figure both "
+            "annually and hourly matched (each stating its `matching`), `market` the one the organization "
+            "discloses (`/api/v1/scope2-disclosure/`); a period inside a year is the year-to-date slice of the "
+            "year's allocation, so quarters add up to the year; the biogenic CO2 memo of biomass instruments; the "
             "instruments used with the quality criteria each met or failed; the residual-mix share and the "
             "location-based fallback, labelled; the 24/7 carbon-free-energy score per site. " + _AUDIT + " The CSV "
             "ends with `audit` lines: `entries_count`, `sha256`, `href`, then `<id>:<field>` per listed change."
@@ -107,13 +109,20 @@ class Scope2GhgTableView(Scope2View):
     )
     def get(self, request: Request) -> Any:
         report, organization = self.report(request)
-        rows, shown = ghg_table(report), inventory(report=report)
+        rows, shown, memo = ghg_table(report), inventory(report=report), biogenic_memo(report)
         scopes = ghg_inventory_rows(shown)
         if self.wants_csv(request):
-            return csv_response(GHG_COLUMNS, csv_escaped(iter(rows + scopes)), filename=self.filename(report))
+            memo_row = {
+                "site": "MEMO: BIOGENIC CO2 (outside the scopes)",
+                "note": f"{memo['tco2']} tCO2; {memo['note']}",
+            }
+            return csv_response(
+                GHG_COLUMNS, csv_escaped(iter([*rows, *scopes, memo_row])), filename=self.filename(report)
+            )
         audit = self.audit(request, report, organization)
-        return Response({"start": report.start, "end": report.end, "columns": GHG_COLUMNS, "rows": rows,
-                         "inventory_rows": scopes, "inventory": shown, "audit": audit})  # fmt: skip
+        return Response({"start": report.start, "end": report.end, "market_matching": report.matching,
+                         "columns": GHG_COLUMNS, "rows": rows, "inventory_rows": scopes, "biogenic_co2_memo": memo,
+                         "inventory": shown, "audit": audit})  # fmt: skip
 
 
 class Scope2EsrsView(Scope2View):
@@ -142,6 +151,8 @@ class Scope2EsrsView(Scope2View):
                     report, share=organization_boundary(organization_id=organization.pk).share, inventory=shown
                 ),
                 "method": shown["embodied_amortized"]["method"],
+                "market_matching": report.matching,
+                "biogenic_co2_memo": biogenic_memo(report),
                 "inventory": shown,
                 "audit": self.audit(request, report, organization),
             }

@@ -29,12 +29,15 @@ def _residual_table() -> dict[str, Any]:
 
 
 def shipped_residual_mix(*, zone: str, year: int) -> ResidualMix | None:
-    """The shipped figure for ``zone`` (or its country) in ``year``; ``None`` when the table has none."""
+    """The shipped figure for ``zone`` (or its country) of the latest year not after ``year``; ``None`` when the
+    table has none."""
     table = _residual_table()
-    by_zone = table.get("years", {}).get(str(year), {})
-    for key in (zone.upper(), zone.upper()[:2]):
-        if key in by_zone:
-            return ResidualMix(Decimal(str(by_zone[key])), f"{table['source']} {year}")
+    published = sorted((int(shipped) for shipped in table.get("years", {}) if int(shipped) <= year), reverse=True)
+    for shipped in published:
+        by_zone = table["years"][str(shipped)]
+        for key in (zone.upper(), zone.upper()[:2]):
+            if key in by_zone:
+                return ResidualMix(Decimal(str(by_zone[key])), f"{table['source']} {shipped}", shipped)
     return None
 
 

@@ -5,7 +5,8 @@ an organization loads the figures it holds, per zone and year, from a CSV file
 (``zone,year,gco2e_per_kwh,source``) through ``POST /api/v1/residual-mixes/upload/``
 or ``manage.py load_residual_mixes``, or enters them in the Django admin. Each
 row is saved through ``residual_mix_save``: a zone and year already held is
-replaced, a year overlapping a locked period is refused, and every change is
+replaced, a figure serving a locked period is refused (a year's figure serves its year and the later ones up
+to the next year held, as the latest published year not after the report year is used), and every change is
 audited (``subject="residual_mix"``). Residual mixes weigh on the Scope 2
 report (computed when read), not on stored ledger lines: no hours re-open.
 """
@@ -37,8 +38,17 @@ class ResidualMixCsvSerializer(serializers.Serializer):
     source = serializers.CharField(max_length=200, help_text="publication, version and table")  # type: ignore[assignment]
 
 
-def _year(year: int) -> Window:
-    return (datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC))
+def _used_from(row: ResidualMixFactor, year: int) -> Window:
+    """The report years a figure of ``year`` serves: the latest published year not after the report year is
+    used (``scope2.selectors.residual_mix_for``), so from ``year`` up to the next year held for the zone."""
+    later = (
+        ResidualMixFactor.objects.filter(organization_id=row.organization_id, zone=row.zone, year__gt=year)
+        .exclude(pk=row.pk)
+        .order_by("year")
+        .values_list("year", flat=True)
+        .first()
+    )
+    return (datetime(year, 1, 1, tzinfo=UTC), None if later is None else datetime(later, 1, 1, tzinfo=UTC))
 
 
 def residual_mix_save(*, row: ResidualMixFactor, user: Any, now: datetime) -> InputChange:
@@ -54,7 +64,7 @@ def residual_mix_save(*, row: ResidualMixFactor, user: Any, now: datetime) -> In
                 held.gco2e_per_kwh, held.source, row = row.gco2e_per_kwh, row.source, held
         stored = ResidualMixFactor.objects.filter(pk=row.pk).first() if row.pk else None
         validated(row)
-        years = [_year(row.year)] + ([_year(stored.year)] if stored is not None else [])
+        years = [_used_from(row, row.year)] + ([_used_from(row, stored.year)] if stored is not None else [])
         lock_check(organization_id=row.organization_id, windows=years)
         row.save()
         audit_record(
@@ -66,7 +76,7 @@ def residual_mix_save(*, row: ResidualMixFactor, user: Any, now: datetime) -> In
 
 def residual_mix_delete(*, row: ResidualMixFactor, user: Any, now: datetime) -> InputChange:
     with transaction.atomic():
-        lock_check(organization_id=row.organization_id, windows=[_year(row.year)])
+        lock_check(organization_id=row.organization_id, windows=[_used_from(row, row.year)])
         before, row_id = snapshot(row), row.pk
         row.delete()
         audit_record(

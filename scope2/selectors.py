@@ -21,13 +21,15 @@ from scope2.allocation import (
     ResidualMix,
     SiteAllocation,
     SiteHour,
-    site_allocate,
 )
+from scope2.basis import BasisCoverage, basis_by_site, scope2_location_g
 from scope2.boundary import ElectricityScope
 from scope2.cfe import CfeScore, cfe_annual, cfe_hourly
 from scope2.inventory import electricity_line_filters
-from scope2.models import ContractualInstrument, InstrumentHour, ResidualMixFactor
+from scope2.models import ContractualInstrument, InstrumentHour, ResidualMixFactor, Scope2Disclosure
+from scope2.quality import Evidence
 from scope2.residual import grid_cfe_share, shipped_residual_mix
+from scope2.year_to_date import period_allocate, year_start
 
 
 def instruments_for_user(*, user: Any) -> QuerySet[ContractualInstrument]:
@@ -50,8 +52,9 @@ def instrument_for_user(*, user: Any, instrument_id: int) -> ContractualInstrume
 @dataclass
 class SiteScope2:
     site: Site
-    allocation: SiteAllocation  # hourly matching where an instrument has a profile, annual otherwise
-    annual: SiteAllocation  # every instrument matched annually: the figure beside it
+    allocation: SiteAllocation  # the figure the organization discloses (``matching``)
+    hourly: SiteAllocation  # hourly matching where an instrument has a profile, annual otherwise
+    annual: SiteAllocation  # every instrument matched annually (the 2015 Guidance)
     residual_mix: ResidualMix | None
     cfe_hourly: CfeScore
     cfe_annual: CfeScore
@@ -68,6 +71,8 @@ class Scope2Report:
     end: datetime
     sites: list[SiteScope2]
     line_filters: dict[ElectricityScope, Q] = field(default_factory=dict)
+    bases: dict[int, BasisCoverage] = field(default_factory=dict)  # per site: the factor basis of its Scope 2
+    matching: str = Scope2Disclosure.Matching.ANNUAL.value  # the disclosed market-based figure's matching
 
 
 def _site_hours(organization_id: int, start: datetime, end: datetime, scope2: Q) -> dict[int, list[SiteHour]]:
@@ -81,7 +86,8 @@ def _site_hours(organization_id: int, start: datetime, end: datetime, scope2: Q)
             scope2, organization_id=organization_id, hour_start__gte=start, hour_start__lt=end
         )
         .values("site_id", "hour_start")
-        .annotate(kwh=Sum("facility_kwh"), location_g=Sum("location_co2e_g"), location_kwh=Sum(located))
+        # Scope 2 takes the direct factor where the hour has one (scope2.basis)
+        .annotate(kwh=Sum("facility_kwh"), location_g=scope2_location_g(), location_kwh=Sum(located))
         .order_by("site_id", "hour_start")
     )
     by_site: dict[int, list[SiteHour]] = defaultdict(list)
@@ -123,57 +129,102 @@ def _instrument(row: ContractualInstrument, profile_kwh: dict[datetime, Decimal]
         generation_zone=row.generation_zone,
         technology=row.technology,
         stated_factor=row.emission_factor_gco2e_per_kwh,
-        has_evidence=bool(row.evidence_reference.strip() or row.evidence_file_sha256),
+        evidence=Evidence(
+            registry=row.registry,
+            certificate_id_from=row.certificate_id_from,
+            certificate_id_to=row.certificate_id_to,
+            cancellation_date=row.cancellation_date,
+            beneficiary=row.beneficiary,
+            consumption_start=row.consumption_period_start,
+            consumption_end=row.consumption_period_end,
+            reference=row.evidence_reference,
+            file_attached=bool(row.evidence_file_sha256),
+            purchase_type=row.purchase_type,
+            attributes_exclusive=row.attributes_exclusive,
+            supplier_rate_delivered_basis=row.supplier_rate_delivered_basis,
+        ),
         profile_kwh=profile_kwh,
+        biogenic_g_per_kwh=row.biogenic_co2_g_per_kwh,
     )
 
 
 def residual_mix_for(*, organization_id: int, zone: str, year: int) -> ResidualMix | None:
-    """The organization's own figure (zone, then its country), else the shipped table's."""
+    """The latest published year not after ``year`` (issuers publish year Y in the course of Y+1): the
+    organization's own figure (zone, then its country), else the shipped table's; its year is stated."""
     for key in (zone.upper(), zone.upper()[:2]):
-        row = ResidualMixFactor.objects.filter(organization_id=organization_id, zone=key, year=year).first()
+        row = (
+            ResidualMixFactor.objects.filter(organization_id=organization_id, zone=key, year__lte=year)
+            .order_by("-year")
+            .first()
+        )
         if row is not None:
-            return ResidualMix(row.gco2e_per_kwh, row.source)
+            return ResidualMix(row.gco2e_per_kwh, row.source, row.year)
     return shipped_residual_mix(zone=zone, year=year)
 
 
+def disclosed_matching(*, organization_id: int) -> str:
+    """The matching of the market-based figure the organization discloses: annual without a row."""
+    row = Scope2Disclosure.objects.filter(organization_id=organization_id).first()
+    return row.market_matching if row else Scope2Disclosure.Matching.ANNUAL.value
+
+
 def _site_scope2(
-    site: Site, hours: list[SiteHour], instruments: list[Instrument], start: datetime, end: datetime
+    site: Site, hours: list[SiteHour], instruments: list[Instrument], start: datetime, end: datetime, matching: str
 ) -> SiteScope2:
-    residual = residual_mix_for(organization_id=site.organization_id, zone=site.grid_zone, year=start.year)
+    residuals: dict[int, ResidualMix | None] = {}
+
+    def residual_of(year: int) -> ResidualMix | None:
+        if year not in residuals:
+            residuals[year] = residual_mix_for(organization_id=site.organization_id, zone=site.grid_zone, year=year)
+        return residuals[year]
+
     common: dict[str, Any] = dict(
-        hours=hours, instruments=instruments, site_zone=site.grid_zone, start=start, end=end, residual=residual
+        hours=hours, instruments=instruments, site_zone=site.grid_zone, start=start, end=end, residual_of=residual_of
     )
-    allocation, annual = site_allocate(**common), site_allocate(**common, matching="annual")
+    hourly, annual = period_allocate(**common, matching="auto"), period_allocate(**common, matching="annual")
     grid = grid_cfe_share(zone=site.grid_zone, year=start.year) if site.grid_zone else None
     share = grid[0] if grid else None
-    consumed = {hour.hour_start: hour.facility_kwh for hour in hours}
+    consumed = {hour.hour_start: hour.facility_kwh for hour in hours if start <= hour.hour_start < end}
     annual_cfe_kwh = sum((use.matched_kwh for use in annual.uses if use.carbon_free), ZERO)
     return SiteScope2(
         site=site,
-        allocation=allocation,
+        allocation=hourly if matching == Scope2Disclosure.Matching.HOURLY else annual,
+        hourly=hourly,
         annual=annual,
-        residual_mix=residual,
-        cfe_hourly=cfe_hourly(
-            consumption_kwh=consumed, contracted_kwh=allocation.hourly_carbon_free_kwh, grid_share=share
-        ),
+        residual_mix=residual_of(start.year),
+        cfe_hourly=cfe_hourly(consumption_kwh=consumed, contracted_kwh=hourly.hourly_carbon_free_kwh, grid_share=share),
         cfe_annual=cfe_annual(consumption_kwh=annual.consumption_kwh, contracted_kwh=annual_cfe_kwh, grid_share=share),
         grid_cfe_source=grid[1] if grid else None,
     )
 
 
 def scope2_report(*, organization_id: int, start: datetime, end: datetime) -> Scope2Report:
-    """Per site with Scope 2 consumption or instruments in [start, end): both methods, the instruments, the CFE
-    score. Nodes whose electricity is Scope 3 (rented with power in the rent) are left out: not the
-    organization's purchased electricity, so no instrument of its can cover them."""
-    filters = electricity_line_filters(organization_id=organization_id, start=start, end=end)
-    hours = _site_hours(organization_id, start, end, filters[ElectricityScope.SCOPE_2])
-    instruments = _instruments(organization_id, start, end)
-    sites = Site.objects.filter(organization_id=organization_id, pk__in=set(hours) | set(instruments))
+    """Per site with Scope 2 consumption or instruments in [start, end): both methods, both matchings (the
+    disclosed one in ``allocation``), the instruments, the CFE score. A period is the year-to-date slice of its
+    year's allocation (``scope2.year_to_date``), so the hours and instruments are read from 1 January. Nodes
+    whose electricity is Scope 3 (rented with power in the rent) are left out: not the organization's purchased
+    electricity, so no instrument of its can cover them."""
+    since = year_start(start.year)
+    filters = electricity_line_filters(organization_id=organization_id, start=since, end=end)
+    hours = _site_hours(organization_id, since, end, filters[ElectricityScope.SCOPE_2])
+    instruments = _instruments(organization_id, since, end)
+    in_period = {site_id for site_id, rows in hours.items() if any(start <= row.hour_start for row in rows)}
+    in_period |= {site_id for site_id, rows in instruments.items()
+                  if any(row.delivery_start < end and start < row.delivery_end for row in rows)}  # fmt: skip
+    matching = disclosed_matching(organization_id=organization_id)
+    sites = Site.objects.filter(organization_id=organization_id, pk__in=in_period)
+    period_filters = electricity_line_filters(organization_id=organization_id, start=start, end=end)
     return Scope2Report(
         organization_id,
         start,
         end,
-        [_site_scope2(site, hours.get(site.pk, []), instruments.get(site.pk, []), start, end) for site in sites],
-        filters,
+        [
+            _site_scope2(site, hours.get(site.pk, []), instruments.get(site.pk, []), start, end, matching)
+            for site in sites
+        ],
+        period_filters,
+        basis_by_site(
+            organization_id=organization_id, start=start, end=end, where=period_filters[ElectricityScope.SCOPE_2]
+        ),
+        matching,
     )

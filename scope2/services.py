@@ -18,14 +18,16 @@ from common.periods import hour_instant_problem
 from fleets.models import Organization
 from scope2.claims import Claim, certificate_check, profile_check, share_check
 from scope2.models import ContractualInstrument, InstrumentHour
-from scope2.quality import effective_factor_g_per_kwh
+from scope2.quality import Technology, effective_factor_g_per_kwh
 
 EVIDENCE_MAX_BYTES = 5 * 1024 * 1024
 
 FIELDS = (
     "site", "kind", "name", "volume_mwh", "share_of_consumption", "delivery_start", "delivery_end", "vintage_year",
     "generation_zone", "technology", "emission_factor_gco2e_per_kwh", "certificate_ref", "certificate_mwh",
-    "evidence_reference",
+    "evidence_reference", "registry", "certificate_id_from", "certificate_id_to", "cancellation_date", "beneficiary",
+    "consumption_period_start", "consumption_period_end", "purchase_type", "attributes_exclusive",
+    "supplier_rate_delivered_basis", "biogenic_co2_g_per_kwh",
 )  # fmt: skip
 
 
@@ -48,8 +50,27 @@ def _validate(instrument: ContractualInstrument, profile: Sequence[tuple[datetim
         raise InstrumentInvalid(f"state emission_factor_gco2e_per_kwh: {instrument.technology} is not zero-emission")
     if instrument.certificate_mwh is not None and not instrument.certificate_ref:
         raise InstrumentInvalid("certificate_mwh needs certificate_ref (the registry id of the batch)")
+    _validate_evidence(instrument)
     if profile:
         _validate_profile(instrument, profile)
+
+
+def _validate_evidence(instrument: ContractualInstrument) -> None:
+    """What is stated must hang together; what is missing is not refused here but fails the evidence criterion."""
+    if instrument.technology == Technology.BIOMASS and instrument.biogenic_co2_g_per_kwh is None:
+        raise InstrumentInvalid(
+            "biogenic_co2_g_per_kwh: a biomass instrument states the CO2 of its combustion (reported as a memo "
+            "outside the scopes, GHG Protocol Scope 2 Guidance 6.12)"
+        )
+    if instrument.technology != Technology.BIOMASS and instrument.biogenic_co2_g_per_kwh is not None:
+        raise InstrumentInvalid(
+            f"biogenic_co2_g_per_kwh: only a biomass instrument has one, not {instrument.technology}"
+        )
+    start, end = instrument.consumption_period_start, instrument.consumption_period_end
+    if start is not None and end is not None and end < start:
+        raise InstrumentInvalid("consumption_period_end must not be before consumption_period_start")
+    if instrument.certificate_id_to and not instrument.certificate_id_from:
+        raise InstrumentInvalid("certificate_id_to needs certificate_id_from (the first id of the range)")
 
 
 def _validate_profile(instrument: ContractualInstrument, profile: Sequence[tuple[datetime, Decimal]]) -> None:

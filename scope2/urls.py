@@ -10,6 +10,7 @@ urlpatterns = [
     path("instruments/<int:instrument_id>/evidence/", api.InstrumentEvidenceView.as_view(), name="instrument-evidence"),
     path("instruments/upload/", uploads_api.InstrumentsUploadView.as_view(), name="instruments-upload"),
     path("inventory-boundary/", boundary_api.InventoryBoundaryView.as_view(), name="inventory-boundary"),
+    path("scope2-disclosure/", boundary_api.Scope2DisclosureView.as_view(), name="scope2-disclosure"),
     path("node-scopes/", boundary_api.NodeScopesView.as_view(), name="node-scopes"),
     path("node-scopes/<int:node_id>/", boundary_api.NodeScopeView.as_view(), name="node-scope"),
     path("scope1-emissions/", boundary_api.Scope1EmissionsView.as_view(), name="scope1-emissions"),

@@ -1,4 +1,4 @@
-"""The collector's simulated backend against a real server on 127.0.0.1: nothing lost, nothing twice.
+"""The collector (simulated, or reading a stand-in dcgm-exporter) against a real server on 127.0.0.1.
 
 The server is gunicorn on the test database; the collector runs as its own
 process. Stopping the server mid-run, or killing the collector with SIGKILL,
@@ -18,12 +18,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from fleets.services import credential_issue
 from telemetry.collector.simulated import SimulatedBackend, parse_simulate_spec
-from telemetry.models import GpuSample
+from telemetry.models import GpuHourUsage, GpuSample
+from telemetry.rollup import rollup_pending_run
+from tests.helpers.dcgm_exporter import DcgmExporterStandIn, StandInGpu
 from tests.helpers.factories import NodeFactory
 from tests.helpers.processes import subprocess_env
+from tests.helpers.stub_server import StubServer
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,3 +161,45 @@ def test_collector_killed_with_sigkill_and_restarted_loses_nothing(server, token
     assert 0 < partial < len(expected_rows())
     assert GpuSample.objects.count() == len(expected_rows())
     assert stored_rows() == expected_rows()
+
+
+def test_the_collector_reading_dcgm_exporter_stores_the_exporters_energy_to_the_mj(server, tmp_path):
+    # given: a node, a stand-in dcgm-exporter with two GPUs, and the collector reading it live
+    token = credential_issue(node=NodeFactory(hostname="dcgm-host"))
+    stand_in = DcgmExporterStandIn(
+        [StandInGpu("GPU-e2e-0", 0), StandInGpu("GPU-e2e-1", 1, step_mj=35_025)], hostname="dcgm-host"
+    )
+    exporter = StubServer(default=stand_in.answer).start()
+    args = [
+        "--server", server.url, "--token", token, "--hostname", "dcgm-host", "--spool", str(tmp_path / "spool"),
+        "--dcgm-exporter", f"{exporter.url}/metrics", "--sample-interval", "0.25", "--batch-seconds", "1",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WATTLEDGER_")}
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "telemetry.collector", *args], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        # when: its counters reset (a driver reload), it answers 500 for a while, then recovers
+        for mode, requests in (("ok", 6), ("reset", 10), ("error", 13), ("ok", 20)):
+            if mode == "reset":
+                stand_in.resets, mode = 1, "ok"
+            stand_in.mode = mode
+            wait_until(lambda n=requests: stand_in.requests >= n, 60)
+        agent.send_signal(signal.SIGTERM)
+        _, stderr = agent.communicate(timeout=60)
+    finally:
+        exporter.stop()
+    assert agent.returncode == 0, stderr
+    rollup_pending_run(now=timezone.now())
+
+    # then: the stored hourly energy of each GPU is what the stand-in's GPU used between its first and last sample
+    for gpu in stand_in.gpus:
+        stored = GpuSample.objects.filter(gpu__uuid=gpu.uuid, energy_j__isnull=False).order_by("ts")
+        readings = list(stored.values_list("energy_j", flat=True))
+        first, last = readings[0], readings[-1]
+        truth_j = gpu.truth_j(round(first * 1000), round(last * 1000))
+        hourly_j = sum(GpuHourUsage.objects.filter(gpu__uuid=gpu.uuid).values_list("energy_j", flat=True))
+        assert truth_j > 0 and hourly_j == pytest.approx(truth_j, rel=1e-3)
+    # the 500s are a gap that the counter bridged, not zeros
+    assert not GpuSample.objects.filter(power_w=0).exists() and not GpuSample.objects.filter(energy_j=0).exists()
+    assert GpuSample.objects.filter(gpu__uuid="GPU-e2e-0").count() <= stand_in.requests - 3

@@ -291,6 +291,10 @@ PROBES: dict[str, Detail | Collection | Special] = {
         organization=True, writes="put",
         creates=lambda w: [{"organization": str(w.org_a.pk), "consolidation_approach": "financial_control"}],
     ),
+    "scope2-disclosure": Collection(
+        organization=True, writes="put",
+        creates=lambda w: [{"organization": str(w.org_a.pk), "market_matching": "hourly"}],
+    ),
     "node-scopes": Collection(),
     "node-scope": Detail(lambda w: {"node_id": w.ids["node"]}, ("put",), lambda w: {"electricity": "category_8"}),
     "scope1-emissions": Collection(a_ids=_ids("scope1"), creates=lambda w: [_scope1(w)]),

@@ -191,14 +191,20 @@ class IntensityFactor:
     """Carbon intensity of electricity, gCO2e/kWh, tagged with where it came from.
 
     ``source`` examples: ``"electricitymaps:live"``, ``"ember:annual-2023"``,
-    ``"contract:ppa-7"``, ``"residual-mix:aib-2023"``.
+    ``"contract:ppa-7"``, ``"residual-mix:aib-2023"``. ``basis`` says what ``g_per_kwh``
+    counts (``lifecycle``: with upstream; ``direct``: combustion only); ``direct_g_per_kwh``
+    is the same hour's direct figure where the source gives one.
     """
 
     g_per_kwh: Decimal
     source: str
+    basis: str = "lifecycle"
+    direct_g_per_kwh: Decimal | None = None
 
     def __post_init__(self) -> None:
         _require_non_negative(g_per_kwh=self.g_per_kwh)
+        if self.direct_g_per_kwh is not None:
+            _require_non_negative(direct_g_per_kwh=self.direct_g_per_kwh)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ Formulas (DESIGN.md, "Money and carbon"), all in ``Decimal``, nothing rounded::
                                                       ``hardware_cost_unconverted`` (price currency), counted
     location_g    = facility_kwh x location intensity   (None when no intensity is known)
     market_g      = facility_kwh x market factor        (None when no factor is known)
+    direct_g      = facility_kwh x location direct factor (Scope 2; None when no direct factor is known)
     embodied_g    = see ``accounting.ledger.embodied``, per GPU plus the host share
 
 Energy, and its boundary: ``gpu_kwh`` is the GPU boundary (the boards, as NVML
@@ -152,6 +153,11 @@ class NodeHourLine:
     vat_cost: Decimal = ZERO
     tax_id: str | None = None
     vat_unknown: bool = False
+    # The location factor's basis (``lifecycle`` or ``direct``), and the same kWh at the hour's direct
+    # factor where the grid source gives one (Scope 2 takes it; ``location_co2e_g`` stays as SCI and the
+    # per-token figures weigh it). None: no direct factor known for the hour.
+    location_basis: str | None = None
+    location_direct_co2e_g: Decimal | None = None
 
     @property
     def tokens(self) -> int:
@@ -314,6 +320,11 @@ def operational_co2e_g(facility_kwh: Decimal, factor: IntensityFactor | None) ->
     return None if factor is None else facility_kwh * factor.g_per_kwh
 
 
+def direct_co2e_g(facility_kwh: Decimal, factor: IntensityFactor | None) -> Decimal | None:
+    """gCO2e of ``facility_kwh`` at the factor's direct (combustion) figure; ``None`` when that is unknown."""
+    return None if factor is None or factor.direct_g_per_kwh is None else facility_kwh * factor.direct_g_per_kwh
+
+
 def node_embodied_co2e_g(node: NodeHourInput, method: AmortizationMethod) -> EmbodiedG:
     """Embodied gCO2e of the node's GPUs and host share over its held hours."""
     total = EmbodiedG()
@@ -429,6 +440,8 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         vat_cost=taxes.vat_cost,
         tax_id=taxes.tax_id,
         vat_unknown=price_vat_unknown or (tariff_vat_unknown and status is ElectricityStatus.PRICED),
+        location_basis=node.location.basis if node.location else None,
+        location_direct_co2e_g=direct_co2e_g(facility, node.location),
     )
 
 

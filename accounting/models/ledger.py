@@ -92,6 +92,9 @@ class NodeHourLedger(models.Model):
     )
     location_co2e_g = _amount(null=True)
     market_co2e_g = _amount(null=True)
+    # Scope 2 takes this one: the facility kWh at the hour's direct (combustion) factor; null where the grid
+    # source gives no direct figure (Scope 2 then stands on location_co2e_g, lifecycle, flagged).
+    location_direct_co2e_g = _amount(null=True)
     embodied_co2e_g_low = _amount()
     embodied_co2e_g_central = _amount()
     embodied_co2e_g_high = _amount()
@@ -126,6 +129,10 @@ class NodeHourLedger(models.Model):
     pricing_price_id = models.CharField(max_length=64, blank=True)
     location_gco2e_per_kwh = models.DecimalField(null=True, max_digits=9, decimal_places=3)
     location_source = models.CharField(max_length=64, blank=True)
+    location_basis = models.CharField(
+        max_length=10, blank=True, help_text="what location_gco2e_per_kwh counts: lifecycle or direct"
+    )
+    location_direct_gco2e_per_kwh = models.DecimalField(null=True, max_digits=9, decimal_places=3)
     location_is_fallback = models.BooleanField(help_text="the annual average stood in for a missing live hour")
     market_source = models.CharField(max_length=128, blank=True)
     amortization = models.CharField(max_length=12)

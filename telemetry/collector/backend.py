@@ -3,7 +3,11 @@
 A backend is read once per sample tick; each read gives one :class:`GpuReading`
 per GPU. A field the GPU cannot report is ``None`` (never zero), and a GPU that
 failed this tick still gives a reading, with every field ``None`` and
-``error`` set, so one failing GPU never stops the others.
+``error`` set, so one failing GPU never stops the others. A backend that reads
+the GPUs through another process (dcgm-exporter) gives no reading for the GPUs
+of a source it could not read: the GPUs and their energy counters ran on, and a
+gap in the samples, unlike a row of nulls, lets the server count the counter's
+increase across it.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from .agent import Clock, Collector, Timing
 from .backend import GpuBackend, ServingSource
 from .batching import BatchBuilder
 from .config import Settings, load_settings
+from .dcgm import DEFAULT_TIMEOUT_S, DcgmExporterBackend
 from .epochs import EpochBook
 from .hostmeter import host_meter_from_spec
 from .nvml import NvmlBackend, NvmlUnavailable
@@ -36,6 +37,10 @@ def make_backend(settings: Settings, book: EpochBook) -> GpuBackend:
             resets_every_s=resets_s,
             pattern=settings.simulate_pattern,
         )
+    if settings.dcgm_exporters:
+        # A scrape answers within the tick or is that tick's missing reading: no retry, no backlog.
+        timeout_s = min(DEFAULT_TIMEOUT_S, 0.8 * settings.sample_interval_s)
+        return DcgmExporterBackend(settings.dcgm_exporters, book=book, hostname=settings.hostname, timeout_s=timeout_s)
     return NvmlBackend(book=book)
 
 

@@ -57,6 +57,7 @@ class Settings:
     host_meter: str = "none"
     simulate_llm: str = LLMS["8b"]
     simulate_pattern: str = "steady"
+    dcgm_exporters: tuple[str, ...] = ()
 
     @property
     def backfill(self) -> bool:
@@ -123,6 +124,11 @@ def _host_meter(value: Any) -> str:
 def _serving(value: Any) -> tuple[ServingTarget, ...]:
     items = value if isinstance(value, (list, tuple)) else re.split(r"[\s;]+", str(value))
     return tuple(parse_serving_target(str(item)) for item in items if str(item).strip())
+
+
+def _urls(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, (list, tuple)) else re.split(r"[\s;]+", str(value))
+    return tuple(_url(item) for item in items if str(item).strip())
 
 
 def _resets(value: Any) -> float:
@@ -212,6 +218,15 @@ OPTIONS: tuple[Option, ...] = (
         "by index or UUID, e.g. http://127.0.0.1:8000/metrics@0,1 (without @: all of the host's GPUs); "
         "repeat for several (in the environment or config file: separated by spaces)",
         "URL[@GPU,...]",
+    ),
+    Option(
+        "dcgm-exporter",
+        _urls,
+        (),
+        "read the GPUs from NVIDIA dcgm-exporter's Prometheus page instead of NVML, e.g. "
+        "http://127.0.0.1:9400/metrics (one GET per sample tick); repeat for several (in the environment "
+        "or config file: separated by spaces)",
+        "URL",
     ),
     Option(
         "serving-interval", _seconds(1, 600), 5.0, "seconds between scrapes of the inference servers (default 5)", "S"
@@ -326,7 +341,7 @@ def env_name(option: Option) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m telemetry.collector",
-        description="Wattledger collector: samples this host's GPUs (NVML) and inference servers, "
+        description="Wattledger collector: samples this host's GPUs (NVML or dcgm-exporter) and inference servers, "
         "spools batches on disk and sends them to the Wattledger server.",
         epilog="Every option can also be set in the environment (the name shown) or in the --config file "
         "(TOML, or INI with a [wattledger] section; keys are option names). The command line wins, then "
@@ -346,8 +361,8 @@ def _add(parser: argparse.ArgumentParser, option: Option) -> None:
         parser.add_argument("--simulate-resets", dest=dest, nargs="?", const="6", metavar="HOURS", help=text)
     elif option.flag:
         parser.add_argument(f"--{option.name}", dest=dest, action="store_const", const="true", help=text)
-    elif option.name == "serving":
-        parser.add_argument("--serving", dest=dest, action="append", metavar=option.metavar, help=text)
+    elif option.name in {"serving", "dcgm-exporter"}:
+        parser.add_argument(f"--{option.name}", dest=dest, action="append", metavar=option.metavar, help=text)
     else:
         parser.add_argument(f"--{option.name}", dest=dest, metavar=option.metavar, help=text)
 
@@ -442,6 +457,7 @@ def _settings(v: dict[str, Any]) -> Settings:
         end=v["end"],
         log_level=v["log-level"],
         host_meter=v["host-meter"],
+        dcgm_exporters=v["dcgm-exporter"],
     )
 
 
@@ -463,6 +479,8 @@ def _check_modes(v: dict[str, Any]) -> None:
         raise ValueError("a backfill needs both --start and --end")
     if v["start"] is not None and v["start"] >= v["end"]:
         raise ValueError("--start must be before --end")
+    if v["simulate"] and v["dcgm-exporter"]:
+        raise ValueError("--simulate and --dcgm-exporter exclude each other: GPUs are simulated or read, not both")
     if v["start"] is not None and (not v["simulate"] or v["serving"]):
         raise ValueError(
             "a backfill (--start/--end) needs --simulate and no --serving: real GPUs and servers have no past"

@@ -127,3 +127,23 @@ def test_a_node_serving_two_models_shows_each_models_tokens_and_latency(client, 
     assert cells[18] == "150.0" and cells[21] == "35.00"
     # The charts' series are named by model.
     assert "P99 llama-8b" in page and "P99 qwen-14b" in page
+
+
+def test_each_gpu_shows_its_hardware_profile_and_an_unknown_model_is_named(client):
+    # given: a node whose exporter reports one catalogued model and one the catalog has no profile for
+    node = NodeFactory(hostname="dcgm-box")
+    GpuFactory(node=node, index=0, uuid="GPU-known", name="NVIDIA H100 80GB HBM3")
+    GpuFactory(node=node, index=1, uuid="GPU-unknown", name="NVIDIA B200")
+    user = UserFactory(username="engineer-profiles")
+    MembershipFactory(user=user, organization=node.fleet.organization, role="engineer")
+    client.force_login(user)
+
+    page = client.get(f"/nodes/{node.pk}/").content.decode()
+
+    table = page[page.index('id="gpus"') :]
+    rows = re.findall(r"<tr><td>(.*?)</tr>", table[: table.index("</table>")])
+    cells = [[re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"(?:^|<td>)(.*?)</td>", row)] for row in rows]
+    assert [row[:3] for row in cells] == [
+        ["0", "NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM 80GB"],
+        ["1", "NVIDIA B200", "unknown model: no hardware profile"],
+    ]

@@ -65,6 +65,8 @@ def test_national_half_hours_become_hourly_means_preferring_actual(fake: FakePro
         (T0 + timedelta(hours=2), Decimal("281.000"), True),
     ]
     assert {(h.zone, h.kind, h.source) for h in hours} == {("GB", "average", "carbonintensity.org.uk")}
+    # operational (combustion) factors per fuel: direct basis, no lifecycle figure
+    assert {(h.basis, h.direct_gco2e_per_kwh == h.gco2e_per_kwh) for h in hours} == {("direct", True)}
     assert [r.path for r in fake.requests] == [NATIONAL]
 
 

@@ -29,6 +29,8 @@ def item(zone: str, at: str, value: int | None, *, estimated: bool = False) -> d
 
 
 def provider(fake: FakeProvider, **extra: object) -> ElectricityMapsProvider:
+    """One basis per request unless a test asks for both (the default: see the tests at the end)."""
+    extra.setdefault("emission_factor_type", "lifecycle")
     return ElectricityMapsProvider(api_token="em-token", base_url=fake.base_url, now=lambda: NOW, **extra)  # type: ignore[arg-type]
 
 

@@ -60,9 +60,13 @@ def em_serves(fake: FakeProvider, values: dict[datetime, int], estimated: frozen
     fake.on_call(PAST_RANGE, respond)
 
 
-def em(fake: FakeProvider, *zones: str) -> ConfiguredProvider:
+def em(fake: FakeProvider, *zones: str, factor_type: str = "lifecycle") -> ConfiguredProvider:
+    """One request per range (lifecycle only) unless ``factor_type`` says "both"."""
     zone_map = {zone: zone for zone in zones or ("DE",)}
-    provider = ElectricityMapsProvider(api_token="em-token", base_url=fake.base_url, zone_map=zone_map, now=lambda: NOW)
+    provider = ElectricityMapsProvider(
+        api_token="em-token", base_url=fake.base_url, zone_map=zone_map, now=lambda: NOW,
+        emission_factor_type=factor_type,
+    )  # fmt: skip
     return ConfiguredProvider("electricitymaps", provider, zone_map)
 
 
@@ -225,12 +229,15 @@ def test_fetch_all_fetches_the_last_hours_of_zones_that_sites_use(fake: FakeProv
     result = intensity_fetch_all(now=NOW, lookback_h=48)
     # then: the 48 completed hours before 12:00 for DE only; the annual "provider" is not stored
     assert result["stored"] == {"electricitymaps:DE": 48}
-    assert [seen.query["zone"] for seen in fake.requests] == ["DE"]
-    assert ranges_asked(fake) == [("2024-04-30T12:00:00Z", "2024-05-02T12:00:00Z")]
+    # the default asks both bases of each range
+    assert [(seen.query["zone"], seen.query["emissionFactorType"]) for seen in fake.requests] == [
+        ("DE", "lifecycle"), ("DE", "direct")
+    ]  # fmt: skip
+    assert ranges_asked(fake) == [("2024-04-30T12:00:00Z", "2024-05-02T12:00:00Z")] * 2
     assert set(GridIntensity.objects.values_list("zone", "source")) == {("DE", "electricitymaps")}
     # an explicitly listed zone is fetched too; what is stored is not asked again
     intensity_fetch_all(now=NOW + timedelta(minutes=5), zones=["fr"])
-    assert [seen.query["zone"] for seen in fake.requests] == ["DE", "FR"]
+    assert [seen.query["zone"] for seen in fake.requests] == ["DE", "DE", "FR", "FR"]
 
 
 @pytest.mark.django_db

@@ -72,6 +72,7 @@ def test_five_minute_moer_becomes_hourly_marginal_grams(fake: FakeProvider) -> N
         (T0 + timedelta(hours=2), Decimal("408.233"), True),
     ]
     assert {(h.kind, h.source, h.zone) for h in hours} == {("marginal", "watttime", "CAISO_NORTH")}
+    assert {h.basis for h in hours} == {"direct"}  # CO2 at the generators; marginal: advice only, never Scope 2
 
 
 def test_login_uses_basic_auth_then_bearer_token(fake: FakeProvider) -> None:

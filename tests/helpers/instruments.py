@@ -13,12 +13,13 @@ day: 6 kWh at 06:00 and 19:00, 10 kWh in 07-09 and 16-18 (6 hours), 20 kWh in
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from accounting.models import NodeHourLedger
 from fleets.models import Node, Site
+from scope2.quality import Evidence
 
 YEAR_START = datetime(2025, 1, 1, tzinfo=UTC)
 YEAR_END = datetime(2026, 1, 1, tzinfo=UTC)
@@ -27,6 +28,20 @@ LOAD_KWH = Decimal(10)
 LOCATION_G_PER_KWH = Decimal(300)
 SOLAR_KWH_BY_HOUR_OF_DAY = {6: 6, 19: 6} | dict.fromkeys((7, 8, 9, 16, 17, 18), 10) | dict.fromkeys(range(10, 16), 20)
 PPA_KWH = Decimal(192 * 365)  # 70,080 kWh
+
+
+# What a cancellation statement gives an auditor (Quality Criteria 2-3), for the API and the pure tests.
+EVIDENCE_FIELDS = {
+    "registry": "UBA Herkunftsnachweisregister", "certificate_id_from": "DE-HKN-2025-000001",
+    "certificate_id_to": "DE-HKN-2025-070080", "cancellation_date": "2026-03-31", "beneficiary": "Org A GmbH",
+    "consumption_period_start": "2025-01-01", "consumption_period_end": "2025-12-31",
+}  # fmt: skip
+EVIDENCE = Evidence(
+    registry="UBA Herkunftsnachweisregister", certificate_id_from="DE-HKN-2025-000001",
+    certificate_id_to="DE-HKN-2025-070080", cancellation_date=date(2026, 3, 31), beneficiary="Org A GmbH",
+    consumption_start=date(2025, 1, 1), consumption_end=date(2025, 12, 31), purchase_type="direct_line",
+    attributes_exclusive=True, supplier_rate_delivered_basis=True, reference="PPA-2024-117",
+)  # fmt: skip
 
 
 def solar_profile_kwh() -> dict[datetime, Decimal]:
@@ -64,6 +79,6 @@ def ppa_body(site: Site, **changes: Any) -> dict[str, Any]:
         "site": site.pk, "kind": "ppa", "name": "Solar PPA Brandenburg", "volume_mwh": str(PPA_KWH / 1000),
         "delivery_start": "2025-01-01T00:00:00Z", "delivery_end": "2026-01-01T00:00:00Z", "vintage_year": 2025,
         "generation_zone": "DE", "technology": "solar", "evidence_reference": "PPA-2024-117, signed 2024-11-02",
-        "hourly_profile": profile,
+        "hourly_profile": profile, "purchase_type": "direct_line", "attributes_exclusive": True, **EVIDENCE_FIELDS,
     }  # fmt: skip
     return body | changes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import threading
@@ -69,7 +70,9 @@ class StubServer:
                 for name, value in {"Content-Length": str(len(body)), **headers}.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(body)
+                # A client that gave up waiting (a timeout under test) has nothing left to answer.
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(body)
 
             do_GET = do_POST = _handle
 

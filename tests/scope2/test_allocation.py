@@ -11,6 +11,7 @@ import pytest
 from scope2.allocation import Instrument, ResidualMix, SiteHour, site_allocate
 from scope2.claims import OverAllocationError
 from tests.helpers.instruments import (
+    EVIDENCE,
     HOURS,
     LOAD_KWH,
     LOCATION_G_PER_KWH,
@@ -34,7 +35,7 @@ PPA = Instrument(
     generation_zone="DE",
     technology="solar",
     stated_factor=None,
-    has_evidence=True,
+    evidence=EVIDENCE,
     profile_kwh=solar_profile_kwh(),
 )
 
@@ -88,7 +89,7 @@ def test_a_guarantee_of_origin_from_another_market_or_an_old_vintage_is_not_used
     norwegian = replace(
         PPA, id=2, kind="go", name="NO hydro", profile_kwh=None, generation_zone="US-CAL-CISO", technology="hydro"
     )
-    old = replace(norwegian, id=3, name="2022 hydro", generation_zone="NO", vintage_year=2022)
+    old = replace(norwegian, id=3, name="2022 hydro", generation_zone="DE", vintage_year=2022)
     allocation = allocate(norwegian, old)
     assert [use.matching for use in allocation.uses] == ["not_used", "not_used"]
     assert [r.criterion for r in allocation.uses[0].criteria if not r.met] == ["market_boundary"]
@@ -96,16 +97,9 @@ def test_a_guarantee_of_origin_from_another_market_or_an_old_vintage_is_not_used
     assert allocation.residual_mix_kwh == 87_600
 
 
-def test_a_norwegian_guarantee_of_origin_serves_a_german_site_in_the_same_market() -> None:
+def test_a_german_guarantee_of_origin_adds_to_the_ppa_annually() -> None:
     go = replace(
-        PPA,
-        id=2,
-        kind="go",
-        name="NO hydro",
-        profile_kwh=None,
-        generation_zone="NO",
-        technology="hydro",
-        volume_kwh=Decimal(10_000),
+        PPA, id=2, kind="go", name="DE hydro", profile_kwh=None, technology="hydro", volume_kwh=Decimal(10_000)
     )
     allocation = allocate(PPA, go)
     assert [(use.matching, use.matched_kwh) for use in allocation.uses] == [("hourly", 132 * 365), ("annual", 10_000)]

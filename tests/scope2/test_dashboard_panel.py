@@ -26,9 +26,10 @@ def test_sustainability_page_shows_dual_reporting_and_the_cfe_score(
     row = re.search(r'<table id="scope2-dual">.*?</table>', html, re.S)
     assert row is not None
     cells = [re.sub(r"<.*?>", "", cell).strip() for cell in re.findall(r"<td.*?>(.*?)</td>", row.group(0), re.S)]
-    assert cells[:4] == ["fra-1 DE", "87,600", "26,280.0", "15,768.0"]
-    assert cells[4:8] == ["7,008.0", "55.0 %", "45.0 % test figure", "0.0 %"]
-    assert cells[8:] == ["83.8 %", "92.8 %"]
+    # disclosed: annual matching (the default, as the 2015 Guidance); hourly beside it
+    assert cells[:4] == ["fra-1 DE", "87,600", "26,280.0", "7,008.0"]
+    assert cells[4:9] == ["7,008.0", "15,768.0", "80.0 %", "20.0 % test figure (2025)", "0.0 %"]
+    assert cells[9:] == ["83.8 %", "92.8 %"]
     assert "market_boundary: met" in html
     assert "/api/v1/reports/scope2/ghg-table/?start=2025-01-01T00:00:00Z&amp;end=2026-01-01T00:00:00Z" in html
 
@@ -48,11 +49,11 @@ def test_the_page_labels_each_market_based_figure_and_the_residual_mix_fallback(
     # no residual mix held: the 39,420 kWh no instrument covers take the location factor, 300 g, labelled
     fallback = _note(html, "residual-mix-fallback")
     assert fallback.startswith("No residual mix is held for fra-1 (DE 2025)")
-    assert "labelled location_fallback (39,420 kWh)" in fallback
+    assert "labelled location_fallback (17,520 kWh)" in fallback
     assert "POST /api/v1/residual-mixes/upload/ or manage.py load_residual_mixes" in fallback
     assert "Market-based (site factors, internal)" in html
     note = _note(html, "market-reconciliation")
-    assert "GHG Protocol Scope 2 Guidance asks: 11,826.0 kgCO2e" in note and "(none entered)" in note
+    assert "GHG Protocol Scope 2 Guidance asks: 5,256.0 kgCO2e" in note and "(none entered)" in note
     assert "differ" not in note
     # when the organization loads the residual mix it holds (400 g, a test figure), the fallback note goes
     figures = tmp_path / "residual.csv"
@@ -60,9 +61,9 @@ def test_the_page_labels_each_market_based_figure_and_the_residual_mix_fallback(
     call_command("load_residual_mixes", "--organization", "org-a", str(figures), stdout=io.StringIO())
     html = client.get("/sustainability/", year).content.decode()
     assert 'id="residual-mix-fallback"' not in html
-    assert "GHG Protocol Scope 2 Guidance asks: 15,768.0 kgCO2e" in _note(html, "market-reconciliation")
+    assert "GHG Protocol Scope 2 Guidance asks: 7,008.0 kgCO2e" in _note(html, "market-reconciliation")
     # and site factors of 100 g/kWh on the ledger lines (87,600 kWh: 8,760 kg) are told apart from it
     NodeHourLedger.objects.update(market_co2e_g=F("facility_kwh") * 100, market_source="supplier:test")
     note = _note(client.get("/sustainability/", year).content.decode(), "market-reconciliation")
     assert "(8,760.0 kgCO2e)" in note
-    assert "The two differ by -7,008.0 kgCO2e because the site factors do not reflect the instruments" in note
+    assert "The two differ by 1,752.0 kgCO2e because the site factors do not reflect the instruments" in note

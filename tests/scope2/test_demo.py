@@ -65,14 +65,21 @@ def test_demo_instruments_give_dual_reporting_and_a_cfe_score() -> None:
     assert (ppa.kind, ppa.hours.count(), ppa.generation_zone) == ("ppa", 24, "DE")  # 12 daylight hours a day
     assert ppa.volume_mwh == pytest.approx(Decimal("0.0384"), abs=Decimal("1e-5"))  # 80 % of 48 kWh
     # the Scope 2 node's 48 kWh, not the rented box's beside it
-    assert (go.kind, go.volume_mwh, go.generation_zone) == ("go", Decimal("0.048"), "NO")
+    assert (go.kind, go.volume_mwh, go.generation_zone) == ("go", Decimal("0.048"), "SE-SE3")
     report = scope2_report(organization_id=organization.pk, start=START, end=END)
     by_site = {site.site.name: site for site in report.sites}
     assert "dc-sjc" not in by_site
     sjc, sto = by_site["home-ber"], by_site["home-sto"]
     assert sjc.annual.instruments_kwh / sjc.annual.consumption_kwh == pytest.approx(Decimal("0.8"), abs=Decimal("1e-6"))
     # Hourly: the midday surplus is lost, so less than 80 % (12 daylight hours of 24 at most 50 %).
-    assert sjc.allocation.instruments_kwh / sjc.allocation.consumption_kwh < Decimal("0.5")
+    assert sjc.hourly.instruments_kwh / sjc.hourly.consumption_kwh < Decimal("0.5")
+    assert sjc.allocation is sjc.annual  # disclosed: annual matching, the default
+    # every criterion met on the evidence fields an auditor checks, not on a sentence
+    uses = [use for site in report.sites for use in site.allocation.uses]
+    assert all(result.met for use in uses for result in use.criteria)
+    evidence = [result.detail for use in uses for result in use.criteria if result.criterion == "evidence"]
+    assert evidence[1].startswith("Cesar (Energimyndigheten) SE-GO-000001 to SE-GO-000048, cancelled 2025-06-03")
+    assert not ContractualInstrument.objects.filter(evidence_reference__icontains="no contract").exists()
     assert sto.allocation.instruments_kwh == 48 and sto.allocation.market_co2e_g == 0
     assert sjc.cfe_hourly.score is not None and sjc.cfe_hourly.score < sjc.cfe_annual.score  # type: ignore[operator]
 
@@ -99,12 +106,12 @@ def test_the_sustainability_page_shows_the_demo_instruments_both_ways_with_a_cfe
     # (21.14 + 0.64 x 26.86) / 48 = 79.9 %; annual (38.4 + 0.64 x 9.6) / 48 = 92.8 %. home-sto: the GOs cover
     # all of its Scope 2 energy, 0 kg, CFE 100 %. dc-sjc: no Scope 2 energy, no instrument, no row.
     sites = {row[0].split()[0]: row[1:] for row in table_cells(html, "scope2-dual")}
-    assert sites["home-ber"] == ["48", "9.6", "5.4", "1.9", "44.0 %", "0.0 %", "56.0 % no residual mix", "79.9 %",
-                                 "92.8 %"]  # fmt: skip
+    assert sites["home-ber"] == ["48", "9.6", "1.9", "1.9", "5.4", "80.0 %", "0.0 %", "20.0 % no residual mix",
+                                 "79.9 %", "92.8 %"]  # fmt: skip
     assert "dc-sjc" not in sites
-    assert sites["home-sto"] == ["48", "9.6", "0.0", "0.0", "100.0 %", "0.0 %", "0.0 %", "100.0 %", "100.0 %"]
+    assert sites["home-sto"] == ["48", "9.6", "0.0", "0.0", "0.0", "100.0 %", "0.0 %", "0.0 %", "100.0 %", "100.0 %"]
     instruments = {row[0]: row[1:5] for row in table_cells(html, "scope2-instruments")}
     assert instruments == {
-        "Solar PPA (demo) ppa · solar · DE 2025": ["home-ber", "hourly", "21", "17"],
-        "Hydro guarantees of origin (demo) go · hydro · NO 2025": ["home-sto", "annual", "48", "0"],
+        "Solar PPA (demo) ppa · solar · DE 2025": ["home-ber", "annual", "38", "0"],
+        "Hydro guarantees of origin (demo) go · hydro · SE-SE3 2025": ["home-sto", "annual", "48", "0"],
     }

@@ -1,7 +1,8 @@
 """ESRS E1-5 energy mix and E1-6 totals in the ESRS export, worked by hand; every datapoint keyed and versioned.
 
 The export's year is ``worked.py``'s (``test_scope2_report``): 87.6 MWh at fra-1 (DE), a PPA (solar) covering
-48.18 MWh hourly, DE's residual mix 400 g/kWh: Scope 2 location-based 26.28 t, market-based 15.768 t.
+70.08 MWh matched annually (the disclosed matching by default; 48.18 MWh hourly), DE's residual mix 400 g/kWh:
+Scope 2 location-based 26.28 t, market-based 7.008 t (annual).
 """
 
 from __future__ import annotations
@@ -65,14 +66,14 @@ def test_e1_5_gives_fossil_nuclear_and_renewable_with_shares(
 ) -> None:
     points = {point["id"]: point for point in _esrs(sustainability_a)["datapoints"]}
 
-    # 48.18 MWh solar (PPA), then DE 2025 (60 % renewable, 4 % nuclear, 36 % fossil) for the other 39.42 MWh.
+    # 70.08 MWh solar (PPA, annual matching), then DE 2025 (60 % renewable, 4 % nuclear, 36 % fossil) for 17.52 MWh.
     assert points["E1-5.37"]["value"] == 87.6
-    assert points["E1-5.37(c)"]["value"] == points["E1-5.37(c)(ii)"]["value"] == 71.832  # 48.18 + 23.652
-    assert points["E1-5.37(c)(ii)"]["from_instruments_mwh"] == 48.18
-    assert points["E1-5.37(b)"]["value"] == 1.5768  # 39.42 x 0.04
-    assert points["E1-5.37(a)"]["value"] == 14.1912  # 39.42 x 0.36
-    assert (points["E1-5.AR34.renewable_share"]["value"], points["E1-5.AR34.nuclear_share"]["value"]) == (82.0, 1.8)
-    assert points["E1-5.AR34.fossil_share"]["value"] == 16.2
+    assert points["E1-5.37(c)"]["value"] == points["E1-5.37(c)(ii)"]["value"] == 80.592  # 70.08 + 10.512
+    assert points["E1-5.37(c)(ii)"]["from_instruments_mwh"] == 70.08
+    assert points["E1-5.37(b)"]["value"] == 0.7008  # 17.52 x 0.04
+    assert points["E1-5.37(a)"]["value"] == 6.3072  # 17.52 x 0.36
+    assert (points["E1-5.AR34.renewable_share"]["value"], points["E1-5.AR34.nuclear_share"]["value"]) == (92.0, 0.8)
+    assert points["E1-5.AR34.fossil_share"]["value"] == 7.2
     assert points["E1-5.AR34.renewable_share"]["unit"] == "%"
     assert points["E1-5.37(c)(i)"]["status"] == points["E1-5.37(c)(iii)"]["status"] == "not_applicable"
     assert points["E1-5.37(a)"]["grid_mix_sources"] == ["electricitymaps-yearly-2025 renewableEnergy, carbonFreeEnergy"]
@@ -88,11 +89,11 @@ def test_e1_6_totals_are_scope_1_2_and_3_under_each_scope_2_method(
 
     scope1, scope3 = points["E1-6.48(a)"]["value"], points["E1-6.51"]["value"]
     location, market = points["E1-6.49(a)"]["value"], points["E1-6.49(b)"]["value"]
-    assert (scope1, location, market) == (1.5, 26.28, 15.768)
+    assert (scope1, location, market) == (1.5, 26.28, 7.008)
     # ESRS E1 para. 52 and AR 47: a total per Scope 2 method, Scope 1 + Scope 2 + Scope 3.
     assert points["E1-6.52(a)"]["value"] == pytest.approx(scope1 + location + scope3)
     assert points["E1-6.52(b)"]["value"] == pytest.approx(scope1 + market + scope3)
-    assert points["E1-6.52(b)"]["value"] == pytest.approx(17.268 + scope3)
+    assert points["E1-6.52(b)"]["value"] == pytest.approx(8.508 + scope3)
 
 
 def test_every_datapoint_carries_its_id_and_standard_version(

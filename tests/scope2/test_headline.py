@@ -40,12 +40,12 @@ def test_sustainability_headline_market_figure_equals_the_scope2_disclosed_figur
         (body["market_kgco2e"], body["market_tco2e"])
         == (disclosed["kgco2e"], disclosed["tco2e"])
         == (
-            15_768.0,
-            15.768,
+            7_008.0,
+            7.008,
         )
     )
     assert body["market_basis"] == "scope2_instruments"
-    assert _tile(html, "tile-market") == ("scope2_instruments", "15768.0")
+    assert _tile(html, "tile-market") == ("scope2_instruments", "7008.0")
     assert "Scope 2, market-based (instruments, to disclose)" in html
     # and the site-factor figure is its own field and tile, labelled internal
     assert (body["market_site_factors_kgco2e"], body["market_site_factors_basis"]) == (8_760.0, "site_market_factors")

@@ -166,7 +166,7 @@ def test_the_ghg_table_and_esrs_export_carry_scopes_1_to_3_and_totals(
         0.0012, 0.00036,
     )  # fmt: skip
     assert scopes["SCOPE 3 CATEGORY 2"]["location_based_tco2e"] == 0.5095
-    assert "not yet separated" in scopes["SCOPE 3 CATEGORY 3"]["note"]
+    assert "no Scope 2 hour of the period has both" in scopes["SCOPE 3 CATEGORY 3"]["note"]
     assert scopes["TOTAL SCOPES 1-3"]["market_based_tco2e"] == 0.52222
     memo = scopes["MEMO: EMBODIED AMORTIZED"]
     assert memo["location_based_tco2e"] is None  # a memo, never added to the inventory
@@ -175,7 +175,8 @@ def test_the_ghg_table_and_esrs_export_carry_scopes_1_to_3_and_totals(
     response = sustainability_a.get("/api/v1/reports/scope2/ghg-table/", YEAR | {"format": "csv"})
     lines = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     total_line = next(line for line in lines if line["site"] == "TOTAL SCOPES 1-3")
-    assert total_line["location_based_tco2e"] == "0.52222" and "amortized" in lines[-1]["note"]
+    assert total_line["location_based_tco2e"] == "0.52222" and "amortized" in lines[-2]["note"]
+    assert lines[-1]["site"] == "MEMO: BIOGENIC CO2 (outside the scopes)"
 
     esrs = sustainability_a.get("/api/v1/reports/scope2/esrs/", YEAR).json()
     points = {point["datapoint"]: point for point in esrs["datapoints"]}

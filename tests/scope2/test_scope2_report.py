@@ -33,19 +33,23 @@ def test_dual_reporting_with_a_ppa_hourly_and_annually_matched(
 
     assert report["facility_kwh"] == 87_600
     assert report["location_tco2e"] == 26.28
-    hourly, annual = report["market"], report["market_annual_matching"]
+    hourly, annual = report["market_hourly_matching"], report["market_annual_matching"]
+    assert report["market_matching"] == "annual" and report["market"] == annual  # disclosed: the 2015 default
+    assert (hourly["matching"], annual["matching"]) == ("hourly", "annual")
     assert (hourly["instruments_share"], hourly["residual_mix_share"]) == (0.55, 0.45)
     assert (hourly["residual_mix_kwh"], hourly["tco2e"]) == (39_420, 15.768)
     assert (annual["instruments_share"], annual["residual_mix_share"]) == (0.8, 0.2)
     assert annual["tco2e"] == 7.008
     assert (hourly["location_fallback_kwh"], hourly["unknown_kwh"]) == (0, 0)
     (site,) = report["sites"]
-    assert (site["residual_mix_gco2e_per_kwh"], site["residual_mix_source"]) == (400, "test figure")
+    assert (site["residual_mix_gco2e_per_kwh"], site["residual_mix_source"], site["residual_mix_year"]) == (
+        400, "test figure", 2025,
+    )  # fmt: skip
     assert site["cfe_score_hourly"] == pytest.approx(0.838, abs=1e-6)
     assert site["cfe_score_annual_matching"] == pytest.approx(0.928, abs=1e-6)
     (used,) = report["instruments"]
-    assert (used["matching"], used["matched_kwh"], used["unused_kwh"]) == ("hourly", 48_180, 21_900)
-    assert used["matched_kwh_annual_matching"] == 70_080
+    assert (used["matching"], used["matched_kwh"], used["unused_kwh"]) == ("annual", 70_080, 0)
+    assert (used["matched_kwh_annual_matching"], used["matched_kwh_hourly_matching"]) == (70_080, 48_180)
     assert all(criterion["met"] for criterion in used["criteria"])
 
 
@@ -54,8 +58,9 @@ def test_without_a_residual_mix_the_rest_takes_the_location_factor_labelled(
 ) -> None:
     report = sustainability_a.get("/api/v1/reports/scope2/", YEAR).json()
     assert report["market"]["residual_mix_kwh"] == 0
-    assert report["market"]["location_fallback_kwh"] == 39_420
-    assert report["market"]["tco2e"] == 11.826  # 39,420 kWh x 300 g
+    assert report["market"]["location_fallback_kwh"] == 17_520
+    assert report["market"]["tco2e"] == 5.256  # 17,520 kWh x 300 g (annual matching, disclosed)
+    assert report["market_hourly_matching"]["tco2e"] == 11.826  # 39,420 kWh x 300 g
     assert report["sites"][0]["residual_mix_source"] is None
 
 
@@ -111,8 +116,12 @@ def test_csv_escapes_cells_a_spreadsheet_would_run(
 def test_ghg_table_and_esrs_datapoints(
     sustainability_a: APIClient, year_consumed: Any, residual_de: None, ppa: dict[str, Any]
 ) -> None:
+    # given the organization discloses hourly matching (the revision's proposal; the default is annual)
+    chosen = sustainability_a.put("/api/v1/scope2-disclosure/", {"market_matching": "hourly"}, format="json")
+    assert chosen.status_code == 200, chosen.content
     table = sustainability_a.get("/api/v1/reports/scope2/ghg-table/", YEAR).json()
     site, total = table["rows"]
+    assert table["market_matching"] == site["market_based_matching"] == total["market_based_matching"] == "hourly"
     assert (site["site"], site["electricity_mwh"], site["ppa_mwh"], site["residual_mix_mwh"]) == (
         "fra-1", 87.6, 48.18, 39.42,
     )  # fmt: skip
@@ -126,4 +135,6 @@ def test_ghg_table_and_esrs_datapoints(
     renewable = esrs["E1-5.37(c)(ii)"]
     assert (renewable["value"], renewable["from_instruments_mwh"]) == (71.832, 48.18)
     assert (esrs["E1-6.49(a)"]["value"], esrs["E1-6.49(b)"]["value"]) == (26.28, 15.768)
+    assert esrs["E1-6.49(b)"]["matching"] == "hourly"
+    assert esrs["E1-6.49(b)"]["other_matching"] == {"matching": "annual", "value": 7.008}
     assert esrs["E1-6.AR45(d)"]["value"] == 0.55 and esrs["E1-6.AR45(d)"]["instrument_types"] == ["ppa"]

@@ -67,6 +67,26 @@ def test_ini_config_file_and_token_file(tmp_path: Path) -> None:
     assert settings.token == "secret-from-file" and settings.seed == 42
 
 
+def test_dcgm_exporters_repeat_on_the_command_line_and_split_in_the_environment() -> None:
+    argv = [*BASE, "--dcgm-exporter", "http://127.0.0.1:9400/metrics", "--dcgm-exporter", "http://127.0.0.1:9401/"]
+
+    from_cli = load_settings(argv, {})
+    from_env = load_settings(BASE, {"WATTLEDGER_DCGM_EXPORTER": "http://a:9400/metrics http://b:9400/metrics"})
+
+    assert from_cli.dcgm_exporters == ("http://127.0.0.1:9400/metrics", "http://127.0.0.1:9401")
+    assert from_env.dcgm_exporters == ("http://a:9400/metrics", "http://b:9400/metrics")
+    assert load_settings(BASE, {}).dcgm_exporters == ()
+
+
+def test_dcgm_exporters_in_a_toml_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "collector.toml"
+    config.write_text('dcgm_exporter = ["http://127.0.0.1:9400/metrics", "http://127.0.0.1:9401/metrics"]\n')
+
+    settings = load_settings([*BASE, "--config", str(config)], {})
+
+    assert settings.dcgm_exporters == ("http://127.0.0.1:9400/metrics", "http://127.0.0.1:9401/metrics")
+
+
 def test_backfill_window_in_utc_with_its_larger_default_batch() -> None:
     settings = load_settings(
         [*BASE, "--simulate", "h100-sxm:8", "--start", "2025-06-01T00:00:00Z", "--end", "2025-06-01T03:00:00+02:00"], {}
@@ -98,6 +118,8 @@ def test_simulate_resets_alone_means_every_six_hours() -> None:
         ([*BASE, "--resolution", "0.5"], {}, "--resolution must be at least --sample-interval"),
         (BASE, {"WATTLEDGER_RESOLUTION": "301"}, "WATTLEDGER_RESOLUTION: must be between"),
         ([*BASE, "--serving", "http://h/metrics", "--serving-interval", "0.1"], {}, "--serving-interval"),
+        ([*BASE, "--simulate", "l4:1", "--dcgm-exporter", "http://h:9400/metrics"], {}, "exclude each other"),
+        ([*BASE, "--dcgm-exporter", "h:9400/metrics"], {}, "--dcgm-exporter: must be an http:// or https:// URL"),
     ],
 )
 def test_bad_values_exit_2_naming_their_source(
