@@ -468,6 +468,13 @@ class SustainabilityReportView(ReportView):
         cached_prompt_tokens = serializers.IntegerField(allow_null=True, help_text=CACHED_PROMPT_TOKENS)
         sci_gco2e_per_1k_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_output_tokens"])
         sci_gco2e_per_1k_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_tokens"])
+        sci = serializers.DictField(
+            help_text="Software Carbon Intensity (ISO/IEC 21031:2024), SCI = ((E x I) + M) per R: status and reason "
+            "(null figures where some kWh have no grid intensity or some GPU-hours no embodied figure), "
+            "gco2e_per_request / _per_1k_tokens / _per_1k_output_tokens, functional_units (R and the figure of "
+            "each), terms (E, I, E x I, M), boundary (included, excluded, energy_boundary_shares), "
+            "intensity_basis, intensity_method and amortization (the method in force and the lives used)"
+        )
         energy_counter_share = number("share of GPU energy measured by the NVML energy counter (0-1)")
         energy_integrated_share = number("share of GPU energy integrated from power samples (0-1)")
         grid_hourly_energy_share = number("share of facility energy weighed with a live or uploaded hourly value")

@@ -17,6 +17,8 @@ from typing import Any
 from fleets.models import Organization
 from reports.display import MARKET_BASIS as SITE_FACTORS_BASIS
 from reports.display import rounded, sustainability_output
+from reports.sci import sci_block
+from reports.selectors.sci import requests_answered
 from reports.selectors.sustainability import SustainabilityReport
 from scope2.allocation import ZERO
 from scope2.basis import combined, stored_basis
@@ -40,9 +42,23 @@ def sustainability_shown(
     shown = sustainability_output(report, organization)
     scope2_of = scope2_report(organization_id=organization.pk, start=report.start, end=report.end)
     scope2 = scope2_output(scope2_of, organization)
-    return with_scope2_location(with_disclosed_market(shown, scope2), scope2_of) | {
-        "inventory": inventory(report=scope2_of)
+    inventory_shown = inventory(report=scope2_of)
+    return with_sci(with_scope2_location(with_disclosed_market(shown, scope2), scope2_of), report, inventory_shown) | {
+        "inventory": inventory_shown
     }, scope2
+
+
+def with_sci(shown: dict[str, Any], report: SustainabilityReport, inventory_shown: dict[str, Any]) -> dict[str, Any]:
+    """``shown`` with its SCI block (``reports.sci``: per request, 1k tokens, 1k output tokens; boundary and
+    method), the amortization as the inventory states it; the top-level SCI figures are the block's (``None``,
+    with the block's reason, where intensity or embodied coverage is incomplete)."""
+    requests = requests_answered(organization_id=report.organization_id, start=report.start, end=report.end)
+    block = sci_block(sums=report.sums, requests=requests, method=inventory_shown["embodied_amortized"]["method"])
+    return shown | {
+        "sci": block,
+        "sci_gco2e_per_1k_tokens": block["gco2e_per_1k_tokens"],
+        "sci_gco2e_per_1k_output_tokens": block["gco2e_per_1k_output_tokens"],
+    }
 
 
 def with_scope2_location(shown: dict[str, Any], scope2: Scope2Report) -> dict[str, Any]:

@@ -36,7 +36,8 @@ from reports.api import ReportView
 from reports.api import SustainabilityReportView as LedgerSustainabilityReportView
 from reports.selectors.sustainability import SustainabilityReport
 from reports.serializers import PeriodInputSerializer
-from scope2.disclosures import GHG_COLUMNS, esrs_datapoints, esrs_inventory_datapoints, ghg_inventory_rows, ghg_table
+from scope2.disclosures import GHG_COLUMNS, ghg_inventory_rows, ghg_table
+from scope2.esrs import ID_SCHEME, STANDARD_VERSION, esrs_export_datapoints
 from scope2.exports import biogenic_memo, scope2_csv_rows, scope2_output
 from scope2.headline import sustainability_shown
 from scope2.inventory import organization_boundary
@@ -130,7 +131,7 @@ class Scope2EsrsView(Scope2View):
 
     @extend_schema(
         operation_id="reports_scope2_esrs",
-        summary="Energy and Scope 2 datapoints keyed to ESRS E1-5 (para. 37) and E1-6 (paras. 49(a), 49(b))",
+        summary="Datapoints keyed to ESRS E1-5 (para. 37, energy mix, AR 34 shares) and E1-6 (Scopes 1-3, totals)",
         description=_AUDIT,
         parameters=[Scope2InputSerializer],
         responses={200: OpenApiTypes.OBJECT},
@@ -141,13 +142,14 @@ class Scope2EsrsView(Scope2View):
         return Response(
             {
                 "standard": "ESRS E1 (Commission Delegated Regulation (EU) 2023/2772)",
+                "standard_version": STANDARD_VERSION,
+                "id_scheme": ID_SCHEME,
                 "organization": organization.slug,
                 "start": report.start,
                 "end": report.end,
-                "datapoints": esrs_datapoints(
-                    report, share=organization_boundary(organization_id=organization.pk).share
-                )
-                + esrs_inventory_datapoints(shown),
+                "datapoints": esrs_export_datapoints(
+                    report, share=organization_boundary(organization_id=organization.pk).share, inventory=shown
+                ),
                 "method": shown["embodied_amortized"]["method"],
                 "market_matching": report.matching,
                 "biogenic_co2_memo": biogenic_memo(report),

@@ -237,16 +237,23 @@ class LedgerTotals:
         return _per_token(j_from_kwh(self.facility_kwh), self.generation_tokens, Decimal(1))
 
     @property
+    def sci_co2e_g(self) -> Decimal:
+        """SCI's numerator, (E x I) + M: location-based operational g + central embodied (amortized) g."""
+        return self.location_co2e_g + self.embodied_co2e_g.central
+
+    def sci_g_per(self, functional_units: int, scale: Decimal = Decimal(1)) -> Decimal | None:
+        """SCI per R: ``sci_co2e_g`` / ``functional_units`` x ``scale``; ``None`` without any unit."""
+        return _per_token(self.sci_co2e_g, functional_units, scale)
+
+    @property
     def sci_g_per_1k_tokens(self) -> Decimal | None:
         """SCI: (location-based operational g + central embodied g) / tokens (input + output) x 1000."""
-        return _per_token(self.location_co2e_g + self.embodied_co2e_g.central, self.tokens, TOKENS_PER_THOUSAND)
+        return self.sci_g_per(self.tokens, TOKENS_PER_THOUSAND)
 
     @property
     def sci_g_per_1k_output_tokens(self) -> Decimal | None:
         """(location-based operational g + central embodied g) / output (generation) tokens x 1000."""
-        return _per_token(
-            self.location_co2e_g + self.embodied_co2e_g.central, self.generation_tokens, TOKENS_PER_THOUSAND
-        )
+        return self.sci_g_per(self.generation_tokens, TOKENS_PER_THOUSAND)
 
     @property
     def market_g_per_1k_tokens(self) -> Decimal | None:

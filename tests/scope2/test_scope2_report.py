@@ -131,7 +131,9 @@ def test_ghg_table_and_esrs_datapoints(
 
     esrs = {p["datapoint"]: p for p in sustainability_a.get("/api/v1/reports/scope2/esrs/", YEAR).json()["datapoints"]}
     assert (esrs["E1-5.37"]["value"], esrs["E1-5.37"]["unit"]) == (87.6, "MWh")
-    assert esrs["E1-5.37(c)(ii)"]["value"] == 48.18
+    # Renewable: the PPA's 48.18 MWh, then DE 2025's grid mix (60 % renewable) of the other 39.42 MWh.
+    renewable = esrs["E1-5.37(c)(ii)"]
+    assert (renewable["value"], renewable["from_instruments_mwh"]) == (71.832, 48.18)
     assert (esrs["E1-6.49(a)"]["value"], esrs["E1-6.49(b)"]["value"]) == (26.28, 15.768)
     assert esrs["E1-6.49(b)"]["matching"] == "hourly"
     assert esrs["E1-6.49(b)"]["other_matching"] == {"matching": "annual", "value": 7.008}
