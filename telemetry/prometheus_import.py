@@ -136,6 +136,7 @@ class ImportSummary:
     rows_sent: int = 0
     rows_stored: int = 0
     rows_already_stored: int = 0
+    rows_rejected: int = 0  # older than retention: ingest skips them
     unknown_hosts: set[str] = field(default_factory=set)
     refused: dict[str, str] = field(default_factory=dict)  # GPU UUID (or node) -> why
 
@@ -144,6 +145,8 @@ class ImportSummary:
             f"{self.pages} page(s); {len(self.nodes)} node(s), {len(self.gpus)} GPU(s); "
             f"{self.rows_sent} row(s) sent, {self.rows_stored} stored, {self.rows_already_stored} already stored"
         ]
+        if self.rows_rejected:
+            lines.append(f"{self.rows_rejected} row(s) older than the retention, not stored")
         if self.unknown_hosts:
             lines.append(f"skipped, no node with that hostname: {', '.join(sorted(self.unknown_hosts))}")
         lines += [f"refused {what}: {why}" for what, why in sorted(self.refused.items())]
@@ -378,6 +381,7 @@ def _batch_send(
         return
     summary.rows_stored += result.stored["gpu_samples"]
     summary.rows_already_stored += result.duplicates["gpu_samples"]
+    summary.rows_rejected += sum(item["rows"] for item in result.rejected if item["kind"] == "gpu_samples")
 
 
 def _iso(ts: float) -> str:

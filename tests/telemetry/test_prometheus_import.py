@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
 from typing import cast
@@ -20,7 +20,7 @@ from tests.helpers.clients import free_port
 from tests.helpers.dcgm_exporter import DcgmExporterStandIn, StandInGpu
 from tests.helpers.factories import GpuFactory, NodeFactory
 from tests.helpers.prometheus import PROMETHEUS, SKIP_REASON, RunningPrometheus, prometheus_started
-from tests.helpers.stub_server import StubServer
+from tests.helpers.stub_server import Answer, Request, StubServer
 
 HOST = "gpu-node-1"
 real_prometheus = pytest.mark.skipif(PROMETHEUS is None, reason=SKIP_REASON)
@@ -135,7 +135,7 @@ def test_a_prometheus_that_fails_is_retried_then_named_with_its_status() -> None
         client = PrometheusClient(source, timeout_s=2, backoff_s=0.01)
         now = datetime.fromtimestamp(math.floor(time.time()), tz=UTC)
         with pytest.raises(PrometheusImportError, match=rf"Prometheus at {server.url} failed after 3 tries: HTTP 503"):
-            prometheus_import(source, start=now.replace(minute=0, second=0), end=now, client=client)
+            prometheus_import(source, start=now - timedelta(hours=1), end=now, client=client)
         assert len(server.requests) == 3
         assert server.requests[0].path.startswith("/api/v1/query_range?query=DCGM_FI_DEV_POWER_USAGE")
     finally:
@@ -148,4 +148,22 @@ def test_a_stopped_prometheus_is_a_clear_error_after_retries() -> None:
     source = source_for(make_node(HOST), url)
     now = datetime.fromtimestamp(math.floor(time.time()), tz=UTC)
     with pytest.raises(CommandError, match=rf"Prometheus at {url} failed after 3 tries: .*[Cc]onnection refused"):
-        import_window(source, now.replace(second=0), now)
+        import_window(source, now - timedelta(minutes=1), now)
+
+
+@pytest.mark.django_db
+def test_a_slow_prometheus_times_out_each_try_then_is_named() -> None:
+    def slow(request: Request) -> Answer:
+        time.sleep(1.0)
+        return 200, {"Content-Type": "application/json"}, b'{"status": "success", "data": {"result": []}}'
+
+    server = StubServer(default=slow).start()
+    try:
+        source = source_for(make_node(HOST), server.url)
+        client = PrometheusClient(source, timeout_s=0.2, backoff_s=0.01)
+        now = datetime.fromtimestamp(math.floor(time.time()), tz=UTC)
+        with pytest.raises(PrometheusImportError, match=r"failed after 3 tries: no answer within 0.2 s"):
+            prometheus_import(source, start=now - timedelta(minutes=1), end=now, client=client)
+        assert len(server.requests) == 3
+    finally:
+        server.stop()
