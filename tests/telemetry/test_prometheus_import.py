@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Iterator
@@ -14,8 +15,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from fleets.models import Gpu, Node
-from telemetry.models import GpuEpoch, GpuSample, PrometheusSource
+from telemetry.models import GpuEpoch, GpuHourUsage, GpuSample, PrometheusSource
 from telemetry.prometheus_import import PrometheusClient, PrometheusImportError, prometheus_import
+from telemetry.rollup import rollup_node_hours
 from tests.helpers.clients import free_port
 from tests.helpers.dcgm_exporter import DcgmExporterStandIn, StandInGpu
 from tests.helpers.factories import GpuFactory, NodeFactory
@@ -86,6 +88,12 @@ def test_the_import_stores_the_exporters_energy_exactly_and_once(scraped) -> Non
         assert rows[0][2] == pytest.approx(stand_in_gpu.power_w, rel=1e-4)
         assert {e.epoch for e in GpuEpoch.objects.filter(gpu=gpu)} == {"prometheus:main/550.54.15"}
         assert all(ts.timestamp() == int(ts.timestamp()) for ts, _, _ in rows)  # the step's grid
+        assert max((b[0] - a[0]).total_seconds() for a, b in itertools.pairwise(rows)) >= 3  # the scrape gap
+        # The hourly energy the ledger uses, from the counter's increases, across the gap too:
+        hours = sorted({ts.replace(minute=0, second=0, microsecond=0) for ts, _, _ in rows})
+        rollup_node_hours(node_id=node.pk, hour_starts=hours)
+        hourly_j = sum(GpuHourUsage.objects.filter(gpu=gpu).values_list("energy_j", flat=True))
+        assert hourly_j == pytest.approx(truth_j, rel=1e-3)
     stored = GpuSample.objects.count()
     again = import_window(source, start, end)
     assert GpuSample.objects.count() == stored
