@@ -213,7 +213,13 @@ def prometheus_import(
             f"{summary.rows_sent - sent_before} row(s) sent, {summary.rows_stored - stored_before} stored"
         )
         page_start = page_end
-    if seen_any and not summary.nodes and summary.unknown_hosts and not summary.refused:
+    if not seen_any:
+        matching = f" matching {{{source.selector}}}" if source.selector else ""
+        raise PrometheusImportError(
+            f"Prometheus at {source.url} has no whole-GPU DCGM series ({', '.join(METRICS)}){matching} "
+            f"between {_iso(first)} and {_iso(stop)}: nothing imported"
+        )
+    if not summary.nodes and summary.unknown_hosts and not summary.refused:
         raise PrometheusImportError(
             f"no series at {source.url} names a node of {source.organization.slug} by its {source.host_label!r} "
             f"label; hosts found: {', '.join(sorted(summary.unknown_hosts))}"

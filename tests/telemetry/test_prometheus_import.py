@@ -123,6 +123,16 @@ def test_a_host_label_the_series_lack_names_the_series_found(scraped) -> None:
 @pytest.mark.slow
 @real_prometheus
 @pytest.mark.django_db
+def test_a_selector_that_matches_nothing_says_so(scraped) -> None:
+    running, start, end = scraped
+    source = source_for(make_node(HOST), running.url, selector='job="nope"')
+    with pytest.raises(CommandError, match=r'no whole-GPU DCGM series .* matching \{job="nope"\} between'):
+        import_window(source, start, end)
+
+
+@pytest.mark.slow
+@real_prometheus
+@pytest.mark.django_db
 def test_a_gpu_a_collector_reports_is_refused_and_named(scraped) -> None:
     running, start, end = scraped
     node = make_node(HOST)
