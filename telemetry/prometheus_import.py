@@ -343,6 +343,8 @@ def _gpus_with_other_sources(
         )
         .exclude(epoch_id__in=ours.values("id"))
         .values_list("gpu__uuid", "epoch__epoch")
+        .order_by()
+        .distinct()
     )
     others: dict[str, str] = {}
     for uuid, epoch in found.iterator():
