@@ -16,6 +16,7 @@ from django.core.management import CommandError, call_command
 
 from fleets.models import Gpu, Node
 from telemetry.models import GpuEpoch, GpuHourUsage, GpuSample, PrometheusSource
+from telemetry.partitions import partitions_ensure
 from telemetry.prometheus_import import PrometheusClient, PrometheusImportError, prometheus_import
 from telemetry.rollup import rollup_node_hours
 from tests.helpers.clients import free_port
@@ -138,6 +139,7 @@ def test_a_gpu_a_collector_reports_is_refused_and_named(scraped) -> None:
     node = make_node(HOST)
     gpu = cast(Gpu, GpuFactory(node=node, uuid="GPU-aaa", index=0))
     epoch = GpuEpoch.objects.create(gpu=gpu, epoch="6f1e2d3c-boot/550.54.15")
+    partitions_ensure(days={start.date()})
     GpuSample.objects.create(gpu=gpu, epoch=epoch, ts=start, energy_j=1.0)
     out = import_window(source_for(node, running.url), start, end)
     assert "refused GPU-aaa: GPU of gpu-node-1 already has samples from a collector" in out
