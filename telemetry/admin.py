@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fleets.admin import ReadOnlyScopedAdmin, scoped_register
-from telemetry.models import CollectorStatus, ServingEndpoint
+from fleets.admin import FixedOrganizationAdmin, ReadOnlyScopedAdmin, scoped_register
+from telemetry.models import CollectorStatus, PrometheusSource, ServingEndpoint
 
 
 @scoped_register(CollectorStatus, "node__fleet__organization")
@@ -14,3 +14,10 @@ class CollectorStatusAdmin(ReadOnlyScopedAdmin):
 @scoped_register(ServingEndpoint, "node__fleet__organization")
 class ServingEndpointAdmin(ReadOnlyScopedAdmin):
     list_display = ["node", "kind", "url", "model_name", "first_seen_at"]
+
+
+@scoped_register(PrometheusSource)
+class PrometheusSourceAdmin(FixedOrganizationAdmin):
+    """A Prometheus to import from (``manage.py prometheus_import``); its token and password are secrets."""
+
+    list_display = ["name", "organization", "url", "host_label", "scrape_interval_s"]

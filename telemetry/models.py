@@ -18,7 +18,7 @@ from typing import Any
 from django.db import models
 
 from common.stages import NodeHourStage
-from fleets.models import Gpu, Node
+from fleets.models import Gpu, Node, Organization
 from telemetry.energy import EnergyMethod
 from telemetry.fields import Float32Field
 
@@ -352,3 +352,34 @@ class ParkedHour(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00} {self.stage} parked"
+
+
+class PrometheusSource(models.Model):
+    """An organization's existing Prometheus, read through its HTTP API by ``manage.py prometheus_import``.
+
+    ``bearer_token`` and ``basic_password`` are secrets, stored as given: whoever can read this row (the
+    organization's admins, the database) can read the Prometheus. ``host_label`` names the label that carries
+    a series' host (dcgm-exporter's ``Hostname``; ``hostname`` is accepted too), matched to the organization's
+    node hostnames; ``selector`` is extra PromQL label matchers for the DCGM series (``job="dcgm"``).
+    """
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="prometheus_sources")
+    name = models.SlugField(max_length=100)
+    url = models.URLField(max_length=500, help_text="the Prometheus base URL, e.g. http://prometheus:9090")
+    bearer_token = models.CharField(max_length=2000, blank=True, help_text="secret: stored as given")
+    basic_username = models.CharField(max_length=200, blank=True)
+    basic_password = models.CharField(max_length=500, blank=True, help_text="secret: stored as given")
+    host_label = models.CharField(max_length=100, default="Hostname")
+    selector = models.CharField(
+        max_length=500, blank=True, help_text='extra label matchers for the DCGM series, e.g. job="dcgm"'
+    )
+    scrape_interval_s = models.PositiveIntegerField(default=15, help_text="the query step (s)")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "name"], name="prometheussource_unique_org_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.url})"

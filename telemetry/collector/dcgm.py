@@ -258,15 +258,29 @@ _LOST_BY = {
 }
 
 
+def whole_gpu(labels: dict[str, str]) -> bool:
+    """Whether a series with these labels is one whole GPU's (a ``UUID`` and ``gpu``, no MIG ``GPU_I_ID``)."""
+    return bool(labels.get("UUID")) and "gpu" in labels and not labels.get("GPU_I_ID")
+
+
+def gpu_identity_fields(samples: dict[str, promtext.Sample]) -> tuple[int, str, str, bool]:
+    """(index, name, driver version, energy counter supported) of the GPU whose samples these are, by metric."""
+    gpu = _describe("", samples, "")
+    return gpu.index, gpu.name, gpu.driver, gpu.energy_counter_supported
+
+
+def reading_fields(samples: dict[str, promtext.Sample], *, energy_counter: bool) -> dict[str, Any]:
+    """A reading's fields from one GPU's samples by metric name: the mapping in the module docstring."""
+    return _fields(samples, energy_counter=energy_counter)
+
+
 def _by_gpu(exposition: promtext.Exposition) -> dict[str, dict[str, promtext.Sample]]:
     """The page's whole-GPU DCGM samples, by GPU UUID then metric name (the first of each, if one repeats:
     one series per pod sharing the GPU). A MIG instance's series (``GPU_I_ID``) is a part of the GPU, not it."""
     page: dict[str, dict[str, promtext.Sample]] = {}
     for sample in exposition.samples:
-        uuid = sample.labels.get("UUID")
-        whole_gpu = "gpu" in sample.labels and not sample.labels.get("GPU_I_ID")
-        if uuid and whole_gpu and sample.name.startswith("DCGM_FI_"):
-            page.setdefault(uuid, {}).setdefault(sample.name, sample)
+        if whole_gpu(sample.labels) and sample.name.startswith("DCGM_FI_"):
+            page.setdefault(sample.labels["UUID"], {}).setdefault(sample.name, sample)
     return page
 
 

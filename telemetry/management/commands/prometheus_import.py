@@ -1,0 +1,72 @@
+"""``manage.py prometheus_import --source NAME --start T --end T [--organization SLUG]``: backfill from Prometheus.
+
+Reads the DCGM series of a registered :class:`~telemetry.models.PrometheusSource` for ``[start, end)`` and stores
+them through the ingest service (``telemetry.prometheus_import``); prints a line per page and a summary.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from telemetry.models import PrometheusSource
+from telemetry.prometheus_import import PrometheusClient, PrometheusImportError, prometheus_import
+
+
+def _instant(text: str) -> datetime:
+    """An ISO 8601 instant (naive: UTC) or Unix seconds."""
+    try:
+        return datetime.fromtimestamp(float(text), tz=UTC)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise CommandError(f"{text!r} is not an ISO 8601 time (2026-12-01T00:00Z) nor Unix seconds") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+class Command(BaseCommand):
+    help = "Import GPU telemetry (dcgm-exporter's series) for [start, end) from a registered Prometheus."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--source", required=True, help="the PrometheusSource's name")
+        parser.add_argument("--organization", help="its organization's slug (needed when several have that name)")
+        parser.add_argument("--start", required=True, help="ISO 8601 (UTC when naive) or Unix seconds, included")
+        parser.add_argument("--end", required=True, help="ISO 8601 (UTC when naive) or Unix seconds, excluded")
+        parser.add_argument("--page-hours", type=float, default=6.0, help="hours per query page (default 6)")
+        parser.add_argument("--step", type=float, help="query step, s (default: the source's scrape interval)")
+        parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+        parser.add_argument("--tries", type=int, default=3, help="tries per request, with backoff (default 3)")
+        parser.add_argument("--backoff", type=float, default=1.0, help="first wait between tries, s (doubles)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        source = self._source(options["source"], options["organization"])
+        start, end = _instant(options["start"]), _instant(options["end"])
+        client = PrometheusClient(
+            source, timeout_s=options["timeout"], tries=max(1, options["tries"]), backoff_s=options["backoff"]
+        )
+        self.stdout.write(f"importing {source.name} ({source.url}) for {start.isoformat()} .. {end.isoformat()}")
+        try:
+            summary = prometheus_import(
+                source, start=start, end=end, page_hours=options["page_hours"], step_s=options["step"],
+                client=client, progress=self.stdout.write,
+            )  # fmt: skip
+        except PrometheusImportError as error:
+            raise CommandError(str(error)) from None
+        for line in summary.lines():
+            self.stdout.write(line)
+
+    def _source(self, name: str, slug: str | None) -> PrometheusSource:
+        sources = PrometheusSource.objects.filter(name=name).select_related("organization")
+        if slug:
+            sources = sources.filter(organization__slug=slug)
+        found = list(sources[:2])
+        if not found:
+            where = f" in organization {slug!r}" if slug else ""
+            raise CommandError(f"no Prometheus source named {name!r}{where}")
+        if len(found) > 1:
+            raise CommandError(f"several organizations have a Prometheus source named {name!r}: pass --organization")
+        return found[0]

@@ -1,0 +1,74 @@
+"""A real Prometheus (``/usr/bin/prometheus``) on 127.0.0.1, scraping a stand-in dcgm-exporter every second."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.helpers.clients import free_port
+from tests.helpers.dcgm_exporter import DcgmExporterStandIn
+from tests.helpers.stub_server import StubServer
+
+PROMETHEUS = shutil.which("prometheus")
+SKIP_REASON = "no prometheus binary on PATH (Debian: apt-get install prometheus)"
+
+
+@dataclass
+class RunningPrometheus:
+    url: str
+    process: subprocess.Popen[bytes]
+    exporter: StubServer
+    stand_in: DcgmExporterStandIn
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.exporter.stop()
+
+
+def prometheus_started(stand_in: DcgmExporterStandIn, directory: Path) -> RunningPrometheus:
+    """Start the stand-in exporter and a Prometheus scraping it every 1 s; return once it has scraped it."""
+    assert PROMETHEUS is not None, SKIP_REASON
+    exporter = StubServer(default=stand_in.answer).start()
+    port = free_port()
+    config = directory / "prometheus.yml"
+    target = exporter.url.removeprefix("http://")
+    config.write_text(
+        "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
+        f"scrape_configs:\n  - job_name: dcgm\n    static_configs: [{{targets: ['{target}']}}]\n"
+    )
+    process = subprocess.Popen(
+        [
+            PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={directory / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
+        ],
+        stdout=subprocess.DEVNULL, stderr=(directory / "prometheus.log").open("wb"),
+    )  # fmt: skip
+    running = RunningPrometheus(f"http://127.0.0.1:{port}", process, exporter, stand_in)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            exporter.stop()
+            raise RuntimeError(f"prometheus exited: {(directory / 'prometheus.log').read_text()[-2000:]}")
+        if _has_scraped(running.url):
+            return running
+        time.sleep(0.2)
+    running.stop()
+    raise RuntimeError("prometheus did not scrape the stand-in exporter within 30 s")
+
+
+def _has_scraped(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/api/v1/query?query=DCGM_FI_DEV_POWER_USAGE", timeout=1) as answer:
+            return bool(json.load(answer)["data"]["result"])
+    except (OSError, ValueError, KeyError):
+        return False
