@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import models
 from django.db.models import Model
 from django.http import HttpRequest
 from django.utils import timezone
@@ -79,7 +78,6 @@ class WorkloadClassAdmin(_ServiceAdmin):
 @scoped_register(AdviceSettings)
 class AdviceSettingsAdmin(_ServiceAdmin):
     list_display = ["organization", "min_hours_of_data", "curve_days", "webhook_url"]
-    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     services = _Services(
         save=advice_settings_save, delete=advice_settings_delete, row="options", fields=SETTINGS_FIELDS
     )

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Model, QuerySet
+from django.db.models import Model, QuerySet, URLField
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -83,6 +83,9 @@ class OrganizationScopedAdmin(admin.ModelAdmin):
     Permission comes from the membership role, not from Django's per-model
     permissions, and every object is checked against the scoped queryset.
     """
+
+    # A URL typed without a scheme is read as https (Django 6's default, chosen now).
+    formfield_overrides = {URLField: {"assume_scheme": "https"}}
 
     def _in_scope(self, request: HttpRequest, obj: Any) -> bool:
         return obj is None or self.get_queryset(request).filter(pk=obj.pk).exists()

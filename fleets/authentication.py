@@ -55,22 +55,13 @@ class MetricsTokenAuthentication(PersonalTokenAuthentication):
 class PersonalTokenScheme(OpenApiAuthenticationExtension):
     target_class = "fleets.authentication.PersonalTokenAuthentication"
     name = "personalToken"
+    description = "a personal token (wlp_...) from POST /api/v1/tokens/, shown once"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "a personal token (wlp_...) from POST /api/v1/tokens/, shown once",
-        }
+        return {"type": "http", "scheme": "bearer", "description": self.description}
 
 
-class MetricsTokenScheme(OpenApiAuthenticationExtension):
+class MetricsTokenScheme(PersonalTokenScheme):
     target_class = "fleets.authentication.MetricsTokenAuthentication"
     name = "metricsToken"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
-        return {
-            "type": "http",
-            "scheme": "bearer",
-            "description": "a personal token of scope metrics (wlp_...), from POST /api/v1/tokens/ with scope=metrics",
-        }
+    description = "a personal token of scope metrics (wlp_...), from POST /api/v1/tokens/ with scope=metrics"

@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import NamedTuple
 
 PROMETHEUS_MEDIA_TYPE = "text/plain"
 PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -31,8 +32,7 @@ class Kind(enum.StrEnum):
     GAUGE = "gauge"
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
     labels: Labels
     value: Number
 

@@ -169,22 +169,15 @@ def metric_families(
     through: datetime,
 ) -> Iterator[Family]:
     """Every family: the counters since enrolment, the gauges of the last complete hour, and that hour's end."""
-    for figure in FIGURES:
-        yield Family(
-            f"{PREFIX}{figure.name}",
-            Kind.COUNTER,
-            f"{figure.help}; since enrolment, through the last complete hour",
-            unit=figure.unit,
-            samples=_samples(figure, since_enrolment, names),
-        )
-    for figure in FIGURES:
-        yield Family(
-            f"{PREFIX}{LAST_HOUR}{figure.name}",
-            Kind.GAUGE,
-            f"{figure.help}; the last complete hour alone",
-            unit=figure.unit,
-            samples=_samples(figure, last_hour, names),
-        )
+    for prefix, kind, told, sums in (
+        (PREFIX, Kind.COUNTER, "since enrolment, through the last complete hour", since_enrolment),
+        (f"{PREFIX}{LAST_HOUR}", Kind.GAUGE, "the last complete hour alone", last_hour),
+    ):
+        for figure in FIGURES:
+            yield Family(
+                f"{prefix}{figure.name}", kind, f"{figure.help}; {told}", unit=figure.unit,
+                samples=_samples(figure, sums, names),
+            )  # fmt: skip
     yield Family(
         f"{PREFIX}complete_through_timestamp_seconds",
         Kind.GAUGE,

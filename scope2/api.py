@@ -190,6 +190,15 @@ class SustainabilityInputView(InputViewBase):
             exc = self.refused(exc)
         return super().handle_exception(exc)
 
+    @staticmethod
+    def validated_writable(serializer: type[serializers.Serializer], request: Request) -> tuple[Any, Organization]:
+        """The body ``serializer`` validates, and its organization if the user may write sustainability inputs."""
+        data = validated(serializer, request)
+        organization = writable_organization(
+            user=request.user, ref=data.get("organization"), capability=Capability.SUSTAINABILITY
+        )
+        return data, organization
+
 
 # An invalid instrument or an over-allocation: 400, with the code ``over_allocated`` for the latter.
 class InstrumentView(SustainabilityInputView):
@@ -214,10 +223,7 @@ class InstrumentsView(InstrumentView):
         responses={201: InstrumentOutputSerializer, **_ERRORS},
     )
     def post(self, request: Request) -> Response:
-        data = validated(InstrumentInputSerializer, request)
-        organization = writable_organization(
-            user=request.user, ref=data.get("organization"), capability=Capability.SUSTAINABILITY
-        )
+        data, organization = self.validated_writable(InstrumentInputSerializer, request)
         data, hours = _fields(data, organization)
         instrument = audited_write(
             organization_id=organization.pk, user=request.user, subject="instrument", before=None,

@@ -25,9 +25,8 @@ from rest_framework.response import Response
 
 from common.api import error_responses, validated
 from common.query import QueryInputSerializer, organization_ref_field, query_validated
-from common.scope import report_organization, writable_organization
+from common.scope import report_organization
 from fleets.models import Node, Organization, Site
-from fleets.permissions import Capability
 from fleets.selectors import organizations_for_user
 from governance.audited_write import audited_write
 from scope2.api import SustainabilityInputView, sustainability_writable
@@ -106,15 +105,51 @@ def _boundary_output(organization: Organization) -> dict[str, Any]:
     )
 
 
-class InventoryBoundaryView(_View):
+class _OrganizationSettingView(_View):
+    # An organization's one-row setting: read by any member; written by admin or sustainability, audited, and
+    # refused (409) while it would change a locked period (every period from the organization's first figure).
+    model: Any
+    subject: str
+    input_serializer: type[serializers.Serializer]
+
+    def output(self, organization: Organization) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def write(self, organization: Organization, data: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def read_setting(self, request: Request) -> Response:
+        query = query_validated(BoundaryQuerySerializer, request)
+        return Response(self.output(report_organization(user=request.user, ref=query.get("organization"))))
+
+    def write_setting(self, request: Request) -> Response:
+        data, organization = self.validated_writable(self.input_serializer, request)
+        audited_write(
+            organization_id=organization.pk, user=request.user, subject=self.subject,
+            before=self.model.objects.filter(organization=organization).first(),
+            write=lambda: self.write(organization, data), period=lambda row: organization_window(organization),
+        )  # fmt: skip
+        return Response(self.output(organization))
+
+
+class InventoryBoundaryView(_OrganizationSettingView):
+    model, subject, input_serializer = InventoryBoundary, "inventory_boundary", BoundaryInputSerializer
+
+    def output(self, organization: Organization) -> dict[str, Any]:
+        return _boundary_output(organization)
+
+    def write(self, organization: Organization, data: dict[str, Any]) -> Any:
+        return inventory_boundary_set(
+            organization=organization, approach=data["consolidation_approach"],
+            equity_share_pct=data.get("equity_share_pct"),
+        )  # fmt: skip
+
     @extend_schema(
         operation_id="inventory_boundary_read", parameters=[BoundaryQuerySerializer],
         responses={200: BoundaryOutputSerializer, **_ERRORS},
     )  # fmt: skip
     def get(self, request: Request) -> Response:
-        query = query_validated(BoundaryQuerySerializer, request)
-        organization = report_organization(user=request.user, ref=query.get("organization"))
-        return Response(_boundary_output(organization))
+        return self.read_setting(request)
 
     @extend_schema(
         operation_id="inventory_boundary_set",
@@ -123,20 +158,7 @@ class InventoryBoundaryView(_View):
         responses={200: BoundaryOutputSerializer, **_ERRORS},
     )
     def put(self, request: Request) -> Response:
-        data = validated(BoundaryInputSerializer, request)
-        organization = writable_organization(
-            user=request.user, ref=data.get("organization"), capability=Capability.SUSTAINABILITY
-        )
-        before = InventoryBoundary.objects.filter(organization=organization).first()
-        audited_write(
-            organization_id=organization.pk, user=request.user, subject="inventory_boundary", before=before,
-            write=lambda: inventory_boundary_set(
-                organization=organization, approach=data["consolidation_approach"],
-                equity_share_pct=data.get("equity_share_pct"),
-            ),
-            period=lambda row: organization_window(organization),
-        )  # fmt: skip
-        return Response(_boundary_output(organization))
+        return self.write_setting(request)
 
 
 # --- the disclosed market-based matching ----------------------------------------------------------------------
@@ -164,15 +186,23 @@ def _disclosure_output(organization: Organization) -> dict[str, Any]:
     ).data)  # fmt: skip
 
 
-class Scope2DisclosureView(_View):
+class Scope2DisclosureView(_OrganizationSettingView):
+    model, subject, input_serializer = Scope2Disclosure, "scope2_disclosure", DisclosureInputSerializer
+
+    def output(self, organization: Organization) -> dict[str, Any]:
+        return _disclosure_output(organization)
+
+    def write(self, organization: Organization, data: dict[str, Any]) -> Any:
+        return Scope2Disclosure.objects.update_or_create(
+            organization=organization, defaults={"market_matching": data["market_matching"]}
+        )[0]
+
     @extend_schema(
         operation_id="scope2_disclosure_read", parameters=[BoundaryQuerySerializer],
         responses={200: DisclosureOutputSerializer, **_ERRORS},
     )  # fmt: skip
     def get(self, request: Request) -> Response:
-        query = query_validated(BoundaryQuerySerializer, request)
-        organization = report_organization(user=request.user, ref=query.get("organization"))
-        return Response(_disclosure_output(organization))
+        return self.read_setting(request)
 
     @extend_schema(
         operation_id="scope2_disclosure_set",
@@ -181,19 +211,7 @@ class Scope2DisclosureView(_View):
         responses={200: DisclosureOutputSerializer, **_ERRORS},
     )
     def put(self, request: Request) -> Response:
-        data = validated(DisclosureInputSerializer, request)
-        organization = writable_organization(
-            user=request.user, ref=data.get("organization"), capability=Capability.SUSTAINABILITY
-        )
-        before = Scope2Disclosure.objects.filter(organization=organization).first()
-        audited_write(
-            organization_id=organization.pk, user=request.user, subject="scope2_disclosure", before=before,
-            write=lambda: Scope2Disclosure.objects.update_or_create(
-                organization=organization, defaults={"market_matching": data["market_matching"]}
-            )[0],
-            period=lambda row: organization_window(organization),
-        )  # fmt: skip
-        return Response(_disclosure_output(organization))
+        return self.write_setting(request)
 
 
 # --- each node's electricity ----------------------------------------------------------------------------------
@@ -318,10 +336,7 @@ class Scope1EmissionsView(_View):
         responses={201: Scope1OutputSerializer, **_ERRORS},
     )
     def post(self, request: Request) -> Response:
-        data = validated(Scope1InputSerializer, request)
-        organization = writable_organization(
-            user=request.user, ref=data.get("organization"), capability=Capability.SUSTAINABILITY
-        )
+        data, organization = self.validated_writable(Scope1InputSerializer, request)
         site = _site(organization, data["site"])
         row = audited_write(
             organization_id=organization.pk, user=request.user, subject="scope1_emission", before=None,

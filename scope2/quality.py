@@ -33,6 +33,7 @@ import enum
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
+from typing import NamedTuple
 
 from scope2.markets import EU_EEA_CH, NORTH_AMERICA, country_of_zone, market_boundary_check, market_of_zone
 
@@ -81,8 +82,7 @@ def effective_factor_g_per_kwh(*, technology: str, stated: Decimal | None) -> De
     return Decimal(0) if technology in ZERO_DIRECT_EMISSIONS else None
 
 
-@dataclass(frozen=True)
-class CriterionResult:
+class CriterionResult(NamedTuple):
     criterion: str
     met: bool
     detail: str
@@ -141,28 +141,35 @@ def _vintage(vintage_year: int, reporting_year: int) -> CriterionResult:
     return CriterionResult("vintage", earliest <= vintage_year <= reporting_year, detail)
 
 
+def _stated(name: str, *, not_applicable: str | None, stated: bool, met: str, unmet: str) -> CriterionResult:
+    """A criterion the organization meets by stating a fact (``stated``), unless ``not_applicable`` says why not."""
+    if not_applicable is not None:
+        return CriterionResult(name, True, f"not applicable: {not_applicable}")
+    return CriterionResult(name, stated, met if stated else unmet)
+
+
 def _supplier_rate(kind: str, evidence: Evidence) -> CriterionResult:
-    if kind != "supplier_rate":
-        return CriterionResult("supplier_rate", True, "not applicable: not a utility-specific emission factor")
-    if evidence.supplier_rate_delivered_basis:
-        return CriterionResult("supplier_rate", True, "calculated on delivered electricity, net of certificates sold "
-                                                      "and retired for the supplier's customers")  # fmt: skip
-    return CriterionResult("supplier_rate", False, "criterion 6: the supplier does not state that its rate is "
-                                                   "calculated on delivered electricity, net of certificates sold and "
-                                                   "retired (supplier_rate_delivered_basis)")  # fmt: skip
+    return _stated(
+        "supplier_rate",
+        not_applicable=None if kind == "supplier_rate" else "not a utility-specific emission factor",
+        stated=bool(evidence.supplier_rate_delivered_basis),
+        met="calculated on delivered electricity, net of certificates sold and retired for the supplier's customers",
+        unmet="criterion 6: the supplier does not state that its rate is calculated on delivered electricity, net "
+        "of certificates sold and retired (supplier_rate_delivered_basis)",
+    )
 
 
 def _exclusive_claim(kind: str, evidence: Evidence) -> CriterionResult:
     direct = kind == "ppa" or evidence.purchase_type in (PurchaseType.DIRECT_LINE, PurchaseType.ON_SITE)
-    if not direct:
-        how = evidence.purchase_type or "not stated"
-        return CriterionResult("exclusive_claim", True, f"not applicable: not a direct purchase (purchase: {how})")
-    if evidence.attributes_exclusive:
-        return CriterionResult("exclusive_claim", True, "every instrument conveying the claim is transferred to the "
-                                                        "organization only")  # fmt: skip
-    return CriterionResult("exclusive_claim", False, "criterion 7: a direct purchase or on-site generation must state "
-                                                     "that every instrument conveying its claim is transferred to the "
-                                                     "organization only (attributes_exclusive)")  # fmt: skip
+    how = evidence.purchase_type or "not stated"
+    return _stated(
+        "exclusive_claim",
+        not_applicable=None if direct else f"not a direct purchase (purchase: {how})",
+        stated=bool(evidence.attributes_exclusive),
+        met="every instrument conveying the claim is transferred to the organization only",
+        unmet="criterion 7: a direct purchase or on-site generation must state that every instrument conveying its "
+        "claim is transferred to the organization only (attributes_exclusive)",
+    )
 
 
 def criteria_check(

@@ -284,22 +284,17 @@ def site_month_charges(month: SiteMonthCharge, account: Account) -> list[Charge]
     by the share of the month, and the demand charge (Usage-Based), priced by the month's peak kW; none at 0."""
     base = {"account": account, "start": month.start, "end": month.end, "currency": month.currency,
             "sku_id": ELECTRICITY_SKU}  # fmt: skip
-    charges = []
-    if month.fixed:
-        share = month.month_share
-        charges.append(
-            Charge(kind=ChargeKind.FIXED_CHARGE, billed=month.fixed, effective=month.fixed, pricing_quantity=share,
-                   pricing_unit=MONTHS, consumed_quantity=share, consumed_unit=MONTHS,
-                   sku_price_id=f"{month.tariff_id}:fixed", **base)  # type: ignore[arg-type]
-        )  # fmt: skip
-    if month.demand:
-        peak = month.peak_kw
-        charges.append(
-            Charge(kind=ChargeKind.DEMAND_CHARGE, billed=month.demand, effective=month.demand, pricing_quantity=peak,
-                   pricing_unit=KW_MONTHS, consumed_quantity=peak, consumed_unit=KW_MONTHS,
-                   sku_price_id=f"{month.tariff_id}:demand", **base)  # type: ignore[arg-type]
-        )  # fmt: skip
-    return charges
+    parts = (
+        (ChargeKind.FIXED_CHARGE, month.fixed, month.month_share, MONTHS, "fixed"),
+        (ChargeKind.DEMAND_CHARGE, month.demand, month.peak_kw, KW_MONTHS, "demand"),
+    )
+    return [
+        Charge(kind=kind, billed=amount, effective=amount, pricing_quantity=quantity, pricing_unit=unit,
+               consumed_quantity=quantity, consumed_unit=unit, sku_price_id=f"{month.tariff_id}:{name}",
+               **base)  # type: ignore[arg-type]
+        for kind, amount, quantity, unit, name in parts
+        if amount
+    ]  # fmt: skip
 
 
 def period_start(at: datetime, period: timedelta) -> datetime:
