@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fleets.admin import FixedOrganizationAdmin, ReadOnlyScopedAdmin, scoped_register
+from governance.admin_audit import AuditedAdmin
 from telemetry.models import CollectorStatus, PrometheusSource, ServingEndpoint
 
 
@@ -17,7 +18,10 @@ class ServingEndpointAdmin(ReadOnlyScopedAdmin):
 
 
 @scoped_register(PrometheusSource)
-class PrometheusSourceAdmin(FixedOrganizationAdmin):
-    """A Prometheus to import from (``manage.py prometheus_import``); its token and password are secrets."""
+class PrometheusSourceAdmin(AuditedAdmin, FixedOrganizationAdmin):
+    """A Prometheus to import from (``manage.py prometheus_import``); its token and password are secrets, so
+    the audit trail records every other field of a save, never them."""
 
     list_display = ["name", "organization", "url", "host_label", "scrape_interval_s"]
+    audit_subject = "prometheus_source"
+    audit_fields = ("organization", "name", "url", "basic_username", "host_label", "selector", "scrape_interval_s")

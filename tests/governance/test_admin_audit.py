@@ -28,6 +28,7 @@ from fleets.models import Fleet, Membership, Node, Organization, Role, Site
 from fleets.services import node_token_rotate
 from governance.models import AuditEntry
 from scope2.models import ResidualMixFactor
+from telemetry.models import PrometheusSource
 from tests.helpers.factories import (
     GpuAssetFactory,
     MembershipFactory,
@@ -107,6 +108,10 @@ CHANGES: dict[str, Change] = {
         {"role": Role.ADMIN},
     ),
     "fleets.Fleet": lambda w: (w["fleet"], {"description": "the chat fleet"}),
+    "telemetry.PrometheusSource": lambda w: (
+        PrometheusSource.objects.create(organization=w["org"], name="prom", url="http://prometheus:9090"),
+        {"host_label": "hostname"},
+    ),
     "fleets.Site": lambda w: (w["site"], {"grid_zone": "FR", "time_zone": "Europe/Paris"}),
     "fleets.Node": lambda w: (w["node"], {"site": SiteFactory(organization=w["org"], name="ams-2")}),
     "fleets.NodeCredential": lambda w: (node_token_rotate(node=w["node"]).credential, {"revoked_at": WHEN}),
@@ -229,3 +234,24 @@ def test_a_workload_class_added_and_deleted_in_the_admin_is_audited(staff: Clien
     assert list(AuditEntry.objects.order_by("id").values_list("username", "action", "subject", "object_id")) == [
         ("ada", "create", "workload_class", workload_class.pk), ("ada", "delete", "workload_class", workload_class.pk),
     ]  # fmt: skip
+
+
+def test_a_prometheus_source_saved_in_the_admin_is_audited_without_its_secrets(
+    world: dict[str, Any], root: Any
+) -> None:
+    # given: a source with a bearer token, whose token and host label an admin changes
+    source = PrometheusSource.objects.create(
+        organization=world["org"], name="prom", url="http://prometheus:9090", bearer_token="old-secret-token"
+    )
+    source.bearer_token, source.host_label = "new-secret-token", "hostname"
+    model_admin = admin.site._registry[PrometheusSource]
+    request = superuser_request(root)
+
+    # when: the admin saves it
+    with transaction.atomic():
+        model_admin.save_model(request, source, model_admin.get_form(request, source)(instance=source), change=True)
+
+    # then: the change is audited, and neither token is in the trail
+    entry = AuditEntry.objects.get(subject="prometheus_source")
+    assert (entry.before["host_label"], entry.after["host_label"]) == ("Hostname", "hostname")
+    assert "secret-token" not in str(entry.before) + str(entry.after)
