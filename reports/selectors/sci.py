@@ -6,15 +6,19 @@ from datetime import datetime
 
 from django.db.models import Sum
 
+from reports.selectors.allocation import LINE, joined_line
 from telemetry.models import EndpointHourUsage
 
 
 def requests_answered(*, organization_id: int, start: datetime, end: datetime) -> int:
     """Requests answered over ``[start, end)`` by the serving endpoints of the organization's nodes (one query).
 
-    The endpoints' hourly request counters, the same endpoint-hours whose tokens the ledger lines carry.
+    The endpoints' hourly request counters of the node-hours that have a ledger line: the lines whose energy,
+    embodied carbon and tokens SCI's other terms sum, so that R counts no hour (one still open, one whose line
+    is not computed yet) that E and M leave out.
     """
     usage = EndpointHourUsage.objects.filter(
         endpoint__node__fleet__organization_id=organization_id, hour_start__gte=start, hour_start__lt=end
     )
-    return int(usage.aggregate(requests=Sum("requests"))["requests"] or 0)
+    counted = joined_line(usage).filter(**{f"{LINE}isnull": False})
+    return int(counted.aggregate(requests=Sum("requests"))["requests"] or 0)
