@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,3 +73,66 @@ def _has_scraped(url: str) -> bool:
             return bool(json.load(answer)["data"]["result"])
     except (OSError, ValueError, KeyError):
         return False
+
+
+@dataclass
+class PrometheusServer:
+    """A real Prometheus on 127.0.0.1 with the scrape config a test wrote, and its HTTP API."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def query(self, promql: str) -> list[dict[str, object]]:
+        """The instant vector ``promql`` evaluates to now (``/api/v1/query``)."""
+        address = f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+        with urllib.request.urlopen(address, timeout=5) as answer:
+            found = json.load(answer)
+        assert found["status"] == "success", found
+        return list(found["data"]["result"])
+
+    def targets(self) -> list[dict[str, object]]:
+        """Every active scrape target with its health and last error (``/api/v1/targets``)."""
+        with urllib.request.urlopen(f"{self.url}/api/v1/targets?state=active", timeout=5) as answer:
+            return list(json.load(answer)["data"]["activeTargets"])
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def prometheus_serving(scrape_configs: str, directory: Path) -> PrometheusServer:
+    """Start a Prometheus scraping every 1 s with ``scrape_configs`` (YAML list items); return once it answers."""
+    assert PROMETHEUS is not None, SKIP_REASON
+    port = free_port()
+    config = directory / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
+        f"scrape_configs:\n{scrape_configs}"
+    )
+    log = directory / "prometheus.log"
+    process = subprocess.Popen(
+        [
+            PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={directory / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn",
+        ],
+        stdout=subprocess.DEVNULL, stderr=log.open("wb"),
+    )  # fmt: skip
+    server = PrometheusServer(f"http://127.0.0.1:{port}", process, log)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"prometheus exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{server.url}/-/ready", timeout=1) as answer:
+                if answer.status == 200:
+                    return server
+        except OSError:
+            pass
+        time.sleep(0.2)
+    server.stop()
+    raise RuntimeError("prometheus was not ready within 30 s")
