@@ -68,9 +68,14 @@ def help_escaped(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")
 
 
+def value_float(value: Number) -> float:
+    """A sample value as the float both formats (and OTLP's double) carry: ``Decimal`` rounded to nearest once."""
+    return float(value)
+
+
 def value_text(value: Number) -> str:
     """A sample value: the shortest text that reads back as the same float; ``+Inf``, ``-Inf``, ``NaN``."""
-    number = float(value)
+    number = value_float(value)
     if math.isnan(number):
         return "NaN"
     if math.isinf(number):

@@ -17,7 +17,7 @@ Names, units and the PromQL of per-token figures: docs/metrics.md.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -187,6 +187,20 @@ def metric_families(
     )
 
 
+def exposed_families(*, organization_ids: Collection[int], now: datetime, per_node: bool = False) -> list[Family]:
+    """The organizations' families at ``now``: what ``/metrics`` writes and ``reports.otlp`` pushes."""
+    through = complete_through(organization_ids=organization_ids, now=now)
+    scope: dict[str, Any] = {"organization_ids": organization_ids, "per_node": per_node}
+    return list(
+        metric_families(
+            since_enrolment=exposed_sums(**scope, end=through),
+            last_hour=exposed_sums(**scope, start=through - HOUR, end=through),
+            names=exposed_names(organization_ids=organization_ids, per_node=per_node),
+            through=through,
+        )
+    )
+
+
 class PrometheusTextRenderer(BaseRenderer):
     media_type = PROMETHEUS_MEDIA_TYPE
     format = "prometheus"
@@ -243,15 +257,7 @@ class MetricsView(APIView):
     def get(self, request: Request) -> HttpResponse:
         per_node = query_validated(self.InputSerializer, request)["per_node"]
         organization_ids = report_organization_ids(user=request.user, refs=[])
-        now = timezone.now()
-        through = complete_through(organization_ids=organization_ids, now=now)
-        scope: dict[str, Any] = {"organization_ids": organization_ids, "per_node": per_node}
-        families = metric_families(
-            since_enrolment=exposed_sums(**scope, end=through),
-            last_hour=exposed_sums(**scope, start=through - HOUR, end=through),
-            names=exposed_names(organization_ids=organization_ids, per_node=per_node),
-            through=through,
-        )
+        families = exposed_families(organization_ids=organization_ids, now=timezone.now(), per_node=per_node)
         if wants_openmetrics(request.headers.get("Accept", "")):
             return HttpResponse(openmetrics_text(families), content_type=OPENMETRICS_CONTENT_TYPE)
         return HttpResponse(prometheus_text(families), content_type=PROMETHEUS_CONTENT_TYPE)

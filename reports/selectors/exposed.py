@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Min, QuerySet
 
 from accounting.models import NodeHourLedger
 from fleets.models import Fleet, Node
@@ -73,6 +73,13 @@ def exposed_sums(
     for key, sums in [*_idle(lines, per_node), *_allocated(usage, per_node)]:
         found[key] = ledger_sums_merge(found[key], sums) if key in found else sums
     return found
+
+
+def exposed_since(*, organization_ids: Collection[int]) -> datetime | None:
+    """The first stored line's hour: where the counters since enrolment start (``None`` before any line)."""
+    lines = NodeHourLedger.objects.filter(organization_id__in=organization_ids)
+    first: datetime | None = lines.aggregate(first=Min("hour_start"))["first"]
+    return first
 
 
 _KEYS = ("k_org", "k_fleet", "k_model", "currency")

@@ -104,7 +104,7 @@ def test_prometheus_scrapes_with_the_token_and_the_documented_promql_is_the_comp
         assert float(found[str(row.stats.fleet_id)]["value"][1]) == pytest.approx(expected, rel=1e-9)
 
     # without the token: refused with 401, so down, and none of its series stored
-    targets = {target["labels"]["job"]: target for target in prometheus.targets()}  # type: ignore[index]
+    targets = {target["labels"]["job"]: target for target in prometheus.targets()}
 
     assert targets["wattledger"]["health"] == "up"
     assert targets["anonymous"]["health"] == "down"
