@@ -227,6 +227,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "ledger-recompute": {"task": "accounting.ledger_pending_task", "schedule": timedelta(minutes=1)},
     "ledger-held-hours": {"task": "accounting.ledger_held_hours_task", "schedule": timedelta(hours=1)},
     "advice-refresh": {"task": "accounting.advice_refresh_task", "schedule": timedelta(hours=1)},
+    "otlp-push": {"task": "reports.otlp_push_task", "schedule": timedelta(minutes=1)},
 }
 
 # --- Long tasks' leases (common.leases) -------------------------------------------
@@ -241,6 +242,18 @@ TASK_QUEUE_WAIT_S = env_int("TASK_QUEUE_WAIT_S", 900, minimum=1)
 # --- Placement advice ------------------------------------------------------------
 # Seconds a webhook telling an organization its advice changed may take before it is parked.
 ADVICE_WEBHOOK_TIMEOUT_S = env_int("ADVICE_WEBHOOK_TIMEOUT_S", 5, minimum=1)
+
+# --- OTLP push of the /metrics families (reports.otlp, docs/metrics.md) -------------
+# The operator's OTLP/HTTP endpoint and the one organization whose series go there, each minute; unset: no push.
+WATTLEDGER_OTLP_ENDPOINT = env_str("WATTLEDGER_OTLP_ENDPOINT", "") or ""
+WATTLEDGER_OTLP_ORGANIZATION = env_str("WATTLEDGER_OTLP_ORGANIZATION", "") or ""
+if WATTLEDGER_OTLP_ENDPOINT and not WATTLEDGER_OTLP_ORGANIZATION:
+    raise ImproperlyConfigured(
+        "WATTLEDGER_OTLP_ENDPOINT needs WATTLEDGER_OTLP_ORGANIZATION: the one organization pushed"
+    )
+# Comma-separated NAME=VALUE headers sent with each push (Authorization=Bearer ...).
+WATTLEDGER_OTLP_HEADERS = env_list("WATTLEDGER_OTLP_HEADERS", [])
+WATTLEDGER_OTLP_TIMEOUT_S = env_int("WATTLEDGER_OTLP_TIMEOUT_S", 10, minimum=1)
 
 # --- Outbound requests to addresses users name (common.outbound) ---------------------
 # Only public addresses, unless named here: host, host:port, [v6]:port or a network (10.20.0.0/16).

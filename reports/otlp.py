@@ -33,6 +33,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+from django.conf import settings
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
@@ -73,6 +74,7 @@ ANNOTATED_UNITS = {"tokens": "{token}", "cost": "{currency}"}
 
 _EXPORTER_LOGGERS = ("opentelemetry.exporter", "opentelemetry.sdk")
 _ERRNO = re.compile(r"\[Errno -?\d+\] [^\"')]+")
+_logger = logging.getLogger(__name__)
 REPLY_CHARS = 200  # of an error answer's body, in the error
 
 
@@ -207,6 +209,17 @@ def _exporter_told() -> Iterator[_Told]:
             logger.propagate = propagate
 
 
+def headers_parsed(texts: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` texts (``--header``, ``WATTLEDGER_OTLP_HEADERS``) as headers."""
+    headers = {}
+    for text in texts:
+        name, equals, value = text.partition("=")
+        if not equals or not name.strip():
+            raise OtlpPushError(f"header {text!r}: write it NAME=VALUE (Authorization=Bearer ...)")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
 def otlp_push(
     *,
     organization: Organization,
@@ -236,3 +249,23 @@ def otlp_push(
         raise OtlpPushError(f"OTLP push to {url} failed after {waited:.1f} s: {seen}")
     points = sum(len(family.samples) for family in families)
     return OtlpPushed(url=url, metrics=len(families), data_points=points)
+
+
+def otlp_push_configured(*, now: datetime) -> str:
+    """The push the settings name (``WATTLEDGER_OTLP_ENDPOINT``, one organization): what happened, never raising."""
+    endpoint, slug = settings.WATTLEDGER_OTLP_ENDPOINT, settings.WATTLEDGER_OTLP_ORGANIZATION
+    if not endpoint:
+        return "off: WATTLEDGER_OTLP_ENDPOINT is not set"
+    organization = Organization.objects.filter(slug=slug).first()
+    if organization is None:
+        _logger.warning("OTLP push: no organization %r (WATTLEDGER_OTLP_ORGANIZATION)", slug)
+        return f"failed: no organization {slug!r}"
+    try:
+        pushed = otlp_push(
+            organization=organization, endpoint=endpoint, headers=headers_parsed(settings.WATTLEDGER_OTLP_HEADERS),
+            timeout_s=settings.WATTLEDGER_OTLP_TIMEOUT_S, now=now,
+        )  # fmt: skip
+    except OtlpPushError as error:
+        _logger.warning("%s", error)
+        return f"failed: {error}"
+    return f"pushed {pushed.data_points} data point(s) of {organization.slug} to {pushed.url}"

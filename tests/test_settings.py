@@ -42,6 +42,7 @@ def run_django(env: dict[str, str], code: str = "import django; django.setup()",
         ({"CELERY_BROKER_URL": "kafka://x"}, "CELERY_BROKER_URL='kafka://x' is not supported"),
         ({"SECURE_HSTS_SECONDS": "-1"}, "SECURE_HSTS_SECONDS=-1 is below the minimum of 0"),
         ({"LOG_LEVEL": "chatty"}, "LOG_LEVEL='CHATTY' is not a logging level"),
+        ({"WATTLEDGER_OTLP_ENDPOINT": "http://collector:4318"}, "needs WATTLEDGER_OTLP_ORGANIZATION"),
     ],
 )
 def test_bad_setting_stops_startup_with_a_clear_message(override, message, tmp_path):

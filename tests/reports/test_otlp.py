@@ -22,6 +22,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 
 from reports.otlp import OTEL_ATTRIBUTES
+from reports.tasks import otlp_push_task
 from tests.helpers.clients import free_port
 from tests.helpers.exposition import Series
 from tests.helpers.reports import H1, H3
@@ -231,3 +232,38 @@ def test_bad_arguments_are_clear_errors(fleets, args, told):
 def test_an_unknown_organization_is_a_clear_error(fleets):
     with pytest.raises(CommandError, match="no organization 'nobody'"):
         call_command("otlp_push", "--organization", "nobody", "--endpoint", "http://127.0.0.1:4318")
+
+
+# --- the beat task: the settings' endpoint, one organization ---------------------------
+
+
+def test_the_beat_task_pushes_the_configured_organization(fleets, viewer_a, receiver, settings):
+    settings.WATTLEDGER_OTLP_ENDPOINT = receiver.url
+    settings.WATTLEDGER_OTLP_ORGANIZATION = "org-a"
+    settings.WATTLEDGER_OTLP_HEADERS = ["Authorization=Bearer otlp-secret"]
+
+    with time_machine.travel(AT, tick=True):
+        told = otlp_push_task()
+
+    assert told.startswith("pushed ") and "of org-a to" in told
+    (request,) = receiver.requests
+    assert as_series(received(request)) == scraped(scraper(viewer_a), AT)
+    assert header(request, "Authorization") == "Bearer otlp-secret"
+
+
+def test_the_beat_task_is_off_without_an_endpoint(fleets, receiver, settings):
+    settings.WATTLEDGER_OTLP_ENDPOINT = ""
+
+    assert otlp_push_task().startswith("off")
+    assert receiver.requests == []
+
+
+def test_a_failed_beat_push_is_logged_not_raised(fleets, settings, caplog):
+    settings.WATTLEDGER_OTLP_ENDPOINT = f"http://127.0.0.1:{free_port()}"
+    settings.WATTLEDGER_OTLP_ORGANIZATION = "org-a"
+    settings.WATTLEDGER_OTLP_TIMEOUT_S = 1
+
+    told = otlp_push_task()
+
+    assert told.startswith("failed: OTLP push to") and "Connection refused" in told
+    assert "Connection refused" in caplog.text

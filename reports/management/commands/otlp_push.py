@@ -14,14 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from fleets.models import Organization
-from reports.otlp import OtlpPushError, otlp_push
-
-
-def header_pair(text: str) -> tuple[str, str]:
-    name, equals, value = text.partition("=")
-    if not equals or not name.strip():
-        raise CommandError(f"--header {text!r}: write it NAME=VALUE (Authorization=Bearer ...)")
-    return name.strip(), value.strip()
+from reports.otlp import OtlpPushError, headers_parsed, otlp_push
 
 
 class Command(BaseCommand):
@@ -40,8 +33,8 @@ class Command(BaseCommand):
         organization = Organization.objects.filter(slug=options["organization"]).first()
         if organization is None:
             raise CommandError(f"no organization {options['organization']!r}")
-        headers = dict(header_pair(text) for text in options["header"])
         try:
+            headers = headers_parsed(options["header"])
             pushed = otlp_push(
                 organization=organization, endpoint=options["endpoint"], headers=headers,
                 timeout_s=options["timeout"], per_node=options["per_node"], now=timezone.now(),
