@@ -10,55 +10,28 @@ import itertools
 import shutil
 import subprocess
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
-import time_machine
 from rest_framework.test import APIClient
 
 from accounting.models import LedgerPending
 from fleets.models import Fleet, TokenScope
-from fleets.personal_tokens import personal_token_create
 from fleets.services import credential_issue
 from reports.exposition_api import FIGURES, LAST_HOUR, PREFIX
 from reports.selectors import fleet_comparison
-from tests.helpers.exposition import Series, parsed, series
+from tests.helpers.exposition import INTO_THE_HOUR, METRICS, Series, bearer, parsed, scrape, scraped, scraper, series
 from tests.helpers.factories import FleetFactory
 from tests.helpers.reports import H1, H2, H3, h100_node, h100_usage
 
 pytestmark = pytest.mark.django_db
 
-METRICS = "/metrics"
-INTO_THE_HOUR = timedelta(minutes=10)
-
-
-def bearer(token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    return client
-
-
-def scraper(user: Any, scope: str = TokenScope.METRICS) -> APIClient:
-    _, token = personal_token_create(user=user, name="prometheus", scope=scope)
-    return bearer(token)
-
 
 @pytest.fixture
 def scraper_a(viewer_a: Any) -> APIClient:
     return scraper(viewer_a)
-
-
-def scrape(client: APIClient, at: datetime, path: str = METRICS, **headers: str) -> Any:
-    with time_machine.travel(at, tick=False):
-        answer = client.get(path, **headers)
-    assert answer.status_code == 200, answer.content
-    return answer
-
-
-def scraped(client: APIClient, at: datetime, path: str = METRICS) -> Series:
-    return parsed(scrape(client, at, path).content.decode())
 
 
 def total(found: Series, name: str, **labels: str) -> float:

@@ -21,9 +21,9 @@ from accounting.ledger.units import significant
 from fleets.models import TokenScope
 from fleets.personal_tokens import personal_token_create
 from reports.selectors import fleet_comparison
+from tests.helpers.exposition import INTO_THE_HOUR
 from tests.helpers.prometheus import PROMETHEUS, SKIP_REASON, PrometheusServer, prometheus_serving
 from tests.helpers.reports import H2, H3
-from tests.reports.test_exposition import INTO_THE_HOUR
 
 pytestmark = [
     pytest.mark.slow,

@@ -24,10 +24,9 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from reports.otlp import OTEL_ATTRIBUTES
 from reports.tasks import otlp_push_task
 from tests.helpers.clients import free_port
-from tests.helpers.exposition import Series
+from tests.helpers.exposition import INTO_THE_HOUR, Series, scraped, scraper
 from tests.helpers.reports import H1, H3
 from tests.helpers.stub_server import Answer, Request, StubServer
-from tests.reports.test_exposition import INTO_THE_HOUR, scraped, scraper
 
 pytestmark = pytest.mark.django_db
 
