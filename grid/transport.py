@@ -1,36 +1,28 @@
-"""GET-and-parse-JSON over urllib, mapping every failure to a typed ProviderError.
+"""GET-and-parse-JSON (:mod:`common.http`), mapping every failure to a typed ProviderError.
 
-Stdlib only (no requests dependency); the base URL is configurable so tests point
-providers at a local server. JSON numbers are parsed as Decimal, never float.
+The base URL is configurable so tests point providers at a local server. JSON
+numbers are parsed as Decimal, never float.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from common import http
+from common.http import validate_base_url
 from grid import errors
+
+__all__ = ["DEFAULT_TIMEOUT_S", "JsonClient", "error_text", "retry_after_seconds", "validate_base_url"]
 
 DEFAULT_TIMEOUT_S = 10.0
 USER_AGENT = "wattledger-grid/0.1 (+urllib)"
 _MAX_ERROR_TEXT = 300
-
-
-def validate_base_url(base_url: str) -> str:
-    """Only http(s) URLs, so a misconfigured ``file:`` or ``ftp:`` URL fails loudly."""
-    parts = urllib.parse.urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base URL must be http(s)://host[:port][/path], got {base_url!r}")
-    return base_url.rstrip("/")
 
 
 def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -83,42 +75,31 @@ def status_error(provider: str, status: int, body: bytes, retry_after: str | Non
     return errors.ProviderUnavailable(provider, message, status=status)
 
 
-def parse_json(provider: str, body: bytes) -> Any:
-    try:
-        return json.loads(body, parse_float=Decimal)
-    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
-        raise errors.BadResponse(provider, f"unparseable JSON: {exc}") from exc
-
-
 @dataclass(frozen=True)
 class JsonClient:
+    """:class:`common.http.JsonClient` with every failure as this provider's typed :class:`~grid.errors.ProviderError`."""
+
     provider: str
     base_url: str
     timeout_s: float = DEFAULT_TIMEOUT_S
+    _http: http.JsonClient = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "base_url", validate_base_url(self.base_url))
-        if not 0 < self.timeout_s <= 300:  # also refuses NaN
-            raise ValueError(f"timeout_s must be in (0, 300] seconds, got {self.timeout_s}")
+        client = http.JsonClient(self.base_url, self.timeout_s, user_agent=USER_AGENT, parse_float=Decimal)
+        object.__setattr__(self, "base_url", client.base_url)
+        object.__setattr__(self, "_http", client)
 
     def url(self, path: str, params: Mapping[str, str] | None = None) -> str:
-        query = f"?{urllib.parse.urlencode(params)}" if params else ""
-        return f"{self.base_url}{path}{query}"
+        return self._http.url(path, params)
 
     def get_json(
         self, path: str, *, params: Mapping[str, str] | None = None, headers: Mapping[str, str] | None = None
     ) -> Any:
-        request = urllib.request.Request(  # noqa: S310 - scheme checked in validate_base_url
-            self.url(path, params), headers={"Accept": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
-        )
-        return parse_json(self.provider, self._read(request))
-
-    def _read(self, request: urllib.request.Request) -> bytes:
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - http(s) only
-                return bytes(response.read())
-        except urllib.error.HTTPError as exc:
-            body = exc.read() if exc.fp is not None else b""
-            raise status_error(self.provider, exc.code, body, exc.headers.get("Retry-After")) from exc
-        except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts, resets, truncated bodies
-            raise errors.ProviderUnavailable(self.provider, f"{type(exc).__name__}: {exc}") from exc
+            return self._http.get_json(path, params=params, headers=headers)
+        except http.HttpStatus as exc:
+            raise status_error(self.provider, exc.status, exc.body, exc.retry_after) from exc
+        except http.Unreachable as exc:
+            raise errors.ProviderUnavailable(self.provider, str(exc)) from exc
+        except http.BadJson as exc:
+            raise errors.BadResponse(self.provider, str(exc)) from exc

@@ -31,9 +31,6 @@ import base64
 import json
 import math
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +38,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from common import http
 from fleets.models import Node
 from telemetry.collector import dcgm, promtext
 from telemetry.collector.wire import MAX_GPU_ROWS, WIRE_VERSION, WireError, batch_decode, batch_encode
@@ -70,43 +68,30 @@ class PrometheusClient:
     sleep: Callable[[float], None] = time.sleep
 
     def query_range(self, query: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        params = urllib.parse.urlencode({"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": step})
-        url = f"{self.source.url.rstrip('/')}/api/v1/query_range?{params}"
+        client = http.JsonClient(self.source.url, self.timeout_s, whole_answer_timeout=True)
+        params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
         last = ""
         for attempt in range(self.tries):
             if attempt:
                 self.sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
-                doc = self._get(url)
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}: {_error_text(exc)}"
-                if 400 <= exc.code < 500 and exc.code not in (408, 429):
+                doc = client.get_json("/api/v1/query_range", params=params, headers=self._auth())
+            except http.HttpStatus as exc:
+                last = f"HTTP {exc.status}: {_error_text(exc.body)}"
+                if 400 <= exc.status < 500 and exc.status not in (408, 429):
                     break  # a bad query or credentials: asking again will not help
-            except TimeoutError:
-                last = f"no answer within {self.timeout_s:g} s"
-            except (urllib.error.URLError, OSError, ValueError) as exc:
-                reason = getattr(exc, "reason", exc)
-                last = f"no answer within {self.timeout_s:g} s" if isinstance(reason, TimeoutError) else str(reason)
+            except http.Unreachable as exc:
+                last = f"no answer within {self.timeout_s:g} s" if exc.timed_out else exc.reason
+            except http.BadJson as exc:
+                last = str(exc)
             else:
-                if doc.get("status") != "success":
-                    raise PrometheusImportError(
-                        f"Prometheus at {self.source.url} refused {query!r}: {doc.get('error')}"
-                    )
+                if not isinstance(doc, dict) or doc.get("status") != "success":
+                    error = doc.get("error") if isinstance(doc, dict) else doc
+                    raise PrometheusImportError(f"Prometheus at {self.source.url} refused {query!r}: {error}")
                 return list(doc.get("data", {}).get("result", []))
         raise PrometheusImportError(
             f"Prometheus at {self.source.url} failed after {attempt + 1} tr{'y' if attempt == 0 else 'ies'}: {last}"
         )
-
-    def _get(self, url: str) -> Any:
-        request = urllib.request.Request(url, headers={"Accept": "application/json", **self._auth()})  # noqa: S310
-        deadline = time.monotonic() + self.timeout_s
-        with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:  # noqa: S310 - an http(s) URL
-            chunks = []
-            while chunk := answer.read(1 << 16):
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise TimeoutError
-        return json.loads(b"".join(chunks))
 
     def _auth(self) -> dict[str, str]:
         if self.source.bearer_token:
@@ -117,12 +102,13 @@ class PrometheusClient:
         return {}
 
 
-def _error_text(exc: urllib.error.HTTPError) -> str:
+def _error_text(body: bytes) -> str:
+    text = body[:2000].decode(errors="replace").strip()
     try:
-        body = exc.read(2000).decode(errors="replace")
-        return str(json.loads(body).get("error") or body.strip() or exc.reason)
-    except (ValueError, OSError, AttributeError):
-        return str(exc.reason)
+        parsed = json.loads(text)
+    except ValueError:
+        return text or "(empty body)"
+    return str(parsed.get("error") if isinstance(parsed, dict) and parsed.get("error") else text)
 
 
 # --- the import -----------------------------------------------------------------------------
