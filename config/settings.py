@@ -228,6 +228,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "ledger-held-hours": {"task": "accounting.ledger_held_hours_task", "schedule": timedelta(hours=1)},
     "advice-refresh": {"task": "accounting.advice_refresh_task", "schedule": timedelta(hours=1)},
     "otlp-push": {"task": "reports.otlp_push_task", "schedule": timedelta(minutes=1)},
+    "prometheus-import": {"task": "telemetry.prometheus_import_task", "schedule": timedelta(minutes=1)},
 }
 
 # --- Long tasks' leases (common.leases) -------------------------------------------
@@ -282,6 +283,16 @@ TELEMETRY_GPU_GONE_AFTER_S = env_int("TELEMETRY_GPU_GONE_AFTER_S", 900, minimum=
 TELEMETRY_PARTITIONS_AHEAD_DAYS = env_int("TELEMETRY_PARTITIONS_AHEAD_DAYS", 3, minimum=1)
 # A sample more than this far ahead of the server's clock is refused (a broken clock).
 TELEMETRY_MAX_FUTURE_S = env_int("TELEMETRY_MAX_FUTURE_S", 300, minimum=0)
+# Organizations' Prometheus sources (telemetry.prometheus_sync), read every minute: each run imports at most
+# PROMETHEUS_IMPORT_MAX_WINDOW_S from where the last one stopped (a new source starts
+# PROMETHEUS_IMPORT_FIRST_LOOKBACK_S back); a request waits at most PROMETHEUS_IMPORT_TIMEOUT_S. A source
+# that fails is retried after PROMETHEUS_IMPORT_BACKOFF_S, doubling after each failure in a row up to
+# PROMETHEUS_IMPORT_BACKOFF_MAX_S.
+PROMETHEUS_IMPORT_MAX_WINDOW_S = env_int("PROMETHEUS_IMPORT_MAX_WINDOW_S", 6 * 3600, minimum=60)
+PROMETHEUS_IMPORT_FIRST_LOOKBACK_S = env_int("PROMETHEUS_IMPORT_FIRST_LOOKBACK_S", 3600, minimum=0)
+PROMETHEUS_IMPORT_TIMEOUT_S = env_int("PROMETHEUS_IMPORT_TIMEOUT_S", 20, minimum=1)
+PROMETHEUS_IMPORT_BACKOFF_S = env_int("PROMETHEUS_IMPORT_BACKOFF_S", 60, minimum=1)
+PROMETHEUS_IMPORT_BACKOFF_MAX_S = env_int("PROMETHEUS_IMPORT_BACKOFF_MAX_S", 3600, minimum=1)
 
 # --- Login protection (django-axes) ----------------------------------------------
 # After LOGIN_FAILURE_LIMIT wrong passwords for one user name from one address, that

@@ -18,6 +18,7 @@ from fleets.models import NodeCredential
 from telemetry.auth import IsNode, NodeTokenAuthentication
 from telemetry.collector.wire import CONTENT_TYPE, MAX_BODY_BYTES, WireError, batch_decode
 from telemetry.ingest import batch_ingest
+from telemetry.prometheus_import import collector_batch_check
 from telemetry.schema import BatchSchema, ErrorSchema, IngestAnswerSchema
 
 _READ_BYTES = 256 * 1024  # a chunked body is read in pieces of this size, up to the limit
@@ -45,6 +46,7 @@ class IngestView(APIView):
             401: OpenApiResponse(ErrorSchema, description="missing, unknown or revoked token"),
             403: OpenApiResponse(ErrorSchema, description="the batch names another node's GPU"),
             405: OpenApiResponse(ErrorSchema, description="a method other than POST"),
+            409: OpenApiResponse(ErrorSchema, description="a GPU of the batch is imported from a Prometheus source"),
             413: OpenApiResponse(ErrorSchema, description="body, inflated body or row count over the limit"),
             415: OpenApiResponse(ErrorSchema, description="not JSON, or an unsupported Content-Encoding"),
             422: OpenApiResponse(ErrorSchema, description="out of physical bounds, two rows with one key, ..."),
@@ -55,6 +57,7 @@ class IngestView(APIView):
         try:
             body = _body_read(request)
             batch = batch_decode(body, content_encoding=request.META.get("HTTP_CONTENT_ENCODING"))
+            collector_batch_check(credential.node, batch)
             result = batch_ingest(node=credential.node, batch=batch, received_at=timezone.now())
         except WireError as error:
             return Response({"error": str(error)}, status=error.status)

@@ -375,6 +375,15 @@ class PrometheusSource(models.Model):
     )
     scrape_interval_s = models.PositiveIntegerField(default=15, help_text="the query step (s)")
     created_at = models.DateTimeField(auto_now_add=True)
+    # Read continuously (telemetry.prometheus_sync) while enabled: progress and health, written by the import.
+    enabled = models.BooleanField(default=True, help_text="read every minute by the beat task")
+    imported_until = models.DateTimeField(null=True, blank=True, help_text="imported up to (excluded)")
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+    failures = models.PositiveIntegerField(default=0, help_text="failed attempts in a row")
+    next_attempt_at = models.DateTimeField(null=True, blank=True, help_text="after a failure: retried from then")
+    last_error = models.TextField(blank=True)
+    last_summary = models.TextField(blank=True)
 
     class Meta:
         constraints = [

@@ -127,7 +127,9 @@ def test_a_host_label_the_series_lack_names_the_series_found(scraped) -> None:
 def test_a_selector_that_matches_nothing_says_so(scraped) -> None:
     running, start, end = scraped
     source = source_for(make_node(HOST), running.url, selector='job="nope"')
-    with pytest.raises(CommandError, match=r'no whole-GPU DCGM series .* matching \{job="nope"\} between'):
+    with pytest.raises(
+        CommandError, match=r'no whole-GPU DCGM series .* matching \{job="nope"\} nor serving series .* between'
+    ):
         import_window(source, start, end)
 
 
