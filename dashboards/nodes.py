@@ -44,6 +44,7 @@ from reports.aggregates import UNPRICED_WITH_TELEMETRY, ledger_sums, ledger_sums
 from reports.metrics import grid_kind
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
 from telemetry.models import GpuSample
+from telemetry.prometheus_sync import node_sources, organization_sources
 from telemetry.selectors import endpoint_hour_usage_for_node, gpu_hour_usage_for_gpus, node_gaps
 from telemetry.status_api import node_status_data, node_statuses
 
@@ -64,8 +65,11 @@ def nodes_page(request: HttpRequest) -> HttpResponse:
     totals = _ledger_totals_by_node(organization, period.start, period.end)
     now = timezone.now()
     rows = [{**node_status_data(node, now=now), "totals": totals.get(node.pk, _NO_TOTALS)} for node in nodes]
+    sources = organization_sources(organization.pk) if organization else []
     return render(
-        request, "dashboards/nodes.html", {**context, **column_set(request), "section": "nodes", "rows": rows}
+        request,
+        "dashboards/nodes.html",
+        {**context, **column_set(request), "section": "nodes", "rows": rows, "prometheus_sources": sources},
     )
 
 
@@ -104,6 +108,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             "section": "nodes",
             "node": node,
             "status": node_status_data(node, now=now),
+            "prometheus_sources": node_sources(node),
             "gpu_profiles": _gpu_profiles(node, gpus),
             # What an engineer checks first (power, utilization, tokens/s, TTFT), then the rest.
             "lead_charts": [gpu_charts["power"], gpu_charts["util"], *serving_charts],

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 import shutil
 import subprocess
 import time
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.helpers.clients import free_port
 from tests.helpers.dcgm_exporter import DcgmExporterStandIn
-from tests.helpers.stub_server import StubServer
+from tests.helpers.stub_server import Answer, Request, StubServer
 
 PROMETHEUS = shutil.which("prometheus")
 SKIP_REASON = "no prometheus binary on PATH (Debian: apt-get install prometheus)"
@@ -36,16 +39,24 @@ class RunningPrometheus:
         self.exporter.stop()
 
 
-def prometheus_started(stand_in: DcgmExporterStandIn, directory: Path) -> RunningPrometheus:
-    """Start the stand-in exporter and a Prometheus scraping it every 1 s; return once it has scraped it."""
+def prometheus_started(
+    stand_in: DcgmExporterStandIn, directory: Path, *, serving: StubServer | None = None, serving_host: str = ""
+) -> RunningPrometheus:
+    """Start the stand-in exporter and a Prometheus scraping it every 1 s; return once it has scraped it.
+
+    ``serving``: a started stand-in inference server, scraped too (job ``vllm``), its series labelled
+    ``hostname="<serving_host>"`` (as a relabelling would) when that is given."""
     assert PROMETHEUS is not None, SKIP_REASON
     exporter = StubServer(default=stand_in.answer).start()
     port = free_port()
     config = directory / "prometheus.yml"
     target = exporter.url.removeprefix("http://")
+    jobs = f"  - job_name: dcgm\n    static_configs: [{{targets: ['{target}']}}]\n"
+    if serving is not None:
+        labels = f", labels: {{hostname: '{serving_host}'}}" if serving_host else ""
+        jobs += f"  - job_name: vllm\n    static_configs: [{{targets: ['{serving.url.removeprefix('http://')}']{labels}}}]\n"
     config.write_text(
-        "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
-        f"scrape_configs:\n  - job_name: dcgm\n    static_configs: [{{targets: ['{target}']}}]\n"
+        f"global: {{scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}}\nscrape_configs:\n{jobs}"
     )
     process = subprocess.Popen(
         [
@@ -60,16 +71,17 @@ def prometheus_started(stand_in: DcgmExporterStandIn, directory: Path) -> Runnin
         if process.poll() is not None:
             exporter.stop()
             raise RuntimeError(f"prometheus exited: {(directory / 'prometheus.log').read_text()[-2000:]}")
-        if _has_scraped(running.url):
+        if _has_scraped(running.url) and (serving is None or _has_scraped(running.url, "vllm:prompt_tokens_total")):
             return running
         time.sleep(0.2)
     running.stop()
     raise RuntimeError("prometheus did not scrape the stand-in exporter within 30 s")
 
 
-def _has_scraped(url: str) -> bool:
+def _has_scraped(url: str, metric: str = "DCGM_FI_DEV_POWER_USAGE") -> bool:
+    query = urllib.parse.urlencode({"query": metric})
     try:
-        with urllib.request.urlopen(f"{url}/api/v1/query?query=DCGM_FI_DEV_POWER_USAGE", timeout=1) as answer:
+        with urllib.request.urlopen(f"{url}/api/v1/query?{query}", timeout=1) as answer:
             return bool(json.load(answer)["data"]["result"])
     except (OSError, ValueError, KeyError):
         return False
@@ -136,3 +148,49 @@ def prometheus_serving(scrape_configs: str, directory: Path) -> PrometheusServer
         time.sleep(0.2)
     server.stop()
     raise RuntimeError("prometheus was not ready within 30 s")
+
+
+# --- a scripted Prometheus HTTP API: /api/v1/query_range over series the test defines -----------------
+
+Values = Callable[[float], float | None]  # the series' value at a time (None: not scraped then)
+
+
+@dataclass
+class ScriptedSeries:
+    labels: dict[str, str]  # with __name__
+    value: Values
+
+
+@dataclass
+class ScriptedPrometheus:
+    """Answers ``/api/v1/query_range`` as Prometheus does (``{"status": "success", "data": {"resultType":
+    "matrix", "result": [...]}}``) for a bare metric name (label matchers after it are ignored) or a
+    ``{__name__=~"a|b"}`` selector, each series' values on the query's grid where ``value`` gives one."""
+
+    series: list[ScriptedSeries] = field(default_factory=list)
+
+    def add(self, name: str, labels: dict[str, str], value: Values) -> None:
+        self.series.append(ScriptedSeries({"__name__": name, **labels}, value))
+
+    def answer(self, request: Request) -> Answer:
+        parts = urllib.parse.urlsplit(request.path)
+        if parts.path != "/api/v1/query_range":
+            return 404, {"Content-Type": "text/plain"}, b"404 page not found"
+        query = urllib.parse.parse_qs(parts.query)
+        text, start, end, step = query["query"][0], *(float(query[k][0]) for k in ("start", "end", "step"))
+        if text.startswith('{__name__=~"'):
+            pattern = re.compile(text.removeprefix('{__name__=~"').removesuffix('"}'))
+            wanted: Callable[[str], bool] = lambda name: pattern.fullmatch(name) is not None  # noqa: E731
+        else:
+            bare = text.split("{", 1)[0]
+            wanted = lambda name: name == bare  # noqa: E731
+        grid = [start + k * step for k in range(math.floor((end - start) / step + 1e-9) + 1)]
+        result = []
+        for series in self.series:
+            if not wanted(series.labels["__name__"]):
+                continue
+            values = [[ts, repr(v)] for ts in grid if (v := series.value(ts)) is not None]
+            if values:
+                result.append({"metric": series.labels, "values": values})
+        body = {"status": "success", "data": {"resultType": "matrix", "result": result}}
+        return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
