@@ -19,9 +19,16 @@ class ServingEndpointAdmin(ReadOnlyScopedAdmin):
 
 @scoped_register(PrometheusSource)
 class PrometheusSourceAdmin(AuditedAdmin, FixedOrganizationAdmin):
-    """A Prometheus to import from (``manage.py prometheus_import``); its token and password are secrets, so
-    the audit trail records every other field of a save, never them."""
+    """A Prometheus to import from (every minute while enabled, and ``manage.py prometheus_import``); its token
+    and password are secrets, so the audit trail records every other field of a save, never them."""
 
-    list_display = ["name", "organization", "url", "host_label", "scrape_interval_s"]
+    list_display = ["name", "organization", "url", "enabled", "imported_until", "failures", "next_attempt_at"]
+    # Progress and health: written by the import (telemetry.prometheus_sync), shown, never edited here.
+    readonly_fields = [
+        "imported_until", "last_attempt_at", "last_success_at", "failures", "next_attempt_at", "last_error",
+        "last_summary",
+    ]  # fmt: skip
     audit_subject = "prometheus_source"
-    audit_fields = ("organization", "name", "url", "basic_username", "host_label", "selector", "scrape_interval_s")
+    audit_fields = (
+        "organization", "name", "url", "basic_username", "host_label", "selector", "scrape_interval_s", "enabled",
+    )  # fmt: skip
