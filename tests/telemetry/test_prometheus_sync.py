@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 from django.conf import settings
@@ -21,7 +21,14 @@ from django.urls import reverse
 
 from fleets.models import Gpu, Node
 from fleets.services import credential_issue
-from telemetry.models import EndpointHourUsage, GpuEpoch, GpuSample, PrometheusSource, ServingSample
+from telemetry.models import (
+    EndpointHourUsage,
+    GpuEpoch,
+    GpuSample,
+    PrometheusSource,
+    ServingEndpoint,
+    ServingSample,
+)
 from telemetry.partitions import partitions_ensure
 from telemetry.prometheus_import import PrometheusClient, energy_noise, prometheus_import
 from telemetry.prometheus_sync import backoff_s, node_sources, organization_sources, prometheus_sources_run, source_sync
@@ -223,8 +230,8 @@ def test_an_energy_counter_a_little_lower_is_noise_and_a_drop_is_a_reset(servers
     source = make_source("gpu-a", serve(servers, scripted_gpu(energy=energy).answer))
     summary = prometheus_import(source, start=start, end=now)
     assert "1 energy reading(s) a little below the one before (noise, not a reset)" in "\n".join(summary.lines())
-    rows = {ts.timestamp(): (energy_j, epoch) for ts, energy_j, epoch in GpuSample.objects.values_list(
-        "ts", "energy_j", "epoch__epoch")}  # fmt: skip
+    stored = GpuSample.objects.values_list("ts", "energy_j", "epoch__epoch")
+    rows: dict[float, tuple[Any, str]] = {ts.timestamp(): (energy_j, epoch) for ts, energy_j, epoch in stored}
     assert rows[noisy_at][0] == pytest.approx(energy_mj(noisy_at - STEP) / 1000)  # held, not lower
     assert rows[noisy_at][1] == rows[start.timestamp()][1] == "prometheus:main/550.54.15"
     assert rows[reset_at][1] == f"prometheus:main/550.54.15@{int(reset_at)}"
@@ -324,7 +331,7 @@ def test_vllm_tokens_imported_from_a_real_prometheus_equal_the_servers_counts(tm
     finally:
         running.stop()
         vllm_server.stop()
-    rows = list(
+    rows: list[Any] = list(
         ServingSample.objects.filter(endpoint__node=node)
         .order_by("ts")
         .values_list("ts", "prompt_tokens", "generation_tokens", "requests", "ttft_bucket_counts", "epoch__epoch")
@@ -338,7 +345,7 @@ def test_vllm_tokens_imported_from_a_real_prometheus_equal_the_servers_counts(tm
     truth_generation = last[2] - first[2]
     assert truth_generation > 0 and truth_generation % vllm.generation_step == 0
     assert {row[5] for row in rows} == {f"prometheus:main/{vllm.start:.0f}"}
-    endpoint = ServingSample.objects.filter(endpoint__node=node).first().endpoint
+    endpoint = ServingEndpoint.objects.get(node=node)
     assert endpoint.url == f"{vllm_server.url}/metrics" and endpoint.kind == "vllm"
     # The hourly tokens the ledger uses: the counters' increases, across the scrape gap too.
     hours = sorted({ts.replace(minute=0, second=0, microsecond=0) for ts, *_ in rows})
