@@ -45,7 +45,7 @@ from fleets.models import Gpu, Node
 from telemetry.collector import dcgm, promtext, serving, wire
 from telemetry.collector.wire import MAX_GPU_ROWS, WIRE_VERSION, Batch, WireError, batch_decode, batch_encode
 from telemetry.ingest import batch_ingest
-from telemetry.models import GpuEpoch, GpuSample, PrometheusSource, ServingSample
+from telemetry.models import EndpointEpoch, GpuEpoch, GpuSample, PrometheusSource, ServingSample
 
 EPOCH_PREFIX = "prometheus:"
 METRICS = (dcgm.POWER, dcgm.ENERGY, dcgm.GPU_UTIL, dcgm.MEM_COPY_UTIL, dcgm.FB_USED, dcgm.FB_RESERVED, dcgm.GPU_TEMP)
@@ -444,20 +444,48 @@ def gpus_with_other_sources(uuids: set[str], start_s: float, end_s: float, *, ou
     return others
 
 
+def serving_of_other_sources(node: Node, start_s: float, end_s: float, *, ours: str | None) -> str | None:
+    """An endpoint epoch of the node with samples in ``[start_s, end_s)`` not from ``ours`` (as for GPUs,
+    ``None``: a collector's batch), or ``None``: two sources of one server's tokens would count them twice."""
+    epochs = EndpointEpoch.objects.filter(endpoint__node=node)
+    mine = epochs.filter(epoch__startswith=ours) if ours else epochs.exclude(epoch__startswith=EPOCH_PREFIX)
+    found = (
+        ServingSample.objects.filter(
+            endpoint__node=node,
+            ts__gte=datetime.fromtimestamp(start_s, tz=UTC),
+            ts__lt=datetime.fromtimestamp(end_s, tz=UTC),
+        )
+        .exclude(epoch_id__in=mine.values("id"))
+        .values_list("endpoint__url", "epoch__epoch")
+        .first()
+    )
+    if found is None:
+        return None
+    kind = "a collector" if not found[1].startswith(EPOCH_PREFIX) else "a Prometheus source"
+    return f"endpoint {found[0]} of {node.hostname} from {kind} (epoch {found[1]!r})"
+
+
 def collector_batch_check(node: Node, batch: Batch) -> None:
     """Refuse (409) a collector's batch naming a GPU that a Prometheus source's import reports within the
-    batch's time (widened by the longest gap bridged): one source per GPU, or its energy counts twice."""
-    stamps = batch.gpu_samples["ts"]
-    if not stamps or not PrometheusSource.objects.filter(organization__fleets__nodes=node).exists():
+    batch's time (widened by the longest gap bridged), or serving rows for a node whose serving an import
+    reports then: one source per GPU and per node's servers, or energy and tokens count twice."""
+    stamps, served = batch.gpu_samples["ts"], batch.serving_samples["ts"]
+    if not (stamps or served) or not PrometheusSource.objects.filter(organization__fleets__nodes=node).exists():
         return
-    margin = settings.TELEMETRY_GPU_MAX_GAP_S
-    uuids = {gpu.uuid for gpu in batch.gpus}
-    found = gpus_with_other_sources(uuids, min(stamps) - margin, max(stamps) + margin, ours=None)
-    if found:
-        named = "; ".join(f"GPU {uuid} already has samples from {found[uuid]}" for uuid in sorted(found))
+    problems = []
+    if stamps:
+        margin = settings.TELEMETRY_GPU_MAX_GAP_S
+        uuids = {gpu.uuid for gpu in batch.gpus}
+        found = gpus_with_other_sources(uuids, min(stamps) - margin, max(stamps) + margin, ours=None)
+        problems += [f"GPU {uuid} already has samples from {found[uuid]}" for uuid in sorted(found)]
+    if served:
+        margin = settings.TELEMETRY_SERVING_MAX_GAP_S
+        other = serving_of_other_sources(node, min(served) - margin, max(served) + margin, ours=None)
+        problems += [f"serving samples already come from {other}"] if other else []
+    if problems:
         raise WireError(
-            f"{named} at this batch's time: one source per GPU (disable that Prometheus source, or stop "
-            "reading this GPU here)",
+            f"{'; '.join(problems)} at this batch's time: one source per GPU and node (disable that Prometheus "
+            "source, or stop reading them here)",
             status=409,
         )
 
@@ -552,7 +580,16 @@ def _endpoint_state(run: _Run, node: Node, url: str, model: str, base: str, befo
 
 
 def _node_serving_import(run: _Run, node: Node, targets: dict[str, Points], page_start: float, step: float) -> None:
-    """Map each instant's samples with the collector's own mapping (:data:`serving.MAPPERS`) and ingest them."""
+    """Map each instant's samples with the collector's own mapping (:data:`serving.MAPPERS`) and ingest them;
+    refused (named) where a collector reports this node's serving in the window."""
+    key = f"{node.hostname} serving"
+    if key not in run.window.checked:
+        other = serving_of_other_sources(node, run.window.start, run.window.stop, ours=run.prefix)
+        run.window.checked[key] = other
+        if other:
+            run.summary.refused[key] = f"already has {other} in this window"
+    if run.window.checked[key]:
+        return
     gpu_uuids = sorted(Gpu.objects.filter(node=node).values_list("uuid", flat=True))
     identities: list[dict[str, Any]] = []
     rows: list[tuple[float, int, dict[str, Any]]] = []

@@ -27,8 +27,9 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import F, Q
 
 from fleets.models import Node
 from telemetry.models import EndpointEpoch, GpuEpoch, PrometheusSource
@@ -49,7 +50,9 @@ def prometheus_sources_run(*, now: datetime) -> dict[str, str]:
         Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
     )
     outcomes: dict[str, str] = {}
-    for source in due.select_related("organization").order_by("pk"):
+    # The least recently attempted first: a run cut short by its time limit starves no source.
+    order = (F("last_attempt_at").asc(nulls_first=True), "pk")
+    for source in due.select_related("organization").order_by(*order):
         outcomes[f"{source.organization.slug}/{source.name}"] = source_sync(source, now=now)
     return outcomes
 
@@ -73,6 +76,9 @@ def source_sync(source: PrometheusSource, *, now: datetime, client: PrometheusCl
         return f"nothing to import: {exc}"
     except PrometheusImportError as exc:
         return _failed(source, now, str(exc))
+    except SoftTimeLimitExceeded:
+        _failed(source, now, "the run's time limit came first: retried from the same point")
+        raise
     except Exception as exc:  # any error of one source's import; the others go on
         log.exception("Prometheus source %s of %s failed", source.name, source.organization.slug)
         return _failed(source, now, f"{type(exc).__name__}: {exc}")

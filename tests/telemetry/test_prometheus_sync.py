@@ -38,7 +38,7 @@ from tests.helpers.batches import make_batch
 from tests.helpers.clients import free_port
 from tests.helpers.dcgm_exporter import DcgmExporterStandIn, StandInGpu
 from tests.helpers.factories import MembershipFactory, NodeFactory, UserFactory
-from tests.helpers.prometheus import PROMETHEUS, SKIP_REASON, ScriptedPrometheus, prometheus_started
+from tests.helpers.prometheus import PROMETHEUS, SKIP_REASON, ScriptedPrometheus, ScriptedSeries, prometheus_started
 from tests.helpers.stub_server import Answer, Request, StubServer
 from tests.helpers.vllm_server import VllmStandIn
 
@@ -358,3 +358,55 @@ def test_vllm_tokens_imported_from_a_real_prometheus_equal_the_servers_counts(tm
     # Importing the window again stores nothing new.
     assert again.serving_rows_stored == 0 and again.serving_rows_already_stored == stored
     assert ServingSample.objects.count() == stored
+
+
+def scripted_vllm(prometheus: ScriptedPrometheus, hostname: str) -> None:
+    """A vLLM server's counters as Prometheus stores them, its target relabelled with the host's name."""
+    labels = {"instance": "10.0.0.5:8000", "job": "vllm", "hostname": hostname}
+    model = {**labels, "engine": "0", "model_name": "meta-llama/Llama-3.1-8B-Instruct"}
+    prometheus.add("vllm:prompt_tokens_total", model, lambda ts: float(int(ts - 1.7e9) * 100))
+    prometheus.add("vllm:generation_tokens_total", model, lambda ts: float(int(ts - 1.7e9) * 40))
+    prometheus.add(
+        "vllm:request_success_total", {**model, "finished_reason": "stop"}, lambda ts: float(int(ts - 1.7e9))
+    )
+    prometheus.add("process_start_time_seconds", labels, lambda ts: 1_764_300_000.0)
+
+
+@pytest.mark.django_db
+def test_a_nodes_serving_a_collector_reports_is_not_imported_and_the_other_way_round(servers, client) -> None:
+    labels = {**DCGM_LABELS, "UUID": "GPU-test-0000", "Hostname": "gpu-01"}
+    prometheus = scripted_gpu(labels)
+    scripted_vllm(prometheus, "gpu-01")
+    source = make_source("gpu-01", serve(servers, prometheus.answer))
+    node = Node.objects.get(hostname="gpu-01")
+    now = grid_now()
+    # A collector reports the GPU and its server for a minute, four minutes ago.
+    collected = make_batch(gpus=1, seconds=60, start_s=now.timestamp() - 240, endpoint=True)
+    assert ingest.post(client, collected, credential_issue(node=node)).status_code == 200
+    summary = prometheus_import(source, start=now - timedelta(minutes=5), end=now)
+    assert summary.refused["gpu-01 serving"].startswith(
+        "already has endpoint http://127.0.0.1:8000/metrics of gpu-01 from a collector (epoch '1764000000')"
+    )
+    assert not ServingSample.objects.filter(epoch__epoch__startswith="prometheus:").exists()
+    # The other way round: imported first (another node), then a collector's serving rows are refused.
+    other = make_source("gpu-02", serve(servers, _relabelled(prometheus, "gpu-01", "gpu-02").answer), name="two")
+    summary = prometheus_import(other, start=now - timedelta(minutes=5), end=now)
+    assert summary.serving_rows_stored == 20
+    node2 = Node.objects.get(hostname="gpu-02")
+    batch = make_batch(gpus=0, seconds=30, start_s=now.timestamp() - 120, endpoint=True)
+    answer = ingest.post(client, batch, credential_issue(node=node2))
+    assert answer.status_code == 409
+    assert (
+        "serving samples already come from endpoint http://10.0.0.5:8000/metrics of gpu-02 from a Prometheus"
+        in (answer.json()["error"])
+    )
+
+
+def _relabelled(prometheus: ScriptedPrometheus, old: str, new: str) -> ScriptedPrometheus:
+    renamed = ScriptedPrometheus()
+    for series in prometheus.series:
+        labels = {k: (new if v == old else v) for k, v in series.labels.items()}
+        if "UUID" in labels:
+            labels["UUID"] += "-2"  # another GPU
+        renamed.series.append(ScriptedSeries(labels, series.value))
+    return renamed
