@@ -1,14 +1,16 @@
-"""Backfill GPU telemetry from an organization's existing Prometheus (``manage.py prometheus_import``).
+"""Import GPU and serving telemetry from an organization's existing Prometheus.
 
-For ``[start, end)``, in pages of at most ``page_hours``, each DCGM series
-(:data:`METRICS`, dcgm-exporter's names) is read with ``/api/v1/query_range`` at
-a fixed step (the source's scrape interval), on a grid aligned to the step: the
-same window always gives the same timestamps. The values are mapped to a GPU
-reading by the collector's own dcgm-exporter mapping
-(:func:`telemetry.collector.dcgm.reading_fields`: one rule, one place), grouped
-by the source's host label (a node of the organization with that hostname) and
-by ``UUID`` (a GPU), and each node's rows go, as a collector's wire batch,
-through :func:`telemetry.collector.wire.batch_decode` and
+Used by ``manage.py prometheus_import`` (a backfill) and by the beat task
+(:mod:`telemetry.prometheus_sync`, continuously). For ``[start, end)``, in pages
+of at most ``page_hours``, each DCGM series (:data:`METRICS`, dcgm-exporter's
+names) is read with ``/api/v1/query_range`` at a fixed step (the source's scrape
+interval), on a grid aligned to the step: the same window always gives the same
+timestamps. The values are mapped to a GPU reading by the collector's own
+dcgm-exporter mapping (:func:`telemetry.collector.dcgm.reading_fields`: one
+rule, one place), grouped by the source's host label (a node of the
+organization with that hostname) and by ``UUID`` (a GPU), and each node's rows
+go, as a collector's wire batch, through
+:func:`telemetry.collector.wire.batch_decode` and
 :func:`telemetry.ingest.batch_ingest`: the same validation, bounds and
 idempotency as ``POST /api/v1/ingest/``. Importing a window twice stores nothing
 the second time.
@@ -16,13 +18,22 @@ the second time.
 Energy: the raw cumulative counter (``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``,
 mJ) is sent as read, never a rate: the server takes counter increases, so the
 energy between two stored points is exact, across scrape gaps too while the
-counter continues. A counter that goes down starts a new epoch
+counter continues. A counter that goes down by more than noise
+(:func:`energy_noise`: held at the reading before) starts a new epoch
 (``prometheus:<source>/<driver>@<unix seconds>``; otherwise
-``prometheus:<source>/<driver>``).
+``prometheus:<source>/<driver>``); each import starts from the epoch and counter
+of this source's last stored sample of the GPU, so runs agree.
+
+Serving: the inference servers' series the collector's scraper reads
+(:data:`SERVING_SERIES`), one query per page, each scrape target an endpoint,
+each instant's samples mapped by the collector's own :data:`serving.MAPPERS`;
+raw cumulative tokens, requests and TTFT/ITL histograms, sent as serving rows.
 
 Double counting: a GPU that has samples from another source (a collector, or
-another Prometheus: an epoch not named ``prometheus:<this source>/``) in a page
-is refused for that page, named in the summary; nothing of it is sent.
+another Prometheus: an epoch not named ``prometheus:<this source>/``) in the
+window is refused for it, named in the summary; nothing of it is sent; a node's
+serving likewise. The other way round, :func:`collector_batch_check` refuses a
+collector's batch (409) for a GPU or node's serving an import reports then.
 """
 
 from __future__ import annotations
