@@ -45,6 +45,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         source = self._source(options["source"], options["organization"])
         start, end = _instant(options["start"]), _instant(options["end"])
+        if not 0 < options["timeout"] <= 300:  # also refuses NaN
+            raise CommandError(f"--timeout must be in (0, 300] seconds, got {options['timeout']}")
         client = PrometheusClient(
             source, timeout_s=options["timeout"], tries=max(1, options["tries"]), backoff_s=options["backoff"]
         )
