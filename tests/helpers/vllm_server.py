@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from telemetry.collector.simserving import VLLM_TTFT_BUCKETS_S
 from tests.helpers import expositions
 from tests.helpers.stub_server import Answer, Request
 
 TEXT = {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}
+TTFT = "vllm:time_to_first_token_seconds"
 
 
 @dataclass
@@ -38,4 +40,15 @@ class VllmStandIn:
             prompt=float(self.prompt), generation=float(self.generation), start=self.start,
             requests=(self.requests, 0), ttft_sum_s=self.requests * 0.05,
         )  # fmt: skip
-        return 200, TEXT, page.encode()
+        # TTFT as a real server's histogram grows: each request in one bucket, so no bucket's count ever drops
+        # (the page's own shape spreads a total over buckets, which a growing total can make drop).
+        lines = [line for line in page.splitlines() if not line.startswith(f"{TTFT}_")]
+        labels = f'engine="0",model_name="{expositions.MODEL}"'
+        for i, bound in enumerate(VLLM_TTFT_BUCKETS_S):
+            lines.append(f'{TTFT}_bucket{{{labels},le="{bound}"}} {float(self.requests if i >= 3 else 0)}')
+        lines += [
+            f'{TTFT}_bucket{{{labels},le="+Inf"}} {float(self.requests)}',
+            f"{TTFT}_count{{{labels}}} {float(self.requests)}",
+            f"{TTFT}_sum{{{labels}}} {self.requests * 0.05}",
+        ]
+        return 200, TEXT, ("\n".join(lines) + "\n").encode()

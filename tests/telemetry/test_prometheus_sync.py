@@ -353,6 +353,7 @@ def test_vllm_tokens_imported_from_a_real_prometheus_equal_the_servers_counts(tm
     usage = EndpointHourUsage.objects.filter(endpoint=endpoint)
     assert sum(u.generation_tokens for u in usage) == truth_generation
     assert sum(u.prompt_tokens for u in usage) == last[1] - first[1]
+    assert sum(sum(u.ttft_bucket_counts or ()) for u in usage) == last[3] - first[3]  # TTFT: one per request
     assert any("1 serving endpoint(s)" in line for line in summary.lines())
     assert summary.serving_rows_stored == stored == len(rows)
     # Importing the window again stores nothing new.
