@@ -77,7 +77,7 @@ def status_error(provider: str, status: int, body: bytes, retry_after: str | Non
 
 @dataclass(frozen=True)
 class JsonClient:
-    """:class:`common.http.JsonClient` with every failure as this provider's typed :class:`~grid.errors.ProviderError`."""
+    """:class:`common.http.JsonClient`, every failure as this provider's :class:`~grid.errors.ProviderError`."""
 
     provider: str
     base_url: str
