@@ -427,8 +427,8 @@ def main(argv: list[str] | None = None) -> None:
                 if servers:  # the whole servers' CPU, not only the bench database's backends
                     db0, db1 = sum(per0.values()), sum(per1.values())
                     for name in servers:
-                        f = figures[b].setdefault(f"server_{name}_cpu_ms_per_1k", [])
-                        f.append((per1[name] - per0[name]) * 1e6 / phase.rows)
+                        per_1k = (per1[name] - per0[name]) * 1e6 / phase.rows
+                        figures[b].setdefault(f"server_{name}_cpu_ms_per_1k", []).append(per_1k)
                 if sent.errors or sent.stored != phase.rows:
                     raise SystemExit(f"phase {b} s: stored {sent.stored} of {phase.rows}; errors {sent.errors[:3]}")
                 f = figures[b]

@@ -179,6 +179,7 @@ def _sizes(day: datetime) -> dict[str, Any]:
         cursor.execute(f'SELECT avg(pg_column_size(s.*))::int FROM (SELECT * FROM "{name}" LIMIT 10000) s')
         mean_tuple = cursor.fetchone()[0]
     sizes = {key: sum(int(part[key]) for part in parts) for key in ("heap", "total", "pkey", "brin")}
+    # The rest: other indexes, the BRIN's free-space map (a few pages per partition or shard), TOAST.
     sizes["other"] = sizes["total"] - sizes["heap"] - sizes["pkey"] - sizes["brin"]
     return {**sizes, "mean_tuple_bytes": mean_tuple}
 
