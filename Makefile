@@ -11,7 +11,7 @@ SERVICES_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger
 SERVICES_BROKER_URL   ?= redis://127.0.0.1:6379/0
 
 .PHONY: demo test test-fast test-pg test-citus test-citus-ci test-services test-faults soak lint typecheck check migrations-check clean focus-check \
-	bench bench-smoke bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads
+	bench bench-smoke bench-citus bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"'
@@ -88,6 +88,12 @@ bench: bench-ingest bench-rollup bench-pages bench-collector bench-storage bench
 
 bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads: bench-%: $(STAMP)
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python -m bench.$*
+
+# Ingest CPU charged per server and bytes per sample in columnar storage, on a throwaway Citus cluster
+# (a coordinator, two workers) beside one plain PostgreSQL server, all on loopback (bin/bench-citus; bench/README.md,
+# "Citus"). BENCH_CITUS_ARGS go to bench.citus. About 10 minutes on 2 cores at its defaults; exit 2 without Citus.
+bench-citus: $(STAMP)
+	PYTHON=$(BIN)/python bin/bench-citus $(BENCH_CITUS_ARGS)
 
 # Every benchmark once at a tiny size, on its own database, results under var/bench-smoke/ (CI: that each
 # still runs and writes its result file; no timing is judged). ~2 minutes.

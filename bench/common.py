@@ -148,6 +148,29 @@ def proc_children(pid: int) -> list[int]:
     return []
 
 
+def server_tree_cpu_s(data_dir: str | Path) -> float:
+    """CPU seconds of a whole PostgreSQL server: its postmaster and every child, living or ended.
+
+    The postmaster's pid is the first line of ``DATA_DIR/postmaster.pid``. A child that has ended
+    (a backend whose connection closed) is counted in its parent's ``cutime``/``cstime`` once
+    reaped, so the sum over the postmaster and its living children of utime + stime + cutime +
+    cstime holds every process the server ever ran: backends, Citus's connections between nodes,
+    its maintenance daemon, autovacuum, the WAL writer and checkpointer.
+    """
+    postmaster = int(Path(data_dir, "postmaster.pid").read_text().split()[0])
+    total = 0.0
+    for pid in [postmaster, *proc_children(postmaster)]:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15]) / CLK_TCK
+    return total
+
+
+def servers_parse(spec: str) -> dict[str, str]:
+    """``name=data-dir,name=data-dir`` (bin/bench-citus's BENCH_CITUS_SERVERS) as a dict."""
+    return dict(item.split("=", 1) for item in spec.split(",") if item)
+
+
 def postgres_backend_pids(dbname: str) -> list[int]:
     """PIDs of the PostgreSQL backends connected to ``dbname`` (same machine), for their CPU time."""
     import psycopg

@@ -47,6 +47,8 @@ from bench.common import (
     proc_mem_kib,
     psql_url,
     results_write,
+    server_tree_cpu_s,
+    servers_parse,
     table_print,
     target,
     targets_print,
@@ -370,7 +372,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=6, help="requests in flight (nodes sending at once)")
     parser.add_argument("--no-reference", dest="reference", action="store_false",
                         help="skip the bare reference view (bench.bare)")  # fmt: skip
+    parser.add_argument("--servers", default="",
+                        help="name=data-dir,...: charge database CPU per server, each server's whole process tree "
+                             "(bench.citus passes the cluster's); default: the bench database's backends")  # fmt: skip
+    parser.add_argument("--name", default="ingest", help="result file name (bench.citus: ingest_citus, ingest_single)")
     args = parser.parse_args(argv)
+    servers = servers_parse(args.servers)
     django_setup()
     nodes = nodes_enroll(args.nodes, args.gpus)
     batch_sizes = [int(s) for s in args.batch_seconds.split(",")]
@@ -413,8 +420,15 @@ def main(argv: list[str] | None = None) -> None:
                 phase = phases[b][rep]
                 db_pids = postgres_backend_pids(dbname)
                 web0, db0 = server_cpu_s(server, db_pids)
+                per0 = {name: server_tree_cpu_s(path) for name, path in servers.items()}
                 sent = phase_send(phase, nodes, port=server.port, concurrency=args.concurrency)
+                per1 = {name: server_tree_cpu_s(path) for name, path in servers.items()}
                 web1, db1 = server_cpu_s(server, db_pids)
+                if servers:  # the whole servers' CPU, not only the bench database's backends
+                    db0, db1 = sum(per0.values()), sum(per1.values())
+                    for name in servers:
+                        per_1k = (per1[name] - per0[name]) * 1e6 / phase.rows
+                        figures[b].setdefault(f"server_{name}_cpu_ms_per_1k", []).append(per_1k)
                 if sent.errors or sent.stored != phase.rows:
                     raise SystemExit(f"phase {b} s: stored {sent.stored} of {phase.rows}; errors {sent.errors[:3]}")
                 f = figures[b]
@@ -474,6 +488,8 @@ def main(argv: list[str] | None = None) -> None:
             rows_out.append((f"bare reference view, {rows_per_request} rows", round(reference[b]),
                              round(reference[b] / copy_rate, 3), "", "", "", "", ""))  # fmt: skip
     metrics["web_worker_peak_rss_mib"] = [round(m, 1) for m in worker_peak_mib]
+    if servers:
+        metrics["rows_per_worker"] = rows_per_worker()
     targets["web_worker_peak_rss_mib"] = target(round(max(worker_peak_mib), 1), TARGET_WORKER_MIB)
     header = ("what", "samples/s", "ratio", "req/s", "p50 ms", "p99 ms", "web CPU ms/1k", "db CPU ms/1k")
     table_print("bench-ingest (medians)", rows_out, header=header)
@@ -493,7 +509,25 @@ def main(argv: list[str] | None = None) -> None:
         if args.reference
         else None,
     }
-    print(f"\nwrote {results_write('ingest', metrics=metrics, targets=targets, run=run)}")
+    run["servers"] = sorted(servers)
+    print(f"\nwrote {results_write(args.name, metrics=metrics, targets=targets, run=run)}")
+
+
+def rows_per_worker() -> dict[str, int]:
+    """Raw GPU samples held by each Citus worker (``host:port``), over every shard; ``{}`` off Citus."""
+    from django.db import connection
+
+    from common.citus import citus_coordinator
+
+    if not citus_coordinator(connection):
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.nodename || ':' || s.nodeport, sum(r.result::bigint) "
+            "FROM run_command_on_shards('telemetry_gpusample', 'SELECT count(*) FROM %s') r "
+            "JOIN citus_shards s ON s.shardid = r.shardid GROUP BY 1 ORDER BY 1"
+        )
+        return {worker: int(rows) for worker, rows in cursor.fetchall()}
 
 
 def copy_table_drop(table: str = COPY_TABLE) -> None:

@@ -281,6 +281,9 @@ TELEMETRY_MAX_BRIDGE_S = env_int("TELEMETRY_MAX_BRIDGE_S", 86_400, minimum=1)
 # a GPU replaced by another is ended at once.
 TELEMETRY_GPU_GONE_AFTER_S = env_int("TELEMETRY_GPU_GONE_AFTER_S", 900, minimum=1)
 TELEMETRY_PARTITIONS_AHEAD_DAYS = env_int("TELEMETRY_PARTITIONS_AHEAD_DAYS", 3, minimum=1)
+# On a Citus coordinator, raw-sample day partitions older than this many days move to columnar storage
+# (telemetry.columnar); elsewhere nothing happens.
+TELEMETRY_COLUMNAR_AFTER_DAYS = env_int("TELEMETRY_COLUMNAR_AFTER_DAYS", 3, minimum=1)
 # A sample more than this far ahead of the server's clock is refused (a broken clock).
 TELEMETRY_MAX_FUTURE_S = env_int("TELEMETRY_MAX_FUTURE_S", 300, minimum=0)
 # Organizations' Prometheus sources (telemetry.prometheus_sync), read every minute: each run imports at most

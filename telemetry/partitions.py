@@ -111,11 +111,14 @@ def _partitions_drop_before(table: str, cutoff: date) -> int:
 
 
 def partitions_maintain(*, now: datetime) -> dict[str, object]:
-    """The daily job: partitions from the oldest accepted day to a few days ahead, retention applied."""
+    """The daily job: partitions from the oldest accepted day to a few days ahead, retention applied,
+    and on Citus the days past the columnar horizon converted (``telemetry.columnar``)."""
     today = now.date()
     oldest = today - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)
     ahead = today + timedelta(days=settings.TELEMETRY_PARTITIONS_AHEAD_DAYS)
     days = [oldest + timedelta(days=n) for n in range((ahead - oldest).days + 1)]
     created = partitions_ensure(days=days)
     removed = retention_apply(now=now)
-    return {"created": created, "removed": removed}
+    from telemetry.columnar import columnar_apply  # on a Citus coordinator only; imports this module
+
+    return {"created": created, "removed": removed, "columnar": columnar_apply(now=now)}

@@ -1,0 +1,169 @@
+"""bench-citus: ingest CPU charged per server, and bytes per sample in columnar, on a Citus cluster.
+
+Run by ``bin/bench-citus`` (``make bench-citus``), which starts a throwaway cluster (a
+coordinator and two workers) and one plain PostgreSQL server with the same settings on
+127.0.0.1, and hands their addresses and data folders over in the environment
+(``BENCH_CITUS_URL``, ``BENCH_SINGLE_URL``, ``BENCH_CITUS_SERVERS``, ``BENCH_SINGLE_SERVER``);
+point those at servers of your own to measure them instead (the data folders must be on this
+machine: each server's CPU is read from /proc).
+
+1. ``bench.ingest`` against the plain server, then against the coordinator, the same sizes:
+   database CPU per 1,000 samples is each server's whole process tree (postmaster and children,
+   ``bench.common.server_tree_cpu_s``) over each phase, at 80 and 480 rows per request;
+2. ``bench.storage --columnar`` on the coordinator: bytes per raw sample in heap, then in
+   columnar with the primary key and without it.
+
+Then the comparison: cluster CPU ÷ single-node CPU, the coordinator's share, each worker's
+share of rows and of worker CPU, and the projection. **Projection**: on one machine the three
+servers share the cores, so capacity is not timed but derived from CPU per sample: a worker
+with ``C`` cores, kept at half load, holds ``C x 0.5 / (worker CPU s per sample)`` samples a
+second; a 1 Hz GPU is one sample a second, a 10 s one a tenth (the raw tables' figures only;
+the web tier and the rollup are sized apart, docs/scaling.md).
+
+    python -m bench.citus [--nodes 50] [--gpus 8] [--rows-per-phase 24000] [--repeats 1] [--hours 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULTS_DIR, ROOT, results_write, table_print, target, targets_print
+
+TARGET_CPU_RATIO = 1.5
+TARGET_COORDINATOR_SHARE = 0.30
+TARGET_WORKER_SHARE = (0.40, 0.60)
+WORKER_CORES = 16  # the projection's worker (any size: the figure is per core times this)
+HEADROOM = 0.5  # a worker planned at half load: rollup, ledger, pages, catching up after outages
+
+
+def _run(module: str, url: str, args: list[str]) -> dict[str, Any]:
+    env = {**os.environ, "BENCH_DATABASE_URL": url}
+    print(f"\n$ BENCH_DATABASE_URL={url} python -m bench.{module} {' '.join(args)}", flush=True)
+    subprocess.run([sys.executable, "-m", f"bench.{module}", *args], cwd=ROOT, env=env, check=True)
+    name = args[args.index("--name") + 1] if "--name" in args else module
+    if module == "storage":
+        name = "storage_columnar"
+    return json.loads(Path(RESULTS_DIR, f"{name}.json").read_text())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--rows-per-phase", type=int, default=24_000)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn workers")
+    parser.add_argument("--hours", type=float, default=0.5, help="bench.storage's hours of samples")
+    parser.add_argument("--storage-nodes", type=int, default=50)
+    parser.add_argument("--skip", default="", help="comma-separated: ingest, storage")
+    args = parser.parse_args(argv)
+    try:
+        citus_url, single_url = os.environ["BENCH_CITUS_URL"], os.environ["BENCH_SINGLE_URL"]
+        citus_servers, single_server = os.environ["BENCH_CITUS_SERVERS"], os.environ["BENCH_SINGLE_SERVER"]
+    except KeyError as missing:
+        raise SystemExit(f"bench.citus runs under bin/bench-citus (make bench-citus): {missing} is not set") from None
+    skip = set(args.skip.split(","))
+    metrics: dict[str, Any] = {"load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+    targets: dict[str, Any] = {}
+    rows: list[tuple[Any, ...]] = []
+
+    if "ingest" not in skip:
+        common = ["--nodes", str(args.nodes), "--gpus", str(args.gpus), "--rows-per-phase", str(args.rows_per_phase),
+                  "--repeats", str(args.repeats), "--workers", str(args.workers), "--no-reference"]  # fmt: skip
+        single = _run("ingest", single_url, [*common, "--servers", single_server, "--name", "ingest_single"])
+        cluster = _run("ingest", citus_url, [*common, "--servers", citus_servers, "--name", "ingest_citus"])
+        metrics.update(_ingest_compare(single["metrics"], cluster["metrics"], targets, rows))
+    if "storage" not in skip:
+        storage = _run("storage", citus_url, ["--nodes", str(args.storage_nodes), "--gpus", str(args.gpus),
+                                              "--hours", str(args.hours), "--columnar"])  # fmt: skip
+        s = storage["metrics"]
+        metrics["storage"] = {
+            k: v for k, v in s.items() if "bytes_per_sample" in k or k in ("rows", "columnar_convert_s")
+        }
+        for key, limit in (("columnar_bytes_per_sample_with_pkey", 40), ("columnar_bytes_per_sample_without_pkey", 12)):
+            targets[key] = target(s[key], limit)
+        rows += [
+            ("bytes/sample heap (cluster)", s["bytes_per_sample_total"]),
+            ("bytes/sample columnar, with primary key", s["columnar_bytes_per_sample_with_pkey"]),
+            ("bytes/sample columnar, without primary key", s["columnar_bytes_per_sample_without_pkey"]),
+        ]
+
+    metrics["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    table_print("bench-citus", rows)
+    targets_print(targets)
+    run = {"nodes": args.nodes, "gpus_per_node": args.gpus, "rows_per_phase": args.rows_per_phase,
+           "repeats": args.repeats, "gunicorn_workers": args.workers, "storage_hours": args.hours,
+           "projection": f"worker of {WORKER_CORES} cores at {HEADROOM:.0%} load / worker CPU s per sample",
+           "cluster": "coordinator + 2 workers + 1 plain server, loopback, one machine (bin/bench-citus)"}  # fmt: skip
+    print(f"\nwrote {results_write('citus', metrics=metrics, targets=targets, run=run)}")
+
+
+def _ingest_compare(
+    single: dict[str, Any], cluster: dict[str, Any], targets: dict[str, Any], rows: list[tuple[Any, ...]]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in [k for k in cluster if k.endswith("_rows") and isinstance(cluster[k], dict)]:
+        c, s = cluster[key], single[key]
+        per_server = {k[len("server_") : -len("_cpu_ms_per_1k")]: v for k, v in c.items() if k.startswith("server_")}
+        total = sum(per_server.values())
+        workers = {name: v for name, v in per_server.items() if name != "coordinator"}
+        worker_total = sum(workers.values())
+        single_ms = s["db_cpu_ms_per_1k"]
+        # Samples a second one worker holds: its cores at the headroom over the workers' CPU per sample
+        # (the workers share the rows evenly, so each worker's own CPU per sample it holds is the total's).
+        worker_s_per_sample = worker_total / 1e6
+        per_worker_samples_s = WORKER_CORES * HEADROOM / worker_s_per_sample if worker_s_per_sample else None
+        out[key] = {
+            "single_db_cpu_ms_per_1k": round(single_ms, 2),
+            "cluster_db_cpu_ms_per_1k": round(total, 2),
+            "per_server_cpu_ms_per_1k": {k: round(v, 2) for k, v in per_server.items()},
+            "cpu_ratio_to_single": round(total / single_ms, 2) if single_ms else None,
+            "coordinator_share": round(per_server.get("coordinator", 0) / total, 3) if total else None,
+            "worker_cpu_share": {k: round(v / worker_total, 3) for k, v in workers.items()} if worker_total else {},
+            "web_cpu_ms_per_1k": {
+                "single": round(s["web_cpu_ms_per_1k"], 1),
+                "cluster": round(c["web_cpu_ms_per_1k"], 1),
+            },
+            "gpus_per_worker_1hz": round(per_worker_samples_s) if per_worker_samples_s else None,
+            "gpus_per_worker_10s": round(per_worker_samples_s * 10) if per_worker_samples_s else None,
+            "coordinator_cores_per_100k_gpus_1hz": round(
+                per_server.get("coordinator", 0) / 1e6 * 100_000 / HEADROOM, 1
+            ),
+        }
+        o = out[key]
+        targets[f"cpu_ratio_{key}"] = target(o["cpu_ratio_to_single"], TARGET_CPU_RATIO)
+        targets[f"coordinator_share_{key}"] = target(o["coordinator_share"], TARGET_COORDINATOR_SHARE)
+        for name, share in o["worker_cpu_share"].items():
+            targets[f"worker_cpu_share_{name}_{key}"] = _share_target(share)
+        rows += [(f"{key}: db CPU ms/1k single", o["single_db_cpu_ms_per_1k"]),
+                 (f"{key}: db CPU ms/1k cluster", o["cluster_db_cpu_ms_per_1k"]),
+                 (f"{key}: per server", o["per_server_cpu_ms_per_1k"]),
+                 (f"{key}: ratio to single", o["cpu_ratio_to_single"]),
+                 (f"{key}: coordinator share", o["coordinator_share"]),
+                 (f"{key}: GPUs per {WORKER_CORES}-core worker, 1 Hz / 10 s",
+                  f"{o['gpus_per_worker_1hz']:,} / {o['gpus_per_worker_10s']:,}")]  # fmt: skip
+    per_worker = cluster.get("rows_per_worker", {})
+    if per_worker:
+        total_rows = sum(per_worker.values())
+        shares = {w: round(n / total_rows, 3) for w, n in per_worker.items()}
+        out["rows_per_worker"] = per_worker
+        out["rows_share_per_worker"] = shares
+        for worker, share in shares.items():
+            targets[f"rows_share_{worker}"] = _share_target(share)
+        rows.append(("rows share per worker", shares))
+    return out
+
+
+def _share_target(share: float) -> dict[str, Any]:
+    low, high = TARGET_WORKER_SHARE
+    return {"value": share, "target": f"{low:g}-{high:g}", "met": low <= share <= high}
+
+
+if __name__ == "__main__":
+    main()
