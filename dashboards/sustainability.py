@@ -23,6 +23,8 @@ from common.charts import figure_html, gpu_model_colour, grouped_bars, series_li
 from common.periods import Period
 from dashboards.common import api_query, dashboard_context, organization_ids, period_buckets
 from reports.display import quality_hour_output
+from reports.metrics import LedgerSums
+from reports.sci import incomplete_reasons
 from reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
 from reports.selectors.sustainability import (
     REPORT_ANNOTATIONS,
@@ -40,6 +42,9 @@ _KEYS = (*REPORT_KEYS, "fleet_id", "gpu_model", "site__grid_zone")
 # The page's per-hour data-quality table shows at most this many hours (the latest) that were not
 # wholly measured and priced; the export has every hour.
 QUALITY_HOURS_SHOWN = 48
+# Why a per-token carbon tile has no figure: besides the SCI's own reasons (reports.sci.incomplete_reasons).
+NO_TOKENS = "no tokens served in the period"
+NO_OUTPUT_TOKENS = "no output tokens served in the period"
 _INTENSITY = {"s_intensity": Sum("location_gco2e_per_kwh"), "s_intensity_n": Count("location_gco2e_per_kwh")}
 
 
@@ -72,8 +77,26 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
             "quality_hours_all": len(hours),
             "embodied_factors": _embodied_factors(parts, organization_ids(organization), period),
             **_scope2_panel(shown, scope2),
+            **_per_token_reasons(shown, report.sums),
         },
     )
+
+
+def _per_token_reasons(shown: dict[str, Any], sums: LedgerSums) -> dict[str, str | None]:
+    """Why each per-token carbon tile shows no figure (None where it shows one): what the SCI block says."""
+    reasons = incomplete_reasons(sums)
+
+    def why(value: Any, tokens: int, no_tokens: str) -> str | None:
+        if value is not None:
+            return None
+        return "; ".join([*([] if tokens else [no_tokens]), *reasons]) or "not known"
+
+    return {
+        "sci_reason": why(shown["sci_gco2e_per_1k_tokens"], sums.totals.tokens, NO_TOKENS),
+        "sci_output_reason": why(
+            shown["sci_gco2e_per_1k_output_tokens"], sums.totals.generation_tokens, NO_OUTPUT_TOKENS
+        ),
+    }
 
 
 def _scope2_panel(shown: dict[str, Any], scope2: dict[str, Any]) -> dict[str, Any]:

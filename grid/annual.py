@@ -12,6 +12,12 @@ Lookup rules for ``annual_intensity(zone, year)``:
    pairs. Ember has one value per country (its own latest year, e.g. 2023).
 3. Otherwise None: the caller shows the zone as unknown, never as 0.
 
+Both yearly figures are lifecycle. Beside each stands a direct figure where the zone's country
+(the same alpha-2 → alpha-3 mapping) has a generation mix in ``direct-annual-2021.json``: the
+zone's lifecycle figure x the mix's direct factor / its lifecycle factor (both the sum over
+sources of share x Electricity Maps' per-mode factor; bin/build-direct-annual). A zone whose
+country has no mix keeps the lifecycle figure alone (``LIFECYCLE_ONLY_NOTE``).
+
 ``marginal_intensity(zone)`` gives the UNFCCC operating-margin factor of the
 zone's country (kind "marginal", for placement advice only, never inventories).
 A factor published as "0" means "no data" there and is returned as None.
@@ -20,7 +26,7 @@ A factor published as "0" means "no data" there and is returned as None.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from functools import cache
@@ -33,14 +39,28 @@ from grid.intensity import AVERAGE, DIRECT, LIFECYCLE, MARGINAL, Basis, HourlyIn
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
 EM_LICENCE = "ODbL-1.0"
-EM_ATTRIBUTION = "Electricity Maps (electricitymaps.com) yearly data, via the Green Web Foundation's CO2.js"
+# The direct figure beside a yearly figure (module docstring; grid/data/README.md states the method).
+DIRECT_MIX_FILE = "direct-annual-2021.json"
+DIRECT_MIX_LICENCE = "CC-BY-4.0"
+DIRECT_MIX_ATTRIBUTION = (
+    "direct figure: the yearly figure x the direct/lifecycle ratio of the country's generation mix "
+    "(Our World in Data energy data, CC BY 4.0, from Ember and the BP Statistical Review of World Energy; "
+    "Electricity Maps per-production-mode factors, MIT)"
+)
+EM_ATTRIBUTION = (
+    "Electricity Maps (electricitymaps.com) yearly data, via the Green Web Foundation's CO2.js; "
+    + DIRECT_MIX_ATTRIBUTION
+)
 EMBER_LICENCE = "CC-BY-SA-4.0"
-EMBER_ATTRIBUTION = "Ember (ember-energy.org) yearly electricity data, via the Green Web Foundation's CO2.js"
+EMBER_ATTRIBUTION = (
+    f"Ember (ember-energy.org) yearly electricity data, via the Green Web Foundation's CO2.js; {DIRECT_MIX_ATTRIBUTION}"
+)
 UNFCCC_SOURCE = "unfccc-ifi-2021"
 UNFCCC_YEAR = 2021
 UNFCCC_LICENCE = "CC-BY-SA-4.0"
 UNFCCC_ATTRIBUTION = "UNFCCC IFI harmonized default grid emission factors (2021), via the Green Web Foundation's CO2.js"
-# Why the shipped annual averages stand on the lifecycle basis in Scope 2 (grid/data/README.md, docs/grid.md).
+# Why a shipped annual average of a zone without a country mix stands on the lifecycle basis in Scope 2
+# (grid/data/README.md, docs/grid.md).
 LIFECYCLE_ONLY_NOTE = "lifecycle basis: includes upstream (Scope 3 Cat 3) emissions; direct factor unavailable"
 
 # The UNFCCC file gives Cayman Islands the code "CY" (Cyprus); its real alpha-2 is
@@ -54,9 +74,10 @@ class AnnualIntensity:
 
     ``year`` is the data's year (which may differ from the year asked for);
     ``source`` is e.g. "electricitymaps-yearly-2024", "ember-2023", "unfccc-ifi-2021".
-    ``basis``: the Electricity Maps yearly and Ember figures are lifecycle (no direct
-    figure is shipped for them: ``LIFECYCLE_ONLY_NOTE``); the UNFCCC operating-margin
-    factors count fuel combustion only (direct).
+    ``basis``: the Electricity Maps yearly and Ember figures are lifecycle, with
+    ``direct_gco2e_per_kwh`` beside them where the country's generation mix gives one
+    (None: ``LIFECYCLE_ONLY_NOTE``); the UNFCCC operating-margin factors count fuel
+    combustion only (direct).
     """
 
     zone: str
@@ -67,6 +88,20 @@ class AnnualIntensity:
     licence: str
     attribution: str
     basis: Basis = LIFECYCLE
+    direct_gco2e_per_kwh: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class MixFactors:
+    """One country's generation mix as ``direct-annual-2021.json`` gives it: its year and its two factors."""
+
+    year: int
+    direct_gco2_per_kwh: Decimal
+    lifecycle_gco2_per_kwh: Decimal
+
+    def direct_of(self, lifecycle_gco2e_per_kwh: Decimal) -> Decimal:
+        """The direct part of a lifecycle figure of this country's grid: at most the figure (so per source)."""
+        return quantize_intensity(lifecycle_gco2e_per_kwh * self.direct_gco2_per_kwh / self.lifecycle_gco2_per_kwh)
 
 
 @dataclass(frozen=True)
@@ -75,6 +110,7 @@ class AnnualData:
     ember: dict[str, tuple[int, Decimal]]
     marginal: dict[str, Decimal]
     iso3_by_iso2: dict[str, str]
+    mix: dict[str, MixFactors] = field(default_factory=dict)  # by ISO 3166 alpha-3
 
     def nearest_year(self, year: int) -> int:
         return min(self.electricitymaps, key=lambda available: (abs(available - year), -available))
@@ -85,15 +121,30 @@ class AnnualData:
         value = self.electricitymaps[data_year].get(key)
         if value is not None:
             source = f"electricitymaps-yearly-{data_year}"
-            return AnnualIntensity(key, data_year, value, AVERAGE, source, EM_LICENCE, EM_ATTRIBUTION)
+            direct = self.direct_of(key, value)
+            return AnnualIntensity(
+                key, data_year, value, AVERAGE, source, EM_LICENCE, EM_ATTRIBUTION, direct_gco2e_per_kwh=direct
+            )
         return self._ember(key)
+
+    def mix_of(self, zone: str) -> MixFactors | None:
+        """The generation mix of the zone's country, or None."""
+        iso3 = self.iso3_by_iso2.get(country_of(zone))
+        return None if iso3 is None else self.mix.get(iso3)
+
+    def direct_of(self, zone: str, lifecycle_gco2e_per_kwh: Decimal) -> Decimal | None:
+        mix = self.mix_of(zone)
+        return None if mix is None else mix.direct_of(lifecycle_gco2e_per_kwh)
 
     def _ember(self, zone: str) -> AnnualIntensity | None:
         iso3 = self.iso3_by_iso2.get(country_of(zone))
         if iso3 is None or iso3 not in self.ember:
             return None
         data_year, value = self.ember[iso3]
-        return AnnualIntensity(zone, data_year, value, AVERAGE, f"ember-{data_year}", EMBER_LICENCE, EMBER_ATTRIBUTION)
+        return AnnualIntensity(
+            zone, data_year, value, AVERAGE, f"ember-{data_year}", EMBER_LICENCE, EMBER_ATTRIBUTION,
+            direct_gco2e_per_kwh=self.direct_of(zone, value),
+        )  # fmt: skip
 
     def marginal_for(self, zone: str) -> AnnualIntensity | None:
         key = normalize_zone(zone)
@@ -141,6 +192,17 @@ def _ember() -> dict[str, tuple[int, Decimal]]:
     }
 
 
+def _mix() -> dict[str, MixFactors]:
+    countries = _read(DIRECT_MIX_FILE)["countries"]
+    return {
+        iso3: MixFactors(
+            int(entry["year"]), Decimal(entry["direct_gco2_per_kwh"]), Decimal(entry["lifecycle_gco2_per_kwh"])
+        )
+        for iso3, entry in countries.items()
+        if Decimal(entry["lifecycle_gco2_per_kwh"]) > 0
+    }
+
+
 def _unfccc_rows() -> list[dict[str, str]]:
     rows = _read("unfccc-marginal-intensities-2021.json").values()
     return [row for row in rows if row.get("country_code_iso_2") and row.get("country_code_iso_3")]
@@ -173,7 +235,7 @@ def load_annual_data() -> AnnualData:
     """The shipped files, parsed once per process."""
     rows = _unfccc_rows()
     iso3_by_iso2 = _iso3_by_iso2(rows)
-    return AnnualData(_electricitymaps(), _ember(), _marginal(rows, iso3_by_iso2), iso3_by_iso2)
+    return AnnualData(_electricitymaps(), _ember(), _marginal(rows, iso3_by_iso2), iso3_by_iso2, _mix())
 
 
 def annual_intensity(zone: str, year: int) -> AnnualIntensity | None:
@@ -212,4 +274,5 @@ def _annual_hour(zone: str, hour: datetime, value: AnnualIntensity) -> HourlyInt
         source=value.source,
         is_estimated=True,
         basis=value.basis,
+        direct_gco2e_per_kwh=value.direct_gco2e_per_kwh,
     )

@@ -412,5 +412,6 @@ def _from_annual(hour: datetime, annual: AnnualIntensity | None) -> ResolvedInte
         is_estimated=True,  # a yearly mean stands in for the hour
         licence=annual.licence,
         attribution=annual.attribution,
-        basis=annual.basis,  # lifecycle: no direct figure is shipped (grid.annual.LIFECYCLE_ONLY_NOTE)
+        basis=annual.basis,  # lifecycle, with the direct figure of the country's mix where there is one
+        direct_gco2e_per_kwh=annual.direct_gco2e_per_kwh,
     )

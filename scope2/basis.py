@@ -38,8 +38,9 @@ BASES = (DIRECT, LIFECYCLE, MIXED)
 
 SCOPE2_BASIS_RULE = (
     "direct (combustion) factors, GHG Protocol Scope 2 Guidance: facility kWh x the hour's direct factor where the "
-    "grid source gives one; where it gives only a lifecycle factor (the shipped annual averages, an upload without "
-    "a direct column), that hour's kWh take the lifecycle factor, flagged as lifecycle_basis_kwh"
+    "grid source gives one; where it gives only a lifecycle factor (the shipped annual average of a zone whose "
+    "country has no generation mix, an upload without a direct column), that hour's kWh take the lifecycle "
+    "factor, flagged as lifecycle_basis_kwh"
 )
 LIFECYCLE_BASIS_NOTE = LIFECYCLE_ONLY_NOTE
 CATEGORY_3_METHOD = (

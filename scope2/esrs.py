@@ -1,9 +1,10 @@
 """The ESRS E1 export's datapoints: E1-5 energy consumption and mix, E1-6 gross Scopes 1-3 and totals.
 
 Every datapoint carries its ``id`` and the ``standard_version`` it is keyed to. The ids are the paragraph
-references of ESRS E1 (Commission Delegated Regulation (EU) 2023/2772) and its application requirements:
-EFRAG's IG 3 datapoint list numbers them too, but those numbers could not be confirmed here, so the
-paragraph reference is the id (``ID_SCHEME``; docs/scope2.md, "ESRS E1 datapoints").
+references of ESRS E1 (Commission Delegated Regulation (EU) 2023/2772) and its application requirements;
+beside each, ``efrag_ig3_id`` is the number EFRAG's IG 3 datapoint list gives it (``E1-6_09``), as public
+transcriptions of that list agree on it, not checked against EFRAG's own workbook (``ID_SCHEME``;
+docs/scope2.md, "ESRS E1 datapoints"), or None where none is known.
 
 E1-5 para. 37: the total energy consumption related to own operations (the Scope 2 nodes' facility
 energy, as before) split into fossil (a), nuclear (b) and renewable (c) sources by ``scope2.energy_mix``
@@ -26,9 +27,30 @@ from scope2.selectors import Scope2Report
 
 STANDARD_VERSION = "ESRS 2023 (Delegated Regulation (EU) 2023/2772)"
 ID_SCHEME = (
-    "ESRS E1 paragraph references (paragraph, point, application requirement); EFRAG IG 3 datapoint ids "
-    "not confirmed, so not given"
+    "id: ESRS E1 paragraph references (paragraph, point, application requirement); efrag_ig3_id: the EFRAG IG 3 "
+    "List of ESRS Data Points id as public transcriptions of that list give it, not confirmed against EFRAG's "
+    "own workbook"
 )
+# EFRAG IG 3 (List of ESRS Data Points, 2024) ids of the paragraphs exported, E1-5 and E1-6.
+EFRAG_IG3_IDS = {
+    "E1-5.37": "E1-5_01",  # Total energy consumption related to own operations
+    "E1-5.37(a)": "E1-5_02",  # Total energy consumption from fossil sources
+    "E1-5.37(b)": "E1-5_03",  # Total energy consumption from nuclear sources
+    "E1-5.AR34.nuclear_share": "E1-5_04",  # Percentage of energy consumption from nuclear sources
+    "E1-5.37(c)": "E1-5_05",  # Total energy consumption from renewable sources
+    "E1-5.37(c)(i)": "E1-5_06",  # Fuel consumption for renewable sources
+    "E1-5.37(c)(ii)": "E1-5_07",  # Purchased or acquired electricity, heat, steam and cooling from renewable sources
+    "E1-5.37(c)(iii)": "E1-5_08",  # Self-generated non-fuel renewable energy
+    "E1-5.AR34.renewable_share": "E1-5_09",  # Percentage of renewable sources in total energy consumption
+    "E1-5.AR34.fossil_share": "E1-5_15",  # Percentage of fossil sources in total energy consumption
+    "E1-6.48(a)": "E1-6_07",  # Gross Scope 1 GHG emissions
+    "E1-6.49(a)": "E1-6_09",  # Gross location-based Scope 2 GHG emissions
+    "E1-6.49(b)": "E1-6_10",  # Gross market-based Scope 2 GHG emissions
+    "E1-6.51": "E1-6_11",  # Gross Scope 3 GHG emissions
+    "E1-6.52(a)": "E1-6_12",  # Total GHG emissions location-based
+    "E1-6.52(b)": "E1-6_13",  # Total GHG emissions market-based
+    "E1-6.AR45(d)": "E1-6_18",  # Percentage of contractual instruments, Scope 2 GHG emissions
+}
 MIX_METHOD = (
     "energy covered by contractual instruments counts as their technology first (renewable, nuclear, fossil); "
     "the rest takes the grid's yearly mix of the site's zone (Electricity Maps yearly renewableEnergy and "
@@ -103,9 +125,14 @@ def energy_mix_datapoints(report: Scope2Report) -> list[dict[str, Any]]:
 
 
 def esrs_export_datapoints(report: Scope2Report, *, share: Decimal, inventory: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every datapoint of the ESRS export, E1-5 then E1-6, each with ``id`` and ``standard_version``."""
+    """Every datapoint of the ESRS export, E1-5 then E1-6, with ``id``, ``efrag_ig3_id`` and ``standard_version``."""
     scope2_points = [p for p in esrs_datapoints(report, share=share) if p["datapoint"] not in REPLACED]
     return [
-        {"id": point["datapoint"], "standard_version": STANDARD_VERSION, **point}
+        {
+            "id": point["datapoint"],
+            "efrag_ig3_id": EFRAG_IG3_IDS.get(point["datapoint"]),
+            "standard_version": STANDARD_VERSION,
+            **point,
+        }
         for point in energy_mix_datapoints(report) + scope2_points + esrs_inventory_datapoints(inventory)
     ]

@@ -95,6 +95,33 @@ def test_sustainability_tiles_match_the_report_api(client, organization, fleets)
     assert "annual" in response.content.decode()  # fallback hours are labelled in the data-quality panel
 
 
+def test_per_token_carbon_tiles_without_a_figure_say_why(client, organization, fleets):
+    # given: the period's lines served no tokens and have no grid intensity (their zone unknown)
+    NodeHourLedger.objects.update(
+        prompt_tokens=0, generation_tokens=0, location_gco2e_per_kwh=None, location_co2e_g=None
+    )
+    client.force_login(member(organization, "sustainability"))
+    # when
+    html = client.get("/sustainability/?period=7d").content.decode()
+    # then: each tile names what is missing, as the SCI block of the Scope 2 report does
+    sci = _tile_html(html, "tile-sci")
+    assert "not stated: no tokens served in the period; intensity coverage incomplete:" in sci
+    assert "facility kWh have no grid intensity" in sci
+    assert "not stated: no output tokens served in the period" in _tile_html(html, "tile-sci-output")
+
+
+def test_per_token_carbon_tiles_with_a_figure_give_no_reason(client, organization, fleets):
+    client.force_login(member(organization, "sustainability"))
+    html = client.get("/sustainability/?period=7d").content.decode()
+    assert "not stated" not in _tile_html(html, "tile-sci") + _tile_html(html, "tile-sci-output")
+
+
+def _tile_html(html, tile_id):
+    start = html.index(f'id="{tile_id}"')
+    end = html.find('<div class="tile"', start)
+    return html[start : end if end >= 0 else None]
+
+
 def test_comparison_shows_consumer_cheaper_and_enterprise_faster_and_leaner(client, organization, fleets):
     client.force_login(member(organization, "engineer"))
     enterprise, _ = fleets

@@ -150,22 +150,29 @@ def test_an_upload_with_both_bases_stores_them_on_one_row(user_a: Any, org_a: An
     assert (row.gco2e_per_kwh, row.basis, row.direct_gco2e_per_kwh) == (Decimal(35), "lifecycle", Decimal(10))
 
 
-def test_annual_fallbacks_are_labelled_lifecycle_and_the_marginal_factors_direct() -> None:
+def test_annual_fallbacks_are_lifecycle_with_the_direct_figure_of_the_country_mix_beside() -> None:
     de = annual_intensity("DE", 2024)
-    assert de is not None and de.basis == "lifecycle"
+    assert de is not None and de.basis == "lifecycle" and de.direct_gco2e_per_kwh == Decimal("272.338")
     ember = annual_intensity("BR", 2024)  # no Electricity Maps yearly zone BR: Ember's country figure
     assert ember is not None and ember.source.startswith(("ember-", "electricitymaps-")) and ember.basis == "lifecycle"
     (hour,) = AnnualProvider().fetch("DE", H10, H11)
-    assert (hour.basis, hour.direct_gco2e_per_kwh) == ("lifecycle", None)
+    assert (hour.basis, hour.gco2e_per_kwh, hour.direct_gco2e_per_kwh) == ("lifecycle", 341, Decimal("272.338"))
+    # Réunion (RE) has no generation mix in the shipped file: its yearly figure stays lifecycle alone
+    (reunion,) = AnnualProvider().fetch("RE", H10, H11)
+    assert (reunion.basis, reunion.direct_gco2e_per_kwh) == ("lifecycle", None)
     assert (
         LIFECYCLE_ONLY_NOTE == "lifecycle basis: includes upstream (Scope 3 Cat 3) emissions; direct factor unavailable"
     )
 
 
 @pytest.mark.django_db
-def test_an_hour_resolved_from_the_annual_fallback_is_lifecycle_without_a_direct_figure() -> None:
+def test_an_hour_resolved_from_the_annual_fallback_carries_the_direct_figure_where_the_country_has_a_mix() -> None:
     resolved = intensity_for_hours(zone="DE", hours=[H10])[H10]
-    assert resolved.is_fallback and resolved.basis == "lifecycle" and resolved.direct_gco2e_per_kwh is None
+    assert (
+        resolved.is_fallback and resolved.basis == "lifecycle" and resolved.direct_gco2e_per_kwh == Decimal("272.338")
+    )
+    reunion = intensity_for_hours(zone="RE", hours=[H10])[H10]
+    assert reunion.is_fallback and reunion.basis == "lifecycle" and reunion.direct_gco2e_per_kwh is None
 
 
 @pytest.mark.django_db

@@ -121,7 +121,11 @@ def test_data_quality_with_fallback_gaps_unpriced_and_unknown_models(fleets, cli
     assert body["grid_annual_energy_share"] == places(Decimal("3.12") / Decimal("9.36"))
     assert body["grid_hourly_energy_share"] == places(Decimal("6.24") / Decimal("9.36"))
     assert (body["grid_hourly_h"], body["grid_annual_h"]) == (5.0, 2.0)  # the lab node's H2 is live too
-    assert body["location_kgco2e"] == places((Decimal("6.24") * 200 + Decimal("3.12") * annual.gco2e_per_kwh) / 1000)
+    # Scope 2 takes the annual average's direct figure (its country's mix: grid/data/direct-annual-2021.json)
+    assert annual.direct_gco2e_per_kwh == Decimal("169.386")  # 208 x 307.90 / 378.09, the US mix
+    assert body["location_kgco2e"] == places(
+        (Decimal("6.24") * 200 + Decimal("3.12") * annual.direct_gco2e_per_kwh) / 1000
+    )
     assert (body["held_h"], body["observed_h"], body["missing_h"]) == (7.0, 6.5, 0.5)
     assert body["coverage"] == places(Decimal("6.5") / 7)
     assert (body["hardware_unpriced_h"], body["unknown_model_gpu_h"]) == (1.0, 1.0)

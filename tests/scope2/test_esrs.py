@@ -110,3 +110,17 @@ def test_every_datapoint_carries_its_id_and_standard_version(
         assert point["standard_version"] == STANDARD_VERSION == "ESRS 2023 (Delegated Regulation (EU) 2023/2772)"
         assert point["unit"] and point["label"]
     assert esrs["standard_version"] == STANDARD_VERSION and "not confirmed" in esrs["id_scheme"]
+
+
+def test_every_datapoint_names_its_efrag_ig3_id_beside_its_paragraph(
+    sustainability_a: APIClient, year_consumed: Any, residual_de: None, ppa: dict[str, Any]
+) -> None:
+    points = {point["id"]: point["efrag_ig3_id"] for point in _esrs(sustainability_a)["datapoints"]}
+    assert {key: points[key] for key in ("E1-5.37", "E1-5.37(a)", "E1-5.37(b)", "E1-5.37(c)", "E1-6.48(a)",
+            "E1-6.49(a)", "E1-6.49(b)", "E1-6.51", "E1-6.52(a)", "E1-6.52(b)")} == {
+        "E1-5.37": "E1-5_01", "E1-5.37(a)": "E1-5_02", "E1-5.37(b)": "E1-5_03", "E1-5.37(c)": "E1-5_05",
+        "E1-6.48(a)": "E1-6_07", "E1-6.49(a)": "E1-6_09", "E1-6.49(b)": "E1-6_10", "E1-6.51": "E1-6_11",
+        "E1-6.52(a)": "E1-6_12", "E1-6.52(b)": "E1-6_13",
+    }  # fmt: skip
+    assert all(ig3 is not None for ig3 in points.values())  # every exported paragraph has its IG 3 id
+    assert len(set(points.values())) == len(points)

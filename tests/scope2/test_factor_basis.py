@@ -7,8 +7,11 @@ GPU energy: 1 kWh facility per site. The organization uploads its supplier's hou
   0.010 kg; Category 3: 1 kWh x (35 - 10) g = 0.025 kg; SCI and the per-token figures keep 1 kWh x 35 g =
   0.035 kg (operational_location_kgco2e). Market-based (no instrument, no residual mix): the location fallback,
   on the direct basis too: 0.010 kg.
-- par-1 (FR): nothing stored for the hour, so the shipped annual average (lifecycle, no direct figure) stands
-  in: Scope 2 takes it, flagged, and those kWh are lifecycle_basis_kwh; no Category 3 for them.
+- par-1 (FR): nothing stored for the hour, so the shipped annual average stands in: lifecycle 31 g/kWh (2025,
+  the nearest year) with the direct figure of France's generation mix beside it (31 x 37.81 / 66.81 = 17.544 g,
+  grid/data/direct-annual-2021.json): Scope 2 takes the direct figure, Category 3 the difference.
+- stdenis-1 (RE): the annual average of a zone whose country has no generation mix (Réunion, lifecycle only):
+  Scope 2 takes it, flagged, and those kWh are lifecycle_basis_kwh; no Category 3 for them.
 - lon-1 (GB): a direct-only figure (12 g/kWh, basis direct, as the UK Carbon Intensity API gives): Scope 2
   0.012 kg; its Category 3 is not known (not_known_kwh).
 """
@@ -140,15 +143,16 @@ def test_the_ghg_table_and_esrs_export_name_the_basis_of_each_figure(
 def test_hours_without_a_direct_factor_stand_on_lifecycle_flagged_and_direct_only_hours_have_no_category_3(
     sustainability_a: APIClient, de_hour: Node, org_a: Organization
 ) -> None:
-    # given: par-1 on the annual fallback (lifecycle only), lon-1 with a direct-only figure
+    # given: stdenis-1 on the annual fallback of a zone without a country mix (lifecycle only), lon-1 with a
+    # direct-only figure
     _upload(sustainability_a, "zone,hour_start,gco2e_per_kwh,basis\nGB,2026-04-01T10:00:00Z,12,direct\n")
-    _owned_node(_site(org_a, "par-1", "FR"))
+    _owned_node(_site(org_a, "stdenis-1", "RE"))
     _owned_node(_site(org_a, "lon-1", "GB"))
-    fr = annual_intensity("FR", 2026)
-    assert fr is not None and fr.basis == "lifecycle"
+    fr = annual_intensity("RE", 2026)
+    assert fr is not None and fr.basis == "lifecycle" and fr.direct_gco2e_per_kwh is None
     # when
     inventory = sustainability_a.get("/api/v1/reports/sustainability/", YEAR).json()["inventory"]
-    # then: 0.010 (DE, direct) + FR's annual lifecycle figure (flagged) + 0.012 (GB, direct)
+    # then: 0.010 (DE, direct) + RE's annual lifecycle figure (flagged) + 0.012 (GB, direct)
     scope2 = inventory["scope2"]
     assert scope2["location_kgco2e"] == float(Decimal("0.022") + fr.gco2e_per_kwh / 1000)
     assert scope2["location_basis"] == "mixed"
@@ -160,7 +164,29 @@ def test_hours_without_a_direct_factor_stand_on_lifecycle_flagged_and_direct_onl
     assert coverage["lifecycle_basis_sources"] == [fr.source]
     category_3 = inventory["scope3"]["category_3"]
     assert (category_3["kgco2e"], category_3["facility_kwh"]) == (0.025, 1)  # DE only
-    assert (category_3["inside_scope2_kwh"], category_3["not_known_kwh"]) == (1, 1)  # FR, GB
+    assert (category_3["inside_scope2_kwh"], category_3["not_known_kwh"]) == (1, 1)  # RE, GB
+
+
+def test_an_hour_on_the_annual_fallback_takes_the_direct_figure_of_its_country_mix_and_category_3_the_rest(
+    sustainability_a: APIClient, de_hour: Node, org_a: Organization
+) -> None:
+    # given: par-1 (FR) with nothing stored for the hour: the 2025 yearly figure, 31 g/kWh lifecycle
+    _owned_node(_site(org_a, "par-1", "FR"))
+    fr = annual_intensity("FR", 2026)
+    assert fr is not None and (fr.source, fr.gco2e_per_kwh) == ("electricitymaps-yearly-2025", 31)
+    # France's 2021 mix: direct 37.81 g/kWh, lifecycle 66.81 g/kWh (grid/data/direct-annual-2021.json)
+    assert fr.direct_gco2e_per_kwh == Decimal("17.544")  # 31 x 37.81 / 66.81 = 17.5440...
+    # when
+    inventory = sustainability_a.get("/api/v1/reports/sustainability/", YEAR).json()["inventory"]
+    # then: Scope 2 = 0.010 (DE, direct) + 0.017544 (FR, direct of the fallback), on the direct basis throughout
+    scope2 = inventory["scope2"]
+    assert scope2["location_kgco2e"] == 0.027544
+    assert scope2["location_basis"] == "direct"
+    coverage = scope2["basis_coverage"]
+    assert (coverage["direct_kwh"], coverage["lifecycle_basis_kwh"]) == (2, 0)
+    # Category 3: 0.025 (DE) + (31 - 17.544) g = 0.013456 kg (FR)
+    category_3 = inventory["scope3"]["category_3"]
+    assert (category_3["kgco2e"], category_3["facility_kwh"]) == (0.038456, 2)
 
 
 def test_per_token_figures_stay_on_the_lifecycle_figure(sustainability_a: APIClient, de_hour: Node) -> None:
