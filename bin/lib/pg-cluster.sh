@@ -4,7 +4,9 @@
 #
 #   pg_cluster_init NAME      find the programs (PG_BIN), make the folder ($PG_WORK), set the traps
 #   pg_server_start NODE ...  initdb $PG_WORK/NODE, start it on 127.0.0.1 at a free port (-> $PG_PORT);
-#                             further arguments are extra `-c name=value` server settings
+#                             further arguments are extra `-c name=value` server settings. Its settings,
+#                             port included, are also written to its postgresql.conf: after a crash (a test's
+#                             kill -9) `pg_ctl start -D $PG_WORK/NODE` brings it back on the same port
 #   pg_as_server CMD ...      run CMD as the user the servers run as
 #
 # Every started server is stopped and the folder removed on exit, failure or Ctrl-C.
@@ -92,10 +94,22 @@ pg_server_start() {
             -o "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
             "${extra[@]}" start >/dev/null; then
             PG_STARTED="$PG_STARTED $node"
+            _pg_settings_keep "$node" listen_addresses=127.0.0.1 "port=$PG_PORT" "unix_socket_directories=$PG_WORK" \
+                fsync=off synchronous_commit=off full_page_writes=off max_connections=200 "$@"
             return 0
         fi
         [ "$attempt" = 3 ] && { cat "$PG_WORK/$node.log" >&2; exit 1; }
     done
+}
+
+# The settings a server was started with, appended to its postgresql.conf (read at its next start only).
+_pg_settings_keep() {
+    local node=$1 setting
+    shift
+    {
+        echo "# pg-cluster.sh: the settings this server was started with"
+        for setting in "$@"; do echo "${setting%%=*} = '${setting#*=}'"; done
+    } | pg_as_server tee -a "$PG_WORK/$node/postgresql.conf" >/dev/null
 }
 
 # psql against one of the servers (by port) as the superuser, stopping at the first error.
