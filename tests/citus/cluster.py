@@ -207,9 +207,7 @@ class Collectors:
         for node_id, gpu_id, ts in gpu_rows:
             per_gpu[(index[node_id], self._batch_of(ts))] += 1
             distinct.add((gpu_id, ts))
-        per_serving: Counter[tuple[int, int]] = Counter(
-            (index[node_id], self._batch_of(ts)) for node_id, ts in serving
-        )
+        per_serving: Counter[tuple[int, int]] = Counter((index[node_id], self._batch_of(ts)) for node_id, ts in serving)
         return per_gpu, per_serving, len(distinct)
 
     def _batch_of(self, ts: datetime) -> int:

@@ -58,7 +58,7 @@ def test_a_worker_killed_mid_ingest_leaves_every_batch_whole_once_and_no_prepare
     batches = fleet.batches()
     per_gpu, per_serving, distinct = fleet.stored()
     assert fleet.failures() > 0  # the kill did fail batches, which the collectors sent again
-    print(f"{batches} batches, {fleet.failures()} failed tries sent again, {recovered} prepared transaction(s) recovered")
+    print(f"{batches} batches, {fleet.failures()} failed tries sent again, {recovered} prepared transactions recovered")
     assert sum(per_gpu.values()) == distinct == batches * cluster.ROWS_PER_BATCH
     assert sum(per_serving.values()) == batches * cluster.SERVING_PER_BATCH
     assert fleet.all_or_nothing() == []

@@ -2,7 +2,10 @@
 
 Needs PostgreSQL's server binaries and ``redis-server`` on this machine (the
 harness starts its own cluster and server); skipped with the reason otherwise.
-``make soak`` runs the long version.
+``make soak`` runs the long version. With ``WATTLEDGER_FAULTS_CITUS=1``
+(``make test-faults-citus``) the database is a Citus cluster of a coordinator
+and two workers, a worker is killed with ``kill -9`` among the faults, and no
+prepared transaction may be left on a worker; it needs the ``citus`` extension.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from .harness import FAULTS, NODES, PRICE_ROWS, SHORT
+from .harness import CITUS_FAULTS, FAULTS, NODES, PRICE_ROWS, SHORT
 from .procs import missing_tools
 from .run import run_scenario
 
-MISSING = missing_tools()
+CITUS = os.environ.get("WATTLEDGER_FAULTS_CITUS") == "1"
+MISSING = missing_tools(citus=CITUS)
 # CI sets WATTLEDGER_FAULTS_REQUIRED=1: there, missing tools fail the run instead of skipping it.
 REQUIRED = os.environ.get("WATTLEDGER_FAULTS_REQUIRED") == "1"
 pytestmark = [
@@ -28,11 +32,15 @@ pytestmark = [
 
 def test_a_short_run_through_every_fault_loses_nothing_and_stores_nothing_twice(tmp_path: Path) -> None:
     assert MISSING is None, f"the fault harness cannot run: {MISSING}"
-    report = run_scenario(SHORT, tmp_path / "run")
+    report = run_scenario(SHORT, tmp_path / "run", citus=CITUS)
     print(report.text())
 
     assert report.problems == [], report.text()
-    assert all(report.faults.get(fault, 0) >= 1 for fault in FAULTS), report.faults
+    assert all(report.faults.get(fault, 0) >= 1 for fault in (CITUS_FAULTS if CITUS else FAULTS)), report.faults
+    if CITUS:  # a worker killed mid-ingest, and after Citus's recovery no prepared transaction left on a worker
+        (killed,) = [e for e in report.events if e.fault == "citus_worker_kill"][:1]
+        assert killed.detail.startswith("kill -9 Citus worker :"), killed.detail
+        assert report.figures["prepared_transactions_left"] == 0
     assert any("inside a rollup transaction" in e.detail for e in report.events), "the worker was not caught mid-rollup"
     # a frozen database holding every other request thread still leaves /healthz its 503, within 2 s
     (busy,) = [e for e in report.events if e.fault == "postgres_freeze_every_thread_busy"][:1]
