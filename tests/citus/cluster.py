@@ -15,6 +15,8 @@ test can tell, batch by batch, whether all of it, none of it, or part of it is s
 from __future__ import annotations
 
 import functools
+import gzip
+import json
 import os
 import signal
 import subprocess
@@ -130,8 +132,10 @@ class Collectors:
         self.base_s = float(int(time.time()) - 1800)  # batch k of a node: its GPUs' 10 s from base + 10 k
         self.spools = [Spool(root / f"spool-{n}") for n in range(len(nodes))]
         url = ingest_url(server_url)
-        self.posts = [_post(url, token) for token in tokens]
+        self.posts = [self._recorded(_post(url, token)) for token in tokens]
         self.produced = [0] * len(nodes)
+        self.batch_of: dict[str, tuple[int, int]] = {}  # batch id -> (node index, k)
+        self.answers: dict[tuple[int, int], list[str]] = {}  # (node index, k) -> the answers to its tries
         self.uploaders: list[Uploader] = []
         self.retries = 0  # of uploaders stopped meanwhile
         self._stop_producing, self._stop_sending = threading.Event(), threading.Event()
@@ -165,8 +169,18 @@ class Collectors:
                 k = self.produced[n]
                 batch = node_batch(n, start_s=self.base_s + SECONDS * k, gpus=GPUS, seconds=SECONDS)
                 batch["collector"]["hostname"] = node.hostname
+                self.batch_of[batch["batch_id"]] = (n, k)
                 spool.put(batch["batch_id"], wire.batch_encode(batch))
                 self.produced[n] = k + 1
+
+    def _recorded(self, post: Any) -> Any:
+        def recorded(body: bytes, timeout_s: float) -> Any:
+            outcome = post(body, timeout_s)
+            key = self.batch_of.get(json.loads(gzip.decompress(body))["batch_id"], (-1, -1))
+            self.answers.setdefault(key, []).append(f"{outcome.kind} {outcome.status} {outcome.detail[:200]}")
+            return outcome
+
+        return recorded
 
     def stop_producing(self) -> None:
         self._stop_producing.set()
@@ -221,7 +235,8 @@ class Collectors:
             for k in range(produced):
                 rows = (per_gpu[(n, k)], per_serving[(n, k)])
                 if rows not in ((0, 0), (ROWS_PER_BATCH, SERVING_PER_BATCH)):
-                    partial.append(f"node {n} batch {k}: {rows[0]} GPU and {rows[1]} serving rows")
+                    answers = "; ".join(self.answers.get((n, k), ["not sent"]))
+                    partial.append(f"node {n} batch {k}: {rows[0]} GPU and {rows[1]} serving rows (answers: {answers})")
         return partial
 
 
