@@ -44,7 +44,7 @@ test-citus: $(STAMP)
 
 # CI's Citus subset (.ci/run; its section has ~6 minutes, the build of Citus included): the layout and shard
 # tests and a worker killed with kill -9 mid-ingest (tests/citus, ~20 s; the rebalance onto a third worker is
-# slow, ~100 s, and left out), concurrent claiming of the rollup queue by several workers (SKIP LOCKED per node), ingest's
+# slow, ~1-2 min, and left out), concurrent claiming of the rollup queue by several workers (SKIP LOCKED per node), ingest's
 # COPY and re-sent rows, the SQL rollup one GPU per statement, parked hours beside their neighbours, daily
 # partitions of distributed tables, one poisoned tenant beside healthy ones through rollup and ledger, and the
 # ledger's lines; the gunicorn variants (slow) are left out. About a minute here, the cluster's start included,
