@@ -4,7 +4,9 @@
 #
 #   pg_cluster_init NAME      find the programs (PG_BIN), make the folder ($PG_WORK), set the traps
 #   pg_server_start NODE ...  initdb $PG_WORK/NODE, start it on 127.0.0.1 at a free port (-> $PG_PORT);
-#                             further arguments are extra `-c name=value` server settings
+#                             further arguments are extra `-c name=value` server settings. Its settings,
+#                             port included, are also written to its postgresql.conf: after a crash (a test's
+#                             kill -9) `pg_ctl start -D $PG_WORK/NODE` brings it back on the same port
 #   pg_as_server CMD ...      run CMD as the user the servers run as
 #
 # Every started server is stopped and the folder removed on exit, failure or Ctrl-C.
@@ -77,9 +79,8 @@ _pg_free_port() {
 }
 
 pg_server_start() {
-    local node=$1 attempt setting extra=()
+    local node=$1 attempt setting settings options
     shift
-    for setting in "$@"; do extra+=(-o "-c $setting"); done
     pg_as_server "$PG_BIN/initdb" --pgdata="$PG_WORK/$node" --username=postgres --auth=trust \
         --encoding=UTF8 --locale=C --no-sync >"$PG_WORK/$node-initdb.log" 2>&1 \
         || { cat "$PG_WORK/$node-initdb.log" >&2; exit 1; }
@@ -87,15 +88,28 @@ pg_server_start() {
     for attempt in 1 2 3; do
         PG_PORT="$(_pg_free_port)"
         # Durability is not wanted from a cluster that is deleted at the end: no fsync.
+        settings=(listen_addresses=127.0.0.1 "port=$PG_PORT" "unix_socket_directories=$PG_WORK" fsync=off
+            synchronous_commit=off full_page_writes=off max_connections=200 "$@")
+        options=()
+        for setting in "${settings[@]}"; do options+=(-o "-c $setting"); done
         if pg_as_server "$PG_BIN/pg_ctl" --pgdata="$PG_WORK/$node" --log="$PG_WORK/$node.log" --wait --timeout=60 \
-            -o "-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$PG_WORK" \
-            -o "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-            "${extra[@]}" start >/dev/null; then
+            "${options[@]}" start >/dev/null; then
             PG_STARTED="$PG_STARTED $node"
+            _pg_settings_keep "$node" "${settings[@]}"
             return 0
         fi
         [ "$attempt" = 3 ] && { cat "$PG_WORK/$node.log" >&2; exit 1; }
     done
+}
+
+# The settings a server was started with, appended to its postgresql.conf (read at its next start only).
+_pg_settings_keep() {
+    local node=$1 setting
+    shift
+    {
+        echo "# pg-cluster.sh: the settings this server was started with"
+        for setting in "$@"; do echo "${setting%%=*} = '${setting#*=}'"; done
+    } | pg_as_server tee -a "$PG_WORK/$node/postgresql.conf" >/dev/null
 }
 
 # psql against one of the servers (by port) as the superuser, stopping at the first error.

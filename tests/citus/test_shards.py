@@ -42,9 +42,9 @@ def worker_ports() -> set[int]:
         return {port for (port,) in cursor.fetchall()}
 
 
-def node_batch(n: int) -> dict[str, Any]:
-    """A batch of two GPUs and an endpoint whose GPU UUIDs are node ``n``'s own."""
-    batch = make_batch(gpus=2, seconds=10, endpoint=True)
+def node_batch(n: int, **shape: Any) -> dict[str, Any]:
+    """A batch of two GPUs and an endpoint (or ``shape``, make_batch's) whose GPU UUIDs are node ``n``'s own."""
+    batch = make_batch(**{"gpus": 2, "seconds": 10, "endpoint": True, **shape})
     own = {ref["uuid"]: f"GPU-node{n:02d}-{g}" for g, ref in enumerate(batch["gpus"])}
     batch["gpus"] = [{**ref, "uuid": own[ref["uuid"]]} for ref in batch["gpus"]]
     for endpoint in batch["endpoints"]:

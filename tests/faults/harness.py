@@ -42,6 +42,7 @@ from telemetry.collector import wire
 
 from .procs import (
     REPO,
+    CitusCluster,
     PostgresCluster,
     Process,
     children,
@@ -79,6 +80,10 @@ FAULTS = (
     "celery_worker_kill_mid_upload",
     "celery_worker_kill_mid_scenario",
 )
+# The Citus mode (a coordinator and two workers, ``make test-faults-citus``): a worker killed too, after PostgreSQL.
+CITUS_FAULTS = (*FAULTS[: FAULTS.index("postgres_kill") + 1], "citus_worker_kill",
+                *FAULTS[FAULTS.index("postgres_kill") + 1 :])  # fmt: skip
+WORKER_DOWN_S = 2.0  # how long a killed Citus worker stays down
 
 
 @dataclass(frozen=True)
@@ -117,15 +122,17 @@ class Tally:
 
 
 class Harness:
-    def __init__(self, scenario: Scenario, workdir: Path | None = None) -> None:
+    def __init__(self, scenario: Scenario, workdir: Path | None = None, *, citus: bool = False) -> None:
         self.scenario = scenario
+        self.citus = citus
+        self.faults = CITUS_FAULTS if citus else FAULTS
         self.root = workdir or Path(tempfile.mkdtemp(prefix="wattledger-faults-"))
         self.logs = self.root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         now_hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
         self.window_end = now_hour - timedelta(hours=1)
         self.window_start = self.window_end - timedelta(hours=scenario.hours)
-        self.pg = PostgresCluster(self.logs)
+        self.pg: PostgresCluster = CitusCluster(self.logs) if citus else PostgresCluster(self.logs)
         self.redis_port, self.web_port = free_port(), free_port()
         self.redis = redis_process(self.logs, self.redis_port)
         self.env = self._server_env()
@@ -235,11 +242,11 @@ class Harness:
 
     def run_faults(self) -> None:
         """Inject the faults one after another, evenly over the run, ``rounds`` times (then while it lasts)."""
-        spacing = max(4.0, 0.8 * self.scenario.run_s / (self.scenario.rounds * len(FAULTS)))
+        spacing = max(4.0, 0.8 * self.scenario.run_s / (self.scenario.rounds * len(self.faults)))
         index = 0
-        while index < len(FAULTS) or self.elapsed() + spacing < 0.85 * self.scenario.run_s:
+        while index < len(self.faults) or self.elapsed() + spacing < 0.85 * self.scenario.run_s:
             time.sleep(max(0.0, 3.0 + index * spacing - self.elapsed()))
-            fault = FAULTS[index % len(FAULTS)]
+            fault = self.faults[index % len(self.faults)]
             self.tally.add(self._started, fault, getattr(self, fault)())
             index += 1
 
@@ -326,6 +333,13 @@ class Harness:
     def postgres_kill(self) -> str:
         self.pg.crash_and_restart()
         return "kill -9 PostgreSQL (postmaster and backends); restarted (crash recovery)"
+
+    def citus_worker_kill(self) -> str:
+        """kill -9 a Citus worker (in turn) while the collectors send; started again after WORKER_DOWN_S."""
+        assert isinstance(self.pg, CitusCluster)
+        port = self.pg.kill_worker(WORKER_DOWN_S)
+        return (f"kill -9 Citus worker :{port} (postmaster and backends) mid-ingest; started again after "
+                f"{WORKER_DOWN_S:g} s (crash recovery)")  # fmt: skip
 
     def redis_restart(self) -> str:
         self.redis.kill9()

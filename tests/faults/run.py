@@ -1,4 +1,8 @@
-"""Run a fault scenario end to end and judge it: ``python -m tests.faults.run [short|soak] [--keep]``.
+"""Run a fault scenario end to end and judge it: ``python -m tests.faults.run [short|soak] [--keep] [--citus]``.
+
+With ``--citus`` the database is a Citus cluster (a coordinator and two workers) and a worker is
+killed with ``kill -9`` among the faults (``make test-faults-citus``, ``make soak SOAK_CITUS=1``);
+the oracle then also finds no prepared transaction left on a worker after Citus's recovery.
 
 ``make soak`` runs the long scenario (``SOAK_HOURS`` simulated hours, 12 by
 default, at 72 simulated seconds per real second: 10 minutes, every fault three
@@ -17,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from . import oracle
-from .harness import FAULTS, NODES, SHORT, SOAK, Harness, Scenario, clean, run_in_thread
-from .procs import missing_tools
+from .harness import CITUS_FAULTS, DB_NAME, FAULTS, NODES, SHORT, SOAK, Harness, Scenario, clean, run_in_thread
+from .procs import CitusCluster, missing_tools
 
 
 @dataclass
@@ -30,12 +34,15 @@ class Report:
     events: list[Any] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
     kept: bool = False
+    citus: bool = False
 
     def text(self) -> str:
-        lines = [f"fault harness, {self.scenario.name} run: {self.scenario.hours} simulated hours x {len(NODES)} nodes"]
+        on = "a Citus cluster (a coordinator, two workers)" if self.citus else "one PostgreSQL"
+        lines = [f"fault harness, {self.scenario.name} run: {self.scenario.hours} simulated hours x {len(NODES)} nodes"
+                 f" on {on}"]  # fmt: skip
         lines += [f"  {e.at_s:7.1f} s  {e.fault:32} {e.detail}" for e in self.events]
         lines.append("faults injected:")
-        lines += [f"  {name:32} {self.faults.get(name, 0)}" for name in FAULTS]
+        lines += [f"  {name:32} {self.faults.get(name, 0)}" for name in (CITUS_FAULTS if self.citus else FAULTS)]
         lines.append("  counter resets and inference-server restarts: in every simulated collector (every 30 / 45 min)")
         lines.append("figures:")
         lines += [f"  {name:32} {value}" for name, value in self.figures.items()]
@@ -45,9 +52,9 @@ class Report:
         return "\n".join(lines)
 
 
-def run_scenario(scenario: Scenario, workdir: Path | None = None, *, keep: bool = False) -> Report:
-    harness = Harness(scenario, workdir)
-    report = Report(scenario, harness.root)
+def run_scenario(scenario: Scenario, workdir: Path | None = None, *, keep: bool = False, citus: bool = False) -> Report:
+    harness = Harness(scenario, workdir, citus=citus)
+    report = Report(scenario, harness.root, citus=citus)
     try:
         harness.start()
         faults = run_in_thread(harness.run_faults)
@@ -85,6 +92,11 @@ def _judge(harness: Harness, report: Report) -> None:
     if totals["refused_4xx"]:
         report.problems.append(f"{totals['refused_4xx']} batch(es) refused with a 4xx")
     totals["proxy_connections"] = harness.proxy.tally.connections
+    if isinstance(harness.pg, CitusCluster):  # after Citus's recovery, no worker holds a prepared transaction
+        left = harness.pg.prepared_transactions(DB_NAME)
+        totals["prepared_transactions_left"] = sum(left.values())
+        if any(left.values()):
+            report.problems.append(f"prepared transactions left on the workers after recovery: {left}")
     report.figures = totals
 
 
@@ -92,12 +104,13 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.faults.run")
     parser.add_argument("scenario", choices=["short", "soak"], nargs="?", default="soak")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, records, database)")
+    parser.add_argument("--citus", action="store_true", help="on a Citus cluster, a worker killed among the faults")
     args = parser.parse_args(argv)
-    if (why := missing_tools()) is not None:
+    if (why := missing_tools(citus=args.citus)) is not None:
         print(f"cannot run the fault harness: {why}", file=sys.stderr)
         return 2
     started = time.monotonic()
-    report = run_scenario(SHORT if args.scenario == "short" else SOAK, keep=args.keep)
+    report = run_scenario(SHORT if args.scenario == "short" else SOAK, keep=args.keep, citus=args.citus)
     print(report.text())
     print(f"took {time.monotonic() - started:.0f} s")
     return 1 if report.problems else 0
