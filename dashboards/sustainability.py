@@ -25,6 +25,7 @@ from dashboards.common import api_query, dashboard_context, organization_ids, pe
 from reports.display import quality_hour_output
 from reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
 from reports.selectors.sustainability import (
+    BASIS_SUMS,
     REPORT_ANNOTATIONS,
     REPORT_KEYS,
     QualityHour,
@@ -112,7 +113,7 @@ def _parts(ids: list[int], period: Period) -> list[LedgerPart]:
         granularity=period.granularity,
         money=False,
         annotations=REPORT_ANNOTATIONS,
-        extra=_INTENSITY,
+        extra={**_INTENSITY, **BASIS_SUMS},
     )
 
 
