@@ -27,6 +27,7 @@ from reports.metrics import LedgerSums
 from reports.sci import incomplete_reasons
 from reports.selectors import BUCKET, LedgerPart, ledger_parts, parts_sum
 from reports.selectors.sustainability import (
+    BASIS_SUMS,
     REPORT_ANNOTATIONS,
     REPORT_KEYS,
     QualityHour,
@@ -135,7 +136,7 @@ def _parts(ids: list[int], period: Period) -> list[LedgerPart]:
         granularity=period.granularity,
         money=False,
         annotations=REPORT_ANNOTATIONS,
-        extra=_INTENSITY,
+        extra={**_INTENSITY, **BASIS_SUMS},
     )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import DecimalField, ExpressionWrapper, F, Q, Sum
+from django.db.models import Count, DecimalField, ExpressionWrapper, F, Q, Sum
 from django.db.models.functions import Coalesce
 
 from accounting.models import NodeHourLedger
@@ -107,28 +107,38 @@ def scope2_location_g() -> Sum:
 
 
 def basis_by_site(*, organization_id: int, start: datetime, end: datetime, where: Q) -> dict[int, BasisCoverage]:
-    """Per site, the factor basis of the lines ``where`` selects in ``[start, end)``: two queries."""
+    """Per site, the factor basis of the lines ``where`` selects in ``[start, end)``: one query, by site and
+    intensity source (the lifecycle basis' sources), added up per site (exact ``Decimal`` sums)."""
     lines = NodeHourLedger.objects.filter(where, organization_id=organization_id, hour_start__gte=start,
                                           hour_start__lt=end)  # fmt: skip
     upstream = ExpressionWrapper(F("location_co2e_g") - F("location_direct_co2e_g"), output_field=_G)
-    rows = lines.values("site_id").annotate(
+    rows = lines.values("site_id", "location_source").annotate(
         direct_kwh=Sum("facility_kwh", filter=_HAS_DIRECT),
         lifecycle_kwh=Sum("facility_kwh", filter=_LIFECYCLE_ONLY),
         both_kwh=Sum("facility_kwh", filter=_BOTH),
         upstream_g=Sum(upstream, filter=_BOTH),
         direct_only_kwh=Sum("facility_kwh", filter=_HAS_DIRECT & Q(location_basis=DIRECT)),
-    ).order_by("site_id")  # fmt: skip
-    covered = {
-        row["site_id"]: BasisCoverage(
+        lifecycle_lines=Count("id", filter=_LIFECYCLE_ONLY),
+    ).order_by("site_id", "location_source")  # fmt: skip
+    covered: dict[int, BasisCoverage] = {}
+    for row in rows:
+        part = BasisCoverage(
             row["direct_kwh"] or ZERO, row["lifecycle_kwh"] or ZERO, row["both_kwh"] or ZERO,
             row["upstream_g"] or ZERO, row["direct_only_kwh"] or ZERO,
-        )
-        for row in rows
-    }  # fmt: skip
-    sources = lines.filter(_LIFECYCLE_ONLY).values_list("site_id", "location_source").distinct()
-    for site_id, source in sources:
-        covered[site_id].lifecycle_basis_sources.add(source or "unknown")
+        )  # fmt: skip
+        if row["lifecycle_lines"]:
+            part.lifecycle_basis_sources.add(row["location_source"] or "unknown")
+        if row["site_id"] in covered:
+            covered[row["site_id"]].add(part)
+        else:
+            covered[row["site_id"]] = part
+    for coverage in covered.values():  # a zero sum as the single query's ``or ZERO`` gave it
+        for name in _SUMMED_KWH_AND_G:
+            setattr(coverage, name, getattr(coverage, name) or ZERO)
     return covered
+
+
+_SUMMED_KWH_AND_G = ("direct_kwh", "lifecycle_basis_kwh", "category_3_kwh", "category_3_co2e_g", "direct_only_kwh")
 
 
 def stored_basis(*, organization_id: int, start: datetime, end: datetime) -> str | None:
@@ -137,7 +147,11 @@ def stored_basis(*, organization_id: int, start: datetime, end: datetime) -> str
     sums = NodeHourLedger.objects.filter(
         organization_id=organization_id, hour_start__gte=start, hour_start__lt=end, location_co2e_g__isnull=False
     ).aggregate(kwh=Sum("facility_kwh"), direct_kwh=Sum("facility_kwh", filter=Q(location_basis=DIRECT)))
-    located, direct = sums["kwh"] or ZERO, sums["direct_kwh"] or ZERO
+    return basis_of_located(sums["kwh"] or ZERO, sums["direct_kwh"] or ZERO)
+
+
+def basis_of_located(located: Decimal, direct: Decimal) -> str | None:
+    """``stored_basis``' rule: of ``located`` facility kWh with a location figure, ``direct`` on the direct basis."""
     if not located:
         return None
     if not direct:

@@ -21,7 +21,7 @@ from reports.sci import sci_block
 from reports.selectors.sci import requests_answered
 from reports.selectors.sustainability import SustainabilityReport
 from scope2.allocation import ZERO
-from scope2.basis import combined, stored_basis
+from scope2.basis import basis_of_located, combined, stored_basis
 from scope2.exports import scope2_output
 from scope2.inventory_output import inventory
 from scope2.selectors import Scope2Report, scope2_report
@@ -43,9 +43,8 @@ def sustainability_shown(
     scope2_of = scope2_report(organization_id=organization.pk, start=report.start, end=report.end)
     scope2 = scope2_output(scope2_of, organization)
     inventory_shown = inventory(report=scope2_of)
-    return with_sci(with_scope2_location(with_disclosed_market(shown, scope2), scope2_of), report, inventory_shown) | {
-        "inventory": inventory_shown
-    }, scope2
+    located = with_scope2_location(with_disclosed_market(shown, scope2), scope2_of, report)
+    return with_sci(located, report, inventory_shown) | {"inventory": inventory_shown}, scope2
 
 
 def with_sci(shown: dict[str, Any], report: SustainabilityReport, inventory_shown: dict[str, Any]) -> dict[str, Any]:
@@ -61,11 +60,14 @@ def with_sci(shown: dict[str, Any], report: SustainabilityReport, inventory_show
     }
 
 
-def with_scope2_location(shown: dict[str, Any], scope2: Scope2Report) -> dict[str, Any]:
+def with_scope2_location(
+    shown: dict[str, Any], scope2: Scope2Report, report: SustainabilityReport | None = None
+) -> dict[str, Any]:
     """``shown`` with ``location_*`` the Scope 2 boundary's (``scope2.boundary``: rented capacity with power in
     the rent is Scope 3, not Scope 2), and the metered electricity of every node beside it as
     ``operational_location_*`` (what SCI and the per-token figures weigh); each with its factor basis
-    (``scope2.basis``: Scope 2 direct where known, the others the grid source's own figure)."""
+    (``scope2.basis``: Scope 2 direct where known, the others the grid source's own figure). The latter's basis
+    from ``report``'s own sums where it carries them (``located_kwh``), else by a query of the lines."""
     allocations = [site.allocation for site in scope2.sites]
     location_g = sum((a.location_co2e_g for a in allocations), ZERO)
     unknown_kwh = sum((a.location_unknown_kwh for a in allocations), ZERO)
@@ -75,13 +77,17 @@ def with_scope2_location(shown: dict[str, Any], scope2: Scope2Report) -> dict[st
         "location_tco2e": rounded(location_g / 1_000_000, "t") if known else None,
         "location_unknown_facility_kwh": rounded(unknown_kwh, "kwh"),
         "location_basis": combined(scope2.bases.values()).basis,
-        "operational_location_basis": stored_basis(
-            organization_id=scope2.organization_id, start=scope2.start, end=scope2.end
-        ),
+        "operational_location_basis": _operational_basis(scope2, report),
         "operational_location_kgco2e": shown["location_kgco2e"],
         "operational_location_tco2e": shown["location_tco2e"],
         "operational_location_unknown_facility_kwh": shown["location_unknown_facility_kwh"],
     }
+
+
+def _operational_basis(scope2: Scope2Report, report: SustainabilityReport | None) -> str | None:
+    if report is not None and report.located_kwh is not None:
+        return basis_of_located(*report.located_kwh)
+    return stored_basis(organization_id=scope2.organization_id, start=scope2.start, end=scope2.end)
 
 
 def with_disclosed_market(shown: dict[str, Any], scope2: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import BooleanField, Case, Count, Q, Sum, Value, When
+from django.db.models import BooleanField, Case, Count, Max, Q, Sum, Value, When
 
 from accounting.assets import card_in_service_at, host_in_service_at, owned_price_of
 from accounting.hardware import HardwareProfile
@@ -47,13 +47,31 @@ def electricity_line_filters(*, organization_id: int, start: datetime, end: date
 
     One query for the distinct (node, tenure, power in rent) of the period; each is classified by
     ``electricity_scope`` with the node's choice. A scope with no line gets a filter matching none."""
+    return electricity_line_filters_since(organization_id=organization_id, since=start, start=start, end=end)[1]
+
+
+def electricity_line_filters_since(
+    *, organization_id: int, since: datetime, start: datetime, end: datetime
+) -> tuple[dict[ElectricityScope, Q], dict[ElectricityScope, Q]]:
+    """``electricity_line_filters`` of ``[since, end)`` and of ``[start, end)`` (``since <= start``), from one
+    query: the distinct (node, tenure, power in rent) of ``[since, end)``, each marked when it has a line
+    from ``start`` on (those are the later period's)."""
     choices = dict(NodeScope.objects.filter(organization_id=organization_id).values_list("node_id", "electricity"))
     rows = (
-        NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=start, hour_start__lt=end)
+        NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=since, hour_start__lt=end)
         .annotate(power_in_rent=_power_in_rent())
-        .values_list("node_id", "node__tenure", "power_in_rent")
-        .distinct()
+        .values("node_id", "node__tenure", "power_in_rent")
+        .annotate(in_period=Max(Case(When(hour_start__gte=start, then=Value(1)), default=Value(0))))
+        .order_by()
+        .values_list("node_id", "node__tenure", "power_in_rent", "in_period")
     )
+    found = list(rows)
+    since_rows = [(node_id, tenure, in_rent) for node_id, tenure, in_rent, _ in found]
+    period_rows = [(node_id, tenure, in_rent) for node_id, tenure, in_rent, in_period in found if in_period]
+    return _line_filters(since_rows, choices), _line_filters(period_rows, choices)
+
+
+def _line_filters(rows: list[tuple[int, str, bool]], choices: dict[int, str]) -> dict[ElectricityScope, Q]:
     nodes: dict[tuple[ElectricityScope, bool], set[int]] = defaultdict(set)
     for node_id, tenure, in_rent in rows:
         scope = electricity_scope(tenure=tenure, power_in_rent=in_rent, choice=choices.get(node_id, "auto"))

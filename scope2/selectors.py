@@ -25,7 +25,7 @@ from scope2.allocation import (
 from scope2.basis import BasisCoverage, basis_by_site, scope2_location_g
 from scope2.boundary import ElectricityScope
 from scope2.cfe import CfeScore, cfe_annual, cfe_hourly
-from scope2.inventory import electricity_line_filters
+from scope2.inventory import electricity_line_filters_since
 from scope2.models import ContractualInstrument, InstrumentHour, ResidualMixFactor, Scope2Disclosure
 from scope2.quality import Evidence
 from scope2.residual import grid_cfe_share, shipped_residual_mix
@@ -205,7 +205,9 @@ def scope2_report(*, organization_id: int, start: datetime, end: datetime) -> Sc
     whose electricity is Scope 3 (rented with power in the rent) are left out: not the organization's purchased
     electricity, so no instrument of its can cover them."""
     since = year_start(start.year)
-    filters = electricity_line_filters(organization_id=organization_id, start=since, end=end)
+    filters, period_filters = electricity_line_filters_since(
+        organization_id=organization_id, since=since, start=start, end=end
+    )
     hours = _site_hours(organization_id, since, end, filters[ElectricityScope.SCOPE_2])
     instruments = _instruments(organization_id, since, end)
     in_period = {site_id for site_id, rows in hours.items() if any(start <= row.hour_start for row in rows)}
@@ -213,7 +215,6 @@ def scope2_report(*, organization_id: int, start: datetime, end: datetime) -> Sc
                   if any(row.delivery_start < end and start < row.delivery_end for row in rows)}  # fmt: skip
     matching = disclosed_matching(organization_id=organization_id)
     sites = Site.objects.filter(organization_id=organization_id, pk__in=in_period)
-    period_filters = electricity_line_filters(organization_id=organization_id, start=start, end=end)
     return Scope2Report(
         organization_id,
         start,

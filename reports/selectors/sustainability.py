@@ -9,9 +9,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import BooleanField, Count, ExpressionWrapper, Max
+from django.db.models import BooleanField, Count, ExpressionWrapper, Max, Q
 
 from accounting.ledger.units import S_PER_H, ZERO
+from grid.intensity import DIRECT
 from reports.aggregates import LOCATION_UNKNOWN, UNPRICED_WITH_TELEMETRY, amount_sum, ledger_sums_from
 from reports.factors import FactorOrigin, location_factor_source, market_factor_source
 from reports.metrics import GridQuality, LedgerSums, grid_kind
@@ -78,7 +79,9 @@ class SustainabilityReport:
     how its location intensity was known (``grid``), every factor source used, and each zone-hour's
     intensity (``grid_hours``, for the export) and each hour's measured, bridged and missing time
     (``quality_hours``); ``embodied_g_by_model``: embodied carbon (central, g) per GPU model, when the
-    parts it was added from were keyed by model."""
+    parts it was added from were keyed by model; ``located_kwh``: the facility kWh of the lines with a location
+    figure, and of those on the direct basis, when the parts carried ``BASIS_SUMS`` (the basis of the lines'
+    own figures, ``scope2.basis.stored_basis``, without a query of its own)."""
 
     organization_id: int
     start: datetime
@@ -89,12 +92,20 @@ class SustainabilityReport:
     grid_hours: tuple[GridHour, ...] = ()
     quality_hours: tuple[QualityHour, ...] = ()
     embodied_g_by_model: Mapping[str, Decimal] = dataclasses.field(default_factory=dict)
+    located_kwh: tuple[Decimal, Decimal] | None = None
 
 
 # The report's figures are sums over these groups of lines: by the kind of location intensity each
 # line was weighed with (hourly, annual stand-in, none) and by the factor sources used.
 REPORT_KEYS = ("location_unknown", "location_is_fallback", "location_source", "market_source")
 REPORT_ANNOTATIONS = {"location_unknown": ExpressionWrapper(LOCATION_UNKNOWN, output_field=BooleanField())}
+# Summed beside the report's parts (``ledger_parts``' extra): the facility kWh with a location figure, and of
+# those on the direct basis (``SustainabilityReport.located_kwh``).
+_LOCATED = Q(location_co2e_g__isnull=False)
+BASIS_SUMS = {
+    "s_located_kwh": amount_sum("facility_kwh", where=_LOCATED),
+    "s_located_direct_kwh": amount_sum("facility_kwh", where=_LOCATED & Q(location_basis=DIRECT)),
+}
 
 
 def sustainability_report(*, organization_id: int, start: datetime, end: datetime) -> SustainabilityReport:
@@ -111,6 +122,7 @@ def sustainability_report(*, organization_id: int, start: datetime, end: datetim
         keys=(*REPORT_KEYS, "gpu_model"),
         money=False,
         annotations=REPORT_ANNOTATIONS,
+        extra=BASIS_SUMS,
     )
     report = sustainability_report_from(parts, organization_id=organization_id, start=start, end=end)
     grid, quality = zone_hours(organization_id=organization_id, start=start, end=end)
@@ -215,7 +227,18 @@ def sustainability_report_from(
     factors = _factor_uses(parts, "location_source") + _factor_uses(parts, "market_source")
     by_model = parts_sum((p for p in parts if "gpu_model" in p.key), lambda p: p.key["gpu_model"])
     embodied_g = {model: model_sums.totals.embodied_co2e_g.central for model, model_sums in by_model.items()}
-    return SustainabilityReport(organization_id, start, end, sums, grid, factors, embodied_g_by_model=embodied_g)
+    return SustainabilityReport(
+        organization_id, start, end, sums, grid, factors, embodied_g_by_model=embodied_g, located_kwh=_located(parts)
+    )
+
+
+def _located(parts: list[LedgerPart]) -> tuple[Decimal, Decimal] | None:
+    """The parts' ``BASIS_SUMS`` added up (exact ``Decimal`` sums); ``None`` unless every part carries them."""
+    if not all(name in part.extra for part in parts for name in BASIS_SUMS):
+        return None
+    located = sum((part.extra["s_located_kwh"] or ZERO for part in parts), ZERO)
+    direct = sum((part.extra["s_located_direct_kwh"] or ZERO for part in parts), ZERO)
+    return located, direct
 
 
 def _location_kind(part: LedgerPart) -> str:

@@ -25,10 +25,12 @@ from reports.selectors import (
     sustainability_report,
 )
 from reports.selectors.sustainability import (
+    BASIS_SUMS,
     REPORT_ANNOTATIONS,
     REPORT_KEYS,
     sustainability_report_from,
 )
+from scope2.basis import basis_of_located, stored_basis
 from tests.helpers.reports import END, START
 
 pytestmark = pytest.mark.django_db
@@ -129,6 +131,7 @@ def test_the_sustainability_report_from_finer_parts_is_the_apis_report(fleets, o
         granularity=Granularity.DAY,
         money=False,
         annotations=REPORT_ANNOTATIONS,
+        extra=BASIS_SUMS,
     )
 
     from_parts = sustainability_report_from(parts, organization_id=org_a.pk, start=START, end=END)
@@ -137,4 +140,8 @@ def test_the_sustainability_report_from_finer_parts_is_the_apis_report(fleets, o
     # Everything but the per-hour exports (grid, data quality), which the API reads with more queries.
     totals_only = dataclasses.replace(api, grid_hours=(), quality_hours=())
     assert_same([from_parts], [totals_only], lambda r: sustainability_output(r, org_a))
+    # The lines' own basis from the parts' sums, as its own query reads it.
+    assert from_parts.located_kwh is not None and api.located_kwh is not None and api.located_kwh[0] > 0
+    basis = stored_basis(organization_id=org_a.pk, start=START, end=END)
+    assert basis_of_located(*from_parts.located_kwh) == basis_of_located(*api.located_kwh) == basis
     assert [(h.zone, h.facility_kwh) for h in api.grid_hours] == [("US-CAL-CISO", Decimal("3.12"))] * 3

@@ -151,8 +151,11 @@ def test_hours_without_a_direct_factor_stand_on_lifecycle_flagged_and_direct_onl
     fr = annual_intensity("RE", 2026)
     assert fr is not None and fr.basis == "lifecycle" and fr.direct_gco2e_per_kwh is None
     # when
-    inventory = sustainability_a.get("/api/v1/reports/sustainability/", YEAR).json()["inventory"]
-    # then: 0.010 (DE, direct) + RE's annual lifecycle figure (flagged) + 0.012 (GB, direct)
+    report = sustainability_a.get("/api/v1/reports/sustainability/", YEAR).json()
+    inventory = report["inventory"]
+    # then: the lines' own figures are lifecycle (DE, RE) and direct (GB), as SCI weighs them
+    assert report["operational_location_basis"] == "mixed"
+    # and: 0.010 (DE, direct) + RE's annual lifecycle figure (flagged) + 0.012 (GB, direct)
     scope2 = inventory["scope2"]
     assert scope2["location_kgco2e"] == float(Decimal("0.022") + fr.gco2e_per_kwh / 1000)
     assert scope2["location_basis"] == "mixed"
