@@ -64,7 +64,8 @@ class NodeOwned(models.Model):
     """A row keyed by node first, then by its GPU or endpoint (``OWNER``): on Citus, distributed by node.
 
     ``node_id`` is the GPU's or endpoint's node, stored so that every statement on one node's rows names
-    the node (docs/scaling.md, "Citus"); saved without one, it is filled from the owner.
+    the node (docs/scaling.md, "Citus"); saved without one, it is filled from the owner. An update of a
+    stored row leaves the node out (it is the owner's, and Citus refuses to set a distribution column).
     """
 
     OWNER = ""
@@ -75,6 +76,10 @@ class NodeOwned(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         node_ids_fill(type(self), [self])
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [
+                field.name for field in self._meta.concrete_fields if not field.primary_key and field.name != "node"
+            ]
         super().save(*args, **kwargs)
 
 

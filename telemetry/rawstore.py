@@ -32,8 +32,7 @@ from django.db import connection, models, transaction
 from psycopg.types.json import Jsonb
 
 from common.citus import citus_coordinator
-from fleets.models import Gpu
-from telemetry.models import GpuSample, ServingEndpoint, ServingSample
+from telemetry.models import GpuSample, ServingSample
 
 # Every row names its node (the tables' keys lead with it): ingest's rows are one node's.
 GPU_COLUMNS = (
@@ -69,14 +68,12 @@ _JSON_COLUMNS = {"ttft_bucket_counts", "itl_bucket_counts"}
 def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> int:
     """Insert ``rows`` (tuples in ``columns`` order) into the raw table for ``kind``; return how many were new.
 
-    ``ts`` values are aware datetimes; JSON columns hold Python lists (or ``None``). Rows whose
-    ``columns`` lack ``node_id`` (seeding, fixtures) get their GPU's or endpoint's node first (one read).
+    ``ts`` values are aware datetimes; JSON columns hold Python lists (or ``None``); ``columns`` name
+    ``node_id`` (the GPU's or endpoint's node), as the tables' keys lead with it.
     """
     if not rows:
         return 0
     model = _MODELS[kind]
-    if "node_id" not in columns:
-        columns, rows = _with_node(model, columns, rows)
     table, names = model._meta.db_table, ", ".join(f'"{c}"' for c in columns)
     if connection.vendor != "postgresql":
         adapt = connection.ops.adapt_datetimefield_value
@@ -133,16 +130,6 @@ def _values_insert(table: str, names: str, width: int, rows: list[tuple[Any, ...
             cursor.execute(sql, [value for row in chunk for value in row])
             stored += cursor.rowcount
     return stored
-
-
-def _with_node(
-    model: type[models.Model], columns: Sequence[str], rows: list[tuple[Any, ...]]
-) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-    """``columns`` and ``rows`` with ``node_id`` first, each row's from its GPU or endpoint."""
-    owner = columns.index(f"{model.OWNER}_id")  # type: ignore[attr-defined]
-    owners = Gpu if model is GpuSample else ServingEndpoint
-    nodes = dict(owners.objects.filter(pk__in={row[owner] for row in rows}).values_list("pk", "node_id"))
-    return ("node_id", *columns), [(nodes[row[owner]], *row) for row in rows]
 
 
 def _already_stored(error: psycopg.Error) -> bool:
