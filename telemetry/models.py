@@ -34,7 +34,7 @@ class Int4ForeignKey(models.ForeignKey):
         return str(connection.data_types["IntegerField"])
 
 
-class NodeOwnedQuerySet(models.QuerySet[Any]):
+class NodeOwnedManager(models.Manager[Any]):
     """``bulk_create`` fills a row's ``node_id`` from its GPU or endpoint where the caller left it unset.
 
     The product's writers (ingest, the rollup) set it themselves; this serves the rest (seeding, fixtures).
@@ -69,7 +69,7 @@ class NodeOwned(models.Model):
     """
 
     OWNER = ""
-    objects = NodeOwnedQuerySet.as_manager()
+    objects = NodeOwnedManager()
 
     class Meta:
         abstract = True
