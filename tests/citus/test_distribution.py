@@ -1,10 +1,9 @@
-"""The tables are laid out on Citus as docs/scaling.md says: by node, by owner, as reference tables."""
+"""The tables are laid out on Citus as docs/scaling.md says: by node, as reference tables, on the coordinator."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import connection
 
