@@ -42,13 +42,13 @@ test-pg: $(STAMP)
 test-citus: $(STAMP)
 	PYTHON=$(BIN)/python bin/test-citus $(PYTEST_ARGS)
 
-# CI's Citus subset (.ci/run; its section has ~6 minutes, the build of Citus included): the layout and shard
-# tests and a worker killed with kill -9 mid-ingest (tests/citus, ~20 s; the rebalance onto a third worker is
-# slow, ~1-2 min, and left out), concurrent claiming of the rollup queue by several workers (SKIP LOCKED per node), ingest's
-# COPY and re-sent rows, the SQL rollup one GPU per statement, parked hours beside their neighbours, daily
-# partitions of distributed tables, one poisoned tenant beside healthy ones through rollup and ledger, and the
-# ledger's lines; the gunicorn variants (slow) are left out. About a minute here, the cluster's start included,
-# and two more to build Citus the first time.
+# CI's Citus subset (.ci/run; its section has ~6 minutes, the build of Citus included): the layout, shard and
+# result tests and a worker killed with kill -9 mid-ingest (tests/citus; the rebalance onto a third worker is
+# slow, ~1-2 min, and left out), concurrent claiming of the rollup queue by several workers (SKIP LOCKED per
+# node), ingest's rows (multi-row INSERTs on Citus) and re-sent rows, the SQL rollup on a node's shard, parked
+# hours beside their neighbours, daily partitions of distributed tables, one poisoned tenant beside healthy ones
+# through rollup and ledger, and the ledger's lines; the gunicorn variants (slow) are left out. About two
+# minutes here, the cluster's start included, and two more to build Citus the first time.
 CITUS_CI_TESTS ?= tests/citus tests/telemetry/test_rollup_workers.py tests/telemetry/test_ingest_paths.py \
 	tests/telemetry/test_rollup_sql.py tests/telemetry/test_parked_neighbours.py tests/telemetry/test_partitions.py \
 	tests/telemetry/test_isolation.py tests/accounting/test_ledger.py

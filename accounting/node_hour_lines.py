@@ -203,7 +203,10 @@ def _intensity(node: Node, hours: list[datetime]) -> dict[datetime, Any]:
 
 
 def _gpu_usage(gpus: list[Gpu], hours: list[datetime]) -> dict[tuple[int, datetime], GpuHourUsage]:
-    rows = GpuHourUsage.objects.filter(gpu__in=gpus, hour_start__gte=hours[0], hour_start__lte=hours[-1])
+    # The node named (its GPUs' rows lead with it; on Citus, the node's shard).
+    rows = GpuHourUsage.objects.filter(
+        node_id__in={gpu.node_id for gpu in gpus}, gpu__in=gpus, hour_start__gte=hours[0], hour_start__lte=hours[-1]
+    )
     return {(row.gpu_id, row.hour_start): row for row in rows}
 
 
@@ -219,9 +222,9 @@ def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]
     per_hour: dict[datetime, dict[str, Any]] = defaultdict(
         lambda: {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}}
     )
-    rows = EndpointHourUsage.objects.filter(
-        endpoint__node=node, hour_start__gte=hours[0], hour_start__lte=hours[-1]
-    ).values_list("endpoint_id", "hour_start", "prompt_tokens", "generation_tokens", "cached_prompt_tokens")
+    rows = EndpointHourUsage.objects.filter(node=node, hour_start__gte=hours[0], hour_start__lte=hours[-1]).values_list(
+        "endpoint_id", "hour_start", "prompt_tokens", "generation_tokens", "cached_prompt_tokens"
+    )
     for endpoint_id, hour, prompt, generation, cached in rows:
         entry = per_hour[hour]
         entry["prompt"] += prompt

@@ -292,7 +292,7 @@ def copy_table_create(days: set[Any], table: str = COPY_TABLE) -> None:
             f"CREATE TABLE {table} (LIKE telemetry_gpusample INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
             'PARTITION BY RANGE ("ts")'
         )
-        conn.execute(f'ALTER TABLE {table} ADD PRIMARY KEY ("gpu_id", "ts") WITH (fillfactor = 100)')
+        conn.execute(f'ALTER TABLE {table} ADD PRIMARY KEY ("node_id", "gpu_id", "ts") WITH (fillfactor = 100)')
         conn.execute(f'CREATE INDEX {table}_ts_brin ON {table} USING brin ("ts")')
         for day in sorted(days):
             start = datetime(day.year, day.month, day.day, tzinfo=UTC)

@@ -132,6 +132,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
             "o.node_id = ANY(%(nodes)s)",
             params,
             {
+                "node_id": "o.node_id",
                 "gpu_id": "o.id",
                 "hour_start": "h",
                 "energy_j": f"3600 * (70 + 630 * {load})",
@@ -159,6 +160,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
             "o.node_id = ANY(%(nodes)s)",
             params,
             {
+                "node_id": "o.node_id",
                 "endpoint_id": "o.id",
                 "hour_start": "h",
                 "prompt_tokens": f"(2 * 8 * 6000 * 3600 * {load})::bigint",
@@ -273,9 +275,9 @@ def raw_load(nodes: list[Any], end: datetime, hours: int, *, every_s: int) -> in
             GpuEpoch.objects.get_or_create(gpu=gpu, epoch="boot/1")
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO telemetry_gpusample (ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, util_pct, "
-            "mem_util_pct, temp_c) "
-            "SELECT %(start)s::timestamptz + make_interval(secs => s), g.id, e.id, 1e9 + 400 * s, 73728, "
+            "INSERT INTO telemetry_gpusample (node_id, ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, "
+            "util_pct, mem_util_pct, temp_c) "
+            "SELECT g.node_id, %(start)s::timestamptz + make_interval(secs => s), g.id, e.id, 1e9 + 400 * s, 73728, "
             "400, 60, 40, 55 FROM generate_series(0, %(seconds)s - 1, %(every)s) s, fleets_gpu g "
             "JOIN telemetry_gpuepoch e ON e.gpu_id = g.id WHERE g.node_id = ANY(%(nodes)s) "
             "ON CONFLICT DO NOTHING",

@@ -87,9 +87,9 @@ def day_load(day: datetime, nodes: dict[int, list[int]], hours: int, *, reload: 
         cursor.execute(f'DROP TABLE "{name}"')
         cursor.execute(f'CREATE TABLE "{name}" (LIKE telemetry_gpusample INCLUDING DEFAULTS)')
         cursor.execute(
-            f'INSERT INTO "{name}" (ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, util_pct, '
+            f'INSERT INTO "{name}" (node_id, ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, util_pct, '
             "mem_util_pct, temp_c) "
-            "SELECT %s::timestamptz + make_interval(secs => s), g.id, e.id, "
+            "SELECT g.node_id, %s::timestamptz + make_interval(secs => s), g.id, e.id, "
             "round((1e9 + g.id * 1e6 + 400 * s + 6000 * sin(s / 60.0 + g.id))::numeric, 3), "
             "round((77e9 + 1e9 * sin(s / 900.0 + g.id)) / 1048576)::int, "
             "round((400 + 100 * cos(s / 60.0 + g.id))::numeric, 3), "
@@ -100,7 +100,7 @@ def day_load(day: datetime, nodes: dict[int, list[int]], hours: int, *, reload: 
             "WHERE g.id = ANY(%s) ORDER BY s / 10, g.node_id, s, g.id",
             [day, hours * 3600 - 1, gpu_ids],
         )
-        cursor.execute(f'ALTER TABLE "{name}" ADD PRIMARY KEY (gpu_id, ts)')
+        cursor.execute(f'ALTER TABLE "{name}" ADD PRIMARY KEY (node_id, gpu_id, ts)')
         cursor.execute(
             f'ALTER TABLE telemetry_gpusample ATTACH PARTITION "{name}" FOR VALUES FROM (%s) TO (%s)',
             [day, day + timedelta(days=1)],
@@ -177,11 +177,11 @@ def python_path_s(day: datetime, nodes: dict[int, list[int]], node_hours: int) -
     """Seconds of the pure-Python GPU rollup (the SQLite path) for ``node_hours`` node-hours of one node."""
     from telemetry import rollup
 
-    gpu_ids = next(iter(nodes.values()))
+    node_id, gpu_ids = next(iter(nodes.items()))
     hours = [int((day + timedelta(hours=h)).timestamp()) for h in range(node_hours)]
     begun = time.perf_counter()
     for claim in range(0, len(hours), rollup.HOURS_PER_CLAIM):
-        rollup._gpu_usages_python(gpu_ids, hours[claim : claim + rollup.HOURS_PER_CLAIM])
+        rollup._gpu_usages_python(node_id, gpu_ids, hours[claim : claim + rollup.HOURS_PER_CLAIM])
     return time.perf_counter() - begun
 
 

@@ -79,6 +79,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
             "o.node_id = ANY(%(nodes)s)",
             params,
             {
+                "node_id": "o.node_id",
                 "endpoint_id": "o.id",
                 "hour_start": "h",
                 "prompt_tokens": f"2 * {tokens}",

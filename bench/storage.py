@@ -130,6 +130,7 @@ def _load(day: datetime, *, nodes: int, gpus: int, seconds: int) -> int:
                     energy[gpu_id - 1] += power
                     rows.append(
                         (
+                            node + 1,
                             ts,
                             gpu_id,
                             gpu_id,

@@ -137,9 +137,11 @@ def gpu_usage_by_bucket(*, gpus: list[Gpu], start: datetime, end: datetime, gran
 
     A quarter at daily granularity is 90 points per GPU and chart, not 2,160.
     """
+    if not gpus:
+        return []
     index = {gpu.pk: gpu.index for gpu in gpus}
     buckets = (
-        gpu_hour_usage_for_gpus(gpu_ids=index, start=start, end=end)
+        gpu_hour_usage_for_gpus(node_id=gpus[0].node_id, gpu_ids=index, start=start, end=end)
         .annotate(bucket=_TRUNC[granularity]("hour_start", tzinfo=UTC))
         .values("gpu_id", "bucket")
         .annotate(
@@ -385,12 +387,14 @@ def recent_power_by_slot(*, gpus: list[Gpu], now: datetime) -> dict[str, list[tu
     """Per GPU, its raw power over ``[now - RECENT_RAW, now)``, a mean per ``RECENT_SLOT_S`` (slot start, W).
 
     The same few points per GPU at any sample rate: an index range per GPU of the
-    raw table (primary key gpu, ts; today's partition) averaged in SQL, so neither
+    raw table (primary key node, gpu, ts; today's partition) averaged in SQL, so neither
     the rows sent nor the chart grow with the collectors' rate.
     """
     index = {gpu.pk: gpu.index for gpu in gpus}
     # Bounded on both sides: samples stamped ahead of the server's clock would add slots.
-    recent = GpuSample.objects.filter(gpu_id__in=list(index), ts__gte=now - RECENT_RAW, ts__lt=now)
+    recent = GpuSample.objects.filter(
+        node_id__in={gpu.node_id for gpu in gpus}, gpu_id__in=list(index), ts__gte=now - RECENT_RAW, ts__lt=now
+    )
     slots = (
         recent.annotate(slot=_EpochSlot("ts", seconds=RECENT_SLOT_S))
         .values("gpu_id", "slot")

@@ -39,6 +39,7 @@ _SERVING_READINGS = ("prompt_tokens", "generation_tokens", "requests", "cached_p
 
 def stored_steps_check(
     *,
+    node_id: int,
     batch: wire.Batch,
     gpu_samples: dict[str, list[Any]],
     gpu_refs: list[tuple[int, int]],
@@ -47,15 +48,15 @@ def stored_steps_check(
 ) -> None:
     """Raise ``WireError`` (422) where a batch's first reading of a counter is more than its bound above
     the last stored one. ``*_samples``: the columns kept (with ``at``); ``*_refs``: (owner id, epoch id)
-    per entry of ``batch.gpus`` / ``batch.endpoints``."""
+    per entry of ``batch.gpus`` / ``batch.endpoints``, all of node ``node_id``."""
     gpu_what = {gpu_refs[i][0]: f"GPU {ref.uuid}" for i, ref in enumerate(batch.gpus)}
     _owner_check(
-        gpu_samples, "gpu", gpu_refs, GpuSample, "gpu_id", ("energy_j",), "gpu_samples",
+        node_id, gpu_samples, "gpu", gpu_refs, GpuSample, "gpu_id", ("energy_j",), "gpu_samples",
         lambda owner: {"energy_j": wire.ENERGY_BOUND}, gpu_what, settings.TELEMETRY_GPU_MAX_GAP_S,
     )  # fmt: skip
     endpoints = {endpoint_refs[i][0]: ref for i, ref in enumerate(batch.endpoints)}
     _owner_check(
-        serving_samples, "endpoint", endpoint_refs, ServingSample, "endpoint_id", _SERVING_READINGS,
+        node_id, serving_samples, "endpoint", endpoint_refs, ServingSample, "endpoint_id", _SERVING_READINGS,
         "serving_samples", lambda owner: wire.serving_bounds(len(endpoints[owner].gpu_uuids)),
         {owner: f"endpoint {ref.url}" + (f" ({ref.model})" if ref.model else "") for owner, ref in endpoints.items()},
         settings.TELEMETRY_SERVING_MAX_GAP_S,
@@ -63,14 +64,16 @@ def stored_steps_check(
 
 
 def _owner_check(
-    cols: dict[str, list[Any]], ref_column: str, refs: list[tuple[int, int]], model: Any, owner_column: str,
-    names: Sequence[str], where: str, bounds_of: Callable[[int], dict[str, wire.CounterBound]], what: dict[int, str],
-    restart_within_s: float,
+    node_id: int, cols: dict[str, list[Any]], ref_column: str, refs: list[tuple[int, int]], model: Any,
+    owner_column: str, names: Sequence[str], where: str, bounds_of: Callable[[int], dict[str, wire.CounterBound]],
+    what: dict[int, str], restart_within_s: float,
 ) -> None:  # fmt: skip
     firsts = _first_rows(cols, ref_column, refs)
     if not firsts:
         return
-    stored = _stored_before(model, owner_column, names, {owner: cols["at"][row] for owner, row in firsts.items()})
+    stored = _stored_before(
+        model, node_id, owner_column, names, {owner: cols["at"][row] for owner, row in firsts.items()}
+    )
     for owner, row in firsts.items():
         previous = stored.get(owner)
         if previous is None:
@@ -127,21 +130,22 @@ def _reading(name: str, value: Any) -> wire.Reading | None:
 
 
 def _stored_before(
-    model: Any, owner_column: str, names: Sequence[str], firsts: dict[int, datetime]
+    model: Any, node_id: int, owner_column: str, names: Sequence[str], firsts: dict[int, datetime]
 ) -> dict[int, tuple[datetime, int, dict[str, Any]]]:
     """Per owner, its last stored sample before ``firsts[owner]`` within the bridge limit: (ts, epoch id, values).
 
-    One statement: a ``UNION ALL`` of one ``ORDER BY ts DESC LIMIT 1`` per owner, each an index probe.
+    One statement: a ``UNION ALL`` of one ``ORDER BY ts DESC LIMIT 1`` per owner, each an index probe on
+    (node, owner, ts); on Citus the node's shard alone.
     """
     table, columns = model._meta.db_table, ", ".join([owner_column, "ts", "epoch_id", *names])
     bridge = timedelta(seconds=settings.TELEMETRY_MAX_BRIDGE_S)
     one = (
         f'SELECT * FROM (SELECT {columns} FROM "{table}" '  # noqa: S608 - names are the model's own
-        f"WHERE {owner_column} = %s AND ts < %s AND ts >= %s ORDER BY ts DESC LIMIT 1) AS p{{}}"
+        f"WHERE node_id = %s AND {owner_column} = %s AND ts < %s AND ts >= %s ORDER BY ts DESC LIMIT 1) AS p{{}}"
     )
     sql = " UNION ALL ".join(one.format(i) for i in range(len(firsts)))
     adapt = connection.ops.adapt_datetimefield_value
-    params = [value for owner, at in firsts.items() for value in (owner, adapt(at), adapt(at - bridge))]
+    params = [value for owner, at in firsts.items() for value in (node_id, owner, adapt(at), adapt(at - bridge))]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

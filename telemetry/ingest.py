@@ -73,12 +73,12 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
     with transaction.atomic():
         gpu_refs, endpoint_refs = _gpu_refs(node, batch.gpus), _endpoint_refs(node, batch.endpoints)
         stored_steps_check(
-            batch=batch, gpu_samples=gpu_samples, gpu_refs=gpu_refs,
+            node_id=node.pk, batch=batch, gpu_samples=gpu_samples, gpu_refs=gpu_refs,
             serving_samples=serving_samples, endpoint_refs=endpoint_refs,
         )  # fmt: skip
         rows = {
-            "gpu_samples": _gpu_rows(gpu_samples, gpu_refs),
-            "serving_samples": _serving_rows(serving_samples, endpoint_refs),
+            "gpu_samples": _gpu_rows(node.pk, gpu_samples, gpu_refs),
+            "serving_samples": _serving_rows(node.pk, serving_samples, endpoint_refs),
         }
         for kind, columns in (("gpu_samples", GPU_COLUMNS), ("serving_samples", SERVING_COLUMNS)):
             result.stored[kind] = rows_insert(kind=kind, columns=columns, rows=rows[kind])
@@ -259,10 +259,11 @@ def _endpoint_upsert(node: Node, ref: EndpointIdentity, gpu_ids: list[int]) -> S
 # --- rows, built column-wise (C-level ``map``/``zip``: no Python call per sample) ---------------
 
 
-def _gpu_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[tuple[Any, ...]]:
+def _gpu_rows(node_id: int, cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[tuple[Any, ...]]:
     gpu_ids, epoch_ids = [ref[0] for ref in refs], [ref[1] for ref in refs]
     return list(zip(
-        cols["at"], map(gpu_ids.__getitem__, cols["gpu"]), map(epoch_ids.__getitem__, cols["gpu"]),
+        itertools.repeat(node_id, len(cols["at"])), cols["at"], map(gpu_ids.__getitem__, cols["gpu"]),
+        map(epoch_ids.__getitem__, cols["gpu"]),
         cols["energy_j"], map(_mib, cols["mem_used_bytes"]), cols["power_w"], cols["util_pct"],
         cols["mem_util_pct"], cols["temp_c"], strict=True,
     ))  # fmt: skip
@@ -276,10 +277,11 @@ def _mib(value: int | None) -> int | None:
 _HALF_MIB = 1 << 19
 
 
-def _serving_rows(cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[tuple[Any, ...]]:
+def _serving_rows(node_id: int, cols: dict[str, list[Any]], refs: list[tuple[int, int]]) -> list[tuple[Any, ...]]:
     endpoint_ids, epoch_ids = [ref[0] for ref in refs], [ref[1] for ref in refs]
     return list(zip(
-        cols["at"], map(endpoint_ids.__getitem__, cols["endpoint"]), map(epoch_ids.__getitem__, cols["endpoint"]),
+        itertools.repeat(node_id, len(cols["at"])), cols["at"], map(endpoint_ids.__getitem__, cols["endpoint"]),
+        map(epoch_ids.__getitem__, cols["endpoint"]),
         cols["prompt_tokens"], cols["generation_tokens"], cols["requests"], cols["ttft_bucket_counts"],
         cols["ttft_sum_s"], cols["cached_prompt_tokens"], cols["itl_bucket_counts"], cols["itl_sum_s"], strict=True,
     ))  # fmt: skip

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from fleets.models import Gpu, GpuEnded, GpuInstallation
-from telemetry.models import GpuSample, UsageChanged
+from telemetry.models import GpuHourUsage, GpuSample, UsageChanged
 
 HOUR = timedelta(hours=1)
 
@@ -32,7 +32,7 @@ HOUR = timedelta(hours=1)
 def gpu_installations_refresh(*, node_id: int, now: datetime) -> list[GpuInstallation]:
     """Open and end the node's GPU installations as its samples show; return the installations changed."""
     gpus = list(Gpu.objects.filter(node_id=node_id).select_related("node"))
-    last_seen = {gpu.pk: _sample_ts(gpu.pk, newest=True) for gpu in gpus}
+    last_seen = {gpu.pk: _sample_ts(gpu, newest=True) for gpu in gpus}
     changed = [row for gpu in gpus if (row := _opened(gpu, last_seen[gpu.pk], gpus)) is not None]
     open_rows = list(GpuInstallation.objects.filter(gpu__node_id=node_id, ended_at__isnull=True))
     node_newest = max((seen for seen in last_seen.values() if seen is not None), default=None)
@@ -47,9 +47,9 @@ def gpu_installations_refresh(*, node_id: int, now: datetime) -> list[GpuInstall
     return changed
 
 
-def _sample_ts(gpu_id: int, *, newest: bool, after: datetime | None = None) -> datetime | None:
-    """The GPU's newest (or first, or first after ``after``) sample time: one lookup on the (gpu, ts) index."""
-    rows = GpuSample.objects.filter(gpu_id=gpu_id)
+def _sample_ts(gpu: Gpu, *, newest: bool, after: datetime | None = None) -> datetime | None:
+    """The GPU's newest (or first, or first after ``after``) sample time: one lookup on the (node, gpu, ts) key."""
+    rows = GpuSample.objects.filter(node_id=gpu.node_id, gpu_id=gpu.pk)
     if after is not None:
         rows = rows.filter(ts__gt=after)
     return rows.order_by("-ts" if newest else "ts").values_list("ts", flat=True).first()
@@ -63,7 +63,7 @@ def _opened(gpu: Gpu, last_seen: datetime | None, gpus: list[Gpu]) -> GpuInstall
     if latest is None:
         since = _first_installed_at(gpu, gpus)
     elif latest.ended_at is not None and last_seen > latest.ended_at:
-        since = _sample_ts(gpu.pk, newest=False, after=latest.ended_at)
+        since = _sample_ts(gpu, newest=False, after=latest.ended_at)
     else:
         return None
     return GpuInstallation.objects.create(gpu=gpu, installed_at=since or last_seen)
@@ -71,8 +71,8 @@ def _opened(gpu: Gpu, last_seen: datetime | None, gpus: list[Gpu]) -> GpuInstall
 
 def _first_installed_at(gpu: Gpu, gpus: list[Gpu]) -> datetime | None:
     """A GPU's first sample; for one of the node's original cards, the node's commissioning if earlier."""
-    first = _sample_ts(gpu.pk, newest=False)
-    firsts = [ts for other in gpus if (ts := _sample_ts(other.pk, newest=False)) is not None]
+    first = _sample_ts(gpu, newest=False)
+    firsts = [ts for other in gpus if (ts := _sample_ts(other, newest=False)) is not None]
     commissioned = gpu.node.commissioned_at
     gap = timedelta(seconds=settings.TELEMETRY_GPU_MAX_GAP_S)
     if first is None or commissioned is None or first - min(firsts) > gap:
@@ -102,8 +102,9 @@ def _ledger_hours_mark(node_id: int, since: datetime, now: datetime) -> None:
     """Mark the node's hours with usage from the change's hour on: the ledger recomputes them."""
     hour = since.replace(minute=0, second=0, microsecond=0)
     hours = (
-        Gpu.objects.filter(node_id=node_id, hour_usage__hour_start__gte=hour)
-        .values_list("hour_usage__hour_start", flat=True)
+        GpuHourUsage.objects.filter(node_id=node_id, hour_start__gte=hour)
+        .values_list("hour_start", flat=True)
+        .order_by()
         .distinct()
     )
     UsageChanged.objects.bulk_create(

@@ -34,6 +34,55 @@ class Int4ForeignKey(models.ForeignKey):
         return str(connection.data_types["IntegerField"])
 
 
+class NodeOwnedManager(models.Manager[Any]):
+    """``bulk_create`` fills a row's ``node_id`` from its GPU or endpoint where the caller left it unset.
+
+    The product's writers (ingest, the rollup) set it themselves; this serves the rest (seeding, fixtures).
+    """
+
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        objs = list(objs)
+        node_ids_fill(self.model, objs)
+        return super().bulk_create(objs, *args, **kwargs)
+
+
+def node_ids_fill(model: type[models.Model], rows: list[Any]) -> None:
+    """Set ``node_id`` on ``rows`` (of ``model``: one of the tables keyed by node, then GPU or endpoint)
+    where it is unset, from the node of each row's GPU or endpoint: one read."""
+    owner = model.OWNER  # type: ignore[attr-defined]
+    missing = [row for row in rows if row.node_id is None]
+    if not missing:
+        return
+    owners = {getattr(row, f"{owner}_id") for row in missing}
+    table = Gpu if owner == "gpu" else ServingEndpoint
+    nodes = dict(table.objects.filter(pk__in=owners).values_list("pk", "node_id"))
+    for row in missing:
+        row.node_id = nodes.get(getattr(row, f"{owner}_id"))
+
+
+class NodeOwned(models.Model):
+    """A row keyed by node first, then by its GPU or endpoint (``OWNER``): on Citus, distributed by node.
+
+    ``node_id`` is the GPU's or endpoint's node, stored so that every statement on one node's rows names
+    the node (docs/scaling.md, "Citus"); saved without one, it is filled from the owner. An update of a
+    stored row leaves the node out (it is the owner's, and Citus refuses to set a distribution column).
+    """
+
+    OWNER = ""
+    objects = NodeOwnedManager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        node_ids_fill(type(self), [self])
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [
+                field.name for field in self._meta.concrete_fields if not field.primary_key and field.name != "node"
+            ]
+        super().save(*args, **kwargs)
+
+
 class GpuEpoch(models.Model):
     """One life of a GPU's counters (a boot and driver load): a new epoch means the counter restarted."""
 
@@ -92,7 +141,7 @@ class EndpointEpoch(models.Model):
         return f"{self.endpoint_id}@{self.epoch}"
 
 
-class GpuSample(models.Model):
+class GpuSample(NodeOwned):
     """One reading of one GPU. ``None`` means not measured, never zero.
 
     No foreign-key constraints: rows are loaded by COPY at high rate, and the
@@ -101,12 +150,15 @@ class GpuSample(models.Model):
     power, memory in whole MiB, ``smallint`` percentages), in an order that
     leaves no alignment padding (8-byte columns first): bytes per row are paid
     billions of times. On PostgreSQL the table is laid out by migration 0004
-    (``telemetry.migration_ops.RAW_GPU_COLUMNS``): 40 bytes of data per row.
+    (``telemetry.migration_ops.RAW_GPU_COLUMNS``), with the GPU's node (8 bytes, the node tables'
+    key type: Citus colocates tables by columns of one type) added by 0012: 48 bytes of data per row.
     """
 
-    pk = models.CompositePrimaryKey("gpu_id", "ts")
+    OWNER = "gpu"
+    pk = models.CompositePrimaryKey("node_id", "gpu_id", "ts")
     ts = models.DateTimeField()
     energy_j = models.FloatField(null=True, help_text="NVML total-energy counter, cumulative, J")
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
     gpu = Int4ForeignKey(Gpu, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
     epoch = Int4ForeignKey(GpuEpoch, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
     mem_used_mib = models.IntegerField(null=True, help_text="memory used, MiB (the collector's bytes, rounded)")
@@ -119,11 +171,13 @@ class GpuSample(models.Model):
         return f"GPU {self.gpu_id} at {self.ts.isoformat()}"
 
 
-class ServingSample(models.Model):
+class ServingSample(NodeOwned):
     """One scrape of an inference server's cumulative counters and TTFT and inter-token latency histograms."""
 
-    pk = models.CompositePrimaryKey("endpoint_id", "ts")
+    OWNER = "endpoint"
+    pk = models.CompositePrimaryKey("node_id", "endpoint_id", "ts")
     ts = models.DateTimeField()
+    node = models.ForeignKey(Node, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+")
     endpoint = models.ForeignKey(
         ServingEndpoint, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
     )
@@ -213,13 +267,15 @@ class CollectorStatus(models.Model):
         return f"collector of {self.node_id}, last report {self.last_report_at.isoformat()}"
 
 
-class GpuHourUsage(models.Model):
+class GpuHourUsage(NodeOwned):
     """One GPU's usage over one UTC hour, as ``telemetry.energy.gpu_usage_by_hour`` computes it.
 
     A row exists for an hour with at least one sample or observed second; an
     hour without a row had no data at all. Units are in the names (J, s, W, %, degC).
     """
 
+    OWNER = "gpu"
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, db_index=False, related_name="+")
     gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="hour_usage")
     hour_start = models.DateTimeField(help_text="start of the UTC hour")
     energy_j = models.FloatField(help_text="energy_counter_j + energy_integrated_j + energy_bridged_j")
@@ -243,10 +299,12 @@ class GpuHourUsage(models.Model):
     computed_at = models.DateTimeField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["gpu", "hour_start"], name="gpuhourusage_unique_gpu_hour")]
+        constraints = [
+            models.UniqueConstraint(fields=["node", "gpu", "hour_start"], name="gpuhourusage_unique_node_gpu_hour")
+        ]
         indexes = [
-            # Fleet-wide reports and dashboards: every GPU's usage over a period. Per-GPU
-            # and per-node ranges use the unique constraint's (gpu, hour_start) index.
+            # Fleet-wide reports and dashboards: every GPU's usage over a period. Per-node ranges
+            # use the unique constraint's (node, gpu, hour_start) index, per-GPU ones the gpu index.
             models.Index(fields=["hour_start"], name="gpuhourusage_hour"),
         ]
 
@@ -254,7 +312,7 @@ class GpuHourUsage(models.Model):
         return f"GPU {self.gpu_id} {self.hour_start:%Y-%m-%d %H:00}"
 
 
-class EndpointHourUsage(models.Model):
+class EndpointHourUsage(NodeOwned):
     """One serving endpoint's tokens, requests, TTFT and inter-token latency histograms over one UTC hour.
 
     ``ttft_bucket_counts``: the hour's per-bucket (not cumulative) counts, one per
@@ -264,6 +322,8 @@ class EndpointHourUsage(models.Model):
     The LLM model of the row is ``endpoint.model_name``.
     """
 
+    OWNER = "endpoint"
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, db_index=False, related_name="+")
     endpoint = models.ForeignKey(ServingEndpoint, on_delete=models.CASCADE, related_name="hour_usage")
     hour_start = models.DateTimeField(help_text="start of the UTC hour")
     prompt_tokens = models.BigIntegerField()
@@ -286,7 +346,9 @@ class EndpointHourUsage(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["endpoint", "hour_start"], name="endpointhourusage_unique_endpoint_hour")
+            models.UniqueConstraint(
+                fields=["node", "endpoint", "hour_start"], name="endpointhourusage_unique_node_endpoint_hour"
+            )
         ]
         indexes = [
             # Token reports over a period across fleets (cost and CO2e per 1M tokens).

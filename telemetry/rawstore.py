@@ -9,9 +9,15 @@ others. The COPY is there for speed: it costs a fifth of the INSERT's CPU in
 the web worker (psycopg writes COPY rows in C; it dumps array parameters in
 Python) and half of PostgreSQL's. Nothing outlives the transaction, so a
 transaction-pooling PgBouncer is fine. SQLite: ``INSERT ... ON CONFLICT DO
-NOTHING`` row by row (``executemany``). On Citus the ``COPY`` is routed to the
-shards by the coordinator, and a refused one reads as an internal error with the
-shard's unique-violation message (``_already_stored``).
+NOTHING`` row by row (``executemany``).
+
+Citus: the rows go with multi-row ``INSERT ... VALUES ... ON CONFLICT DO NOTHING``
+statements instead. A batch's rows are one node's and the tables are distributed
+by node, so each statement is routed to the node's one shard and the batch commits
+there alone; Citus commits a ``COPY`` or an ``INSERT ... SELECT`` with two-phase
+commit even when it reaches one shard (docs/scaling.md, "Citus"). A refused ``COPY``
+on Citus read as an internal error with the shard's unique-violation message
+(``_already_stored``), for a caller that copies there all the same.
 """
 
 from __future__ import annotations
@@ -25,9 +31,12 @@ import psycopg.errors
 from django.db import connection, models, transaction
 from psycopg.types.json import Jsonb
 
+from common.citus import citus_coordinator
 from telemetry.models import GpuSample, ServingSample
 
+# Every row names its node (the tables' keys lead with it): ingest's rows are one node's.
 GPU_COLUMNS = (
+    "node_id",
     "ts",
     "gpu_id",
     "epoch_id",
@@ -39,6 +48,7 @@ GPU_COLUMNS = (
     "temp_c",
 )
 SERVING_COLUMNS = (
+    "node_id",
     "ts",
     "endpoint_id",
     "epoch_id",
@@ -58,7 +68,8 @@ _JSON_COLUMNS = {"ttft_bucket_counts", "itl_bucket_counts"}
 def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> int:
     """Insert ``rows`` (tuples in ``columns`` order) into the raw table for ``kind``; return how many were new.
 
-    ``ts`` values are aware datetimes; JSON columns hold Python lists (or ``None``).
+    ``ts`` values are aware datetimes; JSON columns hold Python lists (or ``None``); ``columns`` name
+    ``node_id`` (the GPU's or endpoint's node), as the tables' keys lead with it.
     """
     if not rows:
         return 0
@@ -67,10 +78,15 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
     if connection.vendor != "postgresql":
         adapt = connection.ops.adapt_datetimefield_value
         values = ", ".join(["%s"] * len(columns))
+        at = columns.index("ts")
         with connection.cursor() as cursor:
             sql = f'INSERT INTO "{table}" ({names}) VALUES ({values}) ON CONFLICT DO NOTHING'  # noqa: S608
-            cursor.executemany(sql, [(adapt(row[0]), *row[1:]) for row in _json_encoded(columns, rows, _json_text)])
+            cursor.executemany(
+                sql, [(*row[:at], adapt(row[at]), *row[at + 1 :]) for row in _json_encoded(columns, rows, _json_text)]
+            )
             return cursor.rowcount
+    if citus_coordinator(connection):
+        return _values_insert(table, names, len(columns), _json_encoded(columns, rows, _jsonb))
     types = _column_types(model, tuple(columns))
     try:
         # A savepoint (the inner atomic): a refused COPY undoes itself only.
@@ -95,6 +111,25 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
                 sql, [list(column) for column in zip(*_json_encoded(columns, rows, _json_text), strict=True)]
             )
             return len(cursor.fetchall())
+
+
+# PostgreSQL's bound on one statement's parameters.
+_MAX_PARAMETERS = 65535
+
+
+def _values_insert(table: str, names: str, width: int, rows: list[tuple[Any, ...]]) -> int:
+    """Insert ``rows`` with as few multi-row ``INSERT ... VALUES ... ON CONFLICT DO NOTHING`` as the
+    parameters' bound allows; return how many were new (a router statement counts what it stored)."""
+    per_statement = _MAX_PARAMETERS // width
+    row_sql = f"({', '.join(['%s'] * width)})"
+    stored = 0
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), per_statement):
+            chunk = rows[start : start + per_statement]
+            sql = f'INSERT INTO "{table}" ({names}) VALUES {", ".join([row_sql] * len(chunk))} ON CONFLICT DO NOTHING'  # noqa: S608
+            cursor.execute(sql, [value for row in chunk for value in row])
+            stored += cursor.rowcount
+    return stored
 
 
 def _already_stored(error: psycopg.Error) -> bool:

@@ -82,7 +82,7 @@ _SERVING_COLUMNS = (
     "itl_bucket_counts",
     "itl_sum_s",
 )
-_KEY_FIELDS = {"id", "gpu", "endpoint", "hour_start"}
+_KEY_FIELDS = {"id", "node", "gpu", "endpoint", "hour_start"}
 
 
 def _utc(ts_s: float) -> datetime:
@@ -170,8 +170,8 @@ def rollup_node_hours(*, node_id: int, hour_starts: list[datetime]) -> int:
     # rather than by the database mid-transaction; the caller parks the hour.
     columns_fit([*gpu_rows, *endpoint_rows])
     with transaction.atomic():
-        changed = _usage_replace(GpuHourUsage, "gpu", gpu_rows, Q(gpu__node_id=node_id), hours_s)
-        changed |= _usage_replace(EndpointHourUsage, "endpoint", endpoint_rows, Q(endpoint__node_id=node_id), hours_s)
+        changed = _usage_replace(GpuHourUsage, "gpu", gpu_rows, node_id, hours_s)
+        changed |= _usage_replace(EndpointHourUsage, "endpoint", endpoint_rows, node_id, hours_s)
         changed |= node_meter_usage_replace(node_id=node_id, hour_runs=_hour_runs(hours_s), computed_at=computed_at)
         _usage_changed_mark(node_id, changed, computed_at)
         gpu_installations_refresh(node_id=node_id, now=computed_at)
@@ -198,9 +198,9 @@ def _ts_within(windows: list[tuple[float, float]]) -> Q:
 
 @dataclass(frozen=True)
 class _Source:
-    """How to read and compute one kind of owner (GPU or endpoint)."""
+    """How to read and compute one kind of owner (GPU or endpoint) of one node."""
 
-    samples: models.QuerySet[Any]  # the raw table
+    samples: models.QuerySet[Any]  # the raw table's rows of the node (every read names it: its key leads with it)
     columns: tuple[str, ...]  # (owner, ts, ...): what ``point`` takes
     max_gap_s: float
     point: Callable[[tuple[Any, ...]], Any]
@@ -223,10 +223,10 @@ class _Source:
         return rows.values_list(*self.columns).first()
 
 
-def _gpu_source() -> _Source:
+def _gpu_source(node_id: int) -> _Source:
     gap_s = settings.TELEMETRY_GPU_MAX_GAP_S
     return _Source(
-        samples=GpuSample.objects.all(),
+        samples=GpuSample.objects.filter(node_id=node_id),
         columns=_GPU_COLUMNS,
         max_gap_s=gap_s,
         point=_gpu_point,
@@ -248,8 +248,11 @@ def _hours_across_gaps(node_id: int, hours_s: Sequence[int]) -> list[int]:
     """
     extra: set[int] = set()
     kinds = (
-        (_gpu_source(), list(Gpu.objects.filter(node_id=node_id).values_list("id", flat=True))),
-        (_serving_source({}, {}), list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True))),
+        (_gpu_source(node_id), list(Gpu.objects.filter(node_id=node_id).values_list("id", flat=True))),
+        (
+            _serving_source(node_id, {}, {}),
+            list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True)),
+        ),
     )
     for source, owner_ids in kinds:
         for run in _hour_runs(hours_s):
@@ -309,10 +312,13 @@ def _gpu_point(row: tuple[Any, ...]) -> energy.GpuPoint:
 
 def _gpu_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime) -> list[GpuHourUsage]:
     gpu_ids = list(Gpu.objects.filter(node_id=node_id).values_list("id", flat=True))
-    return [_gpu_usage_model(gpu_id, usage, computed_at) for gpu_id, usage in _gpu_usages(gpu_ids, hours_s)]
+    return [
+        _gpu_usage_model(node_id, gpu_id, usage, computed_at)
+        for gpu_id, usage in _gpu_usages(node_id, gpu_ids, hours_s)
+    ]
 
 
-def _gpu_usages(gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, energy.GpuHourUsage]]:
+def _gpu_usages(node_id: int, gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, energy.GpuHourUsage]]:
     """``(gpu, pure usage)`` per hour with data. On PostgreSQL computed in the database, no sample read
     into Python objects (``telemetry.rollup_sql``: columns into numpy, equal to the pure function to the last
     bit); elsewhere by it."""
@@ -320,35 +326,43 @@ def _gpu_usages(gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, e
     if connection.vendor == "postgresql" and gap_s <= rollup_sql.MAX_GAP_S:
         runs = _hour_runs(hours_s)
         usages = rollup_sql.gpu_usage_by_hour_sql(
-            gpu_ids=gpu_ids, hour_runs=runs, max_gap_s=gap_s, max_bridge_s=settings.TELEMETRY_MAX_BRIDGE_S
+            node_id=node_id,
+            gpu_ids=gpu_ids,
+            hour_runs=runs,
+            max_gap_s=gap_s,
+            max_bridge_s=settings.TELEMETRY_MAX_BRIDGE_S,
         )
         if usages is not None:
             return usages
         logger.warning(
             "GPUs %s store a reading that stands for NULL in the SQL rollup; hours computed in Python", gpu_ids
         )
-    return _gpu_usages_python(gpu_ids, hours_s)
+    return _gpu_usages_python(node_id, gpu_ids, hours_s)
 
 
-def _gpu_usages_python(gpu_ids: list[int], hours_s: Sequence[int]) -> list[tuple[int, energy.GpuHourUsage]]:
-    return _owner_usage(_gpu_source(), gpu_ids, hours_s)
+def _gpu_usages_python(
+    node_id: int, gpu_ids: list[int], hours_s: Sequence[int]
+) -> list[tuple[int, energy.GpuHourUsage]]:
+    return _owner_usage(_gpu_source(node_id), gpu_ids, hours_s)
 
 
-def _gpu_usage_model(gpu_id: int, usage: energy.GpuHourUsage, computed_at: datetime) -> GpuHourUsage:
+def _gpu_usage_model(node_id: int, gpu_id: int, usage: energy.GpuHourUsage, computed_at: datetime) -> GpuHourUsage:
     values = {name: getattr(usage, name) for name in _value_fields(GpuHourUsage) if name != "computed_at"}
     values["energy_method"] = usage.energy_method.value
-    return GpuHourUsage(gpu_id=gpu_id, hour_start=_utc(usage.hour_start_s), computed_at=computed_at, **values)
+    return GpuHourUsage(
+        node_id=node_id, gpu_id=gpu_id, hour_start=_utc(usage.hour_start_s), computed_at=computed_at, **values
+    )
 
 
 # Per endpoint epoch: its TTFT and inter-token latency histograms' bounds.
 _EpochBounds = dict[int, tuple[tuple[float, ...], tuple[float, ...]]]
 
 
-def _serving_source(bounds: _EpochBounds, gpus: dict[int, int]) -> _Source:
+def _serving_source(node_id: int, bounds: _EpochBounds, gpus: dict[int, int]) -> _Source:
     """``gpus``: per endpoint, the GPUs it serves from (its counters' bounds scale with them)."""
     gap_s = settings.TELEMETRY_SERVING_MAX_GAP_S
     return _Source(
-        samples=ServingSample.objects.all(),
+        samples=ServingSample.objects.filter(node_id=node_id),
         columns=_SERVING_COLUMNS,
         max_gap_s=gap_s,
         point=lambda row: _serving_point(row, bounds),
@@ -376,8 +390,8 @@ def _endpoint_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: date
         .annotate(gpu_count=Count("gpus"))
         .values_list("pk", "gpu_count")
     )
-    usages = _owner_usage(_serving_source(bounds, gpus), endpoint_ids, hours_s)
-    return [_endpoint_usage_model(endpoint_id, usage, computed_at) for endpoint_id, usage in usages]
+    usages = _owner_usage(_serving_source(node_id, bounds, gpus), endpoint_ids, hours_s)
+    return [_endpoint_usage_model(node_id, endpoint_id, usage, computed_at) for endpoint_id, usage in usages]
 
 
 def _serving_point(row: tuple[Any, ...], bounds: _EpochBounds) -> energy.ServingPoint:
@@ -399,10 +413,11 @@ _HISTOGRAM_COLUMNS = {"ttft_bucket_bounds_s", "ttft_bucket_counts", "itl_bucket_
 
 
 def _endpoint_usage_model(
-    endpoint_id: int, usage: energy.EndpointHourUsage, computed_at: datetime
+    node_id: int, endpoint_id: int, usage: energy.EndpointHourUsage, computed_at: datetime
 ) -> EndpointHourUsage:
     copied = [name for name in _value_fields(EndpointHourUsage) if name not in {*_HISTOGRAM_COLUMNS, "computed_at"}]
     return EndpointHourUsage(
+        node_id=node_id,
         endpoint_id=endpoint_id,
         hour_start=_utc(usage.hour_start_s),
         ttft_bucket_bounds_s=list(usage.ttft.bounds_s) if usage.ttft else [],
@@ -422,17 +437,20 @@ def _value_fields(model: type[models.Model]) -> list[str]:
 
 
 def _usage_replace(
-    model: type[GpuHourUsage | EndpointHourUsage], owner: str, rows: list[Any], of_node: Q, hours_s: Sequence[int]
+    model: type[GpuHourUsage | EndpointHourUsage], owner: str, rows: list[Any], node_id: int, hours_s: Sequence[int]
 ) -> set[datetime]:
-    """Upsert ``rows`` and delete the node's other rows of these hours; return the hours touched."""
+    """Upsert ``rows`` and delete the node's other rows of these hours; return the hours touched.
+
+    Every statement names the node (on Citus: its shard alone)."""
     hour_starts = [_utc(h) for h in hours_s]
     written = {(getattr(row, f"{owner}_id"), row.hour_start) for row in rows}
-    existing = model.objects.filter(of_node, hour_start__in=hour_starts).values_list("pk", f"{owner}_id", "hour_start")
+    of_node = model.objects.filter(node_id=node_id)
+    existing = of_node.filter(hour_start__in=hour_starts).values_list("pk", f"{owner}_id", "hour_start")
     stale = [(pk, hour) for pk, owner_id, hour in existing if (owner_id, hour) not in written]
     if stale:
-        model.objects.filter(pk__in=[pk for pk, _ in stale]).delete()
+        of_node.filter(pk__in=[pk for pk, _ in stale]).delete()
     model.objects.bulk_create(
-        rows, update_conflicts=True, unique_fields=[owner, "hour_start"], update_fields=_value_fields(model)
+        rows, update_conflicts=True, unique_fields=["node", owner, "hour_start"], update_fields=_value_fields(model)
     )
     return {hour for _, hour in written} | {hour for _, hour in stale}
 

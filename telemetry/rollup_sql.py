@@ -29,7 +29,6 @@ of spans that integrate power) are converted by PostgreSQL the same way
 
 from __future__ import annotations
 
-import itertools
 import struct
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -39,7 +38,6 @@ import numpy as np
 import numpy.typing as npt
 from django.db import connection, transaction
 
-from common.citus import citus_coordinator
 from telemetry import energy
 from telemetry.energy.hours import HOUR_S, sample_window_s
 from telemetry.models import GpuSample
@@ -69,9 +67,9 @@ _RECORD_DTYPE = [("ts", ">i8"), *((column, dtype) for column, (_, _, dtype) in _
 _EPOCH_RECORD = _RECORD + " || int4send(epoch_id)"
 _EPOCH_RECORD_DTYPE = [*_RECORD_DTYPE, ("epoch_id", ">i4")]
 # The window's samples, and each GPU's nearest sample either side of it within the bridge limit
-# (the far end of a gap its counter may bridge: two index lookups per GPU). ``lateral_gpu``: ``g.id``;
-# on Citus, where raw samples are sharded by GPU, the statement is for one GPU (``%(gpu_id)s``): Citus
-# routes it to that GPU's shard whole, and cannot split a LATERAL ... LIMIT across shards.
+# (the far end of a gap its counter may bridge: two index lookups per GPU), all of one node: every read
+# names it (the key leads with it), so on Citus, where raw samples are distributed by node, the statement
+# goes to the node's shard whole (a LATERAL ... LIMIT could not be split across shards).
 _SQL = """
 COPY (
     SELECT gpu_id, min(epoch_id), max(epoch_id),
@@ -79,15 +77,17 @@ COPY (
            string_agg({record}, '')
     FROM (
         SELECT * FROM {table}
-        WHERE gpu_id = ANY(%(gpu_ids)s) AND ts >= %(first_ts)s AND ts <= %(last_ts)s
+        WHERE node_id = %(node_id)s AND gpu_id = ANY(%(gpu_ids)s) AND ts >= %(first_ts)s AND ts <= %(last_ts)s
         UNION ALL
         SELECT n.* FROM unnest(%(gpu_ids)s::int[]) AS g (id) CROSS JOIN LATERAL (
-            SELECT * FROM {table} WHERE gpu_id = {lateral_gpu} AND ts < %(first_ts)s AND ts >= %(before_ts)s
+            SELECT * FROM {table} WHERE node_id = %(node_id)s AND gpu_id = g.id
+                AND ts < %(first_ts)s AND ts >= %(before_ts)s
             ORDER BY ts DESC LIMIT 1
         ) AS n
         UNION ALL
         SELECT n.* FROM unnest(%(gpu_ids)s::int[]) AS g (id) CROSS JOIN LATERAL (
-            SELECT * FROM {table} WHERE gpu_id = {lateral_gpu} AND ts > %(last_ts)s AND ts <= %(after_ts)s
+            SELECT * FROM {table} WHERE node_id = %(node_id)s AND gpu_id = g.id
+                AND ts > %(last_ts)s AND ts <= %(after_ts)s
             ORDER BY ts LIMIT 1
         ) AS n
     ) AS samples
@@ -100,13 +100,15 @@ _COPY_ROW = struct.Struct(">hiiiiiiiqi")  # fields; (length, value) of gpu_id, m
 
 def gpu_usage_by_hour_sql(
     *,
+    node_id: int,
     gpu_ids: Sequence[int],
     hour_runs: Sequence[Sequence[int]],
     max_gap_s: float,
     max_bridge_s: float = energy.DEFAULT_MAX_BRIDGE_S,
     busy_above_util_pct: int = 0,
 ) -> list[tuple[int, energy.GpuHourUsage]] | None:
-    """``(gpu id, usage)`` for every requested hour with data, as ``telemetry.rollup`` gets from the pure function.
+    """``(gpu id, usage)`` for every requested hour with data of node ``node_id``'s GPUs ``gpu_ids``, as
+    ``telemetry.rollup`` gets from the pure function.
 
     ``hour_runs``: runs of consecutive hour starts (Unix seconds); each run is
     computed from the samples of its own window (``sample_window_s``) and each
@@ -126,8 +128,8 @@ def gpu_usage_by_hour_sql(
         cursor.execute("SET LOCAL work_mem = '64MB'")
         cursor.execute("SET LOCAL jit = off")
         cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        for run, ids in itertools.product(hour_runs, _statement_gpus(gpu_ids)):
-            columns = _run_columns(cursor, _run_params(run, ids, max_gap_s, max_bridge_s), epochs=False)
+        for run in hour_runs:
+            columns = _run_columns(cursor, _run_params(node_id, run, gpu_ids, max_gap_s, max_bridge_s), epochs=False)
             if columns is None:
                 return None
             usages += gpu_usage_by_hour_columns(
@@ -141,12 +143,9 @@ def gpu_usage_by_hour_sql(
     return sorted(usages, key=lambda pair: (pair[0], pair[1].hour_start_s))
 
 
-def _statement_gpus(gpu_ids: Sequence[int]) -> list[Sequence[int]]:
-    """The GPUs of each statement: all together; on Citus one by one (see ``_SQL``)."""
-    return [[gpu_id] for gpu_id in gpu_ids] if citus_coordinator() else [gpu_ids]
-
-
-def _run_params(run: Sequence[int], gpu_ids: Sequence[int], max_gap_s: float, max_bridge_s: float) -> dict[str, Any]:
+def _run_params(
+    node_id: int, run: Sequence[int], gpu_ids: Sequence[int], max_gap_s: float, max_bridge_s: float
+) -> dict[str, Any]:
     # The bounds the Python path reads with (``rollup._ts_within``, ``_Source.nearest``); the window's
     # float bounds are applied after.
     first_s, last_s = sample_window_s(run, max_gap_s=max_gap_s)
@@ -157,8 +156,8 @@ def _run_params(run: Sequence[int], gpu_ids: Sequence[int], max_gap_s: float, ma
         "last_ts": last_ts,
         "before_ts": first_ts - bridge,
         "after_ts": last_ts + bridge,
+        "node_id": node_id,
         "gpu_ids": list(gpu_ids),
-        "gpu_id": gpu_ids[0],
     }
 
 
@@ -168,7 +167,6 @@ def _run_columns(cursor: Any, params: dict[str, Any], *, epochs: bool) -> GpuCol
         table=f'"{GpuSample._meta.db_table}"',
         nullable=", ".join(_NULL_AS),
         record=_EPOCH_RECORD if epochs else _RECORD,
-        lateral_gpu="%(gpu_id)s" if len(params["gpu_ids"]) == 1 else "g.id",
     )
     with cursor.cursor.copy(sql, params) as copy:
         data = b"".join(copy)

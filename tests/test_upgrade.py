@@ -128,7 +128,15 @@ def test_a_database_seeded_before_the_app_split_keeps_every_row_after_migrate(tm
         t: r for t, r in old["rows"].items() if t not in grown
     }
     assert old["columns"] <= new["columns"]
-    assert old["indexes"] <= new["indexes"]
+    # Keys telemetry 0012 made lead with the node (raw samples' primary keys, by day too; hourly usage's
+    # unique keys): replaced by keys that hold the same rows unique.
+    rekeyed = {"gpuhourusage_unique_gpu_hour", "endpointhourusage_unique_endpoint_hour"}
+    assert {
+        (name, definition)
+        for name, definition in old["indexes"]
+        if name not in rekeyed
+        and not (name.startswith(("telemetry_gpusample", "telemetry_servingsample")) and name.endswith("_pkey"))
+    } <= new["indexes"]
     assert old["permissions"] <= new["permissions"]
     # and: the moved models' content types keep their ids (permissions, admin history) under their new label
     relabelled = {

@@ -13,9 +13,10 @@ extension is present (docs/scaling.md, "Citus"):
   column: here (and only here) their ``id`` keys become ``(node_id, id)``, which still identifies
   one row; the model's unique (node, ...) constraints already lead with the node;
 - the tables keyed by GPU or endpoint (raw GPU and serving samples, hourly GPU and endpoint usage)
-  have no node column yet: distributed by ``gpu_id`` (raw samples and hourly usage each a group
-  of its own: the raw table's ``gpu_id`` is 4 bytes) and by ``endpoint_id`` (raw samples with
-  their hourly usage);
+  had no node column when this ran first: distributed by ``gpu_id`` (raw samples and hourly usage
+  each a group of its own: the raw table's ``gpu_id`` is 4 bytes) and by ``endpoint_id`` (raw
+  samples with their hourly usage). 0026 moves them into the node group, by their ``node_id``
+  (telemetry 0012);
 - everything else (auth, sessions, admin, login throttling, audit, reports' own tables) stays on
   the coordinator; tables with a foreign key to a reference table become Citus local tables.
 

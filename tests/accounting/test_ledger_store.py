@@ -54,7 +54,7 @@ def usage(node, hour=HOUR, *, energies_j=(1_800_000.0, 3_600_000.0), utils=(80.0
     gpus = list(node.gpus.order_by("index"))
     for gpu, energy, util in zip(gpus, energies_j, utils, strict=True):
         GpuHourUsage.objects.update_or_create(
-            gpu=gpu, hour_start=hour,
+            node=node, gpu=gpu, hour_start=hour,
             defaults=dict(
                 energy_j=energy, energy_counter_j=energy, energy_integrated_j=0.0, energy_method="counter",
                 observed_s=3600.0, energy_covered_s=3600.0, busy_s=3600.0, mean_util_pct=util, reset_count=0,
@@ -64,7 +64,7 @@ def usage(node, hour=HOUR, *, energies_j=(1_800_000.0, 3_600_000.0), utils=(80.0
     endpoint, _ = ServingEndpoint.objects.get_or_create(node=node, url="http://127.0.0.1:8000/metrics", kind="vllm")
     endpoint.gpus.set([gpus[0]])  # only the first GPU serves
     EndpointHourUsage.objects.update_or_create(
-        endpoint=endpoint, hour_start=hour,
+        node=node, endpoint=endpoint, hour_start=hour,
         defaults=dict(prompt_tokens=tokens[0], generation_tokens=tokens[1], requests=100, observed_s=3600.0,
                       reset_count=0, computed_at=hour),
     )  # fmt: skip

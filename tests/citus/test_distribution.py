@@ -1,10 +1,13 @@
-"""The tables are laid out on Citus as docs/scaling.md says: by node, by owner, as reference tables."""
+"""The tables are laid out on Citus as docs/scaling.md says: by node, as reference tables, on the coordinator."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
+
+from telemetry.partitions import partition_name, partitions_ensure
 
 NODE_TABLES = [
     "telemetry_rolluppending",
@@ -15,13 +18,11 @@ NODE_TABLES = [
     "telemetry_nodehourusage",
     "accounting_nodehourledger",
     "telemetry_collectorstatus",
+    "telemetry_gpusample",
+    "telemetry_servingsample",
+    "telemetry_gpuhourusage",
+    "telemetry_endpointhourusage",
 ]
-OWNER_TABLES = {
-    "telemetry_gpusample": "gpu_id",
-    "telemetry_gpuhourusage": "gpu_id",
-    "telemetry_servingsample": "endpoint_id",
-    "telemetry_endpointhourusage": "endpoint_id",
-}
 REFERENCE_TABLES = [
     "fleets_organization",
     "fleets_site",
@@ -57,12 +58,29 @@ def test_node_hour_tables_are_distributed_by_node_in_one_colocation_group(db: An
     assert len({group for _, _, group in tables.values()}) == 1
 
 
-def test_gpu_and_serving_tables_are_distributed_by_their_gpu_and_endpoint(db: Any) -> None:
-    tables = layout(list(OWNER_TABLES))
+def test_every_key_of_a_per_node_table_leads_with_the_node(db: Any) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conrelid::regclass::text, conname, (SELECT attname FROM pg_attribute"
+            " WHERE attrelid = conrelid AND attnum = conkey[1]) FROM pg_constraint"
+            " WHERE conrelid::regclass::text = ANY(%s) AND contype IN ('p', 'u')",
+            [NODE_TABLES],
+        )
+        keys = cursor.fetchall()
 
-    assert {table: tables[table][:2] for table in OWNER_TABLES} == {
-        table: ("h", column) for table, column in OWNER_TABLES.items()
-    }
+    assert {table for table, _, _ in keys} == set(NODE_TABLES)
+    assert [(table, name) for table, name, first in keys if first != "node_id"] == []
+
+
+def test_a_new_days_partitions_of_raw_samples_join_the_node_group(db: Any) -> None:
+    # when: the partitions of a day far ahead are made, as ingest and the daily task make them
+    day = datetime(2031, 1, 1, tzinfo=UTC).date()
+    partitions_ensure(days={day})
+
+    # then: they are distributed by node in the one group
+    tables = layout([partition_name(table, day) for table in ("telemetry_gpusample", "telemetry_servingsample")])
+    group = layout(["telemetry_rolluppending"])["telemetry_rolluppending"][2]
+    assert sorted(tables.values()) == [("h", "node_id", group)] * 2
 
 
 def test_fleet_and_input_tables_are_reference_tables(db: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -10,7 +11,6 @@ from django.utils import timezone
 
 from accounting.models import NodeHourLedger
 from accounting.node_hour_lines import ledger_pending_run
-from fleets.models import Gpu
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
 from tests.helpers.batches import make_batch
@@ -36,6 +36,17 @@ def workers_holding(table: str, column: str, values: list[int]) -> set[int]:
     return ports
 
 
+def worker_of(table: str, value: int) -> int:
+    """The port of the worker whose shard of ``table`` takes rows of distribution value ``value``."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
+            " WHERE p.shardid = get_shard_id_for_distribution_column(%s, %s)",
+            [table, value],
+        )
+        return int(cursor.fetchone()[0])
+
+
 def worker_ports() -> set[int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT nodeport FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary'")
@@ -53,28 +64,31 @@ def node_batch(n: int, **shape: Any) -> dict[str, Any]:
 
 
 def test_a_few_nodes_samples_queues_usage_and_ledger_lines_lie_on_both_workers(client: Any) -> None:
-    # given: eight nodes, each reporting one batch of two GPUs and an endpoint
+    # given: eight nodes or more, so that both workers have some (node ids run on from earlier tests; a run
+    # of consecutive ids can hash to one worker), each reporting one batch of two GPUs and an endpoint
     nodes = [NodeFactory(hostname=f"gpu-{n:02d}") for n in range(NODES)]
+    while len({worker_of("telemetry_rolluppending", node.pk) for node in nodes}) < 2:
+        nodes.append(NodeFactory(hostname=f"gpu-{len(nodes):02d}"))
     for n, node in enumerate(nodes):
         response = post(client, node_batch(n), credential_issue(node=node))
         assert response.status_code == 200, response.content
     node_ids, both = [node.pk for node in nodes], worker_ports()
-    gpu_ids = list(Gpu.objects.values_list("pk", flat=True))
     assert len(both) == 2
 
     # then: their samples, statuses and rollup marks are on both workers
-    assert workers_holding("telemetry_gpusample", "gpu_id", gpu_ids) == both
-    for table in ["telemetry_collectorstatus", "telemetry_rolluppending"]:
+    for table in [
+        "telemetry_gpusample", "telemetry_servingsample", "telemetry_collectorstatus", "telemetry_rolluppending"
+    ]:  # fmt: skip
         assert workers_holding(table, "node_id", node_ids) == both, table
 
     # when: their hours are rolled up, then booked
     rollup_pending_run(now=timezone.now())
-    assert workers_holding("telemetry_gpuhourusage", "gpu_id", gpu_ids) == both
-    assert workers_holding("telemetry_usagechanged", "node_id", node_ids) == both
+    for table in ["telemetry_gpuhourusage", "telemetry_endpointhourusage", "telemetry_usagechanged"]:
+        assert workers_holding(table, "node_id", node_ids) == both, table
     ledger_pending_run(now=timezone.now())  # after the usage-changed marks the rollup made
 
     # then: every node has its line, and the lines are on both workers
-    assert NodeHourLedger.objects.filter(node_id__in=node_ids).values("node_id").distinct().count() == NODES
+    assert NodeHourLedger.objects.filter(node_id__in=node_ids).values("node_id").distinct().count() == len(nodes)
     assert workers_holding("accounting_nodehourledger", "node_id", node_ids) == both
 
 
@@ -85,20 +99,19 @@ def two_phase_commits() -> int:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.xfail(
-    strict=True,
-    reason="raw GPU samples are sharded by GPU (they carry no node column yet): a node's batch writes the shards "
-    "of its GPUs and of its node, on both workers; docs/scaling.md, Citus, what is left",
-)
 def test_a_steady_state_batch_commits_on_one_worker(client: Any) -> None:
-    # given: a node that has reported before (its GPUs, epochs and status exist)
+    # given: a node that has reported before (its GPUs, endpoint, epochs, status and day partitions exist)
     node = NodeFactory(hostname="gpu-steady")
     token = credential_issue(node=node)
-    assert post(client, make_batch(gpus=2, seconds=10), token).status_code == 200
+    start_s = float(int(time.time()) - 20)
+    first = post(client, make_batch(gpus=2, seconds=10, start_s=start_s, endpoint=True), token)
+    assert first.status_code == 200, first.content
     before = two_phase_commits()
 
-    # when: its next batch arrives
-    assert post(client, make_batch(gpus=2, seconds=10), token).status_code == 200
+    # when: its next batch arrives, with new GPU and serving samples
+    response = post(client, make_batch(gpus=2, seconds=10, start_s=start_s + 10, endpoint=True), token)
 
-    # then: no transaction spanned two workers
+    # then: it was stored whole, and no transaction spanned two workers
+    assert response.status_code == 200, response.content
+    assert response.json()["stored"] == {"gpu_samples": 20, "serving_samples": 2}
     assert two_phase_commits() == before

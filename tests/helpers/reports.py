@@ -46,7 +46,7 @@ def hour_usage(
     gpus = list(node.gpus.order_by("index"))
     for gpu, energy_j, util in zip(gpus, energies_j, utils, strict=True):
         GpuHourUsage.objects.update_or_create(
-            gpu=gpu, hour_start=hour,
+            node=node, gpu=gpu, hour_start=hour,
             defaults=dict(
                 energy_j=energy_j, energy_counter_j=0.0 if integrated else energy_j,
                 energy_integrated_j=energy_j if integrated else 0.0,
@@ -58,7 +58,7 @@ def hour_usage(
     endpoint.gpus.set(gpus[:serving_gpus])
     bounds, counts = ttft if ttft else ([], None)
     EndpointHourUsage.objects.update_or_create(
-        endpoint=endpoint, hour_start=hour,
+        node=node, endpoint=endpoint, hour_start=hour,
         defaults=dict(
             prompt_tokens=tokens[0], generation_tokens=tokens[1], requests=sum(counts or []), observed_s=3600.0,
             ttft_bucket_bounds_s=bounds, ttft_bucket_counts=counts, reset_count=0, computed_at=hour,

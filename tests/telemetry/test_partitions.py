@@ -20,7 +20,7 @@ postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="pa
 def insert_samples(gpu, *stamps):
     epoch = GpuEpoch.objects.create(gpu=gpu, epoch="e1")
     partitions_ensure(days={ts.date() for ts in stamps})
-    rows = [(ts, gpu.pk, epoch.pk, 1.0, 0, 100.0, 50, 10, 40) for ts in stamps]
+    rows = [(gpu.node_id, ts, gpu.pk, epoch.pk, 1.0, 0, 100.0, 50, 10, 40) for ts in stamps]
     return rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
 
 

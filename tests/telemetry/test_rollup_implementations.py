@@ -23,6 +23,7 @@ pytestmark = [
 
 H = 1_764_396_000  # 2025-11-29T06:00:00Z
 GPUS = (71, 72)
+NODE = 1  # the samples' node (raw tables hold no foreign keys: no node row needed)
 UNIX = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Steps between samples in microseconds: sampling, the max gap's edges, gaps a counter may bridge across hours.
@@ -41,7 +42,7 @@ sample_st = st.tuples(
 
 
 def samples_of(draws: list[tuple]) -> list[tuple]:
-    """Rows for ``rows_insert`` (ts, gpu, epoch, energy, mem MiB, power, util, mem util, temp), per GPU in time."""
+    """Rows for ``rows_insert`` (node, ts, gpu, epoch, energy, mem MiB, power, util, mem util, temp), per GPU."""
     state = {gpu: [(H - 4000) * 10**6, 1, 1e6] for gpu in GPUS}  # ts_us, epoch, counter
     rows = []
     for gpu, step, added, event, missing, util in draws:
@@ -60,7 +61,7 @@ def samples_of(draws: list[tuple]) -> list[tuple]:
         ]
         if missing[0] and util % 5 == 0:
             readings[0] = None  # a counterless stretch integrates power
-        rows.append((ts, gpu, epoch, readings[0], readings[1], readings[2], readings[3], readings[4], 40))
+        rows.append((NODE, ts, gpu, epoch, readings[0], readings[1], readings[2], readings[3], readings[4], 40))
     return rows
 
 
@@ -69,13 +70,15 @@ def samples_of(draws: list[tuple]) -> list[tuple]:
 def test_both_rollup_implementations_give_equal_hours_on_the_same_random_data(draws, first_hour, run_length):
     GpuSample.objects.filter(gpu_id__in=GPUS).delete()
     rows = samples_of(draws)
-    partitions_ensure(days={row[0].date() for row in rows})
+    partitions_ensure(days={row[1].date() for row in rows})
     rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
     hours = [H + (first_hour + i) * 3600 for i in range(run_length)]
 
-    in_sql = outcome(lambda: gpu_usage_by_hour_sql(gpu_ids=list(GPUS), hour_runs=[hours], max_gap_s=30.0))
+    in_sql = outcome(lambda: gpu_usage_by_hour_sql(node_id=NODE, gpu_ids=list(GPUS), hour_runs=[hours], max_gap_s=30.0))
     in_python = outcome(
-        lambda: sorted(rollup._gpu_usages_python(list(GPUS), hours), key=lambda pair: (pair[0], pair[1].hour_start_s))
+        lambda: sorted(
+            rollup._gpu_usages_python(NODE, list(GPUS), hours), key=lambda pair: (pair[0], pair[1].hour_start_s)
+        )
     )
 
     assert in_sql == in_python

@@ -20,6 +20,7 @@ pytestmark = [
 
 H = 1_764_396_000  # 2025-11-29T06:00:00Z
 GAP_S = 30.0
+NODE = 1  # the samples' node (raw tables hold no foreign keys: no node row needed)
 
 
 def awkward_samples(seed: int, gpus: list[int]) -> list[tuple]:
@@ -45,7 +46,7 @@ def awkward_samples(seed: int, gpus: list[int]) -> list[tuple]:
             elif rng.random() < 0.005:
                 energy_j = rng.uniform(0, min(energy_j, 1500 * step))  # a drop without a new epoch
             rows.append((
-                datetime.fromtimestamp(ts, tz=UTC), gpu, epoch,
+                NODE, datetime.fromtimestamp(ts, tz=UTC), gpu, epoch,
                 None if rng.random() < 0.05 else round(energy_j, 3),
                 None if rng.random() < 0.05 else rng.randrange(0, 80 * 1024),  # MiB
                 None if rng.random() < 0.05 else power,
@@ -57,19 +58,19 @@ def awkward_samples(seed: int, gpus: list[int]) -> list[tuple]:
 
 
 def python_usages(gpu_ids: list[int], hours_s: list[int]) -> list[tuple[int, energy.GpuHourUsage]]:
-    return sorted(rollup._gpu_usages_python(gpu_ids, hours_s), key=lambda pair: (pair[0], pair[1].hour_start_s))
+    return sorted(rollup._gpu_usages_python(NODE, gpu_ids, hours_s), key=lambda pair: (pair[0], pair[1].hour_start_s))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_sql_rollup_equals_the_pure_function_to_the_last_bit(seed):
     gpus = [11, 12, 13]
     rows = awkward_samples(seed, gpus)
-    partitions_ensure(days={row[0].date() for row in rows})
+    partitions_ensure(days={row[1].date() for row in rows})
     rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
     # Runs with holes between them, and hours at the window's edges.
     hours = [H - 3600, H, H + 3600, H + 3 * 3600]
 
-    sql = gpu_usage_by_hour_sql(gpu_ids=gpus, hour_runs=rollup._hour_runs(hours), max_gap_s=GAP_S)
+    sql = gpu_usage_by_hour_sql(node_id=NODE, gpu_ids=gpus, hour_runs=rollup._hour_runs(hours), max_gap_s=GAP_S)
 
     expected = python_usages(gpus, hours)
     assert len(expected) >= 9
@@ -78,27 +79,33 @@ def test_sql_rollup_equals_the_pure_function_to_the_last_bit(seed):
 
 def test_sql_rollup_of_a_counterless_gpu_integrates_power_like_the_pure_function():
     rows = [
-        (datetime.fromtimestamp(H + s * 0.7, tz=UTC), 21, 1, None, None, 100.1 + s, 50, 20, 60) for s in range(5000)
+        (NODE, datetime.fromtimestamp(H + s * 0.7, tz=UTC), 21, 1, None, None, 100.1 + s, 50, 20, 60)
+        for s in range(5000)
     ]
-    partitions_ensure(days={row[0].date() for row in rows})
+    partitions_ensure(days={row[1].date() for row in rows})
     rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
 
-    sql = gpu_usage_by_hour_sql(gpu_ids=[21], hour_runs=[[H]], max_gap_s=GAP_S)
+    sql = gpu_usage_by_hour_sql(node_id=NODE, gpu_ids=[21], hour_runs=[[H]], max_gap_s=GAP_S)
 
     assert sql == python_usages([21], [H])
     assert sql[0][1].energy_method == energy.EnergyMethod.INTEGRATED
 
 
 def test_sql_rollup_without_samples_gives_nothing():
-    assert gpu_usage_by_hour_sql(gpu_ids=[31], hour_runs=[[H]], max_gap_s=GAP_S) == []
+    assert gpu_usage_by_hour_sql(node_id=NODE, gpu_ids=[31], hour_runs=[[H]], max_gap_s=GAP_S) == []
 
 
 def test_the_awkward_data_exercises_every_branch():
     rows = awkward_samples(1, [11, 12, 13])
-    partitions_ensure(days={row[0].date() for row in rows})
+    partitions_ensure(days={row[1].date() for row in rows})
     rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
 
-    usages = [u for _, u in gpu_usage_by_hour_sql(gpu_ids=[11, 12, 13], hour_runs=[[H, H + 3600]], max_gap_s=GAP_S)]
+    usages = [
+        u
+        for _, u in gpu_usage_by_hour_sql(
+            node_id=NODE, gpu_ids=[11, 12, 13], hour_runs=[[H, H + 3600]], max_gap_s=GAP_S
+        )
+    ]
 
     assert energy.EnergyMethod.MIXED in {u.energy_method for u in usages}  # counter and integrated power
     assert sum(u.reset_count for u in usages) > 0
@@ -110,14 +117,14 @@ def test_a_gpu_with_one_epoch_in_the_window_and_one_with_several_both_equal_the_
     # GPU 41 keeps its epoch (epochs not fetched per sample); GPU 42's driver reloads mid-hour.
     # (its counter restarts from zero with the new epoch)
     rows = [
-        (datetime.fromtimestamp(H + s, tz=UTC), gpu, 1 if gpu == 41 or s < 1800 else 2,
+        (NODE, datetime.fromtimestamp(H + s, tz=UTC), gpu, 1 if gpu == 41 or s < 1800 else 2,
          300.0 * (s - 1799) if gpu == 42 and s >= 1800 else 1e6 + 300.0 * s, 3, 300.0, 50, 20, 60)
         for gpu in (41, 42) for s in range(3600)
     ]  # fmt: skip
-    partitions_ensure(days={row[0].date() for row in rows})
+    partitions_ensure(days={row[1].date() for row in rows})
     rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
 
-    sql = gpu_usage_by_hour_sql(gpu_ids=[41, 42], hour_runs=[[H]], max_gap_s=GAP_S)
+    sql = gpu_usage_by_hour_sql(node_id=NODE, gpu_ids=[41, 42], hour_runs=[[H]], max_gap_s=GAP_S)
 
     assert sql == python_usages([41, 42], [H])
     assert [usage.reset_count for _, usage in sql] == [0, 1]
@@ -126,12 +133,12 @@ def test_a_gpu_with_one_epoch_in_the_window_and_one_with_several_both_equal_the_
 def test_a_stored_reading_equal_to_a_null_stand_in_leaves_the_hours_to_the_pure_function(caplog):
     # No ingest stores it (utilization is 0..100), but a row written by hand may: -32768 reads as NULL
     # in the records, and the query's count of NULLs gives it away.
-    rows = [(datetime.fromtimestamp(H + s, tz=UTC), 51, 1, 1e6 + s, 3, 300.0, -32768, 20, 60) for s in range(60)]
-    partitions_ensure(days={row[0].date() for row in rows})
+    rows = [(NODE, datetime.fromtimestamp(H + s, tz=UTC), 51, 1, 1e6 + s, 3, 300.0, -32768, 20, 60) for s in range(60)]
+    partitions_ensure(days={row[1].date() for row in rows})
     rows_insert(kind="gpu_samples", columns=GPU_COLUMNS, rows=rows)
 
-    assert gpu_usage_by_hour_sql(gpu_ids=[51], hour_runs=[[H]], max_gap_s=GAP_S) is None
-    usages = rollup._gpu_usages([51], [H])
+    assert gpu_usage_by_hour_sql(node_id=NODE, gpu_ids=[51], hour_runs=[[H]], max_gap_s=GAP_S) is None
+    usages = rollup._gpu_usages(NODE, [51], [H])
 
     assert usages == python_usages([51], [H])
     assert usages[0][1].mean_util_pct == -32768
