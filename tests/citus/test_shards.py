@@ -13,7 +13,7 @@ from accounting.models import NodeHourLedger
 from accounting.node_hour_lines import ledger_pending_run
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
-from tests.helpers.batches import make_batch
+from tests.helpers.batches import make_batch, node_batch
 from tests.helpers.factories import NodeFactory
 from tests.helpers.ingest import post
 
@@ -51,16 +51,6 @@ def worker_ports() -> set[int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT nodeport FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary'")
         return {port for (port,) in cursor.fetchall()}
-
-
-def node_batch(n: int, **shape: Any) -> dict[str, Any]:
-    """A batch of two GPUs and an endpoint (or ``shape``, make_batch's) whose GPU UUIDs are node ``n``'s own."""
-    batch = make_batch(**{"gpus": 2, "seconds": 10, "endpoint": True, **shape})
-    own = {ref["uuid"]: f"GPU-node{n:02d}-{g}" for g, ref in enumerate(batch["gpus"])}
-    batch["gpus"] = [{**ref, "uuid": own[ref["uuid"]]} for ref in batch["gpus"]]
-    for endpoint in batch["endpoints"]:
-        endpoint["gpu_uuids"] = [own[uuid] for uuid in endpoint["gpu_uuids"]]
-    return batch
 
 
 def test_a_few_nodes_samples_queues_usage_and_ledger_lines_lie_on_both_workers(client: Any) -> None:

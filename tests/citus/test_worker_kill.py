@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 
 from fleets.services import credential_issue
-from tests.faults.procs import wait_for
+from tests.helpers import citus_cluster as cluster
 from tests.helpers.factories import NodeFactory
-
-from . import cluster
+from tests.helpers.processes import wait_for
 
 NODES = 6
 

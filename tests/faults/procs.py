@@ -9,7 +9,6 @@ operator would, with environment variables.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pwd
 import shutil
@@ -19,10 +18,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+from tests.helpers.processes import alive, children, signal_all, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 PG_USER = "postgres"
@@ -34,50 +34,12 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout_s: float, every_s: float = 0.1) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(every_s)
-    raise TimeoutError(f"{what}: not ready after {timeout_s:g} s")
-
-
 def port_open(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
             return True
     except OSError:
         return False
-
-
-def children(pid: int) -> list[int]:
-    """Direct children of ``pid`` (from /proc; no psutil needed)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(int(entry.name))
-    return found
-
-
-def signal_all(pids: list[int], signum: int) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signum)
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def pg_bin_dir() -> Path | None:

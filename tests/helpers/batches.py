@@ -77,3 +77,13 @@ def _add_endpoint(batch: dict[str, Any], gpus: int, start_s: float, seconds: int
         serving["requests"].append(10 * t)
         serving["ttft_bucket_counts"].append([0, 0, t, 2 * t, *([10 * t] * 13)])
         serving["ttft_sum_s"].append(0.02 * t)
+
+
+def node_batch(n: int, **shape: Any) -> dict[str, Any]:
+    """A batch of two GPUs and an endpoint (or ``shape``, make_batch's) whose GPU UUIDs are node ``n``'s own."""
+    batch = make_batch(**{"gpus": 2, "seconds": 10, "endpoint": True, **shape})
+    own = {ref["uuid"]: f"GPU-node{n:02d}-{g}" for g, ref in enumerate(batch["gpus"])}
+    batch["gpus"] = [{**ref, "uuid": own[ref["uuid"]]} for ref in batch["gpus"]]
+    for endpoint in batch["endpoints"]:
+        endpoint["gpu_uuids"] = [own[uuid] for uuid in endpoint["gpu_uuids"]]
+    return batch

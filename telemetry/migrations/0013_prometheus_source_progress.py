@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("telemetry", "0011_prometheus_source"),
+        ("telemetry", "0012_node_keys"),
     ]
 
     operations = [

@@ -37,8 +37,8 @@ from telemetry.collector import wire
 from telemetry.collector.spool import Spool
 from telemetry.collector.uploader import Backoff, Uploader, ingest_url, post_batch
 from telemetry.models import GpuSample, ServingSample
-from tests.citus.test_shards import node_batch
-from tests.faults.procs import alive, children, signal_all, wait_for
+from tests.helpers.batches import node_batch
+from tests.helpers.processes import alive, children, signal_all, wait_for
 
 GPUS, SECONDS = 2, 10  # per batch: 2 GPUs x 10 s at 1 Hz, and a serving sample every 5 s
 ROWS_PER_BATCH, SERVING_PER_BATCH = GPUS * SECONDS, SECONDS // 5

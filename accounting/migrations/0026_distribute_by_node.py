@@ -124,7 +124,7 @@ def distribute_by_node(apps, schema_editor) -> None:
 class Migration(migrations.Migration):
     dependencies = [
         ("accounting", "0025_distribute_on_citus"),
-        ("telemetry", "0012_citusnode_node_keys"),
+        ("telemetry", "0012_node_keys"),
     ]
 
     operations = [migrations.RunPython(distribute_by_node, migrations.RunPython.noop, elidable=False)]
