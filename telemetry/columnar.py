@@ -49,9 +49,12 @@ def columnar_cutoff(*, now: datetime, after_days: int | None = None) -> date:
 def columnar_apply(*, now: datetime, after_days: int | None = None) -> dict[str, int]:
     """Convert the raw-sample day partitions before the horizon to columnar; return how many per table.
 
-    ``{}`` where the database is not a Citus coordinator.
+    ``{}`` where the database is not a Citus coordinator, and inside a transaction: Citus runs an
+    extension command or a day's detach, rewrite and attach only in a transaction without earlier
+    parallel work on a distributed table ("cannot run extension command because there was a parallel
+    operation"), so the partition job converts in its own transactions, never inside a caller's.
     """
-    if not citus_coordinator(connection):
+    if not citus_coordinator(connection) or connection.in_atomic_block:
         return {}
     cutoff = columnar_cutoff(now=now, after_days=after_days)
     retention_start = (now - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)).date()

@@ -11,13 +11,15 @@ Python) and half of PostgreSQL's. Nothing outlives the transaction, so a
 transaction-pooling PgBouncer is fine. SQLite: ``INSERT ... ON CONFLICT DO
 NOTHING`` row by row (``executemany``).
 
-Citus: the rows go with multi-row ``INSERT ... VALUES ... ON CONFLICT DO NOTHING``
-statements instead. A batch's rows are one node's and the tables are distributed
-by node, so each statement is routed to the node's one shard and the batch commits
-there alone; Citus commits a ``COPY`` or an ``INSERT ... SELECT`` with two-phase
-commit even when it reaches one shard (docs/scaling.md, "Citus"). A refused ``COPY``
-on Citus read as an internal error with the shard's unique-violation message
-(``_already_stored``), for a caller that copies there all the same.
+Citus: the rows go with multi-row ``INSERT ... VALUES`` statements instead, in a
+savepoint, and a batch that meets stored rows again with ``ON CONFLICT DO NOTHING``.
+A batch's rows are one node's and the tables are distributed by node, so each
+statement is routed to the node's one shard and the batch commits there alone;
+Citus commits a ``COPY`` or an ``INSERT ... SELECT`` with two-phase commit even
+when it reaches one shard (docs/scaling.md, "Citus"). Plain inserts first because
+a day on columnar storage takes them but no ``ON CONFLICT`` ("Columnar
+partitions"). Citus reports a shard's unique violation as an internal error that
+keeps the shard's message (``_already_stored``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 import orjson
 import psycopg.errors
-from django.db import connection, models, transaction
+from django.db import IntegrityError, InternalError, connection, models, transaction
 from psycopg.types.json import Jsonb
 
 from common.citus import citus_coordinator
@@ -86,7 +88,17 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
             )
             return cursor.rowcount
     if citus_coordinator(connection):
-        return _values_insert(table, names, len(columns), _json_encoded(columns, rows, _jsonb))
+        values = _json_encoded(columns, rows, _jsonb)
+        try:
+            # As the COPY below: plain INSERTs in a savepoint first, then ON CONFLICT DO NOTHING only for a
+            # batch that met stored rows. A day on columnar storage takes plain inserts but no ON CONFLICT
+            # (docs/scaling.md, "Columnar partitions"), so a late batch of new samples is stored there too.
+            with transaction.atomic():
+                return _values_insert(table, names, len(columns), values, skip_stored=False)
+        except (IntegrityError, InternalError) as error:  # Django's, from its cursor: psycopg's is the cause
+            if not (isinstance(error.__cause__, psycopg.Error) and _already_stored(error.__cause__)):
+                raise
+            return _values_insert(table, names, len(columns), values, skip_stored=True)
     types = _column_types(model, tuple(columns))
     try:
         # A savepoint (the inner atomic): a refused COPY undoes itself only.
@@ -117,16 +129,18 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
 _MAX_PARAMETERS = 65535
 
 
-def _values_insert(table: str, names: str, width: int, rows: list[tuple[Any, ...]]) -> int:
-    """Insert ``rows`` with as few multi-row ``INSERT ... VALUES ... ON CONFLICT DO NOTHING`` as the
-    parameters' bound allows; return how many were new (a router statement counts what it stored)."""
+def _values_insert(table: str, names: str, width: int, rows: list[tuple[Any, ...]], *, skip_stored: bool) -> int:
+    """Insert ``rows`` with as few multi-row ``INSERT ... VALUES`` as the parameters' bound allows (with
+    ``ON CONFLICT DO NOTHING`` where ``skip_stored``); return how many were new (a router statement counts
+    what it stored)."""
     per_statement = _MAX_PARAMETERS // width
     row_sql = f"({', '.join(['%s'] * width)})"
+    conflict = " ON CONFLICT DO NOTHING" if skip_stored else ""
     stored = 0
     with connection.cursor() as cursor:
         for start in range(0, len(rows), per_statement):
             chunk = rows[start : start + per_statement]
-            sql = f'INSERT INTO "{table}" ({names}) VALUES {", ".join([row_sql] * len(chunk))} ON CONFLICT DO NOTHING'  # noqa: S608
+            sql = f'INSERT INTO "{table}" ({names}) VALUES {", ".join([row_sql] * len(chunk))}{conflict}'  # noqa: S608
             cursor.execute(sql, [value for row in chunk for value in row])
             stored += cursor.rowcount
     return stored

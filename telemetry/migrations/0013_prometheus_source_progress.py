@@ -14,7 +14,14 @@ class Migration(migrations.Migration):
             name="enabled",
             field=models.BooleanField(default=True, help_text="read every minute by the beat task"),
         ),
+        # Added as a plain integer, then given its CHECK (>= 0) by AlterField: Citus refuses a column added
+        # together with a constraint (its constraints need explicit names); AlterField names it.
         migrations.AddField(
+            model_name="prometheussource",
+            name="failures",
+            field=models.IntegerField(default=0, help_text="failed attempts in a row"),
+        ),
+        migrations.AlterField(
             model_name="prometheussource",
             name="failures",
             field=models.PositiveIntegerField(default=0, help_text="failed attempts in a row"),
