@@ -88,17 +88,17 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
             )
             return cursor.rowcount
     if citus_coordinator(connection):
-        values = _json_encoded(columns, rows, _jsonb)
+        encoded = _json_encoded(columns, rows, _jsonb)
         try:
             # As the COPY below: plain INSERTs in a savepoint first, then ON CONFLICT DO NOTHING only for a
             # batch that met stored rows. A day on columnar storage takes plain inserts but no ON CONFLICT
             # (docs/scaling.md, "Columnar partitions"), so a late batch of new samples is stored there too.
             with transaction.atomic():
-                return _values_insert(table, names, len(columns), values, skip_stored=False)
+                return _values_insert(table, names, len(columns), encoded, skip_stored=False)
         except (IntegrityError, InternalError) as error:  # Django's, from its cursor: psycopg's is the cause
             if not (isinstance(error.__cause__, psycopg.Error) and _already_stored(error.__cause__)):
                 raise
-            return _values_insert(table, names, len(columns), values, skip_stored=True)
+            return _values_insert(table, names, len(columns), encoded, skip_stored=True)
     types = _column_types(model, tuple(columns))
     try:
         # A savepoint (the inner atomic): a refused COPY undoes itself only.
