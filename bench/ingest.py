@@ -279,6 +279,7 @@ COPY_COLUMNS = (
     "util_pct",
     "mem_util_pct",
     "temp_c",
+    "node_id",
 )
 
 
@@ -309,11 +310,11 @@ def copy_text(batches: list[dict[str, Any]], ids: dict[str, tuple[int, int]]) ->
         refs = [ids[g["uuid"]] for g in batch["gpus"]]
         c = batch["gpu_samples"]
         for r in range(len(c["ts"])):
-            gpu_id, epoch_id = refs[c["gpu"][r]]
+            gpu_id, epoch_id, node_id = refs[c["gpu"][r]]
             ts = datetime.fromtimestamp(c["ts"][r], tz=UTC).isoformat()
             out.write(
                 f"{ts}\t{gpu_id}\t{epoch_id}\t{c['energy_j'][r]}\t{(c['mem_used_bytes'][r] + 2**19) >> 20}\t"
-                f"{c['power_w'][r]}\t{c['util_pct'][r]}\t{c['mem_util_pct'][r]}\t{c['temp_c'][r]}\n"
+                f"{c['power_w'][r]}\t{c['util_pct'][r]}\t{c['mem_util_pct'][r]}\t{c['temp_c'][r]}\t{node_id}\n"
             )
         if out.tell() > 2**20:
             chunks.append(out.getvalue().encode())
@@ -335,10 +336,10 @@ def copy_load(chunks: list[bytes]) -> float:
         return time.perf_counter() - begun
 
 
-def gpu_ids() -> dict[str, tuple[int, int]]:
+def gpu_ids() -> dict[str, tuple[int, int, int]]:
     from telemetry.models import GpuEpoch
 
-    return {e.gpu.uuid: (e.gpu_id, e.pk) for e in GpuEpoch.objects.select_related("gpu").all()}
+    return {e.gpu.uuid: (e.gpu_id, e.pk, e.gpu.node_id) for e in GpuEpoch.objects.select_related("gpu").all()}
 
 
 # --- the run -----------------------------------------------------------------------------------------
