@@ -462,7 +462,7 @@ def serving_of_other_sources(node: Node, start_s: float, end_s: float, *, ours: 
     mine = epochs.filter(epoch__startswith=ours) if ours else epochs.exclude(epoch__startswith=EPOCH_PREFIX)
     found = (
         ServingSample.objects.filter(
-            endpoint__node=node,
+            node=node,
             ts__gte=datetime.fromtimestamp(start_s, tz=UTC),
             ts__lt=datetime.fromtimestamp(end_s, tz=UTC),
         )
@@ -573,7 +573,7 @@ def _endpoint_state(run: _Run, node: Node, url: str, model: str, base: str, befo
     """The endpoint's state as this source left it in an earlier import, when of the same life (``base``)."""
     last = (
         ServingSample.objects.filter(
-            endpoint__node=node,
+            node=node,
             endpoint__url=url,
             endpoint__model_name=model,
             ts__lt=datetime.fromtimestamp(before, tz=UTC),

@@ -78,8 +78,8 @@ def citus_present(schema_editor) -> bool:
         return cursor.fetchone() is not None
 
 
-def primary_key_with(cursor, table: str, column: str) -> None:
-    """Make ``table``'s primary key hold ``column`` (first), as Citus requires of a distributed table."""
+def primary_key(cursor, table: str) -> tuple[str, list[str]]:
+    """``table``'s primary key: its name and its columns in key order."""
     cursor.execute(
         "SELECT conname, array_agg(a.attname::text ORDER BY k.ord) FROM pg_constraint c"
         " CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)"
@@ -88,6 +88,12 @@ def primary_key_with(cursor, table: str, column: str) -> None:
         [table],
     )
     name, columns = cursor.fetchone()
+    return name, list(columns)
+
+
+def primary_key_with(cursor, table: str, column: str) -> None:
+    """Make ``table``'s primary key hold ``column`` (first), as Citus requires of a distributed table."""
+    name, columns = primary_key(cursor, table)
     if column in columns:
         return
     keys = ", ".join(f'"{c}"' for c in [column, *columns])

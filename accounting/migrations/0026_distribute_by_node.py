@@ -33,18 +33,6 @@ TABLES = [
 ]
 
 
-def _primary_key(cursor, table: str) -> tuple[str, list[str]]:
-    cursor.execute(
-        "SELECT conname, array_agg(a.attname::text ORDER BY k.ord) FROM pg_constraint c"
-        " CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)"
-        " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum"
-        " WHERE c.conrelid = %s::regclass AND c.contype = 'p' GROUP BY conname",
-        [table],
-    )
-    name, columns = cursor.fetchone()
-    return name, list(columns)
-
-
 def _primary_key_set(cursor, table: str, name: str, columns: list[str]) -> None:
     keys = ", ".join(f'"{c}"' for c in columns)
     cursor.execute(f'ALTER TABLE "{table}" DROP CONSTRAINT "{name}"')
@@ -105,7 +93,7 @@ def distribute_by_node(apps, schema_editor) -> None:
             if _distribution_column(cursor, table) == "node_id":
                 continue
             restore += _0025.foreign_keys_dropped(cursor, table)
-            name, columns = _primary_key(cursor, table)
+            name, columns = _0025.primary_key(cursor, table)
             if "id" in columns:  # hourly usage
                 _identity_table_redistribute(cursor, table, name)
                 continue
