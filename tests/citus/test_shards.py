@@ -14,6 +14,7 @@ from accounting.node_hour_lines import ledger_pending_run
 from fleets.services import credential_issue
 from telemetry.rollup import rollup_pending_run
 from tests.helpers.batches import make_batch, node_batch
+from tests.helpers.citus_cluster import worker_of
 from tests.helpers.factories import NodeFactory
 from tests.helpers.ingest import post
 
@@ -34,17 +35,6 @@ def workers_holding(table: str, column: str, values: list[int]) -> set[int]:
                 )
                 ports.add(cursor.fetchone()[0])
     return ports
-
-
-def worker_of(table: str, value: int) -> int:
-    """The port of the worker whose shard of ``table`` takes rows of distribution value ``value``."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
-            " WHERE p.shardid = get_shard_id_for_distribution_column(%s, %s)",
-            [table, value],
-        )
-        return int(cursor.fetchone()[0])
 
 
 def worker_ports() -> set[int]:

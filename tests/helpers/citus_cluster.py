@@ -86,6 +86,24 @@ def start(server: Server) -> None:
     subprocess.run(command, check=True, capture_output=True, timeout=90, user=user)
 
 
+def running(server: Server) -> None:
+    """Start ``server`` again where it is down (a test that killed it and failed before its restart)."""
+    pid_file = server.data_dir / "postmaster.pid"
+    if not pid_file.exists() or not alive(postmaster_pid(server)):
+        start(server)
+
+
+def worker_of(table: str, value: int) -> int:
+    """The port of the worker whose shard of ``table`` takes rows of distribution value ``value``."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n.nodeport FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid)"
+            " WHERE p.shardid = get_shard_id_for_distribution_column(%s, %s)",
+            [table, value],
+        )
+        return int(cursor.fetchone()[0])
+
+
 def on_server(server: Server, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
     """Rows of ``sql`` run straight on one server, in the test database (not through the coordinator)."""
     name = connection.settings_dict["NAME"]
@@ -137,7 +155,7 @@ class Collectors:
         self.batch_of: dict[str, tuple[int, int]] = {}  # batch id -> (node index, k)
         self.answers: dict[tuple[int, int], list[str]] = {}  # (node index, k) -> the answers to its tries
         self.uploaders: list[Uploader] = []
-        self.retries = 0  # of uploaders stopped meanwhile
+        self.refused = 0  # tries answered "retry" or "wait" (a 503 with Retry-After) by uploaders stopped meanwhile
         self._stop_producing, self._stop_sending = threading.Event(), threading.Event()
         self._threads: list[threading.Thread] = []
         self._producer: threading.Thread | None = None
@@ -192,10 +210,12 @@ class Collectors:
         self._stop_sending.set()
         for thread in self._threads:
             thread.join(timeout=60)
-        self.retries += sum(u.stats.retries for u in self.uploaders)
+        self.refused += sum(u.stats.retries + u.stats.waits for u in self.uploaders)
 
     def failures(self) -> int:
-        return self.retries + sum(u.stats.retries for u in self.uploaders)
+        """Tries not acknowledged and to be sent again: errors and timeouts (retry) and the server's 503 with a
+        ``Retry-After`` when the database is unavailable (wait)."""
+        return self.refused + sum(u.stats.retries + u.stats.waits for u in self.uploaders)
 
     def acknowledged(self) -> int:
         return sum(u.stats.acknowledged for u in self.uploaders)
