@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from decimal import Decimal
+
+from django.db.models import prefetch_related_objects
 
 from accounting.hardware import (
     GpuClass,
@@ -58,6 +61,18 @@ def profile_for_gpu(gpu: Gpu, profiles: tuple[HardwareProfile, ...]) -> Hardware
     if asset is not None and asset.profile_key:
         return profile_for_key(asset.profile_key, profiles)
     return profile_for_nvml_name(gpu.name, profiles)
+
+
+def gpu_profiles(gpus: list[Gpu], *, organization_id: int) -> list[tuple[Gpu, HardwareProfile | None]]:
+    """Each GPU with its hardware profile (``profile_for_gpu``), ``None`` for a model no profile matches."""
+    prefetch_related_objects(gpus, "asset")  # an explicit profile on the card's asset wins: one query
+    profiles = hardware_profiles(organization_id=organization_id)
+    return [(gpu, profile_for_gpu(gpu, profiles)) for gpu in gpus]
+
+
+def unknown_gpu_models(pairs: Iterable[tuple[Gpu, HardwareProfile | None]]) -> list[str]:
+    """The GPU model names (as NVML or dcgm-exporter reported them) that no hardware profile matches, sorted."""
+    return sorted({gpu.name for gpu, profile in pairs if profile is None})
 
 
 def gpu_embodied_asset(gpu: Gpu, profile: HardwareProfile | None) -> EmbodiedAsset | None:

@@ -18,16 +18,15 @@ from typing import Any
 
 import plotly.graph_objects as go
 from django.contrib.auth.decorators import login_required
-from django.db.models import Avg, Func, IntegerField, Max, Sum, prefetch_related_objects
+from django.db.models import Avg, Func, IntegerField, Max, Sum
 from django.db.models.functions import TruncDay, TruncHour, TruncMonth
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from accounting.hardware import HardwareProfile
 from accounting.ledger import LedgerTotals
 from accounting.models import NodeHourLedger
-from accounting.profiles import hardware_profiles, profile_for_gpu
+from accounting.profiles import gpu_profiles
 from common.charts import (
     LINE_COLOURS,
     Buckets,
@@ -42,11 +41,11 @@ from fleets.models import Gpu, GpuInstallation, Node
 from grid.hours import floor_hour
 from reports.aggregates import UNPRICED_WITH_TELEMETRY, ledger_sums, ledger_sums_from
 from reports.metrics import grid_kind
+from reports.node_status_api import node_status_data, node_statuses, nodes_with_gpu_profiles
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile
 from telemetry.models import GpuSample
 from telemetry.prometheus_sync import node_sources, organization_sources
 from telemetry.selectors import endpoint_hour_usage_for_node, gpu_hour_usage_for_gpus, node_gaps
-from telemetry.status_api import node_status_data, node_statuses
 
 RECENT_RAW = timedelta(minutes=10)
 RECENT_SLOT_S = 10  # the recent view's resolution: 60 points per GPU at 0.1 Hz and up, whatever the rate
@@ -64,7 +63,10 @@ def nodes_page(request: HttpRequest) -> HttpResponse:
     nodes = node_statuses(user=request.user).filter(fleet__organization=organization)
     totals = _ledger_totals_by_node(organization, period.start, period.end)
     now = timezone.now()
-    rows = [{**node_status_data(node, now=now), "totals": totals.get(node.pk, _NO_TOTALS)} for node in nodes]
+    rows = [
+        {**node_status_data(node, now=now, profiles=pairs), "totals": totals.get(node.pk, _NO_TOTALS)}
+        for node, pairs in nodes_with_gpu_profiles(list(nodes))
+    ]
     sources = organization_sources(organization.pk) if organization else []
     return render(
         request,
@@ -93,6 +95,7 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
     period, now = context["period"], timezone.now()
     buckets = Buckets(period.granularity, period.start, period.end, now=now)
     gpus = list(node.gpus.all())  # prefetched, by index
+    profiles = gpu_profiles(gpus, organization_id=node.fleet.organization_id)
     usage = gpu_usage_by_bucket(gpus=gpus, start=period.start, end=period.end, granularity=period.granularity)
     serving = serving_by_bucket(node_id=node.pk, start=period.start, end=period.end, granularity=period.granularity)
     models = serving_by_model(serving)
@@ -107,9 +110,9 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             **context,
             "section": "nodes",
             "node": node,
-            "status": node_status_data(node, now=now),
+            "status": node_status_data(node, now=now, profiles=profiles),
             "prometheus_sources": node_sources(node),
-            "gpu_profiles": _gpu_profiles(node, gpus),
+            "gpu_profiles": profiles,
             # What an engineer checks first (power, utilization, tokens/s, TTFT), then the rest.
             "lead_charts": [gpu_charts["power"], gpu_charts["util"], *serving_charts],
             "charts": [recent, gpu_charts["energy"], gpu_charts["memory"], gpu_charts["temp"]],
@@ -123,13 +126,6 @@ def node_page(request: HttpRequest, node_id: int) -> HttpResponse:
             ).count(),
         },
     )
-
-
-def _gpu_profiles(node: Node, gpus: list[Gpu]) -> list[tuple[Gpu, HardwareProfile | None]]:
-    """Each GPU with its hardware profile, ``None`` for a model no profile matches (shown as unknown)."""
-    prefetch_related_objects(gpus, "asset")  # an explicit profile on the card's asset wins: one query
-    profiles = hardware_profiles(organization_id=node.fleet.organization_id)
-    return [(gpu, profile_for_gpu(gpu, profiles)) for gpu in gpus]
 
 
 def gpu_usage_by_bucket(*, gpus: list[Gpu], start: datetime, end: datetime, granularity: str) -> list[dict[str, Any]]:

@@ -1,10 +1,8 @@
 from django.urls import path
 
 from telemetry.api import IngestView
-from telemetry.status_api import NodeStatusDetailView, NodeStatusListView
 
 urlpatterns = [
     path("ingest/", IngestView.as_view(), name="ingest"),
-    path("nodes/", NodeStatusListView.as_view(), name="node-status-list"),
-    path("nodes/<int:node_id>/", NodeStatusDetailView.as_view(), name="node-status-detail"),
+    # nodes/ (collector health with each GPU's hardware profile) is routed by reports.urls: it reads accounting's.
 ]

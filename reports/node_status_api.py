@@ -1,7 +1,9 @@
 """Collector health per node, for engineers: ``GET /api/v1/nodes/`` and ``GET /api/v1/nodes/<id>/``.
 
 Freshness and losses come from what each collector last reported
-(``CollectorStatus``); gaps come from hourly usage, never from raw samples.
+(``CollectorStatus``); gaps come from hourly usage, never from raw samples; each GPU's hardware
+profile from ``accounting.profiles`` (the rule the ledger prices and weighs it by), so a model no
+profile matches is named in the node's status.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounting.hardware import HardwareProfile
+from accounting.profiles import gpu_profiles, unknown_gpu_models
 from common.stages import NodeHourStage
 from fleets.models import Gpu, Node
 from fleets.selectors import nodes_for_user
@@ -43,8 +47,11 @@ def node_statuses(*, user: Any) -> QuerySet[Node]:
 class GpuOut(serializers.Serializer):
     uuid = serializers.CharField()
     index = serializers.IntegerField()
-    name = serializers.CharField()
+    name = serializers.CharField(help_text="the model name NVML or dcgm-exporter reported")
     energy_counter_supported = serializers.BooleanField(allow_null=True)
+    hardware_profile = serializers.CharField(
+        allow_null=True, help_text="the hardware profile's key; null: an unknown model (no embodied figure)"
+    )
 
 
 class ParkedHourOut(serializers.Serializer):
@@ -69,6 +76,11 @@ class NodeStatusOut(serializers.Serializer):
     spool_bytes = serializers.IntegerField()
     collector_version = serializers.CharField()
     gpus = GpuOut(many=True)
+    unknown_gpu_models = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="GPU model names no hardware profile matches: no embodied carbon for them until a profile "
+        "(or the card's asset) names one",
+    )
     parked_hours = ParkedHourOut(
         many=True, help_text="hours whose rollup or ledger failed: left aside with the error, retried with backoff"
     )
@@ -86,7 +98,13 @@ class NodeDetailOut(NodeStatusOut):
     gaps_last_24h = GapOut(many=True)
 
 
-def node_status_data(node: Node, *, now: Any) -> dict[str, Any]:
+def node_status_data(
+    node: Node, *, now: Any, profiles: list[tuple[Gpu, HardwareProfile | None]] | None = None
+) -> dict[str, Any]:
+    """The node's status; ``profiles``: its GPUs with their hardware profiles (``gpu_profiles``), read here
+    where not given."""
+    if profiles is None:
+        profiles = gpu_profiles(list(node.gpus.all()), organization_id=node.fleet.organization_id)
     status: CollectorStatus | None = getattr(node, "collector_status", None)
     newest = status.newest_sample_at if status else None
     return {
@@ -101,16 +119,38 @@ def node_status_data(node: Node, *, now: Any) -> dict[str, Any]:
         "dropped_batches": status.dropped_batches if status else 0,
         "spool_bytes": status.spool_bytes if status else 0,
         "collector_version": status.collector_version if status else "",
-        "gpus": list(node.gpus.all()),
+        "gpus": [_gpu_data(gpu, profile) for gpu, profile in profiles],
+        "unknown_gpu_models": unknown_gpu_models(profiles),
         "parked_hours": list(node.parked_hours.all()),
     }
+
+
+def _gpu_data(gpu: Gpu, profile: HardwareProfile | None) -> dict[str, Any]:
+    return {
+        "uuid": gpu.uuid, "index": gpu.index, "name": gpu.name,
+        "energy_counter_supported": gpu.energy_counter_supported, "hardware_profile": profile and profile.key,
+    }  # fmt: skip
+
+
+def nodes_with_gpu_profiles(nodes: list[Node]) -> list[tuple[Node, list[tuple[Gpu, HardwareProfile | None]]]]:
+    """Each node with its GPUs' hardware profiles: the profiles read once per organization."""
+    by_organization: dict[int, list[Node]] = {}
+    for node in nodes:
+        by_organization.setdefault(node.fleet.organization_id, []).append(node)
+    paired: dict[int, list[tuple[Gpu, HardwareProfile | None]]] = {}
+    for organization_id, own in by_organization.items():
+        gpus = [gpu for node in own for gpu in node.gpus.all()]
+        for gpu, profile in gpu_profiles(gpus, organization_id=organization_id):
+            paired.setdefault(gpu.node_id, []).append((gpu, profile))
+    return [(node, paired.get(node.pk, [])) for node in nodes]
 
 
 class NodeStatusListView(APIView):
     @extend_schema(operation_id="nodes_status_list", responses=NodeStatusOut(many=True))
     def get(self, request: Request) -> Response:
         now = timezone.now()
-        rows = [node_status_data(node, now=now) for node in node_statuses(user=request.user)]
+        nodes = list(node_statuses(user=request.user))
+        rows = [node_status_data(node, now=now, profiles=pairs) for node, pairs in nodes_with_gpu_profiles(nodes)]
         return Response(NodeStatusOut(rows, many=True).data)
 
 
