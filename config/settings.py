@@ -129,9 +129,14 @@ if "sqlite" in str(DATABASES["default"]["ENGINE"]):
 # Fail fast on PostgreSQL: the server cancels a statement past the timeout (0: none), and TCP
 # keepalives find a server or network that vanished without closing the connection (~60 s).
 DATABASE_STATEMENT_TIMEOUT_S = env_int("DATABASE_STATEMENT_TIMEOUT_S", 30, minimum=0)
+# Memory a sort or hash of one query step may take before it spills to disk (PostgreSQL's work_mem; 0: the
+# server's own, 4 MB by default). The reports group 100k+ endpoint-hours and ledger lines: at 4 MB the
+# comparison by load sorts them on disk (bench/README.md).
+DATABASE_WORK_MEM_MB = env_int("DATABASE_WORK_MEM_MB", 32, minimum=0)
 if "postgresql" in str(DATABASES["default"]["ENGINE"]):
+    work_mem = f" -c work_mem={DATABASE_WORK_MEM_MB}MB" if DATABASE_WORK_MEM_MB else ""
     DATABASES["default"]["OPTIONS"] = {
-        "options": f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_S * 1000}",
+        "options": f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_S * 1000}{work_mem}",
         **{"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3},
         **DATABASES["default"]["OPTIONS"],  # type: ignore[dict-item]
     }
