@@ -30,5 +30,6 @@ class PrometheusSourceAdmin(AuditedAdmin, FixedOrganizationAdmin):
     ]  # fmt: skip
     audit_subject = "prometheus_source"
     audit_fields = (
-        "organization", "name", "url", "basic_username", "host_label", "selector", "scrape_interval_s", "enabled",
+        "organization", "name", "url", "basic_username", "host_label", "selector", "serving_selector",
+        "scrape_interval_s", "enabled",
     )  # fmt: skip

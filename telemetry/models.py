@@ -422,7 +422,8 @@ class PrometheusSource(models.Model):
     ``bearer_token`` and ``basic_password`` are secrets, stored as given: whoever can read this row (the
     organization's admins, the database) can read the Prometheus. ``host_label`` names the label that carries
     a series' host (dcgm-exporter's ``Hostname``; ``hostname`` is accepted too), matched to the organization's
-    node hostnames; ``selector`` is extra PromQL label matchers for the DCGM series (``job="dcgm"``).
+    node hostnames; ``selector`` is extra PromQL label matchers for the DCGM series (``job="dcgm"``), and
+    ``serving_selector`` the same for the inference servers' series.
     """
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="prometheus_sources")
@@ -435,6 +436,10 @@ class PrometheusSource(models.Model):
     selector = models.CharField(
         max_length=500, blank=True, help_text='extra label matchers for the DCGM series, e.g. job="dcgm"'
     )
+    serving_selector = models.CharField(
+        max_length=500, blank=True, default="",
+        help_text='extra label matchers for the inference servers\' series (vLLM, SGLang, TGI), e.g. job="vllm"',
+    )  # fmt: skip
     scrape_interval_s = models.PositiveIntegerField(default=15, help_text="the query step (s)")
     created_at = models.DateTimeField(auto_now_add=True)
     # Read continuously (telemetry.prometheus_sync) while enabled: progress and health, written by the import.

@@ -263,9 +263,11 @@ def prometheus_import(
         page_start = page_end
     if not seen_any:
         matching = f" matching {{{source.selector}}}" if source.selector else ""
+        serving = f" matching {{{source.serving_selector}}}" if source.serving_selector else ""
         raise NothingToImport(
             f"Prometheus at {source.url} has no whole-GPU DCGM series ({', '.join(METRICS)}){matching} "
-            f"nor serving series (vLLM, SGLang, TGI) between {_iso(first)} and {_iso(stop)}: nothing imported"
+            f"nor serving series (vLLM, SGLang, TGI){serving} between {_iso(first)} and {_iso(stop)}: "
+            "nothing imported"
         )
     if not summary.nodes and summary.unknown_hosts and not summary.refused:
         raise PrometheusImportError(
@@ -525,9 +527,10 @@ _TARGET_LABELS = ("instance", "job")
 _EPOCH_BOUNDS = ("epoch__ttft_bucket_bounds_s", "epoch__itl_bucket_bounds_s")
 
 
-def _serving_query() -> str:
+def _serving_query(selector: str) -> str:
+    """The serving series, with the source's ``serving_selector`` (its label matchers) where it has one."""
     names = "|".join(re.escape(name) for name in SERVING_SERIES)
-    return f'{{__name__=~"{names}"}}'
+    return f'{{__name__=~"{names}"{", " + selector if selector else ""}}}'
 
 
 def _serving_page_read(
@@ -540,7 +543,7 @@ def _serving_page_read(
     labels_wanted = _host_labels(source)
     out: dict[str, dict[str, Points]] = {}
     targets: dict[tuple[str, str], tuple[str, str]] = {}  # (instance, job) -> (host, instance)
-    for series in client.query_range(_serving_query(), start, end, step):
+    for series in client.query_range(_serving_query(source.serving_selector), start, end, step):
         labels = {k: str(v) for k, v in series.get("metric", {}).items()}
         instance = labels.get("instance", "")
         host = next((labels[name] for name in labels_wanted if labels.get(name)), None)
@@ -550,7 +553,8 @@ def _serving_page_read(
         targets[(instance, labels.get("job", ""))] = (host, instance)
         _points_add(out.setdefault(host, {}).setdefault(instance, {}), series, labels)
     if targets:
-        for series in client.query_range("process_start_time_seconds", start, end, step):
+        lives = f"process_start_time_seconds{{{source.serving_selector}}}" if source.serving_selector else ""
+        for series in client.query_range(lives or "process_start_time_seconds", start, end, step):
             labels = {k: str(v) for k, v in series.get("metric", {}).items()}
             target = targets.get((labels.get("instance", ""), labels.get("job", "")))
             if target is not None:

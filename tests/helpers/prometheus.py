@@ -164,8 +164,9 @@ class ScriptedSeries:
 @dataclass
 class ScriptedPrometheus:
     """Answers ``/api/v1/query_range`` as Prometheus does (``{"status": "success", "data": {"resultType":
-    "matrix", "result": [...]}}``) for a bare metric name (label matchers after it are ignored) or a
-    ``{__name__=~"a|b"}`` selector, each series' values on the query's grid where ``value`` gives one."""
+    "matrix", "result": [...]}}``) for a metric name with label matchers (``name{a="x",b=~"y|z"}``) or a
+    ``{__name__=~"a|b", c="x"}`` selector (``=`` and ``=~`` matchers; anchored, as PromQL's are), each
+    series' values on the query's grid where ``value`` gives one."""
 
     series: list[ScriptedSeries] = field(default_factory=list)
 
@@ -178,19 +179,39 @@ class ScriptedPrometheus:
             return 404, {"Content-Type": "text/plain"}, b"404 page not found"
         query = urllib.parse.parse_qs(parts.query)
         text, start, end, step = query["query"][0], *(float(query[k][0]) for k in ("start", "end", "step"))
-        if text.startswith('{__name__=~"'):
-            pattern = re.compile(text.removeprefix('{__name__=~"').removesuffix('"}'))
-            wanted: Callable[[str], bool] = lambda name: pattern.fullmatch(name) is not None  # noqa: E731
-        else:
-            bare = text.split("{", 1)[0]
-            wanted = lambda name: name == bare  # noqa: E731
+        wanted = _matcher(text)
         grid = [start + k * step for k in range(math.floor((end - start) / step + 1e-9) + 1)]
         result = []
         for series in self.series:
-            if not wanted(series.labels["__name__"]):
+            if not wanted(series.labels):
                 continue
             values = [[ts, repr(v)] for ts in grid if (v := series.value(ts)) is not None]
             if values:
                 result.append({"metric": series.labels, "values": values})
         body = {"status": "success", "data": {"resultType": "matrix", "result": result}}
         return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+_MATCHER = re.compile(r'\s*(\w+)\s*(=~|=)\s*"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+def _matcher(selector: str) -> Callable[[dict[str, str]], bool]:
+    """Whether a series' labels match a PromQL selector of ``=`` and ``=~`` matchers."""
+    name, _, rest = selector.partition("{")
+    matchers = [("__name__", "=", name.strip())] if name.strip() else []
+    body = rest.removesuffix("}")
+    while body.strip():
+        found = _MATCHER.match(body)
+        if found is None:
+            raise ValueError(f"the stand-in reads = and =~ matchers only: {selector!r}")
+        matchers.append((found[1], found[2], found[3]))
+        body = body[found.end() :]
+
+    def wanted(labels: dict[str, str]) -> bool:
+        for label, op, value in matchers:
+            have = labels.get(label, "")
+            if (have != value) if op == "=" else (re.fullmatch(value, have) is None):
+                return False
+        return True
+
+    return wanted

@@ -30,7 +30,7 @@ from telemetry.models import (
     ServingSample,
 )
 from telemetry.partitions import partitions_ensure
-from telemetry.prometheus_import import PrometheusClient, energy_noise, prometheus_import
+from telemetry.prometheus_import import NothingToImport, PrometheusClient, energy_noise, prometheus_import
 from telemetry.prometheus_sync import backoff_s, node_sources, organization_sources, prometheus_sources_run, source_sync
 from telemetry.rollup import rollup_node_hours
 from tests.helpers import ingest
@@ -411,3 +411,34 @@ def _relabelled(prometheus: ScriptedPrometheus, old: str, new: str) -> ScriptedP
             labels["UUID"] += "-2"  # another GPU
         renamed.series.append(ScriptedSeries(labels, series.value))
     return renamed
+
+
+@pytest.mark.django_db
+def test_the_serving_selector_picks_the_inference_servers_read(servers) -> None:
+    # given: one vLLM server scraped by the job "vllm" and a second target of the same metrics by "vllm-canary"
+    labels = {**DCGM_LABELS, "UUID": "GPU-test-0000", "Hostname": "gpu-01"}
+    prometheus = scripted_gpu(labels)
+    scripted_vllm(prometheus, "gpu-01")
+    canary = ScriptedPrometheus()
+    scripted_vllm(canary, "gpu-01")
+    for series in canary.series:
+        canary_labels = {**series.labels, "job": "vllm-canary", "instance": "10.0.0.6:8000"}
+        prometheus.add(canary_labels.pop("__name__"), canary_labels, series.value)
+    source = make_source("gpu-01", serve(servers, prometheus.answer), serving_selector='job="vllm"')
+    now = grid_now()
+
+    # when: imported with the selector naming the production job
+    summary = prometheus_import(source, start=now - timedelta(minutes=5), end=now)
+
+    # then: only that target's serving samples (the canary's are another series the selector leaves out)
+    assert summary.serving_rows_stored == 20
+    assert set(ServingSample.objects.values_list("endpoint__url", flat=True)) == {"http://10.0.0.5:8000/metrics"}
+
+    # and: a selector no serving series matches imports the GPUs alone, and an empty window says which selector
+    other = make_source("gpu-02", serve(servers, _relabelled(prometheus, "gpu-01", "gpu-02").answer), name="two")
+    other.serving_selector = 'job="nope"'
+    other.save()
+    assert prometheus_import(other, start=now - timedelta(minutes=5), end=now).serving_rows_stored == 0
+    empty = make_source("gpu-03", serve(servers, ScriptedPrometheus().answer), name="three", serving_selector='job="x"')
+    with pytest.raises(NothingToImport, match=r'nor serving series \(vLLM, SGLang, TGI\) matching \{job="x"\}'):
+        prometheus_import(empty, start=now - timedelta(minutes=5), end=now)
