@@ -152,6 +152,8 @@ class GpuSample(NodeOwned):
     billions of times. On PostgreSQL the table is laid out by migration 0004
     (``telemetry.migration_ops.RAW_GPU_COLUMNS``), with the GPU's node (8 bytes, the node tables'
     key type: Citus colocates tables by columns of one type) added by 0012: 48 bytes of data per row.
+    The database's key is ``(node_id, gpu_id, ts)`` on Citus and SQLite, ``(gpu_id, ts)`` on one
+    PostgreSQL server (0015: half the index there; docs/scaling.md).
     """
 
     OWNER = "gpu"

@@ -1,0 +1,66 @@
+"""On one PostgreSQL server the raw tables' primary keys are ``(gpu_id, ts)`` and ``(endpoint_id, ts)``.
+
+Migration 0012 led them with ``node_id``, the distribution column Citus needs in every key of a
+distributed table. On one server that costs twice the index: with the 8-byte node in front a GPU
+sample's key is 24 bytes, past the two 8-byte columns up to which PostgreSQL's B-tree splits a page
+to suit ascending inserts within a key prefix (``nbtsplitloc.c``, the "localized monotonic" case),
+so the pages of the key split in half and stay about half full: 70 bytes of key a sample against 33
+with ``(gpu_id, ts)``, measured on 720,000 samples of 50 nodes sent in batches (bench/README.md,
+"Storage"). A GPU belongs to one node, so ``(gpu_id, ts)`` is as unique as ``(node_id, gpu_id, ts)``,
+and ingest's ``ON CONFLICT DO NOTHING`` names no key. On a Citus coordinator (the key keeps the node)
+and on SQLite (the embedded default) nothing changes; the model's composite primary key stays
+``(node, owner, ts)``, the identity the ORM uses on every backend.
+
+Rebuilds each key on every day partition under an exclusive lock: on a large database, run it in a
+maintenance window.
+"""
+
+from django.db import migrations
+
+RAW = {"telemetry_gpusample": "gpu_id", "telemetry_servingsample": "endpoint_id"}
+FILLFACTOR = {"telemetry_gpusample": " WITH (fillfactor = 100)"}
+
+
+def _one_server(schema_editor) -> bool:
+    if schema_editor.connection.vendor != "postgresql":
+        return False
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
+        return cursor.fetchone() is None
+
+
+def _key_set(schema_editor, table: str, columns: list[str]) -> None:
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT conname, array_agg(a.attname::text ORDER BY k.ord) FROM pg_constraint c"
+            " CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)"
+            " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum"
+            " WHERE c.conrelid = %s::regclass AND c.contype = 'p' GROUP BY conname",
+            [table],
+        )
+        name, current = cursor.fetchone()
+    if list(current) == columns:
+        return
+    keys = ", ".join(f'"{c}"' for c in columns)
+    schema_editor.execute(f'ALTER TABLE "{table}" DROP CONSTRAINT "{name}"')
+    schema_editor.execute(
+        f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" PRIMARY KEY ({keys}){FILLFACTOR.get(table, "")}'
+    )
+
+
+def forwards(apps, schema_editor) -> None:
+    if _one_server(schema_editor):
+        for table, owner in RAW.items():
+            _key_set(schema_editor, table, [owner, "ts"])
+
+
+def backwards(apps, schema_editor) -> None:
+    if _one_server(schema_editor):
+        for table, owner in RAW.items():
+            _key_set(schema_editor, table, ["node_id", owner, "ts"])
+
+
+class Migration(migrations.Migration):
+    dependencies = [("telemetry", "0014_prometheus_serving_selector")]
+
+    operations = [migrations.RunPython(forwards, backwards, elidable=False)]
