@@ -106,11 +106,9 @@ def load_curves(
     if not several:
         hours = load_hours_merge(_single_hours(with_line(asked), lines_in))
     else:
-        others = usage.filter(
-            endpoint__node_id=OuterRef("endpoint__node_id"), hour_start=OuterRef("hour_start")
-        ).exclude(pk=OuterRef("pk"))
+        others = usage.filter(node_id=OuterRef("node_id"), hour_start=OuterRef("hour_start")).exclude(pk=OuterRef("pk"))
         single = with_line(asked.filter(~Exists(others)))
-        shared = usage.filter(endpoint__node_id__in=several).filter(Exists(others))
+        shared = usage.filter(node_id__in=several).filter(Exists(others))
         shared_parts = load_hours(*_shared_rows(with_line(shared), lines_in))
         hours = load_hours_merge(
             itertools.chain(
@@ -140,12 +138,12 @@ def _served_usage(
     LLM model: the others have no GPU-hours, hence no load (``reports.sharing``)."""
     usage = EndpointHourUsage.objects.filter(
         TAKES_SHARE,
-        endpoint__node__fleet__organization_id__in=organization_ids,
+        node__fleet__organization_id__in=organization_ids,
         hour_start__gte=start,
         hour_start__lt=end,
     )
     if fleet_ids:
-        usage = usage.filter(endpoint__node__fleet_id__in=fleet_ids)
+        usage = usage.filter(node__fleet_id__in=fleet_ids)
     return usage
 
 

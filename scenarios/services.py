@@ -277,7 +277,7 @@ def _usage_add(replay: Replay, scenario: Scenario) -> None:
     """The period's endpoint-hours of the organization: output tokens and TTFT per fleet and LLM model, and each
     one's share of its node-hour's GPU-hours (``reports.sharing``'s rule, the load curves')."""
     usage = EndpointHourUsage.objects.filter(
-        endpoint__node__fleet__organization=scenario.organization,
+        node__fleet__organization=scenario.organization,
         hour_start__gte=scenario.period_start,
         hour_start__lt=scenario.period_end,
     )
@@ -285,7 +285,7 @@ def _usage_add(replay: Replay, scenario: Scenario) -> None:
         joined_line(usage)
         .annotate(k_gpu_h=share_of("gpu_h", AMOUNT))
         .values_list(
-            "endpoint__node__fleet_id",
+            "node__fleet_id",
             "hour_start",
             "endpoint__model_name",
             "endpoint__kind",

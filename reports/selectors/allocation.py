@@ -21,7 +21,7 @@ from reports.sharing import SHARED_BY
 UNNAMED_LLM_MODEL = "unnamed"
 # Where the joined line's columns are (``with_line``).
 LINE = "k_line__"
-_LINES = "endpoint__node__ledger_lines"
+_LINES = "node__ledger_lines"
 
 
 def llm_name(model_name: str | None) -> str:
@@ -31,8 +31,20 @@ def llm_name(model_name: str | None) -> str:
 
 def joined_line(usage: QuerySet[Any]) -> QuerySet[Any]:
     """Endpoint-hours LEFT JOINed to their node-hour's ledger line (``k_line``; NULL where none), all kept."""
-    same_hour = FilteredRelation(_LINES, condition=Q(**{f"{_LINES}__hour_start": F("hour_start")}))
-    return usage.annotate(k_line=same_hour)
+    return usage.annotate(k_line=same_node_hour(_LINES))
+
+
+def same_node_hour(lines: str) -> FilteredRelation:
+    """The ledger lines at ``lines`` (a path through the usage row's own ``node``) of the usage row's node-hour.
+
+    The join says ``node_id`` on both sides, not only the node's key in between: on Citus, where both tables
+    are distributed by node and the node is a reference table, only a join of the two tables on their
+    distribution column is routed to one shard (docs/scaling.md, "Citus"). The figures are the same: a line's
+    node is the node the usage row names.
+    """
+    return FilteredRelation(
+        lines, condition=Q(**{f"{lines}__node_id": F("node_id"), f"{lines}__hour_start": F("hour_start")})
+    )
 
 
 def with_line(usage: QuerySet[Any], *, where: Q | None = None) -> QuerySet[Any]:

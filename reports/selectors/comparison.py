@@ -15,7 +15,6 @@ from django.db.models import (
     Count,
     ExpressionWrapper,
     F,
-    FilteredRelation,
     Q,
     QuerySet,
     Sum,
@@ -42,7 +41,7 @@ from reports.metrics import (
     ledger_sums_merge,
     ledger_sums_share,
 )
-from reports.selectors.allocation import LINE, allocated_rows, llm_name, with_line
+from reports.selectors.allocation import LINE, allocated_rows, llm_name, same_node_hour, with_line
 from reports.selectors.complete import final_q
 from reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles, ledger_lines
 from reports.selectors.trace import TRACE_SUMS, RowTracer, TracePart, as_part
@@ -137,14 +136,14 @@ def _comparison_stats(
     lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
     lines = lines.filter(final_q(now=now, node="node_id"))
     endpoint_hours = EndpointHourUsage.objects.filter(
-        endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    ).filter(final_q(now=now, node="endpoint__node_id"))
+        node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    ).filter(final_q(now=now, node="node_id"))
     if fleet_ids:
-        endpoint_hours = endpoint_hours.filter(endpoint__node__fleet_id__in=fleet_ids)
+        endpoint_hours = endpoint_hours.filter(node__fleet_id__in=fleet_ids)
     ledger = _llm_ledger(lines, endpoint_hours) if by_llm_model else _comparison_ledger(lines)
     if by_llm_model and idle is IdleTreatment.SHARED:
         ledger = _idle_shared(ledger)
-    keyed, keys = _keyed_usage(endpoint_hours, "endpoint__node", by_model, by_llm_model=by_llm_model)
+    keyed, keys = _keyed_usage(endpoint_hours, "node", by_model, by_llm_model=by_llm_model)
     serving = _serving(keyed, keys, organization_ids)
     tracer = RowTracer(organization_ids=organization_ids, lines=lines)
     return _stats_assemble(organization_ids, by_model, by_llm_model, ledger, serving, tracer), tracer
@@ -278,9 +277,7 @@ def _keyed_usage(
     if not by_model:
         return usage, ["k_fleet"]
     # A LEFT JOIN on the ledger's unique (node, hour_start): hours without a line keep a NULL model.
-    lines = f"{node_path}__ledger_lines"
-    same_hour = FilteredRelation(lines, condition=Q(**{f"{lines}__hour_start": F("hour_start")}))
-    usage = usage.annotate(k_line=same_hour, k_model=F("k_line__gpu_model"))
+    usage = usage.annotate(k_line=same_node_hour(f"{node_path}__ledger_lines"), k_model=F("k_line__gpu_model"))
     if not by_llm_model:
         return usage, ["k_fleet", "k_model"]
     return usage.annotate(k_llm=F("endpoint__model_name")), ["k_fleet", "k_model", "k_llm"]

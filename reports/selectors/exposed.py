@@ -64,9 +64,7 @@ def exposed_sums(
 ) -> dict[ExposedKey, LedgerSums]:
     """Ledger sums of the stored lines in ``[start, end)`` (``start`` ``None``: since the first line), per key."""
     lines = NodeHourLedger.objects.filter(organization_id__in=organization_ids, hour_start__lt=end)
-    usage = EndpointHourUsage.objects.filter(
-        endpoint__node__fleet__organization_id__in=organization_ids, hour_start__lt=end
-    )
+    usage = EndpointHourUsage.objects.filter(node__fleet__organization_id__in=organization_ids, hour_start__lt=end)
     if start is not None:
         lines, usage = lines.filter(hour_start__gte=start), usage.filter(hour_start__gte=start)
     found: dict[ExposedKey, LedgerSums] = {}

@@ -18,7 +18,7 @@ def requests_answered(*, organization_id: int, start: datetime, end: datetime) -
     is not computed yet) that E and M leave out.
     """
     usage = EndpointHourUsage.objects.filter(
-        endpoint__node__fleet__organization_id=organization_id, hour_start__gte=start, hour_start__lt=end
+        node__fleet__organization_id=organization_id, hour_start__gte=start, hour_start__lt=end
     )
     # The line's hour is the endpoint-hour's, so within the period: said on the lines' side too, PostgreSQL reads
     # only their (node, hour) key (an index-only scan of ``ledger_unique_node_hour``), not every line's row.

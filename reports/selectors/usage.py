@@ -314,8 +314,8 @@ def _llm_model_rows(spec: UsageSpec) -> list[ReportRow]:
     idle = lines.filter(generation_tokens=0)
     idle = idle if bucket is None else idle.annotate(bucket=bucket)
     usage = EndpointHourUsage.objects.filter(
-        endpoint__node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    ).filter(final_q(now=now, node="endpoint__node_id"))
+        node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    ).filter(final_q(now=now, node="node_id"))
     usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=spec.filters))
     usage = usage if bucket is None else usage.annotate(bucket=bucket)
     # Keyed by the lines' GPU model and intensity source too (a line has one of each), for each row's trace.
