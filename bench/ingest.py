@@ -44,6 +44,7 @@ from bench.common import (
     percentile,
     pids_cpu_s,
     postgres_backend_pids,
+    primary_key_columns,
     proc_mem_kib,
     psql_url,
     results_write,
@@ -293,7 +294,8 @@ def copy_table_create(days: set[Any], table: str = COPY_TABLE) -> None:
             f"CREATE TABLE {table} (LIKE telemetry_gpusample INCLUDING DEFAULTS INCLUDING CONSTRAINTS) "
             'PARTITION BY RANGE ("ts")'
         )
-        conn.execute(f'ALTER TABLE {table} ADD PRIMARY KEY ("node_id", "gpu_id", "ts") WITH (fillfactor = 100)')
+        key = primary_key_columns(conn.cursor(), "telemetry_gpusample")
+        conn.execute(f"ALTER TABLE {table} ADD PRIMARY KEY ({key}) WITH (fillfactor = 100)")
         conn.execute(f'CREATE INDEX {table}_ts_brin ON {table} USING brin ("ts")')
         for day in sorted(days):
             start = datetime(day.year, day.month, day.day, tzinfo=UTC)

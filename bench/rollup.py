@@ -35,6 +35,7 @@ from bench.common import (
     background_settle,
     django_setup,
     median,
+    primary_key_columns,
     results_write,
     table_print,
     target,
@@ -100,7 +101,8 @@ def day_load(day: datetime, nodes: dict[int, list[int]], hours: int, *, reload: 
             "WHERE g.id = ANY(%s) ORDER BY s / 10, g.node_id, s, g.id",
             [day, hours * 3600 - 1, gpu_ids],
         )
-        cursor.execute(f'ALTER TABLE "{name}" ADD PRIMARY KEY (node_id, gpu_id, ts)')
+        key = primary_key_columns(cursor, "telemetry_gpusample")
+        cursor.execute(f'ALTER TABLE "{name}" ADD PRIMARY KEY ({key})')
         cursor.execute(
             f'ALTER TABLE telemetry_gpusample ATTACH PARTITION "{name}" FOR VALUES FROM (%s) TO (%s)',
             [day, day + timedelta(days=1)],
