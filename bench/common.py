@@ -107,14 +107,9 @@ def django_setup(*, migrate: bool = True) -> None:
 def primary_key_columns(cursor: Any, table: str) -> str:
     """``table``'s primary key columns, quoted, in key order: a copy of a raw table takes the key the
     migrations gave it (``(gpu_id, ts)`` on one server, ``(node_id, gpu_id, ts)`` on Citus)."""
-    cursor.execute(
-        "SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY k.ord) FROM pg_constraint c"
-        " CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)"
-        " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum"
-        " WHERE c.conrelid = %s::regclass AND c.contype = 'p'",
-        [table],
-    )
-    return str(cursor.fetchone()[0])
+    from common.citus import primary_key
+
+    return ", ".join(f'"{column}"' for column in primary_key(cursor, table)[1])
 
 
 def raw_days_empty(days: Iterable[date]) -> None:

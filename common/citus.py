@@ -25,3 +25,17 @@ def citus_coordinator(connection: Any = default_connection) -> bool:
             cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
             _known[key] = cursor.fetchone() is not None
     return _known[key]
+
+
+def primary_key(cursor: Any, table: str) -> tuple[str, list[str]]:
+    """``table``'s primary key: its constraint's name and its columns in key order (from the catalog: the key
+    a table has differs between one PostgreSQL server and a Citus coordinator, docs/scaling.md)."""
+    cursor.execute(
+        "SELECT conname, array_agg(a.attname::text ORDER BY k.ord) FROM pg_constraint c"
+        " CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)"
+        " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum"
+        " WHERE c.conrelid = %s::regclass AND c.contype = 'p' GROUP BY conname",
+        [table],
+    )
+    name, columns = cursor.fetchone()
+    return name, list(columns)

@@ -26,6 +26,8 @@ distributed table is distributed by Citus when it is attached.
 
 from django.db import migrations
 
+from common.citus import primary_key
+
 REFERENCE = [
     # Parents before children: a reference table's foreign keys point at reference tables.
     "fleets_organization",
@@ -76,19 +78,6 @@ def citus_present(schema_editor) -> bool:
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
         return cursor.fetchone() is not None
-
-
-def primary_key(cursor, table: str) -> tuple[str, list[str]]:
-    """``table``'s primary key: its name and its columns in key order."""
-    cursor.execute(
-        "SELECT conname, array_agg(a.attname::text ORDER BY k.ord) FROM pg_constraint c"
-        " CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)"
-        " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum"
-        " WHERE c.conrelid = %s::regclass AND c.contype = 'p' GROUP BY conname",
-        [table],
-    )
-    name, columns = cursor.fetchone()
-    return name, list(columns)
 
 
 def primary_key_with(cursor, table: str, column: str) -> None:

@@ -17,29 +17,20 @@ maintenance window.
 
 from django.db import migrations
 
+from common.citus import citus_coordinator, primary_key
+
 RAW = {"telemetry_gpusample": "gpu_id", "telemetry_servingsample": "endpoint_id"}
 FILLFACTOR = {"telemetry_gpusample": " WITH (fillfactor = 100)"}
 
 
 def _one_server(schema_editor) -> bool:
-    if schema_editor.connection.vendor != "postgresql":
-        return False
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
-        return cursor.fetchone() is None
+    return schema_editor.connection.vendor == "postgresql" and not citus_coordinator(schema_editor.connection)
 
 
 def _key_set(schema_editor, table: str, columns: list[str]) -> None:
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT conname, array_agg(a.attname::text ORDER BY k.ord) FROM pg_constraint c"
-            " CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY AS k(attnum, ord)"
-            " JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum"
-            " WHERE c.conrelid = %s::regclass AND c.contype = 'p' GROUP BY conname",
-            [table],
-        )
-        name, current = cursor.fetchone()
-    if list(current) == columns:
+        name, current = primary_key(cursor, table)
+    if current == columns:
         return
     keys = ", ".join(f'"{c}"' for c in columns)
     schema_editor.execute(f'ALTER TABLE "{table}" DROP CONSTRAINT "{name}"')
