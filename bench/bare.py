@@ -2,8 +2,9 @@
 
 The reference for ``bench.ingest``: what Django, gunicorn and PostgreSQL cost on
 this machine with nothing of Wattledger's own on the path. It parses the gzipped
-wire batch, takes the node's GPU ids from the ``X-Bench-Gpu-Ids`` header and their
-epoch ids from ``X-Bench-Epoch-Ids`` (comma-separated, by GPU index), COPYs the rows into a
+wire batch, takes the node's id from the ``X-Bench-Node-Id`` header, its GPU ids from
+``X-Bench-Gpu-Ids`` and their epoch ids from ``X-Bench-Epoch-Ids`` (comma-separated, by GPU
+index), COPYs the rows into a
 session-local staging table and moves them with ``INSERT ... ON CONFLICT DO
 NOTHING`` into ``bench_bare_gpusample`` (a copy of the raw table), in one
 transaction.
@@ -21,7 +22,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 TABLE = "bench_bare_gpusample"
-COLUMNS = "ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, util_pct, mem_util_pct, temp_c"
+COLUMNS = "node_id, ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, util_pct, mem_util_pct, temp_c"
 _utc = partial(datetime.fromtimestamp, tz=UTC)
 
 
@@ -30,7 +31,9 @@ def bare_ingest(request: HttpRequest) -> HttpResponse:
     columns = orjson.loads(gzip.decompress(request.body))["gpu_samples"]
     gpu_ids = [int(i) for i in request.headers["X-Bench-Gpu-Ids"].split(",")]
     epoch_ids = [int(i) for i in request.headers["X-Bench-Epoch-Ids"].split(",")]
+    node_id = int(request.headers["X-Bench-Node-Id"])
     rows = zip(
+        [node_id] * len(columns["ts"]),
         map(_utc, columns["ts"]), map(gpu_ids.__getitem__, columns["gpu"]), map(epoch_ids.__getitem__, columns["gpu"]),
         columns["energy_j"], ((b + 2**19) >> 20 for b in columns["mem_used_bytes"]), columns["power_w"],
         columns["util_pct"],

@@ -551,6 +551,7 @@ def reference_run(
         node.index: {
             "X-Bench-Gpu-Ids": ",".join(str(ids[node.uuid(g)][0]) for g in range(node.gpus)),
             "X-Bench-Epoch-Ids": ",".join(str(ids[node.uuid(g)][1]) for g in range(node.gpus)),
+            "X-Bench-Node-Id": str(ids[node.uuid(0)][2]),
         }
         for node in nodes
     }
