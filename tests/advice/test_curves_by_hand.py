@@ -141,9 +141,10 @@ def test_unknown_intensity_keeps_the_known_part_and_unpriced_hours_are_counted(o
     node_b, node_c = (NodeHourLedger.objects.get(node__hostname=name, hour_start=H1) for name in "bc")
     node_b.location_co2e_g = None  # B's H1: no intensity (1.8 facility kWh)
     node_b.electricity_status = "unpriced"
-    node_b.save()
+    # the columns changed named: on Citus an UPDATE may not set the line's distribution column (its node)
+    node_b.save(update_fields=["location_co2e_g", "electricity_status"])
     node_c.electricity_status = "unpriced"  # the shared node-hour: unpriced for both models
-    node_c.save()
+    node_c.save(update_fields=["electricity_status"])
     llama, qwen = load_curves(organization_ids=[org_a.pk], start=START, end=END)
     quiet, busy = llama.bands
     # H1 known: A's 360 g + 3/4 of C's 192 g = 504 g over 1.8 + 0.72 of 4.32 facility kWh
