@@ -91,7 +91,7 @@ def test_under_a_concurrent_backfill_on_sqlite_ingest_answers_no_5xx_but_503_wit
         stderr=subprocess.STDOUT,
     )  # fmt: skip
     rows = (line.split("\t") for line in (tmp_path / "demo" / "nodes.tsv").read_text().splitlines())
-    nodes = {row[0]: (row[1:] + ["", "", ""])[:4] for row in rows}
+    nodes = {row[0]: [*row[1:], "", "", ""][:4] for row in rows}
     live = []
     try:
         _wait_answering(url)
