@@ -193,4 +193,6 @@ def check_resent(recorded: list[Recorded], lost_batch_ids: list[str], problems: 
         "failed_retried": sum(a["kind"] in ("retry", "wait") for a in answers),
         "resent_seen_as_duplicates": len(all_duplicates),
         "answers_lost_by_proxy": len(lost_batch_ids),
+        # a re-sent batch can lose its answer again (the proxy loses the next few requests): counted once
+        "batches_whose_answer_was_lost": len(set(lost_batch_ids)),
     }

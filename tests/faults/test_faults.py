@@ -46,11 +46,11 @@ def test_a_short_run_through_every_fault_loses_nothing_and_stores_nothing_twice(
     (busy,) = [e for e in report.events if e.fault == "postgres_freeze_every_thread_busy"][:1]
     status, seconds = busy.detail.split("/healthz answered ")[1].split(" in ")
     assert status == "503" and float(seconds.split()[0]) < 2.0, busy.detail
-    # On Citus, known gaps (docs/scaling.md, Citus, what is left) are gathered and the test reported as an
-    # expected failure once every other check passed: a scenario's replay joins endpoint usage with ledger lines
-    # (not colocated yet), and the harness's lock on the node-price table (a reference table, locked on every
-    # node) can make Citus cancel the upload as a distributed deadlock, so it is not caught running. On one busy
-    # 2-core machine the proxy's lost answers and the impossible counter's GPU were also missed once each.
+    # On Citus, what a cluster has been seen to miss (docs/scaling.md, Citus) is gathered and the test reported
+    # as an expected failure once every other check passed: the harness's lock on the node-price table (a
+    # reference table, locked on every node) has made Citus cancel the upload as a distributed deadlock, so it
+    # was not caught running; on one busy 2-core machine the proxy's lost answers and the impossible counter's
+    # GPU were also missed once each. The run of 2026-12-02 missed none of them.
     citus_gaps: list[str] = []
     # a worker killed mid-run: once the lease lapsed the run reads failed with the reason, and is taken again at once
     for fault, caught, again in (
@@ -84,12 +84,12 @@ def test_a_short_run_through_every_fault_loses_nothing_and_stores_nothing_twice(
     if not figures["batches_lost_unspooled"]:
         assert figures["gpu_rows"] == expected_gpu_rows
         assert figures["serving_rows"] == len(NODES) * SHORT.hours * 720
-    # every lost answer led to a re-sent batch that the server saw and dropped as duplicates
+    # every batch whose answer was lost (once or more) was sent again, seen and dropped as duplicates
     if CITUS and not figures["answers_lost_by_proxy"]:
         citus_gaps.append("the proxy lost no answer")
     else:
         assert 1 <= figures["answers_lost_by_proxy"] <= 3 * report.faults["proxy_lose_response"]
-    assert figures["resent_seen_as_duplicates"] >= figures["answers_lost_by_proxy"]
+    assert figures["resent_seen_as_duplicates"] >= figures["batches_whose_answer_was_lost"] >= 1
     assert figures["failed_retried"] > 0 and figures["refused_4xx"] == 0
     assert figures["ledger"] == len(NODES) * SHORT.hours
     if citus_gaps:

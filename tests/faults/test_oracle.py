@@ -72,7 +72,8 @@ def test_a_lost_answer_must_come_back_as_all_duplicates() -> None:
     ]
     problems: list[str] = []
 
-    figures = check_resent([record], ["b1", "b2", "b3"], problems)
+    figures = check_resent([record], ["b1", "b2", "b3", "b1"], problems)
 
-    assert figures["resent_seen_as_duplicates"] == 1 and figures["answers_lost_by_proxy"] == 3
+    assert figures["resent_seen_as_duplicates"] == 1 and figures["answers_lost_by_proxy"] == 4
+    assert figures["batches_whose_answer_was_lost"] == 3  # b1's answer lost twice: one batch
     assert len(problems) == 2 and "b2" in problems[0] and "b3" in problems[1] and "never acknowledged" in problems[1]
