@@ -10,7 +10,11 @@ machine: each server's CPU is read from /proc).
 1. ``bench.ingest`` against the plain server, then against the coordinator, the same sizes:
    database CPU per 1,000 samples is each server's whole process tree (postmaster and children,
    ``bench.common.server_tree_cpu_s``) over each phase, at 80 and 480 rows per request;
-2. ``bench.storage --columnar`` on the coordinator: bytes per raw sample in heap, then in
+2. ``bench.rollup --server-cpu`` against the plain server, then the coordinator, the same day
+   (``--rollup-gpus``, ``--rollup-hours``; the load is not charged): database CPU s per GPU-day of one
+   rollup of every node-hour (each server's tree; coordinator + workers summed), the ratio (target
+   ≤ 1.25), the coordinator's share, and whether the hourly GPU usage rows are bit-equal (a digest);
+3. ``bench.storage --columnar`` on the coordinator: bytes per raw sample in heap, then in
    columnar with the primary key and without it.
 
 Then the comparison: cluster CPU ÷ single-node CPU, the coordinator's share, each worker's
@@ -20,7 +24,8 @@ with ``C`` cores, kept at half load, holds ``C x 0.5 / (worker CPU s per sample)
 second; a 1 Hz GPU is one sample a second, a 10 s one a tenth (the raw tables' figures only;
 the web tier and the rollup are sized apart, docs/scaling.md).
 
-    python -m bench.citus [--nodes 50] [--gpus 8] [--rows-per-phase 24000] [--repeats 1] [--hours 0.5]
+    python -m bench.citus [--skip ingest,rollup,storage] [--rollup-gpus 24] [--rollup-hours 12]
+        [--nodes 50] [--gpus 8] [--rows-per-phase 24000] [--repeats 1] [--hours 0.5]
 """
 
 from __future__ import annotations
@@ -198,7 +203,7 @@ def _rollup_compare(
              ("rollup: per server (s)", per_server),
              ("rollup: ratio to single", out["cpu_ratio_to_single"]),
              ("rollup: coordinator share", out["coordinator_share"]),
-             ("rollup: hourly rows bit-equal", out["results_bit_equal"])]  # fmt: skip
+             ("rollup: hourly rows bit-equal", "yes" if out["results_bit_equal"] else "NO")]  # fmt: skip
     return out
 
 
