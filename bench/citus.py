@@ -10,7 +10,11 @@ machine: each server's CPU is read from /proc).
 1. ``bench.ingest`` against the plain server, then against the coordinator, the same sizes:
    database CPU per 1,000 samples is each server's whole process tree (postmaster and children,
    ``bench.common.server_tree_cpu_s``) over each phase, at 80 and 480 rows per request;
-2. ``bench.storage --columnar`` on the coordinator: bytes per raw sample in heap, then in
+2. ``bench.rollup --server-cpu`` against the plain server, then the coordinator, the same day
+   (``--rollup-gpus``, ``--rollup-hours``; the load is not charged): database CPU s per GPU-day of one
+   rollup of every node-hour (each server's tree; coordinator + workers summed), the ratio (target
+   ≤ 1.25), the coordinator's share, and whether the hourly GPU usage rows are bit-equal (a digest);
+3. ``bench.storage --columnar`` on the coordinator: bytes per raw sample in heap, then in
    columnar with the primary key and without it.
 
 Then the comparison: cluster CPU ÷ single-node CPU, the coordinator's share, each worker's
@@ -20,7 +24,8 @@ with ``C`` cores, kept at half load, holds ``C x 0.5 / (worker CPU s per sample)
 second; a 1 Hz GPU is one sample a second, a 10 s one a tenth (the raw tables' figures only;
 the web tier and the rollup are sized apart, docs/scaling.md).
 
-    python -m bench.citus [--nodes 50] [--gpus 8] [--rows-per-phase 24000] [--repeats 1] [--hours 0.5]
+    python -m bench.citus [--skip ingest,rollup,storage] [--rollup-gpus 24] [--rollup-hours 12]
+        [--nodes 50] [--gpus 8] [--rows-per-phase 24000] [--repeats 1] [--hours 0.5]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from typing import Any
 from bench.common import RESULTS_DIR, ROOT, results_write, table_print, target, targets_print
 
 TARGET_CPU_RATIO = 1.5
+TARGET_ROLLUP_CPU_RATIO = 1.25
 TARGET_COORDINATOR_SHARE = 0.30
 TARGET_WORKER_SHARE = (0.40, 0.60)
 WORKER_CORES = 16  # the projection's worker (any size: the figure is per core times this)
@@ -61,7 +67,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=3, help="gunicorn workers")
     parser.add_argument("--hours", type=float, default=0.5, help="bench.storage's hours of samples")
     parser.add_argument("--storage-nodes", type=int, default=50)
-    parser.add_argument("--skip", default="", help="comma-separated: ingest, storage")
+    parser.add_argument("--rollup-gpus", type=int, default=24, help="bench.rollup's GPUs (8 a node)")
+    parser.add_argument("--rollup-hours", type=int, default=12, help="bench.rollup's hours of 1 Hz samples")
+    parser.add_argument("--skip", default="", help="comma-separated: ingest, rollup, storage")
     args = parser.parse_args(argv)
     try:
         citus_url, single_url = os.environ["BENCH_CITUS_URL"], os.environ["BENCH_SINGLE_URL"]
@@ -79,6 +87,11 @@ def main(argv: list[str] | None = None) -> None:
         single = _run("ingest", single_url, [*common, "--servers", single_server, "--name", "ingest_single"])
         cluster = _run("ingest", citus_url, [*common, "--servers", citus_servers, "--name", "ingest_citus"])
         metrics.update(_ingest_compare(single["metrics"], cluster["metrics"], targets, rows))
+    if "rollup" not in skip:
+        common = ["--gpus", str(args.rollup_gpus), "--hours", str(args.rollup_hours), "--reload"]
+        single = _run("rollup", single_url, [*common, "--server-cpu", single_server, "--name", "rollup_single"])
+        cluster = _run("rollup", citus_url, [*common, "--server-cpu", citus_servers, "--name", "rollup_citus"])
+        metrics["rollup"] = _rollup_compare(single["metrics"], cluster["metrics"], targets, rows)
     if "storage" not in skip:
         storage = _run("storage", citus_url, ["--nodes", str(args.storage_nodes), "--gpus", str(args.gpus),
                                               "--hours", str(args.hours), "--columnar"])  # fmt: skip
@@ -99,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     targets_print(targets)
     run = {"nodes": args.nodes, "gpus_per_node": args.gpus, "rows_per_phase": args.rows_per_phase,
            "repeats": args.repeats, "gunicorn_workers": args.workers, "storage_hours": args.hours,
+           "rollup_gpus": args.rollup_gpus, "rollup_hours": args.rollup_hours,
            "projection": f"worker of {WORKER_CORES} cores at {HEADROOM:.0%} load / worker CPU s per sample",
            "cluster": "coordinator + 2 workers + 1 plain server, loopback, one machine (bin/bench-citus)"}  # fmt: skip
     print(f"\nwrote {results_write('citus', metrics=metrics, targets=targets, run=run)}")
@@ -157,6 +171,39 @@ def _ingest_compare(
         for worker, share in shares.items():
             targets[f"rows_share_{worker}"] = _share_target(share)
         rows.append(("rows share per worker", shares))
+    return out
+
+
+def _rollup_compare(
+    single: dict[str, Any], cluster: dict[str, Any], targets: dict[str, Any], rows: list[tuple[Any, ...]]
+) -> dict[str, Any]:
+    """The rollup of the same day on both: CPU s per GPU-day (every server's tree, summed), the ratio, the
+    coordinator's share, and whether the hourly rows are the same (their digests, every value as text)."""
+    single_s, cluster_s = single["db_cpu_s_per_gpu_day"], cluster["db_cpu_s_per_gpu_day"]
+    per_server = cluster["server_cpu_s"]
+    total = sum(per_server.values())
+    out = {
+        "single_db_cpu_s_per_gpu_day": single_s,
+        "cluster_db_cpu_s_per_gpu_day": cluster_s,
+        "single_db_cpu_us_per_sample": single["db_cpu_us_per_sample"],
+        "cluster_db_cpu_us_per_sample": cluster["db_cpu_us_per_sample"],
+        "per_server_cpu_s": per_server,
+        "cpu_ratio_to_single": round(cluster_s / single_s, 2) if single_s else None,
+        "coordinator_share": round(per_server.get("coordinator", 0) / total, 3) if total else None,
+        "rollup_s": {"single": single["rollup_s"], "cluster": cluster["rollup_s"]},
+        "gpu_hour_rows": {"single": single["gpu_hour_rows_written"], "cluster": cluster["gpu_hour_rows_written"]},
+        "results_bit_equal": single["usage_digest_md5"] == cluster["usage_digest_md5"]
+        and single["gpu_hour_rows_written"] == cluster["gpu_hour_rows_written"],
+    }
+    targets["rollup_cpu_ratio"] = target(out["cpu_ratio_to_single"], TARGET_ROLLUP_CPU_RATIO)
+    targets["rollup_results_bit_equal"] = {"value": out["results_bit_equal"], "target": "equal",
+                                           "met": out["results_bit_equal"]}  # fmt: skip
+    rows += [("rollup: db CPU s per GPU-day single", single_s),
+             ("rollup: db CPU s per GPU-day cluster", cluster_s),
+             ("rollup: per server (s)", per_server),
+             ("rollup: ratio to single", out["cpu_ratio_to_single"]),
+             ("rollup: coordinator share", out["coordinator_share"]),
+             ("rollup: hourly rows bit-equal", "yes" if out["results_bit_equal"] else "NO")]  # fmt: skip
     return out
 
 

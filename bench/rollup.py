@@ -37,6 +37,8 @@ from bench.common import (
     median,
     primary_key_columns,
     results_write,
+    server_tree_cpu_s,
+    servers_parse,
     table_print,
     target,
     targets_print,
@@ -74,6 +76,7 @@ def day_load(day: datetime, nodes: dict[int, list[int]], hours: int, *, reload: 
     """The day's partition, filled by SQL (time-major), indexed after the load; return its rows."""
     from django.db import connection
 
+    from common.citus import citus_coordinator
     from telemetry.partitions import partition_name, partitions_ensure
 
     name = partition_name("telemetry_gpusample", day.date())
@@ -85,8 +88,14 @@ def day_load(day: datetime, nodes: dict[int, list[int]], hours: int, *, reload: 
         if cursor.fetchone()[0] == expected and not reload:
             return expected
         print(f"loading {expected:,} samples into {name} ...", flush=True)
-        cursor.execute(f'DROP TABLE "{name}"')
-        cursor.execute(f'CREATE TABLE "{name}" (LIKE telemetry_gpusample INCLUDING DEFAULTS)')
+        # On a Citus coordinator the day's partition is distributed (its shards on the workers): the rows go
+        # into it as it stands, its key already built. On one server the partition is rebuilt, keyed after.
+        distributed = citus_coordinator(connection)
+        if distributed:
+            cursor.execute(f'TRUNCATE "{name}"')
+        else:
+            cursor.execute(f'DROP TABLE "{name}"')
+            cursor.execute(f'CREATE TABLE "{name}" (LIKE telemetry_gpusample INCLUDING DEFAULTS)')
         cursor.execute(
             f'INSERT INTO "{name}" (node_id, ts, gpu_id, epoch_id, energy_j, mem_used_mib, power_w, util_pct, '
             "mem_util_pct, temp_c) "
@@ -101,12 +110,13 @@ def day_load(day: datetime, nodes: dict[int, list[int]], hours: int, *, reload: 
             "WHERE g.id = ANY(%s) ORDER BY s / 10, g.node_id, s, g.id",
             [day, hours * 3600 - 1, gpu_ids],
         )
-        key = primary_key_columns(cursor, "telemetry_gpusample")
-        cursor.execute(f'ALTER TABLE "{name}" ADD PRIMARY KEY ({key})')
-        cursor.execute(
-            f'ALTER TABLE telemetry_gpusample ATTACH PARTITION "{name}" FOR VALUES FROM (%s) TO (%s)',
-            [day, day + timedelta(days=1)],
-        )
+        if not distributed:
+            key = primary_key_columns(cursor, "telemetry_gpusample")
+            cursor.execute(f'ALTER TABLE "{name}" ADD PRIMARY KEY ({key})')
+            cursor.execute(
+                f'ALTER TABLE telemetry_gpusample ATTACH PARTITION "{name}" FOR VALUES FROM (%s) TO (%s)',
+                [day, day + timedelta(days=1)],
+            )
         cursor.execute(f'VACUUM ANALYZE "{name}"')
     return expected
 
@@ -195,6 +205,67 @@ def usage_clear(nodes: dict[int, list[int]]) -> None:
     UsageChanged.objects.filter(node_id__in=list(nodes)).delete()
 
 
+USAGE_DIGEST_SQL = (
+    # Every column of the day's hourly GPU usage but its own id, the ids it points at (a database's own
+    # numbering: the GPU is named by its UUID) and computed_at, as text (float8 prints its shortest exact
+    # form, so equal text is equal bits), ordered by key, hashed.
+    "SELECT count(*), md5(string_agg(concat_ws('|', g.uuid, u.hour_start AT TIME ZONE 'UTC', u.energy_j, "
+    "u.energy_counter_j, u.energy_integrated_j, u.energy_bridged_j, u.energy_method, u.observed_s, u.bridged_s, "
+    "u.bridged_gap_s, u.energy_covered_s, u.busy_s, u.mean_power_w, u.max_power_w, u.mean_util_pct, "
+    "u.mean_mem_util_pct, u.mean_temp_c, u.max_temp_c, u.max_mem_used_bytes, u.reset_count), E'\\n' "
+    "ORDER BY g.uuid, u.hour_start)) "
+    "FROM telemetry_gpuhourusage u JOIN fleets_gpu g ON g.id = u.gpu_id "
+    "WHERE u.gpu_id = ANY(%s) AND u.hour_start >= %s AND u.hour_start < %s"
+)
+
+
+def usage_digest(day: datetime, nodes: dict[int, list[int]]) -> tuple[int, str]:
+    """(rows, md5) of the day's hourly GPU usage of ``nodes``: equal on two databases when every value is."""
+    from django.db import connection
+
+    gpu_ids = [g for ids in nodes.values() for g in ids]
+    with connection.cursor() as cursor:
+        cursor.execute(USAGE_DIGEST_SQL, [gpu_ids, day, day + timedelta(days=1)])
+        count, digest = cursor.fetchone()
+    return int(count), digest or ""
+
+
+def server_cpu_main(
+    args: argparse.Namespace, day: datetime, nodes: dict[int, list[int]], *, rows: int, load_s: float
+) -> None:
+    """One rollup of every node-hour (one process, the beat path), each server's whole process tree charged
+    over it (``server_tree_cpu_s``), and the digest of what it wrote. The load is outside the charge."""
+    servers = servers_parse(args.server_cpu)
+    group_by_run(day)  # a first read of the day: the rollup finds it in the OS cache, as in the timed runs
+    usage_clear(nodes)
+    hours_mark(day, nodes, args.hours)
+    before = {name: server_tree_cpu_s(data_dir) for name, data_dir in servers.items()}
+    with timed() as elapsed:
+        done = rollup_run()
+    cpu = {name: server_tree_cpu_s(data_dir) - before[name] for name, data_dir in servers.items()}
+    node_hours = len(nodes) * args.hours
+    assert done == node_hours, (done, node_hours)
+    usage_rows, digest = usage_digest(day, nodes)
+    gpu_days = args.gpus * args.hours / 24
+    total = sum(cpu.values())
+    metrics: dict[str, Any] = {
+        "rows": rows,
+        "node_hours": node_hours,
+        "gpu_hour_rows_written": usage_rows,
+        "usage_digest_md5": digest,
+        "load_s": round(load_s, 1),
+        "rollup_s": round(elapsed[0], 2),
+        "server_cpu_s": {name: round(v, 3) for name, v in cpu.items()},
+        "db_cpu_s": round(total, 3),
+        "db_cpu_s_per_gpu_day": round(total / gpu_days, 3),
+        "db_cpu_us_per_sample": round(total / rows * 1e6, 3),
+    }
+    table_print(f"bench-rollup --server-cpu ({args.name})", list(metrics.items()))
+    run = {"gpus": args.gpus, "nodes": len(nodes), "hours": args.hours, "day": day.date().isoformat(),
+           "gpu_days": gpu_days, "servers": servers, "rollup_processes": 1}  # fmt: skip
+    print(f"\nwrote {results_write(args.name, metrics=metrics, targets={}, run=run)}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gpus", type=int, default=100)
@@ -203,6 +274,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reload", action="store_true", help="rebuild the day's samples even if loaded")
     parser.add_argument("--python-node-hours", type=int, default=6, help="node-hours timed on the Python path")
     parser.add_argument("--workers", type=int, default=2, help="rollup processes at once for the parallel figure")
+    parser.add_argument(
+        "--server-cpu",
+        metavar="NAME=DATA_DIR,...",
+        help="instead: one rollup of the day, each server's process-tree CPU charged over it, and a digest of "
+        "the hourly GPU usage rows (bench.citus: the same run on one server and on a Citus cluster)",
+    )
+    parser.add_argument("--name", default="rollup", help="the result file's name (bench/results/NAME.json)")
     args = parser.parse_args(argv)
     django_setup()
 
@@ -212,6 +290,9 @@ def main(argv: list[str] | None = None) -> None:
         rows = day_load(day, nodes, args.hours, reload=args.reload)
     node_hours = len(nodes) * args.hours
     background_settle()  # autovacuum of a fresh day's load would be charged to the timings
+    if args.server_cpu:
+        server_cpu_main(args, day, nodes, rows=rows, load_s=load_s[0])
+        return
 
     group_by_run(day)  # a first read of the day: the timed ones all find it in the OS cache
     first, again, rerun, parallel, group_by, ratios = [], [], [], [], [], []
