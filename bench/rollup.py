@@ -208,11 +208,11 @@ def usage_clear(nodes: dict[int, list[int]]) -> None:
 USAGE_DIGEST_SQL = (
     # Every column of the day's hourly GPU usage but its own id, the ids it points at (a database's own
     # numbering: the GPU is named by its UUID) and computed_at, as text (float8 prints its shortest exact
-    # form, so equal text is equal bits), ordered by key, hashed.
-    "SELECT count(*), md5(string_agg(concat_ws('|', g.uuid, u.hour_start AT TIME ZONE 'UTC', u.energy_j, "
+    # form, so equal text is equal bits; a row's text keeps a NULL's place), ordered by key, hashed.
+    "SELECT count(*), md5(string_agg(ROW(g.uuid, u.hour_start AT TIME ZONE 'UTC', u.energy_j, "
     "u.energy_counter_j, u.energy_integrated_j, u.energy_bridged_j, u.energy_method, u.observed_s, u.bridged_s, "
     "u.bridged_gap_s, u.energy_covered_s, u.busy_s, u.mean_power_w, u.max_power_w, u.mean_util_pct, "
-    "u.mean_mem_util_pct, u.mean_temp_c, u.max_temp_c, u.max_mem_used_bytes, u.reset_count), E'\\n' "
+    "u.mean_mem_util_pct, u.mean_temp_c, u.max_temp_c, u.max_mem_used_bytes, u.reset_count)::text, E'\\n' "
     "ORDER BY g.uuid, u.hour_start)) "
     "FROM telemetry_gpuhourusage u JOIN fleets_gpu g ON g.id = u.gpu_id "
     "WHERE u.gpu_id = ANY(%s) AND u.hour_start >= %s AND u.hour_start < %s"
