@@ -89,7 +89,7 @@ def test_a_short_run_through_every_fault_loses_nothing_and_stores_nothing_twice(
         citus_gaps.append("the proxy lost no answer")
     else:
         assert 1 <= figures["answers_lost_by_proxy"] <= 3 * report.faults["proxy_lose_response"]
-    assert figures["resent_seen_as_duplicates"] >= figures["batches_whose_answer_was_lost"] >= 1
+    assert figures["resent_seen_as_duplicates"] >= figures["batches_whose_answer_was_lost"]
     assert figures["failed_retried"] > 0 and figures["refused_4xx"] == 0
     assert figures["ledger"] == len(NODES) * SHORT.hours
     if citus_gaps:
