@@ -67,6 +67,7 @@ from accounting.profiles import (
     profile_for_gpu,
 )
 from accounting.rates import rate_table
+from accounting.site_hours import site_hours_recompute
 from accounting.tariff import in_force
 from common.periods import HOUR
 from common.stages import NodeHourStage
@@ -393,15 +394,22 @@ def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, 
     rows = [_row(context, line, usage) for line in lines]
     columns_fit(rows)  # an amount past its column is refused naming it; the queue parks the hour
     node = context.node
-    rows = ledger_rows_settle(node_id=node.pk, organization_id=node.fleet.organization_id, rows=rows, now=now)
-    NodeHourLedger.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=["node", "hour_start"],
-        update_fields=[
-            f.name for f in NodeHourLedger._meta.concrete_fields if f.name not in {"id", "node", "hour_start"}
-        ],
-    )
+    with transaction.atomic():  # the lines and their site-hours (accounting.site_hours) commit together
+        rows = ledger_rows_settle(node_id=node.pk, organization_id=node.fleet.organization_id, rows=rows, now=now)
+        hours = [row.hour_start for row in rows]
+        # The site-hours the lines leave (a node moved to another site) and those they join.
+        touched = set(
+            NodeHourLedger.objects.filter(node=node, hour_start__in=hours).values_list("site_id", "hour_start")
+        )
+        NodeHourLedger.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["node", "hour_start"],
+            update_fields=[
+                f.name for f in NodeHourLedger._meta.concrete_fields if f.name not in {"id", "node", "hour_start"}
+            ],
+        )
+        site_hours_recompute(touched | {(row.site_id, row.hour_start) for row in rows})
 
 
 def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedger:

@@ -110,6 +110,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
     from django.db import connection
 
     from accounting.models import NodeHourLedger
+    from accounting.site_hours import site_hours_rebuild
     from telemetry.models import EndpointHourUsage, GpuHourUsage
 
     node_ids = [node.pk for node in nodes]
@@ -222,6 +223,8 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "computed_at": "now()",
             },
         )
+    # Lines written by SQL: their site-hours summed as the ledger sums them when it stores lines.
+    site_hours_rebuild(organization_ids=sorted({node.fleet.organization_id for node in nodes}))
 
 
 def _gpu_hours_sum(expression: str) -> str:
@@ -232,7 +235,9 @@ def _gpu_hours_sum(expression: str) -> str:
     )
 
 
-SEEDED_TABLES = ("accounting_nodehourledger", "telemetry_gpuhourusage", "telemetry_endpointhourusage")
+SEEDED_TABLES = (
+    "accounting_nodehourledger", "accounting_ledgersitehour", "telemetry_gpuhourusage", "telemetry_endpointhourusage"
+)  # fmt: skip
 
 
 def _compact() -> None:

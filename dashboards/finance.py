@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -32,7 +32,7 @@ from dashboards.common import (
     organization_ids,
     period_buckets,
 )
-from reports.aggregates import amount_sum
+from reports.aggregates import amount_sum, lines_counted
 from reports.display import money, usage_row_output
 from reports.selectors import (
     BUCKET,
@@ -56,8 +56,8 @@ from reports.site_charges import site_charges_of
 _KEYS = ("fleet_id", "gpu_model", "node__tenure")
 # Node-hours whose electricity is in the rent: shown as "in rent", as on the node page, never as 0.00.
 _IN_RENT = {
-    "s_lines": Count("pk"),
-    "s_in_rent": Count("pk", filter=Q(electricity_status=ElectricityStatus.INCLUDED)),
+    "s_lines": lines_counted(),
+    "s_in_rent": lines_counted(Q(electricity_status=ElectricityStatus.INCLUDED)),
 }
 
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 from common.charts import figure_html, gpu_model_colour, grouped_bars, series_lines
 from common.periods import Period
 from dashboards.common import api_query, dashboard_context, organization_ids, period_buckets
+from reports.aggregates import RowsAggregate
 from reports.display import quality_hour_output
 from reports.metrics import LedgerSums
 from reports.sci import incomplete_reasons
@@ -46,7 +47,10 @@ QUALITY_HOURS_SHOWN = 48
 # Why a per-token carbon tile has no figure: besides the SCI's own reasons (reports.sci.incomplete_reasons).
 NO_TOKENS = "no tokens served in the period"
 NO_OUTPUT_TOKENS = "no output tokens served in the period"
-_INTENSITY = {"s_intensity": Sum("location_gco2e_per_kwh"), "s_intensity_n": Count("location_gco2e_per_kwh")}
+_INTENSITY = {
+    "s_intensity": RowsAggregate(Sum("location_gco2e_per_kwh"), Sum("location_gco2e_per_kwh_sum")),
+    "s_intensity_n": RowsAggregate(Count("location_gco2e_per_kwh"), Sum("location_gco2e_per_kwh_n")),
+}
 
 
 @login_required
@@ -136,6 +140,7 @@ def _parts(ids: list[int], period: Period) -> list[LedgerPart]:
         granularity=period.granularity,
         money=False,
         annotations=REPORT_ANNOTATIONS,
+        site_hour_annotations=True,  # as the report's (reports.selectors.sustainability)
         extra={**_INTENSITY, **BASIS_SUMS},
     )
 

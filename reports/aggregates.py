@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -30,9 +31,9 @@ from django.db.models import (
     When,
 )
 
-from accounting.ledger import ElectricityStatus, LedgerTotals
-from accounting.ledger.line import NO_PRICE_ID
+from accounting.ledger import LedgerTotals
 from accounting.ledger.totals import KNOWN, Prefix, Summed, summed_fields
+from accounting.site_hours import unpriced_with_telemetry
 from reports.metrics import LedgerSums
 
 # As the ledger's own columns: unrounded, 12 decimal places.
@@ -42,20 +43,6 @@ LOCATION_KNOWN = Q(location_co2e_g__isnull=False)
 LOCATION_HOURLY = Q(location_co2e_g__isnull=False, location_is_fallback=False)
 LOCATION_ANNUAL = Q(location_co2e_g__isnull=False, location_is_fallback=True)
 LOCATION_UNKNOWN = Q(location_co2e_g__isnull=True)
-
-
-def unpriced_with_telemetry(line: str = "") -> Q:
-    """A node-hour with telemetry and no price, asset or tariff in force: unpriced, never free.
-
-    ``line``: the path to the ledger line's columns (``""`` on the lines themselves).
-    """
-    unpriced = Q(**{f"{line}pricing_price_id": NO_PRICE_ID}) | Q(
-        **{f"{line}electricity_status": ElectricityStatus.UNPRICED}
-    )
-    telemetry = Q()
-    for column in ("observed_s", "it_kwh", "prompt_tokens", "generation_tokens"):
-        telemetry |= Q(**{f"{line}{column}__gt": 0})
-    return unpriced & telemetry
 
 
 UNPRICED_WITH_TELEMETRY = unpriced_with_telemetry()
@@ -70,6 +57,47 @@ def amount_sum(expression: Any, *, where: Q | None = None) -> Sum:
 _SUMMED = {**summed_fields(LedgerTotals), **summed_fields(LedgerSums)}
 # Figures whose condition the declaration cannot say (an OR of columns), summed here alone.
 _COUNTED = {"s_unpriced_hours": Count("id", filter=UNPRICED_WITH_TELEMETRY)}
+# ... and over site-hours (``accounting.site_hours``), which count them.
+_COUNTED_SITE_HOURS = {"s_unpriced_hours": Sum("unpriced_hours")}
+
+
+@dataclass(frozen=True)
+class RowsAggregate:
+    """An aggregate over ledger lines and the same figure over their site-hours (``accounting.site_hours``).
+
+    A caller's extra aggregate for a query that may read either (``reports.selectors.lines.ledger_rows``):
+    the site-hours count lines in ``lines`` and keep sums of the lines' sums, so a count or a mean's
+    denominator differs in form, a sum of a summed column under conditions on a key does not."""
+
+    lines: Aggregate
+    site_hours: Aggregate
+
+    def over(self, *, site_hours: bool) -> Aggregate:
+        return self.site_hours if site_hours else self.lines
+
+
+def lines_counted(where: Q | None = None) -> RowsAggregate:
+    """How many lines ``where`` holds for (all of them, without)."""
+    return RowsAggregate(Count("id", filter=where), Sum("lines", filter=where))
+
+
+def same_over_site_hours(aggregate: Aggregate) -> RowsAggregate:
+    """An aggregate that reads the same over site-hours: a SUM of a summed column (or MIN / MAX of a key), with
+    conditions on keys or on whether a sum is null only."""
+    return RowsAggregate(aggregate, aggregate)
+
+
+def rows_aggregates(aggregates: Mapping[str, Aggregate | RowsAggregate], *, site_hours: bool) -> dict[str, Aggregate]:
+    """``aggregates`` in their form over lines or over site-hours."""
+    return {
+        name: value.over(site_hours=site_hours) if isinstance(value, RowsAggregate) else value
+        for name, value in aggregates.items()
+    }
+
+
+def site_hours_can_sum(aggregates: Mapping[str, Aggregate | RowsAggregate] | None) -> bool:
+    """Whether every one of ``aggregates`` has a form over site-hours."""
+    return all(isinstance(value, RowsAggregate) for value in (aggregates or {}).values())
 
 
 def _where(where: tuple[tuple[str, Any], ...], line: str = "") -> Q | None:
@@ -87,11 +115,13 @@ def _condition(column: str, value: Any) -> Q:
     return Q(**{f"{column}__isnull": True}) if value is None else Q(**{column: value})
 
 
-def _aggregate(spec: Summed, zero: Any) -> Aggregate:
-    """The SQL sum of a declared figure over stored lines, in the unit and type of its zero."""
+def _aggregate(spec: Summed, zero: Any, *, site_hours: bool = False) -> Aggregate:
+    """The SQL sum of a declared figure over stored lines (or their site-hours), in the unit and type of its zero."""
     where = _where(spec.where)
     if not spec.columns:
-        return Count("id", filter=where)
+        return Sum("lines", filter=where) if site_hours else Count("id", filter=where)
+    if site_hours and len(spec.columns) > 1:
+        raise ValueError(f"a product of columns {spec.columns} cannot be summed from site-hours' sums")
     expression = functools.reduce(operator.mul, (F(column) for column in spec.columns))
     if isinstance(zero, Decimal):
         return amount_sum(expression, where=where)
@@ -100,12 +130,16 @@ def _aggregate(spec: Summed, zero: Any) -> Aggregate:
     return Sum(expression, filter=where)
 
 
-def ledger_sums(*, money: bool = True) -> dict[str, Aggregate]:
-    """The aggregates ``ledger_sums_from`` reads, ``s_<figure>``. Money only makes sense grouped by currency."""
+def ledger_sums(*, money: bool = True, site_hours: bool = False) -> dict[str, Aggregate]:
+    """The aggregates ``ledger_sums_from`` reads, ``s_<figure>``. Money only makes sense grouped by currency.
+
+    ``site_hours``: over ``LedgerSiteHour`` rows (``accounting.site_hours``), the same figures."""
     declared = {
-        f"s_{name}": _aggregate(spec, zero) for name, (spec, zero) in _SUMMED.items() if money or not spec.money
+        f"s_{name}": _aggregate(spec, zero, site_hours=site_hours)
+        for name, (spec, zero) in _SUMMED.items()
+        if money or not spec.money
     }
-    return {**declared, **_COUNTED}
+    return {**declared, **(_COUNTED_SITE_HOURS if site_hours else _COUNTED)}
 
 
 def ledger_sums_from(values: Mapping[str, Any], *, currency: str | None) -> LedgerSums:

@@ -16,7 +16,7 @@ from common.currencies import currency_problem
 from fleets.models import Fleet, Node, Organization, Site
 from telemetry.models import NodeHourMark
 
-__all__ = ["LedgerPending", "LedgerSettings", "NodeHourLedger"]
+__all__ = ["LedgerPending", "LedgerSettings", "LedgerSiteHour", "NodeHourLedger"]
 
 
 def _amount(*, null: bool = False) -> models.DecimalField:
@@ -148,6 +148,87 @@ class NodeHourLedger(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00}"
+
+
+class LedgerSiteHour(models.Model):
+    """The node-hour lines of one site-hour summed per what reports group and filter by (``accounting.site_hours``).
+
+    Written with the lines, in their transaction (never a cache that can serve stale figures): a site-hour's
+    rows are recomputed from its lines whenever one of them is stored. The columns are the lines' own, under
+    the lines' names: a group key holds the value its lines share, a sum the lines' exact sum (``numeric``),
+    ``location_gco2e_per_kwh`` and ``location_direct_gco2e_per_kwh`` the largest; ``lines`` counts them and
+    ``unpriced_hours`` those unpriced with telemetry. The lines of one row also agree on which of their
+    nullable sums are null, so a condition on a sum being null holds for the row as for each of its lines.
+    ``pricing_price_id`` holds only whether the lines were unpriced (``NO_PRICE_ID``) or not (blank).
+    """
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="+")
+    fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="+")
+    hour_start = models.DateTimeField()
+    gpu_model = models.CharField(max_length=64)
+    currency = models.CharField(max_length=3)
+    electricity_status = models.CharField(max_length=10)
+    pricing_price_id = models.CharField(max_length=64, blank=True)
+    energy_method = models.CharField(max_length=16)
+    vat_unknown = models.BooleanField()
+    location_source = models.CharField(max_length=64, blank=True)
+    location_is_fallback = models.BooleanField()
+    location_basis = models.CharField(max_length=10, blank=True)
+    market_source = models.CharField(max_length=128, blank=True)
+    amortization = models.CharField(max_length=12)
+
+    lines = models.PositiveIntegerField(help_text="node-hour lines summed in this row")
+    unpriced_hours = models.PositiveIntegerField(help_text="of them, unpriced with telemetry")
+    held_h = _amount()
+    observed_s = _amount()
+    bridged_s = _amount()
+    gpu_h = _amount()
+    it_kwh = _amount()
+    gpu_kwh = _amount()
+    facility_kwh = _amount()
+    electricity_cost = _amount(null=True)
+    hardware_cost = _amount()
+    rent_cost = _amount()
+    depreciation_cost = _amount()
+    opex_cost = _amount()
+    cost = _amount()
+    hardware_cost_unconverted = _amount(null=True)
+    energy_tax_cost = _amount()
+    vat_amount = _amount()
+    vat_cost = _amount()
+    location_co2e_g = _amount(null=True)
+    market_co2e_g = _amount(null=True)
+    location_direct_co2e_g = _amount(null=True)
+    embodied_co2e_g_low = _amount()
+    embodied_co2e_g_central = _amount()
+    embodied_co2e_g_high = _amount()
+    embodied_unknown_gpu_h = _amount()
+    prompt_tokens = models.BigIntegerField()
+    generation_tokens = models.BigIntegerField()
+    cached_prompt_tokens = models.BigIntegerField(null=True)
+    idle_gpu_h = _amount()
+    idle_cost = _amount()
+    idle_facility_kwh = _amount()
+    util_pct_s = models.FloatField()
+    util_observed_s = models.FloatField()
+    energy_counter_j = models.FloatField()
+    energy_integrated_j = models.FloatField()
+    location_gco2e_per_kwh = models.DecimalField(null=True, max_digits=9, decimal_places=3)
+    location_direct_gco2e_per_kwh = models.DecimalField(null=True, max_digits=9, decimal_places=3)
+    location_gco2e_per_kwh_sum = models.DecimalField(
+        null=True, max_digits=20, decimal_places=3, help_text="the lines' location_gco2e_per_kwh added (a mean's)"
+    )
+    location_gco2e_per_kwh_n = models.PositiveIntegerField(help_text="lines with a location_gco2e_per_kwh")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["organization", "hour_start"], name="ledger_site_hour_org_hour"),
+            models.Index(fields=["site", "hour_start"], name="ledger_site_hour_site_hour"),
+        ]
+
+    def __str__(self) -> str:
+        return f"site {self.site_id} {self.hour_start:%Y-%m-%d %H:00} ({self.lines} lines)"
 
 
 class LedgerPending(NodeHourMark):

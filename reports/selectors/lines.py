@@ -10,8 +10,9 @@ from django.db.models import Q, QuerySet
 
 from accounting.hardware import HardwareProfile as HardwareProfileData
 from accounting.hardware import Source, load_catalog
-from accounting.models import HardwareProfile, NodeHourLedger
+from accounting.models import HardwareProfile, LedgerSiteHour, NodeHourLedger
 from accounting.profiles import UNKNOWN_MODEL, hardware_profiles, profile_for_gpu
+from accounting.site_hours import KEYS, site_hours_in_use
 from common.scope import NO_FILTERS, ReportFilters
 from fleets.models import Gpu
 
@@ -29,6 +30,39 @@ def ledger_lines(
     for field, values in _narrowing(filters):
         lines = lines.filter(**{f"{field}__in": values})
     return lines
+
+
+# What site-hour rows are keyed by (``accounting.site_hours.KEYS``), and the models those keys lead to.
+_SITE_HOUR_KEYS = frozenset(KEYS) | {key.removesuffix("_id") for key in KEYS} | {"pricing_price_id"}
+
+
+def site_hours_serve(*, keys: Iterable[str] = (), filters: ReportFilters = NO_FILTERS) -> bool:
+    """Whether a query grouped by ``keys`` (fields, or lookups through site, fleet or organization) and narrowed
+    by ``filters`` reads the same figures from the site-hours (``accounting.site_hours``) as from the lines:
+    not per node, nor by what only a node has (its tenure), nor by a price (the rows say priced or not only)."""
+    if filters.node_ids or not site_hours_in_use():
+        return False
+    return all(key.split("__")[0] in _SITE_HOUR_KEYS and key != "pricing_price_id" for key in keys)
+
+
+def ledger_rows(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    filters: ReportFilters = NO_FILTERS,
+    site_hours: bool,
+) -> QuerySet[Any]:
+    """``ledger_lines``, or with ``site_hours`` their site-hours (``site_hours_serve`` says when they serve):
+    the same filters, the same column names. Sum them with ``reports.aggregates.ledger_sums(site_hours=...)``."""
+    if not site_hours:
+        return ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+    rows = LedgerSiteHour.objects.filter(
+        organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    )
+    for field, values in _narrowing(filters):
+        rows = rows.filter(**{f"{field}__in": values})
+    return rows
 
 
 def ledger_lines_where(*, line: str, filters: ReportFilters = NO_FILTERS) -> Q:

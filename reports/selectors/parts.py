@@ -19,9 +19,9 @@ from django.db.models import Aggregate, Expression, F
 from django.db.models.functions import TruncDay, TruncMonth
 
 from common.periods import Granularity
-from reports.aggregates import ledger_sums, ledger_sums_from
+from reports.aggregates import RowsAggregate, ledger_sums, ledger_sums_from, rows_aggregates, site_hours_can_sum
 from reports.metrics import LedgerSums, ledger_sums_merge
-from reports.selectors.lines import NO_FILTERS, ReportFilters, ledger_lines
+from reports.selectors.lines import NO_FILTERS, ReportFilters, ledger_rows, site_hours_serve
 
 BUCKET = "bucket"
 K = TypeVar("K", bound=Hashable)
@@ -61,21 +61,34 @@ def ledger_parts(
     filters: ReportFilters = NO_FILTERS,
     money: bool = True,
     annotations: Mapping[str, Any] | None = None,
-    extra: Mapping[str, Aggregate] | None = None,
+    extra: Mapping[str, Aggregate | RowsAggregate] | None = None,
+    site_hour_annotations: bool = False,
 ) -> list[LedgerPart]:
     """The period's lines summed per bucket x ``keys`` (fields, lookups, or names of ``annotations``). One query.
 
     With ``money`` the parts are per currency too (their totals carry it); without,
-    they hold carbon, energy and tokens only, and add across currencies.
+    they hold carbon, energy and tokens only, and add across currencies. The query reads the lines'
+    site-hours (``accounting.site_hours``) where they give the same sums: ``keys`` and ``filters`` they hold,
+    every ``extra`` in both forms (``RowsAggregate``), ``annotations`` none or, as the caller says with
+    ``site_hour_annotations``, conditions on keys or on a sum being null only.
     """
-    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
+    named = [key for key in keys if key not in (annotations or {})]
+    site_hours = (
+        (not annotations or site_hour_annotations)
+        and site_hours_can_sum(extra)
+        and site_hours_serve(keys=named, filters=filters)
+    )
+    lines = ledger_rows(organization_ids=organization_ids, start=start, end=end, filters=filters, site_hours=site_hours)
     grouping = list(keys)
     bucket = bucket_expression(granularity)
     if bucket is not None:
         lines, grouping = lines.annotate(**{BUCKET: bucket}), [BUCKET, *grouping]
     if annotations:
         lines = lines.annotate(**annotations)
-    aggregates = {**ledger_sums(money=money), **(extra or {})}
+    aggregates = {
+        **ledger_sums(money=money, site_hours=site_hours),
+        **rows_aggregates(extra or {}, site_hours=site_hours),
+    }
     rows = lines.values(*grouping, *(["currency"] if money else [])).annotate(**aggregates).order_by()
     return [
         LedgerPart(

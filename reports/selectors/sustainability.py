@@ -9,14 +9,22 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import BooleanField, Count, ExpressionWrapper, Max, Q
+from django.db.models import BooleanField, Count, ExpressionWrapper, Max, Q, Sum
 
 from accounting.ledger.units import S_PER_H, ZERO
 from grid.intensity import DIRECT
-from reports.aggregates import LOCATION_UNKNOWN, UNPRICED_WITH_TELEMETRY, amount_sum, ledger_sums_from
+from reports.aggregates import (
+    LOCATION_UNKNOWN,
+    UNPRICED_WITH_TELEMETRY,
+    RowsAggregate,
+    amount_sum,
+    ledger_sums_from,
+    rows_aggregates,
+    same_over_site_hours,
+)
 from reports.factors import FactorOrigin, location_factor_source, market_factor_source
 from reports.metrics import GridQuality, LedgerSums, grid_kind
-from reports.selectors.lines import ledger_lines
+from reports.selectors.lines import ledger_rows, site_hours_serve
 from reports.selectors.parts import LedgerPart, ledger_parts, parts_sum, parts_total
 
 
@@ -103,8 +111,8 @@ REPORT_ANNOTATIONS = {"location_unknown": ExpressionWrapper(LOCATION_UNKNOWN, ou
 # those on the direct basis (``SustainabilityReport.located_kwh``).
 _LOCATED = Q(location_co2e_g__isnull=False)
 BASIS_SUMS = {
-    "s_located_kwh": amount_sum("facility_kwh", where=_LOCATED),
-    "s_located_direct_kwh": amount_sum("facility_kwh", where=_LOCATED & Q(location_basis=DIRECT)),
+    "s_located_kwh": same_over_site_hours(amount_sum("facility_kwh", where=_LOCATED)),
+    "s_located_direct_kwh": same_over_site_hours(amount_sum("facility_kwh", where=_LOCATED & Q(location_basis=DIRECT))),
 }
 
 
@@ -122,6 +130,7 @@ def sustainability_report(*, organization_id: int, start: datetime, end: datetim
         keys=(*REPORT_KEYS, "gpu_model"),
         money=False,
         annotations=REPORT_ANNOTATIONS,
+        site_hour_annotations=True,  # whether a sum is null: the same for a site-hour's row as for its lines
         extra=BASIS_SUMS,
     )
     report = sustainability_report_from(parts, organization_id=organization_id, start=start, end=end)
@@ -137,19 +146,22 @@ GRID_SUMS = {
 }
 
 
-# Summed per group for each hour's data quality (``quality_hours``, ``zone_hours``).
+# Summed per group for each hour's data quality (``quality_hours``, ``zone_hours``), over lines or site-hours.
 QUALITY_SUMS = {
-    "s_held_h": amount_sum("held_h"),
-    "s_observed_s": amount_sum("observed_s"),
-    "s_bridged_s": amount_sum("bridged_s"),
-    "s_unpriced_hours": Count("id", filter=UNPRICED_WITH_TELEMETRY),
+    "s_held_h": same_over_site_hours(amount_sum("held_h")),
+    "s_observed_s": same_over_site_hours(amount_sum("observed_s")),
+    "s_bridged_s": same_over_site_hours(amount_sum("bridged_s")),
+    "s_unpriced_hours": RowsAggregate(Count("id", filter=UNPRICED_WITH_TELEMETRY), Sum("unpriced_hours")),
 }
+_ZONE_HOUR_KEYS = ("site__grid_zone", "hour_start", "location_source", "location_is_fallback")
 
 
 def quality_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[QualityHour, ...]:
     """Each UTC hour with ledger lines: node-hours held, measured, bridged (and so missing), and unpriced, by hour."""
-    lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
-    return _quality_hours_from(lines.values("hour_start").annotate(**QUALITY_SUMS).order_by())
+    site_hours = site_hours_serve(keys=["hour_start"])
+    rows = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
+    sums = rows_aggregates(QUALITY_SUMS, site_hours=site_hours)
+    return _quality_hours_from(rows.values("hour_start").annotate(**sums).order_by())
 
 
 def zone_hours(
@@ -160,11 +172,13 @@ def zone_hours(
     Grid hours: each zone-hour's grid intensity (g/kWh), its source and kind, and the facility kWh it
     weighed, by zone and hour; lines of one zone-hour may differ (an organization's upload covers only
     its own sites): one entry each. Quality hours: as ``quality_hours``, each hour's the sum of its rows'.
+    Read from the lines' site-hours where they are kept (``accounting.site_hours``).
     """
-    lines = ledger_lines(organization_ids=[organization_id], start=start, end=end)
+    site_hours = site_hours_serve(keys=_ZONE_HOUR_KEYS)
+    lines = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
     rows = list(
-        lines.values("site__grid_zone", "hour_start", "location_source", "location_is_fallback")
-        .annotate(**GRID_SUMS, **QUALITY_SUMS)
+        lines.values(*_ZONE_HOUR_KEYS)
+        .annotate(**GRID_SUMS, **rows_aggregates(QUALITY_SUMS, site_hours=site_hours))
         .order_by("site__grid_zone", "hour_start", "location_source")
     )
     return _grid_hours_from(rows), _quality_hours_from(rows)

@@ -28,6 +28,8 @@ from reports.selectors.lines import (
     gpu_model_profiles,
     ledger_lines,
     ledger_lines_where,
+    ledger_rows,
+    site_hours_serve,
 )
 from reports.selectors.parts import bucket_expression
 from reports.selectors.trace import TRACE_SUMS, RowTracer, TracePart, as_part, trace_parts
@@ -131,13 +133,15 @@ class _UsageQuery:
     """The lines of one usage report, their bucket annotated, and the fields a row is keyed by (currency aside)."""
 
     spec: UsageSpec
-    lines: QuerySet[NodeHourLedger]
+    lines: QuerySet[Any]  # the lines, or their site-hours where they serve (``site_hours``)
     keys: list[str]
+    site_hours: bool = False
 
     def rows(self, offset: int, limit: int | None) -> QuerySet[Any]:
         # Currency is in the GROUP BY so that money of two currencies can never be summed,
         # even if the check were skipped; after the check it splits no row.
-        aggregated = self.lines.values(*self.keys, "currency").annotate(**ledger_sums(), **_TRACE_BOUNDS)
+        sums = ledger_sums(site_hours=self.site_hours)
+        aggregated = self.lines.values(*self.keys, "currency").annotate(**sums, **_TRACE_BOUNDS)
         ordered = aggregated.order_by(*self.keys, "currency")
         return ordered[offset : None if limit is None else offset + limit]
 
@@ -203,7 +207,10 @@ class _UsageQuery:
 
     @functools.cached_property
     def tracer(self) -> RowTracer:
-        return RowTracer(organization_ids=self.spec.organization_ids, lines=self.lines)
+        spec = self.spec  # the mixed nodes' models are read from the lines (a site-hour has no node)
+        ids = spec.organization_ids
+        lines = ledger_lines(organization_ids=ids, start=spec.start, end=spec.end, filters=spec.filters)
+        return RowTracer(organization_ids=ids, lines=lines)
 
     def labels(self) -> dict[str, str]:
         return group_labels(self.spec.group_by, self.spec.organization_ids)
@@ -232,14 +239,18 @@ def report_row(
 
 
 def _usage_query(spec: UsageSpec) -> _UsageQuery:
-    lines = ledger_lines(organization_ids=spec.organization_ids, start=spec.start, end=spec.end, filters=spec.filters)
+    """The report's query: over the lines' site-hours where they serve its group and filters, else the lines."""
+    group = [] if spec.group_by is GroupBy.NONE else [_GROUP_FIELDS[spec.group_by]]
+    site_hours = site_hours_serve(keys=group, filters=spec.filters)
+    lines = ledger_rows(
+        organization_ids=spec.organization_ids, start=spec.start, end=spec.end, filters=spec.filters,
+        site_hours=site_hours,
+    )  # fmt: skip
     keys = []
     bucket = bucket_expression(spec.granularity)
     if bucket is not None:
         lines, keys = lines.annotate(bucket=bucket), ["bucket"]
-    if spec.group_by is not GroupBy.NONE:
-        keys.append(_GROUP_FIELDS[spec.group_by])
-    return _UsageQuery(spec, lines, keys)
+    return _UsageQuery(spec, lines, [*keys, *group], site_hours)
 
 
 def report_rows(*, spec: UsageSpec, offset: int = 0, limit: int | None = None) -> list[ReportRow]:

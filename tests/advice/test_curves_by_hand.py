@@ -22,6 +22,7 @@ from decimal import Decimal
 import pytest
 
 from accounting.models import NodeHourLedger
+from accounting.site_hours import site_hours_rebuild
 from fleets.models import Fleet
 from reports.curves import load_curve_rows, load_curves
 from telemetry.models import EndpointHourUsage, ServingEndpoint
@@ -49,6 +50,7 @@ def line(node, hour, *, gpu_h, cost, it_kwh, location_g, embodied_g, tokens, ele
         energy_integrated_j=0.0, electricity_status=electricity_status, location_is_fallback=False,
         amortization="rented",
     )  # fmt: skip
+    site_hours_rebuild()  # lines written by hand: their site-hours summed again
 
 
 def served(node, model, kind, hour, *, requests, tokens, bounds, counts, url="http://127.0.0.1:8000/metrics"):

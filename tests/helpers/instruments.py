@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from accounting.models import NodeHourLedger
+from accounting.site_hours import site_hours_rebuild
 from fleets.models import Node, Site
 from scope2.quality import Evidence
 
@@ -71,6 +72,7 @@ def ledger_hours(node: Node, hours: list[datetime], *, facility_kwh: Decimal, lo
         ],
         batch_size=1000,
     )  # fmt: skip
+    site_hours_rebuild()  # lines written by hand: their site-hours summed again
 
 
 def ppa_body(site: Site, **changes: Any) -> dict[str, Any]:

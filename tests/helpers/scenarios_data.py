@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from accounting.models import NodeHourLedger
+from accounting.site_hours import site_hours_rebuild
 from telemetry.models import EndpointHourUsage, ServingEndpoint
 from tests.helpers.factories import FleetFactory, NodeFactory, OrganizationFactory, SiteFactory
 
@@ -49,6 +50,7 @@ def acme_ledger(name: str = "Acme AI") -> dict[str, Any]:
     nodes = [(NodeFactory(fleet=enterprise, site=site), ENTERPRISE) for _ in range(2)]
     nodes.append((NodeFactory(fleet=consumer, site=site), CONSUMER))
     NodeHourLedger.objects.bulk_create(ledger_line(node, hour, figures) for node, figures in nodes for hour in HOURS)
+    site_hours_rebuild()  # lines written by hand: their site-hours summed again
     for node, figures in nodes:
         endpoint = ServingEndpoint.objects.create(node=node, url="http://127.0.0.1:8000/metrics", kind="vllm",
                                                   model_name="llama-8b")  # fmt: skip

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
 from accounting.models import GpuAsset, NodeHourLedger
+from accounting.site_hours import site_hours_rebuild
 from advice.models import WorkloadClass
 from fleets.models import Role
 from fleets.services import credential_issue
@@ -285,6 +286,7 @@ def test_node_hours_without_a_hardware_price_are_said_missing_not_zero(
     NodeHourLedger.objects.filter(fleet=acme["consumer"]).update(
         pricing_price_id="unpriced", hardware_cost=0, cost=Decimal("0.75")
     )
+    site_hours_rebuild()  # lines written by hand: their site-hours summed again
     client = client_as(Role.VIEWER, acme["organization"])
     rent = {"kind": "tenure", "fleet": acme["consumer"].pk, "mode": "rent", "rate_per_gpu_h": "1.00"}
     scenario = created(client, acme, [rent])

@@ -1,0 +1,249 @@
+"""The ledger's site-hours: node-hour lines summed per site, hour and report key, written with the lines.
+
+Reports over an organization's period read the same lines in several grouped scans (the sustainability
+report's parts, its zone-hours, the Scope 2 report's site-hours, the usage report's buckets), each a hash
+aggregate of ``numeric`` sums over every line: 136k lines for 90 days x 500 GPUs. A site-hour's lines
+differ in little that reports group by (their nodes share a site, and most their fleet, GPU model,
+price and intensity source), so ``LedgerSiteHour`` holds them summed per site-hour and report key: one row
+per a few nodes, the same sums.
+
+Exact and never stale: ``site_hours_recompute`` rebuilds a site-hour's rows from its lines, in the
+transaction that stores them (``accounting.node_hour_lines._lines_store``), under a lock per site so that
+two workers storing lines of one site-hour cannot each miss the other's. ``numeric`` sums of sums are the
+sums (PostgreSQL adds ``numeric`` exactly), so a report read from these rows equals the same report read
+from the lines (``reports.selectors.lines.ledger_rows`` chooses). The float sums (energy by method,
+utilization seconds) are added in another order, as PostgreSQL's parallel plans already add them.
+
+Lines written by any other way (SQL of a bench seed, a test's fixture) are summed again with
+``site_hours_rebuild`` (``manage.py ledger_site_hours``, which also checks them against the lines).
+
+On a Citus coordinator the rows are neither written nor read: a site-hour's lines lie on the shards of
+several nodes, and writing their sum in a node's ledger transaction would make it a multi-shard (two-phase)
+one. Reports there read the lines, spread over the workers (docs/scaling.md, "Citus").
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import (
+    BooleanField,
+    Case,
+    Count,
+    ExpressionWrapper,
+    Max,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
+
+from accounting.ledger import ElectricityStatus
+from accounting.ledger.line import NO_PRICE_ID
+from accounting.models import LedgerSiteHour, NodeHourLedger
+from common.citus import citus_coordinator
+
+__all__ = [
+    "KEYS",
+    "MAXED",
+    "SUMMED",
+    "site_hours_check",
+    "site_hours_fill",
+    "site_hours_in_use",
+    "site_hours_rebuild",
+    "site_hours_recompute",
+    "unpriced_with_telemetry",
+]
+
+# What a row is keyed by: the lines' own values (``pricing_price_id`` only as priced or not).
+KEYS = (
+    "organization_id",
+    "site_id",
+    "fleet_id",
+    "hour_start",
+    "gpu_model",
+    "currency",
+    "electricity_status",
+    "energy_method",
+    "vat_unknown",
+    "location_source",
+    "location_is_fallback",
+    "location_basis",
+    "market_source",
+    "amortization",
+)
+# Summed (``numeric``, integer or float, as the line's column).
+SUMMED = (
+    "held_h", "observed_s", "bridged_s", "gpu_h", "it_kwh", "gpu_kwh", "facility_kwh", "electricity_cost",
+    "hardware_cost", "rent_cost", "depreciation_cost", "opex_cost", "cost", "hardware_cost_unconverted",
+    "energy_tax_cost", "vat_amount", "vat_cost", "location_co2e_g", "market_co2e_g", "location_direct_co2e_g",
+    "embodied_co2e_g_low", "embodied_co2e_g_central", "embodied_co2e_g_high", "embodied_unknown_gpu_h",
+    "prompt_tokens", "generation_tokens", "cached_prompt_tokens", "idle_gpu_h", "idle_cost", "idle_facility_kwh",
+    "util_pct_s", "util_observed_s", "energy_counter_j", "energy_integrated_j",
+)  # fmt: skip
+# The largest of the lines' (the grid intensity of a zone-hour: its lines share it).
+MAXED = ("location_gco2e_per_kwh", "location_direct_gco2e_per_kwh")
+# Sums that may be null: a row's lines all have the value or all lack it.
+_NULLABLE = tuple(name for name in SUMMED if NodeHourLedger._meta.get_field(name).null)
+
+_FIGURES = ("lines", "unpriced_hours", *SUMMED, *MAXED, "location_gco2e_per_kwh_sum", "location_gco2e_per_kwh_n")
+
+# Two workers storing lines of one site recompute its site-hours one after the other (a transaction lock).
+_LOCK_NAMESPACE = 0x57A7  # pg_advisory_xact_lock(namespace, site id)
+
+
+def unpriced_with_telemetry(line: str = "") -> Q:
+    """A node-hour with telemetry and no price, asset or tariff in force: unpriced, never free.
+
+    ``line``: the path to the ledger line's columns (``""`` on the lines themselves).
+    """
+    unpriced = Q(**{f"{line}pricing_price_id": NO_PRICE_ID}) | Q(
+        **{f"{line}electricity_status": ElectricityStatus.UNPRICED}
+    )
+    telemetry = Q()
+    for column in ("observed_s", "it_kwh", "prompt_tokens", "generation_tokens"):
+        telemetry |= Q(**{f"{line}{column}__gt": 0})
+    return unpriced & telemetry
+
+
+def site_hours_in_use(using: Any = connection) -> bool:
+    """Whether this database keeps (and reports read) the site-hours: everywhere but on a Citus coordinator."""
+    return not citus_coordinator(using)
+
+
+def site_hours_recompute(site_hours: Iterable[tuple[int, datetime]]) -> int:
+    """Rebuild the rows of each ``(site id, hour start)`` from its lines; return how many rows were written.
+
+    Call it in the transaction that changed the lines (it opens one when called outside): the rows commit
+    with them. Sites are locked in id order, so two callers never wait on each other in a circle."""
+    if not site_hours_in_use():
+        return 0
+    by_site: dict[int, set[datetime]] = defaultdict(set)
+    for site_id, hour in site_hours:
+        by_site[site_id].add(hour)
+    written = 0
+    with transaction.atomic():
+        for site_id in sorted(by_site):
+            _site_lock(site_id)
+            hours = sorted(by_site[site_id])
+            LedgerSiteHour.objects.filter(site_id=site_id, hour_start__in=hours).delete()
+            written += _rows_store(NodeHourLedger.objects.filter(site_id=site_id, hour_start__in=hours))
+    return written
+
+
+def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> int:
+    """Rebuild every row (of ``organization_ids``, or of all) from the lines; return how many were written."""
+    if not site_hours_in_use():
+        return 0
+    rows = LedgerSiteHour.objects.all()
+    lines = NodeHourLedger.objects.all()
+    if organization_ids is not None:
+        rows, lines = (
+            rows.filter(organization_id__in=organization_ids),
+            lines.filter(organization_id__in=organization_ids),
+        )
+    with transaction.atomic():
+        site_ids = sorted(set(lines.values_list("site_id", flat=True).distinct()) | set(
+            rows.values_list("site_id", flat=True).distinct()
+        ))  # fmt: skip
+        for site_id in site_ids:
+            _site_lock(site_id)
+        rows.delete()
+        return _rows_store(lines)
+
+
+def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list[str]:
+    """How the rows differ from the lines, per site-hour (nothing: they agree). Reads both in full."""
+    rows = LedgerSiteHour.objects.all()
+    lines = NodeHourLedger.objects.all()
+    if organization_ids is not None:
+        rows, lines = (
+            rows.filter(organization_id__in=organization_ids),
+            lines.filter(organization_id__in=organization_ids),
+        )
+    stored: dict[tuple[Any, ...], dict[str, Any]] = {}
+    problems = []
+    for row in rows.values(*KEYS, "pricing_price_id", *_FIGURES):
+        key = _key(row, row["pricing_price_id"])
+        if key in stored:
+            problems.append(f"two rows for {dict(zip(KEYS, key, strict=False))}")
+        stored[key] = row
+    expected = {}
+    for grouped in _grouped(lines):
+        row = {**{name: grouped[name] for name in KEYS}, **{name: grouped[f"s_{name}"] for name in _FIGURES}}
+        expected[_key(row, grouped["k_pricing"])] = row
+    for key in sorted(stored.keys() | expected.keys(), key=repr):
+        have, want = stored.get(key), expected.get(key)
+        if have is None or want is None:
+            problems.append(f"{'missing' if have is None else 'extra'} row {dict(zip(KEYS, key, strict=False))}")
+            continue
+        for name in _FIGURES:
+            if not _same(have[name], want[name]):
+                problems.append(f"{name} {have[name]} != lines' {want[name]} in {dict(zip(KEYS, key, strict=False))}")
+    return problems
+
+
+def _same(have: Any, want: Any) -> bool:
+    """Equal: to the last digit for ``numeric`` sums on PostgreSQL; within a double's precision for floats (added
+    in another order) and on SQLite (which sums decimals as doubles)."""
+    if have is None or want is None:
+        return have is want
+    if isinstance(want, float) or connection.vendor != "postgresql":
+        return abs(float(have) - float(want)) <= 1e-12 * max(abs(float(want)), 1.0)
+    return bool(have == want)
+
+
+def _key(row: dict[str, Any], pricing: str) -> tuple[Any, ...]:
+    """A row's identity: its keys, priced or not, and which of its sums are null."""
+    return (*(row[name] for name in KEYS), pricing, *(row[name] is None for name in _NULLABLE))
+
+
+def _site_lock(site_id: int) -> None:
+    """Hold the site's transaction lock (PostgreSQL; SQLite lets one writer at a time write)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, site_id])
+
+
+def _grouped(lines: QuerySet[NodeHourLedger]) -> QuerySet[Any]:
+    """The lines summed per site-hour row: keys, then counts, sums and maxima as ``s_<row's column>``."""
+    nulls = {f"k_{name}_null": ExpressionWrapper(Q(**{f"{name}__isnull": True}), BooleanField()) for name in _NULLABLE}
+    unpriced = Case(When(pricing_price_id=NO_PRICE_ID, then=Value(NO_PRICE_ID)), default=Value(""))
+    return (
+        lines.values(*KEYS, k_pricing=unpriced, **nulls)
+        .annotate(
+            s_lines=Count("id"),
+            s_unpriced_hours=Count("id", filter=unpriced_with_telemetry()),
+            **{f"s_{name}": Sum(name) for name in SUMMED},
+            **{f"s_{name}": Max(name) for name in MAXED},
+            s_location_gco2e_per_kwh_sum=Sum("location_gco2e_per_kwh"),
+            s_location_gco2e_per_kwh_n=Count("location_gco2e_per_kwh"),
+        )
+        .order_by()
+    )
+
+
+def site_hours_fill(line_model: Any, row_model: Any, using: Any = connection) -> int:
+    """Sum every line of ``line_model`` into ``row_model`` (empty): the migration that adds the rows runs it
+    on its own (historical) models."""
+    if not site_hours_in_use(using):
+        return 0
+    return _rows_store(line_model.objects.all(), row_model)
+
+
+def _rows_store(lines: QuerySet[Any], row_model: Any = LedgerSiteHour) -> int:
+    rows = [
+        row_model(
+            pricing_price_id=row["k_pricing"],
+            **{name: row[name] for name in KEYS},
+            **{name: row[f"s_{name}"] for name in _FIGURES},
+        )
+        for row in _grouped(lines).iterator(chunk_size=5000)
+    ]
+    row_model.objects.bulk_create(rows, batch_size=2000)
+    return len(rows)

@@ -1,0 +1,185 @@
+"""The ledger's site-hours: written with the lines, and every report read from them equals the same report
+read from the lines (to the last digit on PostgreSQL), whatever moved, was deleted or was stored at once."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from decimal import Decimal
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection, connections, transaction
+
+from accounting.models import LedgerSiteHour, NodeHourLedger
+from accounting.node_hour_lines import ledger_node_hours_compute
+from accounting.site_hours import site_hours_check, site_hours_rebuild
+from common.periods import Granularity
+from reports.display import sustainability_output, usage_row_output
+from reports.selectors import GroupBy, UsageSpec, report_rows, sustainability_report
+from tests.helpers.factories import GpuFactory, NodeFactory, NodePriceFactory, SiteFactory
+from tests.helpers.reports import END, HOURS, LONG_AGO, START, h100_usage
+
+pytestmark = pytest.mark.django_db
+
+
+def second_h100(fleets, *, hostname="h100-b"):
+    """Another rented H100 node of the enterprise fleet at the same site: its site-hours sum two lines."""
+    node = NodeFactory(
+        fleet=fleets.enterprise, site=fleets.h100.site, hostname=hostname, tenure="rented", commissioned_at=LONG_AGO
+    )
+    for index in range(2):
+        GpuFactory(node=node, index=index, name="NVIDIA H100 80GB HBM3")
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=LONG_AGO)
+    h100_usage(node)
+    return node
+
+
+def from_lines(monkeypatch, read):
+    """``read()`` with the site-hours out of use: every report reads the lines."""
+    with monkeypatch.context() as patched:
+        patched.setattr("reports.selectors.lines.site_hours_in_use", lambda: False)
+        return read()
+
+
+SPECS = [
+    (Granularity.HOUR, GroupBy.NONE),
+    (Granularity.DAY, GroupBy.FLEET),
+    (Granularity.TOTAL, GroupBy.SITE),
+    (Granularity.MONTH, GroupBy.GPU_MODEL),
+    (Granularity.TOTAL, GroupBy.CURRENCY),
+]
+
+
+def usage(org, granularity, group_by):
+    spec = UsageSpec(organization_ids=[org.pk], start=START, end=END, granularity=granularity, group_by=group_by)
+    return report_rows(spec=spec)
+
+
+def test_a_site_hour_holds_its_lines_summed(fleets, org_a):
+    second_h100(fleets)
+
+    rows = LedgerSiteHour.objects.filter(site=fleets.h100.site)
+    assert sorted(rows.values_list("hour_start", "lines")) == [(hour, 2) for hour in HOURS]
+    lines = NodeHourLedger.objects.filter(site=fleets.h100.site, hour_start=HOURS[0])
+    row = rows.get(hour_start=HOURS[0])
+    assert row.cost == sum(line.cost for line in lines)
+    assert row.location_co2e_g == sum(line.location_co2e_g for line in lines)
+    assert row.generation_tokens == 2 * 500_000
+    assert site_hours_check() == []
+
+
+@pytest.mark.parametrize(("granularity", "group_by"), SPECS)
+def test_the_usage_report_from_site_hours_is_the_report_from_lines(fleets, org_a, monkeypatch, granularity, group_by):
+    second_h100(fleets)
+
+    read = usage(org_a, granularity, group_by)
+    expected = from_lines(monkeypatch, lambda: usage(org_a, granularity, group_by))
+
+    assert [usage_row_output(row) for row in read] == [usage_row_output(row) for row in expected]
+    if connection.vendor == "postgresql":  # SQLite sums decimals as doubles (~15 digits)
+        assert read == expected
+
+
+def test_the_sustainability_report_from_site_hours_is_the_report_from_lines(mixed_grid, org_a, monkeypatch):
+    second_h100(mixed_grid)
+
+    def report():
+        return sustainability_report(organization_id=org_a.pk, start=START, end=END)
+
+    read, expected = report(), from_lines(monkeypatch, report)
+
+    assert sustainability_output(read, org_a) == sustainability_output(expected, org_a)
+    assert [(h.zone, h.hour_start, h.source, h.kind) for h in read.grid_hours] == [
+        (h.zone, h.hour_start, h.source, h.kind) for h in expected.grid_hours
+    ]
+    assert len({h.kind for h in read.grid_hours}) == 3  # live, simulated and the annual stand-in all read
+    if connection.vendor == "postgresql":
+        assert read == expected
+        assert dataclasses.astuple(read.quality_hours[0]) == dataclasses.astuple(expected.quality_hours[0])
+
+
+def test_the_pages_show_the_same_figures_from_site_hours(fleets, org_a, client_a, monkeypatch):
+    second_h100(fleets)
+    query = {"start": START.date().isoformat(), "end": END.date().isoformat()}
+
+    for path in ("/sustainability/", "/api/v1/reports/usage/", "/api/v1/reports/sustainability/"):
+        read = client_a.get(path, query)
+        expected = from_lines(monkeypatch, lambda path=path: client_a.get(path, query))
+        assert read.status_code == expected.status_code == 200, path
+        if path.startswith("/api/"):
+            assert read.json() == expected.json(), path
+
+
+def test_a_node_moved_to_another_site_leaves_its_old_site_hours(fleets, org_a):
+    moved = second_h100(fleets)
+    other = SiteFactory(organization=org_a, name="sjc-9", grid_zone="US-CAL-CISO", country="US", pue=Decimal("1.2"))
+    moved.site = other
+    moved.save()
+
+    ledger_node_hours_compute(node_id=moved.pk, hour_starts=HOURS)
+
+    assert sorted(LedgerSiteHour.objects.filter(site=fleets.h100.site).values_list("lines", flat=True)) == [1, 1, 1]
+    assert LedgerSiteHour.objects.filter(site=other).count() == 3
+    assert site_hours_check() == []
+
+
+def test_a_deleted_node_takes_its_lines_out_of_its_site_hours(fleets, org_a):
+    second_h100(fleets).delete()
+
+    assert sorted(LedgerSiteHour.objects.filter(site=fleets.h100.site).values_list("lines", flat=True)) == [1, 1, 1]
+    assert site_hours_check() == []
+
+
+def test_the_check_finds_lines_changed_by_hand_and_the_rebuild_mends_them(fleets, org_a, capsys):
+    NodeHourLedger.objects.filter(node=fleets.h100, hour_start=HOURS[1]).update(cost=Decimal("99"))
+
+    with pytest.raises(CommandError, match="differ from their lines"):
+        call_command("ledger_site_hours", "--check")
+    assert "cost" in capsys.readouterr().out
+
+    call_command("ledger_site_hours")
+    call_command("ledger_site_hours", "--check")
+    assert "agree with the lines" in capsys.readouterr().out
+    assert site_hours_rebuild(organization_ids=[org_a.pk]) == LedgerSiteHour.objects.filter(organization=org_a).count()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite lets one writer at a time write")
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_storing_lines_of_one_site_hour_at_once_lose_neither(fleets, org_a):
+    """One worker's transaction holds its lines uncommitted while the other stores its own: the second waits for
+    the site's lock, then sums both (without the lock it would sum the first node's old line)."""
+    other = second_h100(fleets)
+    NodeHourLedger.objects.filter(node__in=[fleets.h100, other]).update(cost=Decimal(0))
+    site_hours_rebuild()
+    stored, released = threading.Event(), threading.Event()
+    errors = []
+
+    def first():
+        try:
+            with transaction.atomic():
+                ledger_node_hours_compute(node_id=fleets.h100.pk, hour_starts=HOURS)
+                stored.set()
+                released.wait(10)
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    assert stored.wait(30)
+    second = threading.Thread(target=lambda: (ledger_node_hours_compute(node_id=other.pk, hour_starts=HOURS),
+                                              connections.close_all()))  # fmt: skip
+    second.start()
+    second.join(1.0)
+    assert second.is_alive()  # waiting for the first worker's site lock
+    released.set()
+    worker.join(30)
+    second.join(30)
+
+    assert errors == []
+    assert site_hours_check() == []
+    rows = LedgerSiteHour.objects.filter(site=fleets.h100.site)
+    assert sorted(rows.values_list("hour_start", "lines")) == [(hour, 2) for hour in HOURS]  # one row each
+    assert all(row.cost > 0 for row in rows)
