@@ -24,11 +24,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Count, DecimalField, ExpressionWrapper, F, Q, Sum
+from django.db.models import DecimalField, ExpressionWrapper, F, Q, Sum
 from django.db.models.functions import Coalesce
 
 from accounting.models import NodeHourLedger
 from grid.annual import LIFECYCLE_ONLY_NOTE
+from reports.aggregates import lines_counted
+from reports.selectors.lines import ledger_rows, site_hours_serve
 
 ZERO = Decimal(0)
 DIRECT = "direct"
@@ -106,11 +108,16 @@ def scope2_location_g() -> Sum:
     return Sum(Coalesce("location_direct_co2e_g", "location_co2e_g", output_field=_G))
 
 
-def basis_by_site(*, organization_id: int, start: datetime, end: datetime, where: Q) -> dict[int, BasisCoverage]:
+def basis_by_site(
+    *, organization_id: int, start: datetime, end: datetime, where: Q, by_status: Q | None = None
+) -> dict[int, BasisCoverage]:
     """Per site, the factor basis of the lines ``where`` selects in ``[start, end)``: one query, by site and
-    intensity source (the lifecycle basis' sources), added up per site (exact ``Decimal`` sums)."""
-    lines = NodeHourLedger.objects.filter(where, organization_id=organization_id, hour_start__gte=start,
-                                          hour_start__lt=end)  # fmt: skip
+    intensity source (the lifecycle basis' sources), added up per site (exact ``Decimal`` sums). Read from the
+    lines' site-hours where ``by_status`` says ``where`` as a condition on the electricity status alone."""
+    site_hours = by_status is not None and site_hours_serve(keys=["site_id", "location_source"])
+    lines = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours).filter(
+        by_status if site_hours else where
+    )
     upstream = ExpressionWrapper(F("location_co2e_g") - F("location_direct_co2e_g"), output_field=_G)
     rows = lines.values("site_id", "location_source").annotate(
         direct_kwh=Sum("facility_kwh", filter=_HAS_DIRECT),
@@ -118,7 +125,7 @@ def basis_by_site(*, organization_id: int, start: datetime, end: datetime, where
         both_kwh=Sum("facility_kwh", filter=_BOTH),
         upstream_g=Sum(upstream, filter=_BOTH),
         direct_only_kwh=Sum("facility_kwh", filter=_HAS_DIRECT & Q(location_basis=DIRECT)),
-        lifecycle_lines=Count("id", filter=_LIFECYCLE_ONLY),
+        lifecycle_lines=lines_counted(_LIFECYCLE_ONLY).over(site_hours=site_hours),
     ).order_by("site_id", "location_source")  # fmt: skip
     covered: dict[int, BasisCoverage] = {}
     for row in rows:

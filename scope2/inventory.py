@@ -21,6 +21,7 @@ from accounting.ledger.units import ZERO
 from accounting.models import LedgerSettings, NodeHourLedger
 from accounting.profiles import gpu_embodied_asset, hardware_profiles, profile_for_gpu
 from fleets.models import Gpu, GpuInstallation
+from reports.selectors.lines import ledger_rows, site_hours_serve
 from scope2.boundary import OWNED, Boundary, Consolidation, ElectricityScope, electricity_scope
 from scope2.models import InventoryBoundary, NodeScope, Scope1Emission
 
@@ -50,12 +51,34 @@ def electricity_line_filters(*, organization_id: int, start: datetime, end: date
     return electricity_line_filters_since(organization_id=organization_id, since=start, start=start, end=end)[1]
 
 
+@dataclass(frozen=True)
+class ElectricityFilters:
+    """Per electricity scope, the filters on the ledger lines of ``[since, end)`` and of ``[start, end)`` that
+    are in it; and each as a condition on the lines' electricity status alone where it is one (``None``
+    where not: the nodes of one status are in several scopes), which the lines' site-hours can take
+    (``accounting.site_hours``: a site-hour has no node)."""
+
+    since: dict[ElectricityScope, Q]
+    period: dict[ElectricityScope, Q]
+    since_by_status: dict[ElectricityScope, Q | None]
+    period_by_status: dict[ElectricityScope, Q | None]
+
+
 def electricity_line_filters_since(
     *, organization_id: int, since: datetime, start: datetime, end: datetime
 ) -> tuple[dict[ElectricityScope, Q], dict[ElectricityScope, Q]]:
     """``electricity_line_filters`` of ``[since, end)`` and of ``[start, end)`` (``since <= start``), from one
-    query: the distinct (node, tenure, power in rent) of ``[since, end)``, each marked when it has a line
-    from ``start`` on (those are the later period's)."""
+    query (``electricity_filters_since``)."""
+    filters = electricity_filters_since(organization_id=organization_id, since=since, start=start, end=end)
+    return filters.since, filters.period
+
+
+def electricity_filters_since(
+    *, organization_id: int, since: datetime, start: datetime, end: datetime
+) -> ElectricityFilters:
+    """The filters of ``[since, end)`` and of ``[start, end)`` (``since <= start``), from one query: the distinct
+    (node, tenure, power in rent) of ``[since, end)``, each marked when it has a line from ``start`` on (those
+    are the later period's)."""
     choices = dict(NodeScope.objects.filter(organization_id=organization_id).values_list("node_id", "electricity"))
     rows = (
         NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=since, hour_start__lt=end)
@@ -68,23 +91,52 @@ def electricity_line_filters_since(
     found = list(rows)
     since_rows = [(node_id, tenure, in_rent) for node_id, tenure, in_rent, _ in found]
     period_rows = [(node_id, tenure, in_rent) for node_id, tenure, in_rent, in_period in found if in_period]
-    return _line_filters(since_rows, choices), _line_filters(period_rows, choices)
+    return ElectricityFilters(
+        _line_filters(since_rows, choices),
+        _line_filters(period_rows, choices),
+        _status_filters(since_rows, choices),
+        _status_filters(period_rows, choices),
+    )
 
 
-def _line_filters(rows: list[tuple[int, str, bool]], choices: dict[int, str]) -> dict[ElectricityScope, Q]:
+def _scopes(
+    rows: list[tuple[int, str, bool]], choices: dict[int, str]
+) -> dict[tuple[ElectricityScope, bool], set[int]]:
+    """The nodes per (scope, power in rent) of ``rows``."""
     nodes: dict[tuple[ElectricityScope, bool], set[int]] = defaultdict(set)
     for node_id, tenure, in_rent in rows:
         scope = electricity_scope(tenure=tenure, power_in_rent=in_rent, choice=choices.get(node_id, "auto"))
         nodes[(scope, in_rent)].add(node_id)
-    included = Q(electricity_status=ElectricityStatus.INCLUDED.value)
+    return nodes
+
+
+_INCLUDED = Q(electricity_status=ElectricityStatus.INCLUDED.value)
+
+
+def _line_filters(rows: list[tuple[int, str, bool]], choices: dict[int, str]) -> dict[ElectricityScope, Q]:
+    nodes = _scopes(rows, choices)
     filters = {}
     for scope in ElectricityScope:
         with_rent, without = nodes.get((scope, True), set()), nodes.get((scope, False), set())
-        parts = ([Q(node_id__in=with_rent) & included] if with_rent else []) + (
-            [Q(node_id__in=without) & ~included] if without else []
+        parts = ([Q(node_id__in=with_rent) & _INCLUDED] if with_rent else []) + (
+            [Q(node_id__in=without) & ~_INCLUDED] if without else []
         )
         filters[scope] = _any(parts)
     return filters
+
+
+def _status_filters(rows: list[tuple[int, str, bool]], choices: dict[int, str]) -> dict[ElectricityScope, Q | None]:
+    """``_line_filters`` on the electricity status alone, over the lines ``rows`` were read from: where every
+    node whose lines have power in the rent (or every node whose lines have not) is in one scope, that scope's
+    lines of that status are all of them. ``None`` for every scope where a status splits between scopes."""
+    nodes = _scopes(rows, choices)
+    by_rent = {in_rent: {scope for scope, rent in nodes if rent == in_rent} for in_rent in (True, False)}
+    if any(len(scopes) > 1 for scopes in by_rent.values()):
+        return dict.fromkeys(ElectricityScope)
+    return {
+        scope: _any(([_INCLUDED] if scope in by_rent[True] else []) + ([~_INCLUDED] if scope in by_rent[False] else []))
+        for scope in ElectricityScope
+    }
 
 
 def _any(parts: list[Q]) -> Q:
@@ -257,7 +309,8 @@ def embodied_in_force(
 ) -> tuple[AmortizationInForce, AmortizedEmbodied]:
     """The amortization in force over the period's lines and their embodied carbon: one query, the lines
     summed per (amortization method, GPU model)."""
-    lines = NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=start, hour_start__lt=end)
+    site_hours = site_hours_serve(keys=["amortization", "gpu_model"])  # the lines' site-hours, where kept
+    lines = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
     rows = list(
         lines.values("amortization", "gpu_model")
         .annotate(

@@ -11,9 +11,9 @@ from typing import Any
 from django.db.models import Case, Count, DecimalField, F, Q, QuerySet, Sum, Value, When
 from rest_framework.exceptions import NotFound
 
-from accounting.models import NodeHourLedger
 from fleets.models import Site
 from fleets.selectors import organizations_for_user
+from reports.selectors.lines import ledger_rows, site_hours_serve
 from scope2.allocation import (
     KWH_PER_MWH,
     ZERO,
@@ -25,7 +25,7 @@ from scope2.allocation import (
 from scope2.basis import BasisCoverage, basis_by_site, scope2_location_g
 from scope2.boundary import ElectricityScope
 from scope2.cfe import CfeScore, cfe_annual, cfe_hourly
-from scope2.inventory import electricity_line_filters_since
+from scope2.inventory import electricity_filters_since
 from scope2.models import ContractualInstrument, InstrumentHour, ResidualMixFactor, Scope2Disclosure
 from scope2.quality import Evidence
 from scope2.residual import grid_cfe_share, shipped_residual_mix
@@ -75,16 +75,20 @@ class Scope2Report:
     matching: str = Scope2Disclosure.Matching.ANNUAL.value  # the disclosed market-based figure's matching
 
 
-def _site_hours(organization_id: int, start: datetime, end: datetime, scope2: Q) -> dict[int, list[SiteHour]]:
+def _site_hours(
+    organization_id: int, start: datetime, end: datetime, scope2: Q, by_status: Q | None
+) -> dict[int, list[SiteHour]]:
+    """The Scope 2 lines (``scope2``) summed per site-hour: from the lines' site-hours where the filter is one on
+    the electricity status (``by_status``) and they are kept, else from the lines."""
     located = Case(
         When(location_co2e_g__isnull=False, then=F("facility_kwh")),
         default=Value(ZERO),
         output_field=DecimalField(max_digits=28, decimal_places=12),
     )
+    site_hours = by_status is not None and site_hours_serve(keys=["site_id", "hour_start"])
+    lines = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
     rows = (
-        NodeHourLedger.objects.filter(
-            scope2, organization_id=organization_id, hour_start__gte=start, hour_start__lt=end
-        )
+        lines.filter(by_status if site_hours else scope2)
         .values("site_id", "hour_start")
         # Scope 2 takes the direct factor where the hour has one (scope2.basis)
         .annotate(kwh=Sum("facility_kwh"), location_g=scope2_location_g(), location_kwh=Sum(located))
@@ -205,10 +209,9 @@ def scope2_report(*, organization_id: int, start: datetime, end: datetime) -> Sc
     whose electricity is Scope 3 (rented with power in the rent) are left out: not the organization's purchased
     electricity, so no instrument of its can cover them."""
     since = year_start(start.year)
-    filters, period_filters = electricity_line_filters_since(
-        organization_id=organization_id, since=since, start=start, end=end
-    )
-    hours = _site_hours(organization_id, since, end, filters[ElectricityScope.SCOPE_2])
+    filters = electricity_filters_since(organization_id=organization_id, since=since, start=start, end=end)
+    scope_2 = ElectricityScope.SCOPE_2
+    hours = _site_hours(organization_id, since, end, filters.since[scope_2], filters.since_by_status[scope_2])
     instruments = _instruments(organization_id, since, end)
     in_period = {site_id for site_id, rows in hours.items() if any(start <= row.hour_start for row in rows)}
     in_period |= {site_id for site_id, rows in instruments.items()
@@ -223,9 +226,13 @@ def scope2_report(*, organization_id: int, start: datetime, end: datetime) -> Sc
             _site_scope2(site, hours.get(site.pk, []), instruments.get(site.pk, []), start, end, matching)
             for site in sites
         ],
-        period_filters,
+        filters.period,
         basis_by_site(
-            organization_id=organization_id, start=start, end=end, where=period_filters[ElectricityScope.SCOPE_2]
+            organization_id=organization_id,
+            start=start,
+            end=end,
+            where=filters.period[scope_2],
+            by_status=filters.period_by_status[scope_2],
         ),
         matching,
     )

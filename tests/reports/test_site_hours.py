@@ -17,6 +17,10 @@ from accounting.site_hours import site_hours_check, site_hours_rebuild
 from common.periods import Granularity
 from reports.display import sustainability_output, usage_row_output
 from reports.selectors import GroupBy, UsageSpec, report_rows, sustainability_report
+from scope2.boundary import ElectricityScope
+from scope2.inventory import electricity_filters_since
+from scope2.models import NodeScope
+from scope2.selectors import scope2_report
 from tests.helpers.factories import GpuFactory, NodeFactory, NodePriceFactory, SiteFactory
 from tests.helpers.reports import END, HOURS, LONG_AGO, START, h100_usage
 
@@ -183,3 +187,29 @@ def test_two_workers_storing_lines_of_one_site_hour_at_once_lose_neither(fleets,
     rows = LedgerSiteHour.objects.filter(site=fleets.h100.site)
     assert sorted(rows.values_list("hour_start", "lines")) == [(hour, 2) for hour in HOURS]  # one row each
     assert all(row.cost > 0 for row in rows)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["every node in scope 2", "a node chosen out of scope 2"])
+def test_the_scope2_report_from_site_hours_is_the_report_from_lines(fleets, org_a, monkeypatch, split):
+    """Scope 2's site-hours and factor basis read site-hours where the scope follows from the electricity
+    status; a node chosen into another scope (its status shared with scope 2 nodes) makes them read lines."""
+    other = second_h100(fleets)
+    if split:  # a rented node, as the first H100, whose electricity the organization puts in Category 8
+        NodeScope.objects.create(organization=org_a, node=other, electricity="category_8")
+    filters = electricity_filters_since(organization_id=org_a.pk, since=START, start=START, end=END)
+    assert (filters.period_by_status[ElectricityScope.SCOPE_2] is None) is split
+
+    def report():
+        return scope2_report(organization_id=org_a.pk, start=START, end=END)
+
+    read, expected = report(), from_lines(monkeypatch, report)
+
+    assert [site.site.pk for site in read.sites] == [site.site.pk for site in expected.sites]
+    h100_site_kwh = read.sites[0].allocation.consumption_kwh  # the H100 site's, sorted first
+    assert h100_site_kwh == (1 if split else 2) * 3 * Decimal("1.8")  # 1.8 kWh a node-hour
+    assert read.bases.keys() == expected.bases.keys()
+    kwh = [(site.allocation.consumption_kwh, site.allocation.location_co2e_g) for site in read.sites]
+    assert all(consumed > 0 for consumed, _ in kwh)
+    if connection.vendor == "postgresql":
+        assert read.sites == expected.sites
+        assert read.bases == expected.bases
