@@ -13,7 +13,7 @@ from django.db import connection, connections, transaction
 
 from accounting.models import LedgerSiteHour, NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute
-from accounting.site_hours import site_hours_check, site_hours_rebuild
+from accounting.site_hours import site_hours_check, site_hours_in_use, site_hours_rebuild
 from common.periods import Granularity
 from reports.display import sustainability_output, usage_row_output
 from reports.selectors import GroupBy, UsageSpec, report_rows, sustainability_report
@@ -25,6 +25,15 @@ from tests.helpers.factories import GpuFactory, NodeFactory, NodePriceFactory, S
 from tests.helpers.reports import END, HOURS, LONG_AGO, START, h100_usage
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def kept(request, db):
+    """The site-hours are kept on SQLite and PostgreSQL; on a Citus coordinator only the test that says they are
+    not runs."""
+    on_citus = not site_hours_in_use()
+    if on_citus != ("citus" in request.keywords):
+        pytest.skip("on a Citus coordinator the ledger keeps no site-hours" if on_citus else "Citus only")
 
 
 def second_h100(fleets, *, hostname="h100-b"):
@@ -213,3 +222,15 @@ def test_the_scope2_report_from_site_hours_is_the_report_from_lines(fleets, org_
     if connection.vendor == "postgresql":
         assert read.sites == expected.sites
         assert read.bases == expected.bases
+
+
+@pytest.mark.citus
+def test_on_a_citus_coordinator_the_site_hours_are_neither_written_nor_read(fleets, org_a, monkeypatch):
+    assert NodeHourLedger.objects.filter(organization=org_a).exists()
+    assert not LedgerSiteHour.objects.exists()  # a node's ledger transaction stays on its shard
+    read = usage(org_a, Granularity.DAY, GroupBy.FLEET)
+
+    assert [usage_row_output(row) for row in read] == [
+        usage_row_output(row) for row in from_lines(monkeypatch, lambda: usage(org_a, Granularity.DAY, GroupBy.FLEET))
+    ]
+    assert read[0].sums.totals.cost > 0
