@@ -140,13 +140,7 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
     """Rebuild every row (of ``organization_ids``, or of all) from the lines; return how many were written."""
     if not site_hours_in_use():
         return 0
-    rows = LedgerSiteHour.objects.all()
-    lines = NodeHourLedger.objects.all()
-    if organization_ids is not None:
-        rows, lines = (
-            rows.filter(organization_id__in=organization_ids),
-            lines.filter(organization_id__in=organization_ids),
-        )
+    rows, lines = _of(organization_ids)
     with transaction.atomic():
         site_ids = sorted(set(lines.values_list("site_id", flat=True).distinct()) | set(
             rows.values_list("site_id", flat=True).distinct()
@@ -159,13 +153,7 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
 
 def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list[str]:
     """How the rows differ from the lines, per site-hour (nothing: they agree). Reads both in full."""
-    rows = LedgerSiteHour.objects.all()
-    lines = NodeHourLedger.objects.all()
-    if organization_ids is not None:
-        rows, lines = (
-            rows.filter(organization_id__in=organization_ids),
-            lines.filter(organization_id__in=organization_ids),
-        )
+    rows, lines = _of(organization_ids)
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     problems = []
     for row in rows.values(*KEYS, "pricing_price_id", *_FIGURES):
@@ -186,6 +174,14 @@ def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list
             if not _same(have[name], want[name]):
                 problems.append(f"{name} {have[name]} != lines' {want[name]} in {dict(zip(KEYS, key, strict=False))}")
     return problems
+
+
+def _of(organization_ids: Collection[int] | None) -> tuple[QuerySet[LedgerSiteHour], QuerySet[NodeHourLedger]]:
+    """The site-hours and the lines of ``organization_ids`` (of all: ``None``)."""
+    rows, lines = LedgerSiteHour.objects.all(), NodeHourLedger.objects.all()
+    if organization_ids is None:
+        return rows, lines
+    return rows.filter(organization_id__in=organization_ids), lines.filter(organization_id__in=organization_ids)
 
 
 def _same(have: Any, want: Any) -> bool:
