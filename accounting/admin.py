@@ -229,7 +229,8 @@ class AuditedSiteAdmin(OneByOneDeletes, SiteAdmin):
 
 @admin.register(NodeHourLedger)
 class NodeHourLedgerAdmin(OrganizationScopedAdmin):
-    """Read-only: lines are computed, never edited."""
+    """Read-only: lines are computed, never edited nor deleted (their site-hours, ``accounting.site_hours``,
+    are summed from them as they are stored)."""
 
     list_display = ["node", "hour_start", "cost", "facility_kwh", "location_co2e_g", "location_source"]
     list_filter = ["gpu_model", "electricity_status"]
@@ -239,4 +240,7 @@ class NodeHourLedgerAdmin(OrganizationScopedAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
