@@ -152,7 +152,9 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
 
 
 def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list[str]:
-    """How the rows differ from the lines, per site-hour (nothing: they agree). Reads both in full."""
+    """How the rows differ from the lines, per site-hour (nothing: they agree, or none are kept). Reads both."""
+    if not site_hours_in_use():
+        return []
     rows, lines = _of(organization_ids)
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     problems = []

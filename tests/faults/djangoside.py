@@ -40,6 +40,7 @@ from django.db import models, transaction  # noqa: E402
 
 from accounting.models import LedgerPending, NodeHourLedger, NodePrice  # noqa: E402
 from accounting.node_hour_lines import ledger_node_hours_compute  # noqa: E402
+from accounting.site_hours import site_hours_check  # noqa: E402
 from fleets.models import Fleet, Gpu, Membership, Node, Organization, Role  # noqa: E402
 from fleets.personal_tokens import personal_token_create  # noqa: E402
 from scenarios.services import scenario_create  # noqa: E402
@@ -150,6 +151,7 @@ def dump(spec: dict[str, Any]) -> dict[str, Any]:
         ),
         "ledger_fields": ledger_fields,
         "ledger": _rows(NodeHourLedger.objects.filter(**window), ledger_fields),
+        "site_hours_problems": site_hours_check(),  # the ledger's site-hours against its lines (none on Citus)
     }
 
 

@@ -163,7 +163,8 @@ def _compare(what: str, truth: dict[tuple[int, ...], float], stored: dict[int, f
 
 
 def check_recomputed(live: dict[str, Any], recomputed: dict[str, Any], problems: list[str]) -> dict[str, int]:
-    """The usage and ledger the running system computed, field for field, against a full recomputation."""
+    """The usage and ledger the running system computed, field for field, against a full recomputation; and the
+    ledger's site-hours against its lines, in both."""
     counts = {}
     for part in ("gpu_usage", "endpoint_usage", "ledger"):
         before, after = sorted(map(tuple, live[part])), sorted(map(tuple, recomputed[part]))
@@ -171,6 +172,9 @@ def check_recomputed(live: dict[str, Any], recomputed: dict[str, Any], problems:
             differ = sorted(set(before) ^ set(after))[:2]
             problems.append(f"{part}: {len(set(before) ^ set(after))} rows differ from a full recomputation: {differ}")
         counts[part] = len(before)
+    for name, dump in (("live", live), ("recomputed", recomputed)):
+        for problem in dump.get("site_hours_problems", [])[:3]:
+            problems.append(f"site-hours ({name}): {problem}")
     return counts
 
 

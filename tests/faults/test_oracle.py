@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.faults.oracle import Recorded, check_raw, check_resent, counter_hours
+from tests.faults.oracle import Recorded, check_raw, check_recomputed, check_resent, counter_hours
 
 MIB = 1024 * 1024
 
@@ -77,3 +77,16 @@ def test_a_lost_answer_must_come_back_as_all_duplicates() -> None:
     assert figures["resent_seen_as_duplicates"] == 1 and figures["answers_lost_by_proxy"] == 4
     assert figures["batches_whose_answer_was_lost"] == 3  # b1's answer lost twice: one batch
     assert len(problems) == 2 and "b2" in problems[0] and "b3" in problems[1] and "never acknowledged" in problems[1]
+
+
+def test_site_hours_that_differ_from_their_lines_are_a_problem_in_either_dump() -> None:
+    same = {"gpu_usage": [[1]], "endpoint_usage": [[2]], "ledger": [[3]], "site_hours_problems": []}
+    stale = {**same, "site_hours_problems": ["cost 5 != lines' 6 in {'site_id': 1}"]}
+
+    kept: list[str] = []
+    check_recomputed(same, same, kept)
+    problems: list[str] = []
+    check_recomputed(stale, same, problems)
+
+    assert kept == []
+    assert problems == ["site-hours (live): cost 5 != lines' 6 in {'site_id': 1}"]
