@@ -93,9 +93,9 @@ check: lint typecheck migrations-check test
 # Benchmarks (not tests): each prints a table and writes bench/results/NAME.json; see bench/README.md.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/wattledger_bench
 
-bench: bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads
+bench: bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads bench-ledger
 
-bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads: bench-%: $(STAMP)
+bench-ingest bench-rollup bench-pages bench-collector bench-storage bench-scenarios bench-curves bench-uploads bench-ledger: bench-%: $(STAMP)
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(BIN)/python -m bench.$*
 
 # Ingest CPU charged per server and bytes per sample in columnar storage, on a throwaway Citus cluster

@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import (
     BooleanField,
     Case,
@@ -235,13 +235,18 @@ def site_hours_fill(line_model: Any, row_model: Any, using: Any = connection) ->
 
 
 def _rows_store(lines: QuerySet[Any], row_model: Any = LedgerSiteHour) -> int:
-    rows = [
-        row_model(
-            pricing_price_id=row["k_pricing"],
-            **{name: row[name] for name in KEYS},
-            **{name: row[f"s_{name}"] for name in _FIGURES},
-        )
-        for row in _grouped(lines).iterator(chunk_size=5000)
-    ]
-    row_model.objects.bulk_create(rows, batch_size=2000)
-    return len(rows)
+    """Insert ``lines`` summed into their rows: one ``INSERT ... SELECT`` of the ORM's grouped query, so that no
+    row passes through Python (a ledger store's few rows, or a whole table's at a migration)."""
+    grouped = _grouped(lines)
+    select, params = grouped.query.sql_with_params()
+    columns = [*KEYS, "pricing_price_id", *_FIGURES]
+    sources = [*KEYS, "k_pricing", *(f"s_{name}" for name in _FIGURES)]
+    quote = connections[grouped.db].ops.quote_name
+    # The rows' columns are named as the lines' (a foreign key's column: its ``_id`` name, as in ``KEYS``).
+    sql = (
+        f"INSERT INTO {quote(row_model._meta.db_table)} ({', '.join(quote(name) for name in columns)}) "  # noqa: S608
+        f"SELECT {', '.join('g.' + quote(name) for name in sources)} FROM ({select}) g"
+    )
+    with connections[grouped.db].cursor() as cursor:
+        cursor.execute(sql, params)
+        return int(cursor.rowcount)

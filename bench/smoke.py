@@ -47,6 +47,7 @@ RUNS = (
     Run("storage", ("--nodes", "1", "--gpus", "1", "--hours", "0.05")),
     Run("scenarios", ("--gpus", "16", "--days", "2", "--repeats", "1", "--reseed")),
     Run("uploads", ("--rows", "20", "--nodes", "2", "--repeats", "1")),
+    Run("ledger", ("--gpus", "24", "--hours", "2", "--repeats", "1")),
 )  # fmt: skip
 
 
