@@ -13,6 +13,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
@@ -42,6 +43,7 @@ from accounting.models import (
     SiteTariff,
     SiteTax,
 )
+from accounting.site_hours import site_hours_recompute
 from common.currencies import currency_problem
 from fleets.admin import (
     OneByOneDeletes,
@@ -229,8 +231,8 @@ class AuditedSiteAdmin(OneByOneDeletes, SiteAdmin):
 
 @admin.register(NodeHourLedger)
 class NodeHourLedgerAdmin(OrganizationScopedAdmin):
-    """Read-only: lines are computed, never edited nor deleted (their site-hours, ``accounting.site_hours``,
-    are summed from them as they are stored)."""
+    """Read-only: lines are computed, never edited. A line deleted here (or with its node) leaves its site-hours
+    (``accounting.site_hours``), which are summed again without it."""
 
     list_display = ["node", "hour_start", "cost", "facility_kwh", "location_co2e_g", "location_source"]
     list_filter = ["gpu_model", "electricity_status"]
@@ -242,5 +244,13 @@ class NodeHourLedgerAdmin(OrganizationScopedAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        with transaction.atomic():
+            super().delete_model(request, obj)
+            site_hours_recompute([(obj.site_id, obj.hour_start)])
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        with transaction.atomic():
+            touched = set(queryset.values_list("site_id", "hour_start"))
+            super().delete_queryset(request, queryset)
+            site_hours_recompute(touched)

@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection, connections, transaction
+from django.urls import reverse
 
 from accounting.models import LedgerSiteHour, NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute
@@ -235,3 +236,15 @@ def test_on_a_citus_coordinator_the_site_hours_are_neither_written_nor_read(flee
         usage_row_output(row) for row in from_lines(monkeypatch, lambda: usage(org_a, Granularity.DAY, GroupBy.FLEET))
     ]
     assert read[0].sums.totals.cost > 0
+
+
+def test_a_line_deleted_in_the_admin_leaves_its_site_hour(fleets, org_a, admin_client):
+    other = second_h100(fleets)
+    line = NodeHourLedger.objects.get(node=other, hour_start=HOURS[0])
+
+    response = admin_client.post(reverse("admin:accounting_nodehourledger_delete", args=[line.pk]), {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not NodeHourLedger.objects.filter(pk=line.pk).exists()
+    assert LedgerSiteHour.objects.get(site=fleets.h100.site, hour_start=HOURS[0]).lines == 1
+    assert site_hours_check() == []
