@@ -77,21 +77,20 @@ KEYS = (
     "market_source",
     "amortization",
 )
-# Summed (``numeric``, integer or float, as the line's column).
-SUMMED = (
-    "held_h", "observed_s", "bridged_s", "gpu_h", "it_kwh", "gpu_kwh", "facility_kwh", "electricity_cost",
-    "hardware_cost", "rent_cost", "depreciation_cost", "opex_cost", "cost", "hardware_cost_unconverted",
-    "energy_tax_cost", "vat_amount", "vat_cost", "location_co2e_g", "market_co2e_g", "location_direct_co2e_g",
-    "embodied_co2e_g_low", "embodied_co2e_g_central", "embodied_co2e_g_high", "embodied_unknown_gpu_h",
-    "prompt_tokens", "generation_tokens", "cached_prompt_tokens", "idle_gpu_h", "idle_cost", "idle_facility_kwh",
-    "util_pct_s", "util_observed_s", "energy_counter_j", "energy_integrated_j",
-)  # fmt: skip
 # The largest of the lines' (the grid intensity of a zone-hour: its lines share it).
 MAXED = ("location_gco2e_per_kwh", "location_direct_gco2e_per_kwh")
+# Counted, and the intensity's sum and count (for a mean), beside the sums.
+_COUNTS = ("lines", "unpriced_hours", "location_gco2e_per_kwh_sum", "location_gco2e_per_kwh_n")
+# Summed (``numeric``, integer or float, as the line's column): every other column of a row.
+SUMMED = tuple(
+    field.attname
+    for field in LedgerSiteHour._meta.concrete_fields
+    if field.attname not in {"id", *KEYS, "pricing_price_id", *MAXED, *_COUNTS}
+)
 # Sums that may be null: a row's lines all have the value or all lack it.
 _NULLABLE = tuple(name for name in SUMMED if NodeHourLedger._meta.get_field(name).null)
 
-_FIGURES = ("lines", "unpriced_hours", *SUMMED, *MAXED, "location_gco2e_per_kwh_sum", "location_gco2e_per_kwh_n")
+_FIGURES = (*_COUNTS, *SUMMED, *MAXED)
 
 # Two workers storing lines of one site recompute its site-hours one after the other (a transaction lock).
 _LOCK_NAMESPACE = 0x57A7  # pg_advisory_xact_lock(namespace, site id)

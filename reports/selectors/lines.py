@@ -24,16 +24,22 @@ def ledger_lines(
     *, organization_ids: Collection[int], start: datetime, end: datetime, filters: ReportFilters = NO_FILTERS
 ) -> QuerySet[NodeHourLedger]:
     """The ledger lines of the organizations in ``[start, end)``, filtered (served by the ledger_org_hour index)."""
-    lines = NodeHourLedger.objects.filter(
-        organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    )
+    return _of_period(NodeHourLedger, organization_ids=organization_ids, start=start, end=end, filters=filters)
+
+
+def _of_period(
+    model: Any, *, organization_ids: Collection[int], start: datetime, end: datetime, filters: ReportFilters
+) -> QuerySet[Any]:
+    """``model``'s rows (lines or site-hours, whose columns are named alike) of the organizations in
+    ``[start, end)``, filtered."""
+    rows = model.objects.filter(organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end)
     for field, values in _narrowing(filters):
-        lines = lines.filter(**{f"{field}__in": values})
-    return lines
+        rows = rows.filter(**{f"{field}__in": values})
+    return rows
 
 
 # What site-hour rows are keyed by (``accounting.site_hours.KEYS``), and the models those keys lead to.
-_SITE_HOUR_KEYS = frozenset(KEYS) | {key.removesuffix("_id") for key in KEYS} | {"pricing_price_id"}
+_SITE_HOUR_KEYS = frozenset(KEYS) | {key.removesuffix("_id") for key in KEYS}
 
 
 def site_hours_serve(*, keys: Iterable[str] = (), filters: ReportFilters = NO_FILTERS) -> bool:
@@ -42,7 +48,7 @@ def site_hours_serve(*, keys: Iterable[str] = (), filters: ReportFilters = NO_FI
     not per node, nor by what only a node has (its tenure), nor by a price (the rows say priced or not only)."""
     if filters.node_ids or not site_hours_in_use():
         return False
-    return all(key.split("__")[0] in _SITE_HOUR_KEYS and key != "pricing_price_id" for key in keys)
+    return all(key.split("__")[0] in _SITE_HOUR_KEYS for key in keys)
 
 
 def ledger_rows(
@@ -55,14 +61,8 @@ def ledger_rows(
 ) -> QuerySet[Any]:
     """``ledger_lines``, or with ``site_hours`` their site-hours (``site_hours_serve`` says when they serve):
     the same filters, the same column names. Sum them with ``reports.aggregates.ledger_sums(site_hours=...)``."""
-    if not site_hours:
-        return ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
-    rows = LedgerSiteHour.objects.filter(
-        organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    )
-    for field, values in _narrowing(filters):
-        rows = rows.filter(**{f"{field}__in": values})
-    return rows
+    model = LedgerSiteHour if site_hours else NodeHourLedger
+    return _of_period(model, organization_ids=organization_ids, start=start, end=end, filters=filters)
 
 
 def ledger_lines_where(*, line: str, filters: ReportFilters = NO_FILTERS) -> Q:
