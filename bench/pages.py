@@ -196,6 +196,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "pue": "1.2",
                 "electricity_cost": f"8 * 1.2 * (0.07 + 0.63 * {load}) * 0.25",
                 "hardware_cost": "8 * 2.5",
+                "rent_cost": "8 * 2.5",  # rented nodes: their hardware cost is their rent (a line's rule)
                 "cost": f"8 * 2.5 + 8 * 1.2 * (0.07 + 0.63 * {load}) * 0.25",
                 "location_co2e_g": f"8 * 1.2 * (0.07 + 0.63 * {load}) * 380",
                 "market_co2e_g": "NULL",

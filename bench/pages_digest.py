@@ -7,7 +7,7 @@ CSRF tokens blanked), the number of queries, their time and the request's.
 Equal digests from two versions of the code on the same database within the
 same hour: equal answers.
 
-    python -m bench.pages_digest [--only NAME ...] [--sql] [--profile NAME]
+    python -m bench.pages_digest [--only NAME ...] [--sql] [--profile NAME] [--dump DIR] [--bodies DIR]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sql", action="store_true", help="print each query's time and its start")
     parser.add_argument("--profile", default=None, help="cProfile one URL (by name)")
     parser.add_argument("--dump", default=None, help="write each query over 20 ms to this folder (for EXPLAIN)")
+    parser.add_argument("--bodies", default=None, help="write each body (CSRF tokens blanked) to this folder (to diff)")
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--gpus", type=int, default=500)
     args = parser.parse_args(argv)
@@ -63,6 +64,9 @@ def main(argv: list[str] | None = None) -> None:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
         body = CSRF.sub(rb"\1\2\3\4", body)
+        if args.bodies:
+            Path(args.bodies).mkdir(parents=True, exist_ok=True)
+            (Path(args.bodies) / f"{_slug(name)}.body").write_bytes(body)
         sql_ms = sum(float(q["time"]) for q in captured.captured_queries) * 1000
         print(
             f"{hashlib.sha256(body).hexdigest()[:16]}  {len(captured):3d} q  sql {sql_ms:6.0f} ms  "
@@ -72,13 +76,17 @@ def main(argv: list[str] | None = None) -> None:
         if args.dump:
             folder = Path(args.dump)
             folder.mkdir(parents=True, exist_ok=True)
-            slug = re.sub(r"[^a-z0-9]+", "-", name.lower())
+            slug = _slug(name)
             for number, query in enumerate(captured.captured_queries):
                 if float(query["time"]) >= 0.02:
                     (folder / f"{slug}.{number:02d}.sql").write_text(query["sql"] + "\n")
         if args.sql:
             for query in captured.captured_queries:
                 print(f"    {float(query['time']) * 1000:7.1f} ms  {query['sql'][:300]}")
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower())
 
 
 if __name__ == "__main__":

@@ -52,8 +52,9 @@ from reports.selectors.reporting import usage_reporting_total
 from reports.site_charges import site_charges_of
 
 # The finest grain the page shows: every tile, table row and chart is a sum of these parts
-# (one query over the period's lines, a few hundred parts for a quarter).
-_KEYS = ("fleet_id", "gpu_model", "node__tenure")
+# (one query over the period's site-hours, a few hundred parts for a quarter). Rented and owned hardware are
+# the lines' own rent and depreciation + running cost (``cost_split``), so no key is a node's.
+_KEYS = ("fleet_id", "gpu_model")
 # Node-hours whose electricity is in the rent: shown as "in rent", as on the node page, never as 0.00.
 _IN_RENT = {
     "s_lines": lines_counted(),
@@ -197,13 +198,20 @@ def _cost_per_token_chart(parts: list[LedgerPart], labels: dict[str, str], curre
 
 
 def cost_split(parts: list[LedgerPart]) -> dict[str, Decimal]:
-    """Hardware cost of rented and of owned nodes, and electricity, over the parts (keyed by node tenure)."""
-    split = {"Rented hardware": ZERO, "Owned hardware": ZERO, "Electricity": ZERO}
-    for tenure, sums in parts_sum(parts, lambda p: p.key["node__tenure"]).items():
-        label = "Rented hardware" if tenure == "rented" else "Owned hardware"
-        split[label] += sums.totals.hardware_cost
-        split["Electricity"] += sums.totals.electricity_cost
-    return split
+    """Hardware cost of rented and of owned node-hours, and electricity, over the parts.
+
+    Each node-hour as it was priced: its rent (a rented node's price in force), or its depreciation and running
+    cost (an owned node's asset or capex): a node bought after renting counts its rented hours as rented.
+    The two add up to the hardware cost (``accounting.ledger.line.HardwareCost.total``)."""
+    sums = parts_total(parts)
+    if sums is None:
+        return {"Rented hardware": ZERO, "Owned hardware": ZERO, "Electricity": ZERO}
+    totals = sums.totals
+    return {
+        "Rented hardware": totals.rent_cost,
+        "Owned hardware": totals.depreciation_cost + totals.opex_cost,
+        "Electricity": totals.electricity_cost,
+    }
 
 
 def _cost_split_chart(parts: list[LedgerPart], currency: str) -> Any:

@@ -30,6 +30,7 @@ from django.db.models import (
     Sum,
     When,
 )
+from django.db.models.functions import Coalesce
 
 from accounting.ledger import LedgerTotals
 from accounting.ledger.totals import KNOWN, Prefix, Summed, summed_fields
@@ -70,15 +71,15 @@ class RowsAggregate:
     denominator differs in form, a sum of a summed column under conditions on a key does not."""
 
     lines: Aggregate
-    site_hours: Aggregate
+    site_hours: Aggregate | Coalesce  # a count over site-hours: the COALESCE of a SUM
 
-    def over(self, *, site_hours: bool) -> Aggregate:
+    def over(self, *, site_hours: bool) -> Aggregate | Coalesce:
         return self.site_hours if site_hours else self.lines
 
 
 def lines_counted(where: Q | None = None) -> RowsAggregate:
-    """How many lines ``where`` holds for (all of them, without)."""
-    return RowsAggregate(Count("id", filter=where), Sum("lines", filter=where))
+    """How many lines ``where`` holds for (all of them, without): 0 where none does, over lines or site-hours."""
+    return RowsAggregate(Count("id", filter=where), Coalesce(Sum("lines", filter=where), 0))
 
 
 def same_over_site_hours(aggregate: Aggregate) -> RowsAggregate:
@@ -87,7 +88,9 @@ def same_over_site_hours(aggregate: Aggregate) -> RowsAggregate:
     return RowsAggregate(aggregate, aggregate)
 
 
-def rows_aggregates(aggregates: Mapping[str, Aggregate | RowsAggregate], *, site_hours: bool) -> dict[str, Aggregate]:
+def rows_aggregates(
+    aggregates: Mapping[str, Aggregate | RowsAggregate], *, site_hours: bool
+) -> dict[str, Aggregate | Coalesce]:
     """``aggregates`` in their form over lines or over site-hours."""
     return {
         name: value.over(site_hours=site_hours) if isinstance(value, RowsAggregate) else value
