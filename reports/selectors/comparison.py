@@ -42,8 +42,8 @@ from reports.metrics import (
     ledger_sums_share,
 )
 from reports.selectors.allocation import LINE, allocated_rows, llm_name, same_node_hour, with_line
-from reports.selectors.complete import final_q
-from reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles, ledger_lines
+from reports.selectors.complete import final_ledger_rows, final_q
+from reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles
 from reports.selectors.trace import TRACE_SUMS, RowTracer, TracePart, as_part
 from reports.sharing import IdleTreatment, idle_shares, whole_parts
 from telemetry.histogram import Histogram, histogram_merge
@@ -133,14 +133,16 @@ def _comparison_stats(
 ) -> tuple[list[ComparisonStats], RowTracer]:
     """The rows of the final node-hours, each traced, and what traced them (to trace a merge of them alike)."""
     filters = ReportFilters(fleet_ids=frozenset(fleet_ids))
-    lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=filters)
-    lines = lines.filter(final_q(now=now, node="node_id"))
+    final = final_ledger_rows(
+        organization_ids=organization_ids, start=start, end=end, now=now, keys=_LEDGER_KEYS, filters=filters
+    )
+    lines = final.lines
     endpoint_hours = EndpointHourUsage.objects.filter(
         node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
     ).filter(final_q(now=now, node="node_id"))
     if fleet_ids:
         endpoint_hours = endpoint_hours.filter(node__fleet_id__in=fleet_ids)
-    ledger = _llm_ledger(lines, endpoint_hours) if by_llm_model else _comparison_ledger(lines)
+    ledger = _llm_ledger(lines, endpoint_hours) if by_llm_model else _comparison_ledger(final.row_sets)
     if by_llm_model and idle is IdleTreatment.SHARED:
         ledger = _idle_shared(ledger)
     keyed, keys = _keyed_usage(endpoint_hours, "node", by_model, by_llm_model=by_llm_model)
@@ -165,15 +167,22 @@ class _LedgerPart:
 _LINE_SUMS = {"s_util_pct_s": Sum("util_pct_s"), "s_util_observed_s": Sum("util_observed_s"), **TRACE_SUMS}
 
 
-def _comparison_ledger(lines: QuerySet[NodeHourLedger]) -> dict[_Key, _LedgerPart]:
-    """Ledger sums and trace parts per fleet and model, in one query grouped by intensity source too (a line has
-    one) and added up here; per fleet, the model is its only one or "mixed"."""
-    rows = (
-        lines.values("fleet_id", "gpu_model", "currency", t_source=F("location_source"))
-        .annotate(**ledger_sums(), **_LINE_SUMS)
-        .order_by()
-    )
-    keyed: list[tuple[_Key, dict[str, Any]]] = [((v["fleet_id"], v["gpu_model"], None), dict(v)) for v in rows]
+# What the comparison's ledger rows are grouped by (with the intensity source, as ``t_source``).
+_LEDGER_KEYS = ("fleet_id", "gpu_model", "currency", "location_source")
+
+
+def _comparison_ledger(row_sets: Iterable[tuple[QuerySet[Any], bool]]) -> dict[_Key, _LedgerPart]:
+    """Ledger sums and trace parts per fleet and model, one query per set of rows (``complete.final_ledger_rows``:
+    the final site-hours, and the final lines of the others) grouped by intensity source too (a line has one) and
+    added up here; per fleet, the model is its only one or "mixed"."""
+    keyed: list[tuple[_Key, dict[str, Any]]] = []
+    for rows, site_hours in row_sets:
+        grouped = (
+            rows.values("fleet_id", "gpu_model", "currency", t_source=F("location_source"))
+            .annotate(**ledger_sums(site_hours=site_hours), **_LINE_SUMS)
+            .order_by()
+        )
+        keyed += [((v["fleet_id"], v["gpu_model"], None), dict(v)) for v in grouped]
     return _merged_by_key(keyed)
 
 

@@ -17,14 +17,18 @@ as they stand, and says so.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from accounting.models import LedgerPending
+from accounting.models import LedgerPending, NodeHourLedger
 from common.periods import HOUR
+from common.scope import NO_FILTERS, ReportFilters
 from grid.hours import floor_hour
+from reports.selectors.lines import ledger_rows, site_hours_serve
 from telemetry.models import RollupPending, UsageChanged
 
 # How far back ``complete_through`` walks over hours that are not final: a ledger further behind than
@@ -62,8 +66,12 @@ def final_q(*, now: datetime, node: str, hour: str = "hour_start") -> Q:
     One query: the marked node-hours before ``now``'s hour, if few enough to name (``MARKS_LISTED``).
     """
     through = floor_hour(now)
+    return _final(through, _marks_before(through), node=node, hour=hour)
+
+
+def _final(through: datetime, marks: dict[datetime, set[int]] | None, *, node: str, hour: str = "hour_start") -> Q:
+    """``final_q`` of the marks read (``None``: too many to name, each looked up per row)."""
     condition = Q(**{f"{hour}__lt": through})
-    marks = _marks_before(through)
     if marks is None:
         for queue in _QUEUES:
             marked = queue.objects.filter(node_id=OuterRef(node), hour_start=OuterRef(hour))
@@ -86,3 +94,47 @@ def _marks_before(through: datetime) -> dict[datetime, set[int]] | None:
     for hour_start, node_id in rows:
         marks.setdefault(hour_start, set()).add(node_id)
     return marks
+
+
+@dataclass(frozen=True)
+class FinalRows:
+    """The final node-hours' lines of a period (``final_q``): ``lines``, and the same as row sets to sum
+    (``row_sets``: each a queryset and whether it is of site-hours, ``ledger_rows``)."""
+
+    lines: QuerySet[NodeHourLedger]
+    row_sets: tuple[tuple[QuerySet[Any], bool], ...]
+
+
+def final_ledger_rows(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    keys: Iterable[str] = (),
+    filters: ReportFilters = NO_FILTERS,
+) -> FinalRows:
+    """The final node-hours' lines of ``[start, end)``, and as row sets: the site-hours all of whose lines are
+    final, and the final lines of the other site-hours (those holding a marked node-hour: a few, as
+    ``MARKS_LISTED`` allows). Where site-hours cannot serve ``keys`` and ``filters`` (``site_hours_serve``), or
+    past ``MARKS_LISTED`` marks, the final lines alone. One query (the marks), as ``final_q``.
+
+    Sum each set grouped by the same keys and add the sums: the same figures as the final lines summed at once.
+    """
+    scope: dict[str, Any] = {"organization_ids": organization_ids, "start": start, "end": end, "filters": filters}
+    through = floor_hour(now)
+    marks = _marks_before(through)
+    lines = ledger_rows(**scope, site_hours=False).filter(_final(through, marks, node="node_id"))
+    if marks is None or not site_hours_serve(keys=keys, filters=filters):
+        return FinalRows(lines, ((lines, False),))
+    marked = Q(pk__in=[])
+    for hour_start, node_ids in marks.items():
+        marked |= Q(hour_start=hour_start, node_id__in=sorted(node_ids))
+    # The site-hours a marked node-hour's line is summed in (the line's own site: a node may have moved since).
+    lines_marked = NodeHourLedger.objects.filter(marked, organization_id__in=organization_ids)
+    held: set[tuple[int, datetime]] = set(lines_marked.values_list("site_id", "hour_start"))
+    unsettled = Q(pk__in=[])
+    for site_id, hour_start in sorted(held):
+        unsettled |= Q(site_id=site_id, hour_start=hour_start)
+    site_hours = ledger_rows(**scope, site_hours=True).filter(hour_start__lt=through).exclude(unsettled)
+    return FinalRows(lines, ((site_hours, True), (lines.filter(unsettled), False)))

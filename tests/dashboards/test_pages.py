@@ -298,3 +298,25 @@ def test_every_page_says_how_far_its_complete_hours_reach(client, organization, 
 
     through = complete_through(organization_ids=[organization.pk], now=timezone.now())
     assert f"complete through {through:%Y-%m-%d %H:%M} UTC" in html
+
+
+def test_nodes_page_shows_each_node_s_energy_cost_and_tokens_as_the_usage_report_by_node(client, organization, fleets):
+    client.force_login(member(organization, "finance"))
+    page = client.get("/nodes/?period=7d")
+    period = page.context["period"]
+
+    asked = {
+        "start": period.start.isoformat(),
+        "end": period.end.isoformat(),
+        "group_by": "node",
+        "granularity": "total",
+    }
+    report = client.get("/api/v1/reports/usage/", asked).json()
+
+    assert len(report["results"]) == 2
+    for row in report["results"]:
+        cells = re.search(rf"<tr>\s*<td><a [^>]*>{row['group_label']}</a>.*?</tr>", page.content.decode(), re.S)
+        shown = dict(re.findall(r'<td class="([a-z-]+)">([^<]*)</td>', cells.group(0)))
+        assert shown["cost"].strip() == f"{row['cost']} {row['currency']}"
+        assert shown["tokens"].strip() == f"{row['tokens']:,}"
+        assert shown["facility-kwh"].strip() == f"{Decimal(row['facility_kwh']):,.1f}"

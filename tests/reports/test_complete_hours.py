@@ -16,7 +16,7 @@ from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending
 from reports.selectors import fleet_comparison
 from reports.selectors.complete import complete_through
 from telemetry.models import EndpointHourUsage, GpuHourUsage, RollupPending, UsageChanged
-from tests.helpers.factories import NodeFactory
+from tests.helpers.factories import GpuFactory, NodeFactory, NodePriceFactory
 from tests.helpers.reports import H1, H2, H3, endpoint, endpoint_hour, gpu_hours, h100_node, live_grid
 
 pytestmark = pytest.mark.django_db
@@ -191,3 +191,31 @@ def test_a_comparison_leaves_out_every_queue_s_marked_hours_however_many_marks_t
     (row,) = rows
     assert row.stats.sums.totals.held_h == Decimal(1)
     assert row.stats.sums.totals.generation_tokens == row.stats.serving.generation_tokens == 300_000
+
+
+def test_a_comparison_keeps_the_final_node_hours_of_a_site_hour_that_also_holds_a_marked_one(node, org_a, monkeypatch):
+    # given: two nodes of one site serving H1 and H2, the second's H2 marked (its line to recompute)
+    second = NodeFactory(fleet=node.fleet, site=node.site, hostname="h100-b", tenure="rented", commissioned_at=H1)
+    for index in range(2):
+        GpuFactory(node=second, index=index, name="NVIDIA H100 80GB HBM3")
+    NodePriceFactory(node=second, rate_per_h=Decimal("2.50"), valid_from=H1)
+    for each in (node, second):
+        for hour in (H1, H2):
+            _served(each, hour)
+        ledger_node_hours_compute(node_id=each.pk, hour_starts=[H1, H2])
+    LedgerPending.objects.create(node=second, hour_start=H2, marked_at=H3)
+    asked = {"organization_ids": [org_a.pk], "start": H1, "end": H3, "now": H3 + 2 * HOUR}
+
+    (row,) = fleet_comparison(**asked)
+    monkeypatch.setattr("reports.selectors.complete.MARKS_LISTED", 0)  # every line looked up on its own
+    (by_lines,) = fleet_comparison(**asked)
+
+    # then: three node-hours, the marked one left out, the same sums whichever rows were read
+    assert row.stats.sums.totals.held_h == Decimal(3)
+    assert row.stats.sums.totals.generation_tokens == 900_000
+    expected = NodeHourLedger.objects.exclude(node=second, hour_start=H2)
+    assert row.stats.sums.totals.cost == sum(line.cost for line in expected)
+    read, summed = row.stats.sums.totals, by_lines.stats.sums.totals
+    for name in ("held_h", "facility_kwh", "electricity_cost", "hardware_cost", "cost", "location_co2e_g"):
+        assert round(getattr(read, name), 9) == round(getattr(summed, name), 9), name  # SQLite sums as doubles
+    assert read.generation_tokens == summed.generation_tokens
