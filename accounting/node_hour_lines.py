@@ -212,7 +212,8 @@ def _gpu_usage(gpus: list[Gpu], hours: list[datetime]) -> dict[tuple[int, dateti
 
 
 def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]:
-    """Per hour: prompt, generation and prefix-cached prompt tokens of the node, and tokens served per GPU id.
+    """Per hour: prompt, generation and prefix-cached prompt tokens of the node, requests answered, and tokens
+    served per GPU id.
 
     ``cached`` stays ``None`` unless an endpoint-hour carried the prefix-cache counter (unknown, not zero)."""
     endpoint_gpus = defaultdict(list)
@@ -220,21 +221,25 @@ def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]
         "servingendpoint_id", "gpu_id"
     ):
         endpoint_gpus[endpoint_id].append(gpu_id)
-    per_hour: dict[datetime, dict[str, Any]] = defaultdict(
-        lambda: {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}}
-    )
+    per_hour: dict[datetime, dict[str, Any]] = defaultdict(_nothing_served)
     rows = EndpointHourUsage.objects.filter(node=node, hour_start__gte=hours[0], hour_start__lte=hours[-1]).values_list(
-        "endpoint_id", "hour_start", "prompt_tokens", "generation_tokens", "cached_prompt_tokens"
+        "endpoint_id", "hour_start", "prompt_tokens", "generation_tokens", "cached_prompt_tokens", "requests"
     )
-    for endpoint_id, hour, prompt, generation, cached in rows:
+    for endpoint_id, hour, prompt, generation, cached, requests in rows:
         entry = per_hour[hour]
         entry["prompt"] += prompt
         entry["generation"] += generation
+        entry["requests"] += requests
         if cached is not None:
             entry["cached"] = (entry["cached"] or 0) + cached
         for gpu_id in endpoint_gpus[endpoint_id]:
             entry["by_gpu"][gpu_id] = entry["by_gpu"].get(gpu_id, 0) + prompt + generation
     return per_hour
+
+
+def _nothing_served() -> dict[str, Any]:
+    """An hour's ``_tokens`` entry where no endpoint-hour is stored."""
+    return {"prompt": 0, "generation": 0, "cached": None, "requests": 0, "by_gpu": {}}
 
 
 def _installed_h(context: _NodeContext, gpu: Gpu, hour: datetime, held: tuple[datetime, datetime]) -> Decimal | None:
@@ -292,7 +297,7 @@ def _line(
     *,
     now: datetime,
 ) -> NodeHourLine:
-    node, served = context.node, tokens.get(hour, {"prompt": 0, "generation": 0, "cached": None, "by_gpu": {}})
+    node, served = context.node, tokens.get(hour) or _nothing_served()
     held = _held_span(node, hour, now)
     installed = {gpu.pk: _installed_h(context, gpu, hour, held) for gpu in context.gpus}
     # A GPU counts in the hours it was installed (or measured: telemetry is never dropped).
@@ -322,6 +327,7 @@ def _line(
             prompt_tokens=served["prompt"],
             generation_tokens=served["generation"],
             cached_prompt_tokens=served["cached"],
+            requests=served["requests"],
             pue=_pue(context, hour),
             tariff=tariff_price(context.tariffs, hour),
             pricing=pricing,

@@ -207,8 +207,10 @@ def _site_lock(site_id: int) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, site_id])
 
 
-def _grouped(lines: QuerySet[NodeHourLedger]) -> QuerySet[Any]:
-    """The lines summed per site-hour row: keys, then counts, sums and maxima as ``s_<row's column>``."""
+def _grouped(lines: QuerySet[NodeHourLedger], summed: Collection[str] = SUMMED) -> QuerySet[Any]:
+    """The lines summed per site-hour row: keys, then counts, sums and maxima as ``s_<row's column>``.
+
+    ``summed``: the columns summed (a migration's historical rows have the columns of their day)."""
     nulls = {f"k_{name}_null": ExpressionWrapper(Q(**{f"{name}__isnull": True}), BooleanField()) for name in _NULLABLE}
     unpriced = Case(When(pricing_price_id=NO_PRICE_ID, then=Value(NO_PRICE_ID)), default=Value(""))
     return (
@@ -216,7 +218,7 @@ def _grouped(lines: QuerySet[NodeHourLedger]) -> QuerySet[Any]:
         .annotate(
             s_lines=Count("id"),
             s_unpriced_hours=Count("id", filter=unpriced_with_telemetry()),
-            **{f"s_{name}": Sum(name) for name in SUMMED},
+            **{f"s_{name}": Sum(name) for name in summed},
             **{f"s_{name}": Max(name) for name in MAXED},
             s_location_gco2e_per_kwh_sum=Sum("location_gco2e_per_kwh"),
             s_location_gco2e_per_kwh_n=Count("location_gco2e_per_kwh"),
@@ -236,10 +238,13 @@ def site_hours_fill(line_model: Any, row_model: Any, using: Any = connection) ->
 def _rows_store(lines: QuerySet[Any], row_model: Any = LedgerSiteHour) -> int:
     """Insert ``lines`` summed into their rows: one ``INSERT ... SELECT`` of the ORM's grouped query, so that no
     row passes through Python (a ledger store's few rows, or a whole table's at a migration)."""
-    grouped = _grouped(lines)
+    held = {field.attname for field in row_model._meta.concrete_fields}
+    summed = [name for name in SUMMED if name in held]
+    figures = [name for name in _FIGURES if name in held]
+    grouped = _grouped(lines, summed)
     select, params = grouped.query.sql_with_params()
-    columns = [*KEYS, "pricing_price_id", *_FIGURES]
-    sources = [*KEYS, "k_pricing", *(f"s_{name}" for name in _FIGURES)]
+    columns = [*KEYS, "pricing_price_id", *figures]
+    sources = [*KEYS, "k_pricing", *(f"s_{name}" for name in figures)]
     quote = connections[grouped.db].ops.quote_name
     # The rows' columns are named as the lines' (a foreign key's column: its ``_id`` name, as in ``KEYS``).
     sql = (

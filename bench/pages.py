@@ -206,6 +206,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "embodied_unknown_gpu_h": "0",
                 "prompt_tokens": f"(2 * 8 * 6000 * 3600 * {load})::bigint",
                 "generation_tokens": f"(8 * 6000 * 3600 * {load})::bigint",
+                "requests": f"(8 * 6000 * 3600 * {load} / 256)::bigint",  # its endpoint's, as the ledger sums them
                 "idle_gpu_h": "0",
                 "idle_cost": "0",
                 "idle_facility_kwh": "0",

@@ -247,6 +247,8 @@ class NodeHourInput:
     held_from: datetime | None = None
     # Of prompt_tokens, those served from the prefix cache; None where no server on the node exposes the counter.
     cached_prompt_tokens: int | None = None
+    # Requests the node's serving endpoints answered in the hour (their request counters): SCI's R.
+    requests: int = 0
     # A price in another currency than ``currency``: the month's average rate from it into ``currency``
     # (``accounting.ledger.fx``); None: no rate held, the hardware cost stays unconverted.
     price_fx: FxRate | None = None

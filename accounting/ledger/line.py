@@ -138,6 +138,8 @@ class NodeHourLine:
     amortization: AmortizationMethod
     # Of prompt_tokens, served from the prefix cache (None: no server exposed the counter).
     cached_prompt_tokens: int | None = None
+    # Requests the node's serving endpoints answered in the hour (SCI's functional unit, ``reports.sci``).
+    requests: int = 0
     # A price in another currency than the line's: which, the average rate used and its month and source;
     # with no rate, the hardware cost in that currency, left out of ``cost`` (unconverted, never zero).
     price_currency: str | None = None
@@ -430,6 +432,7 @@ def build_node_hour_line(node: NodeHourInput, policy: LedgerPolicy = DEFAULT_POL
         market_source=node.market.source if node.market else None,
         amortization=policy.amortization,
         cached_prompt_tokens=node.cached_prompt_tokens,
+        requests=node.requests,
         price_currency=conversion.currency,
         price_fx_rate=conversion.rate.rate if conversion.rate else None,
         price_fx_month=conversion.rate.month if conversion.rate else None,

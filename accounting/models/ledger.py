@@ -106,6 +106,9 @@ class NodeHourLedger(models.Model):
         help_text="of prompt_tokens, those served from the prefix cache; null when no endpoint of the node-hour "
         "exposed the counter (TGI)",
     )
+    requests = models.BigIntegerField(
+        default=0, help_text="requests the node's serving endpoints answered in the hour (SCI's functional unit)"
+    )
     idle_gpu_h = _amount()
     idle_cost = _amount()
     idle_facility_kwh = _amount()
@@ -207,6 +210,7 @@ class LedgerSiteHour(models.Model):
     prompt_tokens = models.BigIntegerField()
     generation_tokens = models.BigIntegerField()
     cached_prompt_tokens = models.BigIntegerField(null=True)
+    requests = models.BigIntegerField(default=0)
     idle_gpu_h = _amount()
     idle_cost = _amount()
     idle_facility_kwh = _amount()

@@ -6,21 +6,17 @@ from datetime import datetime
 
 from django.db.models import Sum
 
-from reports.selectors.allocation import LINE, joined_line
-from telemetry.models import EndpointHourUsage
+from reports.selectors.lines import ledger_rows, site_hours_serve
 
 
 def requests_answered(*, organization_id: int, start: datetime, end: datetime) -> int:
     """Requests answered over ``[start, end)`` by the serving endpoints of the organization's nodes (one query).
 
-    The endpoints' hourly request counters of the node-hours that have a ledger line: the lines whose energy,
-    embodied carbon and tokens SCI's other terms sum, so that R counts no hour (one still open, one whose line
-    is not computed yet) that E and M leave out.
+    The node-hours' ledger lines hold them (``NodeHourLedger.requests``: their endpoints' hourly request
+    counters, summed when the line is computed, and again whenever that usage changes), so R counts the hours
+    whose energy, embodied carbon and tokens SCI's other terms sum, and no other (one still open, one whose line
+    is not computed yet). Read from the lines' site-hours where they are kept (``accounting.site_hours``).
     """
-    usage = EndpointHourUsage.objects.filter(
-        node__fleet__organization_id=organization_id, hour_start__gte=start, hour_start__lt=end
-    )
-    # The line's hour is the endpoint-hour's, so within the period: said on the lines' side too, PostgreSQL reads
-    # only their (node, hour) key (an index-only scan of ``ledger_unique_node_hour``), not every line's row.
-    counted = joined_line(usage).filter(**{f"{LINE}hour_start__gte": start, f"{LINE}hour_start__lt": end})
-    return int(counted.aggregate(requests=Sum("requests"))["requests"] or 0)
+    site_hours = site_hours_serve()
+    rows = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
+    return int(rows.aggregate(requests=Sum("requests"))["requests"] or 0)

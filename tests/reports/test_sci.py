@@ -8,11 +8,12 @@ import pytest
 
 from accounting.ledger import LedgerTotals
 from accounting.ledger.units import significant
+from accounting.models import NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute
 from reports.metrics import LedgerSums
 from reports.sci import INTENSITY_BASIS, sci_block
 from telemetry.models import EndpointHourUsage
-from tests.helpers.reports import H100_EMBODIED_G_PER_H, HOURS, RTX_EMBODIED_G_PER_H
+from tests.helpers.reports import H100_EMBODIED_G_PER_H, HOURS, RTX_EMBODIED_G_PER_H, endpoint, endpoint_hour
 
 METHOD = {"amortization": "time", "amortization_in_lines": ["time"], "lives_years": {"h100-sxm": 4.0}}
 URL = "/api/v1/reports/sustainability/"
@@ -92,8 +93,11 @@ def test_no_requests_no_sci_per_request() -> None:
 
 @pytest.mark.django_db
 def test_the_sustainability_export_carries_the_sci_block_by_hand(fleets, client_a, org_a):
-    # given 400 requests in each of Org A's six endpoint-hours (Org B's are not its own)
+    # given 400 requests in each of Org A's six endpoint-hours (Org B's are not its own), their lines computed
+    # again as the ledger does when usage is rewritten (it holds each node-hour's requests)
     EndpointHourUsage.objects.filter(endpoint__node__fleet__organization=org_a).update(requests=400)
+    for node in (fleets.h100, fleets.rtx):
+        ledger_node_hours_compute(node_id=node.pk, hour_starts=HOURS)
 
     body = client_a.get(URL, {"period": "2026-Q4"}).json()
 
@@ -133,3 +137,25 @@ def test_the_sci_block_is_in_the_csv(fleets, client_a):
     text = b"".join(response.streaming_content).decode()
     assert "sci.gco2e_per_request," in text and "sci.intensity_basis,lifecycle" in text
     assert "sci.boundary.energy_boundary_shares.gpu_boards_only," in text
+
+
+@pytest.mark.django_db
+def test_each_line_holds_the_requests_its_node_hour_s_endpoints_answered(fleets, client_a):
+    # given: a second LLM model on the H100 node answering 50 requests in the first hour
+    qwen = endpoint(fleets.h100, "qwen-14b", "vllm")
+    endpoint_hour(qwen, HOURS[0], prompt_tokens=1000, generation_tokens=500, requests=50)
+
+    ledger_node_hours_compute(node_id=fleets.h100.pk, hour_starts=HOURS)
+
+    for line in NodeHourLedger.objects.filter(node=fleets.h100):
+        answered = EndpointHourUsage.objects.filter(node=fleets.h100, hour_start=line.hour_start)
+        assert line.requests == sum(answered.values_list("requests", flat=True)) > 0
+    first = NodeHourLedger.objects.get(node=fleets.h100, hour_start=HOURS[0])
+    assert first.requests == EndpointHourUsage.objects.get(endpoint=qwen).requests + sum(
+        EndpointHourUsage.objects.filter(node=fleets.h100, hour_start=HOURS[0])
+        .exclude(endpoint=qwen)
+        .values_list("requests", flat=True)
+    )
+    body = client_a.get(URL, {"period": "2026-Q4"}).json()
+    in_lines = sum(NodeHourLedger.objects.filter(node__in=[fleets.h100, fleets.rtx]).values_list("requests", flat=True))
+    assert body["sci"]["functional_units"]["request"]["r"] == in_lines
