@@ -26,7 +26,7 @@ from django.utils import timezone
 from accounting.ledger import CurrencyMismatchError
 from accounting.models import NodeHourLedger
 from accounting.models.ledger import DEFAULT_GOODPUT_TTFT_TARGET_MS
-from fleets.models import Fleet
+from fleets.models import Fleet, Node
 from reports.aggregates import ledger_sums, ledger_sums_from
 from reports.latency import TimeSum
 from reports.metrics import (
@@ -137,16 +137,17 @@ def _comparison_stats(
         organization_ids=organization_ids, start=start, end=end, now=now, keys=_LEDGER_KEYS, filters=filters
     )
     lines = final.lines
+    # The organizations' (and fleets') nodes as a list in SQL, so that the endpoint-hours are read without a join.
+    nodes = Node.objects.filter(fleet__organization_id__in=organization_ids)
+    nodes = nodes.filter(fleet_id__in=fleet_ids) if fleet_ids else nodes
     endpoint_hours = EndpointHourUsage.objects.filter(
-        node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+        node_id__in=nodes.values("pk"), hour_start__gte=start, hour_start__lt=end
     ).filter(final_q(now=now, node="node_id"))
-    if fleet_ids:
-        endpoint_hours = endpoint_hours.filter(node__fleet_id__in=fleet_ids)
     ledger = _llm_ledger(lines, endpoint_hours) if by_llm_model else _comparison_ledger(final.row_sets)
     if by_llm_model and idle is IdleTreatment.SHARED:
         ledger = _idle_shared(ledger)
-    keyed, keys = _keyed_usage(endpoint_hours, "node", by_model, by_llm_model=by_llm_model)
-    serving = _serving(keyed, keys, organization_ids)
+    keyed, keys = _keyed_usage(endpoint_hours, "node", by_model)
+    serving = _serving(keyed, keys, organization_ids, by_llm_model=by_llm_model)
     tracer = RowTracer(organization_ids=organization_ids, lines=lines)
     return _stats_assemble(organization_ids, by_model, by_llm_model, ledger, serving, tracer), tracer
 
@@ -278,23 +279,14 @@ def _place_order(key: _Key, currency: str) -> tuple[Any, ...]:
     return (key[0], key[1] or "", key[2] is None, key[2] or "", currency)
 
 
-def _keyed_usage(
-    usage: QuerySet[Any], node_path: str, by_model: bool, *, by_llm_model: bool = False
-) -> tuple[QuerySet[Any], list[str]]:
-    """Hourly usage keyed by fleet and, per model, by the GPU model on its node-hour's ledger line."""
-    usage = usage.annotate(k_fleet=F(f"{node_path}__fleet_id"))
+def _keyed_usage(usage: QuerySet[Any], node_path: str, by_model: bool) -> tuple[QuerySet[Any], list[str]]:
+    """Hourly usage keyed, per model, by the GPU model on its node-hour's ledger line (the fleet and the LLM model
+    are the endpoint's: ``_serving`` keys its rows, grouped per endpoint, by them)."""
     if not by_model:
-        return usage, ["k_fleet"]
+        return usage, []
     # A LEFT JOIN on the ledger's unique (node, hour_start): hours without a line keep a NULL model.
     usage = usage.annotate(k_line=same_node_hour(f"{node_path}__ledger_lines"), k_model=F("k_line__gpu_model"))
-    if not by_llm_model:
-        return usage, ["k_fleet", "k_model"]
-    return usage.annotate(k_llm=F("endpoint__model_name")), ["k_fleet", "k_model", "k_llm"]
-
-
-def _usage_key(values: dict[str, Any]) -> _Key:
-    llm = llm_name(values["k_llm"]) if "k_llm" in values else None
-    return (values["k_fleet"], values.get("k_model"), llm)
+    return usage, ["k_model"]
 
 
 # Servers whose "TTFT" histogram is a lower bound of TTFT (TGI: queue duration, before the prefill).
@@ -332,7 +324,9 @@ class _Serving:
         )
 
 
-def _serving(usage: QuerySet[Any], keys: list[str], organization_ids: Collection[int]) -> dict[_Key, ServingSums]:
+def _serving(
+    usage: QuerySet[Any], keys: list[str], organization_ids: Collection[int], *, by_llm_model: bool = False
+) -> dict[_Key, ServingSums]:
     """Serving sums, merged TTFT and inter-token latency histograms per key, in one pass over the endpoint-hours.
 
     Measured TTFT (vLLM, SGLang) and TGI's lower bound are merged apart, never together.
@@ -343,18 +337,21 @@ def _serving(usage: QuerySet[Any], keys: list[str], organization_ids: Collection
     from the declared layouts; should an hour hold a wider one, the query runs again
     as wide as the widest it returned.
     """
-    widths, gpus = _endpoint_layouts(organization_ids)
+    widths, endpoints = _endpoint_layouts(organization_ids)
     rows = _serving_rows(usage, keys, widths)
     ttft, itl = (max((len(row[f"{p}_bucket_bounds_s"] or ()) + 1 for row in rows), default=0) for p in _LATENCIES)
     if ttft > widths[0] or itl > widths[1]:
         rows = _serving_rows(usage, keys, (max(ttft, widths[0]), max(itl, widths[1])))
     per_key: dict[_Key, _Serving] = defaultdict(_Serving)
     for row in rows:
-        _serving_add(per_key[_usage_key(row)], row, gpus.get(row["endpoint_id"], 0))
+        endpoint = endpoints[row["endpoint_id"]]
+        llm = llm_name(endpoint.model_name) if by_llm_model else None
+        _serving_add(per_key[(endpoint.fleet_id, row.get("k_model"), llm)], row, endpoint)
     return {key: summed.serving_sums() for key, summed in per_key.items()}
 
 
-def _serving_add(summed: _Serving, row: dict[str, Any], gpu_count: int) -> None:
+def _serving_add(summed: _Serving, row: dict[str, Any], endpoint: _Endpoint) -> None:
+    gpu_count = endpoint.gpu_count
     sums = summed.sums
     for name in _SERVING_SUMS:
         sums[name] = sums.get(name, 0) + (row[name] or 0)
@@ -365,7 +362,7 @@ def _serving_add(summed: _Serving, row: dict[str, Any], gpu_count: int) -> None:
         sums["gpu_requests"] = sums.get("gpu_requests", 0) + (row["s_requests"] or 0)
     if row["s_ttft_histograms"]:
         histogram = _histogram_of(row, "ttft")
-        lower_bound = row["endpoint__kind"] in LOWER_BOUND_TTFT_KINDS
+        lower_bound = endpoint.kind in LOWER_BOUND_TTFT_KINDS
         summed.ttft[lower_bound].append(histogram)
         if row["k_ttft_sum_known"]:
             summed.ttft_sum[lower_bound] += TimeSum(float(row["s_ttft_sum"] or 0.0), histogram.total)
@@ -406,22 +403,33 @@ def _buckets(prefix: str, width: int, where: Q) -> dict[str, Sum]:
 _LATENCIES = ("ttft", "itl")
 
 
-def _endpoint_layouts(organization_ids: Collection[int]) -> tuple[tuple[int, int], dict[int, int]]:
-    """The buckets of the widest TTFT and inter-token latency layouts the endpoints declared, and how many
-    GPUs each endpoint serves from (inventory): one query over the endpoints, their epochs and GPUs."""
+@dataclass(frozen=True)
+class _Endpoint:
+    """What an endpoint's rows are keyed and weighed by: its node's fleet, its server, its LLM model, and how many
+    GPUs it serves from (inventory)."""
+
+    fleet_id: int
+    kind: str
+    model_name: str
+    gpu_count: int
+
+
+def _endpoint_layouts(organization_ids: Collection[int]) -> tuple[tuple[int, int], dict[int, _Endpoint]]:
+    """The buckets of the widest TTFT and inter-token latency layouts the endpoints declared, and each endpoint
+    (``_Endpoint``): one query over the endpoints, their epochs and GPUs."""
     rows = (
         ServingEndpoint.objects.filter(node__fleet__organization_id__in=organization_ids)
-        .values("id", *(f"epochs__{p}_bucket_bounds_s" for p in _LATENCIES))
+        .values("id", "node__fleet_id", "kind", "model_name", *(f"epochs__{p}_bucket_bounds_s" for p in _LATENCIES))
         .annotate(s_gpus=Count("gpus", distinct=True))
         .order_by()
     )
     widths = {p: 0 for p in _LATENCIES}
-    gpus: dict[int, int] = {}
+    endpoints: dict[int, _Endpoint] = {}
     for row in rows:
-        gpus[row["id"]] = row["s_gpus"]
+        endpoints[row["id"]] = _Endpoint(row["node__fleet_id"], row["kind"], row["model_name"], row["s_gpus"])
         for p in _LATENCIES:
             widths[p] = max(widths[p], len(row[f"epochs__{p}_bucket_bounds_s"] or ()) + 1)
-    return (widths["ttft"], widths["itl"]), gpus
+    return (widths["ttft"], widths["itl"]), endpoints
 
 
 def _serving_rows(usage: QuerySet[EndpointHourUsage], keys: list[str], widths: tuple[int, int]) -> list[dict[str, Any]]:
@@ -440,7 +448,7 @@ def _serving_rows(usage: QuerySet[EndpointHourUsage], keys: list[str], widths: t
     }
     rows = (
         usage.annotate(**known)
-        .values(*keys, "endpoint_id", "endpoint__kind", *(f"{p}_bucket_bounds_s" for p in _LATENCIES), *known)
+        .values(*keys, "endpoint_id", *(f"{p}_bucket_bounds_s" for p in _LATENCIES), *known)
         .annotate(
             s_serving_s=Sum("observed_s", filter=served),
             s_prompt=Sum("prompt_tokens"),
