@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from accounting.models import NodeHourLedger
+from accounting.site_hours import site_hours_rebuild
 from advice.models import AdviceSettings, WorkloadClass
 from advice.services import advice_refresh
 from fleets.models import Node, Role
@@ -58,6 +59,7 @@ def demo_like(transactional_db):
             copy = NodeHourLedger.objects.get(pk=line.pk)
             copy.pk, copy.hour_start = None, line.hour_start - timedelta(days=days)
             copy.save()
+    site_hours_rebuild(organization_ids=[organization.pk])  # lines copied by hand: their site-hours summed again
     AdviceSettings.objects.create(organization=organization, min_hours_of_data=3)
     WorkloadClass.objects.create(organization=organization, name="chat", ttft_target_ms=200,
                                  expected_output_tokens_per_day=10**9)  # fmt: skip
