@@ -125,6 +125,8 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
             )
         cursor.execute(f"DELETE FROM {NodeHourLedger._meta.db_table} WHERE node_id = ANY(%s)", [node_ids])
         hours, load = SQL_HOURS, SQL_LOAD
+        # A node's one endpoint answers its line's requests; a rented node's hardware cost is its rent.
+        requests, rent = f"(8 * 6000 * 3600 * {load} / 256)::bigint", "8 * 2.5"
         params = {"start": start, "end": end, "nodes": node_ids}
         sql_insert(
             cursor,
@@ -166,7 +168,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "hour_start": "h",
                 "prompt_tokens": f"(2 * 8 * 6000 * 3600 * {load})::bigint",
                 "generation_tokens": f"(8 * 6000 * 3600 * {load})::bigint",
-                "requests": f"(8 * 6000 * 3600 * {load} / 256)::bigint",
+                "requests": requests,
                 "ttft_bucket_bounds_s": "'[0.1, 1]'::jsonb",
                 "ttft_bucket_counts": "'[900, 80, 20]'::jsonb",
                 "observed_s": "3600",
@@ -195,9 +197,9 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "facility_kwh": f"8 * 1.2 * (0.07 + 0.63 * {load})",
                 "pue": "1.2",
                 "electricity_cost": f"8 * 1.2 * (0.07 + 0.63 * {load}) * 0.25",
-                "hardware_cost": "8 * 2.5",
-                "rent_cost": "8 * 2.5",  # rented nodes: their hardware cost is their rent (a line's rule)
-                "cost": f"8 * 2.5 + 8 * 1.2 * (0.07 + 0.63 * {load}) * 0.25",
+                "hardware_cost": rent,
+                "rent_cost": rent,
+                "cost": f"{rent} + 8 * 1.2 * (0.07 + 0.63 * {load}) * 0.25",
                 "location_co2e_g": f"8 * 1.2 * (0.07 + 0.63 * {load}) * 380",
                 "market_co2e_g": "NULL",
                 "embodied_co2e_g_low": "8 * 15",
@@ -206,7 +208,7 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "embodied_unknown_gpu_h": "0",
                 "prompt_tokens": f"(2 * 8 * 6000 * 3600 * {load})::bigint",
                 "generation_tokens": f"(8 * 6000 * 3600 * {load})::bigint",
-                "requests": f"(8 * 6000 * 3600 * {load} / 256)::bigint",  # its endpoint's, as the ledger sums them
+                "requests": requests,
                 "idle_gpu_h": "0",
                 "idle_cost": "0",
                 "idle_facility_kwh": "0",

@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from accounting.ledger import LedgerTotals
 from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
 from accounting.reporting import reporting_output
@@ -204,9 +205,7 @@ def cost_split(parts: list[LedgerPart]) -> dict[str, Decimal]:
     cost (an owned node's asset or capex): a node bought after renting counts its rented hours as rented.
     The two add up to the hardware cost (``accounting.ledger.line.HardwareCost.total``)."""
     sums = parts_total(parts)
-    if sums is None:
-        return {"Rented hardware": ZERO, "Owned hardware": ZERO, "Electricity": ZERO}
-    totals = sums.totals
+    totals = LedgerTotals() if sums is None else sums.totals
     return {
         "Rented hardware": totals.rent_cost,
         "Owned hardware": totals.depreciation_cost + totals.opex_cost,

@@ -42,7 +42,7 @@ from reports.metrics import (
     ledger_sums_share,
 )
 from reports.selectors.allocation import LINE, allocated_rows, llm_name, same_node_hour, with_line
-from reports.selectors.complete import final_ledger_rows, final_q
+from reports.selectors.complete import final_ledger_rows
 from reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles
 from reports.selectors.trace import TRACE_SUMS, RowTracer, TracePart, as_part
 from reports.sharing import IdleTreatment, idle_shares, whole_parts
@@ -142,7 +142,7 @@ def _comparison_stats(
     nodes = nodes.filter(fleet_id__in=fleet_ids) if fleet_ids else nodes
     endpoint_hours = EndpointHourUsage.objects.filter(
         node_id__in=nodes.values("pk"), hour_start__gte=start, hour_start__lt=end
-    ).filter(final_q(now=now, node="node_id"))
+    ).filter(final.condition)
     ledger = _llm_ledger(lines, endpoint_hours) if by_llm_model else _comparison_ledger(final.row_sets)
     if by_llm_model and idle is IdleTreatment.SHARED:
         ledger = _idle_shared(ledger)

@@ -99,10 +99,12 @@ def _marks_before(through: datetime) -> dict[datetime, set[int]] | None:
 @dataclass(frozen=True)
 class FinalRows:
     """The final node-hours' lines of a period (``final_q``): ``lines``, and the same as row sets to sum
-    (``row_sets``: each a queryset and whether it is of site-hours, ``ledger_rows``)."""
+    (``row_sets``: each a queryset and whether it is of site-hours, ``ledger_rows``); ``condition``: ``final_q``
+    on ``node_id`` and ``hour_start`` from the same marks, for the period's usage rows."""
 
     lines: QuerySet[NodeHourLedger]
     row_sets: tuple[tuple[QuerySet[Any], bool], ...]
+    condition: Q
 
 
 def final_ledger_rows(
@@ -124,9 +126,10 @@ def final_ledger_rows(
     scope: dict[str, Any] = {"organization_ids": organization_ids, "start": start, "end": end, "filters": filters}
     through = floor_hour(now)
     marks = _marks_before(through)
-    lines = ledger_rows(**scope, site_hours=False).filter(_final(through, marks, node="node_id"))
+    condition = _final(through, marks, node="node_id")
+    lines = ledger_rows(**scope, site_hours=False).filter(condition)
     if marks is None or not site_hours_serve(keys=keys, filters=filters):
-        return FinalRows(lines, ((lines, False),))
+        return FinalRows(lines, ((lines, False),), condition)
     marked = Q(pk__in=[])
     for hour_start, node_ids in marks.items():
         marked |= Q(hour_start=hour_start, node_id__in=sorted(node_ids))
@@ -137,4 +140,4 @@ def final_ledger_rows(
     for site_id, hour_start in sorted(held):
         unsettled |= Q(site_id=site_id, hour_start=hour_start)
     site_hours = ledger_rows(**scope, site_hours=True).filter(hour_start__lt=through).exclude(unsettled)
-    return FinalRows(lines, ((site_hours, True), (lines.filter(unsettled), False)))
+    return FinalRows(lines, ((site_hours, True), (lines.filter(unsettled), False)), condition)
