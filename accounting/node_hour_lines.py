@@ -141,7 +141,7 @@ def ledger_node_hours_compute(*, node_id: int, hour_starts: Iterable[datetime], 
     metered = {row.hour_start: row for row in NodeHourUsage.objects.filter(node_id=node_id, hour_start__in=hours)}
     tokens = _tokens(context.node, hours)
     lines = [_line(context, hour, usage, tokens, metered.get(hour), now=now) for hour in hours]
-    _lines_store(context, lines, usage, now=now)
+    _lines_store(context, lines, usage, tokens, now=now)
     _open_hours_mark(node_id, [hour for hour in hours if hour + HOUR > now])
     return len(lines)
 
@@ -227,6 +227,9 @@ def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]
     )
     for endpoint_id, hour, prompt, generation, cached, requests in rows:
         entry = per_hour[hour]
+        # The endpoint holding all of the line: the hour's only endpoint-hour, where it served output tokens.
+        entry["sole_endpoint_id"] = endpoint_id if not entry["endpoint_hours"] and generation > 0 else None
+        entry["endpoint_hours"] += 1
         entry["prompt"] += prompt
         entry["generation"] += generation
         entry["requests"] += requests
@@ -239,7 +242,8 @@ def _tokens(node: Node, hours: list[datetime]) -> dict[datetime, dict[str, Any]]
 
 def _nothing_served() -> dict[str, Any]:
     """An hour's ``_tokens`` entry where no endpoint-hour is stored."""
-    return {"prompt": 0, "generation": 0, "cached": None, "requests": 0, "by_gpu": {}}
+    return {"prompt": 0, "generation": 0, "cached": None, "requests": 0, "by_gpu": {}, "endpoint_hours": 0,
+            "sole_endpoint_id": None}  # fmt: skip
 
 
 def _installed_h(context: _NodeContext, gpu: Gpu, hour: datetime, held: tuple[datetime, datetime]) -> Decimal | None:
@@ -395,9 +399,9 @@ def _location(resolved: Any) -> IntensityFactor | None:
     )
 
 
-def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, *, now: datetime) -> None:
+def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, tokens: dict, *, now: datetime) -> None:
     """Store the lines of open hours; a locked hour's line stays as closed, what changed booked as a correction."""
-    rows = [_row(context, line, usage) for line in lines]
+    rows = [_row(context, line, usage, tokens) for line in lines]
     columns_fit(rows)  # an amount past its column is refused naming it; the queue parks the hour
     node = context.node
     with transaction.atomic():  # the lines and their site-hours (accounting.site_hours) commit together
@@ -418,9 +422,10 @@ def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, 
         site_hours_recompute(touched | {(row.site_id, row.hour_start) for row in rows})
 
 
-def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedger:
+def _row(context: _NodeContext, line: NodeHourLine, usage: dict, tokens: dict) -> NodeHourLedger:
     """The stored line: the ledger line's own columns (``line_columns``), and what reports group and trace by."""
     node, hour = context.node, line.hour_start
+    served = tokens.get(hour) or _nothing_served()
     gpu_usage = [usage[(g.pk, hour)] for g in context.gpus if (g.pk, hour) in usage]
     resolved = context.intensity.get(hour)
     util_pct_s, util_observed_s = _utilization_sums(gpu_usage)
@@ -439,6 +444,7 @@ def _row(context: _NodeContext, line: NodeHourLine, usage: dict) -> NodeHourLedg
         location_gco2e_per_kwh=resolved.gco2e_per_kwh if resolved else None,
         location_direct_gco2e_per_kwh=resolved.direct_gco2e_per_kwh if resolved else None,
         location_is_fallback=bool(resolved and resolved.is_fallback),
+        sole_endpoint_id=served["sole_endpoint_id"],
         **columns,
     )
 

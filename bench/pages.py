@@ -209,6 +209,8 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "prompt_tokens": f"(2 * 8 * 6000 * 3600 * {load})::bigint",
                 "generation_tokens": f"(8 * 6000 * 3600 * {load})::bigint",
                 "requests": requests,
+                # The node's one endpoint served all of the line's output tokens (NodeHourLedger.sole_endpoint).
+                "sole_endpoint_id": "(SELECT e.id FROM telemetry_servingendpoint e WHERE e.node_id = o.id)",
                 "idle_gpu_h": "0",
                 "idle_cost": "0",
                 "idle_facility_kwh": "0",

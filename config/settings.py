@@ -133,10 +133,15 @@ DATABASE_STATEMENT_TIMEOUT_S = env_int("DATABASE_STATEMENT_TIMEOUT_S", 30, minim
 # server's own, 4 MB by default). The reports group 100k+ endpoint-hours and ledger lines: at 4 MB the
 # comparison by load sorts them on disk (bench/README.md).
 DATABASE_WORK_MEM_MB = env_int("DATABASE_WORK_MEM_MB", 32, minimum=0)
+# PostgreSQL's JIT compilation of a query's expressions (off: the server's own setting is left as it is only
+# when this is on). The reports' queries of 100 ms-1 s over 100k+ lines pass its cost threshold and spent
+# ~250 ms compiling each, more than it saved (bench/README.md).
+DATABASE_JIT = env_bool("DATABASE_JIT", False)
 if "postgresql" in str(DATABASES["default"]["ENGINE"]):
     work_mem = f" -c work_mem={DATABASE_WORK_MEM_MB}MB" if DATABASE_WORK_MEM_MB else ""
+    jit = "" if DATABASE_JIT else " -c jit=off"
     DATABASES["default"]["OPTIONS"] = {
-        "options": f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_S * 1000}{work_mem}",
+        "options": f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_S * 1000}{work_mem}{jit}",
         **{"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10, "keepalives_count": 3},
         **DATABASES["default"]["OPTIONS"],  # type: ignore[dict-item]
     }

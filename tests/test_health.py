@@ -168,7 +168,7 @@ def test_healthz_answers_503_within_2_s_while_a_lock_blocks_its_query_then_200(c
 
 
 @pytest.mark.django_db
-def test_postgresql_connections_have_a_statement_timeout_work_mem_and_keepalives():
+def test_postgresql_connections_have_a_statement_timeout_work_mem_no_jit_and_keepalives():
     if not _on_postgresql():
         pytest.skip("PostgreSQL connection options")
     from django.db import connection
@@ -178,6 +178,8 @@ def test_postgresql_connections_have_a_statement_timeout_work_mem_and_keepalives
         assert cursor.fetchone()[0] == "30s"
         cursor.execute("SHOW work_mem")
         assert cursor.fetchone()[0] == "32MB"
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
     parameters = connection.connection.info.get_parameters()
     assert (parameters["keepalives"], parameters["keepalives_idle"]) == ("1", "30")
 

@@ -109,6 +109,19 @@ class NodeHourLedger(models.Model):
     requests = models.BigIntegerField(
         default=0, help_text="requests the node's serving endpoints answered in the hour (SCI's functional unit)"
     )
+    # Which endpoint holds all of the line, where one does: reports per LLM model sum such lines as they are,
+    # and weigh by output-token share only the node-hours several endpoint-hours share
+    # (``reports.selectors.comparison``). Computed with the tokens, from the same endpoint-hours.
+    sole_endpoint = models.ForeignKey(
+        "telemetry.ServingEndpoint",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        db_index=False,
+        related_name="+",
+        help_text="the endpoint whose hour is the node-hour's only endpoint-hour, where it served output tokens "
+        "(its share of the line is all of it); null otherwise",
+    )
     idle_gpu_h = _amount()
     idle_cost = _amount()
     idle_facility_kwh = _amount()

@@ -191,28 +191,60 @@ def _llm_ledger(lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]) 
     """Ledger sums per fleet x GPU model x LLM model, allocated by output-token share, and the idle rest,
     with each row's trace parts (its lines' facility kWh and embodied carbon per intensity source, allocated alike).
 
-    Each endpoint-hour takes its output tokens' share of its node-hour's line (the
-    line's output tokens are its endpoints'); lines without output tokens are summed
-    whole under the fleet x GPU model with no LLM model. Both are grouped by the
-    lines' intensity source too (a line has one) and added up here.
+    Each endpoint-hour takes its output tokens' share of its node-hour's line (the line's output tokens are its
+    endpoints'); lines without output tokens are summed whole under the fleet x GPU model with no LLM model. A
+    line one endpoint holds all of (``NodeHourLedger.sole_endpoint``: the node-hour's only endpoint-hour, with
+    output tokens; most node-hours) is its endpoint's LLM model's as it is: those and the idle lines are summed
+    from the lines alone (two queries), and only the node-hours several endpoint-hours share are joined to their
+    endpoint-hours and weighed (skipped where there are none). All are grouped by the lines' intensity source too
+    (a line has one) and added up here.
     """
-    idle = (
-        lines.filter(generation_tokens=0)
-        .values("fleet_id", "gpu_model", "currency", t_source=F("location_source"))
+    # Grouped by the endpoint's key, not its LLM model: with a column's statistics the planner expects a few
+    # hundred groups and sums them in parallel, where a joined name or an expression made it sort every line.
+    whole = (
+        lines.filter(sole_endpoint__isnull=False)
+        .values("fleet_id", "gpu_model", "currency", "sole_endpoint_id", t_source=F("location_source"))
         .annotate(**ledger_sums(), **_LINE_SUMS)
         .order_by()
     )
-    grouped = with_line(endpoint_hours).values(
-        k_fleet=F(f"{LINE}fleet_id"),
-        k_model=F(f"{LINE}gpu_model"),
-        k_llm=F("endpoint__model_name"),
-        currency=F(f"{LINE}currency"),
-        t_source=F(f"{LINE}location_source"),
+    rest = (
+        lines.filter(sole_endpoint__isnull=True)
+        .values("fleet_id", "gpu_model", "currency", t_source=F("location_source"), k_idle=_IDLE_LINE)
+        .annotate(**ledger_sums(), **_LINE_SUMS)
+        .order_by()
     )
-    allocated = allocated_rows(grouped, ["k_fleet", "k_model", "k_llm", "currency", "t_source"], utilization=True)
-    keyed: list[tuple[_Key, dict[str, Any]]] = [((v["fleet_id"], v["gpu_model"], None), dict(v)) for v in idle]
-    keyed += [((v["k_fleet"], v["k_model"], llm_name(v["k_llm"])), v) for v in allocated]
+    whole_rows = list(whole)
+    names = dict(
+        ServingEndpoint.objects.filter(pk__in={v["sole_endpoint_id"] for v in whole_rows}).values_list(
+            "pk", "model_name"
+        )
+    )
+    keyed: list[tuple[_Key, dict[str, Any]]] = [
+        # (An endpoint deleted since the sums were read has left its lines: its name is unknown, "unnamed".)
+        ((v["fleet_id"], v["gpu_model"], llm_name(names.get(v["sole_endpoint_id"]))), dict(v))
+        for v in whole_rows
+    ]
+    shared = False
+    for v in rest:
+        if not v["k_idle"]:
+            shared = True
+            continue
+        keyed.append(((v["fleet_id"], v["gpu_model"], None), dict(v)))
+    if shared:
+        joined = with_line(endpoint_hours, where=Q(**{f"{LINE}sole_endpoint__isnull": True})).values(
+            k_fleet=F(f"{LINE}fleet_id"),
+            k_model=F(f"{LINE}gpu_model"),
+            k_llm=F("endpoint__model_name"),
+            currency=F(f"{LINE}currency"),
+            t_source=F(f"{LINE}location_source"),
+        )
+        allocated = allocated_rows(joined, ["k_fleet", "k_model", "k_llm", "currency", "t_source"], utilization=True)
+        keyed += [((v["k_fleet"], v["k_model"], llm_name(v["k_llm"])), v) for v in allocated]
     return _merged_by_key(keyed)
+
+
+# A line without output tokens: no LLM model's (the idle row).
+_IDLE_LINE = ExpressionWrapper(Q(generation_tokens=0), output_field=BooleanField())
 
 
 def _idle_shared(ledger: dict[_Key, _LedgerPart]) -> dict[_Key, _LedgerPart]:
