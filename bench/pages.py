@@ -390,6 +390,8 @@ def main(argv: list[str] | None = None) -> None:
     django_setup()
     from django.test import Client
 
+    from config.startup import web_worker_ready
+
     now = datetime.now(tz=UTC)
     end = now.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     start = end - timedelta(days=args.days)
@@ -407,6 +409,7 @@ def main(argv: list[str] | None = None) -> None:
     found, missing = urls(nodes[0].pk, start, end)
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(inv["user"])
+    web_worker_ready()  # as a gunicorn worker starts (config.wsgi)
 
     raw_clear(end, args.raw_hours)
     raw_rows = raw_load(nodes, end, args.raw_hours, every_s=10)

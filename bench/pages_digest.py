@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.profile == name:
             profiler.disable()
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+            pstats.Stats(profiler).sort_stats("tottime").print_callers(8)
         body = CSRF.sub(rb"\1\2\3\4", body)
         if args.bodies:
             Path(args.bodies).mkdir(parents=True, exist_ok=True)

@@ -12,14 +12,15 @@ bounded in time and thinned in SQL to a fixed number of points per GPU.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import plotly.graph_objects as go
 from django.contrib.auth.decorators import login_required
-from django.db.models import Avg, Func, IntegerField, Max, Sum
-from django.db.models.functions import TruncDay, TruncHour, TruncMonth
+from django.db.models import Avg, Func, IntegerField, Max, Sum, TextField
+from django.db.models.functions import Cast, TruncDay, TruncHour, TruncMonth
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -176,21 +177,31 @@ def serving_by_bucket(*, node_id: int, start: datetime, end: datetime, granulari
     Read as plain values (one small tuple per endpoint-hour) and added here: the
     histograms of one bucket may have different bounds, which SQL cannot merge.
     """
-    hours = endpoint_hour_usage_for_node(node_id=node_id, start=start, end=end).values_list(
-        "endpoint_id", "endpoint__url", "endpoint__model_name", "hour_start", "prompt_tokens", "generation_tokens",
-        "requests", "observed_s", "ttft_bucket_bounds_s", "ttft_bucket_counts", "ttft_sum_s",
-        "itl_bucket_bounds_s", "itl_bucket_counts", "itl_sum_s",
+    # The bucket bounds as text, decoded once per layout (an endpoint keeps one for months): JSON decoding of
+    # every endpoint-hour's four lists was a third of the page's Python.
+    hours = (
+        endpoint_hour_usage_for_node(node_id=node_id, start=start, end=end)
+        .annotate(k_ttft_bounds=Cast("ttft_bucket_bounds_s", TextField()))
+        .annotate(k_itl_bounds=Cast("itl_bucket_bounds_s", TextField()))
+        .values_list(
+            "endpoint_id", "endpoint__url", "endpoint__model_name", "hour_start", "prompt_tokens", "generation_tokens",
+            "requests", "observed_s", "k_ttft_bounds", "ttft_bucket_counts", "ttft_sum_s",
+            "k_itl_bounds", "itl_bucket_counts", "itl_sum_s",
+        )
     )  # fmt: skip
     names = _endpoint_names({row[0]: (row[1], row[2]) for row in hours})
     buckets: dict[tuple[int, datetime], dict[str, Any]] = {}
+    layouts: dict[str, tuple[float, ...]] = {}
     for endpoint_id, url, model, hour, prompt, generation, requests, observed_s, *histograms in hours:
         bucket = buckets.setdefault((endpoint_id, _bucket_start(hour, granularity)), _serving_sums(url, model))
         for name, value in (("prompt_tokens", prompt), ("generation_tokens", generation), ("requests", requests)):
             bucket[name] += value
         bucket["tokens"] += prompt + generation
         bucket["observed_s"] += observed_s
-        for kind, (bounds, counts, sum_s) in zip(("ttft", "itl"), (histograms[:3], histograms[3:]), strict=True):
-            _histogram_added(bucket, kind, bounds, counts, sum_s)
+        for kind, (text, counts, sum_s) in zip(("ttft", "itl"), (histograms[:3], histograms[3:]), strict=True):
+            if text not in layouts:
+                layouts[text] = tuple(json.loads(text))
+            _histogram_added(bucket, kind, layouts[text], counts, sum_s)
     return [
         {
             **sums,
@@ -212,11 +223,11 @@ def _serving_sums(url: str, model: str) -> dict[str, Any]:
 
 
 def _histogram_added(
-    sums: dict[str, Any], kind: str, bounds: list[float], counts: list[int] | None, sum_s: Any
+    sums: dict[str, Any], kind: str, bounds: tuple[float, ...], counts: list[int] | None, sum_s: Any
 ) -> None:
     if not counts:
         return
-    sums[kind].append(Histogram(tuple(bounds), tuple(counts)))
+    sums[kind].append(Histogram(bounds, tuple(counts)))
     if sum_s is not None:
         sums[f"{kind}_sum_s"] += sum_s
         sums[f"{kind}_summed"] += sum(counts)
