@@ -13,3 +13,11 @@ worker_class = "gthread"
 threads = int(os.environ.get("WEB_THREADS", "8"))
 timeout = int(os.environ.get("WEB_TIMEOUT_S", "30"))
 accesslog = "-"
+
+
+def post_worker_init(worker: object) -> None:
+    """Once the worker has loaded the application: load every view and Plotly, and freeze them out of the
+    garbage collector's full collections (``config.startup``)."""
+    from config.startup import web_worker_ready
+
+    web_worker_ready()

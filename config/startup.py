@@ -7,7 +7,9 @@ which a page's allocations set off every few requests: ~140 ms added to that req
 (bench/README.md). Frozen objects are never collected; what a worker holds at startup it keeps for its life
 anyway. Python's documentation of ``gc.freeze`` describes the same use for forked server processes.
 
-``config.wsgi`` calls it for gunicorn's workers; ``bench.pages`` calls it so that it measures the same process.
+gunicorn's workers call it once the application is loaded (``post_worker_init`` in ``config/gunicorn.conf.py``,
+which the image and the compose file use); ``bench.pages`` calls it so that it measures the same process. The
+demo's development server does not.
 """
 
 from __future__ import annotations

@@ -7,7 +7,3 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 application = get_wsgi_application()
-
-from config.startup import web_worker_ready  # noqa: E402 (Django is set up first)
-
-web_worker_ready()
