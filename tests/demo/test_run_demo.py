@@ -30,6 +30,12 @@ def _environment(var_dir: Path, port: int | None = None) -> dict[str, str]:
     return env
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """SIGINT at its default, as a terminal's shell starts the script: a suite started in the background of a
+    non-interactive shell inherits SIGINT ignored, and a script cannot trap a signal ignored on entry."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -78,7 +84,7 @@ def test_the_terminal_shows_url_login_and_warnings_and_ctrl_c_stops_everything_w
     port = _free_port()
     process = subprocess.Popen(
         [str(ROOT / "bin" / "run-demo")], env=_environment(seeded, port), cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=_ctrl_c_as_at_a_terminal,
     )  # fmt: skip
     seen: list[str] = []
     try:
