@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> None:
     found, missing = urls(nodes[0].pk, start, end)
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(inv["user"])
-    web_worker_ready()  # as a gunicorn worker starts (config.wsgi)
+    web_worker_ready()  # as a gunicorn worker starts (post_worker_init, config/gunicorn.conf.py)
 
     raw_clear(end, args.raw_hours)
     raw_rows = raw_load(nodes, end, args.raw_hours, every_s=10)

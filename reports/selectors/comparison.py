@@ -143,11 +143,12 @@ def _comparison_stats(
     endpoint_hours = EndpointHourUsage.objects.filter(
         node_id__in=nodes.values("pk"), hour_start__gte=start, hour_start__lt=end
     ).filter(final.condition)
-    ledger = _llm_ledger(lines, endpoint_hours) if by_llm_model else _comparison_ledger(final.row_sets)
+    layouts = _endpoint_layouts(organization_ids)
+    ledger = _llm_ledger(lines, endpoint_hours, layouts[1]) if by_llm_model else _comparison_ledger(final.row_sets)
     if by_llm_model and idle is IdleTreatment.SHARED:
         ledger = _idle_shared(ledger)
     keyed, keys = _keyed_usage(endpoint_hours, "node", by_model)
-    serving = _serving(keyed, keys, organization_ids, by_llm_model=by_llm_model)
+    serving = _serving(keyed, keys, layouts, by_llm_model=by_llm_model)
     tracer = RowTracer(organization_ids=organization_ids, lines=lines)
     return _stats_assemble(organization_ids, by_model, by_llm_model, ledger, serving, tracer), tracer
 
@@ -187,7 +188,9 @@ def _comparison_ledger(row_sets: Iterable[tuple[QuerySet[Any], bool]]) -> dict[_
     return _merged_by_key(keyed)
 
 
-def _llm_ledger(lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]) -> dict[_Key, _LedgerPart]:
+def _llm_ledger(
+    lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any], endpoints: dict[int, _Endpoint]
+) -> dict[_Key, _LedgerPart]:
     """Ledger sums per fleet x GPU model x LLM model, allocated by output-token share, and the idle rest,
     with each row's trace parts (its lines' facility kWh and embodied carbon per intensity source, allocated alike).
 
@@ -213,16 +216,11 @@ def _llm_ledger(lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]) 
         .annotate(**ledger_sums(), **_LINE_SUMS)
         .order_by()
     )
-    whole_rows = list(whole)
-    names = dict(
-        ServingEndpoint.objects.filter(pk__in={v["sole_endpoint_id"] for v in whole_rows}).values_list(
-            "pk", "model_name"
-        )
-    )
+    # Each sole endpoint named from the organizations' endpoints (``_endpoint_layouts``, read once for the serving
+    # sums too); an endpoint deleted between the two reads has left its lines: its name is unknown, "unnamed".
     keyed: list[tuple[_Key, dict[str, Any]]] = [
-        # (An endpoint deleted since the sums were read has left its lines: its name is unknown, "unnamed".)
-        ((v["fleet_id"], v["gpu_model"], llm_name(names.get(v["sole_endpoint_id"]))), dict(v))
-        for v in whole_rows
+        ((v["fleet_id"], v["gpu_model"], llm_name(_model_name(endpoints.get(v["sole_endpoint_id"])))), dict(v))
+        for v in whole
     ]
     shared = False
     for v in rest:
@@ -241,6 +239,10 @@ def _llm_ledger(lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any]) 
         allocated = allocated_rows(joined, ["k_fleet", "k_model", "k_llm", "currency", "t_source"], utilization=True)
         keyed += [((v["k_fleet"], v["k_model"], llm_name(v["k_llm"])), v) for v in allocated]
     return _merged_by_key(keyed)
+
+
+def _model_name(endpoint: _Endpoint | None) -> str | None:
+    return endpoint.model_name if endpoint else None
 
 
 # A line without output tokens: no LLM model's (the idle row).
@@ -357,7 +359,11 @@ class _Serving:
 
 
 def _serving(
-    usage: QuerySet[Any], keys: list[str], organization_ids: Collection[int], *, by_llm_model: bool = False
+    usage: QuerySet[Any],
+    keys: list[str],
+    layouts: tuple[tuple[int, int], dict[int, _Endpoint]],
+    *,
+    by_llm_model: bool = False,
 ) -> dict[_Key, ServingSums]:
     """Serving sums, merged TTFT and inter-token latency histograms per key, in one pass over the endpoint-hours.
 
@@ -369,7 +375,7 @@ def _serving(
     from the declared layouts; should an hour hold a wider one, the query runs again
     as wide as the widest it returned.
     """
-    widths, endpoints = _endpoint_layouts(organization_ids)
+    widths, endpoints = layouts
     rows = _serving_rows(usage, keys, widths)
     ttft, itl = (max((len(row[f"{p}_bucket_bounds_s"] or ()) + 1 for row in rows), default=0) for p in _LATENCIES)
     if ttft > widths[0] or itl > widths[1]:
