@@ -19,6 +19,13 @@ class AccountingConfig(AppConfig):
 
         pre_delete.connect(_node_deleting, sender=Node, dispatch_uid="accounting.node_deleting")
         post_delete.connect(_node_deleted, sender=Node, dispatch_uid="accounting.node_deleted")
+        from django.db.models.signals import post_save
+
+        from telemetry.models import ServingEndpoint
+
+        pre_delete.connect(_endpoint_deleting, sender=ServingEndpoint, dispatch_uid="accounting.endpoint_deleting")
+        post_delete.connect(_endpoint_deleted, sender=ServingEndpoint, dispatch_uid="accounting.endpoint_deleted")
+        post_save.connect(_endpoint_saved, sender=ServingEndpoint, dispatch_uid="accounting.endpoint_saved")
 
 
 def _intensity_stored(*, since: Any, now: Any, **_: Any) -> int:
@@ -41,3 +48,40 @@ def _node_deleted(*, instance: Any, **_: Any) -> None:
     from accounting.site_hours import site_hours_recompute
 
     site_hours_recompute(getattr(instance, "_ledger_site_hours", ()))
+
+
+def _endpoint_site_hours(endpoint: Any) -> set[Any]:
+    """The site-hours of the lines of the node-hours where the endpoint served output tokens: their served rows
+    (``accounting.served_hours``) hold its hours, or its node's others' shared with it."""
+    from accounting.models import NodeHourLedger
+    from accounting.site_hours import site_hours_in_use
+    from telemetry.models import EndpointHourUsage
+
+    if not site_hours_in_use():  # a Citus coordinator keeps none: no query over every node's shard
+        return set()
+    node_id = endpoint.node_id  # both tables read by the node's key
+    served = EndpointHourUsage.objects.filter(node_id=node_id, endpoint_id=endpoint.pk, generation_tokens__gt=0)
+    lines = NodeHourLedger.objects.filter(node_id=node_id, hour_start__in=served.values("hour_start"))
+    return set(lines.values_list("site_id", "hour_start"))
+
+
+def _endpoint_deleting(*, instance: Any, **_: Any) -> None:
+    """A deleted endpoint's hours go with it: note their site-hours, whose served rows then change."""
+    instance._ledger_site_hours = _endpoint_site_hours(instance)
+
+
+def _endpoint_deleted(*, instance: Any, **_: Any) -> None:
+    """The served rows of the deleted endpoint's site-hours summed again, in the deletion's transaction."""
+    from accounting.site_hours import site_hours_recompute
+
+    site_hours_recompute(getattr(instance, "_ledger_site_hours", ()))
+
+
+def _endpoint_saved(*, instance: Any, created: bool, update_fields: Any = None, **_: Any) -> None:
+    """An endpoint saved anew may have another server kind (ingest saves the kind alone) or LLM model: the served
+    rows are keyed by both, so its node-hours' site-hours are summed again, in the save's transaction."""
+    if created or (update_fields is not None and "kind" not in update_fields):
+        return
+    from accounting.site_hours import site_hours_recompute
+
+    site_hours_recompute(_endpoint_site_hours(instance))

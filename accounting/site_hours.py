@@ -7,7 +7,8 @@ differ in little that reports group by (their nodes share a site, and most their
 price and intensity source), so ``LedgerSiteHour`` holds them summed per site-hour and report key: one row
 per a few nodes, the same sums.
 
-Exact and never stale: ``site_hours_recompute`` rebuilds a site-hour's rows from its lines, in the
+Exact and never stale: ``site_hours_recompute`` rebuilds a site-hour's rows (and its served rows,
+``accounting.served_hours``) from its lines, in the
 transaction that stores them (``accounting.node_hour_lines._lines_store``), under a lock per site so that
 two workers storing lines of one site-hour cannot each miss the other's. ``numeric`` sums of sums are the
 sums (PostgreSQL adds ``numeric`` exactly), so a report read from these rows equals the same report read
@@ -45,13 +46,15 @@ from django.db.models import (
 
 from accounting.ledger import ElectricityStatus
 from accounting.ledger.line import NO_PRICE_ID
-from accounting.models import LedgerSiteHour, NodeHourLedger
+from accounting.models import LedgerServedHour, LedgerSiteHour, NodeHourLedger
+from accounting.served_hours import served_rows_check, served_rows_delete, served_rows_store
 from common.citus import citus_coordinator
 
 __all__ = [
     "KEYS",
     "MAXED",
     "SUMMED",
+    "served_hours_fill",
     "site_hours_check",
     "site_hours_fill",
     "site_hours_in_use",
@@ -131,7 +134,10 @@ def site_hours_recompute(site_hours: Iterable[tuple[int, datetime]]) -> int:
             _site_lock(site_id)
             hours = sorted(by_site[site_id])
             LedgerSiteHour.objects.filter(site_id=site_id, hour_start__in=hours).delete()
-            written += _rows_store(NodeHourLedger.objects.filter(site_id=site_id, hour_start__in=hours))
+            lines = NodeHourLedger.objects.filter(site_id=site_id, hour_start__in=hours)
+            written += _rows_store(lines)
+            served_rows_delete(site_id=site_id, hours=hours)
+            served_rows_store(lines, unpriced_with_telemetry())
     return written
 
 
@@ -147,7 +153,11 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
         for site_id in site_ids:
             _site_lock(site_id)
         rows.delete()
-        return _rows_store(lines)
+        written = _rows_store(lines)
+        _served_of(organization_ids).delete()
+        for site_id in site_ids:  # one site's lines in memory at a time
+            served_rows_store(lines.filter(site_id=site_id), unpriced_with_telemetry())
+        return written
 
 
 def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list[str]:
@@ -174,7 +184,7 @@ def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list
         for name in _FIGURES:
             if not _same(have[name], want[name]):
                 problems.append(f"{name} {have[name]} != lines' {want[name]} in {dict(zip(KEYS, key, strict=False))}")
-    return problems
+    return problems + served_rows_check(_served_of(organization_ids), lines, unpriced_with_telemetry(), _same)
 
 
 def _of(organization_ids: Collection[int] | None) -> tuple[QuerySet[LedgerSiteHour], QuerySet[NodeHourLedger]]:
@@ -183,6 +193,12 @@ def _of(organization_ids: Collection[int] | None) -> tuple[QuerySet[LedgerSiteHo
     if organization_ids is None:
         return rows, lines
     return rows.filter(organization_id__in=organization_ids), lines.filter(organization_id__in=organization_ids)
+
+
+def _served_of(organization_ids: Collection[int] | None) -> QuerySet[LedgerServedHour]:
+    """The served site-hours (``accounting.served_hours``) of ``organization_ids`` (of all: ``None``)."""
+    rows = LedgerServedHour.objects.all()
+    return rows if organization_ids is None else rows.filter(organization_id__in=organization_ids)
 
 
 def _same(have: Any, want: Any) -> bool:
@@ -233,6 +249,21 @@ def site_hours_fill(line_model: Any, row_model: Any, using: Any = connection) ->
     if not site_hours_in_use(using):
         return 0
     return _rows_store(line_model.objects.all(), row_model)
+
+
+def served_hours_fill(line_model: Any, usage_model: Any, row_model: Any, using: Any = connection) -> int:
+    """Sum every line of ``line_model`` with a sole endpoint into ``row_model`` (empty), site by site
+    (``accounting.served_hours``): the migration that adds the served rows runs it on its own models."""
+    if not site_hours_in_use(using):
+        return 0
+    lines = line_model.objects.all()
+    site_ids = sorted(set(lines.values_list("site_id", flat=True).distinct()))
+    return sum(
+        served_rows_store(
+            lines.filter(site_id=site_id), unpriced_with_telemetry(), usage_model=usage_model, row_model=row_model
+        )
+        for site_id in site_ids
+    )
 
 
 def _rows_store(lines: QuerySet[Any], row_model: Any = LedgerSiteHour) -> int:

@@ -229,7 +229,8 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "computed_at": "now()",
             },
         )
-    # Lines written by SQL: their site-hours summed as the ledger sums them when it stores lines.
+    # Lines written by SQL: their site-hours (and served site-hours) summed as the ledger sums them when it
+    # stores lines.
     site_hours_rebuild(organization_ids=sorted({node.fleet.organization_id for node in nodes}))
 
 
@@ -242,7 +243,8 @@ def _gpu_hours_sum(expression: str) -> str:
 
 
 SEEDED_TABLES = (
-    "accounting_nodehourledger", "accounting_ledgersitehour", "telemetry_gpuhourusage", "telemetry_endpointhourusage"
+    "accounting_nodehourledger", "accounting_ledgersitehour", "accounting_ledgerservedhour", "telemetry_gpuhourusage",
+    "telemetry_endpointhourusage",
 )  # fmt: skip
 
 

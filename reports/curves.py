@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -45,6 +45,8 @@ from django.db.models import (
 from django.db.models.functions import Cast
 
 from accounting.ledger.units import significant
+from accounting.models import LedgerServedHour
+from accounting.site_hours import site_hours_in_use
 from fleets.models import Fleet
 from reports.aggregates import AMOUNT, unpriced_with_telemetry
 from reports.bands import (
@@ -63,7 +65,7 @@ from reports.bands import (
 from reports.selectors.allocation import TAKES_SHARE, weighed, with_line
 from reports.selectors.comparison import LOWER_BOUND_TTFT_KINDS
 from reports.selectors.lines import gpu_model_profiles
-from telemetry.histogram import Histogram
+from telemetry.histogram import Histogram, bucket_counts_sum
 from telemetry.models import EndpointHourUsage, ServingEndpoint
 
 __all__ = ["DEFAULT_BAND_EDGES_RPS_PER_GPU", "QUANTILES", "LoadCurve", "load_curve_rows", "load_curves"]
@@ -103,16 +105,20 @@ def load_curves(
     asked = usage.filter(endpoint__model_name__in=wanted) if wanted else usage
     lines_in = _LineScope(organization_ids, frozenset(fleet_ids))
     several = _nodes_with_several_endpoints(organization_ids, fleet_ids, wanted)
+    stored = site_hours_in_use()  # the served site-hours hold the single node-hours (accounting.served_hours)
     if not several:
-        hours = load_hours_merge(_single_hours(with_line(asked), lines_in))
+        singles = (_stored_hours(organization_ids, start, end, fleet_ids, wanted) if stored
+                   else _single_hours(with_line(asked), lines_in))  # fmt: skip
+        hours = load_hours_merge(singles)
     else:
         others = usage.filter(node_id=OuterRef("node_id"), hour_start=OuterRef("hour_start")).exclude(pk=OuterRef("pk"))
-        single = with_line(asked.filter(~Exists(others)))
+        singles = (_stored_hours(organization_ids, start, end, fleet_ids, wanted) if stored
+                   else _single_hours(with_line(asked.filter(~Exists(others))), lines_in))  # fmt: skip
         shared = usage.filter(node_id__in=several).filter(Exists(others))
         shared_parts = load_hours(*_shared_rows(with_line(shared), lines_in))
         hours = load_hours_merge(
             itertools.chain(
-                _single_hours(single, lines_in),
+                singles,
                 (part for part in shared_parts if not wanted or part.key.llm_model in wanted),
                 _single_hours(with_line(shared.filter(endpoint__model_name__in=wanted) if wanted else shared),
                               lines_in, histograms_only=True),
@@ -202,6 +208,14 @@ def _single_hours(
             *keys, "s_requests", "s_tokens", *(f"s_{name}" for name in figures), "s_unknown_kwh", "n_unpriced", "counts"
         )
     )
+    return _parts(rows, lines_in, histograms_only=histograms_only)
+
+
+def _parts(
+    rows: Iterable[tuple[Any, ...]], lines_in: _LineScope, *, histograms_only: bool = False
+) -> Iterator[LoadHour]:
+    """``LoadHour`` parts from rows summed per fleet-hour x LLM model x server kind x TTFT layout (the hour, the
+    organization to the layout as JSON text, then the sums, and the histograms' counts ``_Joined``)."""
     layouts: dict[str | None, tuple[float, ...]] = {}
     for (hour, organization_id, fleet_id, gpu_model, currency, llm_model, kind, bounds, requests, tokens,
          gpu_h, cost, it_kwh, facility_kwh, operational, embodied, unknown_kwh, unpriced, counts) in rows:  # fmt: skip
@@ -237,6 +251,43 @@ def _single_hours(
             unknown_intensity_kwh=unknown_kwh or ZERO,
             unpriced_node_hours=unpriced,
         )
+
+
+def _stored_hours(
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    fleet_ids: Collection[int],
+    llm_models: Collection[str],
+) -> Iterator[LoadHour]:
+    """Parts of fleet-hours from node-hours with one endpoint-hour (with output tokens), read from the served
+    site-hours (``accounting.served_hours``): the lines those endpoint-hours hold whole, with their requests,
+    output tokens and histograms, as ``_single_hours`` sums them from the lines and the endpoint-hours, summed
+    when the lines were stored; here summed again over the fleet-hour's sites.
+
+    The organizations and fleets are the lines' (``_single_hours`` also asks the node's fleet now: a node
+    moved to another fleet has its earlier hours under the fleet of their lines here, under none there)."""
+    served = LedgerServedHour.objects.filter(
+        organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
+    )
+    if fleet_ids:
+        served = served.filter(fleet_id__in=fleet_ids)
+    if llm_models:
+        served = served.filter(llm_model__in=llm_models)
+    keys = ("hour_start", "organization_id", "fleet_id", "gpu_model", "currency", "llm_model", "endpoint_kind",
+            "bounds")  # fmt: skip
+    figures = ("requests", "generation_tokens", "gpu_h", "cost", "it_kwh", "facility_kwh", "location_co2e_g",
+               "embodied_co2e_g_central", "unknown_intensity_kwh", "unpriced_hours")  # fmt: skip
+    rows = (
+        served.annotate(bounds=Cast("ttft_bucket_bounds_s", TextField()))
+        .values(*keys)
+        .annotate(
+            **{f"s_{name}": Sum(name) for name in figures}, counts=_Joined(Cast("ttft_bucket_counts", TextField()))
+        )
+        .order_by()
+        .values_list(*keys, *(f"s_{name}" for name in figures), "counts")
+    )
+    return _parts(rows, _LineScope(organization_ids, frozenset(fleet_ids)))
 
 
 def _shared_rows(
@@ -276,21 +327,12 @@ def _bounds(text: str | None) -> tuple[float, ...]:
 
 
 def _histogram_sum(bounds: tuple[float, ...], joined: str | None) -> Histogram | None:
-    """The bucket-wise sum of the hour's histograms of one layout (``_Joined`` JSON arrays, comma-separated).
-
-    Each array is one endpoint-hour's counts; one that is empty or does not fit the
-    layout counts as no histogram.
-    """
+    """The bucket-wise sum of the hour's histograms of one layout (``_Joined`` JSON arrays, comma-separated):
+    ``telemetry.histogram.bucket_counts_sum``'s rule."""
     if not bounds or not joined:
         return None
-    width = len(bounds) + 1
-    fitting = [counts for counts in json.loads(f"[{joined}]") if counts and len(counts) == width]
-    if not fitting:
-        return None
-    sums = tuple(map(sum, zip(*fitting, strict=True)))
-    if not all(type(total) is int for total in sums):  # a count stored as a float: each to int first, as before
-        sums = tuple(sum(int(c) for c in column) for column in zip(*fitting, strict=True))
-    return Histogram(bounds, sums)
+    sums = bucket_counts_sum(len(bounds) + 1, json.loads(f"[{joined}]"))
+    return None if sums is None else Histogram(bounds, sums)
 
 
 class _Joined(Aggregate):

@@ -72,6 +72,21 @@ def histogram_from_cumulative(bounds_s: Sequence[float], cumulative_counts: Sequ
     return Histogram(tuple(bounds_s), counts)
 
 
+def bucket_counts_sum(width: int, stored: Iterable[Sequence[int | float] | None]) -> tuple[int, ...] | None:
+    """The bucket-wise sum of stored per-bucket counts of one layout of ``width`` buckets (``+Inf`` included).
+
+    Counts that are empty, missing or of another width count as no histogram (``None``: none fit). A count
+    stored as a float is taken as an integer (each, before summing).
+    """
+    fitting = [counts for counts in stored if counts and len(counts) == width]
+    if not width or not fitting:
+        return None
+    sums = tuple(map(sum, zip(*fitting, strict=True)))
+    if not all(type(total) is int for total in sums):
+        sums = tuple(sum(int(c) for c in column) for column in zip(*fitting, strict=True))
+    return sums
+
+
 def histogram_restarted(previous: Histogram, current: Histogram, *, epoch_changed: bool) -> bool:
     """Whether the histogram's counters restarted: new epoch, other bounds, or a bucket that dropped.
 

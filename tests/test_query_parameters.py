@@ -101,7 +101,10 @@ def org_user(db):
 
 def _answer(client, path: str, query: list[tuple[str, str]], **headers):
     url = f"{path}?{urlencode(query)}" if query else path
-    return client.get(url, headers=headers)
+    response = client.get(url, headers=headers)
+    if response.streaming:  # read to the end, as a WSGI server sends it: only then is its request thread free again
+        b"".join(response.streaming_content)
+    return response
 
 
 @st.composite

@@ -16,7 +16,7 @@ from common.currencies import currency_problem
 from fleets.models import Fleet, Node, Organization, Site
 from telemetry.models import NodeHourMark
 
-__all__ = ["LedgerPending", "LedgerSettings", "LedgerSiteHour", "NodeHourLedger"]
+__all__ = ["LedgerPending", "LedgerServedHour", "LedgerSettings", "LedgerSiteHour", "NodeHourLedger"]
 
 
 def _amount(*, null: bool = False) -> models.DecimalField:
@@ -246,6 +246,55 @@ class LedgerSiteHour(models.Model):
 
     def __str__(self) -> str:
         return f"site {self.site_id} {self.hour_start:%Y-%m-%d %H:00} ({self.lines} lines)"
+
+
+class LedgerServedHour(models.Model):
+    """The lines of one site-hour that one endpoint served whole, summed per LLM model (``accounting.served_hours``).
+
+    A line with a ``sole_endpoint`` (the node-hour's only endpoint-hour with output tokens) is all that
+    endpoint's LLM model's: these rows hold such lines summed per site-hour, fleet, GPU model, currency, LLM
+    model, server kind and TTFT bucket layout, beside the sums of their endpoint-hours (requests, output
+    tokens, TTFT histogram), for the load curves (``reports.curves``). Written with the lines and the
+    site-hours, in their transaction, from the lines as stored: never a cache that can serve stale figures.
+
+    ``llm_model`` and ``endpoint_kind`` are the endpoint's ``model_name`` and ``kind``;
+    ``ttft_bucket_bounds_s`` the endpoint-hours' layout, ``ttft_bucket_counts`` the bucket-wise sum of their
+    histograms that fit it (null: none). ``location_co2e_g`` sums the lines with a known intensity (null:
+    none known); ``unknown_intensity_kwh`` is the facility kWh of those without; ``unpriced_hours`` counts
+    the lines unpriced with telemetry.
+    """
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="+")
+    fleet = models.ForeignKey(Fleet, on_delete=models.CASCADE, related_name="+")
+    hour_start = models.DateTimeField()
+    gpu_model = models.CharField(max_length=64)
+    currency = models.CharField(max_length=3)
+    llm_model = models.CharField(max_length=256, blank=True)
+    endpoint_kind = models.CharField(max_length=10)
+    ttft_bucket_bounds_s = models.JSONField(null=True)
+
+    lines = models.PositiveIntegerField(help_text="node-hour lines summed in this row")
+    unpriced_hours = models.PositiveIntegerField(help_text="of them, unpriced with telemetry")
+    requests = models.BigIntegerField(help_text="the endpoint-hours' requests")
+    generation_tokens = models.BigIntegerField(help_text="the endpoint-hours' output tokens")
+    gpu_h = _amount()
+    cost = _amount()
+    it_kwh = _amount()
+    facility_kwh = _amount()
+    location_co2e_g = _amount(null=True)
+    unknown_intensity_kwh = _amount()
+    embodied_co2e_g_central = _amount()
+    ttft_bucket_counts = models.JSONField(null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["organization", "hour_start"], name="ledger_served_hour_org_hour"),
+            models.Index(fields=["site", "hour_start"], name="ledger_served_hour_site_hour"),
+        ]
+
+    def __str__(self) -> str:
+        return f"site {self.site_id} {self.hour_start:%Y-%m-%d %H:00} {self.llm_model} ({self.lines} lines)"
 
 
 class LedgerPending(NodeHourMark):

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection, connections, transaction
 from django.urls import reverse
 
-from accounting.models import LedgerSiteHour, NodeHourLedger
+from accounting.models import LedgerServedHour, LedgerSiteHour, NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute
 from accounting.site_hours import site_hours_check, site_hours_in_use, site_hours_rebuild
 from common.periods import Granularity
@@ -230,6 +230,7 @@ def test_the_scope2_report_from_site_hours_is_the_report_from_lines(fleets, org_
 def test_on_a_citus_coordinator_the_site_hours_are_neither_written_nor_read(fleets, org_a, monkeypatch):
     assert NodeHourLedger.objects.filter(organization=org_a).exists()
     assert not LedgerSiteHour.objects.exists()  # a node's ledger transaction stays on its shard
+    assert not LedgerServedHour.objects.exists()  # nor its served site-hours (accounting.served_hours)
     read = usage(org_a, Granularity.DAY, GroupBy.FLEET)
 
     assert [usage_row_output(row) for row in read] == [
