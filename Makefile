@@ -49,12 +49,14 @@ test-citus: $(STAMP)
 # hours beside their neighbours, daily partitions of distributed tables, one poisoned tenant beside healthy ones
 # through rollup and ledger, the ledger's lines, and the reports that join endpoint usage with them on
 # (node_id, hour_start) (the fleet comparison, the comparison and usage report by LLM model, a scenario's
-# baseline: ~30 s), and that a cluster keeps no ledger site-hours; the gunicorn variants (slow) are left out.
+# baseline, the load curves worked by hand, which a cluster reads from the lines, keeping no served
+# site-hours: ~40 s), and that a cluster keeps no ledger site-hours; the gunicorn variants (slow) are left out.
 # About two and a half minutes here, the cluster's start included, and two more to build Citus the first time.
 CITUS_CI_TESTS ?= tests/citus tests/telemetry/test_rollup_workers.py tests/telemetry/test_ingest_paths.py \
 	tests/telemetry/test_rollup_sql.py tests/telemetry/test_parked_neighbours.py tests/telemetry/test_partitions.py \
 	tests/telemetry/test_isolation.py tests/accounting/test_ledger.py tests/reports/test_comparison.py \
-	tests/reports/test_comparison_llm.py tests/scenarios/test_api.py tests/reports/test_site_hours.py
+	tests/reports/test_comparison_llm.py tests/scenarios/test_api.py tests/reports/test_site_hours.py \
+	tests/advice/test_curves_by_hand.py
 
 test-citus-ci: $(STAMP)
 	$(MAKE) test-citus PYTEST_ARGS='-q -p no:cacheprovider -m "not slow" $(CITUS_CI_TESTS)'
