@@ -31,8 +31,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, QuerySet
 
+from accounting.ledger.units import ZERO
 from accounting.models import LedgerServedHour
 from telemetry.histogram import bucket_counts_sum
 
@@ -51,14 +52,13 @@ _LINE_COLUMNS = ("organization_id", "site_id", "fleet_id", "hour_start", "gpu_mo
 _USAGE_COLUMNS = ("node_id", "hour_start", "endpoint__model_name", "endpoint__kind", "requests", "generation_tokens",
                   "ttft_bucket_bounds_s", "ttft_bucket_counts")  # fmt: skip
 
-_ZERO = Decimal(0)
 # Up to this many hours are asked for one by one (``IN``), more as the range they span.
 _HOURS_LISTED = 200
 
 
 def _sums_start() -> dict[str, Decimal | None]:
     """Every sum at zero; ``location_co2e_g`` unknown until a line with a known intensity adds to it."""
-    return {name: None if name == "location_co2e_g" else _ZERO for name in SUMMED}
+    return {name: None if name == "location_co2e_g" else ZERO for name in SUMMED}
 
 
 @dataclass(slots=True)
@@ -70,26 +70,26 @@ class _Row:
     requests: int = 0
     generation_tokens: int = 0
     sums: dict[str, Decimal | None] = field(default_factory=_sums_start)
-    unknown_intensity_kwh: Decimal = _ZERO
+    unknown_intensity_kwh: Decimal = ZERO
     counts: list[Any] = field(default_factory=list)
 
 
-def served_rows(
-    lines: QuerySet[Any], unpriced: Q, *, usage_model: Any = None, row_model: Any = LedgerServedHour
-) -> Iterator[Any]:
+def served_rows(lines: QuerySet[Any], *, usage_model: Any = None, row_model: Any = LedgerServedHour) -> Iterator[Any]:
     """The rows ``lines`` sum to (unsaved): those lines with output tokens whose node-hour has one endpoint-hour
-    with output tokens, each with that endpoint-hour. ``unpriced``: the condition on a line that counts it in
-    ``unpriced_hours``. ``usage_model``, ``row_model``: the endpoint-hours' and the rows' models (a migration's
+    with output tokens, each with that endpoint-hour (``unpriced_hours``: as the site-hours count them).
+    ``usage_model``, ``row_model``: the endpoint-hours' and the rows' models (a migration's
     historical ones).
 
     Two queries: the lines, then the endpoint-hours with output tokens (with their endpoint's LLM model and
     server kind) of the lines' nodes over the lines' hours."""
+    from accounting.site_hours import unpriced_with_telemetry  # it calls this module: imported when called
+
     if usage_model is None:
         from telemetry.models import EndpointHourUsage as usage_model
 
     with_tokens = (
         lines.filter(generation_tokens__gt=0)
-        .annotate(k_unpriced=ExpressionWrapper(unpriced, output_field=BooleanField()))
+        .annotate(k_unpriced=ExpressionWrapper(unpriced_with_telemetry(), output_field=BooleanField()))
         .values_list(*_LINE_COLUMNS, *SUMMED, "k_unpriced")
         .order_by()
     )
@@ -146,10 +146,10 @@ def served_rows(
         )
 
 
-def served_rows_store(lines: QuerySet[Any], unpriced: Q, *, usage_model: Any = None,
+def served_rows_store(lines: QuerySet[Any], *, usage_model: Any = None,
                       row_model: Any = LedgerServedHour) -> int:  # fmt: skip
     """Insert the rows ``lines`` sum to (their old rows deleted by the caller); return how many."""
-    rows = list(served_rows(lines, unpriced, usage_model=usage_model, row_model=row_model))
+    rows = list(served_rows(lines, usage_model=usage_model, row_model=row_model))
     row_model.objects.bulk_create(rows, batch_size=2000)
     return len(rows)
 
@@ -159,10 +159,10 @@ def served_rows_delete(*, site_id: int, hours: Collection[datetime]) -> None:
     LedgerServedHour.objects.filter(site_id=site_id, hour_start__in=list(hours)).delete()
 
 
-def served_rows_check(stored: QuerySet[LedgerServedHour], lines: QuerySet[Any], unpriced: Q, same: Any) -> list[str]:
+def served_rows_check(stored: QuerySet[LedgerServedHour], lines: QuerySet[Any], same: Any) -> list[str]:
     """How the ``stored`` rows differ from the rows ``lines`` sum to (``same(have, want)``: two figures agree)."""
     have = _by_key(row for row in stored)
-    want = _by_key(served_rows(lines, unpriced))
+    want = _by_key(served_rows(lines))
     problems = [f"two served rows for {key}" for key in have.pop(None, [])]
     for key in sorted(have.keys() | want.keys(), key=repr):
         if key not in want or key not in have:

@@ -137,7 +137,7 @@ def site_hours_recompute(site_hours: Iterable[tuple[int, datetime]]) -> int:
             lines = NodeHourLedger.objects.filter(site_id=site_id, hour_start__in=hours)
             written += _rows_store(lines)
             served_rows_delete(site_id=site_id, hours=hours)
-            served_rows_store(lines, unpriced_with_telemetry())
+            served_rows_store(lines)
     return written
 
 
@@ -155,8 +155,7 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
         rows.delete()
         written = _rows_store(lines)
         _served_of(organization_ids).delete()
-        for site_id in site_ids:  # one site's lines in memory at a time
-            served_rows_store(lines.filter(site_id=site_id), unpriced_with_telemetry())
+        _served_store_by_site(lines, site_ids)
         return written
 
 
@@ -184,7 +183,7 @@ def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list
         for name in _FIGURES:
             if not _same(have[name], want[name]):
                 problems.append(f"{name} {have[name]} != lines' {want[name]} in {dict(zip(KEYS, key, strict=False))}")
-    return problems + served_rows_check(_served_of(organization_ids), lines, unpriced_with_telemetry(), _same)
+    return problems + served_rows_check(_served_of(organization_ids), lines, _same)
 
 
 def _of(organization_ids: Collection[int] | None) -> tuple[QuerySet[LedgerSiteHour], QuerySet[NodeHourLedger]]:
@@ -252,18 +251,18 @@ def site_hours_fill(line_model: Any, row_model: Any, using: Any = connection) ->
 
 
 def served_hours_fill(line_model: Any, usage_model: Any, row_model: Any, using: Any = connection) -> int:
-    """Sum every line of ``line_model`` with a sole endpoint into ``row_model`` (empty), site by site
-    (``accounting.served_hours``): the migration that adds the served rows runs it on its own models."""
+    """Sum every line of ``line_model`` into ``row_model``'s served site-hours (empty; ``accounting.served_hours``):
+    the migration that adds them runs it on its own models."""
     if not site_hours_in_use(using):
         return 0
     lines = line_model.objects.all()
     site_ids = sorted(set(lines.values_list("site_id", flat=True).distinct()))
-    return sum(
-        served_rows_store(
-            lines.filter(site_id=site_id), unpriced_with_telemetry(), usage_model=usage_model, row_model=row_model
-        )
-        for site_id in site_ids
-    )
+    return _served_store_by_site(lines, site_ids, usage_model=usage_model, row_model=row_model)
+
+
+def _served_store_by_site(lines: QuerySet[Any], site_ids: Iterable[int], **models: Any) -> int:
+    """Store the served site-hours of ``lines``, site by site (one site's lines in memory at a time)."""
+    return sum(served_rows_store(lines.filter(site_id=site_id), **models) for site_id in site_ids)
 
 
 def _rows_store(lines: QuerySet[Any], row_model: Any = LedgerSiteHour) -> int:

@@ -105,15 +105,14 @@ def load_curves(
     asked = usage.filter(endpoint__model_name__in=wanted) if wanted else usage
     lines_in = _LineScope(organization_ids, frozenset(fleet_ids))
     several = _nodes_with_several_endpoints(organization_ids, fleet_ids, wanted)
-    stored = site_hours_in_use()  # the served site-hours hold the single node-hours (accounting.served_hours)
+    others = usage.filter(node_id=OuterRef("node_id"), hour_start=OuterRef("hour_start")).exclude(pk=OuterRef("pk"))
+    if site_hours_in_use():  # the served site-hours hold the single node-hours (accounting.served_hours)
+        singles = _stored_hours(organization_ids, start, end, fleet_ids, wanted)
+    else:
+        singles = _single_hours(with_line(asked.filter(~Exists(others)) if several else asked), lines_in)
     if not several:
-        singles = (_stored_hours(organization_ids, start, end, fleet_ids, wanted) if stored
-                   else _single_hours(with_line(asked), lines_in))  # fmt: skip
         hours = load_hours_merge(singles)
     else:
-        others = usage.filter(node_id=OuterRef("node_id"), hour_start=OuterRef("hour_start")).exclude(pk=OuterRef("pk"))
-        singles = (_stored_hours(organization_ids, start, end, fleet_ids, wanted) if stored
-                   else _single_hours(with_line(asked.filter(~Exists(others))), lines_in))  # fmt: skip
         shared = usage.filter(node_id__in=several).filter(Exists(others))
         shared_parts = load_hours(*_shared_rows(with_line(shared), lines_in))
         hours = load_hours_merge(

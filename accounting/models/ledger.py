@@ -251,11 +251,12 @@ class LedgerSiteHour(models.Model):
 class LedgerServedHour(models.Model):
     """The lines of one site-hour that one endpoint served whole, summed per LLM model (``accounting.served_hours``).
 
-    A line with a ``sole_endpoint`` (the node-hour's only endpoint-hour with output tokens) is all that
-    endpoint's LLM model's: these rows hold such lines summed per site-hour, fleet, GPU model, currency, LLM
-    model, server kind and TTFT bucket layout, beside the sums of their endpoint-hours (requests, output
-    tokens, TTFT histogram), for the load curves (``reports.curves``). Written with the lines and the
-    site-hours, in their transaction, from the lines as stored: never a cache that can serve stale figures.
+    A node-hour whose only endpoint-hour with output tokens is one endpoint's (the endpoint its line's
+    ``sole_endpoint`` names) is all that endpoint's LLM model's: these rows hold such lines summed per
+    site-hour, fleet, GPU model, currency, LLM model, server kind and TTFT bucket layout, beside the sums of
+    their endpoint-hours (requests, output tokens, TTFT histogram), for the load curves (``reports.curves``).
+    Written with the lines and the site-hours, in their transaction, from the lines as stored: never a cache
+    that can serve stale figures.
 
     ``llm_model`` and ``endpoint_kind`` are the endpoint's ``model_name`` and ``kind``;
     ``ttft_bucket_bounds_s`` the endpoint-hours' layout, ``ttft_bucket_counts`` the bucket-wise sum of their
