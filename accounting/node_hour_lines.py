@@ -67,6 +67,7 @@ from accounting.profiles import (
     profile_for_gpu,
 )
 from accounting.rates import rate_table
+from accounting.serving_days import serving_days_recompute
 from accounting.site_hours import site_hours_recompute
 from accounting.tariff import in_force
 from common.periods import HOUR
@@ -420,6 +421,8 @@ def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, 
             ],
         )
         site_hours_recompute(touched | {(row.site_id, row.hour_start) for row in rows})
+        # The node's serving days of every hour computed (a locked hour's endpoint-hours may have changed too).
+        serving_days_recompute((node.pk, line.hour_start) for line in lines)
 
 
 def _row(context: _NodeContext, line: NodeHourLine, usage: dict, tokens: dict) -> NodeHourLedger:

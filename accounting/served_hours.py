@@ -31,13 +31,22 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.db import connection
 from django.db.models import BooleanField, ExpressionWrapper, QuerySet
 
 from accounting.ledger.units import ZERO
 from accounting.models import LedgerServedHour
 from telemetry.histogram import bucket_counts_sum
 
-__all__ = ["KEYS", "SUMMED", "served_rows", "served_rows_check", "served_rows_delete", "served_rows_store"]
+__all__ = [
+    "KEYS",
+    "SUMMED",
+    "served_rows",
+    "served_rows_check",
+    "served_rows_delete",
+    "served_rows_store",
+    "sum_same",
+]
 
 # What a row is keyed by: the line's (organization to currency), the endpoint's, the endpoint-hour's layout.
 KEYS = ("organization_id", "site_id", "fleet_id", "hour_start", "gpu_model", "currency", "llm_model",
@@ -186,3 +195,16 @@ def _by_key(rows: Iterable[LedgerServedHour]) -> dict[Any, Any]:
             keyed.setdefault(None, []).append(key)
         keyed[key] = row
     return keyed
+
+
+def sum_same(have: Any, want: Any) -> bool:
+    """Equal: to the last digit for ``numeric`` sums on PostgreSQL; within a double's precision for floats (added
+    in another order) and on SQLite (which sums decimals as doubles); anything but a number (a list of bucket
+    counts) equal."""
+    if have is None or want is None:
+        return have is want
+    if isinstance(want, bool) or not isinstance(want, int | float | Decimal):
+        return bool(have == want)
+    if isinstance(want, float) or connection.vendor != "postgresql":
+        return abs(float(have) - float(want)) <= 1e-12 * max(abs(float(want)), 1.0)
+    return bool(have == want)

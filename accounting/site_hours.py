@@ -16,7 +16,8 @@ from the lines (``reports.selectors.lines.ledger_rows`` chooses). The float sums
 utilization seconds) are added in another order, as PostgreSQL's parallel plans already add them.
 
 Lines written by any other way (SQL of a bench seed, a test's fixture) are summed again with
-``site_hours_rebuild`` (``manage.py ledger_site_hours``, which also checks them against the lines).
+``site_hours_rebuild`` (``manage.py ledger_site_hours``, which also checks them against the lines), which sums the
+serving days again too (``accounting.serving_days``: the ledger writes them beside the lines).
 
 On a Citus coordinator the rows are neither written nor read: a site-hour's lines lie on the shards of
 several nodes, and writing their sum in a node's ledger transaction would make it a multi-shard (two-phase)
@@ -47,7 +48,8 @@ from django.db.models import (
 from accounting.ledger import ElectricityStatus
 from accounting.ledger.line import NO_PRICE_ID
 from accounting.models import LedgerServedHour, LedgerSiteHour, NodeHourLedger
-from accounting.served_hours import served_rows_check, served_rows_delete, served_rows_store
+from accounting.served_hours import served_rows_check, served_rows_delete, served_rows_store, sum_same
+from accounting.serving_days import serving_days_check, serving_days_rebuild
 from common.citus import citus_coordinator
 
 __all__ = [
@@ -156,6 +158,7 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
         written = _rows_store(lines)
         _served_of(organization_ids).delete()
         _served_store_by_site(lines, site_ids)
+        serving_days_rebuild(organization_ids=organization_ids)
         return written
 
 
@@ -181,9 +184,10 @@ def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list
             problems.append(f"{'missing' if have is None else 'extra'} row {dict(zip(KEYS, key, strict=False))}")
             continue
         for name in _FIGURES:
-            if not _same(have[name], want[name]):
+            if not sum_same(have[name], want[name]):
                 problems.append(f"{name} {have[name]} != lines' {want[name]} in {dict(zip(KEYS, key, strict=False))}")
-    return problems + served_rows_check(_served_of(organization_ids), lines, _same)
+    problems += served_rows_check(_served_of(organization_ids), lines, sum_same)
+    return problems + serving_days_check(organization_ids=organization_ids)
 
 
 def _of(organization_ids: Collection[int] | None) -> tuple[QuerySet[LedgerSiteHour], QuerySet[NodeHourLedger]]:
@@ -198,16 +202,6 @@ def _served_of(organization_ids: Collection[int] | None) -> QuerySet[LedgerServe
     """The served site-hours (``accounting.served_hours``) of ``organization_ids`` (of all: ``None``)."""
     rows = LedgerServedHour.objects.all()
     return rows if organization_ids is None else rows.filter(organization_id__in=organization_ids)
-
-
-def _same(have: Any, want: Any) -> bool:
-    """Equal: to the last digit for ``numeric`` sums on PostgreSQL; within a double's precision for floats (added
-    in another order) and on SQLite (which sums decimals as doubles)."""
-    if have is None or want is None:
-        return have is want
-    if isinstance(want, float) or connection.vendor != "postgresql":
-        return abs(float(have) - float(want)) <= 1e-12 * max(abs(float(want)), 1.0)
-    return bool(have == want)
 
 
 def _key(row: dict[str, Any], pricing: str) -> tuple[Any, ...]:

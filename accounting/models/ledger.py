@@ -14,9 +14,16 @@ from django.db import models
 
 from common.currencies import currency_problem
 from fleets.models import Fleet, Node, Organization, Site
-from telemetry.models import NodeHourMark
+from telemetry.models import NodeHourMark, ServingEndpoint
 
-__all__ = ["LedgerPending", "LedgerServedHour", "LedgerSettings", "LedgerSiteHour", "NodeHourLedger"]
+__all__ = [
+    "LedgerPending",
+    "LedgerServedHour",
+    "LedgerServingDay",
+    "LedgerSettings",
+    "LedgerSiteHour",
+    "NodeHourLedger",
+]
 
 
 def _amount(*, null: bool = False) -> models.DecimalField:
@@ -296,6 +303,54 @@ class LedgerServedHour(models.Model):
 
     def __str__(self) -> str:
         return f"site {self.site_id} {self.hour_start:%Y-%m-%d %H:00} {self.llm_model} ({self.lines} lines)"
+
+
+class LedgerServingDay(models.Model):
+    """One endpoint's hourly serving usage over one UTC day, summed per the GPU model on its node-hours' lines
+    (``accounting.serving_days``).
+
+    The fleet comparison sums every endpoint-hour of its period per endpoint (and per GPU model on the
+    node-hour's line): these rows hold those sums a day at a time, keyed as that query groups the hours (the
+    GPU model, null where the node-hour has no line; the TTFT and inter-token latency bucket layouts; whether
+    the hours' latency sums are known). Written in the ledger's transaction for the node's hours of that day,
+    from the endpoint-hours and lines as they then stand: a rewritten endpoint-hour marks its node-hour
+    (``telemetry.UsageChanged``), whose node-day is read from the hours until the ledger has summed it again.
+
+    ``serving_s`` and ``requests`` sum the hours that served a token (as the comparison counts them);
+    ``cached_prompt_tokens`` is null where no hour counted prefix-cache hits, and ``prompt_tokens_cache_known``
+    sums the prompt tokens of those that did; ``*_histograms`` count the hours with a histogram, ``*_sum_s``
+    sums their latency sums (null: none), ``*_bucket_counts`` their counts bucket by bucket (null: none).
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    endpoint = models.ForeignKey(ServingEndpoint, on_delete=models.CASCADE, related_name="+")
+    day_start = models.DateTimeField(help_text="start of the UTC day")
+    # Null, not "": the hours without a line (no GPU model at all), as the comparison's join leaves them.
+    gpu_model = models.CharField(max_length=64, null=True, help_text="the lines' GPU model")  # noqa: DJ001
+    ttft_bucket_bounds_s = models.JSONField(default=list)
+    itl_bucket_bounds_s = models.JSONField(default=list)
+    ttft_sum_known = models.BooleanField()
+    itl_sum_known = models.BooleanField()
+
+    endpoint_hours = models.PositiveIntegerField(help_text="endpoint-hours summed in this row")
+    serving_s = models.FloatField()
+    prompt_tokens = models.BigIntegerField()
+    generation_tokens = models.BigIntegerField()
+    requests = models.BigIntegerField()
+    cached_prompt_tokens = models.BigIntegerField(null=True)
+    prompt_tokens_cache_known = models.BigIntegerField()
+    ttft_histograms = models.PositiveIntegerField()
+    ttft_sum_s = models.FloatField(null=True)
+    ttft_bucket_counts = models.JSONField(null=True)
+    itl_histograms = models.PositiveIntegerField()
+    itl_sum_s = models.FloatField(null=True)
+    itl_bucket_counts = models.JSONField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["node", "day_start"], name="ledger_serving_day_node_day")]
+
+    def __str__(self) -> str:
+        return f"endpoint {self.endpoint_id} {self.day_start:%Y-%m-%d} ({self.endpoint_hours} hours)"
 
 
 class LedgerPending(NodeHourMark):

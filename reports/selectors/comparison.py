@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,7 +24,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from accounting.ledger import CurrencyMismatchError
-from accounting.models import NodeHourLedger
+from accounting.models import LedgerServingDay, NodeHourLedger
 from accounting.models.ledger import DEFAULT_GOODPUT_TTFT_TARGET_MS
 from fleets.models import Fleet, Node
 from reports.aggregates import ledger_sums, ledger_sums_from
@@ -44,6 +44,7 @@ from reports.metrics import (
 from reports.selectors.allocation import LINE, allocated_rows, llm_name, same_node_hour, with_line
 from reports.selectors.complete import final_ledger_rows
 from reports.selectors.lines import MIXED_MODEL, ReportFilters, gpu_model_profiles
+from reports.selectors.serving_days import serving_split
 from reports.selectors.trace import TRACE_SUMS, RowTracer, TracePart, as_part
 from reports.sharing import IdleTreatment, idle_shares, whole_parts
 from telemetry.histogram import Histogram, histogram_merge
@@ -147,8 +148,16 @@ def _comparison_stats(
     ledger = _llm_ledger(lines, endpoint_hours, layouts[1]) if by_llm_model else _comparison_ledger(final.row_sets)
     if by_llm_model and idle is IdleTreatment.SHARED:
         ledger = _idle_shared(ledger)
-    keyed, keys = _keyed_usage(endpoint_hours, "node", by_model)
-    serving = _serving(keyed, keys, layouts, by_llm_model=by_llm_model)
+    # The whole final node-days from the ledger's serving days, the other final hours hour by hour.
+    split = serving_split(start=start, end=end, final=final)
+    keyed, keys = _keyed_usage(endpoint_hours.filter(split.hours), "node", by_model, lines_where=split.lines)
+    days = None if split.days is None else LedgerServingDay.objects.filter(split.days, node_id__in=nodes.values("pk"))
+
+    def rows(widths: tuple[int, int]) -> list[dict[str, Any]]:
+        hourly = _serving_rows(keyed, keys, widths)
+        return hourly if days is None else hourly + _serving_day_rows(days, by_model, widths)
+
+    serving = _serving(rows, layouts, by_llm_model=by_llm_model)
     tracer = RowTracer(organization_ids=organization_ids, lines=lines)
     return _stats_assemble(organization_ids, by_model, by_llm_model, ledger, serving, tracer), tracer
 
@@ -313,13 +322,20 @@ def _place_order(key: _Key, currency: str) -> tuple[Any, ...]:
     return (key[0], key[1] or "", key[2] is None, key[2] or "", currency)
 
 
-def _keyed_usage(usage: QuerySet[Any], node_path: str, by_model: bool) -> tuple[QuerySet[Any], list[str]]:
+def _keyed_usage(
+    usage: QuerySet[Any], node_path: str, by_model: bool, *, lines_where: Callable[[str], Q] | None = None
+) -> tuple[QuerySet[Any], list[str]]:
     """Hourly usage keyed, per model, by the GPU model on its node-hour's ledger line (the fleet and the LLM model
-    are the endpoint's: ``_serving`` keys its rows, grouped per endpoint, by them)."""
+    are the endpoint's: ``_serving`` keys its rows, grouped per endpoint, by them). ``lines_where``: the usage's
+    own condition on its hours, said of the lines (at a path) to narrow the join alike."""
     if not by_model:
         return usage, []
     # A LEFT JOIN on the ledger's unique (node, hour_start): hours without a line keep a NULL model.
-    usage = usage.annotate(k_line=same_node_hour(f"{node_path}__ledger_lines"), k_model=F("k_line__gpu_model"))
+    path = f"{node_path}__ledger_lines"
+    joined = same_node_hour(path)
+    if lines_where is not None:
+        joined.condition &= lines_where(f"{path}__")
+    usage = usage.annotate(k_line=joined, k_model=F("k_line__gpu_model"))
     return usage, ["k_model"]
 
 
@@ -359,8 +375,7 @@ class _Serving:
 
 
 def _serving(
-    usage: QuerySet[Any],
-    keys: list[str],
+    summed: Callable[[tuple[int, int]], list[dict[str, Any]]],
     layouts: tuple[tuple[int, int], dict[int, _Endpoint]],
     *,
     by_llm_model: bool = False,
@@ -369,17 +384,16 @@ def _serving(
 
     Measured TTFT (vLLM, SGLang) and TGI's lower bound are merged apart, never together.
 
-    Summed in SQL per key, endpoint and bucket layouts (bucket counts as ``widths``
-    columns), layouts merged here onto the bounds they share
-    (``histogram_merge(coarsen=True)``: exact, only coarser). The widths are a guess
-    from the declared layouts; should an hour hold a wider one, the query runs again
-    as wide as the widest it returned.
+    ``summed``: the endpoint-hours summed in SQL per key, endpoint and bucket layouts (bucket counts as
+    ``widths`` columns; ``_serving_rows``, and ``_serving_day_rows`` for whole days), layouts merged here onto the
+    bounds they share (``histogram_merge(coarsen=True)``: exact, only coarser). The widths are a guess from the
+    declared layouts; should an hour hold a wider one, the queries run again as wide as the widest returned.
     """
     widths, endpoints = layouts
-    rows = _serving_rows(usage, keys, widths)
+    rows = summed(widths)
     ttft, itl = (max((len(row[f"{p}_bucket_bounds_s"] or ()) + 1 for row in rows), default=0) for p in _LATENCIES)
     if ttft > widths[0] or itl > widths[1]:
-        rows = _serving_rows(usage, keys, (max(ttft, widths[0]), max(itl, widths[1])))
+        rows = summed((max(ttft, widths[0]), max(itl, widths[1])))
     per_key: dict[_Key, _Serving] = defaultdict(_Serving)
     for row in rows:
         endpoint = endpoints[row["endpoint_id"]]
@@ -430,7 +444,7 @@ def _cached_sum(values: Iterable[int | None]) -> int | None:
     return sum(known) if known else None
 
 
-def _buckets(prefix: str, width: int, where: Q) -> dict[str, Sum]:
+def _buckets(prefix: str, width: int, where: Q | None) -> dict[str, Sum]:
     return {
         f"s_{prefix}{i}": Sum(Cast(KT(f"{prefix}_bucket_counts__{i}"), BigIntegerField()), filter=where)
         for i in range(width)
@@ -494,6 +508,41 @@ def _serving_rows(usage: QuerySet[EndpointHourUsage], keys: list[str], widths: t
             s_requests=Sum("requests", filter=served),
             s_cached=Sum("cached_prompt_tokens"),
             s_prompt_cache_known=Sum("prompt_tokens", filter=Q(cached_prompt_tokens__isnull=False)),
+            **latencies,
+        )
+        .order_by()
+    )
+    return list(rows)
+
+
+def _serving_day_rows(
+    days: QuerySet[LedgerServingDay], by_model: bool, widths: tuple[int, int]
+) -> list[dict[str, Any]]:
+    """``_serving_rows`` of the node-days in ``days``, from their stored sums (``accounting.serving_days``): the
+    same keys and sums, so that a day's rows add up with the hours' as the hours would."""
+    latencies: dict[str, Any] = {}
+    for prefix, width in zip(_LATENCIES, widths, strict=True):
+        latencies |= {
+            f"s_{prefix}_histograms": Sum(f"{prefix}_histograms"),
+            f"s_{prefix}_sum": Sum(f"{prefix}_sum_s"),
+            **_buckets(prefix, width, None),
+        }
+    keys = {"k_model": F("gpu_model")} if by_model else {}
+    rows = (
+        days.values(
+            "endpoint_id",
+            *(f"{p}_bucket_bounds_s" for p in _LATENCIES),
+            k_ttft_sum_known=F("ttft_sum_known"),
+            k_itl_sum_known=F("itl_sum_known"),
+            **keys,
+        )
+        .annotate(
+            s_serving_s=Sum("serving_s"),
+            s_prompt=Sum("prompt_tokens"),
+            s_generation=Sum("generation_tokens"),
+            s_requests=Sum("requests"),
+            s_cached=Sum("cached_prompt_tokens"),
+            s_prompt_cache_known=Sum("prompt_tokens_cache_known"),
             **latencies,
         )
         .order_by()

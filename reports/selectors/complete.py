@@ -100,11 +100,15 @@ def _marks_before(through: datetime) -> dict[datetime, set[int]] | None:
 class FinalRows:
     """The final node-hours' lines of a period (``final_q``): ``lines``, and the same as row sets to sum
     (``row_sets``: each a queryset and whether it is of site-hours, ``ledger_rows``); ``condition``: ``final_q``
-    on ``node_id`` and ``hour_start`` from the same marks, for the period's usage rows."""
+    on ``node_id`` and ``hour_start`` from the same marks, for the period's usage rows; ``through``: the end of
+    the hours over at ``now``, and ``marks``: the marked node-hours before it that ``condition`` leaves out (node
+    ids by hour; ``None``: too many to name, ``condition`` looks each up)."""
 
     lines: QuerySet[NodeHourLedger]
     row_sets: tuple[tuple[QuerySet[Any], bool], ...]
     condition: Q
+    through: datetime
+    marks: dict[datetime, set[int]] | None
 
 
 def final_ledger_rows(
@@ -129,7 +133,7 @@ def final_ledger_rows(
     condition = _final(through, marks, node="node_id")
     lines = ledger_rows(**scope, site_hours=False).filter(condition)
     if marks is None or not site_hours_serve(keys=keys, filters=filters):
-        return FinalRows(lines, ((lines, False),), condition)
+        return FinalRows(lines, ((lines, False),), condition, through, marks)
     marked = Q(pk__in=[])
     for hour_start, node_ids in marks.items():
         marked |= Q(hour_start=hour_start, node_id__in=sorted(node_ids))
@@ -140,4 +144,4 @@ def final_ledger_rows(
     for site_id, hour_start in sorted(held):
         unsettled |= Q(site_id=site_id, hour_start=hour_start)
     site_hours = ledger_rows(**scope, site_hours=True).filter(hour_start__lt=through).exclude(unsettled)
-    return FinalRows(lines, ((site_hours, True), (lines.filter(unsettled), False)), condition)
+    return FinalRows(lines, ((site_hours, True), (lines.filter(unsettled), False)), condition, through, marks)

@@ -1,0 +1,58 @@
+"""Which of a period's endpoint-hours are read from the ledger's serving days (``accounting.serving_days``).
+
+A node's whole UTC day is read from its stored sums where every hour of it is final (``complete.final_q``):
+the day lies inside the period, before the hour in progress, and none of the node's hours that day is marked
+for (re)computation. Every other final endpoint-hour (the period's first and last part days, today, a marked
+node-day's final hours) is read hour by hour. The two parts never overlap and together are the final hours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Q
+
+from accounting.serving_days import day_of, serving_days_in_use
+from common.periods import DAY
+from reports.selectors.complete import FinalRows
+
+
+@dataclass(frozen=True)
+class ServingSplit:
+    """``hours``: a condition on endpoint-hours (``node_id``, ``hour_start``) that keeps those read hour by hour
+    (beside ``FinalRows.condition``); ``days``: one on ``LedgerServingDay`` for the node-days read from their
+    sums (``None``: none are)."""
+
+    hours: Q
+    days: Q | None
+    # The same condition as ``hours`` on the ledger lines joined to the endpoint-hours (at a path ending in
+    # ``__``), so that only the lines of the hours read are joined (not a hash of the whole period's).
+    lines: Callable[[str], Q] = lambda path: Q()
+
+
+def serving_split(*, start: datetime, end: datetime, final: FinalRows) -> ServingSplit:
+    """The split of ``[start, end)``'s final endpoint-hours (``final``: its marks and the end of the hours over)."""
+    if final.marks is None or not serving_days_in_use():
+        return ServingSplit(Q(), None)
+    first = day_of(start) if day_of(start) == start else day_of(start) + DAY
+    last = day_of(min(end, final.through))
+    if first >= last:
+        return ServingSplit(Q(), None)
+    marked: dict[datetime, set[int]] = {}
+    for hour, node_ids in final.marks.items():
+        if first <= hour < last:
+            marked.setdefault(day_of(hour), set()).update(node_ids)
+
+    def hours(path: str = "") -> Q:
+        kept = Q(**{f"{path}hour_start__lt": first}) | Q(**{f"{path}hour_start__gte": last})
+        for day, node_ids in sorted(marked.items()):
+            day_hours = {f"{path}hour_start__gte": day, f"{path}hour_start__lt": day + DAY}
+            kept |= Q(**day_hours, **{f"{path}node_id__in": sorted(node_ids)})
+        return kept
+
+    days = Q(day_start__gte=first, day_start__lt=last)
+    for day, node_ids in sorted(marked.items()):
+        days &= ~Q(day_start=day, node_id__in=sorted(node_ids))
+    return ServingSplit(hours(), days, hours)
