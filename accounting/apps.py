@@ -79,7 +79,8 @@ def _endpoint_deleted(*, instance: Any, **_: Any) -> None:
 
 def _endpoint_saved(*, instance: Any, created: bool, update_fields: Any = None, **_: Any) -> None:
     """An endpoint saved anew may have another server kind (ingest saves the kind alone) or LLM model: the served
-    rows are keyed by both, so its node-hours' site-hours are summed again, in the save's transaction."""
+    rows are keyed by both (and the site-hours by the LLM model of the lines it holds whole), so its node-hours'
+    site-hours are summed again, in the save's transaction."""
     if created or (update_fields is not None and "kind" not in update_fields):
         return
     from accounting.site_hours import site_hours_recompute

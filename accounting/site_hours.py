@@ -37,6 +37,7 @@ from django.db.models import (
     Case,
     Count,
     ExpressionWrapper,
+    F,
     Max,
     Q,
     QuerySet,
@@ -55,6 +56,7 @@ from common.citus import citus_coordinator
 __all__ = [
     "KEYS",
     "MAXED",
+    "SHARE_KEYS",
     "SUMMED",
     "served_hours_fill",
     "site_hours_check",
@@ -82,6 +84,14 @@ KEYS = (
     "market_source",
     "amortization",
 )
+# Keyed by, beside ``KEYS``: whose LLM model a line is whole (its sole endpoint's model name, ``None``: no sole
+# endpoint), and whether it served no output token (the comparison per LLM model's idle rows), as the lines
+# give them (``_grouped``); a site-hour's rows then split a node-hour only as its lines are split.
+SHARE_KEYS = ("sole_llm_model", "no_output")
+_SHARES = {
+    "sole_llm_model": F("sole_endpoint__model_name"),
+    "no_output": ExpressionWrapper(Q(generation_tokens=0), output_field=BooleanField()),
+}
 # The largest of the lines' (the grid intensity of a zone-hour: its lines share it).
 MAXED = ("location_gco2e_per_kwh", "location_direct_gco2e_per_kwh")
 # Counted, and the intensity's sum and count (for a mean), beside the sums.
@@ -90,12 +100,13 @@ _COUNTS = ("lines", "unpriced_hours", "location_gco2e_per_kwh_sum", "location_gc
 SUMMED = tuple(
     field.attname
     for field in LedgerSiteHour._meta.concrete_fields
-    if field.attname not in {"id", *KEYS, "pricing_price_id", *MAXED, *_COUNTS}
+    if field.attname not in {"id", *KEYS, *SHARE_KEYS, "pricing_price_id", *MAXED, *_COUNTS}
 )
 # Sums that may be null: a row's lines all have the value or all lack it.
 _NULLABLE = tuple(name for name in SUMMED if NodeHourLedger._meta.get_field(name).null)
 
 _FIGURES = (*_COUNTS, *SUMMED, *MAXED)
+_ROW_KEYS = (*KEYS, *SHARE_KEYS)
 
 # Two workers storing lines of one site recompute its site-hours one after the other (a transaction lock).
 _LOCK_NAMESPACE = 0x57A7  # pg_advisory_xact_lock(namespace, site id)
@@ -169,23 +180,24 @@ def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list
     rows, lines = _of(organization_ids)
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     problems = []
-    for row in rows.values(*KEYS, "pricing_price_id", *_FIGURES):
+    for row in rows.values(*_ROW_KEYS, "pricing_price_id", *_FIGURES):
         key = _key(row, row["pricing_price_id"])
         if key in stored:
-            problems.append(f"two rows for {dict(zip(KEYS, key, strict=False))}")
+            problems.append(f"two rows for {dict(zip(_ROW_KEYS, key, strict=False))}")
         stored[key] = row
     expected = {}
     for grouped in _grouped(lines):
-        row = {**{name: grouped[name] for name in KEYS}, **{name: grouped[f"s_{name}"] for name in _FIGURES}}
+        row = {**{name: grouped[name] for name in _ROW_KEYS}, **{name: grouped[f"s_{name}"] for name in _FIGURES}}
         expected[_key(row, grouped["k_pricing"])] = row
     for key in sorted(stored.keys() | expected.keys(), key=repr):
         have, want = stored.get(key), expected.get(key)
+        named = dict(zip(_ROW_KEYS, key, strict=False))
         if have is None or want is None:
-            problems.append(f"{'missing' if have is None else 'extra'} row {dict(zip(KEYS, key, strict=False))}")
+            problems.append(f"{'missing' if have is None else 'extra'} row {named}")
             continue
         for name in _FIGURES:
             if not sum_same(have[name], want[name]):
-                problems.append(f"{name} {have[name]} != lines' {want[name]} in {dict(zip(KEYS, key, strict=False))}")
+                problems.append(f"{name} {have[name]} != lines' {want[name]} in {named}")
     problems += served_rows_check(_served_of(organization_ids), lines, sum_same)
     return problems + serving_days_check(organization_ids=organization_ids)
 
@@ -206,7 +218,7 @@ def _served_of(organization_ids: Collection[int] | None) -> QuerySet[LedgerServe
 
 def _key(row: dict[str, Any], pricing: str) -> tuple[Any, ...]:
     """A row's identity: its keys, priced or not, and which of its sums are null."""
-    return (*(row[name] for name in KEYS), pricing, *(row[name] is None for name in _NULLABLE))
+    return (*(row[name] for name in _ROW_KEYS), pricing, *(row[name] is None for name in _NULLABLE))
 
 
 def _site_lock(site_id: int) -> None:
@@ -216,14 +228,18 @@ def _site_lock(site_id: int) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, site_id])
 
 
-def _grouped(lines: QuerySet[NodeHourLedger], summed: Collection[str] = SUMMED) -> QuerySet[Any]:
+def _grouped(
+    lines: QuerySet[NodeHourLedger], summed: Collection[str] = SUMMED, shares: Collection[str] = SHARE_KEYS
+) -> QuerySet[Any]:
     """The lines summed per site-hour row: keys, then counts, sums and maxima as ``s_<row's column>``.
 
-    ``summed``: the columns summed (a migration's historical rows have the columns of their day)."""
+    ``summed``: the columns summed, ``shares``: the ``SHARE_KEYS`` keyed by (a migration's historical rows have
+    the columns of their day)."""
     nulls = {f"k_{name}_null": ExpressionWrapper(Q(**{f"{name}__isnull": True}), BooleanField()) for name in _NULLABLE}
     unpriced = Case(When(pricing_price_id=NO_PRICE_ID, then=Value(NO_PRICE_ID)), default=Value(""))
+    keyed = {name: _SHARES[name] for name in shares}
     return (
-        lines.values(*KEYS, k_pricing=unpriced, **nulls)
+        lines.values(*KEYS, **keyed, k_pricing=unpriced, **nulls)
         .annotate(
             s_lines=Count("id"),
             s_unpriced_hours=Count("id", filter=unpriced_with_telemetry()),
@@ -265,10 +281,11 @@ def _rows_store(lines: QuerySet[Any], row_model: Any = LedgerSiteHour) -> int:
     held = {field.attname for field in row_model._meta.concrete_fields}
     summed = [name for name in SUMMED if name in held]
     figures = [name for name in _FIGURES if name in held]
-    grouped = _grouped(lines, summed)
+    shares = [name for name in SHARE_KEYS if name in held]
+    grouped = _grouped(lines, summed, shares)
     select, params = grouped.query.sql_with_params()
-    columns = [*KEYS, "pricing_price_id", *figures]
-    sources = [*KEYS, "k_pricing", *(f"s_{name}" for name in figures)]
+    columns = [*KEYS, *shares, "pricing_price_id", *figures]
+    sources = [*KEYS, *shares, "k_pricing", *(f"s_{name}" for name in figures)]
     quote = connections[grouped.db].ops.quote_name
     # The rows' columns are named as the lines' (a foreign key's column: its ``_id`` name, as in ``KEYS``).
     sql = (

@@ -183,6 +183,8 @@ class LedgerSiteHour(models.Model):
     ``unpriced_hours`` those unpriced with telemetry. The lines of one row also agree on which of their
     nullable sums are null, so a condition on a sum being null holds for the row as for each of its lines.
     ``pricing_price_id`` holds only whether the lines were unpriced (``NO_PRICE_ID``) or not (blank).
+    ``sole_llm_model`` and ``no_output`` are not the lines' columns but keys the comparison per LLM model reads:
+    the model name of the lines' ``sole_endpoint`` (null: none) and whether they served no output token.
     """
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
@@ -200,6 +202,11 @@ class LedgerSiteHour(models.Model):
     location_basis = models.CharField(max_length=10, blank=True)
     market_source = models.CharField(max_length=128, blank=True)
     amortization = models.CharField(max_length=12)
+    # Null, not "": lines with no sole endpoint (an endpoint's model name may itself be blank).
+    sole_llm_model = models.CharField(  # noqa: DJ001
+        max_length=256, null=True, help_text="the model name of the lines' sole endpoint (null: none)"
+    )
+    no_output = models.BooleanField(default=False, help_text="the lines served no output token")
 
     lines = models.PositiveIntegerField(help_text="node-hour lines summed in this row")
     unpriced_hours = models.PositiveIntegerField(help_text="of them, unpriced with telemetry")

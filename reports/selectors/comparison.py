@@ -24,7 +24,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from accounting.ledger import CurrencyMismatchError
-from accounting.models import LedgerServingDay, NodeHourLedger
+from accounting.models import LedgerServingDay
 from accounting.models.ledger import DEFAULT_GOODPUT_TTFT_TARGET_MS
 from fleets.models import Fleet, Node
 from reports.aggregates import ledger_sums, ledger_sums_from
@@ -145,7 +145,9 @@ def _comparison_stats(
         node_id__in=nodes.values("pk"), hour_start__gte=start, hour_start__lt=end
     ).filter(final.condition)
     layouts = _endpoint_layouts(organization_ids)
-    ledger = _llm_ledger(lines, endpoint_hours, layouts[1]) if by_llm_model else _comparison_ledger(final.row_sets)
+    ledger = (
+        _llm_ledger(final.row_sets, endpoint_hours, layouts[1]) if by_llm_model else _comparison_ledger(final.row_sets)
+    )
     if by_llm_model and idle is IdleTreatment.SHARED:
         ledger = _idle_shared(ledger)
     # The whole final node-days from the ledger's serving days, the other final hours hour by hour.
@@ -198,7 +200,7 @@ def _comparison_ledger(row_sets: Iterable[tuple[QuerySet[Any], bool]]) -> dict[_
 
 
 def _llm_ledger(
-    lines: QuerySet[NodeHourLedger], endpoint_hours: QuerySet[Any], endpoints: dict[int, _Endpoint]
+    row_sets: Iterable[tuple[QuerySet[Any], bool]], endpoint_hours: QuerySet[Any], endpoints: dict[int, _Endpoint]
 ) -> dict[_Key, _LedgerPart]:
     """Ledger sums per fleet x GPU model x LLM model, allocated by output-token share, and the idle rest,
     with each row's trace parts (its lines' facility kWh and embodied carbon per intensity source, allocated alike).
@@ -207,10 +209,52 @@ def _llm_ledger(
     endpoints'); lines without output tokens are summed whole under the fleet x GPU model with no LLM model. A
     line one endpoint holds all of (``NodeHourLedger.sole_endpoint``: the node-hour's only endpoint-hour, with
     output tokens; most node-hours) is its endpoint's LLM model's as it is: those and the idle lines are summed
-    from the lines alone (two queries), and only the node-hours several endpoint-hours share are joined to their
-    endpoint-hours and weighed (skipped where there are none). All are grouped by the lines' intensity source too
-    (a line has one) and added up here.
+    from the final rows alone (``complete.final_ledger_rows``: the site-hours, keyed by the sole endpoint's LLM
+    model and whether their lines served no output token, and the lines of the others), and only the node-hours
+    several endpoint-hours share are joined to their endpoint-hours and weighed (skipped where there are none).
+    All are grouped by the lines' intensity source too (a line has one) and added up here.
     """
+    keyed: list[tuple[_Key, dict[str, Any]]] = []
+    shared = False
+    for rows, site_hours in row_sets:
+        summed, some_shared = (_llm_site_hours if site_hours else _llm_lines)(rows, endpoints)
+        keyed += summed
+        shared |= some_shared
+    if shared:
+        joined = with_line(endpoint_hours, where=Q(**{f"{LINE}sole_endpoint__isnull": True})).values(
+            k_fleet=F(f"{LINE}fleet_id"),
+            k_model=F(f"{LINE}gpu_model"),
+            k_llm=F("endpoint__model_name"),
+            currency=F(f"{LINE}currency"),
+            t_source=F(f"{LINE}location_source"),
+        )
+        allocated = allocated_rows(joined, ["k_fleet", "k_model", "k_llm", "currency", "t_source"], utilization=True)
+        keyed += [((v["k_fleet"], v["k_model"], llm_name(v["k_llm"])), v) for v in allocated]
+    return _merged_by_key(keyed)
+
+
+def _llm_site_hours(rows: QuerySet[Any], endpoints: dict[int, _Endpoint]) -> tuple[list[tuple[_Key, Any]], bool]:
+    """``_llm_ledger``'s whole and idle rows of site-hours (one query), and whether any of them holds shared lines
+    (their figures are weighed from the lines)."""
+    grouped = (
+        rows.values("fleet_id", "gpu_model", "currency", "sole_llm_model", "no_output", t_source=F("location_source"))
+        .annotate(**ledger_sums(site_hours=True), **_LINE_SUMS)
+        .order_by()
+    )
+    keyed: list[tuple[_Key, Any]] = []
+    shared = False
+    for v in grouped:
+        if v["sole_llm_model"] is not None:
+            keyed.append(((v["fleet_id"], v["gpu_model"], llm_name(v["sole_llm_model"])), dict(v)))
+        elif v["no_output"]:
+            keyed.append(((v["fleet_id"], v["gpu_model"], None), dict(v)))
+        else:
+            shared = True
+    return keyed, shared
+
+
+def _llm_lines(lines: QuerySet[Any], endpoints: dict[int, _Endpoint]) -> tuple[list[tuple[_Key, Any]], bool]:
+    """``_llm_ledger``'s whole and idle rows of lines (two queries), and whether any line is shared."""
     # Grouped by the endpoint's key, not its LLM model: with a column's statistics the planner expects a few
     # hundred groups and sums them in parallel, where a joined name or an expression made it sort every line.
     whole = (
@@ -227,7 +271,7 @@ def _llm_ledger(
     )
     # Each sole endpoint named from the organizations' endpoints (``_endpoint_layouts``, read once for the serving
     # sums too); an endpoint deleted between the two reads has left its lines: its name is unknown, "unnamed".
-    keyed: list[tuple[_Key, dict[str, Any]]] = [
+    keyed: list[tuple[_Key, Any]] = [
         ((v["fleet_id"], v["gpu_model"], llm_name(_model_name(endpoints.get(v["sole_endpoint_id"])))), dict(v))
         for v in whole
     ]
@@ -237,17 +281,7 @@ def _llm_ledger(
             shared = True
             continue
         keyed.append(((v["fleet_id"], v["gpu_model"], None), dict(v)))
-    if shared:
-        joined = with_line(endpoint_hours, where=Q(**{f"{LINE}sole_endpoint__isnull": True})).values(
-            k_fleet=F(f"{LINE}fleet_id"),
-            k_model=F(f"{LINE}gpu_model"),
-            k_llm=F("endpoint__model_name"),
-            currency=F(f"{LINE}currency"),
-            t_source=F(f"{LINE}location_source"),
-        )
-        allocated = allocated_rows(joined, ["k_fleet", "k_model", "k_llm", "currency", "t_source"], utilization=True)
-        keyed += [((v["k_fleet"], v["k_model"], llm_name(v["k_llm"])), v) for v in allocated]
-    return _merged_by_key(keyed)
+    return keyed, shared
 
 
 def _model_name(endpoint: _Endpoint | None) -> str | None:

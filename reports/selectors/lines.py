@@ -12,7 +12,7 @@ from accounting.hardware import HardwareProfile as HardwareProfileData
 from accounting.hardware import Source, load_catalog
 from accounting.models import HardwareProfile, LedgerSiteHour, NodeHourLedger
 from accounting.profiles import UNKNOWN_MODEL, hardware_profiles, profile_for_gpu
-from accounting.site_hours import KEYS, site_hours_in_use
+from accounting.site_hours import KEYS, SHARE_KEYS, site_hours_in_use
 from common.scope import NO_FILTERS, ReportFilters
 from fleets.models import Gpu
 
@@ -39,7 +39,7 @@ def _of_period(
 
 
 # What site-hour rows are keyed by (``accounting.site_hours.KEYS``), and the models those keys lead to.
-_SITE_HOUR_KEYS = frozenset(KEYS) | {key.removesuffix("_id") for key in KEYS}
+_SITE_HOUR_KEYS = frozenset(KEYS) | {key.removesuffix("_id") for key in KEYS} | frozenset(SHARE_KEYS)
 
 
 def site_hours_serve(*, keys: Iterable[str] = (), filters: ReportFilters = NO_FILTERS) -> bool:

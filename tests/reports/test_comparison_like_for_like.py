@@ -14,6 +14,7 @@ from decimal import Decimal
 import pytest
 
 from accounting.node_hour_lines import ledger_node_hours_compute
+from accounting.site_hours import site_hours_rebuild
 from reports.metrics import BaselineBasis
 from reports.selectors import fleet_comparison
 from reports.selectors.load import comparison_load_bands
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.django_db
 def consumer(two_models, org_a):
     node = rtx_node(org_a)
     ServingEndpoint.objects.filter(node=node).update(model_name="llama-8b")
+    site_hours_rebuild()  # the endpoint renamed by hand after the ledger: its site-hours keyed by the name again
     mistral = ServingEndpoint.objects.create(
         node=node, url="http://127.0.0.1:8001/metrics", kind="vllm", model_name="mistral-7b"
     )

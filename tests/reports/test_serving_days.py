@@ -2,9 +2,9 @@
 
 Two fleets (conftest's H100 and RTX nodes' kind) serve every hour from 2026-11-01 12:00 to 11-04 06:00 UTC
 (66 hours: half a day, two whole days, a quarter day), the ledger computed for each. Day 11-02's hours carry
-another TTFT layout, prefix-cache counts and inter-token latency; 11-03 the RTX's GPU model changes (a swapped
-cards, its lines from then on keyed by the new model). Every comparison (per fleet, per GPU model, per LLM model) must equal the
-same comparison read from the hours alone (what a Citus coordinator reads).
+another TTFT layout, prefix-cache counts and inter-token latency; on 11-03 the RTX's cards are swapped (its
+lines from then on keyed by the new GPU model). Every comparison (per fleet, per GPU model, per LLM model) must
+equal the same comparison read from the hours alone (what a Citus coordinator reads).
 """
 
 from __future__ import annotations

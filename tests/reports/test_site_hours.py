@@ -17,13 +17,15 @@ from accounting.node_hour_lines import ledger_node_hours_compute
 from accounting.site_hours import site_hours_check, site_hours_in_use, site_hours_rebuild
 from common.periods import Granularity
 from reports.display import sustainability_output, usage_row_output
-from reports.selectors import GroupBy, UsageSpec, report_rows, sustainability_report
+from reports.selectors import GroupBy, UsageSpec, fleet_comparison, report_rows, sustainability_report
+from reports.sharing import IdleTreatment
 from scope2.boundary import ElectricityScope
 from scope2.inventory import electricity_filters_since
 from scope2.models import NodeScope
 from scope2.selectors import scope2_report
+from telemetry.models import EndpointHourUsage
 from tests.helpers.factories import GpuFactory, NodeFactory, NodePriceFactory, SiteFactory
-from tests.helpers.reports import END, HOURS, LONG_AGO, START, h100_usage
+from tests.helpers.reports import END, H2, H3, HOURS, LONG_AGO, START, endpoint, endpoint_hour, h100_usage
 
 pytestmark = pytest.mark.django_db
 
@@ -124,6 +126,40 @@ def test_the_pages_show_the_same_figures_from_site_hours(fleets, org_a, client_a
         assert read.status_code == expected.status_code == 200, path
         if path.startswith("/api/"):
             assert read.json() == expected.json(), path
+
+
+@pytest.mark.parametrize("idle", [IdleTreatment.APART, IdleTreatment.SHARED])
+def test_the_comparison_per_llm_model_from_site_hours_is_the_comparison_from_lines(fleets, org_a, monkeypatch, idle):
+    """Whole lines (one sole endpoint), idle lines (no output token) and shared ones (two endpoints' output) in
+    the site-hours of one site and of another: the site-hours keyed by the sole endpoint's LLM model and by whether
+    the lines served output give what the lines give, the shared ones weighed from the lines either way."""
+    second = second_h100(fleets)
+    qwen = endpoint(second, "qwen-14b", "vllm")
+    endpoint_hour(qwen, H2, prompt_tokens=40_000, requests=10)  # beside llama's output: llama's line still
+    endpoint_hour(qwen, H3, prompt_tokens=100_000, generation_tokens=250_000, requests=400)  # shared
+    EndpointHourUsage.objects.filter(node=fleets.rtx, hour_start=H2).update(generation_tokens=0, prompt_tokens=0)
+    ledger_node_hours_compute(node_id=second.pk, hour_starts=HOURS)
+    ledger_node_hours_compute(node_id=fleets.rtx.pk, hour_starts=[H2])  # idle: no output token
+    rows = LedgerSiteHour.objects.filter(organization=org_a)
+    assert rows.filter(sole_llm_model__isnull=False).exists() and rows.filter(no_output=True).exists()
+    assert rows.filter(sole_llm_model__isnull=True, no_output=False).exists()
+
+    def comparison():
+        read = fleet_comparison(organization_ids=[org_a.pk], start=START, end=END, by_llm_model=True, idle=idle)
+        return [dataclasses.replace(row.stats, trace_parts=()) for row in read]
+
+    read, expected = comparison(), from_lines(monkeypatch, comparison)
+    assert {(row.fleet_name, row.llm_model) for row in read} >= {("enterprise", "qwen-14b"), ("consumer", "unnamed")}
+    assert [(row.fleet_name, row.gpu_model, row.llm_model) for row in read] == [
+        (row.fleet_name, row.gpu_model, row.llm_model) for row in expected
+    ]
+    for mine, theirs in zip(read, expected, strict=True):
+        assert mine.sums.totals.cost == pytest.approx(theirs.sums.totals.cost, abs=Decimal("1e-9"))
+        assert mine.sums.totals.facility_kwh == pytest.approx(theirs.sums.totals.facility_kwh, abs=Decimal("1e-9"))
+        assert mine.sums.totals.gpu_h == pytest.approx(theirs.sums.totals.gpu_h, abs=Decimal("1e-9"))
+        assert mine.serving == theirs.serving
+    if connection.vendor == "postgresql":
+        assert read == expected
 
 
 def test_a_node_moved_to_another_site_leaves_its_old_site_hours(fleets, org_a):
