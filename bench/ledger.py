@@ -4,11 +4,11 @@ Seeds an organization of its own (``--gpus`` GPUs, 8 a node, alternating between
 fleet over three sites, as ``bench.pages`` lays them out) with ``--hours`` hours of hourly GPU usage by
 SQL (``bench.pages.seed``), then computes every node's lines of those hours through the ledger
 (``ledger_node_hours_compute``, one call per node, as a claim of the ledger's queue computes a node's
-hours), ``--repeats`` times each with the site-hours kept (``accounting.site_hours``) and with them left
-out, alternating. Reports the wall time per node-hour both ways (the median of the repeats) and the share
-the site-hours add; checks after the last run that the site-hours agree with the lines. No target: the
-figure says what a store costs more, which grows with the nodes a site holds (a site-hour is summed again
-from all of its lines).
+hours), ``--repeats`` times each with the site-hours kept (``accounting.site_hours``, with the served
+site-hours, and the serving days of ``accounting.serving_days``) and with them all left out, alternating.
+Reports the wall time per node-hour both ways (the median of the repeats) and the share they add; checks
+after the last run that they agree with the lines and hours. No target: the figure says what a store costs
+more, which grows with the nodes a site holds (a site-hour is summed again from all of its lines).
 
     python -m bench.ledger [--gpus 240] [--hours 24] [--repeats 3]
 """
@@ -31,11 +31,17 @@ def compute_all(nodes: list[Any], hours: list[datetime], *, site_hours: bool) ->
 
     from django.db import transaction
 
+    import accounting.serving_days
     import accounting.site_hours
     from accounting.node_hour_lines import ledger_node_hours_compute
 
-    kept = accounting.site_hours.site_hours_in_use
-    with mock.patch.object(accounting.site_hours, "site_hours_in_use", kept if site_hours else lambda *_: False):
+    kept, days_kept = accounting.site_hours.site_hours_in_use, accounting.serving_days.serving_days_in_use
+    with (
+        mock.patch.object(accounting.site_hours, "site_hours_in_use", kept if site_hours else lambda *_: False),
+        mock.patch.object(
+            accounting.serving_days, "serving_days_in_use", days_kept if site_hours else lambda *_: False
+        ),
+    ):
         begun = time.perf_counter()
         for node in nodes:
             with transaction.atomic():

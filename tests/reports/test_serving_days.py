@@ -18,7 +18,7 @@ from django.test import RequestFactory
 from accounting.admin import NodeHourLedgerAdmin
 from accounting.models import LedgerServingDay, NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending_run
-from accounting.serving_days import serving_days_fill
+from accounting.serving_days import serving_days_fill, serving_days_in_use
 from accounting.site_hours import site_hours_check, site_hours_rebuild
 from reports.selectors import fleet_comparison
 from reports.selectors import serving_days as split_module
@@ -34,6 +34,15 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
 OTHER_BOUNDS, OTHER_COUNTS = [0.1, 0.5, 1.0], [90, 6, 3, 1]
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def kept(request, db):
+    """The serving days are kept on SQLite and PostgreSQL; on a Citus coordinator only the test that says they are
+    not runs."""
+    on_citus = not serving_days_in_use()
+    if on_citus != ("citus" in request.keywords):
+        pytest.skip("on a Citus coordinator the ledger keeps no serving days" if on_citus else "Citus only")
 
 
 @pytest.fixture
@@ -159,3 +168,10 @@ def test_the_migration_fills_the_days_of_the_stored_hours(served):
     assert serving_days_fill(EndpointHourUsage, NodeHourLedger, LedgerServingDay) == LedgerServingDay.objects.count()
     assert LedgerServingDay.objects.count() > 0
     assert site_hours_check() == []
+
+
+@pytest.mark.citus
+def test_on_a_citus_coordinator_no_serving_day_is_kept_and_the_hours_are_read(served, org_a):
+    assert not LedgerServingDay.objects.exists()
+    h100 = next(row for row in comparisons(org_a)[0] if row.fleet_name == "enterprise")
+    assert h100.serving.generation_tokens == sum(200_000 + 7 * hour.hour for hour in HOURS)
