@@ -168,8 +168,8 @@ def served_rows_delete(*, site_id: int, hours: Collection[datetime]) -> None:
     LedgerServedHour.objects.filter(site_id=site_id, hour_start__in=list(hours)).delete()
 
 
-def served_rows_check(stored: QuerySet[LedgerServedHour], lines: QuerySet[Any], same: Any) -> list[str]:
-    """How the ``stored`` rows differ from the rows ``lines`` sum to (``same(have, want)``: two figures agree)."""
+def served_rows_check(stored: QuerySet[LedgerServedHour], lines: QuerySet[Any]) -> list[str]:
+    """How the ``stored`` rows differ from the rows ``lines`` sum to (figures compared with ``sum_same``)."""
     have = _by_key(row for row in stored)
     want = _by_key(served_rows(lines))
     problems = [f"two served rows for {key}" for key in have.pop(None, [])]
@@ -179,7 +179,7 @@ def served_rows_check(stored: QuerySet[LedgerServedHour], lines: QuerySet[Any], 
             continue
         for name in _FIGURES:
             a, b = getattr(have[key], name), getattr(want[key], name)
-            if not (a == b if name == "ttft_bucket_counts" else same(a, b)):
+            if not sum_same(a, b):
                 problems.append(f"served {name} {a} != lines' {b} in {key}")
     return problems
 

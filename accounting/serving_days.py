@@ -31,11 +31,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models.functions import TruncDay
 
 from accounting.models import LedgerServingDay, NodeHourLedger
 from accounting.served_hours import sum_same
 from common.citus import citus_coordinator
-from common.periods import DAY
+from common.periods import DAY, day_start
 from telemetry.models import EndpointHourUsage
 
 __all__ = [
@@ -72,7 +73,7 @@ def serving_days_in_use(using: Any = connection) -> bool:
 
 def day_of(moment: datetime) -> datetime:
     """The start of ``moment``'s UTC day."""
-    return moment.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return day_start(moment.astimezone(UTC).date())
 
 
 def serving_days_recompute(node_hours: Iterable[tuple[int, datetime]]) -> int:
@@ -233,14 +234,14 @@ def _node_days_summed(
             day,
             hour["endpoint_id"],
             gpu_model.get(hour["hour_start"]),
-            list(hour["ttft_bucket_bounds_s"] or []),
-            list(hour["itl_bucket_bounds_s"] or []),
+            tuple(hour["ttft_bucket_bounds_s"] or ()),  # a layout as a key (stored as the JSON list it was)
+            tuple(hour["itl_bucket_bounds_s"] or ()),
             hour["ttft_sum_s"] is not None,
             hour["itl_sum_s"] is not None,
         )
-        sums[_hashable(key)].add(hour)
+        sums[key].add(hour)
     return [
-        {"node_id": node_id, "day_start": key[0], **dict(zip(KEYS, _unhashed(key[1:]), strict=True)), **summed.row()}
+        {"node_id": node_id, "day_start": key[0], **dict(zip(KEYS, key[1:], strict=True)), **summed.row()}
         for key, summed in sums.items()
     ]
 
@@ -260,10 +261,11 @@ def _days_held(
     usage = usage_model.objects.all()
     if organization_ids is not None:
         usage = usage.filter(node__fleet__organization_id__in=organization_ids)
-    days: dict[int, set[datetime]] = defaultdict(set)
-    for node_id, hour in usage.values_list("node_id", "hour_start").distinct().order_by():
-        days[node_id].add(day_of(hour))
-    return {node_id: sorted(held) for node_id, held in sorted(days.items())}
+    days: dict[int, list[datetime]] = defaultdict(list)
+    held = usage.annotate(day=TruncDay("hour_start", tzinfo=UTC)).values_list("node_id", "day").distinct()
+    for node_id, day in held.order_by("node_id", "day"):
+        days[node_id].append(day)
+    return dict(days)
 
 
 def _rows_of(organization_ids: Collection[int] | None) -> Any:
@@ -273,10 +275,6 @@ def _rows_of(organization_ids: Collection[int] | None) -> Any:
 
 def _hashable(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(tuple(part) if isinstance(part, list) else part for part in key)
-
-
-def _unhashed(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(list(part) if isinstance(part, tuple) else part for part in key)
 
 
 def _key(row: dict[str, Any]) -> tuple[Any, ...]:

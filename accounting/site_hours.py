@@ -198,7 +198,7 @@ def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list
         for name in _FIGURES:
             if not sum_same(have[name], want[name]):
                 problems.append(f"{name} {have[name]} != lines' {want[name]} in {named}")
-    problems += served_rows_check(_served_of(organization_ids), lines, sum_same)
+    problems += served_rows_check(_served_of(organization_ids), lines)
     return problems + serving_days_check(organization_ids=organization_ids)
 
 

@@ -34,17 +34,17 @@ def joined_line(usage: QuerySet[Any]) -> QuerySet[Any]:
     return usage.annotate(k_line=same_node_hour(_LINES))
 
 
-def same_node_hour(lines: str) -> FilteredRelation:
-    """The ledger lines at ``lines`` (a path through the usage row's own ``node``) of the usage row's node-hour.
+def same_node_hour(lines: str, *, where: Q | None = None) -> FilteredRelation:
+    """The ledger lines at ``lines`` (a path through the usage row's own ``node``) of the usage row's node-hour;
+    ``where``: a further condition on them (at the same path), which narrows the join itself.
 
     The join says ``node_id`` on both sides, not only the node's key in between: on Citus, where both tables
     are distributed by node and the node is a reference table, only a join of the two tables on their
     distribution column is routed to one shard (docs/scaling.md, "Citus"). The figures are the same: a line's
     node is the node the usage row names.
     """
-    return FilteredRelation(
-        lines, condition=Q(**{f"{lines}__node_id": F("node_id"), f"{lines}__hour_start": F("hour_start")})
-    )
+    condition = Q(**{f"{lines}__node_id": F("node_id"), f"{lines}__hour_start": F("hour_start")})
+    return FilteredRelation(lines, condition=condition if where is None else condition & where)
 
 
 def with_line(usage: QuerySet[Any], *, where: Q | None = None) -> QuerySet[Any]:

@@ -152,8 +152,9 @@ def _comparison_stats(
         ledger = _idle_shared(ledger)
     # The whole final node-days from the ledger's serving days, the other final hours hour by hour.
     split = serving_split(start=start, end=end, final=final)
-    keyed, keys = _keyed_usage(endpoint_hours.filter(split.hours), "node", by_model, lines_where=split.lines)
-    days = None if split.days is None else LedgerServingDay.objects.filter(split.days, node_id__in=nodes.values("pk"))
+    keyed, keys = _keyed_usage(endpoint_hours.filter(split.hours()), "node", by_model, lines_where=split.hours)
+    in_days = split.days()
+    days = None if in_days is None else LedgerServingDay.objects.filter(in_days, node_id__in=nodes.values("pk"))
 
     def rows(widths: tuple[int, int]) -> list[dict[str, Any]]:
         hourly = _serving_rows(keyed, keys, widths)
@@ -217,7 +218,7 @@ def _llm_ledger(
     keyed: list[tuple[_Key, dict[str, Any]]] = []
     shared = False
     for rows, site_hours in row_sets:
-        summed, some_shared = (_llm_site_hours if site_hours else _llm_lines)(rows, endpoints)
+        summed, some_shared = _llm_site_hours(rows) if site_hours else _llm_lines(rows, endpoints)
         keyed += summed
         shared |= some_shared
     if shared:
@@ -233,7 +234,7 @@ def _llm_ledger(
     return _merged_by_key(keyed)
 
 
-def _llm_site_hours(rows: QuerySet[Any], endpoints: dict[int, _Endpoint]) -> tuple[list[tuple[_Key, Any]], bool]:
+def _llm_site_hours(rows: QuerySet[Any]) -> tuple[list[tuple[_Key, Any]], bool]:
     """``_llm_ledger``'s whole and idle rows of site-hours (one query), and whether any of them holds shared lines
     (their figures are weighed from the lines)."""
     grouped = (
@@ -366,9 +367,7 @@ def _keyed_usage(
         return usage, []
     # A LEFT JOIN on the ledger's unique (node, hour_start): hours without a line keep a NULL model.
     path = f"{node_path}__ledger_lines"
-    joined = same_node_hour(path)
-    if lines_where is not None:
-        joined.condition &= lines_where(f"{path}__")
+    joined = same_node_hour(path, where=None if lines_where is None else lines_where(f"{path}__"))
     usage = usage.annotate(k_line=joined, k_model=F("k_line__gpu_model"))
     return usage, ["k_model"]
 

@@ -8,7 +8,6 @@ node-day's final hours) is read hour by hour. The two parts never overlap and to
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -21,38 +20,42 @@ from reports.selectors.complete import FinalRows
 
 @dataclass(frozen=True)
 class ServingSplit:
-    """``hours``: a condition on endpoint-hours (``node_id``, ``hour_start``) that keeps those read hour by hour
-    (beside ``FinalRows.condition``); ``days``: one on ``LedgerServingDay`` for the node-days read from their
-    sums (``None``: none are)."""
+    """The whole UTC days ``[first, last)`` read from the serving days, but the node-days in ``marked`` (node ids by
+    day), which are read hour by hour with the rest; ``first == last``: every hour read hour by hour."""
 
-    hours: Q
-    days: Q | None
-    # The same condition as ``hours`` on the ledger lines joined to the endpoint-hours (at a path ending in
-    # ``__``), so that only the lines of the hours read are joined (not a hash of the whole period's).
-    lines: Callable[[str], Q] = lambda path: Q()
+    first: datetime
+    last: datetime
+    marked: dict[datetime, frozenset[int]]
+
+    def hours(self, path: str = "") -> Q:
+        """The condition on endpoint-hours (``node_id``, ``hour_start``), or on the lines joined to them (at
+        ``path``, ending in ``__``), that keeps those read hour by hour (beside ``FinalRows.condition``)."""
+        if self.first >= self.last:
+            return Q()
+        kept = Q(**{f"{path}hour_start__lt": self.first}) | Q(**{f"{path}hour_start__gte": self.last})
+        for day, node_ids in sorted(self.marked.items()):
+            day_hours = {f"{path}hour_start__gte": day, f"{path}hour_start__lt": day + DAY}
+            kept |= Q(**day_hours, **{f"{path}node_id__in": sorted(node_ids)})
+        return kept
+
+    def days(self) -> Q | None:
+        """The condition on ``LedgerServingDay`` for the node-days read from their sums (``None``: none are)."""
+        if self.first >= self.last:
+            return None
+        days = Q(day_start__gte=self.first, day_start__lt=self.last)
+        for day, node_ids in sorted(self.marked.items()):
+            days &= ~Q(day_start=day, node_id__in=sorted(node_ids))
+        return days
 
 
 def serving_split(*, start: datetime, end: datetime, final: FinalRows) -> ServingSplit:
     """The split of ``[start, end)``'s final endpoint-hours (``final``: its marks and the end of the hours over)."""
     if final.marks is None or not serving_days_in_use():
-        return ServingSplit(Q(), None)
+        return ServingSplit(start, start, {})
     first = day_of(start) if day_of(start) == start else day_of(start) + DAY
-    last = day_of(min(end, final.through))
-    if first >= last:
-        return ServingSplit(Q(), None)
+    last = max(first, day_of(min(end, final.through)))
     marked: dict[datetime, set[int]] = {}
     for hour, node_ids in final.marks.items():
         if first <= hour < last:
             marked.setdefault(day_of(hour), set()).update(node_ids)
-
-    def hours(path: str = "") -> Q:
-        kept = Q(**{f"{path}hour_start__lt": first}) | Q(**{f"{path}hour_start__gte": last})
-        for day, node_ids in sorted(marked.items()):
-            day_hours = {f"{path}hour_start__gte": day, f"{path}hour_start__lt": day + DAY}
-            kept |= Q(**day_hours, **{f"{path}node_id__in": sorted(node_ids)})
-        return kept
-
-    days = Q(day_start__gte=first, day_start__lt=last)
-    for day, node_ids in sorted(marked.items()):
-        days &= ~Q(day_start=day, node_id__in=sorted(node_ids))
-    return ServingSplit(hours(), days, hours)
+    return ServingSplit(first, last, {day: frozenset(node_ids) for day, node_ids in marked.items()})
