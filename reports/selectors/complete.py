@@ -44,29 +44,34 @@ def complete_through(*, organization_ids: Collection[int], now: datetime) -> dat
     bottom = through - COMPLETE_LOOKBACK
     pending: set[datetime] = set()
     for queue in _QUEUES:
-        marked = queue.objects.filter(
-            node__fleet__organization_id__in=organization_ids, hour_start__gte=bottom, hour_start__lt=through
-        )
+        marked = _marked(queue, organization_ids).filter(hour_start__gte=bottom, hour_start__lt=through)
         pending.update(marked.order_by().values_list("hour_start", flat=True).distinct())
     while through > bottom and through - HOUR in pending:
         through -= HOUR
     return through
 
 
-# Up to this many marked node-hours before the hour in progress (all queues, every node) are left out by
-# name: a plain filter PostgreSQL runs in parallel. NOT EXISTS per queue instead made an anti-join that
-# probed each queue once per row (136k probes each for a quarter's lines: ~40 % of the query, even with
+def _marked(queue: Any, organization_ids: Collection[int]) -> QuerySet[Any]:
+    """The queue's marks of the organizations' nodes: another organization's backlog is not theirs to wait on."""
+    return queue.objects.filter(node__fleet__organization_id__in=organization_ids)
+
+
+# Up to this many marked node-hours before the hour in progress (all queues, the organizations' nodes) are
+# left out by name: a plain filter PostgreSQL runs in parallel. NOT EXISTS per queue instead made an anti-join
+# that probed each queue once per row (136k probes each for a quarter's lines: ~40 % of the query, even with
 # the queues empty); past this many marks (a backfill being worked off), it is used still.
 MARKS_LISTED = 200
 
 
-def final_q(*, now: datetime, node: str, hour: str = "hour_start") -> Q:
-    """The condition that the node-hour at the paths ``node`` (a node id) and ``hour`` is final at ``now``.
+def final_q(*, organization_ids: Collection[int], now: datetime, node: str, hour: str = "hour_start") -> Q:
+    """The condition that the node-hour at the paths ``node`` (a node id of ``organization_ids``) and ``hour`` is
+    final at ``now``.
 
-    One query: the marked node-hours before ``now``'s hour, if few enough to name (``MARKS_LISTED``).
+    One query: the organizations' marked node-hours before ``now``'s hour, if few enough to name
+    (``MARKS_LISTED``).
     """
     through = floor_hour(now)
-    return _final(through, _marks_before(through), node=node, hour=hour)
+    return _final(through, _marks_before(through, organization_ids), node=node, hour=hour)
 
 
 def _final(through: datetime, marks: dict[datetime, set[int]] | None, *, node: str, hour: str = "hour_start") -> Q:
@@ -82,10 +87,12 @@ def _final(through: datetime, marks: dict[datetime, set[int]] | None, *, node: s
     return condition
 
 
-def _marks_before(through: datetime) -> dict[datetime, set[int]] | None:
-    """The marked node-hours before ``through``, node ids by hour; ``None`` past ``MARKS_LISTED`` of them."""
+def _marks_before(through: datetime, organization_ids: Collection[int]) -> dict[datetime, set[int]] | None:
+    """The organizations' marked node-hours before ``through``, node ids by hour; ``None`` past ``MARKS_LISTED``
+    of them."""
     first, *others = (
-        queue.objects.filter(hour_start__lt=through).values_list("hour_start", "node_id") for queue in _QUEUES
+        _marked(queue, organization_ids).filter(hour_start__lt=through).values_list("hour_start", "node_id")
+        for queue in _QUEUES
     )
     rows = list(first.union(*others)[: MARKS_LISTED + 1])
     if len(rows) > MARKS_LISTED:
@@ -129,7 +136,7 @@ def final_ledger_rows(
     """
     scope: dict[str, Any] = {"organization_ids": organization_ids, "start": start, "end": end, "filters": filters}
     through = floor_hour(now)
-    marks = _marks_before(through)
+    marks = _marks_before(through, organization_ids)
     condition = _final(through, marks, node="node_id")
     lines = ledger_rows(**scope, site_hours=False).filter(condition)
     if marks is None or not site_hours_serve(keys=keys, filters=filters):

@@ -319,14 +319,14 @@ def _llm_model_rows(spec: UsageSpec) -> list[ReportRow]:
     organization_ids, start, end, granularity = spec.organization_ids, spec.start, spec.end, spec.granularity
     now = spec.now or timezone.now()
     lines = ledger_lines(organization_ids=organization_ids, start=start, end=end, filters=spec.filters)
-    lines = lines.filter(final_q(now=now, node="node_id"))
+    lines = lines.filter(final_q(organization_ids=organization_ids, now=now, node="node_id"))
     bucket = bucket_expression(granularity)
     keys = [] if bucket is None else ["bucket"]
     idle = lines.filter(generation_tokens=0)
     idle = idle if bucket is None else idle.annotate(bucket=bucket)
     usage = EndpointHourUsage.objects.filter(
         node__fleet__organization_id__in=organization_ids, hour_start__gte=start, hour_start__lt=end
-    ).filter(final_q(now=now, node="node_id"))
+    ).filter(final_q(organization_ids=organization_ids, now=now, node="node_id"))
     usage = with_line(usage, where=ledger_lines_where(line=LINE, filters=spec.filters))
     usage = usage if bucket is None else usage.annotate(bucket=bucket)
     # Keyed by the lines' GPU model and intensity source too (a line has one of each), for each row's trace.

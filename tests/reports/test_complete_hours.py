@@ -10,9 +10,12 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from accounting.models import LedgerPending, NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending_run
+from accounting.site_hours import site_hours_in_use
 from reports.selectors import fleet_comparison
 from reports.selectors.complete import complete_through
 from telemetry.models import EndpointHourUsage, GpuHourUsage, RollupPending, UsageChanged
@@ -191,6 +194,29 @@ def test_a_comparison_leaves_out_every_queue_s_marked_hours_however_many_marks_t
     (row,) = rows
     assert row.stats.sums.totals.held_h == Decimal(1)
     assert row.stats.sums.totals.generation_tokens == row.stats.serving.generation_tokens == 300_000
+
+
+def test_another_organizations_backlog_leaves_a_comparison_reading_its_site_hours(node, org_a, org_b, monkeypatch):
+    # given: this node's hours computed, and another organization's node with more marks than are named
+    hours = [H1, H2]
+    for hour in hours:
+        _served(node, hour)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=hours)
+    asked = {"organization_ids": [org_a.pk], "start": H1, "end": H3, "now": H3 + 2 * HOUR}
+    (alone,) = fleet_comparison(**asked)
+    monkeypatch.setattr("reports.selectors.complete.MARKS_LISTED", 2)
+    other = h100_node(org_b)
+    for back in range(3):
+        UsageChanged.objects.create(node=other, hour_start=H1 - back * HOUR, changed_at=H3)
+
+    with CaptureQueriesContext(connection) as queries:
+        (row,) = fleet_comparison(**asked)
+
+    # then: the same figures, read as without the other's marks (from the site-hours where they are kept)
+    assert row.stats == alone.stats
+    read = " ".join(query["sql"] for query in queries.captured_queries)
+    assert ("accounting_ledgersitehour" in read) == site_hours_in_use()
+    assert complete_through(organization_ids=[org_a.pk], now=H3 + 2 * HOUR) == H3 + 2 * HOUR
 
 
 def test_a_comparison_keeps_the_final_node_hours_of_a_site_hour_that_also_holds_a_marked_one(node, org_a, monkeypatch):
