@@ -43,7 +43,7 @@ from accounting.models import (
     SiteTariff,
     SiteTax,
 )
-from accounting.serving_days import serving_days_recompute
+from accounting.node_days import node_days_recompute
 from accounting.site_hours import site_hours_recompute
 from common.currencies import currency_problem
 from fleets.admin import (
@@ -233,8 +233,8 @@ class AuditedSiteAdmin(OneByOneDeletes, SiteAdmin):
 @admin.register(NodeHourLedger)
 class NodeHourLedgerAdmin(OrganizationScopedAdmin):
     """Read-only: lines are computed, never edited. A line deleted here (or with its node) leaves its site-hours
-    (``accounting.site_hours``) and its node's serving days (``accounting.serving_days``: its hours' GPU model), which
-    are summed again without it."""
+    (``accounting.site_hours``) and its node's days (``accounting.node_days``: its lines counted, its serving days'
+    GPU model), which are summed again without it."""
 
     list_display = ["node", "hour_start", "cost", "facility_kwh", "location_co2e_g", "location_source"]
     list_filter = ["gpu_model", "electricity_status"]
@@ -250,7 +250,7 @@ class NodeHourLedgerAdmin(OrganizationScopedAdmin):
         with transaction.atomic():
             super().delete_model(request, obj)
             site_hours_recompute([(obj.site_id, obj.hour_start)])
-            serving_days_recompute([(obj.node_id, obj.hour_start)])
+            node_days_recompute([(obj.node_id, obj.hour_start)])
 
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
         with transaction.atomic():
@@ -258,4 +258,4 @@ class NodeHourLedgerAdmin(OrganizationScopedAdmin):
             node_hours = set(queryset.values_list("node_id", "hour_start"))
             super().delete_queryset(request, queryset)
             site_hours_recompute(touched)
-            serving_days_recompute(node_hours)
+            node_days_recompute(node_hours)

@@ -49,6 +49,7 @@ from accounting.ledger.fx import FxRate, RateKind, RateTable, month_of
 from accounting.ledger.line import NO_PRICE_ID, line_columns
 from accounting.ledger.units import S_PER_H
 from accounting.models import LedgerPending, LedgerSettings, NodeHourLedger
+from accounting.node_days import node_days_recompute
 from accounting.prices import (
     market_periods,
     pricing_at,
@@ -67,7 +68,6 @@ from accounting.profiles import (
     profile_for_gpu,
 )
 from accounting.rates import rate_table
-from accounting.serving_days import serving_days_recompute
 from accounting.site_hours import site_hours_recompute
 from accounting.tariff import in_force
 from common.periods import HOUR
@@ -421,8 +421,9 @@ def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, 
             ],
         )
         site_hours_recompute(touched | {(row.site_id, row.hour_start) for row in rows})
-        # The node's serving days of every hour computed (a locked hour's endpoint-hours may have changed too).
-        serving_days_recompute((node.pk, line.hour_start) for line in lines)
+        # The node's days of every hour computed (its lines counted; its serving days: a locked hour's
+        # endpoint-hours may have changed too).
+        node_days_recompute((node.pk, line.hour_start) for line in lines)
 
 
 def _row(context: _NodeContext, line: NodeHourLine, usage: dict, tokens: dict) -> NodeHourLedger:

@@ -17,7 +17,7 @@ utilization seconds) are added in another order, as PostgreSQL's parallel plans 
 
 Lines written by any other way (SQL of a bench seed, a test's fixture) are summed again with
 ``site_hours_rebuild`` (``manage.py ledger_site_hours``, which also checks them against the lines), which sums the
-serving days again too (``accounting.serving_days``: the ledger writes them beside the lines).
+node-days again too (``accounting.node_days``: the ledger writes them beside the lines).
 
 On a Citus coordinator the rows are neither written nor read: a site-hour's lines lie on the shards of
 several nodes, and writing their sum in a node's ledger transaction would make it a multi-shard (two-phase)
@@ -49,8 +49,8 @@ from django.db.models import (
 from accounting.ledger import ElectricityStatus
 from accounting.ledger.line import NO_PRICE_ID
 from accounting.models import LedgerServedHour, LedgerSiteHour, NodeHourLedger
+from accounting.node_days import node_days_check, node_days_rebuild
 from accounting.served_hours import served_rows_check, served_rows_delete, served_rows_store, sum_same
-from accounting.serving_days import serving_days_check, serving_days_rebuild
 from common.citus import citus_coordinator
 
 __all__ = [
@@ -169,7 +169,7 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
         written = _rows_store(lines)
         _served_of(organization_ids).delete()
         _served_store_by_site(lines, site_ids)
-        serving_days_rebuild(organization_ids=organization_ids)
+        node_days_rebuild(organization_ids=organization_ids)
         return written
 
 
@@ -199,7 +199,7 @@ def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list
             if not sum_same(have[name], want[name]):
                 problems.append(f"{name} {have[name]} != lines' {want[name]} in {named}")
     problems += served_rows_check(_served_of(organization_ids), lines)
-    return problems + serving_days_check(organization_ids=organization_ids)
+    return problems + node_days_check(organization_ids=organization_ids)
 
 
 def _of(organization_ids: Collection[int] | None) -> tuple[QuerySet[LedgerSiteHour], QuerySet[NodeHourLedger]]:

@@ -16,6 +16,7 @@ more, which grows with the nodes a site holds (a site-hour is summed again from 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -31,17 +32,20 @@ def compute_all(nodes: list[Any], hours: list[datetime], *, site_hours: bool) ->
 
     from django.db import transaction
 
+    import accounting.node_days
     import accounting.serving_days
     import accounting.site_hours
     from accounting.node_hour_lines import ledger_node_hours_compute
 
-    kept, days_kept = accounting.site_hours.site_hours_in_use, accounting.serving_days.serving_days_in_use
-    with (
-        mock.patch.object(accounting.site_hours, "site_hours_in_use", kept if site_hours else lambda *_: False),
-        mock.patch.object(
-            accounting.serving_days, "serving_days_in_use", days_kept if site_hours else lambda *_: False
-        ),
-    ):
+    summaries = (
+        (accounting.site_hours, "site_hours_in_use"),
+        (accounting.serving_days, "serving_days_in_use"),
+        (accounting.node_days, "node_days_in_use"),
+    )
+    with contextlib.ExitStack() as patches:
+        for module, name in summaries:
+            in_use = getattr(module, name)
+            patches.enter_context(mock.patch.object(module, name, in_use if site_hours else lambda *_: False))
         begun = time.perf_counter()
         for node in nodes:
             with transaction.atomic():

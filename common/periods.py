@@ -161,6 +161,14 @@ def day_end(day: date) -> datetime:
     return day_start(day) + DAY
 
 
+def whole_days(start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """The whole UTC days ``[first, last)`` inside ``[start, end)`` (``first == last``: none)."""
+    first = day_start(start.astimezone(UTC).date())
+    if first != start:
+        first += DAY
+    return first, max(first, day_start(end.astimezone(UTC).date()))
+
+
 def api_range(
     period: str | None,
     start: datetime | None,

@@ -18,8 +18,10 @@ from accounting.hardware import HardwareProfile
 from accounting.ledger.embodied import unallocated_fraction
 from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
-from accounting.models import LedgerSettings, NodeHourLedger
+from accounting.models import LedgerNodeDay, LedgerSettings, NodeHourLedger
+from accounting.node_days import node_days_in_use
 from accounting.profiles import gpu_embodied_asset, hardware_profiles, profile_for_gpu
+from common.periods import whole_days
 from fleets.models import Gpu, GpuInstallation
 from reports.selectors.lines import ledger_rows, site_hours_serve
 from scope2.boundary import OWNED, Boundary, Consolidation, ElectricityScope, electricity_scope
@@ -80,15 +82,7 @@ def electricity_filters_since(
     (node, tenure, power in rent) of ``[since, end)``, each marked when it has a line from ``start`` on (those
     are the later period's)."""
     choices = dict(NodeScope.objects.filter(organization_id=organization_id).values_list("node_id", "electricity"))
-    rows = (
-        NodeHourLedger.objects.filter(organization_id=organization_id, hour_start__gte=since, hour_start__lt=end)
-        .annotate(power_in_rent=_power_in_rent())
-        .values("node_id", "node__tenure", "power_in_rent")
-        .annotate(in_period=Max(Case(When(hour_start__gte=start, then=Value(1)), default=Value(0))))
-        .order_by()
-        .values_list("node_id", "node__tenure", "power_in_rent", "in_period")
-    )
-    found = list(rows)
+    found = _node_statuses(organization_id=organization_id, since=since, start=start, end=end)
     since_rows = [(node_id, tenure, in_rent) for node_id, tenure, in_rent, _ in found]
     period_rows = [(node_id, tenure, in_rent) for node_id, tenure, in_rent, in_period in found if in_period]
     return ElectricityFilters(
@@ -97,6 +91,41 @@ def electricity_filters_since(
         _status_filters(since_rows, choices),
         _status_filters(period_rows, choices),
     )
+
+
+def _node_statuses(
+    *, organization_id: int, since: datetime, start: datetime, end: datetime
+) -> list[tuple[int, str, bool, int]]:
+    """The distinct (node, tenure, power in rent) of the organization's lines of ``[since, end)``, each with 1
+    where one of its lines is of ``[start, end)``: the whole UTC days of ``[since, start)`` and of ``[start, end)``
+    from the ledger's node-days (``accounting.node_days``), the rest from the lines."""
+    ranges = [(since, start), (start, end)] if since < start else [(start, end)]
+    split = node_days_in_use()
+    lines_parts: list[Q] = []
+    days_parts: list[Q] = []
+    for low, high in ranges:
+        first, last = whole_days(low, high) if split else (high, high)
+        if first < last:
+            days_parts.append(Q(day_start__gte=first, day_start__lt=last))
+            lines_parts += [Q(hour_start__gte=low, hour_start__lt=first), Q(hour_start__gte=last, hour_start__lt=high)]
+        else:
+            lines_parts.append(Q(hour_start__gte=low, hour_start__lt=high))
+    found: dict[tuple[int, str, bool], int] = {}
+    for model, parts, moment in ((NodeHourLedger, lines_parts, "hour_start"), (LedgerNodeDay, days_parts, "day_start")):
+        if not parts:
+            continue
+        rows = (
+            model.objects.filter(_any(parts), organization_id=organization_id)
+            .annotate(power_in_rent=_power_in_rent())
+            .values("node_id", "node__tenure", "power_in_rent")
+            .annotate(in_period=Max(Case(When(**{f"{moment}__gte": start}, then=Value(1)), default=Value(0))))
+            .order_by()
+            .values_list("node_id", "node__tenure", "power_in_rent", "in_period")
+        )
+        for node_id, tenure, in_rent, in_period in rows:
+            key = (node_id, tenure, in_rent)
+            found[key] = max(found.get(key, 0), in_period)
+    return [(*key, in_period) for key, in_period in found.items()]
 
 
 def _scopes(

@@ -185,7 +185,11 @@ def _site_scope2(
     common: dict[str, Any] = dict(
         hours=hours, instruments=instruments, site_zone=site.grid_zone, start=start, end=end, residual_of=residual_of
     )
-    hourly, annual = period_allocate(**common, matching="auto"), period_allocate(**common, matching="annual")
+    hourly = period_allocate(**common, matching="auto")
+    # Matching differs only for an instrument with an hourly profile (``scope2.allocation._use``): without one,
+    # both matchings are the one allocation.
+    profiled = any(instrument.profile_kwh is not None for instrument in instruments)
+    annual = period_allocate(**common, matching="annual") if profiled else hourly
     grid = grid_cfe_share(zone=site.grid_zone, year=start.year) if site.grid_zone else None
     share = grid[0] if grid else None
     consumed = {hour.hour_start: hour.facility_kwh for hour in hours if start <= hour.hour_start < end}

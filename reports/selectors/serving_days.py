@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db.models import Q
 
 from accounting.serving_days import day_of, serving_days_in_use
-from common.periods import DAY
+from common.periods import DAY, whole_days
 from reports.selectors.complete import FinalRows
 
 
@@ -52,8 +52,7 @@ def serving_split(*, start: datetime, end: datetime, final: FinalRows) -> Servin
     """The split of ``[start, end)``'s final endpoint-hours (``final``: its marks and the end of the hours over)."""
     if final.marks is None or not serving_days_in_use():
         return ServingSplit(start, start, {})
-    first = day_of(start) if day_of(start) == start else day_of(start) + DAY
-    last = max(first, day_of(min(end, final.through)))
+    first, last = whole_days(start, min(end, final.through))
     marked: dict[datetime, set[int]] = {}
     for hour, node_ids in final.marks.items():
         if first <= hour < last:
