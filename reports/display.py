@@ -45,12 +45,16 @@ G_PER_T = Decimal(1_000_000)
 MS_PER_S = 1000.0
 
 
+# The quantum of each unit's places (0.000001 for kWh), made once: the long hourly lists round thousands.
+_QUANTUM = {unit: Decimal(1).scaleb(-places) for unit, places in PLACES.items()}
+
+
 def rounded(value: Decimal | float | None, unit: str) -> float | None:
     """``value`` half-up to the places of ``unit``, as a float for JSON; ``None`` stays ``None``."""
     if value is None:
         return None
-    exponent = Decimal(1).scaleb(-PLACES[unit])
-    return float(Decimal(str(value) if isinstance(value, float) else value).quantize(exponent, ROUND_HALF_UP))
+    exact = value if isinstance(value, Decimal) else Decimal(str(value) if isinstance(value, float) else value)
+    return float(exact.quantize(_QUANTUM[unit], ROUND_HALF_UP))
 
 
 def money(value: Decimal | None, currency: str | None) -> Decimal | None:

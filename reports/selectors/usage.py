@@ -273,9 +273,13 @@ def report_page(*, spec: UsageSpec, offset: int = 0, limit: int | None = None) -
         rows = _llm_model_rows(spec)
         return ReportPage(count=len(rows), rows=rows[offset : _stop(offset, limit)])
     query = _usage_query(spec)
-    count = _rows_counted_and_checked(query.lines, query.keys)
+    page = list(query.rows(offset, limit))
+    if offset == 0 and (limit is None or len(page) < limit):
+        count = _whole_checked(query, page)  # the first page holds every row: counted as read
+    else:
+        count = _rows_counted_and_checked(query.lines, query.keys)
     labels = query.labels()
-    return ReportPage(count=count, rows=query.rows_traced(query.rows(offset, limit), labels))
+    return ReportPage(count=count, rows=query.rows_traced(page, labels))
 
 
 def report_rows_iter(*, spec: UsageSpec) -> Iterator[ReportRow]:
@@ -287,12 +291,17 @@ def report_rows_iter(*, spec: UsageSpec) -> Iterator[ReportRow]:
     if spec.group_by is GroupBy.LLM_MODEL:
         return iter(_llm_model_rows(spec))
     query = _usage_query(spec)
-    count = _rows_counted_and_checked(query.lines, query.keys)
     labels = query.labels()
-    if count <= STREAM_CHUNK_ROWS:
-        # No more than a chunk: read by a plain query. PostgreSQL plans no parallel scan for a cursor
-        # (DECLARE ... CURSOR), and the cursor read a quarter's daily report three times slower.
-        return iter(query.rows_traced(list(query.rows(0, None)), labels))
+    # No more than a chunk: read by a plain query, which counts and checks them as read. PostgreSQL plans no
+    # parallel scan for a cursor (DECLARE ... CURSOR), and the cursor read a quarter's daily report three
+    # times slower.
+    first = list(query.rows(0, STREAM_CHUNK_ROWS))
+    if len(first) < STREAM_CHUNK_ROWS:
+        _whole_checked(query, first)
+        return iter(query.rows_traced(first, labels))
+    # Longer: checked over every row first (one more grouped query), then every row read by one cursor as
+    # they are consumed (one snapshot: no row shifts between two reads of a changing ledger).
+    _rows_counted_and_checked(query.lines, query.keys)
     values = query.rows(0, None).iterator(chunk_size=STREAM_CHUNK_ROWS)
     return (row for chunk in _chunks(values, STREAM_CHUNK_ROWS) for row in query.rows_traced(chunk, labels))
 
@@ -367,6 +376,16 @@ def _llm_model_rows(spec: UsageSpec) -> list[ReportRow]:
             )
         rows[place] = row
     return [rows[place] for place in sorted(rows)]
+
+
+def _whole_checked(query: _UsageQuery, rows: list[dict[str, Any]]) -> int:
+    """The number of report rows, ``rows`` being every one of them (``_UsageQuery.rows``, keyed and ordered by
+    the row's fields, then currency); ``CurrencyMismatchError`` as ``_rows_counted_and_checked`` raises it where
+    two of them share their fields (one report row's lines in two currencies). No query unless one does."""
+    keys = [tuple(values[key] for key in query.keys) for values in rows]
+    if any(key == after for key, after in itertools.pairwise(keys)):
+        _currency_check(query.lines, query.keys)  # names the first mixed row
+    return len(rows)
 
 
 def _rows_counted_and_checked(lines: QuerySet[NodeHourLedger], keys: list[str]) -> int:

@@ -354,8 +354,10 @@ def test_mixed_currencies_in_one_row_are_refused_not_added(fleets, client_a, org
     by_site = client_a.get(URL, {"period": "2026-11", "granularity": "total", "group_by": "site"})
     by_currency = client_a.get(URL, {"period": "2026-11", "granularity": "total", "group_by": "currency"})
     only_eur = client_a.get(URL, {"period": "2026-11", "granularity": "total", "currency": "EUR"})
+    # A page that holds every row is counted and checked as read; one that does not, by a query of its own.
+    first_of_two = client_a.get(URL, {"period": "2026-11", "granularity": "total", "group_by": "fleet", "limit": 1})
 
-    for response in (refused, by_fleet, as_csv):
+    for response in (refused, by_fleet, as_csv, first_of_two):
         assert response.status_code == 400
         assert response["Content-Type"] == "application/json"
         assert "EUR and USD" in response.json()["detail"]
@@ -365,6 +367,18 @@ def test_mixed_currencies_in_one_row_are_refused_not_added(fleets, client_a, org
     ]  # fmt: skip
     assert {(r["group_key"], r["cost"]) for r in by_currency.json()["results"]} == {("EUR", "11.08"), ("USD", "14.01")}
     assert [(r["currency"], r["cost"]) for r in only_eur.json()["results"]] == [("EUR", "11.08")]
+
+
+@pytest.mark.parametrize("chunk_rows", [2000, 1], ids=["one chunk", "streamed in chunks"])
+def test_a_csv_of_mixed_currencies_is_refused_before_its_first_row(fleets, client_a, org_a, monkeypatch, chunk_rows):
+    monkeypatch.setattr("reports.selectors.usage.STREAM_CHUNK_ROWS", chunk_rows)
+    eur_site = SiteFactory(organization=org_a, name="fra-1", grid_zone="DE", currency="EUR")
+    h100_usage(h100_node(org_a, fleet=fleets.consumer, site=eur_site))
+
+    response = client_a.get(URL, {"period": "2026-11", "granularity": "day", "group_by": "fleet", "format": "csv"})
+
+    assert response.status_code == 400
+    assert "EUR and USD" in response.json()["detail"]
 
 
 def test_selector_refuses_mixed_currencies(fleets, org_a):
