@@ -139,12 +139,16 @@ class PlainRowSerializer(serializers.Serializer):
         if any(field.source != field.field_name for field in fields):
             raise TypeError(f"{type(self).__name__}: a plain row's fields are read by their own name")
         for field in fields:
-            # The zone DRF would look up for every value (the current one, constant while one answer is
-            # written), taken once: ``enforce_timezone`` reads ``timezone`` where the field has one.
-            pinned = isinstance(field, serializers.DateTimeField) and not hasattr(field, "timezone")
-            if pinned and (zone := field.default_timezone()) is not None:
-                field.timezone = zone
+            if isinstance(field, serializers.DateTimeField):
+                _zone_pinned(field)
         return [(str(field.field_name), field.to_representation) for field in fields]
+
+
+def _zone_pinned(field: serializers.DateTimeField) -> None:
+    """The zone DRF would look up for every value (the current one, constant while one answer is written), taken
+    once: ``enforce_timezone`` reads the field's ``timezone`` where it has one."""
+    if not hasattr(field, "timezone") and (zone := field.default_timezone()) is not None:
+        field.timezone = zone
 
 
 class TraceSerializer(serializers.Serializer):
