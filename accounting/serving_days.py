@@ -8,7 +8,8 @@ progress, node-days with an hour still to be (re)computed) from the hours.
 
 Exact and never stale: ``serving_days_recompute`` sums a node's days again from its endpoint-hours and lines
 as they stand, in the ledger's transaction for the node's hours of those days
-(``accounting.node_hour_lines._lines_store``), and where lines are deleted in the admin. An endpoint-hour is
+(``accounting.node_hour_lines._lines_store``), and where lines are deleted in the admin, both through
+``accounting.node_days.node_days_recompute``, which counts the node's lines of those days too. An endpoint-hour is
 rewritten only by the rollup, which marks its node-hour (``telemetry.UsageChanged``) in the same transaction;
 the mark keeps the node-day out of the rows (``reports.selectors.complete``: a marked node-hour is not final)
 until the ledger has recomputed the hour, and with it the day. A deleted node or endpoint takes its rows along.
@@ -17,7 +18,7 @@ in another order than one query over the hours would add them, as PostgreSQL's p
 
 Rows written any other way (a bench seed's SQL, a restore of the usage alone) are summed again with
 ``serving_days_rebuild``, which ``accounting.site_hours.site_hours_rebuild`` (``manage.py ledger_site_hours``) runs
-too, as its check checks them.
+too (through ``accounting.node_days``), as its check checks them.
 
 Not kept on a Citus coordinator, as the site-hours (``accounting.site_hours``): reports there read the hours.
 """

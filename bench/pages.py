@@ -243,8 +243,8 @@ def _gpu_hours_sum(expression: str) -> str:
 
 
 SEEDED_TABLES = (
-    "accounting_nodehourledger", "accounting_ledgersitehour", "accounting_ledgerservedhour", "telemetry_gpuhourusage",
-    "telemetry_endpointhourusage",
+    "accounting_nodehourledger", "accounting_ledgersitehour", "accounting_ledgerservedhour",
+    "accounting_ledgerservingday", "accounting_ledgernodeday", "telemetry_gpuhourusage", "telemetry_endpointhourusage",
 )  # fmt: skip
 
 

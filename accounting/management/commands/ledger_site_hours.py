@@ -1,5 +1,5 @@
 """Sum the ledger's site-hours again from the lines, or check them against the lines (``accounting.site_hours``,
-and the served site-hours of ``accounting.served_hours``).
+the served site-hours of ``accounting.served_hours``, the node-days and serving days of ``accounting.node_days``).
 
     python manage.py ledger_site_hours [--organization ID ...] [--check]
 
@@ -17,7 +17,10 @@ from accounting.site_hours import site_hours_check, site_hours_in_use, site_hour
 
 
 class Command(BaseCommand):
-    help = "Sum the ledger's site-hours and served site-hours again from the node-hour lines (--check: compare only)."
+    help = (
+        "Sum the ledger's site-hours, served site-hours, node-days and serving days again from the node-hour lines "
+        "(--check: compare only)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--organization", type=int, action="append", help="only this organization (repeatable)")
