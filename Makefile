@@ -56,7 +56,8 @@ CITUS_CI_TESTS ?= tests/citus tests/telemetry/test_rollup_workers.py tests/telem
 	tests/telemetry/test_rollup_sql.py tests/telemetry/test_parked_neighbours.py tests/telemetry/test_partitions.py \
 	tests/telemetry/test_isolation.py tests/accounting/test_ledger.py tests/reports/test_comparison.py \
 	tests/reports/test_comparison_llm.py tests/scenarios/test_api.py tests/reports/test_site_hours.py \
-	tests/advice/test_curves_by_hand.py tests/reports/test_serving_days.py
+	tests/advice/test_curves_by_hand.py tests/reports/test_serving_days.py tests/scope2/test_node_days.py \
+	tests/reports/test_complete_hours.py
 
 test-citus-ci: $(STAMP)
 	$(MAKE) test-citus PYTEST_ARGS='-q -p no:cacheprovider -m "not slow" $(CITUS_CI_TESTS)'
