@@ -6,9 +6,9 @@ the one call that keeps both.
 
 - ``LedgerNodeDay``: the node's lines of the day counted per organization and electricity status. The Scope 2
   boundary's query (``scope2.inventory.electricity_filters_since``: the distinct node and status of a year's
-  lines) reads the whole days of its range from them (``node_statuses``) and the rest from the lines. A line's
-  status changes only when the line is stored again, so the rows are exact as they stand: nothing marks a
-  node-day as not final.
+  lines) reads the whole days of its ranges from them and the part days from the lines
+  (``scope2.inventory._node_statuses``). A line's status changes only when the line is stored again, so the rows
+  are exact as they stand: nothing marks a node-day as not final.
 - ``LedgerServingDay``: the node's endpoint-hours per day (``accounting.serving_days``).
 
 Rows written any other way (a bench seed's SQL, a restore of the lines alone) are counted again with
