@@ -29,13 +29,12 @@ from django.db.models.functions import TruncDay
 
 from accounting.models import LedgerNodeDay, NodeHourLedger
 from accounting.serving_days import (
-    day_of,
     serving_days_check,
     serving_days_in_use,
     serving_days_rebuild,
     serving_days_recompute,
 )
-from common.periods import DAY
+from common.periods import DAY, day_of
 
 __all__ = [
     "node_days_check",

@@ -37,12 +37,11 @@ from django.db.models.functions import TruncDay
 from accounting.models import LedgerServingDay, NodeHourLedger
 from accounting.served_hours import sum_same
 from common.citus import citus_coordinator
-from common.periods import DAY, day_start
+from common.periods import DAY, day_of
 from telemetry.models import EndpointHourUsage
 
 __all__ = [
     "KEYS",
-    "day_of",
     "serving_days_check",
     "serving_days_fill",
     "serving_days_in_use",
@@ -70,11 +69,6 @@ _USAGE_COLUMNS = (
 def serving_days_in_use(using: Any = connection) -> bool:
     """Whether this database keeps (and the comparison reads) the serving days: everywhere but on Citus."""
     return not citus_coordinator(using)
-
-
-def day_of(moment: datetime) -> datetime:
-    """The start of ``moment``'s UTC day."""
-    return day_start(moment.astimezone(UTC).date())
 
 
 def serving_days_recompute(node_hours: Iterable[tuple[int, datetime]]) -> int:

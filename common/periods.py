@@ -161,12 +161,15 @@ def day_end(day: date) -> datetime:
     return day_start(day) + DAY
 
 
+def day_of(moment: datetime) -> datetime:
+    """The start of ``moment``'s UTC day."""
+    return day_start(moment.astimezone(UTC).date())
+
+
 def whole_days(start: datetime, end: datetime) -> tuple[datetime, datetime]:
     """The whole UTC days ``[first, last)`` inside ``[start, end)`` (``first == last``: none)."""
-    first = day_start(start.astimezone(UTC).date())
-    if first != start:
-        first += DAY
-    return first, max(first, day_start(end.astimezone(UTC).date()))
+    first = day_of(start) if day_of(start) == start else day_of(start) + DAY
+    return first, max(first, day_of(end))
 
 
 def api_range(

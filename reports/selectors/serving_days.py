@@ -13,8 +13,8 @@ from datetime import datetime
 
 from django.db.models import Q
 
-from accounting.serving_days import day_of, serving_days_in_use
-from common.periods import DAY, whole_days
+from accounting.serving_days import serving_days_in_use
+from common.periods import DAY, day_of, whole_days
 from reports.selectors.complete import FinalRows
 
 
