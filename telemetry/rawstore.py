@@ -12,14 +12,16 @@ transaction-pooling PgBouncer is fine. SQLite: ``INSERT ... ON CONFLICT DO
 NOTHING`` row by row (``executemany``).
 
 Citus: the rows go with multi-row ``INSERT ... VALUES`` statements instead, in a
-savepoint, and a batch that meets stored rows again with ``ON CONFLICT DO NOTHING``.
-A batch's rows are one node's and the tables are distributed by node, so each
-statement is routed to the node's one shard and the batch commits there alone;
-Citus commits a ``COPY`` or an ``INSERT ... SELECT`` with two-phase commit even
-when it reaches one shard (docs/scaling.md, "Citus"). Plain inserts first because
-a day on columnar storage takes them but no ``ON CONFLICT`` ("Columnar
-partitions"). Citus reports a shard's unique violation as an internal error that
-keeps the shard's message (``_already_stored``).
+savepoint. A batch that meets stored rows reads the keys the node already holds in
+the batch's span (one router ``SELECT``) and inserts the others the same way
+(``_new_rows_insert``): no ``ON CONFLICT``, which a day on columnar storage cannot
+take for a new row ("Columnar partitions"), so a batch partly stored in such a day
+keeps its new samples as on heap. A batch's rows are one node's and the tables are
+distributed by node, so each statement is routed to the node's one shard and the
+batch commits there alone; Citus commits a ``COPY`` or an ``INSERT ... SELECT``
+with two-phase commit even when it reaches one shard (docs/scaling.md, "Citus").
+Citus reports a shard's unique violation as an internal error that keeps the
+shard's message (``_already_stored``).
 """
 
 from __future__ import annotations
@@ -90,15 +92,14 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
     if citus_coordinator(connection):
         encoded = _json_encoded(columns, rows, _jsonb)
         try:
-            # As the COPY below: plain INSERTs in a savepoint first, then ON CONFLICT DO NOTHING only for a
-            # batch that met stored rows. A day on columnar storage takes plain inserts but no ON CONFLICT
-            # (docs/scaling.md, "Columnar partitions"), so a late batch of new samples is stored there too.
+            # As the COPY below: plain INSERTs in a savepoint first; only a batch that met stored rows
+            # reads what is stored (a late batch of new samples is stored at once, on heap or columnar).
             with transaction.atomic():
-                return _values_insert(table, names, len(columns), encoded, skip_stored=False)
+                return _values_insert(table, names, len(columns), encoded)
         except (IntegrityError, InternalError) as error:  # Django's, from its cursor: psycopg's is the cause
-            if not (isinstance(error.__cause__, psycopg.Error) and _already_stored(error.__cause__)):
+            if not _stored_met(error):
                 raise
-            return _values_insert(table, names, len(columns), encoded, skip_stored=True)
+        return _new_rows_insert(model, table, columns, encoded)
     types = _column_types(model, tuple(columns))
     try:
         # A savepoint (the inner atomic): a refused COPY undoes itself only.
@@ -129,21 +130,70 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
 _MAX_PARAMETERS = 65535
 
 
-def _values_insert(table: str, names: str, width: int, rows: list[tuple[Any, ...]], *, skip_stored: bool) -> int:
-    """Insert ``rows`` with as few multi-row ``INSERT ... VALUES`` as the parameters' bound allows (with
-    ``ON CONFLICT DO NOTHING`` where ``skip_stored``); return how many were new (a router statement counts
-    what it stored)."""
+def _values_insert(table: str, names: str, width: int, rows: list[tuple[Any, ...]]) -> int:
+    """Insert ``rows`` with as few multi-row ``INSERT ... VALUES`` as the parameters' bound allows; return
+    how many were stored (all of them: a row already stored refuses the statement)."""
     per_statement = _MAX_PARAMETERS // width
     row_sql = f"({', '.join(['%s'] * width)})"
-    conflict = " ON CONFLICT DO NOTHING" if skip_stored else ""
     stored = 0
     with connection.cursor() as cursor:
         for start in range(0, len(rows), per_statement):
             chunk = rows[start : start + per_statement]
-            sql = f'INSERT INTO "{table}" ({names}) VALUES {", ".join([row_sql] * len(chunk))}{conflict}'  # noqa: S608
+            sql = f'INSERT INTO "{table}" ({names}) VALUES {", ".join([row_sql] * len(chunk))}'  # noqa: S608
             cursor.execute(sql, [value for row in chunk for value in row])
             stored += cursor.rowcount
     return stored
+
+
+# How many times a Citus batch that met stored rows reads them again when another batch of the node's
+# stores some of its rows between that read and its insert (each try sees the other's rows once committed).
+_NEW_ROWS_TRIES = 3
+
+
+def _new_rows_insert(model: type[models.Model], table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> int:
+    """On Citus: insert the rows of ``rows`` whose key is not stored yet (the first of a key the batch holds
+    twice); return how many. The stored keys are read from each node's shard over its rows' span (a router
+    ``SELECT`` naming the node: ingest's rows are one node's), the new rows inserted plainly, each try in a
+    savepoint. No ``ON CONFLICT``: a day in columnar storage cannot take it for a new row (docs/scaling.md,
+    "Columnar partitions")."""
+    key = [field.column for field in model._meta.pk_fields]  # (node_id, gpu_id or endpoint_id, ts)
+    node_at, owner_at, ts_at = (columns.index(name) for name in key)
+    names = ", ".join(f'"{c}"' for c in columns)
+    sql = (
+        f'SELECT "{key[1]}", "{key[2]}" FROM "{table}" WHERE "{key[0]}" = %s AND "{key[1]}" = ANY(%s) '  # noqa: S608
+        f'AND "{key[2]}" BETWEEN %s AND %s'
+    )
+    spans: dict[Any, list[Any]] = {}
+    for row in rows:
+        span = spans.setdefault(row[node_at], [row[node_at], set(), row[ts_at], row[ts_at]])
+        span[1].add(row[owner_at])
+        span[2], span[3] = min(span[2], row[ts_at]), max(span[3], row[ts_at])
+    for attempt in range(1, _NEW_ROWS_TRIES + 1):
+        seen: set[tuple[Any, Any, Any]] = set()
+        with connection.cursor() as cursor:
+            for node_id, owners, first, last in spans.values():
+                cursor.execute(sql, [node_id, sorted(owners), first, last])
+                seen.update((node_id, owner, ts) for owner, ts in cursor.fetchall())
+        new = []
+        for row in rows:
+            row_key = (row[node_at], row[owner_at], row[ts_at])
+            if row_key not in seen:
+                seen.add(row_key)
+                new.append(row)
+        if not new:
+            return 0
+        try:
+            with transaction.atomic():
+                return _values_insert(table, names, len(columns), new)
+        except (IntegrityError, InternalError) as error:
+            if attempt == _NEW_ROWS_TRIES or not _stored_met(error):
+                raise
+    return 0  # not reached: the last try returns or raises
+
+
+def _stored_met(error: Exception) -> bool:
+    """Whether Django's error from a plain insert is a row already stored (psycopg's error is its cause)."""
+    return isinstance(error.__cause__, psycopg.Error) and _already_stored(error.__cause__)
 
 
 def _already_stored(error: psycopg.Error) -> bool:
