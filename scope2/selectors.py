@@ -93,12 +93,11 @@ def _site_hours(
         # Scope 2 takes the direct factor where the hour has one (scope2.basis)
         .annotate(kwh=Sum("facility_kwh"), location_g=scope2_location_g(), location_kwh=Sum(located))
         .order_by("site_id", "hour_start")
+        .values_list("site_id", "hour_start", "kwh", "location_g", "location_kwh")
     )
     by_site: dict[int, list[SiteHour]] = defaultdict(list)
-    for row in rows:
-        by_site[row["site_id"]].append(
-            SiteHour(row["hour_start"], row["kwh"], row["location_g"] or ZERO, row["location_kwh"] or ZERO)
-        )
+    for site_id, hour_start, kwh, location_g, location_kwh in rows:  # a year's hours per site: tuples, not dicts
+        by_site[site_id].append(SiteHour(hour_start, kwh, location_g or ZERO, location_kwh or ZERO))
     return by_site
 
 
