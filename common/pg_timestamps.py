@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-# Django's psycopg 3 adapters: the loader it registers (psycopg_any is its module for both psycopg versions).
+# The loader Django registers with psycopg 3 (the project's driver, requirements.txt).
 from django.db.backends.postgresql.psycopg_any import BaseTzLoader
 
 _UTC = dt.UTC  # the object Django and psycopg give a UTC value (datetime.timezone.utc)

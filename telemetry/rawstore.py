@@ -27,6 +27,7 @@ shard's message (``_already_stored``).
 from __future__ import annotations
 
 import functools
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -99,7 +100,7 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
         except (IntegrityError, InternalError) as error:  # Django's, from its cursor: psycopg's is the cause
             if not _stored_met(error):
                 raise
-        return _new_rows_insert(model, table, columns, encoded)
+        return _new_rows_insert(model, table, names, columns, encoded)
     types = _column_types(model, tuple(columns))
     try:
         # A savepoint (the inner atomic): a refused COPY undoes itself only.
@@ -150,7 +151,9 @@ def _values_insert(table: str, names: str, width: int, rows: list[tuple[Any, ...
 _NEW_ROWS_TRIES = 3
 
 
-def _new_rows_insert(model: type[models.Model], table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> int:
+def _new_rows_insert(
+    model: type[models.Model], table: str, names: str, columns: Sequence[str], rows: list[tuple[Any, ...]]
+) -> int:
     """On Citus: insert the rows of ``rows`` whose key is not stored yet (the first of a key the batch holds
     twice); return how many. The stored keys are read from each node's shard over its rows' span (a router
     ``SELECT`` naming the node: ingest's rows are one node's), the new rows inserted plainly, each try in a
@@ -158,21 +161,23 @@ def _new_rows_insert(model: type[models.Model], table: str, columns: Sequence[st
     "Columnar partitions")."""
     key = [field.column for field in model._meta.pk_fields]  # (node_id, gpu_id or endpoint_id, ts)
     node_at, owner_at, ts_at = (columns.index(name) for name in key)
-    names = ", ".join(f'"{c}"' for c in columns)
     sql = (
         f'SELECT "{key[1]}", "{key[2]}" FROM "{table}" WHERE "{key[0]}" = %s AND "{key[1]}" = ANY(%s) '  # noqa: S608
         f'AND "{key[2]}" BETWEEN %s AND %s'
     )
-    spans: dict[Any, list[Any]] = {}
+    by_node: dict[Any, list[tuple[Any, ...]]] = defaultdict(list)
     for row in rows:
-        span = spans.setdefault(row[node_at], [row[node_at], set(), row[ts_at], row[ts_at]])
-        span[1].add(row[owner_at])
-        span[2], span[3] = min(span[2], row[ts_at]), max(span[3], row[ts_at])
+        by_node[row[node_at]].append(row)
+    spans = [
+        (node_id, sorted({row[owner_at] for row in of_node}), min(row[ts_at] for row in of_node),
+         max(row[ts_at] for row in of_node))
+        for node_id, of_node in by_node.items()
+    ]  # fmt: skip
     for attempt in range(1, _NEW_ROWS_TRIES + 1):
         seen: set[tuple[Any, Any, Any]] = set()
         with connection.cursor() as cursor:
-            for node_id, owners, first, last in spans.values():
-                cursor.execute(sql, [node_id, sorted(owners), first, last])
+            for node_id, owners, first, last in spans:
+                cursor.execute(sql, [node_id, owners, first, last])
                 seen.update((node_id, owner, ts) for owner, ts in cursor.fetchall())
         new = []
         for row in rows:
