@@ -19,6 +19,7 @@ Pure arithmetic: nothing here imports Django.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterable, Sequence
@@ -43,20 +44,28 @@ class Histogram:
     counts: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        if any(not math.isfinite(b) for b in self.bounds_s):
-            raise HistogramBoundsError(f"bounds must be finite (+Inf is implicit): {self.bounds_s!r}")
-        if any(later <= earlier for earlier, later in itertools.pairwise(self.bounds_s)):
-            raise HistogramBoundsError(f"bounds must be strictly increasing: {self.bounds_s!r}")
+        _bounds_check(tuple(self.bounds_s))
         if len(self.counts) != len(self.bounds_s) + 1:
             expected = len(self.bounds_s) + 1
             raise ValueError(f"{len(self.bounds_s)} bounds need {expected} counts, got {len(self.counts)}")
-        if any(count < 0 for count in self.counts):
+        if self.counts and min(self.counts) < 0:
             raise ValueError(f"bucket counts must not be negative: {self.counts!r}")
 
     @property
     def total(self) -> int:
         """How many observations the histogram holds."""
         return sum(self.counts)
+
+
+@functools.lru_cache(maxsize=256)
+def _bounds_check(bounds_s: tuple[float, ...]) -> None:
+    """Raise unless ``bounds_s`` are finite and strictly increasing. A server keeps one layout for months and a
+    page reads thousands of its hourly histograms: each distinct layout is checked once (an invalid one raises
+    every time: a raising call is not cached)."""
+    if any(not math.isfinite(b) for b in bounds_s):
+        raise HistogramBoundsError(f"bounds must be finite (+Inf is implicit): {bounds_s!r}")
+    if any(later <= earlier for earlier, later in itertools.pairwise(bounds_s)):
+        raise HistogramBoundsError(f"bounds must be strictly increasing: {bounds_s!r}")
 
 
 def histogram_empty(bounds_s: Sequence[float]) -> Histogram:
