@@ -15,7 +15,7 @@ PostgreSQL forbids dropping. So each day goes through three steps, each its own 
 2. drop its BRIN index, put its rows in primary-key order (``CLUSTER``: each node's GPUs'
    readings in time order, which compress far better) and rewrite it as columnar
    (``alter_table_set_access_method``: the parent is not locked, ingest into the other days
-   carries on);
+   carries on), zstd at ``TELEMETRY_COLUMNAR_COMPRESSION_LEVEL`` (default 15);
 3. attach it again, which gives it back the parent's BRIN index.
 
 Between 1 and 3 samples of that day are refused by the database (no partition holds them) and
@@ -149,7 +149,17 @@ def _convert(table: str, day: date, *, attached: bool) -> None:
                 failed = cursor.fetchall()
                 if failed:
                     raise RuntimeError(f"CLUSTER of {name}'s shards failed: {failed}")
-            cursor.execute("SELECT alter_table_set_access_method(%s::regclass, 'columnar')", [name])
+            # The rewrite creates the columnar table (and each shard) with the session's columnar options.
+            cursor.execute("SELECT set_config('columnar.compression', 'zstd', false)")
+            cursor.execute(
+                "SELECT set_config('columnar.compression_level', %s, false)",
+                [str(settings.TELEMETRY_COLUMNAR_COMPRESSION_LEVEL)],
+            )
+            try:
+                cursor.execute("SELECT alter_table_set_access_method(%s::regclass, 'columnar')", [name])
+            finally:
+                cursor.execute("RESET columnar.compression_level")
+                cursor.execute("RESET columnar.compression")
         cursor.execute(
             f'ALTER TABLE "{table}" ATTACH PARTITION "{name}" FOR VALUES FROM (%s) TO (%s)',
             [start, start + timedelta(days=1)],

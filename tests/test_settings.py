@@ -130,3 +130,7 @@ def test_env_helpers_use_defaults_and_reject_garbage(monkeypatch):
     monkeypatch.setenv("X_INT", "ten")
     with pytest.raises(ImproperlyConfigured, match="X_INT='ten' is not an integer"):
         env_int("X_INT", 1)
+    monkeypatch.setenv("X_INT", "20")
+    with pytest.raises(ImproperlyConfigured, match="X_INT=20 is above the maximum of 19"):
+        env_int("X_INT", 15, minimum=1, maximum=19)
+    assert env_int("X_INT", 15, minimum=1, maximum=20) == 20

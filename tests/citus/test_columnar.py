@@ -121,6 +121,32 @@ def test_days_past_the_horizon_become_columnar_on_every_shard_and_read_the_same(
     assert partitions_maintain(now=NOW)["columnar"][TABLE] == 0
 
 
+def shard_compressions(name: str) -> set[str]:
+    """Each shard's columnar compression and level, as ``zstd/15``."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT result FROM run_command_on_shards(%s, $$SELECT compression || '/' || compression_level "
+            "FROM columnar.options WHERE relation = '%%s'::regclass$$)",
+            [name],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def test_a_day_is_compressed_at_the_configured_level_on_every_shard(two_days: None, settings: Any) -> None:
+    # given: a level other than the default
+    settings.TELEMETRY_COLUMNAR_COMPRESSION_LEVEL = 9
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW columnar.compression_level")
+        (session_level,) = cursor.fetchone()
+    # when: the partition job converts the old day
+    partitions_maintain(now=NOW)
+    # then: every shard of it is zstd at that level, and the session's own setting is as it was
+    assert shard_compressions(partition_name(TABLE, OLD_DAY.date())) == {"zstd/9"}
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW columnar.compression_level")
+        assert cursor.fetchone() == (session_level,)
+
+
 def test_a_resent_batch_into_a_columnar_day_is_skipped_and_a_late_new_one_stored(two_days: None) -> None:
     # given: the old day in columnar storage, its primary key kept
     columnar_apply(now=NOW)
