@@ -15,7 +15,10 @@ machine: each server's CPU is read from /proc).
    rollup of every node-hour (each server's tree; coordinator + workers summed), the ratio (target
    ≤ 1.25), the coordinator's share, and whether the hourly GPU usage rows are bit-equal (a digest);
 3. ``bench.storage --columnar`` on the coordinator: bytes per raw sample in heap, then in
-   columnar with the primary key and without it.
+   columnar with the primary key and without it;
+4. ``bench.pages`` against the plain server, then the coordinator, the same seed (``--pages-gpus``,
+   ``--pages-days``: 500 GPUs, 90 days by default; each seeds its own database, about 8 minutes here):
+   each page's median and p95 on both; the cluster's target is the single server's, p95 under 500 ms.
 
 Then the comparison: cluster CPU ÷ single-node CPU, the coordinator's share, each worker's
 share of rows and of worker CPU, and the projection. **Projection**: on one machine the three
@@ -24,8 +27,9 @@ with ``C`` cores, kept at half load, holds ``C x 0.5 / (worker CPU s per sample)
 second; a 1 Hz GPU is one sample a second, a 10 s one a tenth (the raw tables' figures only;
 the web tier and the rollup are sized apart, docs/scaling.md).
 
-    python -m bench.citus [--skip ingest,rollup,storage] [--rollup-gpus 24] [--rollup-hours 12]
+    python -m bench.citus [--skip ingest,rollup,storage,pages] [--rollup-gpus 24] [--rollup-hours 12]
         [--nodes 50] [--gpus 8] [--rows-per-phase 24000] [--repeats 1] [--hours 0.5]
+        [--pages-gpus 500] [--pages-days 90] [--pages-requests 20]
 """
 
 from __future__ import annotations
@@ -69,7 +73,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--storage-nodes", type=int, default=50)
     parser.add_argument("--rollup-gpus", type=int, default=24, help="bench.rollup's GPUs (8 a node)")
     parser.add_argument("--rollup-hours", type=int, default=12, help="bench.rollup's hours of 1 Hz samples")
-    parser.add_argument("--skip", default="", help="comma-separated: ingest, rollup, storage")
+    parser.add_argument("--pages-gpus", type=int, default=500, help="bench.pages' GPUs")
+    parser.add_argument("--pages-days", type=int, default=90, help="bench.pages' days of hourly rows")
+    parser.add_argument("--pages-requests", type=int, default=20, help="bench.pages' timed requests per URL")
+    parser.add_argument("--skip", default="", help="comma-separated: ingest, rollup, storage, pages, pages_single")
     args = parser.parse_args(argv)
     try:
         citus_url, single_url = os.environ["BENCH_CITUS_URL"], os.environ["BENCH_SINGLE_URL"]
@@ -107,12 +114,25 @@ def main(argv: list[str] | None = None) -> None:
             ("bytes/sample columnar, without primary key", s["columnar_bytes_per_sample_without_pkey"]),
         ]
 
+    if "pages" not in skip:
+        common = ["--gpus", str(args.pages_gpus), "--days", str(args.pages_days),
+                  "--requests", str(args.pages_requests)]  # fmt: skip
+        # --skip pages_single: the coordinator alone (the single node's figures from make bench-pages instead)
+        single = (
+            {"metrics": {"pages": {}}}
+            if "pages_single" in skip
+            else _run("pages", single_url, [*common, "--name", "pages_single"])
+        )
+        cluster = _run("pages", citus_url, [*common, "--name", "pages_citus"])
+        metrics["pages"] = _pages_compare(single["metrics"]["pages"], cluster["metrics"]["pages"], targets, rows)
+
     metrics["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     table_print("bench-citus", rows)
     targets_print(targets)
     run = {"nodes": args.nodes, "gpus_per_node": args.gpus, "rows_per_phase": args.rows_per_phase,
            "repeats": args.repeats, "gunicorn_workers": args.workers, "storage_hours": args.hours,
            "rollup_gpus": args.rollup_gpus, "rollup_hours": args.rollup_hours,
+           "pages_gpus": args.pages_gpus, "pages_days": args.pages_days, "pages_requests": args.pages_requests,
            "projection": f"worker of {WORKER_CORES} cores at {HEADROOM:.0%} load / worker CPU s per sample",
            "cluster": "coordinator + 2 workers + 1 plain server, loopback, one machine (bin/bench-citus)"}  # fmt: skip
     print(f"\nwrote {results_write('citus', metrics=metrics, targets=targets, run=run)}")
@@ -171,6 +191,32 @@ def _ingest_compare(
         for worker, share in shares.items():
             targets[f"rows_share_{worker}"] = _share_target(share)
         rows.append(("rows share per worker", shares))
+    return out
+
+
+def _pages_compare(
+    single: dict[str, Any], cluster: dict[str, Any], targets: dict[str, Any], rows: list[tuple[Any, ...]]
+) -> dict[str, Any]:
+    """Each page's median and p95 on the plain server and on the coordinator, the same seed (``bench.pages``);
+    the cluster's target is the single server's: p95 under ``bench.pages.TARGET_P95_MS``."""
+    from bench.pages import TARGET_P95_MS
+
+    out: dict[str, Any] = {}
+    for name, c in cluster.items():
+        s = single.get(name, {})
+        if "p95_ms" not in c:
+            out[name] = {"cluster_status": c.get("status"), "cluster_error": c.get("error")}
+            targets[f"pages_p95_ms {name}"] = {"value": f"HTTP {c.get('status')}", "target": "200", "met": False}
+            continue
+        out[name] = {
+            "single_median_ms": s.get("median_ms"),
+            "single_p95_ms": s.get("p95_ms"),
+            "cluster_median_ms": c["median_ms"],
+            "cluster_p95_ms": c["p95_ms"],
+        }
+        targets[f"pages_p95_ms {name}"] = target(c["p95_ms"], TARGET_P95_MS)
+        rows.append((f"page {name}: median (p95) ms, single / cluster",
+                     f"{s.get('median_ms')} ({s.get('p95_ms')}) / {c['median_ms']} ({c['p95_ms']})"))  # fmt: skip
     return out
 
 

@@ -176,10 +176,19 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "computed_at": "now()",
             },
         )
+        # The GPU-hours' utilization per node-hour, summed once and joined by (node, hour), and the node's endpoint
+        # joined: Citus refuses correlated subqueries where the FROM clause holds a reference table (the nodes).
+        utilization = (
+            "SELECT u.node_id, u.hour_start, SUM(u.mean_util_pct * u.observed_s) AS util_pct_s, "
+            "SUM(u.observed_s) AS util_observed_s FROM telemetry_gpuhourusage u "
+            "WHERE u.node_id = ANY(%(nodes)s) AND u.mean_util_pct IS NOT NULL GROUP BY u.node_id, u.hour_start"
+        )
         sql_insert(
             cursor,
             NodeHourLedger,
-            f"fleets_node o JOIN fleets_fleet f ON f.id = o.fleet_id, {hours}",
+            f"fleets_node o JOIN fleets_fleet f ON f.id = o.fleet_id "
+            "LEFT JOIN telemetry_servingendpoint e ON e.node_id = o.id "  # a bench node's one endpoint
+            f"CROSS JOIN {hours} LEFT JOIN ({utilization}) g ON g.node_id = o.id AND g.hour_start = h",
             "o.id = ANY(%(nodes)s)",
             params,
             {
@@ -210,13 +219,13 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
                 "generation_tokens": f"(8 * 6000 * 3600 * {load})::bigint",
                 "requests": requests,
                 # The node's one endpoint served all of the line's output tokens (NodeHourLedger.sole_endpoint).
-                "sole_endpoint_id": "(SELECT e.id FROM telemetry_servingendpoint e WHERE e.node_id = o.id)",
+                "sole_endpoint_id": "e.id",
                 "idle_gpu_h": "0",
                 "idle_cost": "0",
                 "idle_facility_kwh": "0",
                 # The line's utilization is that of the GPU-hours it covers, as the ledger computes it.
-                "util_pct_s": _gpu_hours_sum("u.mean_util_pct * u.observed_s"),
-                "util_observed_s": _gpu_hours_sum("u.observed_s"),
+                "util_pct_s": "COALESCE(g.util_pct_s, 0)",
+                "util_observed_s": "COALESCE(g.util_observed_s, 0)",
                 "energy_method": "'gpu_sum'",
                 "energy_counter_j": f"8 * 3600 * (70 + 630 * {load})",
                 "energy_integrated_j": "0",
@@ -232,14 +241,6 @@ def seed(nodes: list[Any], start: datetime, end: datetime) -> None:
     # Lines written by SQL: their site-hours (and served site-hours) summed as the ledger sums them when it
     # stores lines.
     site_hours_rebuild(organization_ids=sorted({node.fleet.organization_id for node in nodes}))
-
-
-def _gpu_hours_sum(expression: str) -> str:
-    """SQL: the sum of ``expression`` over the GPU-hours ``u`` of node ``o`` in hour ``h`` with a utilization."""
-    return (
-        f"(SELECT COALESCE(SUM({expression}), 0) FROM telemetry_gpuhourusage u JOIN fleets_gpu g ON g.id = u.gpu_id "
-        "WHERE g.node_id = o.id AND u.hour_start = h AND u.mean_util_pct IS NOT NULL)"
-    )
 
 
 SEEDED_TABLES = (
@@ -388,6 +389,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--raw-hours", type=int, default=1, help="hours of raw samples behind the period's end")
     parser.add_argument("--reseed", action="store_true")
+    parser.add_argument("--name", default="pages", help="result file name (bench.citus: pages_citus)")
     args = parser.parse_args(argv)
     django_setup()
     from django.test import Client
@@ -469,7 +471,7 @@ def main(argv: list[str] | None = None) -> None:
         "client": "Django test client, in process",
         "user": "organization admin (session)",
     }
-    print(f"\nwrote {results_write('pages', metrics=metrics, targets=targets, run=run)}")
+    print(f"\nwrote {results_write(args.name, metrics=metrics, targets=targets, run=run)}")
 
 
 if __name__ == "__main__":
