@@ -63,14 +63,17 @@ def day_figures(day: datetime) -> tuple[int, float]:
         return cursor.fetchone()
 
 
-def shard_access_methods(name: str) -> set[str]:
+def shard_answers(name: str, query: str) -> set[str]:
+    """The distinct answers of ``query`` on each shard of ``name`` (``%%s`` in it: the shard's name)."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT DISTINCT result FROM run_command_on_shards(%s, $$SELECT am.amname FROM pg_class c "
-            "JOIN pg_am am ON am.oid = c.relam WHERE c.oid = '%%s'::regclass$$)",
-            [name],
-        )
+        cursor.execute("SELECT DISTINCT result FROM run_command_on_shards(%s, $$" + query + "$$)", [name])
         return {row[0] for row in cursor.fetchall()}
+
+
+def shard_access_methods(name: str) -> set[str]:
+    return shard_answers(
+        name, "SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam WHERE c.oid = '%%s'::regclass"
+    )
 
 
 @pytest.fixture
@@ -123,13 +126,9 @@ def test_days_past_the_horizon_become_columnar_on_every_shard_and_read_the_same(
 
 def shard_compressions(name: str) -> set[str]:
     """Each shard's columnar compression and level, as ``zstd/15``."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT DISTINCT result FROM run_command_on_shards(%s, $$SELECT compression || '/' || compression_level "
-            "FROM columnar.options WHERE relation = '%%s'::regclass$$)",
-            [name],
-        )
-        return {row[0] for row in cursor.fetchall()}
+    return shard_answers(
+        name, "SELECT compression || '/' || compression_level FROM columnar.options WHERE relation = '%%s'::regclass"
+    )
 
 
 def test_a_day_is_compressed_at_the_configured_level_on_every_shard(two_days: None, settings: Any) -> None:
