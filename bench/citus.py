@@ -17,7 +17,8 @@ machine: each server's CPU is read from /proc).
 3. ``bench.storage --columnar`` on the coordinator: bytes per raw sample in heap, then in
    columnar with the primary key and without it;
 4. ``bench.pages`` against the plain server, then the coordinator, the same seed (``--pages-gpus``,
-   ``--pages-days``: 500 GPUs, 90 days by default; each seeds its own database, about 8 minutes here):
+   ``--pages-days``: 500 GPUs, 90 days by default; each seeds its own database: about 8 minutes on the
+   plain server, under one on the coordinator, which builds none of the ledger's summaries):
    each page's median and p95 on both; the cluster's target is the single server's, p95 under 500 ms.
 
 Then the comparison: cluster CPU ÷ single-node CPU, the coordinator's share, each worker's
