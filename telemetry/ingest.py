@@ -9,7 +9,7 @@ with the batch or not at all. The hours that new samples change are marked for
 the hourly rollup in the same transaction.
 
 A collector's steady state (known GPUs, endpoints and epochs) costs one read
-for the GPUs, two for the endpoints, one ``INSERT`` per sample kind, the
+for the GPUs, one for the endpoints, one ``INSERT`` per sample kind, the
 collector status and the rollup mark, and one read per sample kind of the last
 stored sample of each GPU and endpoint (``telemetry.continuity``: its counters bound the
 batch's first readings): a handful of statements whatever the batch size.
@@ -190,8 +190,11 @@ def _gpu_refresh(gpu: Gpu, ref: GpuIdentity) -> bool:
 
 
 def _endpoint_refs(node: Node, refs: Sequence[EndpointIdentity]) -> list[tuple[int, int]]:
-    """``(endpoint id, epoch id)`` per entry of ``refs``: two reads when every endpoint (node, URL, model) and
-    epoch is stored and unchanged (kind, GPUs, buckets); else :func:`_endpoints_resolve` writes or refuses."""
+    """``(endpoint id, epoch id)`` per entry of ``refs``: one read when every endpoint (node, URL, model) and
+    epoch is stored and unchanged (kind, GPUs, buckets); else :func:`_endpoints_resolve` writes or refuses.
+
+    The read returns a row per epoch and GPU of its endpoint (an endpoint without GPUs: one, with none).
+    """
     if not refs:
         return []
     stored = EndpointEpoch.objects.filter(
@@ -201,18 +204,20 @@ def _endpoint_refs(node: Node, refs: Sequence[EndpointIdentity]) -> list[tuple[i
         epoch__in={ref.epoch for ref in refs},
     ).values_list(
         "endpoint__url", "endpoint__model_name", "epoch", "endpoint_id", "id", "endpoint__kind",
-        "ttft_bucket_bounds_s", "itl_bucket_bounds_s",
+        "ttft_bucket_bounds_s", "itl_bucket_bounds_s", "endpoint__gpus__uuid",
     )  # fmt: skip
-    found = {row[:3]: row[3:] for row in stored}
-    links = ServingEndpoint.gpus.through.objects.filter(servingendpoint_id__in=[row[0] for row in found.values()])
-    gpus: dict[int, list[str]] = {}
-    for endpoint_id, uuid in links.values_list("servingendpoint_id", "gpu__uuid").order_by("gpu__uuid"):
-        gpus.setdefault(endpoint_id, []).append(uuid)
+    found: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+    gpus: dict[int, list[str]] = {}  # by epoch id
+    for url, model, epoch, endpoint_id, epoch_id, kind, ttft, itl, gpu_uuid in stored:
+        found[(url, model, epoch)] = (endpoint_id, epoch_id, kind, ttft, itl)
+        gpus.setdefault(epoch_id, [])
+        if gpu_uuid is not None:
+            gpus[epoch_id].append(gpu_uuid)
     known = []
     for ref in refs:
         row = found.get((ref.url, ref.model, ref.epoch))
         fresh = (ref.kind, sorted(ref.gpu_uuids), list(ref.ttft_bucket_bounds_s), list(ref.itl_bucket_bounds_s))
-        if row is None or (row[2], gpus.get(row[0], []), row[3], row[4]) != fresh:
+        if row is None or (row[2], sorted(gpus[row[1]]), row[3], row[4]) != fresh:
             return _endpoints_resolve(node, refs)
         known.append((row[0], row[1]))
     return known

@@ -11,15 +11,19 @@ Python) and half of PostgreSQL's. Nothing outlives the transaction, so a
 transaction-pooling PgBouncer is fine. SQLite: ``INSERT ... ON CONFLICT DO
 NOTHING`` row by row (``executemany``).
 
-Citus: the rows go with multi-row ``INSERT ... VALUES`` statements instead, in a
-savepoint. A batch that meets stored rows reads the keys the node already holds in
-the batch's span (one router ``SELECT``) and inserts the others the same way
-(``_new_rows_insert``): no ``ON CONFLICT``, which a day on columnar storage cannot
-take for a new row ("Columnar partitions"), so a batch partly stored in such a day
-keeps its new samples as on heap. A batch's rows are one node's and the tables are
-distributed by node, so each statement is routed to the node's one shard and the
-batch commits there alone; Citus commits a ``COPY`` or an ``INSERT ... SELECT``
-with two-phase commit even when it reaches one shard (docs/scaling.md, "Citus").
+Citus: the rows go with multi-row ``INSERT ... VALUES`` statements instead. Where
+every row's day is in heap storage (after the columnar horizon by a day: a
+collector's steady state) with ``ON CONFLICT DO NOTHING``, counted from the
+command's row count: one statement a kind, no savepoint. A batch that reaches a
+day near or past the horizon goes in a savepoint without ``ON CONFLICT``, which a
+day on columnar storage cannot take for a new row ("Columnar partitions"); if it
+meets stored rows, it reads the keys the node already holds in the batch's span
+(one router ``SELECT``) and inserts the others the same way (``_new_rows_insert``),
+so a batch partly stored in such a day keeps its new samples as on heap. A
+batch's rows are one node's and the tables are distributed by node, so each
+statement is routed to the node's one shard and the batch commits there alone;
+Citus commits a ``COPY`` or an ``INSERT ... SELECT`` with two-phase commit even
+when it reaches one shard (docs/scaling.md, "Citus").
 Citus reports a shard's unique violation as an internal error that keeps the
 shard's message (``_already_stored``).
 """
@@ -29,14 +33,17 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from datetime import timedelta
 from typing import Any
 
 import orjson
 import psycopg.errors
 from django.db import IntegrityError, InternalError, connection, models, transaction
+from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from common.citus import citus_coordinator
+from telemetry.columnar import columnar_cutoff
 from telemetry.models import GpuSample, ServingSample
 
 # Every row names its node (the tables' keys lead with it): ingest's rows are one node's.
@@ -92,6 +99,9 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
             return cursor.rowcount
     if citus_coordinator(connection):
         encoded = _json_encoded(columns, rows, _jsonb)
+        if _heap_days_only(rows, columns.index("ts")):
+            # The steady state: days in heap storage take ON CONFLICT, so one statement, no savepoint.
+            return _values_insert(table, names, len(columns), encoded, skip_stored=True)
         try:
             # As the COPY below: plain INSERTs in a savepoint first; only a batch that met stored rows
             # reads what is stored (a late batch of new samples is stored at once, on heap or columnar).
@@ -131,19 +141,35 @@ def rows_insert(*, kind: str, columns: Sequence[str], rows: list[tuple[Any, ...]
 _MAX_PARAMETERS = 65535
 
 
-def _values_insert(table: str, names: str, width: int, rows: list[tuple[Any, ...]]) -> int:
+def _values_insert(
+    table: str, names: str, width: int, rows: list[tuple[Any, ...]], *, skip_stored: bool = False
+) -> int:
     """Insert ``rows`` with as few multi-row ``INSERT ... VALUES`` as the parameters' bound allows; return
-    how many were stored (all of them: a row already stored refuses the statement)."""
+    how many were stored: all of them (a row already stored refuses the statement), or with ``skip_stored``
+    (``ON CONFLICT DO NOTHING``: heap days only) those not stored yet."""
     per_statement = _MAX_PARAMETERS // width
     row_sql = f"({', '.join(['%s'] * width)})"
+    conflict = " ON CONFLICT DO NOTHING" if skip_stored else ""
     stored = 0
     with connection.cursor() as cursor:
         for start in range(0, len(rows), per_statement):
             chunk = rows[start : start + per_statement]
-            sql = f'INSERT INTO "{table}" ({names}) VALUES {", ".join([row_sql] * len(chunk))}'  # noqa: S608
+            sql = f'INSERT INTO "{table}" ({names}) VALUES {", ".join([row_sql] * len(chunk))}{conflict}'  # noqa: S608
             cursor.execute(sql, [value for row in chunk for value in row])
             stored += cursor.rowcount
     return stored
+
+
+# Days this close to the columnar horizon are taken as possibly columnar: the partition job converts a day
+# once it ends more than TELEMETRY_COLUMNAR_AFTER_DAYS ago, a day after the last one this lets through.
+_HORIZON_MARGIN = timedelta(days=1)
+
+
+def _heap_days_only(rows: list[tuple[Any, ...]], ts_at: int) -> bool:
+    """Whether every row's day is in heap storage on a Citus coordinator: after the columnar horizon
+    (``telemetry.columnar.columnar_cutoff``) by a day's margin, so no conversion can start before the
+    batch commits. Such days take ``ON CONFLICT``; a columnar day refuses it for a new row."""
+    return min(row[ts_at] for row in rows).date() >= columnar_cutoff(now=timezone.now() + _HORIZON_MARGIN)
 
 
 # How many times a Citus batch that met stored rows reads them again when another batch of the node's

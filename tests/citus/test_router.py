@@ -57,10 +57,18 @@ def test_a_steady_batch_its_rollup_ledger_and_node_page_route_each_statement_to_
 
     with one_shard_statements_only():
         # when: its next batch arrives
-        response = post(client, node_batch(0, seconds=10, start_s=hour.timestamp() + 70), token)
-        # then: stored whole, every statement on the node's shard
+        with CaptureQueriesContext(connection) as batch_queries:
+            response = post(client, node_batch(0, seconds=10, start_s=hour.timestamp() + 70), token)
+        # then: stored whole, every statement on the node's shard, each sample kind with one INSERT and no
+        # savepoint (a day in heap storage takes ON CONFLICT)
         assert response.status_code == 200, response.content
         assert response.json()["stored"] == {"gpu_samples": 20, "serving_samples": 2}
+        # (the batch's own transaction is a savepoint in the test's: only one pair)
+        statements = [query["sql"] for query in batch_queries]
+        assert len([sql for sql in statements if sql.startswith("SAVEPOINT")]) == 1, statements
+        raw = ('INSERT INTO "telemetry_gpusample"', 'INSERT INTO "telemetry_servingsample"')
+        inserts = [sql for sql in statements if sql.startswith(raw)]
+        assert len(inserts) == 2 and all(sql.endswith("ON CONFLICT DO NOTHING") for sql in inserts), inserts
 
         # when: the node's hour is rolled up and booked
         assert rollup_node_hours(node_id=node.pk, hour_starts=[hour]) == 3  # two GPU-hours, one endpoint-hour
