@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
-from django.utils.dateparse import parse_datetime
 
 from telemetry.collector import wire
 from telemetry.models import GpuSample, ServingSample
+from telemetry.nearest import Probe, nearest_rows
 
 _HISTOGRAMS = ("ttft_bucket_counts", "itl_bucket_counts")
 _SERVING_READINGS = ("prompt_tokens", "generation_tokens", "requests", "cached_prompt_tokens", *_HISTOGRAMS)
@@ -133,30 +132,15 @@ def _stored_before(
     model: Any, node_id: int, owner_column: str, names: Sequence[str], firsts: dict[int, datetime]
 ) -> dict[int, tuple[datetime, int, dict[str, Any]]]:
     """Per owner, its last stored sample before ``firsts[owner]`` within the bridge limit: (ts, epoch id, values).
-
-    One statement: a ``UNION ALL`` of one ``ORDER BY ts DESC LIMIT 1`` per owner, each an index probe on
-    (node, owner, ts); on Citus the node's shard alone.
-    """
-    table, columns = model._meta.db_table, ", ".join([owner_column, "ts", "epoch_id", *names])
-    bridge = timedelta(seconds=settings.TELEMETRY_MAX_BRIDGE_S)
-    one = (
-        f'SELECT * FROM (SELECT {columns} FROM "{table}" '  # noqa: S608 - names are the model's own
-        f"WHERE node_id = %s AND {owner_column} = %s AND ts < %s AND ts >= %s ORDER BY ts DESC LIMIT 1) AS p{{}}"
-    )
-    sql = " UNION ALL ".join(one.format(i) for i in range(len(firsts)))
-    adapt = connection.ops.adapt_datetimefield_value
-    params = [value for owner, at in firsts.items() for value in (node_id, owner, adapt(at), adapt(at - bridge))]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    One statement for every owner (``telemetry.nearest``)."""
+    owners = list(firsts)
+    rows = nearest_rows(
+        model, node_id=node_id, owner_column=owner_column, columns=("epoch_id", *names),
+        probes=[Probe(owner, firsts[owner]) for owner in owners],
+    )  # fmt: skip
     stored = {}
-    for owner, ts, epoch_id, *values in rows:
-        stored[owner] = (_aware(ts), epoch_id, dict(zip(names, values, strict=True)))
+    for owner, row in zip(owners, rows, strict=True):
+        if row is not None:
+            ts, epoch_id, *values = row
+            stored[owner] = (ts, epoch_id, dict(zip(names, values, strict=True)))
     return stored
-
-
-def _aware(ts: datetime | str) -> datetime:
-    """A timestamp as the cursor returns it (SQLite: text, or naive UTC) as an aware datetime."""
-    at = parse_datetime(ts) if isinstance(ts, str) else ts
-    assert at is not None  # noqa: S101 - the column holds datetimes
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)

@@ -25,6 +25,7 @@ from django.conf import settings
 
 from fleets.models import Gpu, GpuEnded, GpuInstallation
 from telemetry.models import GpuHourUsage, GpuSample, UsageChanged
+from telemetry.nearest import Probe, nearest_rows
 
 HOUR = timedelta(hours=1)
 
@@ -32,7 +33,9 @@ HOUR = timedelta(hours=1)
 def gpu_installations_refresh(*, node_id: int, now: datetime) -> list[GpuInstallation]:
     """Open and end the node's GPU installations as its samples show; return the installations changed."""
     gpus = list(Gpu.objects.filter(node_id=node_id).select_related("node"))
-    last_seen = {gpu.pk: _sample_ts(gpu, newest=True) for gpu in gpus}
+    newest = nearest_rows(GpuSample, node_id=node_id, owner_column="gpu_id", columns=(),
+                          probes=[Probe(gpu.pk, None) for gpu in gpus])  # fmt: skip
+    last_seen = {gpu.pk: None if row is None else row[0] for gpu, row in zip(gpus, newest, strict=True)}
     changed = [row for gpu in gpus if (row := _opened(gpu, last_seen[gpu.pk], gpus)) is not None]
     open_rows = list(GpuInstallation.objects.filter(gpu__node_id=node_id, ended_at__isnull=True))
     node_newest = max((seen for seen in last_seen.values() if seen is not None), default=None)
@@ -47,12 +50,12 @@ def gpu_installations_refresh(*, node_id: int, now: datetime) -> list[GpuInstall
     return changed
 
 
-def _sample_ts(gpu: Gpu, *, newest: bool, after: datetime | None = None) -> datetime | None:
-    """The GPU's newest (or first, or first after ``after``) sample time: one lookup on the (node, gpu, ts) key."""
+def _sample_ts(gpu: Gpu, *, after: datetime | None = None) -> datetime | None:
+    """The GPU's first (or first after ``after``) sample time: one lookup on the (node, gpu, ts) key."""
     rows = GpuSample.objects.filter(node_id=gpu.node_id, gpu_id=gpu.pk)
     if after is not None:
         rows = rows.filter(ts__gt=after)
-    return rows.order_by("-ts" if newest else "ts").values_list("ts", flat=True).first()
+    return rows.order_by("ts").values_list("ts", flat=True).first()
 
 
 def _opened(gpu: Gpu, last_seen: datetime | None, gpus: list[Gpu]) -> GpuInstallation | None:
@@ -63,7 +66,7 @@ def _opened(gpu: Gpu, last_seen: datetime | None, gpus: list[Gpu]) -> GpuInstall
     if latest is None:
         since = _first_installed_at(gpu, gpus)
     elif latest.ended_at is not None and last_seen > latest.ended_at:
-        since = _sample_ts(gpu, newest=False, after=latest.ended_at)
+        since = _sample_ts(gpu, after=latest.ended_at)
     else:
         return None
     return GpuInstallation.objects.create(gpu=gpu, installed_at=since or last_seen)
@@ -71,8 +74,8 @@ def _opened(gpu: Gpu, last_seen: datetime | None, gpus: list[Gpu]) -> GpuInstall
 
 def _first_installed_at(gpu: Gpu, gpus: list[Gpu]) -> datetime | None:
     """A GPU's first sample; for one of the node's original cards, the node's commissioning if earlier."""
-    first = _sample_ts(gpu, newest=False)
-    firsts = [ts for other in gpus if (ts := _sample_ts(other, newest=False)) is not None]
+    first = _sample_ts(gpu)
+    firsts = [ts for other in gpus if (ts := _sample_ts(other)) is not None]
     commissioned = gpu.node.commissioned_at
     gap = timedelta(seconds=settings.TELEMETRY_GPU_MAX_GAP_S)
     if first is None or commissioned is None or first - min(firsts) > gap:

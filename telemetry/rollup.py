@@ -12,7 +12,6 @@ workers, gives the same table. Every node-hour it writes is recorded in
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from telemetry.models import (
     ServingSample,
     UsageChanged,
 )
+from telemetry.nearest import Probe, nearest_rows
 from telemetry.node_meter import node_meter_usage_replace
 from telemetry.parking import NodeHourQueue, columns_fit, queue_run
 
@@ -244,31 +244,38 @@ def _hours_across_gaps(node_id: int, hours_s: Sequence[int]) -> list[int]:
     counter bridges, and such a gap spreads its increase over every hour it
     covers: those hours are recomputed with these. Per owner and run of
     hours, the gap across each end of the run (the samples nearest the
-    boundary on either side, more than the max gap apart) is looked up.
+    boundary on either side, more than the max gap apart) is looked up: one
+    statement per kind of owner (``telemetry.nearest``).
     """
     extra: set[int] = set()
     kinds = (
-        (_gpu_source(node_id), list(Gpu.objects.filter(node_id=node_id).values_list("id", flat=True))),
-        (
-            _serving_source(node_id, {}, {}),
-            list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True)),
-        ),
-    )
-    for source, owner_ids in kinds:
-        for run in _hour_runs(hours_s):
-            for owner_id, boundary_s in itertools.product(owner_ids, (run[0], run[-1] + energy.HOUR_S)):
-                extra |= _gap_hours_across(source, owner_id, boundary_s)
+        (GpuSample, "gpu_id", settings.TELEMETRY_GPU_MAX_GAP_S, Gpu.objects.filter(node_id=node_id)),
+        (ServingSample, "endpoint_id", settings.TELEMETRY_SERVING_MAX_GAP_S,
+         ServingEndpoint.objects.filter(node_id=node_id)),
+    )  # fmt: skip
+    runs = _hour_runs(hours_s)
+    for model, owner_column, max_gap_s, owners in kinds:
+        boundaries = [
+            (owner_id, _utc(boundary_s))
+            for owner_id in owners.values_list("id", flat=True)
+            for run in runs
+            for boundary_s in (run[0], run[-1] + energy.HOUR_S)
+        ]
+        probes = [Probe(owner_id, at, later=later, inclusive=later) for owner_id, at in boundaries
+                  for later in (False, True)]  # fmt: skip
+        found = nearest_rows(model, node_id=node_id, owner_column=owner_column, columns=(), probes=probes)
+        for before, after in zip(found[::2], found[1::2], strict=True):
+            extra |= _gap_hours(before, after, max_gap_s)
     return sorted(extra - set(hours_s))
 
 
-def _gap_hours_across(source: _Source, owner_id: int, boundary_s: int) -> set[int]:
-    """The hours of the gap across ``boundary_s`` (an hour start), if one is longer than the max gap."""
-    before = source.nearest(owner_id, boundary_s, later=False)
-    after = source.nearest(owner_id, boundary_s, later=True, inclusive=True)
+def _gap_hours(before: tuple[Any, ...] | None, after: tuple[Any, ...] | None, max_gap_s: float) -> set[int]:
+    """The hours of the gap between the samples either side of a boundary (``(ts, ...)``), if one is longer
+    than the max gap."""
     if before is None or after is None:
         return set()
-    start_s, end_s = before[1].timestamp(), after[1].timestamp()
-    if end_s - start_s <= source.max_gap_s:
+    start_s, end_s = before[0].timestamp(), after[0].timestamp()
+    if end_s - start_s <= max_gap_s:
         return set()
     return set(range(energy.hour_start_s_of(start_s), energy.hour_start_s_of(end_s) + 1, energy.HOUR_S))
 
