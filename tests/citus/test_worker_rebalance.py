@@ -6,6 +6,8 @@ sending; the shards are moved with ``shard_transfer_mode => 'block_writes'`` (th
 ``wal_level=replica``, and logical replication, Citus's non-blocking move, needs ``logical``): a
 batch for a shard being moved waits for the move, then commits. Afterwards the spare is drained
 and removed again, so that the tests after this one find the cluster of two workers they expect.
+Not marked slow (a minute or two): it runs in CI's suite on a cluster (``make test-citus-ci``); elsewhere
+it is skipped.
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ def third_worker() -> Any:
         cluster.coordinator("SELECT citus_remove_node('127.0.0.1', %s)", [spare.port])
 
 
-@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_third_worker_added_and_rebalanced_while_collectors_send_loses_and_doubles_no_sample(
     live_server: Any, tmp_path: Path, third_worker: cluster.Server
