@@ -13,7 +13,8 @@ the one call that keeps both.
 
 Rows written any other way (a bench seed's SQL, a restore of the lines alone) are counted again with
 ``node_days_rebuild``, which ``accounting.site_hours.site_hours_rebuild`` (``manage.py ledger_site_hours``) runs,
-as its check checks them. Not kept on a Citus coordinator, as the site-hours: reports there read the lines.
+as its check checks them. On a Citus coordinator both tables are distributed by node, beside the lines (accounting
+migration 0035): a node's ledger transaction writes its own shard alone.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ _Key = tuple[int, datetime, int, str]
 
 
 def node_days_in_use(using: Any = connection) -> bool:
-    """Whether this database keeps (and the Scope 2 boundary reads) the node-days: everywhere but on Citus."""
+    """Whether this database keeps (and the Scope 2 boundary reads) the node-days: every one, as the serving
+    days (``serving_days_in_use``, the one switch for both)."""
     return serving_days_in_use(using)
 
 

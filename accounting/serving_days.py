@@ -20,7 +20,8 @@ Rows written any other way (a bench seed's SQL, a restore of the usage alone) ar
 ``serving_days_rebuild``, which ``accounting.site_hours.site_hours_rebuild`` (``manage.py ledger_site_hours``) runs
 too (through ``accounting.node_days``), as its check checks them.
 
-Not kept on a Citus coordinator, as the site-hours (``accounting.site_hours``): reports there read the hours.
+On a Citus coordinator the rows are distributed by node, in the group of the lines and endpoint-hours (accounting
+migration 0035): a node's rows lie on its shard, and writing them keeps the ledger's transaction on that shard.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from django.db.models.functions import TruncDay
 
 from accounting.models import LedgerServingDay, NodeHourLedger
 from accounting.served_hours import sum_same
-from common.citus import citus_coordinator
 from common.periods import DAY, day_of
 from telemetry.models import EndpointHourUsage
 
@@ -67,8 +67,10 @@ _USAGE_COLUMNS = (
 
 
 def serving_days_in_use(using: Any = connection) -> bool:
-    """Whether this database keeps (and the comparison reads) the serving days: everywhere but on Citus."""
-    return not citus_coordinator(using)
+    """Whether this database keeps (and the comparison reads) the serving days: every one, on Citus distributed
+    by node like the lines (accounting 0035). The switch that tests and ``bench.ledger`` turn off to read the
+    hours alone."""
+    return True
 
 
 def serving_days_recompute(node_hours: Iterable[tuple[int, datetime]]) -> int:

@@ -21,7 +21,8 @@ node-days again too (``accounting.node_days``: the ledger writes them beside the
 
 On a Citus coordinator the rows are neither written nor read: a site-hour's lines lie on the shards of
 several nodes, and writing their sum in a node's ledger transaction would make it a multi-shard (two-phase)
-one. Reports there read the lines, spread over the workers (docs/scaling.md, "Citus").
+one. Reports there read the lines, spread over the workers (docs/scaling.md, "Citus"). The node-days and
+serving days, which are per node, are kept there too (on the node's shard).
 """
 
 from __future__ import annotations
@@ -155,8 +156,10 @@ def site_hours_recompute(site_hours: Iterable[tuple[int, datetime]]) -> int:
 
 
 def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> int:
-    """Rebuild every row (of ``organization_ids``, or of all) from the lines; return how many were written."""
+    """Rebuild every row (of ``organization_ids``, or of all) from the lines; return how many were written. The
+    node-days and serving days too, which a Citus coordinator keeps where it keeps no site-hours."""
     if not site_hours_in_use():
+        node_days_rebuild(organization_ids=organization_ids)
         return 0
     rows, lines = _of(organization_ids)
     with transaction.atomic():
@@ -174,9 +177,10 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
 
 
 def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list[str]:
-    """How the rows differ from the lines, per site-hour (nothing: they agree, or none are kept). Reads both."""
+    """How the rows differ from the lines, per site-hour (nothing: they agree, or none are kept), then the
+    node-days' and serving days'. Reads both."""
     if not site_hours_in_use():
-        return []
+        return node_days_check(organization_ids=organization_ids)
     rows, lines = _of(organization_ids)
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     problems = []

@@ -22,6 +22,8 @@ NODE_TABLES = [
     "telemetry_servingsample",
     "telemetry_gpuhourusage",
     "telemetry_endpointhourusage",
+    "accounting_ledgernodeday",
+    "accounting_ledgerservingday",
 ]
 REFERENCE_TABLES = [
     "fleets_organization",

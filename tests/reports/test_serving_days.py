@@ -4,7 +4,7 @@ Two fleets (conftest's H100 and RTX nodes' kind) serve every hour from 2026-11-0
 (66 hours: half a day, two whole days, a quarter day), the ledger computed for each. Day 11-02's hours carry
 another TTFT layout, prefix-cache counts and inter-token latency; on 11-03 the RTX's cards are swapped (its
 lines from then on keyed by the new GPU model). Every comparison (per fleet, per GPU model, per LLM model) must
-equal the same comparison read from the hours alone (what a Citus coordinator reads).
+equal the same comparison read from the hours alone.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from django.test import RequestFactory
 from accounting.admin import NodeHourLedgerAdmin
 from accounting.models import LedgerServingDay, NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending_run
-from accounting.serving_days import serving_days_fill, serving_days_in_use
+from accounting.serving_days import serving_days_fill
 from accounting.site_hours import site_hours_check, site_hours_rebuild
 from reports.selectors import fleet_comparison
 from reports.selectors import serving_days as split_module
@@ -34,15 +34,6 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
 OTHER_BOUNDS, OTHER_COUNTS = [0.1, 0.5, 1.0], [90, 6, 3, 1]
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def kept(request, db):
-    """The serving days are kept on SQLite and PostgreSQL; on a Citus coordinator only the test that says they are
-    not runs."""
-    on_citus = not serving_days_in_use()
-    if on_citus != ("citus" in request.keywords):
-        pytest.skip("on a Citus coordinator the ledger keeps no serving days" if on_citus else "Citus only")
 
 
 @pytest.fixture
@@ -77,7 +68,7 @@ def comparisons(org: Any, *, start: datetime = START, end: datetime = END, now: 
 
 
 def from_hours(monkeypatch: Any, org: Any, **period: Any) -> list[Any]:
-    """The same comparisons with no serving day read (as on a Citus coordinator)."""
+    """The same comparisons with no serving day read: from the hours alone."""
     with monkeypatch.context() as patched:
         patched.setattr(split_module, "serving_days_in_use", lambda: False)
         return comparisons(org, **period)
@@ -168,10 +159,3 @@ def test_the_migration_fills_the_days_of_the_stored_hours(served):
     assert serving_days_fill(EndpointHourUsage, NodeHourLedger, LedgerServingDay) == LedgerServingDay.objects.count()
     assert LedgerServingDay.objects.count() > 0
     assert site_hours_check() == []
-
-
-@pytest.mark.citus
-def test_on_a_citus_coordinator_no_serving_day_is_kept_and_the_hours_are_read(served, org_a):
-    assert not LedgerServingDay.objects.exists()
-    h100 = next(row for row in comparisons(org_a)[0] if row.fleet_name == "enterprise")
-    assert h100.serving.generation_tokens == sum(200_000 + 7 * hour.hour for hour in HOURS)

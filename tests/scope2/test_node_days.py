@@ -23,7 +23,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounting.models import LedgerNodeDay, NodeHourLedger
-from accounting.node_days import node_days_check, node_days_in_use, node_days_recompute
+from accounting.node_days import node_days_check, node_days_recompute
 from accounting.site_hours import site_hours_check, site_hours_rebuild
 from common.periods import whole_days
 from fleets.models import Node, Site
@@ -41,14 +41,6 @@ def _hours(first: datetime, last: datetime) -> list[datetime]:
 
 def at(day: int, hour: int = 0) -> datetime:
     return datetime(2026, 4, day, hour, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def kept(request: Any, db: Any) -> None:
-    """Kept on SQLite and PostgreSQL; on a Citus coordinator only the test that says they are not runs."""
-    on_citus = not node_days_in_use()
-    if on_citus != ("citus" in request.keywords):
-        pytest.skip("on a Citus coordinator the ledger keeps no node-days" if on_citus else "Citus only")
 
 
 @pytest.fixture
@@ -147,12 +139,3 @@ def test_the_check_finds_a_status_changed_by_hand(nodes: dict[str, Node]) -> Non
 )
 def test_the_whole_days_of_a_range(start: datetime, end: datetime, days: tuple[datetime, datetime]) -> None:
     assert whole_days(start, end) == days
-
-
-@pytest.mark.citus
-def test_on_a_citus_coordinator_no_node_day_is_kept_and_the_lines_are_read(
-    nodes: dict[str, Node], sustainability_a: Any
-) -> None:
-    assert not LedgerNodeDay.objects.exists()
-    middle = sustainability_a.get(URLS[1], PERIODS[0]).json()["inventory"]
-    assert (middle["scope2"]["facility_kwh"], middle["scope3"]["category_1"]["facility_kwh"]) == (83, 0)
