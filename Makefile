@@ -43,9 +43,9 @@ test-citus: $(STAMP)
 	PYTHON=$(BIN)/python bin/test-citus $(PYTEST_ARGS)
 
 # CI's run on Citus (.ci/run): the whole suite but its slow tests (browser, gunicorn, real Celery workers and
-# other processes, 159 of them) and the fault harness (its own cluster: test-faults-citus), every PostgreSQL test
-# among them, against a coordinator and two workers: 2,370 passed, 41 skipped (what a cluster keeps no table
-# for) in 14 minutes in CI, the cluster's start included, plus two to build Citus the first time.
+# other processes, 158 of them) and the fault harness (its own cluster: test-faults-citus), every PostgreSQL test
+# among them, against a coordinator and two workers: 2,390 passed, 22 skipped (what a cluster keeps no table
+# for) in 17 minutes in CI, the cluster's start included, plus two to build Citus the first time.
 # CITUS_CI_TESTS narrows it (e.g. tests/citus for the layout, shard and worker-kill tests alone).
 CITUS_CI_TESTS ?= tests
 
