@@ -33,10 +33,19 @@ HOUR = timedelta(hours=1)
 def gpu_installations_refresh(*, node_id: int, now: datetime) -> list[GpuInstallation]:
     """Open and end the node's GPU installations as its samples show; return the installations changed."""
     gpus = list(Gpu.objects.filter(node_id=node_id).select_related("node"))
-    newest = nearest_rows(GpuSample, node_id=node_id, owner_column="gpu_id", columns=(),
-                          probes=[Probe(gpu.pk, None) for gpu in gpus])  # fmt: skip
-    last_seen = {gpu.pk: None if row is None else row[0] for gpu, row in zip(gpus, newest, strict=True)}
-    changed = [row for gpu in gpus if (row := _opened(gpu, last_seen[gpu.pk], gpus)) is not None]
+    # Each GPU's newest and first sample, in one statement (telemetry.nearest), and its latest installation.
+    probes = [Probe(gpu.pk, None, later=first) for first in (False, True) for gpu in gpus]
+    found = [None if row is None else row[0] for row in nearest_rows(
+        GpuSample, node_id=node_id, owner_column="gpu_id", columns=(), probes=probes
+    )]  # fmt: skip
+    last_seen = {gpu.pk: ts for gpu, ts in zip(gpus, found[: len(gpus)], strict=True)}
+    first_seen = {gpu.pk: ts for gpu, ts in zip(gpus, found[len(gpus) :], strict=True)}
+    latest = {
+        row.gpu_id: row for row in GpuInstallation.objects.filter(gpu__in=gpus).order_by("gpu_id", "installed_at")
+    }
+    changed = [
+        row for gpu in gpus if (row := _opened(gpu, last_seen[gpu.pk], latest.get(gpu.pk), first_seen)) is not None
+    ]
     open_rows = list(GpuInstallation.objects.filter(gpu__node_id=node_id, ended_at__isnull=True))
     node_newest = max((seen for seen in last_seen.values() if seen is not None), default=None)
     for row in open_rows:
@@ -58,13 +67,15 @@ def _sample_ts(gpu: Gpu, *, after: datetime | None = None) -> datetime | None:
     return rows.order_by("ts").values_list("ts", flat=True).first()
 
 
-def _opened(gpu: Gpu, last_seen: datetime | None, gpus: list[Gpu]) -> GpuInstallation | None:
-    """A new installation of ``gpu`` (its first, or its return after an end), or None."""
+def _opened(
+    gpu: Gpu, last_seen: datetime | None, latest: GpuInstallation | None, first_seen: dict[int, datetime | None]
+) -> GpuInstallation | None:
+    """A new installation of ``gpu`` (its first, or its return after ``latest`` ended), or None. ``first_seen``:
+    each of the node's GPUs' first sample."""
     if last_seen is None:
         return None
-    latest = GpuInstallation.objects.filter(gpu=gpu).order_by("-installed_at").first()
     if latest is None:
-        since = _first_installed_at(gpu, gpus)
+        since = _first_installed_at(gpu, first_seen)
     elif latest.ended_at is not None and last_seen > latest.ended_at:
         since = _sample_ts(gpu, after=latest.ended_at)
     else:
@@ -72,10 +83,10 @@ def _opened(gpu: Gpu, last_seen: datetime | None, gpus: list[Gpu]) -> GpuInstall
     return GpuInstallation.objects.create(gpu=gpu, installed_at=since or last_seen)
 
 
-def _first_installed_at(gpu: Gpu, gpus: list[Gpu]) -> datetime | None:
+def _first_installed_at(gpu: Gpu, first_seen: dict[int, datetime | None]) -> datetime | None:
     """A GPU's first sample; for one of the node's original cards, the node's commissioning if earlier."""
-    first = _sample_ts(gpu)
-    firsts = [ts for other in gpus if (ts := _sample_ts(other)) is not None]
+    first = first_seen[gpu.pk]
+    firsts = [ts for ts in first_seen.values() if ts is not None]
     commissioned = gpu.node.commissioned_at
     gap = timedelta(seconds=settings.TELEMETRY_GPU_MAX_GAP_S)
     if first is None or commissioned is None or first - min(firsts) > gap:
