@@ -39,6 +39,15 @@ STAND_IN_NAMES = {"hooks.example.com": "93.184.215.14", "files.example.com": "93
 
 
 @pytest.fixture(autouse=True)
+def _site_hours_settled_at_commit(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a Citus coordinator a node's ledger transaction marks its site-hours, summed once it commits
+    (``accounting.site_hours``); a test's transaction never commits, so they are summed at once, as after the
+    commit. A test marked ``site_hours_marked`` keeps the marks as they stand (nothing else changes elsewhere)."""
+    if "site_hours_marked" not in request.keywords:
+        monkeypatch.setattr("accounting.site_hours._after_commit", lambda settle: settle())
+
+
+@pytest.fixture(autouse=True)
 def _stand_in_resolver(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """Outbound URLs (``common.outbound``) resolve from ``STAND_IN_NAMES``; other names do not resolve."""
     import socket

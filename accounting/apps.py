@@ -54,15 +54,12 @@ def _endpoint_site_hours(endpoint: Any) -> set[Any]:
     """The site-hours of the lines of the node-hours where the endpoint served output tokens: their served rows
     (``accounting.served_hours``) hold its hours, or its node's others' shared with it."""
     from accounting.models import NodeHourLedger
-    from accounting.site_hours import site_hours_in_use
     from telemetry.models import EndpointHourUsage
 
-    if not site_hours_in_use():  # a Citus coordinator keeps none: no query over every node's shard
-        return set()
-    node_id = endpoint.node_id  # both tables read by the node's key
+    node_id = endpoint.node_id  # both tables read by the node's key (on Citus: its shard)
     served = EndpointHourUsage.objects.filter(node_id=node_id, endpoint_id=endpoint.pk, generation_tokens__gt=0)
     lines = NodeHourLedger.objects.filter(node_id=node_id, hour_start__in=served.values("hour_start"))
-    return set(lines.values_list("site_id", "hour_start"))
+    return set(lines.values_list("organization_id", "site_id", "hour_start"))
 
 
 def _endpoint_deleting(*, instance: Any, **_: Any) -> None:
@@ -71,18 +68,20 @@ def _endpoint_deleting(*, instance: Any, **_: Any) -> None:
 
 
 def _endpoint_deleted(*, instance: Any, **_: Any) -> None:
-    """The served rows of the deleted endpoint's site-hours summed again, in the deletion's transaction."""
+    """The served rows of the deleted endpoint's site-hours summed again, in the deletion's transaction (on Citus
+    too, not marked: the node may be going with it)."""
     from accounting.site_hours import site_hours_recompute
 
-    site_hours_recompute(getattr(instance, "_ledger_site_hours", ()))
+    site_hours_recompute((site, hour) for _, site, hour in getattr(instance, "_ledger_site_hours", ()))
 
 
 def _endpoint_saved(*, instance: Any, created: bool, update_fields: Any = None, **_: Any) -> None:
     """An endpoint saved anew may have another server kind (ingest saves the kind alone) or LLM model: the served
     rows are keyed by both (and the site-hours by the LLM model of the lines it holds whole), so its node-hours'
-    site-hours are summed again, in the save's transaction."""
+    site-hours are summed again, in the save's transaction (on Citus, marked in it: ingest's batch stays on the
+    node's shard)."""
     if created or (update_fields is not None and "kind" not in update_fields):
         return
-    from accounting.site_hours import site_hours_recompute
+    from accounting.site_hours import site_hours_changed
 
-    site_hours_recompute(_endpoint_site_hours(instance))
+    site_hours_changed(node_id=instance.node_id, site_hours=_endpoint_site_hours(instance))

@@ -68,7 +68,7 @@ from accounting.profiles import (
     profile_for_gpu,
 )
 from accounting.rates import rate_table
-from accounting.site_hours import site_hours_recompute
+from accounting.site_hours import site_hours_changed, site_hours_settle
 from accounting.tariff import in_force
 from common.periods import HOUR
 from common.stages import NodeHourStage
@@ -405,13 +405,12 @@ def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, 
     rows = [_row(context, line, usage, tokens) for line in lines]
     columns_fit(rows)  # an amount past its column is refused naming it; the queue parks the hour
     node = context.node
-    with transaction.atomic():  # the lines and their site-hours (accounting.site_hours) commit together
+    with transaction.atomic():  # the lines and their site-hours (or their marks: accounting.site_hours) commit together
         rows = ledger_rows_settle(node_id=node.pk, organization_id=node.fleet.organization_id, rows=rows, now=now)
         hours = [row.hour_start for row in rows]
         # The site-hours the lines leave (a node moved to another site) and those they join.
-        touched = set(
-            NodeHourLedger.objects.filter(node=node, hour_start__in=hours).values_list("site_id", "hour_start")
-        )
+        stored = NodeHourLedger.objects.filter(node=node, hour_start__in=hours)
+        touched = set(stored.values_list("organization_id", "site_id", "hour_start"))
         NodeHourLedger.objects.bulk_create(
             rows,
             update_conflicts=True,
@@ -420,7 +419,8 @@ def _lines_store(context: _NodeContext, lines: list[NodeHourLine], usage: dict, 
                 f.name for f in NodeHourLedger._meta.concrete_fields if f.name not in {"id", "node", "hour_start"}
             ],
         )
-        site_hours_recompute(touched | {(row.site_id, row.hour_start) for row in rows})
+        joined = {(row.organization_id, row.site_id, row.hour_start) for row in rows}
+        site_hours_changed(node_id=node.pk, site_hours=touched | joined)
         # The node's days of every hour computed (its lines counted; its serving days: a locked hour's
         # endpoint-hours may have changed too).
         node_days_recompute((node.pk, line.hour_start) for line in lines)
@@ -500,7 +500,9 @@ def ledger_pending_run(*, now: datetime, limit: int = 20_000) -> int:
     """
     _usage_changes_take(now=now)
     ledger_reopened_mark(now=now)
-    return queue_run(_LEDGER_QUEUE, now=now, limit=limit)
+    written = queue_run(_LEDGER_QUEUE, now=now, limit=limit)
+    site_hours_settle()  # any site-hour a node marked and no settle summed (accounting.site_hours)
+    return written
 
 
 _LEDGER_QUEUE = NodeHourQueue(

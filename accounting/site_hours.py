@@ -19,20 +19,26 @@ Lines written by any other way (SQL of a bench seed, a test's fixture) are summe
 ``site_hours_rebuild`` (``manage.py ledger_site_hours``, which also checks them against the lines), which sums the
 node-days again too (``accounting.node_days``: the ledger writes them beside the lines).
 
-On a Citus coordinator the rows are neither written nor read: a site-hour's lines lie on the shards of
-several nodes, and writing their sum in a node's ledger transaction would make it a multi-shard (two-phase)
-one. Reports there read the lines, spread over the workers (docs/scaling.md, "Citus"). The node-days and
-serving days, which are per node, are kept there too (on the node's shard).
+On a Citus coordinator a site-hour's lines lie on the shards of several nodes, and summing them in a node's
+ledger transaction would make it a multi-shard (two-phase) one. There the node's transaction marks the
+site-hours its lines changed instead (``site_hours_changed``: a ``LedgerSiteHourPending`` row on the node's
+shard, committed with the lines), and ``site_hours_settle`` sums them once it has committed (in its own
+transaction per site, under the same lock, the marks deleted in it), and again at the end of every ledger run
+for any left (a worker stopped between the two). Until then reports read a marked site-hour's lines instead of
+its rows (``site_hours_pending``; ``reports.selectors.lines.site_hours_serve``), so they give the same figures
+at every moment. The rows are citus local tables on the coordinator (docs/scaling.md, "Citus"). The node-days
+and serving days, which are per node, are written in the node's transaction on both.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, connections, transaction
+from django.db import DatabaseError, connection, connections, transaction
 from django.db.models import (
     BooleanField,
     Case,
@@ -46,10 +52,11 @@ from django.db.models import (
     Value,
     When,
 )
+from django.utils import timezone
 
 from accounting.ledger import ElectricityStatus
 from accounting.ledger.line import NO_PRICE_ID
-from accounting.models import LedgerServedHour, LedgerSiteHour, NodeHourLedger
+from accounting.models import LedgerServedHour, LedgerSiteHour, LedgerSiteHourPending, NodeHourLedger
 from accounting.node_days import node_days_check, node_days_rebuild
 from accounting.served_hours import served_rows_check, served_rows_delete, served_rows_store, sum_same
 from common.citus import citus_coordinator
@@ -60,11 +67,14 @@ __all__ = [
     "SHARE_KEYS",
     "SUMMED",
     "served_hours_fill",
+    "site_hours_changed",
     "site_hours_check",
     "site_hours_fill",
     "site_hours_in_use",
+    "site_hours_pending",
     "site_hours_rebuild",
     "site_hours_recompute",
+    "site_hours_settle",
     "unpriced_with_telemetry",
 ]
 
@@ -109,6 +119,8 @@ _NULLABLE = tuple(name for name in SUMMED if NodeHourLedger._meta.get_field(name
 _FIGURES = (*_COUNTS, *SUMMED, *MAXED)
 _ROW_KEYS = (*KEYS, *SHARE_KEYS)
 
+logger = logging.getLogger(__name__)
+
 # Two workers storing lines of one site recompute its site-hours one after the other (a transaction lock).
 _LOCK_NAMESPACE = 0x57A7  # pg_advisory_xact_lock(namespace, site id)
 
@@ -128,8 +140,84 @@ def unpriced_with_telemetry(line: str = "") -> Q:
 
 
 def site_hours_in_use(using: Any = connection) -> bool:
-    """Whether this database keeps (and reports read) the site-hours: everywhere but on a Citus coordinator."""
-    return not citus_coordinator(using)
+    """Whether this database keeps (and reports read) the site-hours: on every backend (a Citus coordinator
+    settles them after the node's transaction, ``site_hours_changed``). Tests turn it off to check the lines'
+    own path."""
+    return True
+
+
+def site_hours_changed(*, node_id: int, site_hours: Iterable[tuple[int, int, datetime]]) -> int:
+    """The node's lines of these ``(organization id, site id, hour start)`` changed in the caller's transaction
+    (it opens one when called outside): their site-hours are summed again from the lines.
+
+    On one server now, in the transaction (``site_hours_recompute``; returns the rows written). On a Citus
+    coordinator each is marked on the node's shard, so that the transaction stays on that shard, and settled once
+    it commits (``site_hours_settle``; returns 0): a mark made again takes the row's lock until the node's
+    transaction ends, so a settle that deleted it reads the lines it marks."""
+    triples = set(site_hours)
+    if not citus_coordinator():
+        return site_hours_recompute((site_id, hour) for _, site_id, hour in triples)
+    if not triples:
+        return 0
+    now = timezone.now()
+    marks = [
+        LedgerSiteHourPending(node_id=node_id, organization_id=org, site_id=site, hour_start=hour, marked_at=now)
+        for org, site, hour in sorted(triples)
+    ]
+    LedgerSiteHourPending.objects.bulk_create(
+        marks, update_conflicts=True, unique_fields=["node", "site", "hour_start"], update_fields=["marked_at"]
+    )
+    pairs = sorted({(site, hour) for _, site, hour in triples})
+    _after_commit(lambda: site_hours_settle(pairs))
+    return 0
+
+
+def _after_commit(settle: Callable[[], object]) -> None:
+    """Run ``settle`` once the caller's transaction has committed (an error in it is logged, never raised into
+    the caller: the marks stay for the ledger run's own settle)."""
+    transaction.on_commit(settle, robust=True)
+
+
+def site_hours_settle(site_hours: Iterable[tuple[int, datetime]] | None = None) -> int:
+    """Sum again the marked site-hours (``site_hours_changed``): of ``site_hours`` (``(site id, hour start)``), or
+    all; return how many were marked. Per site a transaction: the site's lock, its marks of those hours deleted,
+    its rows summed from the lines as they then stand. A site whose rows fail to sum keeps its marks (its reports
+    read its lines) and is logged; the other sites are settled."""
+    marks = LedgerSiteHourPending.objects.all()
+    wanted = set(marks.values_list("site_id", "hour_start").distinct()) if site_hours is None else set(site_hours)
+    by_site: dict[int, set[datetime]] = defaultdict(set)
+    for site_id, hour in wanted:
+        by_site[site_id].add(hour)
+    settled = 0
+    for site_id in sorted(by_site):
+        hours = sorted(by_site[site_id])
+        try:
+            with transaction.atomic():
+                _site_lock(site_id)
+                marked = set(marks.filter(site_id=site_id, hour_start__in=hours).values_list("hour_start", flat=True))
+                if not marked:
+                    continue
+                marks.filter(site_id=site_id, hour_start__in=sorted(marked)).delete()
+                site_hours_recompute((site_id, hour) for hour in marked)
+                settled += len(marked)
+        except DatabaseError:
+            logger.exception("site %s: its site-hours stay marked (reports read their lines)", site_id)
+    return settled
+
+
+def site_hours_pending(
+    *, organization_ids: Collection[int] | None, start: datetime | None = None, end: datetime | None = None
+) -> set[tuple[int, datetime]]:
+    """The organizations' (all: ``None``) marked site-hours (``site_hours_changed``) in ``[start, end)``, whose
+    rows are not summed yet: ``(site id, hour start)``. None on one server (nothing is marked there: no query)."""
+    if not citus_coordinator():
+        return set()
+    marks = _marks_of(organization_ids)
+    if start is not None:
+        marks = marks.filter(hour_start__gte=start)
+    if end is not None:
+        marks = marks.filter(hour_start__lt=end)
+    return set(marks.order_by().values_list("site_id", "hour_start").distinct())
 
 
 def site_hours_recompute(site_hours: Iterable[tuple[int, datetime]]) -> int:
@@ -137,8 +225,6 @@ def site_hours_recompute(site_hours: Iterable[tuple[int, datetime]]) -> int:
 
     Call it in the transaction that changed the lines (it opens one when called outside): the rows commit
     with them. Sites are locked in id order, so two callers never wait on each other in a circle."""
-    if not site_hours_in_use():
-        return 0
     by_site: dict[int, set[datetime]] = defaultdict(set)
     for site_id, hour in site_hours:
         by_site[site_id].add(hour)
@@ -157,10 +243,7 @@ def site_hours_recompute(site_hours: Iterable[tuple[int, datetime]]) -> int:
 
 def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> int:
     """Rebuild every row (of ``organization_ids``, or of all) from the lines; return how many were written. The
-    node-days and serving days too, which a Citus coordinator keeps where it keeps no site-hours."""
-    if not site_hours_in_use():
-        node_days_rebuild(organization_ids=organization_ids)
-        return 0
+    node-days and serving days too. Any marks of them (``site_hours_changed``) go: the rows are summed anew."""
     rows, lines = _of(organization_ids)
     with transaction.atomic():
         site_ids = sorted(set(lines.values_list("site_id", flat=True).distinct()) | set(
@@ -169,6 +252,7 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
         for site_id in site_ids:
             _site_lock(site_id)
         rows.delete()
+        _marks_of(organization_ids).delete()
         written = _rows_store(lines)
         _served_of(organization_ids).delete()
         _served_store_by_site(lines, site_ids)
@@ -177,11 +261,14 @@ def site_hours_rebuild(*, organization_ids: Collection[int] | None = None) -> in
 
 
 def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list[str]:
-    """How the rows differ from the lines, per site-hour (nothing: they agree, or none are kept), then the
-    node-days' and serving days'. Reads both."""
-    if not site_hours_in_use():
-        return node_days_check(organization_ids=organization_ids)
+    """How the rows differ from the lines, per site-hour (nothing: they agree), then the node-days' and serving
+    days'. Reads both. A marked site-hour (``site_hours_changed``), whose rows are not summed yet and which
+    reports read from its lines meanwhile, is not compared."""
     rows, lines = _of(organization_ids)
+    marked = Q(pk__in=[])
+    for site_id, hour in set(_marks_of(organization_ids).values_list("site_id", "hour_start")):
+        marked |= Q(site_id=site_id, hour_start=hour)
+    rows, lines = rows.exclude(marked), lines.exclude(marked)
     stored: dict[tuple[Any, ...], dict[str, Any]] = {}
     problems = []
     for row in rows.values(*_ROW_KEYS, "pricing_price_id", *_FIGURES):
@@ -202,7 +289,7 @@ def site_hours_check(*, organization_ids: Collection[int] | None = None) -> list
         for name in _FIGURES:
             if not sum_same(have[name], want[name]):
                 problems.append(f"{name} {have[name]} != lines' {want[name]} in {named}")
-    problems += served_rows_check(_served_of(organization_ids), lines)
+    problems += served_rows_check(_served_of(organization_ids).exclude(marked), lines)
     return problems + node_days_check(organization_ids=organization_ids)
 
 
@@ -212,6 +299,12 @@ def _of(organization_ids: Collection[int] | None) -> tuple[QuerySet[LedgerSiteHo
     if organization_ids is None:
         return rows, lines
     return rows.filter(organization_id__in=organization_ids), lines.filter(organization_id__in=organization_ids)
+
+
+def _marks_of(organization_ids: Collection[int] | None) -> QuerySet[LedgerSiteHourPending]:
+    """The marked site-hours (``site_hours_changed``) of ``organization_ids`` (of all: ``None``)."""
+    marks = LedgerSiteHourPending.objects.all()
+    return marks if organization_ids is None else marks.filter(organization_id__in=organization_ids)
 
 
 def _served_of(organization_ids: Collection[int] | None) -> QuerySet[LedgerServedHour]:
@@ -259,16 +352,12 @@ def _grouped(
 def site_hours_fill(line_model: Any, row_model: Any, using: Any = connection) -> int:
     """Sum every line of ``line_model`` into ``row_model`` (empty): the migration that adds the rows runs it
     on its own (historical) models."""
-    if not site_hours_in_use(using):
-        return 0
     return _rows_store(line_model.objects.all(), row_model)
 
 
 def served_hours_fill(line_model: Any, usage_model: Any, row_model: Any, using: Any = connection) -> int:
     """Sum every line of ``line_model`` into ``row_model``'s served site-hours (empty; ``accounting.served_hours``):
     the migration that adds them runs it on its own models."""
-    if not site_hours_in_use(using):
-        return 0
     lines = line_model.objects.all()
     site_ids = sorted(set(lines.values_list("site_id", flat=True).distinct()))
     return _served_store_by_site(lines, site_ids, usage_model=usage_model, row_model=row_model)

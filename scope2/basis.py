@@ -114,7 +114,9 @@ def basis_by_site(
     """Per site, the factor basis of the lines ``where`` selects in ``[start, end)``: one query, by site and
     intensity source (the lifecycle basis' sources), added up per site (exact ``Decimal`` sums). Read from the
     lines' site-hours where ``by_status`` says ``where`` as a condition on the electricity status alone."""
-    site_hours = by_status is not None and site_hours_serve(keys=["site_id", "location_source"])
+    site_hours = by_status is not None and site_hours_serve(
+        organization_ids=[organization_id], start=start, end=end, keys=["site_id", "location_source"]
+    )
     lines = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours).filter(
         by_status if site_hours else where
     )

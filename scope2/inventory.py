@@ -338,7 +338,9 @@ def embodied_in_force(
 ) -> tuple[AmortizationInForce, AmortizedEmbodied]:
     """The amortization in force over the period's lines and their embodied carbon: one query, the lines
     summed per (amortization method, GPU model)."""
-    site_hours = site_hours_serve(keys=["amortization", "gpu_model"])  # the lines' site-hours, where kept
+    site_hours = site_hours_serve(
+        organization_ids=[organization_id], start=start, end=end, keys=["amortization", "gpu_model"]
+    )  # the lines' site-hours, where kept
     lines = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
     rows = list(
         lines.values("amortization", "gpu_model")

@@ -85,7 +85,9 @@ def _site_hours(
         default=Value(ZERO),
         output_field=DecimalField(max_digits=28, decimal_places=12),
     )
-    site_hours = by_status is not None and site_hours_serve(keys=["site_id", "hour_start"])
+    site_hours = by_status is not None and site_hours_serve(
+        organization_ids=[organization_id], start=start, end=end, keys=["site_id", "hour_start"]
+    )
     lines = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
     rows = (
         lines.filter(by_status if site_hours else scope2)

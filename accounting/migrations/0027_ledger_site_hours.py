@@ -5,9 +5,12 @@ from django.db import migrations, models
 
 
 def _fill(apps, schema_editor) -> None:
-    """The lines stored before this migration, summed into their site-hours (none on a Citus coordinator)."""
+    """The lines stored before this migration, summed into their site-hours (on a Citus coordinator by 0037)."""
     from accounting.site_hours import site_hours_fill
+    from common.citus import citus_coordinator
 
+    if citus_coordinator(schema_editor.connection):
+        return
     site_hours_fill(
         apps.get_model("accounting", "NodeHourLedger"),
         apps.get_model("accounting", "LedgerSiteHour"),

@@ -6,9 +6,12 @@ from django.db import migrations, models
 
 def _fill(apps, schema_editor) -> None:
     """The lines stored before this migration that one endpoint served whole, summed into their served
-    site-hours (none on a Citus coordinator)."""
+    site-hours (on a Citus coordinator by 0037)."""
     from accounting.site_hours import served_hours_fill
+    from common.citus import citus_coordinator
 
+    if citus_coordinator(schema_editor.connection):
+        return
     served_hours_fill(
         apps.get_model("accounting", "NodeHourLedger"),
         apps.get_model("telemetry", "EndpointHourUsage"),

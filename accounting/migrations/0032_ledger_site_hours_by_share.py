@@ -5,10 +5,11 @@ from django.db import migrations, models
 
 def _refill(apps, schema_editor) -> None:
     """The site-hours summed again from the lines, now keyed by their sole endpoint's LLM model and whether they
-    served an output token (none kept on a Citus coordinator)."""
-    from accounting.site_hours import site_hours_fill, site_hours_in_use
+    served an output token (on a Citus coordinator by 0037)."""
+    from accounting.site_hours import site_hours_fill
+    from common.citus import citus_coordinator
 
-    if not site_hours_in_use(schema_editor.connection):
+    if citus_coordinator(schema_editor.connection):
         return
     rows = apps.get_model("accounting", "LedgerSiteHour")
     rows.objects.all().delete()

@@ -7,7 +7,7 @@ once its row estimate runs ahead of the table (rows written since the last ANALY
 hashing: 54 ms instead of 27 (bench/README.md). The same ``ndistinct`` statistics as the lines', on the same
 columns and bucket expressions (written as Django writes them, so that the planner matches them), give ~1,500
 groups and a hash aggregate. They take effect at the next ANALYZE, which this migration runs. On SQLite nothing,
-nor on a Citus coordinator, which keeps no site-hours (``accounting.site_hours.site_hours_in_use``).
+nor on a Citus coordinator, where 0037 makes them once it has filled the site-hours.
 """
 
 from django.db import migrations
@@ -28,16 +28,21 @@ _BUCKETS = {
 
 
 def statistics_create(apps, schema_editor):
-    from accounting.site_hours import site_hours_in_use
+    from common.citus import citus_coordinator
 
-    if schema_editor.connection.vendor != "postgresql" or not site_hours_in_use(schema_editor.connection):
+    if schema_editor.connection.vendor != "postgresql" or citus_coordinator(schema_editor.connection):
         return
+    statistics_make(schema_editor)
+
+
+def statistics_make(schema_editor, *, analyze: bool = True):
     for name, bucket in _BUCKETS.items():
         columns = ", ".join((bucket, *_GROUPED))
         schema_editor.execute(
             f"CREATE STATISTICS IF NOT EXISTS {name} (ndistinct) ON {columns} FROM accounting_ledgersitehour"
         )
-    schema_editor.execute("ANALYZE accounting_ledgersitehour")
+    if analyze:
+        schema_editor.execute("ANALYZE accounting_ledgersitehour")
 
 
 def statistics_drop(apps, schema_editor):

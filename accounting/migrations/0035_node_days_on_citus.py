@@ -32,12 +32,12 @@ def _foreign_keys(cursor, table: str) -> list[str]:
     return [f'ALTER TABLE "{table}" ADD CONSTRAINT "{name}" {definition}' for name, definition in cursor.fetchall()]
 
 
-def distribute_and_fill(apps, schema_editor) -> None:
-    if not _0025.citus_present(schema_editor):
-        return
+def by_node_distribute(schema_editor, tables: list[str]) -> None:
+    """Make each of ``tables`` (each with an ``id`` identity and a ``node_id``) distributed by node in the node
+    group, keyed ``(node_id, id)``, its foreign keys to reference tables added again (a Citus coordinator only)."""
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
-        for table in TABLES:
+        for table in tables:
             if _0026._distribution_column(cursor, table) == "node_id":
                 continue
             restore = _foreign_keys(cursor, table)
@@ -45,6 +45,12 @@ def distribute_and_fill(apps, schema_editor) -> None:
             _0026._identity_table_redistribute(cursor, table, name)
             for statement in restore:
                 cursor.execute(statement)
+
+
+def distribute_and_fill(apps, schema_editor) -> None:
+    if not _0025.citus_present(schema_editor):
+        return
+    by_node_distribute(schema_editor, TABLES)
 
     from accounting.node_days import node_days_fill
     from accounting.serving_days import serving_days_fill

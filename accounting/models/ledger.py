@@ -23,6 +23,7 @@ __all__ = [
     "LedgerServingDay",
     "LedgerSettings",
     "LedgerSiteHour",
+    "LedgerSiteHourPending",
     "NodeHourLedger",
 ]
 
@@ -389,6 +390,31 @@ class LedgerNodeDay(models.Model):
 
     def __str__(self) -> str:
         return f"node {self.node_id} {self.day_start:%Y-%m-%d} {self.electricity_status} ({self.lines} lines)"
+
+
+class LedgerSiteHourPending(models.Model):
+    """A site-hour whose site-hours and served rows are to be summed again from its lines, marked by a node whose
+    lines of the hour changed (``accounting.site_hours``).
+
+    Written only on a Citus coordinator, in the node's ledger transaction (on the node's shard: the site's other
+    nodes' lines lie on other shards), and settled after it commits; reports read the lines of a marked
+    site-hour, never its rows. On one server the rows are summed in the node's transaction and nothing is marked.
+    """
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="+")
+    site = models.ForeignKey(Site, on_delete=models.CASCADE, related_name="+")
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
+    hour_start = models.DateTimeField()
+    marked_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["node", "site", "hour_start"], name="ledger_site_hour_pending_key")
+        ]
+        indexes = [models.Index(fields=["organization", "hour_start"], name="ledger_site_hour_pending_org")]
+
+    def __str__(self) -> str:
+        return f"site {self.site_id} {self.hour_start:%Y-%m-%d %H:00} (node {self.node_id})"
 
 
 class LedgerPending(NodeHourMark):

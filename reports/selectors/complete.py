@@ -25,10 +25,11 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from accounting.models import LedgerPending, NodeHourLedger
+from accounting.site_hours import site_hours_pending
 from common.periods import HOUR
 from common.scope import NO_FILTERS, ReportFilters
 from grid.hours import floor_hour
-from reports.selectors.lines import ledger_rows, site_hours_serve
+from reports.selectors.lines import ledger_rows, site_hours_hold
 from telemetry.models import RollupPending, UsageChanged
 
 # How far back ``complete_through`` walks over hours that are not final: a ledger further behind than
@@ -128,9 +129,10 @@ def final_ledger_rows(
     filters: ReportFilters = NO_FILTERS,
 ) -> FinalRows:
     """The final node-hours' lines of ``[start, end)``, and as row sets: the site-hours all of whose lines are
-    final, and the final lines of the other site-hours (those holding a marked node-hour: a few, as
-    ``MARKS_LISTED`` allows). Where site-hours cannot serve ``keys`` and ``filters`` (``site_hours_serve``), or
-    past ``MARKS_LISTED`` marks, the final lines alone. One query (the marks), as ``final_q``.
+    final, and the final lines of the other site-hours (those holding a marked node-hour, or whose rows are not
+    summed yet, ``site_hours_pending``: a few, as ``MARKS_LISTED`` allows). Where site-hours cannot serve
+    ``keys`` and ``filters`` (``site_hours_hold``), or past ``MARKS_LISTED`` marks, the final lines alone. One
+    query (the marks), as ``final_q``; on a Citus coordinator a second (the site-hours not summed yet).
 
     Sum each set grouped by the same keys and add the sums: the same figures as the final lines summed at once.
     """
@@ -139,14 +141,18 @@ def final_ledger_rows(
     marks = _marks_before(through, organization_ids)
     condition = _final(through, marks, node="node_id")
     lines = ledger_rows(**scope, site_hours=False).filter(condition)
-    if marks is None or not site_hours_serve(keys=keys, filters=filters):
+    if marks is None or not site_hours_hold(keys=keys, filters=filters):
+        return FinalRows(lines, ((lines, False),), condition, through, marks)
+    # The site-hours whose rows are not summed yet (on a Citus coordinator, for a moment: accounting.site_hours).
+    held = site_hours_pending(organization_ids=organization_ids, start=start, end=end)
+    if len(held) > MARKS_LISTED:
         return FinalRows(lines, ((lines, False),), condition, through, marks)
     marked = Q(pk__in=[])
     for hour_start, node_ids in marks.items():
         marked |= Q(hour_start=hour_start, node_id__in=sorted(node_ids))
     # The site-hours a marked node-hour's line is summed in (the line's own site: a node may have moved since).
     lines_marked = NodeHourLedger.objects.filter(marked, organization_id__in=organization_ids)
-    held: set[tuple[int, datetime]] = set(lines_marked.values_list("site_id", "hour_start"))
+    held |= set(lines_marked.values_list("site_id", "hour_start"))
     unsettled = Q(pk__in=[])
     for site_id, hour_start in sorted(held):
         unsettled |= Q(site_id=site_id, hour_start=hour_start)

@@ -12,7 +12,7 @@ from accounting.hardware import HardwareProfile as HardwareProfileData
 from accounting.hardware import Source, load_catalog
 from accounting.models import HardwareProfile, LedgerSiteHour, NodeHourLedger
 from accounting.profiles import UNKNOWN_MODEL, hardware_profiles, profile_for_gpu
-from accounting.site_hours import KEYS, SHARE_KEYS, site_hours_in_use
+from accounting.site_hours import KEYS, SHARE_KEYS, site_hours_in_use, site_hours_pending
 from common.scope import NO_FILTERS, ReportFilters
 from fleets.models import Gpu
 
@@ -42,13 +42,30 @@ def _of_period(
 _SITE_HOUR_KEYS = frozenset(KEYS) | {key.removesuffix("_id") for key in KEYS} | frozenset(SHARE_KEYS)
 
 
-def site_hours_serve(*, keys: Iterable[str] = (), filters: ReportFilters = NO_FILTERS) -> bool:
+def site_hours_hold(*, keys: Iterable[str] = (), filters: ReportFilters = NO_FILTERS) -> bool:
     """Whether a query grouped by ``keys`` (fields, or lookups through site, fleet or organization) and narrowed
     by ``filters`` reads the same figures from the site-hours (``accounting.site_hours``) as from the lines:
     not per node, nor by what only a node has (its tenure), nor by a price (the rows say priced or not only)."""
     if filters.node_ids or not site_hours_in_use():
         return False
     return all(key.split("__")[0] in _SITE_HOUR_KEYS for key in keys)
+
+
+def site_hours_serve(
+    *,
+    organization_ids: Collection[int],
+    start: datetime,
+    end: datetime,
+    keys: Iterable[str] = (),
+    filters: ReportFilters = NO_FILTERS,
+) -> bool:
+    """Whether the site-hours of ``[start, end)`` serve a query grouped by ``keys`` and narrowed by ``filters``
+    (``site_hours_hold``) now: none of the organizations' site-hours of the period is marked to be summed again
+    (on a Citus coordinator, for the moment after a node's ledger transaction, ``site_hours_pending``); else the
+    lines, which hold the figures already."""
+    if not site_hours_hold(keys=keys, filters=filters):
+        return False
+    return not site_hours_pending(organization_ids=organization_ids, start=start, end=end)
 
 
 def ledger_rows(

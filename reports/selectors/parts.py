@@ -76,7 +76,7 @@ def ledger_parts(
     site_hours = (
         (not annotations or site_hour_annotations)
         and site_hours_can_sum(extra)
-        and site_hours_serve(keys=named, filters=filters)
+        and site_hours_serve(organization_ids=organization_ids, start=start, end=end, keys=named, filters=filters)
     )
     lines = ledger_rows(organization_ids=organization_ids, start=start, end=end, filters=filters, site_hours=site_hours)
     grouping = list(keys)

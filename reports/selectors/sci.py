@@ -17,6 +17,6 @@ def requests_answered(*, organization_id: int, start: datetime, end: datetime) -
     whose energy, embodied carbon and tokens SCI's other terms sum, and no other (one still open, one whose line
     is not computed yet). Read from the lines' site-hours where they are kept (``accounting.site_hours``).
     """
-    site_hours = site_hours_serve()
+    site_hours = site_hours_serve(organization_ids=[organization_id], start=start, end=end)
     rows = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
     return int(rows.aggregate(requests=Sum("requests"))["requests"] or 0)

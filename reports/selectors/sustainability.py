@@ -158,7 +158,7 @@ _ZONE_HOUR_KEYS = ("site__grid_zone", "hour_start", "location_source", "location
 
 def quality_hours(*, organization_id: int, start: datetime, end: datetime) -> tuple[QualityHour, ...]:
     """Each UTC hour with ledger lines: node-hours held, measured, bridged (and so missing), and unpriced, by hour."""
-    site_hours = site_hours_serve(keys=["hour_start"])
+    site_hours = site_hours_serve(organization_ids=[organization_id], start=start, end=end, keys=["hour_start"])
     rows = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
     sums = rows_aggregates(QUALITY_SUMS, site_hours=site_hours)
     return _quality_hours_from(rows.values("hour_start").annotate(**sums).order_by())
@@ -174,7 +174,7 @@ def zone_hours(
     its own sites): one entry each. Quality hours: as ``quality_hours``, each hour's the sum of its rows'.
     Read from the lines' site-hours where they are kept (``accounting.site_hours``).
     """
-    site_hours = site_hours_serve(keys=_ZONE_HOUR_KEYS)
+    site_hours = site_hours_serve(organization_ids=[organization_id], start=start, end=end, keys=_ZONE_HOUR_KEYS)
     lines = ledger_rows(organization_ids=[organization_id], start=start, end=end, site_hours=site_hours)
     rows = list(
         lines.values(*_ZONE_HOUR_KEYS)

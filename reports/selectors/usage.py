@@ -241,7 +241,9 @@ def report_row(
 def _usage_query(spec: UsageSpec) -> _UsageQuery:
     """The report's query: over the lines' site-hours where they serve its group and filters, else the lines."""
     group = [] if spec.group_by is GroupBy.NONE else [_GROUP_FIELDS[spec.group_by]]
-    site_hours = site_hours_serve(keys=group, filters=spec.filters)
+    site_hours = site_hours_serve(
+        organization_ids=spec.organization_ids, start=spec.start, end=spec.end, keys=group, filters=spec.filters
+    )
     lines = ledger_rows(
         organization_ids=spec.organization_ids, start=spec.start, end=spec.end, filters=spec.filters,
         site_hours=site_hours,

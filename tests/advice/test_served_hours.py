@@ -9,19 +9,13 @@ import pytest
 from django.core.management import call_command
 
 from accounting.models import LedgerServedHour, NodeHourLedger
-from accounting.site_hours import served_hours_fill, site_hours_check, site_hours_in_use, site_hours_rebuild
+from accounting.site_hours import served_hours_fill, site_hours_check, site_hours_rebuild
 from reports.curves import load_curves
 from telemetry.models import EndpointHourUsage, ServingEndpoint
 from tests.helpers.curves import curves_from_lines, curves_same
 from tests.helpers.dashboard_data import period, recent_hours, second_model_serve, two_fleets
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def kept(db):
-    if not site_hours_in_use():
-        pytest.skip("on a Citus coordinator the ledger keeps no served site-hours (tests/reports/test_site_hours.py)")
 
 
 @pytest.fixture

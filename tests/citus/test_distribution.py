@@ -24,6 +24,7 @@ NODE_TABLES = [
     "telemetry_endpointhourusage",
     "accounting_ledgernodeday",
     "accounting_ledgerservingday",
+    "accounting_ledgersitehourpending",
 ]
 REFERENCE_TABLES = [
     "fleets_organization",

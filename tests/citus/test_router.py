@@ -44,6 +44,7 @@ def multi_task_refused() -> None:
         GpuHourUsage.objects.count()
 
 
+@pytest.mark.site_hours_marked  # its site-hours summed after the commit, in a transaction of their own
 def test_a_steady_batch_its_rollup_ledger_and_node_page_route_each_statement_to_the_nodes_shard(
     client: Any,
 ) -> None:

@@ -10,11 +10,13 @@ from decimal import Decimal
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection, connections, transaction
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from accounting.models import LedgerServedHour, LedgerSiteHour, NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute
-from accounting.site_hours import site_hours_check, site_hours_in_use, site_hours_rebuild
+from accounting.site_hours import site_hours_check, site_hours_pending, site_hours_rebuild, site_hours_settle
+from common.citus import citus_coordinator
 from common.periods import Granularity
 from reports.display import sustainability_output, usage_row_output
 from reports.selectors import GroupBy, UsageSpec, fleet_comparison, report_rows, sustainability_report
@@ -28,15 +30,6 @@ from tests.helpers.factories import GpuFactory, NodeFactory, NodePriceFactory, S
 from tests.helpers.reports import END, H2, H3, HOURS, LONG_AGO, START, endpoint, endpoint_hour, h100_usage
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def kept(request, db):
-    """The site-hours are kept on SQLite and PostgreSQL; on a Citus coordinator only the test that says they are
-    not runs."""
-    on_citus = not site_hours_in_use()
-    if on_citus != ("citus" in request.keywords):
-        pytest.skip("on a Citus coordinator the ledger keeps no site-hours" if on_citus else "Citus only")
 
 
 def second_h100(fleets, *, hostname="h100-b"):
@@ -263,16 +256,38 @@ def test_the_scope2_report_from_site_hours_is_the_report_from_lines(fleets, org_
 
 
 @pytest.mark.citus
-def test_on_a_citus_coordinator_the_site_hours_are_neither_written_nor_read(fleets, org_a, monkeypatch):
-    assert NodeHourLedger.objects.filter(organization=org_a).exists()
-    assert not LedgerSiteHour.objects.exists()  # a node's ledger transaction stays on its shard
-    assert not LedgerServedHour.objects.exists()  # nor its served site-hours (accounting.served_hours)
-    read = usage(org_a, Granularity.DAY, GroupBy.FLEET)
-
-    assert [usage_row_output(row) for row in read] == [
+@pytest.mark.site_hours_marked
+def test_on_a_citus_coordinator_a_booking_marks_its_site_hours_and_reports_read_their_lines_until_summed(
+    fleets, org_a, monkeypatch
+):
+    if not citus_coordinator():
+        pytest.skip("Citus only: one server sums the site-hours in the node's transaction")
+    # given: each node's lines booked in its own transaction, which stays on the node's shard: the site-hours marked
+    booked = set(NodeHourLedger.objects.filter(organization=org_a).values_list("site_id", "hour_start"))
+    assert site_hours_pending(organization_ids=[org_a.pk]) == booked
+    assert not LedgerSiteHour.objects.filter(organization=org_a).exists()
+    assert not LedgerServedHour.objects.filter(organization_id=org_a.pk).exists()
+    lines_read = [
         usage_row_output(row) for row in from_lines(monkeypatch, lambda: usage(org_a, Granularity.DAY, GroupBy.FLEET))
     ]
-    assert read[0].sums.totals.cost > 0
+
+    # when: a report is read meanwhile
+    with CaptureQueriesContext(connection) as marked_queries:
+        marked_read = [usage_row_output(row) for row in usage(org_a, Granularity.DAY, GroupBy.FLEET)]
+    # then: from the lines, the same figures
+    assert marked_read == lines_read
+    assert "\"accounting_ledgersitehour\"" not in " ".join(query["sql"] for query in marked_queries)
+
+    # when: the marks are settled (after each node's commit, and at the end of every ledger run)
+    assert site_hours_settle() == len(booked) + 3  # and org B's node's three hours
+    # then: none is left, the rows agree with the lines, and the report reads them with the same figures
+    assert site_hours_pending(organization_ids=None) == set()
+    assert site_hours_check() == []
+    with CaptureQueriesContext(connection) as summed_queries:
+        summed_read = [usage_row_output(row) for row in usage(org_a, Granularity.DAY, GroupBy.FLEET)]
+    assert "\"accounting_ledgersitehour\"" in " ".join(query["sql"] for query in summed_queries)
+    assert summed_read == lines_read
+    assert usage(org_a, Granularity.DAY, GroupBy.FLEET)[0].sums.totals.cost > 0
 
 
 def test_a_line_deleted_in_the_admin_leaves_its_site_hour(fleets, org_a, admin_client):
