@@ -141,8 +141,8 @@ def unpriced_with_telemetry(line: str = "") -> Q:
 
 def site_hours_in_use(using: Any = connection) -> bool:
     """Whether this database keeps (and reports read) the site-hours: on every backend (a Citus coordinator
-    settles them after the node's transaction, ``site_hours_changed``). Tests turn it off to check the lines'
-    own path."""
+    settles them after the node's transaction, ``site_hours_changed``). Tests and ``bench.ledger`` turn it off to
+    check or time the lines' own path."""
     return True
 
 
@@ -154,6 +154,8 @@ def site_hours_changed(*, node_id: int, site_hours: Iterable[tuple[int, int, dat
     coordinator each is marked on the node's shard, so that the transaction stays on that shard, and settled once
     it commits (``site_hours_settle``; returns 0): a mark made again takes the row's lock until the node's
     transaction ends, so a settle that deleted it reads the lines it marks."""
+    if not site_hours_in_use():
+        return 0
     triples = set(site_hours)
     if not citus_coordinator():
         return site_hours_recompute((site_id, hour) for _, site_id, hour in triples)
@@ -225,6 +227,8 @@ def site_hours_recompute(site_hours: Iterable[tuple[int, datetime]]) -> int:
 
     Call it in the transaction that changed the lines (it opens one when called outside): the rows commit
     with them. Sites are locked in id order, so two callers never wait on each other in a circle."""
+    if not site_hours_in_use():
+        return 0
     by_site: dict[int, set[datetime]] = defaultdict(set)
     for site_id, hour in site_hours:
         by_site[site_id].add(hour)

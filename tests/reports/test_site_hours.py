@@ -13,11 +13,12 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+import accounting.site_hours
 from accounting.models import LedgerServedHour, LedgerSiteHour, NodeHourLedger
-from accounting.node_hour_lines import ledger_node_hours_compute
+from accounting.node_hour_lines import ledger_node_hours_compute, ledger_pending_run
 from accounting.site_hours import site_hours_check, site_hours_pending, site_hours_rebuild, site_hours_settle
 from common.citus import citus_coordinator
-from common.periods import Granularity
+from common.periods import HOUR, Granularity
 from reports.display import sustainability_output, usage_row_output
 from reports.selectors import GroupBy, UsageSpec, fleet_comparison, report_rows, sustainability_report
 from reports.sharing import IdleTreatment
@@ -276,7 +277,7 @@ def test_on_a_citus_coordinator_a_booking_marks_its_site_hours_and_reports_read_
         marked_read = [usage_row_output(row) for row in usage(org_a, Granularity.DAY, GroupBy.FLEET)]
     # then: from the lines, the same figures
     assert marked_read == lines_read
-    assert "\"accounting_ledgersitehour\"" not in " ".join(query["sql"] for query in marked_queries)
+    assert '"accounting_ledgersitehour"' not in " ".join(query["sql"] for query in marked_queries)
 
     # when: the marks are settled (after each node's commit, and at the end of every ledger run)
     assert site_hours_settle() == len(booked) + 3  # and org B's node's three hours
@@ -285,9 +286,59 @@ def test_on_a_citus_coordinator_a_booking_marks_its_site_hours_and_reports_read_
     assert site_hours_check() == []
     with CaptureQueriesContext(connection) as summed_queries:
         summed_read = [usage_row_output(row) for row in usage(org_a, Granularity.DAY, GroupBy.FLEET)]
-    assert "\"accounting_ledgersitehour\"" in " ".join(query["sql"] for query in summed_queries)
+    assert '"accounting_ledgersitehour"' in " ".join(query["sql"] for query in summed_queries)
     assert summed_read == lines_read
     assert usage(org_a, Granularity.DAY, GroupBy.FLEET)[0].sums.totals.cost > 0
+
+
+@pytest.mark.citus
+@pytest.mark.site_hours_marked
+def test_on_a_citus_coordinator_the_ledger_run_settles_marks_no_commit_settled(fleets, org_a, org_b):
+    if not citus_coordinator():
+        pytest.skip("Citus only: one server marks nothing")
+    # given: marks left behind (a worker stopped between a node's commit and its settle)
+    assert site_hours_pending(organization_ids=None)
+
+    # when: the ledger runs, with nothing in its queue
+    ledger_pending_run(now=END + 2 * HOUR)
+
+    # then: every mark is settled and the rows agree with the lines
+    assert site_hours_pending(organization_ids=None) == set()
+    assert site_hours_check() == []
+    assert LedgerSiteHour.objects.filter(organization=org_b).count() == len(HOURS)
+
+
+@pytest.mark.citus
+@pytest.mark.site_hours_marked
+def test_on_a_citus_coordinator_a_site_whose_rows_fail_to_sum_keeps_its_marks_and_the_others_settle(
+    fleets, org_a, org_b, monkeypatch
+):
+    if not citus_coordinator():
+        pytest.skip("Citus only: one server marks nothing")
+    failing = fleets.h100.site_id
+    recompute = accounting.site_hours.site_hours_recompute
+
+    def fails_for_one_site(site_hours):
+        site_hours = list(site_hours)
+        if any(site_id == failing for site_id, _ in site_hours):
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1 / 0")  # a database error while that site's rows are summed
+        return recompute(site_hours)
+
+    monkeypatch.setattr("accounting.site_hours.site_hours_recompute", fails_for_one_site)
+    # when: every mark is settled
+    site_hours_settle()
+
+    # then: the failing site's marks stay (its reports read its lines), the other organization's are summed
+    assert {site_id for site_id, _ in site_hours_pending(organization_ids=None)} == {failing}
+    assert site_hours_pending(organization_ids=[org_b.pk]) == set()
+    assert LedgerSiteHour.objects.filter(organization=org_b).count() == len(HOURS)
+    assert not LedgerSiteHour.objects.filter(site_id=failing).exists()
+    read = [usage_row_output(row) for row in usage(org_a, Granularity.TOTAL, GroupBy.SITE)]
+    assert len(read) == 2  # both sites, the failing one's from its lines
+    assert read == [
+        usage_row_output(row) for row in from_lines(monkeypatch, lambda: usage(org_a, Granularity.TOTAL, GroupBy.SITE))
+    ]
 
 
 def test_a_line_deleted_in_the_admin_leaves_its_site_hour(fleets, org_a, admin_client):

@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from accounting.node_hour_lines import ledger_node_hours_compute
+from common.citus import citus_coordinator
 from tests.helpers.factories import GpuFactory, NodeFactory, NodePriceFactory
 from tests.helpers.reports import H3, HOURS, LONG_AGO, hour_usage
 
@@ -23,6 +24,9 @@ pytestmark = pytest.mark.django_db
 # small reads.
 # What must not happen is the count growing with the nodes or hours (the second assertion).
 MAX_QUERIES = 40
+# On a Citus coordinator each read that may take the site-hours first asks whether any of them is marked to be
+# summed again (accounting.site_hours.site_hours_pending): seven in this report.
+CITUS_PENDING_READS = 7
 
 
 def sustainability_queries(client) -> int:
@@ -56,7 +60,7 @@ def test_the_report_reads_as_many_queries_for_five_times_the_nodes_and_hours(
     fleets, client_a, django_assert_max_num_queries
 ):
     # given: the report of two nodes over three hours
-    with django_assert_max_num_queries(MAX_QUERIES):
+    with django_assert_max_num_queries(MAX_QUERIES + (CITUS_PENDING_READS if citus_coordinator() else 0)):
         small = sustainability_queries(client_a)
 
     # when: eight more nodes and twelve more hours
