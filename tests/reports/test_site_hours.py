@@ -230,6 +230,60 @@ def test_two_workers_storing_lines_of_one_site_hour_at_once_lose_neither(fleets,
     assert all(row.cost > 0 for row in rows)
 
 
+@pytest.mark.citus
+@pytest.mark.site_hours_marked  # the settle runs after each real commit, as in production
+@pytest.mark.django_db(transaction=True)
+def test_on_a_citus_coordinator_two_workers_storing_lines_of_one_site_hour_at_once_lose_neither(fleets, org_a):
+    """One worker's node transaction holds its lines and marks uncommitted while the other books its own node and
+    commits, and its settle sums the site-hours without the first's lines; the first's settle, after its commit,
+    sums both. No worker waits on the other's node (each transaction stays on its node's shard)."""
+    if not citus_coordinator():
+        pytest.skip("Citus only: one server sums in the node's transaction (the test above)")
+    other = second_h100(fleets)
+    site_hours_settle()
+    NodeHourLedger.objects.filter(node__in=[fleets.h100, other]).update(cost=Decimal(0))
+    site_hours_rebuild()
+    stored, released = threading.Event(), threading.Event()
+    errors = []
+
+    def first():
+        try:
+            with transaction.atomic():
+                ledger_node_hours_compute(node_id=fleets.h100.pk, hour_starts=HOURS)
+                stored.set()
+                released.wait(10)
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    assert stored.wait(30)
+    # when: the other node is booked meanwhile (its transaction commits, its settle runs)
+    second = threading.Thread(target=lambda: (ledger_node_hours_compute(node_id=other.pk, hour_starts=HOURS),
+                                              connections.close_all()))  # fmt: skip
+    second.start()
+    second.join(30)
+    assert not second.is_alive()  # it waited for no lock of the first's
+    # then: the site-hours hold the second's new lines and the first's old ones, and the first's marks wait
+    rows = LedgerSiteHour.objects.filter(site=fleets.h100.site)
+    assert sorted(rows.values_list("hour_start", "lines")) == [(hour, 2) for hour in HOURS]
+    assert site_hours_pending(organization_ids=[org_a.pk]) == set()  # the first's marks are not committed yet
+    released.set()
+    worker.join(30)
+
+    # then: after the first's commit and settle, both nodes' new lines are summed, nothing is left marked
+    assert errors == []
+    assert site_hours_pending(organization_ids=None) == set()
+    assert site_hours_check() == []
+    rows = LedgerSiteHour.objects.filter(site=fleets.h100.site)
+    assert sorted(rows.values_list("hour_start", "lines")) == [(hour, 2) for hour in HOURS]  # one row each
+    lines = NodeHourLedger.objects.filter(site=fleets.h100.site)
+    assert all(row.cost == sum(line.cost for line in lines if line.hour_start == row.hour_start) for row in rows)
+    assert all(row.cost > 0 for row in rows)
+
+
 @pytest.mark.parametrize("split", [False, True], ids=["every node in scope 2", "a node chosen out of scope 2"])
 def test_the_scope2_report_from_site_hours_is_the_report_from_lines(fleets, org_a, monkeypatch, split):
     """Scope 2's site-hours and factor basis read site-hours where the scope follows from the electricity
