@@ -84,13 +84,16 @@ def token(transactional_db):
     return credential_issue(node=NodeFactory(hostname=HOSTNAME))
 
 
-def window() -> tuple[datetime, datetime]:
+@pytest.fixture
+def span() -> tuple[datetime, datetime]:
+    """The hour the collector backfills, fixed once per test (read again later, it would move past an hour's
+    turn: the collector and the rows expected of it would cover different hours)."""
     start = (datetime.now(UTC) - timedelta(hours=3)).replace(minute=0, second=0, microsecond=0)
     return start, start + WINDOW
 
 
-def collector(server: Server, token: str, spool: Path) -> subprocess.Popen[str]:
-    start, end = window()
+def collector(server: Server, token: str, spool: Path, span: tuple[datetime, datetime]) -> subprocess.Popen[str]:
+    start, end = span
     args = [
         "--server", server.url, "--token", token, "--simulate", SPEC, "--seed", str(SEED), "--hostname", HOSTNAME,
         "--start", start.isoformat(), "--end", end.isoformat(), "--batch-seconds", "60",
@@ -102,10 +105,10 @@ def collector(server: Server, token: str, spool: Path) -> subprocess.Popen[str]:
     )
 
 
-def expected_rows() -> set[tuple]:
+def expected_rows(span: tuple[datetime, datetime]) -> set[tuple]:
     """What the simulator produces for the window, computed here independently of any transfer."""
     backend = SimulatedBackend(parse_simulate_spec(SPEC), seed=SEED, hostname=HOSTNAME)
-    start, end = window()
+    start, end = span
     rows = set()
     for second in range(int((end - start).total_seconds())):
         for reading in backend.read(start.timestamp() + second):
@@ -130,8 +133,8 @@ def wait_until(condition, timeout_s: float) -> None:
         time.sleep(0.1)
 
 
-def test_server_restart_mid_backfill_loses_nothing_and_stores_nothing_twice(server, token, tmp_path):
-    agent = collector(server, token, tmp_path / "spool")
+def test_server_restart_mid_backfill_loses_nothing_and_stores_nothing_twice(server, token, tmp_path, span):
+    agent = collector(server, token, tmp_path / "spool", span)
     wait_until(lambda: GpuSample.objects.count() > 0, 60)
 
     server.stop()
@@ -141,26 +144,28 @@ def test_server_restart_mid_backfill_loses_nothing_and_stores_nothing_twice(serv
     _, stderr = agent.communicate(timeout=150)
 
     assert agent.returncode == 0, stderr
-    assert during_outage < len(expected_rows()), "the outage must fall in the middle of the run"
-    assert len(stored_rows()) == GpuSample.objects.count() == len(expected_rows()) == 2 * 60 * 60
-    assert stored_rows() == expected_rows()
+    expected = expected_rows(span)
+    assert during_outage < len(expected), "the outage must fall in the middle of the run"
+    assert len(stored_rows()) == GpuSample.objects.count() == len(expected) == 2 * 60 * 60
+    assert stored_rows() == expected
 
 
-def test_collector_killed_with_sigkill_and_restarted_loses_nothing(server, token, tmp_path):
+def test_collector_killed_with_sigkill_and_restarted_loses_nothing(server, token, tmp_path, span):
     spool = tmp_path / "spool"
-    first = collector(server, token, spool)
+    first = collector(server, token, spool, span)
     wait_until(lambda: GpuSample.objects.count() > 0, 60)
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=10)
     partial = GpuSample.objects.count()
 
-    second = collector(server, token, spool)
+    second = collector(server, token, spool, span)
     _, stderr = second.communicate(timeout=150)
 
     assert second.returncode == 0, stderr
-    assert 0 < partial < len(expected_rows())
-    assert GpuSample.objects.count() == len(expected_rows())
-    assert stored_rows() == expected_rows()
+    expected = expected_rows(span)
+    assert 0 < partial < len(expected)
+    assert GpuSample.objects.count() == len(expected)
+    assert stored_rows() == expected
 
 
 def test_the_collector_reading_dcgm_exporter_stores_the_exporters_energy_to_the_mj(server, tmp_path):
