@@ -67,6 +67,7 @@ __all__ = [
     "SHARE_KEYS",
     "SUMMED",
     "served_hours_fill",
+    "site_hours_any_pending",
     "site_hours_changed",
     "site_hours_check",
     "site_hours_fill",
@@ -214,12 +215,25 @@ def site_hours_pending(
     rows are not summed yet: ``(site id, hour start)``. None on one server (nothing is marked there: no query)."""
     if not citus_coordinator():
         return set()
+    marks = _marks_in(organization_ids, start, end)
+    return set(marks.order_by().values_list("site_id", "hour_start").distinct())
+
+
+def site_hours_any_pending(*, organization_ids: Collection[int], start: datetime, end: datetime) -> bool:
+    """Whether any of ``site_hours_pending`` is there: one ``EXISTS``, none on one server."""
+    return citus_coordinator() and _marks_in(organization_ids, start, end).exists()
+
+
+def _marks_in(
+    organization_ids: Collection[int] | None, start: datetime | None, end: datetime | None
+) -> QuerySet[LedgerSiteHourPending]:
+    """The marks of ``organization_ids`` (of all: ``None``) in ``[start, end)`` (either end open: ``None``)."""
     marks = _marks_of(organization_ids)
     if start is not None:
         marks = marks.filter(hour_start__gte=start)
     if end is not None:
         marks = marks.filter(hour_start__lt=end)
-    return set(marks.order_by().values_list("site_id", "hour_start").distinct())
+    return marks
 
 
 def site_hours_recompute(site_hours: Iterable[tuple[int, datetime]]) -> int:

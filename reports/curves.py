@@ -46,7 +46,7 @@ from django.db.models.functions import Cast
 
 from accounting.ledger.units import significant
 from accounting.models import LedgerServedHour
-from accounting.site_hours import site_hours_in_use, site_hours_pending
+from accounting.site_hours import site_hours_any_pending, site_hours_in_use
 from fleets.models import Fleet
 from reports.aggregates import AMOUNT, unpriced_with_telemetry
 from reports.bands import (
@@ -107,7 +107,7 @@ def load_curves(
     several = _nodes_with_several_endpoints(organization_ids, fleet_ids, wanted)
     others = usage.filter(node_id=OuterRef("node_id"), hour_start=OuterRef("hour_start")).exclude(pk=OuterRef("pk"))
     # The served site-hours hold the single node-hours (accounting.served_hours), once none is left to sum.
-    if site_hours_in_use() and not site_hours_pending(organization_ids=organization_ids, start=start, end=end):
+    if site_hours_in_use() and not site_hours_any_pending(organization_ids=organization_ids, start=start, end=end):
         singles = _stored_hours(organization_ids, start, end, fleet_ids, wanted)
     else:
         singles = _single_hours(with_line(asked.filter(~Exists(others)) if several else asked), lines_in)

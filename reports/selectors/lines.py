@@ -12,7 +12,7 @@ from accounting.hardware import HardwareProfile as HardwareProfileData
 from accounting.hardware import Source, load_catalog
 from accounting.models import HardwareProfile, LedgerSiteHour, NodeHourLedger
 from accounting.profiles import UNKNOWN_MODEL, hardware_profiles, profile_for_gpu
-from accounting.site_hours import KEYS, SHARE_KEYS, site_hours_in_use, site_hours_pending
+from accounting.site_hours import KEYS, SHARE_KEYS, site_hours_any_pending, site_hours_in_use
 from common.scope import NO_FILTERS, ReportFilters
 from fleets.models import Gpu
 
@@ -61,11 +61,11 @@ def site_hours_serve(
 ) -> bool:
     """Whether the site-hours of ``[start, end)`` serve a query grouped by ``keys`` and narrowed by ``filters``
     (``site_hours_hold``) now: none of the organizations' site-hours of the period is marked to be summed again
-    (on a Citus coordinator, for the moment after a node's ledger transaction, ``site_hours_pending``); else the
+    (on a Citus coordinator, for the moment after a node's ledger transaction, ``site_hours_any_pending``); else the
     lines, which hold the figures already."""
     if not site_hours_hold(keys=keys, filters=filters):
         return False
-    return not site_hours_pending(organization_ids=organization_ids, start=start, end=end)
+    return not site_hours_any_pending(organization_ids=organization_ids, start=start, end=end)
 
 
 def ledger_rows(

@@ -189,6 +189,29 @@ def test_the_check_finds_lines_changed_by_hand_and_the_rebuild_mends_them(fleets
     assert site_hours_rebuild(organization_ids=[org_a.pk]) == LedgerSiteHour.objects.filter(organization=org_a).count()
 
 
+def booking_held_open(node):
+    """A worker booking ``node``'s hours in a transaction it holds open (its lines stored, not committed) until
+    the returned event is set; returns once they are stored: the thread, the event, and its errors."""
+    stored, released = threading.Event(), threading.Event()
+    errors = []
+
+    def book():
+        try:
+            with transaction.atomic():
+                ledger_node_hours_compute(node_id=node.pk, hour_starts=HOURS)
+                stored.set()
+                released.wait(10)
+        except Exception as error:  # noqa: BLE001 - reported by the caller
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=book)
+    worker.start()
+    assert stored.wait(30)
+    return worker, released, errors
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite lets one writer at a time write")
 @pytest.mark.django_db(transaction=True)
 def test_two_workers_storing_lines_of_one_site_hour_at_once_lose_neither(fleets, org_a):
@@ -197,23 +220,7 @@ def test_two_workers_storing_lines_of_one_site_hour_at_once_lose_neither(fleets,
     other = second_h100(fleets)
     NodeHourLedger.objects.filter(node__in=[fleets.h100, other]).update(cost=Decimal(0))
     site_hours_rebuild()
-    stored, released = threading.Event(), threading.Event()
-    errors = []
-
-    def first():
-        try:
-            with transaction.atomic():
-                ledger_node_hours_compute(node_id=fleets.h100.pk, hour_starts=HOURS)
-                stored.set()
-                released.wait(10)
-        except Exception as error:  # noqa: BLE001 - reported below
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    worker = threading.Thread(target=first)
-    worker.start()
-    assert stored.wait(30)
+    worker, released, errors = booking_held_open(fleets.h100)
     second = threading.Thread(target=lambda: (ledger_node_hours_compute(node_id=other.pk, hour_starts=HOURS),
                                               connections.close_all()))  # fmt: skip
     second.start()
@@ -243,23 +250,7 @@ def test_on_a_citus_coordinator_two_workers_storing_lines_of_one_site_hour_at_on
     site_hours_settle()
     NodeHourLedger.objects.filter(node__in=[fleets.h100, other]).update(cost=Decimal(0))
     site_hours_rebuild()
-    stored, released = threading.Event(), threading.Event()
-    errors = []
-
-    def first():
-        try:
-            with transaction.atomic():
-                ledger_node_hours_compute(node_id=fleets.h100.pk, hour_starts=HOURS)
-                stored.set()
-                released.wait(10)
-        except Exception as error:  # noqa: BLE001 - reported below
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    worker = threading.Thread(target=first)
-    worker.start()
-    assert stored.wait(30)
+    worker, released, errors = booking_held_open(fleets.h100)
     # when: the other node is booked meanwhile (its transaction commits, its settle runs)
     second = threading.Thread(target=lambda: (ledger_node_hours_compute(node_id=other.pk, hour_starts=HOURS),
                                               connections.close_all()))  # fmt: skip
