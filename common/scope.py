@@ -59,7 +59,8 @@ def report_period(
         raise ValidationError({"period": [str(error)]}) from error
 
 
-def _organization(organizations: QuerySet[Organization], ref: str) -> Organization:
+def organization_named(organizations: QuerySet[Organization], ref: str) -> Organization:
+    """The organization of ``organizations`` that ``ref`` (an id or a slug) names; ``NotFound`` otherwise."""
     # ASCII digits only (``isdigit`` is true of "²", which ``int`` refuses); an id past bigint names nothing,
     # and neither does text no slug can be (a NUL byte, which PostgreSQL refuses in a query, included).
     numeric = ref.isascii() and ref.isdigit()
@@ -77,14 +78,14 @@ def report_organization_ids(*, user: Any, refs: Iterable[str]) -> list[int]:
     refs = list(refs)
     if not refs:
         return list(mine.values_list("id", flat=True))
-    return sorted({_organization(mine, ref).pk for ref in refs})
+    return sorted({organization_named(mine, ref).pk for ref in refs})
 
 
 def report_organization(*, user: Any, ref: str | None) -> Organization:
     """The one organization a report is about: the one asked for, or the user's only one."""
     mine = organizations_for_user(user=user)
     if ref:
-        return _organization(mine, ref)
+        return organization_named(mine, ref)
     only = list(mine[:2])
     if not only:
         raise NotFound("you belong to no organization")

@@ -9,9 +9,12 @@ from typing import Any
 from django.core.management.base import CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from rest_framework.exceptions import NotFound
 
 from common.periods import PeriodError, api_range
+from common.scope import organization_named
 from fleets.models import Organization
+from reports.selectors.complete import complete_through
 
 
 def _aware(text: str) -> datetime:
@@ -30,13 +33,19 @@ def add_period_arguments(parser: CommandParser) -> None:
 
 
 def organization_and_period(options: dict[str, Any]) -> tuple[Organization, datetime, datetime]:
-    """The organization named and the period ``[start, end)`` asked for; a ``CommandError`` for either unknown."""
+    """The organization named and the period ``[start, end)`` asked for; a ``CommandError`` for either unknown.
+
+    With no period the default is the API's: the last 7 days ending at the organization's complete-through hour
+    (``reports.selectors.complete``), so the terminal shows the figures the API and the pages show."""
     ref = options["organization"]
-    organization = Organization.objects.filter(**({"pk": ref} if ref.isdigit() else {"slug": ref})).first()
-    if organization is None:
-        raise CommandError(f"no organization {ref!r}")
     try:
-        start, end = api_range(options["period"], options["start"], options["end"], now=timezone.now())
+        organization = organization_named(Organization.objects.all(), ref)
+    except NotFound:
+        raise CommandError(f"no organization {ref!r}") from None
+    now = timezone.now()
+    through = complete_through(organization_ids=[organization.pk], now=now)
+    try:
+        start, end = api_range(options["period"], options["start"], options["end"], now=now, through=through)
     except PeriodError as error:
         raise CommandError(str(error)) from None
     return organization, start, end

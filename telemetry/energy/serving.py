@@ -208,31 +208,34 @@ def _serving_spans(points: list[ServingPoint], *, max_gap_s: float) -> Iterator[
 
 
 def _serving_span(before: ServingPoint, after: ServingPoint) -> _ServingSpan:
-    epoch_changed = before.epoch != after.epoch
     pairs = list(zip(_counters(before), _counters(after), strict=True))
-    ttft_restarted, itl_restarted = _ttft_restarted(before, after), _itl_restarted(before, after)
+    # The counters and histograms are one server process's, all since its start: a restart shown by any of them
+    # (a new epoch, a counter that dropped, a histogram that restarted) restarted every one, so each counts its
+    # new reading whole, even one that happens to read higher than before the restart.
+    restarted = before.epoch != after.epoch or _dropped(pairs)
+    restarted = restarted or _ttft_restarted(before, after) or _itl_restarted(before, after)
     return _ServingSpan(
         start_s=before.ts_s,
         end_s=after.ts_s,
-        counters=tuple(_increase(old, new, epoch_changed) for old, new in pairs),
-        ttft=_histogram_increase(before.ttft_since_start, after.ttft_since_start, epoch_changed),
-        restarted=epoch_changed or _dropped(pairs) or ttft_restarted or itl_restarted,
-        ttft_sum_s=_sum_increase(before.ttft_sum_s, after.ttft_sum_s, epoch_changed or ttft_restarted),
-        itl=_histogram_increase(before.itl_since_start, after.itl_since_start, epoch_changed),
-        itl_sum_s=_sum_increase(before.itl_sum_s, after.itl_sum_s, epoch_changed or itl_restarted),
+        counters=tuple(_increase(old, new, restarted) for old, new in pairs),
+        ttft=_histogram_increase(before.ttft_since_start, after.ttft_since_start, restarted),
+        restarted=restarted,
+        ttft_sum_s=_sum_increase(before.ttft_sum_s, after.ttft_sum_s, restarted),
+        itl=_histogram_increase(before.itl_since_start, after.itl_since_start, restarted),
+        itl_sum_s=_sum_increase(before.itl_sum_s, after.itl_sum_s, restarted),
     )
 
 
-def _increase(old: int | None, new: int | None, epoch_changed: bool) -> int | None:
-    return None if old is None or new is None else counter_increase(old, new, epoch_changed=epoch_changed)
+def _increase(old: int | None, new: int | None, restarted: bool) -> int | None:
+    return None if old is None or new is None else counter_increase(old, new, epoch_changed=restarted)
 
 
 def _dropped(pairs: list[tuple[int | None, int | None]]) -> bool:
     return any(old is not None and new is not None and new < old for old, new in pairs)
 
 
-def _histogram_increase(old: Histogram | None, new: Histogram | None, epoch_changed: bool) -> Histogram | None:
-    return None if old is None or new is None else histogram_increase(old, new, epoch_changed=epoch_changed)
+def _histogram_increase(old: Histogram | None, new: Histogram | None, restarted: bool) -> Histogram | None:
+    return None if old is None or new is None else histogram_increase(old, new, epoch_changed=restarted)
 
 
 def _sum_increase(old: float | None, new: float | None, restarted: bool) -> float | None:

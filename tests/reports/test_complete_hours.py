@@ -6,10 +6,14 @@ the clock is moved with time-machine.
 
 from __future__ import annotations
 
+import csv
+import io
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -244,3 +248,54 @@ def test_a_comparison_keeps_the_final_node_hours_of_a_site_hour_that_also_holds_
     for name in ("held_h", "facility_kwh", "electricity_cost", "hardware_cost", "cost", "location_co2e_g"):
         assert round(getattr(read, name), 9) == round(getattr(summed, name), 9), name  # SQLite sums as doubles
     assert read.generation_tokens == summed.generation_tokens
+
+
+def _a_week_ending_with_an_hour_still_to_price(node, now):
+    """Two final hours at the start of the last 7 days and one marked for the ledger at their end."""
+    first, last_over = H3, H3 + timedelta(days=7)
+    for hour in (first, first + HOUR, last_over):
+        _served(node, hour)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[first, first + HOUR, last_over], now=now)
+    LedgerPending.objects.create(node=node, hour_start=last_over, marked_at=now)
+
+
+def test_the_headline_command_prints_the_figures_the_api_gives_for_its_default_period(
+    node, org_a, client_a, time_machine
+):
+    now = H3 + timedelta(days=7, hours=1, minutes=10)
+    _a_week_ending_with_an_hour_still_to_price(node, now)
+    time_machine.move_to(now, tick=False)
+    answer = client_a.get(COMPARISON, {"by": "llm_model"}).json()
+    printed = io.StringIO()
+    call_command("headline", "--organization", org_a.slug, stdout=printed)
+    (row,) = [row for row in answer["results"] if row["llm_model"] == "llama-8b"]
+    # the same 7 days, ending at the complete-through hour (the marked one's start), and so the same cost
+    assert answer["start"] == f"{H3:%Y-%m-%dT%H:%M:%S}Z"
+    assert f"{H3:%Y-%m-%d %H:%M} to {(H3 + timedelta(days=7)):%Y-%m-%d %H:%M} UTC" in printed.getvalue()
+    assert f"{row['cost']} USD" in printed.getvalue(), printed.getvalue()
+
+
+def test_the_focus_command_exports_the_hours_the_api_exports_for_its_default_period(
+    node, org_a, token_client_a, time_machine
+):
+    now = H3 + timedelta(days=7, hours=1, minutes=10)
+    _a_week_ending_with_an_hour_still_to_price(node, now)
+    time_machine.move_to(now, tick=False)
+    response = token_client_a.get("/api/v1/reports/focus/")
+    exported = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    written = io.StringIO()
+    call_command("focus_export", "--organization", org_a.slug, stdout=written)
+    printed = list(csv.DictReader(io.StringIO(written.getvalue())))
+
+    def periods(rows):
+        return sorted({row["ChargePeriodStart"] for row in rows})
+
+    assert periods(printed) == periods(exported)
+    assert f"{H3:%Y-%m-%dT%H:%M:%S}Z" in periods(printed)  # the first final hour, inside the 7 days
+    assert f"{(H3 + timedelta(days=7)):%Y-%m-%dT%H:%M:%S}Z" not in periods(printed)  # the hour still to price
+
+
+def test_the_report_commands_refuse_an_organization_that_no_id_or_slug_can_name():
+    for ref in ("²", "99999999999999999999999", "no such org"):
+        with pytest.raises(CommandError, match="no organization"):
+            call_command("headline", "--organization", ref, stdout=io.StringIO())

@@ -205,6 +205,19 @@ def test_a_server_restart_inside_a_gap_bridges_nothing():
     assert (usage.prompt_tokens, usage.bridged_s, usage.missing_s) == (0, 0.0, HOUR_S)
 
 
+def test_a_restart_shown_by_one_counter_restarts_every_counter_of_the_server():
+    # given: the server restarted between two samples of one epoch: its prompt counter dropped, while its output
+    # counter, small before the restart, already reads more than it did
+    points = [
+        serving(at(10, 0, 0), 10_000, generation_tokens=100, requests=40),
+        serving(at(10, 0, 10), 200, generation_tokens=150, requests=2),
+    ]
+    usage = endpoint_hours(points)[H10]
+    # then: every counter counted up from zero since the restart, not only the one that dropped
+    assert usage.reset_count == 1
+    assert (usage.prompt_tokens, usage.generation_tokens, usage.requests) == (200, 150, 2)
+
+
 def test_gap_within_a_larger_limit_is_bridged():
     points = [gpu(at(10, 0, 0), 1000.0), gpu(at(10, 0, 10), 2000.0), gpu(at(10, 1, 0), 3000.0)]
     assert gpu_hours(points, max_gap_s=60.0)[H10].energy_j == 2000.0

@@ -6,7 +6,6 @@ Writes the FOCUS 1.2 CSV that ``/api/v1/reports/focus/`` answers (``reports.focu
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -35,4 +34,5 @@ class Command(BaseCommand):
             with open(options["output"], "w", newline="", encoding="utf-8") as out:
                 out.writelines(lines)
         else:
-            sys.stdout.writelines(lines)
+            for line in lines:
+                self.stdout.write(line, ending="")
