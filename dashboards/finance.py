@@ -23,6 +23,7 @@ from accounting.ledger import LedgerTotals
 from accounting.ledger.line import ElectricityStatus
 from accounting.ledger.units import ZERO
 from accounting.reporting import reporting_output
+from accounting.site_charges import site_monthly_charges
 from common.charts import figure_html, gpu_model_colour, grouped_bars, organization_fleet_colours, pivot, stacked_bars
 from common.periods import Granularity, Period
 from dashboards.common import (
@@ -50,7 +51,7 @@ from reports.selectors import (
     report_row,
 )
 from reports.selectors.reporting import usage_reporting_total
-from reports.site_charges import site_charges_of
+from reports.site_charges import site_charges_output
 
 # The finest grain the page shows: every tile, table row and chart is a sum of these parts
 # (one query over the period's site-hours, a few hundred parts for a quarter). Rented and owned hardware are
@@ -79,7 +80,8 @@ def finance_page(request: HttpRequest) -> HttpResponse:
     if currency is None:
         return render(request, "dashboards/finance.html", page)
     parts = [p for p in every_currency if p.sums.totals.currency == currency]
-    total = _total(parts, period)
+    exact = parts_total(parts)
+    total = None if exact is None else usage_row_output(_row(exact, period, Granularity.TOTAL))
     previous_cost = _previous_cost(ids, period, filters, currency)
     labels = group_labels(GroupBy.FLEET, ids)
     by_fleet = [
@@ -99,22 +101,25 @@ def finance_page(request: HttpRequest) -> HttpResponse:
             "previous_cost": previous_cost,
             "change": _change(total, previous_cost),
             "by_fleet": by_fleet,
-            "site_charges": _site_charges(ids, period, currency, total),
+            "site_charges": _site_charges(ids, period, currency, None if exact is None else exact.totals.cost),
             "charts": _charts(parts, period, labels, currency, organization_fleet_colours(organization)),
             "csv_query": api_query(period, organization, group_by="fleet", granularity="total", currency=currency),
         },
     )
 
 
-def _site_charges(ids: list[int], period: Period, currency: str, total: dict[str, Any] | None) -> dict[str, Any]:
+def _site_charges(ids: list[int], period: Period, currency: str, cost: Decimal | None) -> dict[str, Any]:
     """The sites' fixed and demand tariff charges of the period in ``currency`` (``reports.site_charges``), and
-    the page's total with them: a line of their own, since they are the sites' and in no line's cost."""
-    block = site_charges_of(organization_ids=ids, start=period.start, end=period.end, now=timezone.now())
+    the page's total with them: a line of their own, since they are the sites' and in no line's cost. The total
+    is the lines' exact ``cost`` plus the exact charges, rounded once (money is rounded once, never re-added)."""
+    found = site_monthly_charges(organization_ids=ids, start=period.start, end=period.end, now=timezone.now())
+    block = site_charges_output(found)
     charges = [charge for charge in block["charges"] if charge["currency"] == currency]
     sums = next((row for row in block["totals"] if row["currency"] == currency), None)
     with_charges = None
-    if total is not None:
-        with_charges = Decimal(total["cost"]) + (sums["total"] if sums else ZERO)
+    if cost is not None:
+        exact = cost + sum((charge.total for charge in found if charge.currency == currency), ZERO)
+        with_charges = money(exact, currency)
     return {"charges": charges, "totals": sums, "cost_with_site_charges": with_charges}
 
 
@@ -139,11 +144,6 @@ def in_rent(parts: list[LedgerPart]) -> str:
     if not included:
         return "none"
     return "all" if included == sum(part.extra["s_lines"] for part in parts) else "some"
-
-
-def _total(parts: list[LedgerPart], period: Period) -> dict[str, Any] | None:
-    sums = parts_total(parts)
-    return None if sums is None else usage_row_output(_row(sums, period, Granularity.TOTAL))
 
 
 def _change(total: dict[str, Any] | None, previous_cost: Decimal | None) -> float | None:

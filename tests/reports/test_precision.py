@@ -19,12 +19,12 @@ from decimal import Decimal
 import pytest
 
 from accounting.ledger.units import significant
-from accounting.models import NodePrice
+from accounting.models import NodePrice, SiteTariff
 from accounting.node_hour_lines import ledger_node_hours_compute
 from accounting.templatetags.ledger import unit
 from fleets.models import Fleet
 from tests.helpers.factories import GpuFactory, NodeFactory, SiteFactory
-from tests.helpers.reports import H2, LONG_AGO, hour_usage, live_grid
+from tests.helpers.reports import H2, LONG_AGO, endpoint, endpoint_hour, gpu_hours, h100_node, hour_usage, live_grid
 
 pytestmark = pytest.mark.django_db
 PERIOD = {"start": "2026-11-01T00:00:00Z", "end": "2026-11-01T01:00:00Z"}
@@ -111,3 +111,21 @@ def test_the_charts_plot_unrounded_unit_figures(cheap_node, client_a):
 
     chart = next(c for c in page.context["charts"] if "chart-cost-per-token" in c)
     assert '"y":[0.0982]' in chart.replace(" ", "")
+
+
+def test_the_finance_pages_total_with_site_charges_is_the_exact_sum_rounded_once(org_a, client_a):
+    # given: a node-hour costing 5.545 (rent 5.005 + electricity 0.54) and a fixed site charge of 0.005 for the
+    # day (0.15 a month): each rounds up on its own (5.55 + 0.01), their exact sum is 5.550
+    live_grid(hours=(H2,))
+    node = h100_node(org_a)
+    NodePrice.objects.filter(node=node).update(rate_per_h=Decimal("2.5025"))
+    SiteTariff.objects.filter(site=node.site).update(fixed_per_month=Decimal("0.15"))
+    gpu_hours(node, H2, (1_800_000.0, 3_600_000.0), (80.0, 60.0))
+    endpoint_hour(endpoint(node, "llama-8b", "vllm"), H2, prompt_tokens=1, generation_tokens=1, requests=1)
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[H2])
+
+    page = client_a.get("/finance/", {"start": "2026-11-01", "end": "2026-11-01"})
+
+    # then: the total with site charges is 5.55, not the rounded parts re-added (5.56)
+    assert page.context["site_charges"]["cost_with_site_charges"] == Decimal("5.55")
+    assert 'id="split-total"' in page.content.decode() and "5.55" in page.content.decode()
