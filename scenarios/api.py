@@ -40,9 +40,10 @@ CONFLICT = {409: OpenApiResponse(description="the scenario is already queued or 
 CHANGES_HELP = (
     f"a list of changes, each an object with a kind ({', '.join(k.value for k in Kind)}) and its fields: "
     "nodes {fleet, gpu_model, nodes (signed)}; lifetime {fleet, extra_years, [purchase_price_per_gpu, "
-    "prior_use_years]}; move {fleet, zone | price_per_kwh | pue}; tenure {fleet, mode: rent {rate_per_gpu_h, "
-    "includes_power} | own {capex_per_gpu, lifetime_years, opex_per_gpu_h}}; routing {llm_model or "
-    "workload_class (a class's name: its model), from_fleet, to_fleet, share 0-1}. Numbers may be given as text."
+    "prior_use_years]}; move {fleet, zone | price_per_kwh | pue | site (its taxes)}; tenure {fleet, mode: "
+    "rent {rate_per_gpu_h, includes_power} | own {capex_per_gpu, lifetime_years, opex_per_gpu_h}}; routing "
+    "{llm_model or workload_class (a class's name: its model), from_fleet, to_fleet, share 0-1}. Numbers may be "
+    "given as text."
 )
 
 

@@ -12,7 +12,8 @@ sites' currency, years of 8760 h, shares 0-1):
   longer life (the ledger's remaining-life rule); second-hand cards are paid for at
   the purchase price over the years left to them.
 - ``move``: ``fleet`` and one or more of ``zone`` (grid zone), ``price_per_kwh`` (a
-  flat tariff), ``pue``.
+  flat tariff, net of VAT), ``pue``, ``site`` (another site of the organization: its taxes,
+  VAT and energy tax in force each hour, instead of the measured site's).
 - ``tenure``: ``fleet``, ``mode`` ``rent`` (``rate_per_gpu_h``, ``includes_power``) or
   ``own`` (``capex_per_gpu``, ``lifetime_years``, ``opex_per_gpu_h``).
 - ``routing``: ``llm_model`` (or ``workload_class``, a class's name: its model), ``from_fleet``,
@@ -79,6 +80,7 @@ class MoveChange(FleetChange):
     zone: str | None = None
     price_per_kwh: Decimal | None = None
     pue: Decimal | None = None
+    site: int | None = None  # the site whose taxes the fleet's hours take
 
 
 @dataclass(frozen=True)
@@ -187,14 +189,15 @@ def _lifetime(f: _Fields) -> LifetimeChange:
 
 
 def _move(f: _Fields) -> MoveChange:
-    f.only({"fleet", "zone", "price_per_kwh", "pue"})
-    if not any(f.present(name) for name in ("zone", "price_per_kwh", "pue")):
-        raise f.fail("zone", "give a zone, a price_per_kwh or a pue (one or more)")
+    f.only({"fleet", "zone", "price_per_kwh", "pue", "site"})
+    if not any(f.present(name) for name in ("zone", "price_per_kwh", "pue", "site")):
+        raise f.fail("zone", "give a zone, a price_per_kwh, a pue or a site (one or more)")
     return MoveChange(
         fleet=f.integer("fleet", minimum=1),
         zone=_zone(f) if f.present("zone") else None,
         price_per_kwh=f.decimal("price_per_kwh", maximum=Decimal(1000)) if f.present("price_per_kwh") else None,
         pue=f.decimal("pue", minimum=Decimal(1), maximum=Decimal(5)) if f.present("pue") else None,
+        site=f.integer("site", minimum=1) if f.present("site") else None,
     )
 
 

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 
 from accounting.templatetags.ledger import money, number, unit
 from common.pages import page_context
-from fleets.models import Fleet
+from fleets.models import Fleet, Site
 from fleets.selectors import organizations_for_user
 from scenarios.changes import Kind
 from scenarios.models import Scenario
@@ -39,7 +39,7 @@ from scenarios.tasks import scenario_run_enqueue
 KIND_FIELDS = {
     Kind.NODES: ("gpu_model", "nodes"),
     Kind.LIFETIME: ("extra_years", "purchase_price_per_gpu", "prior_use_years"),
-    Kind.MOVE: ("zone", "price_per_kwh", "pue"),
+    Kind.MOVE: ("zone", "price_per_kwh", "pue", "site"),
     Kind.TENURE: ("mode", "rate_per_gpu_h", "includes_power", "capex_per_gpu", "lifetime_years", "opex_per_gpu_h"),
     Kind.ROUTING: ("llm_model", "workload_class", "to_fleet", "share"),
 }
@@ -50,7 +50,7 @@ TENURE_FIELDS = {
 KIND_LABELS = {
     Kind.NODES: "Add or remove nodes",
     Kind.LIFETIME: "Keep the cards longer (lifetime)",
-    Kind.MOVE: "Move: grid zone, tariff or PUE",
+    Kind.MOVE: "Move: grid zone, tariff, PUE or the site's taxes",
     Kind.TENURE: "Rent instead of own, or the reverse",
     Kind.ROUTING: "Route a share of an LLM model's output to another fleet",
 }
@@ -74,6 +74,7 @@ class ScenarioForm(forms.Form):
     zone = forms.CharField(required=False, max_length=64, label="Grid zone")
     price_per_kwh = _number(label="Tariff per kWh")
     pue = _number(label="PUE")
+    site = forms.ModelChoiceField(queryset=Site.objects.none(), required=False, label="Taxes of site")
     mode = forms.ChoiceField(required=False, choices=[("rent", "rent"), ("own", "own")], label="Mode")
     rate_per_gpu_h = _number(label="Rent per GPU-hour")
     includes_power = forms.BooleanField(required=False, label="Rent includes power")
@@ -85,9 +86,10 @@ class ScenarioForm(forms.Form):
     to_fleet = forms.ModelChoiceField(queryset=Fleet.objects.none(), required=False, label="To fleet")
     share = forms.DecimalField(required=False, min_value=Decimal(0), max_value=Decimal(1), label="Share (0-1)")
 
-    def __init__(self, *args: Any, fleets: Any, classes: Sequence[str] = (), **kwargs: Any) -> None:
+    def __init__(self, *args: Any, fleets: Any, sites: Any, classes: Sequence[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["fleet"].queryset = fleets  # type: ignore[attr-defined]
+        self.fields["site"].queryset = sites  # type: ignore[attr-defined]
         self.fields["to_fleet"].queryset = fleets  # type: ignore[attr-defined]
         self.fields["workload_class"].choices = [("", "—"), *((name, name) for name in classes)]  # type: ignore[attr-defined]
 
@@ -110,7 +112,7 @@ class ScenarioForm(forms.Form):
         }
         for name in names:
             value = data.get(name)
-            if isinstance(value, Fleet):
+            if isinstance(value, Fleet | Site):
                 value = value.pk
             if isinstance(value, Decimal):
                 value = str(value)
@@ -133,10 +135,11 @@ def scenarios_page(request: HttpRequest) -> HttpResponse:
     context = page_context(request, now=timezone.now())
     organization = context["organization"]
     fleets = Fleet.objects.filter(organization=organization).order_by("name")
+    sites = Site.objects.filter(organization=organization).order_by("name")
     classes = [spec.name for spec in workload_classes(organization=organization)] if organization else []
-    form, status, error = ScenarioForm(fleets=fleets, classes=classes, initial={"mode": "rent"}), 200, None
+    form, status, error = ScenarioForm(fleets=fleets, sites=sites, classes=classes, initial={"mode": "rent"}), 200, None
     if request.method == "POST" and organization is not None:
-        form = ScenarioForm(request.POST, fleets=fleets, classes=classes)
+        form = ScenarioForm(request.POST, fleets=fleets, sites=sites, classes=classes)
         if form.is_valid():
             try:
                 scenario = _create(request, form, organization)
@@ -175,15 +178,13 @@ def scenario_page(request: HttpRequest, scenario_id: int) -> HttpResponse:
 
 
 def _changes_shown(scenario: Scenario) -> list[tuple[str, str]]:
-    """Each change's kind and its fields as text, fleets by name."""
-    names = dict(Fleet.objects.filter(organization=scenario.organization_id).values_list("id", "name"))
+    """Each change's kind and its fields as text, fleets and sites by name."""
+    fleets = dict(Fleet.objects.filter(organization=scenario.organization_id).values_list("id", "name"))
+    sites = dict(Site.objects.filter(organization=scenario.organization_id).values_list("id", "name"))
+    names: dict[str, dict[int, str]] = {"fleet": fleets, "from_fleet": fleets, "to_fleet": fleets, "site": sites}
     shown = []
     for change in scenario.changes:
-        fields = [
-            f"{key} = {names.get(value, value) if key in ('fleet', 'from_fleet', 'to_fleet') else value}"
-            for key, value in change.items()
-            if key != "kind"
-        ]
+        fields = [f"{key} = {names.get(key, {}).get(value, value)}" for key, value in change.items() if key != "kind"]
         shown.append((KIND_LABELS.get(change["kind"], change["kind"]), "; ".join(fields)))
     return shown
 

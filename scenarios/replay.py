@@ -13,11 +13,6 @@ the changes then act on the buckets, never on the stored ledger:
    for its GPU-hours; rent with power included has no electricity line; without, kWh
    once included are unpriced.
 4. ``move`` tariff: electricity = facility kWh not included in rent x the price.
-
-Facility energy, electricity, hardware and cost are the ledger's own rules
-(``accounting.ledger.line``: ``facility_kwh``, ``electricity_cost``,
-``tariff_electricity_cost``, ``hardware_cost``, ``line_cost``), applied to the
-bucket's sums, so that a change of a money rule changes the ledger and the replay alike.
 5. ``lifetime``: embodied x (rate over the longer life) / (rate the ledger used), by the
    remaining-life rule of ``accounting.ledger.embodied``, per card: the ledger's card has
    the GPU model's expected life L, its asset's prior use p and own expected years o (none:
@@ -26,14 +21,26 @@ bucket's sums, so that a change of a money rule changes the ledger and the repla
    second-hand cards (``prior_use_years``) carry the rate of that prior use over
    L + extra, and cost the purchase price over the years left to them instead of the
    hardware cost measured.
-6. ``routing`` (on the fleets' sums): the moved output tokens leave the source fleet
+6. Taxes, on a bucket whose energy or money 2-5 changed, or that a ``move`` takes to another
+   site: energy tax and VAT again, at the taxes in force at the hour at the bucket's site (the
+   move's site; none in force: none): energy tax = facility kWh not included in rent x the
+   rate; VAT on rent, running cost and electricity, in cost where not recoverable. Other
+   buckets keep the ledger's taxes (scaled with the nodes).
+7. ``routing`` (on the fleets' sums): the moved output tokens leave the source fleet
    with its per-output-token figures and reach the target with the target's.
+
+Facility energy, electricity, hardware, taxes and cost are the ledger's own rules
+(``accounting.ledger.line``: ``facility_kwh``, ``electricity_cost``,
+``tariff_electricity_cost``, ``undated_hardware_costs``, ``vat_base``, ``line_cost``;
+``accounting.ledger.tax``: ``line_taxes``), applied to the bucket's sums, so that a change
+of a money rule changes the ledger and the replay alike; the actual side's cost is the
+ledger's (hardware, electricity, energy tax and non-recoverable VAT).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from decimal import Decimal
@@ -43,14 +50,17 @@ from accounting.ledger.embodied import embodied_rate_g_per_h
 from accounting.ledger.inputs import EmbodiedAsset, EmbodiedKg, OwnedPricing, RatePer, RentedPricing
 from accounting.ledger.line import (
     ElectricityStatus,
+    HardwareCost,
     electricity_cost,
     facility_kwh,
-    hardware_cost,
     line_cost,
     tariff_electricity_cost,
+    undated_hardware_costs,
+    vat_base,
 )
+from accounting.ledger.tax import LineTaxes, SiteTaxRates, line_taxes
 from accounting.ledger.units import ONE, ZERO, h_from_years
-from accounting.tariff import TariffPrice
+from accounting.tariff import TariffPrice, Validity, in_force
 from scenarios.changes import (
     Change,
     LifetimeChange,
@@ -80,6 +90,12 @@ LEDGER_COLUMNS = (
     "embodied_co2e_g_high",
     "prompt_tokens",
     "generation_tokens",
+    "rent_cost",
+    "depreciation_cost",
+    "opex_cost",
+    "energy_tax_cost",
+    "vat_amount",
+    "vat_cost",
     "node_id",
 )
 """The stored ledger's columns the replay reads, in the order ``Replay.add`` takes them (the node last,
@@ -106,8 +122,9 @@ class Sums:
     ``facility_kwh_priced`` / ``_included``: kWh whose electricity is priced, or included
     in rent (the rest is unpriced); ``facility_kwh_located``: kWh with a known location
     intensity (the rest has no location carbon); ``it_kwh_priced`` / ``_included`` /
-    ``_located``: the IT kWh behind them (facility kWh at another PUE). Tokens are Decimal:
-    scaled sums are fractional.
+    ``_located``: the IT kWh behind them (facility kWh at another PUE). ``hardware_cost`` is
+    ``rent_cost + depreciation_cost + opex_cost``; taxes as on the ledger's lines (``cost``
+    adds energy tax and non-recoverable VAT). Tokens are Decimal: scaled sums are fractional.
     """
 
     rows: int = 0
@@ -123,6 +140,12 @@ class Sums:
     it_kwh_located: Decimal = ZERO
     electricity_cost: Decimal = ZERO
     hardware_cost: Decimal = ZERO
+    rent_cost: Decimal = ZERO
+    depreciation_cost: Decimal = ZERO
+    opex_cost: Decimal = ZERO
+    energy_tax_cost: Decimal = ZERO
+    vat_amount: Decimal = ZERO
+    vat_cost: Decimal = ZERO
     location_co2e_g: Decimal = ZERO
     embodied_co2e_g_low: Decimal = ZERO
     embodied_co2e_g_central: Decimal = ZERO
@@ -131,8 +154,17 @@ class Sums:
     generation_tokens: Decimal = ZERO
 
     @property
+    def taxes(self) -> LineTaxes:
+        return LineTaxes(self.energy_tax_cost, self.vat_amount, self.vat_cost)
+
+    @property
+    def hardware(self) -> HardwareCost:
+        return HardwareCost(self.rent_cost, self.depreciation_cost, self.opex_cost)
+
+    @property
     def cost(self) -> Decimal:
-        return line_cost(self.hardware_cost, self.electricity_cost)
+        """The ledger's cost: hardware, electricity, and the taxes in cost (energy tax, non-recoverable VAT)."""
+        return line_cost(self.hardware_cost, self.electricity_cost, self.taxes.in_cost)
 
     def scaled(self, factor: Decimal) -> Sums:
         """Every quantity x ``factor`` (the count of rows stays)."""
@@ -160,12 +192,15 @@ BucketKey = tuple[int, int, str, Decimal, datetime, LifeKey]  # fleet, site, GPU
 
 @dataclass(frozen=True)
 class ReplayInputs:
-    """What the service resolves for the changes: catalog lives (years) by GPU model, and the
-    location intensity (gCO2e/kWh, ``None``: unknown) of each hour in each moved fleet's new zone."""
+    """What the service resolves for the changes: catalog lives (years) by GPU model, the location
+    intensity (gCO2e/kWh, ``None``: unknown) of each hour in each moved fleet's new zone, and each
+    site's taxes over the period by site id (the measured sites' and those a move names; a site
+    not given has none)."""
 
     changes: tuple[Change, ...]
     lifetime_years: Mapping[str, Decimal] = field(default_factory=dict)
     zone_intensity: Mapping[int, Mapping[datetime, Decimal | None]] = field(default_factory=dict)
+    site_taxes: Mapping[int, Sequence[Validity[SiteTaxRates]]] = field(default_factory=dict)
 
 
 class Replay:
@@ -181,7 +216,8 @@ class Replay:
     def add(self, row: tuple) -> None:
         """One stored ledger row, its values in ``LEDGER_COLUMNS`` order."""
         (fleet, site, gpu_model, pue, hour, held, gpu_h, it, facility, status, electricity, hardware, location,
-         low, central, high, prompt, generation, *node) = row  # fmt: skip
+         low, central, high, prompt, generation, rent, depreciation, opex, energy_tax, vat, vat_cost,
+         *node) = row  # fmt: skip
         key = (fleet, site, gpu_model, pue, hour, self.node_lives.get(node[0], ()) if node else ())
         sums = self.buckets.get(key)
         if sums is None:
@@ -200,6 +236,12 @@ class Replay:
         if electricity is not None:
             sums.electricity_cost += electricity
         sums.hardware_cost += hardware
+        sums.rent_cost += rent
+        sums.depreciation_cost += depreciation
+        sums.opex_cost += opex
+        sums.energy_tax_cost += energy_tax
+        sums.vat_amount += vat
+        sums.vat_cost += vat_cost
         if location is not None:
             sums.location_co2e_g += location
             sums.facility_kwh_located += facility
@@ -210,6 +252,11 @@ class Replay:
         sums.prompt_tokens += prompt
         sums.generation_tokens += generation
         self.rows += 1
+
+    @property
+    def site_ids(self) -> set[int]:
+        """The sites of the rows added (whose taxes a change may compute again)."""
+        return {key[1] for key in self.buckets}
 
     def add_usage(self, row: tuple) -> None:
         """One endpoint-hour of usage, its values in ``USAGE_COLUMNS`` order."""
@@ -301,7 +348,7 @@ def _node_factors(buckets: Mapping[BucketKey, Sums], changes: list[NodesChange])
 
 
 def _bucket_scenario(key: BucketKey, sums: Sums, inputs: ReplayInputs, factor: Decimal | None) -> Sums:
-    fleet, _, gpu_model, pue, hour, cards = key
+    fleet, site, gpu_model, pue, hour, cards = key
     result = sums.scaled(factor) if factor is not None else sums.scaled(ONE)
     for change in inputs.changes:
         if isinstance(change, MoveChange) and change.fleet == fleet:
@@ -318,7 +365,34 @@ def _bucket_scenario(key: BucketKey, sums: Sums, inputs: ReplayInputs, factor: D
     for change in inputs.changes:
         if isinstance(change, LifetimeChange) and change.fleet == fleet:
             _lifetime(result, change, inputs.lifetime_years.get(gpu_model), cards)
+    if any(_reprices(change, fleet) for change in inputs.changes):
+        _taxes(result, in_force(inputs.site_taxes.get(_site(inputs.changes, fleet, site), ()), hour))
     return result
+
+
+def _reprices(change: Change, fleet: int) -> bool:
+    """Whether ``change`` changes the fleet's energy or money, or its site: its taxes are then computed again."""
+    if isinstance(change, MoveChange) and change.fleet == fleet:
+        return change.pue is not None or change.price_per_kwh is not None or change.site is not None
+    if isinstance(change, LifetimeChange) and change.fleet == fleet:
+        return change.second_hand
+    return isinstance(change, TenureChange) and change.fleet == fleet
+
+
+def _site(changes: tuple[Change, ...], fleet: int, measured: int) -> int:
+    """The fleet's site under the changes: a move's, else the one measured."""
+    for change in changes:
+        if isinstance(change, MoveChange) and change.fleet == fleet and change.site is not None:
+            return change.site
+    return measured
+
+
+def _taxes(sums: Sums, tax: SiteTaxRates | None) -> None:
+    """The ledger's taxes (``line_taxes``) of the bucket's sums under ``tax`` (none in force: none): energy
+    tax on the facility kWh not included in rent, VAT on its rent, running cost and electricity."""
+    taxes = line_taxes(tax=tax, facility_kwh=sums.facility_kwh - sums.facility_kwh_included, energy_taxed=True,
+                       vat_base=vat_base(sums.hardware, sums.electricity_cost))  # fmt: skip
+    sums.energy_tax_cost, sums.vat_amount, sums.vat_cost = taxes.energy_tax_cost, taxes.vat_amount, taxes.vat_cost
 
 
 # The trace tag of the flat price a ``move`` change gives (``TariffPrice.price_id``).
@@ -354,7 +428,7 @@ def _tariff(sums: Sums, tariff: TariffPrice) -> None:
 def _tenure(sums: Sums, change: TenureChange) -> None:
     if change.mode == "rent":
         rent = RentedPricing(change.rate_per_gpu_h, RatePer.GPU, change.includes_power, price_id=SCENARIO_PRICE_ID)
-        sums.hardware_cost = hardware_cost(rent, sums.held_h, sums.gpu_h)
+        _hardware(sums, undated_hardware_costs(rent, sums.held_h, sums.gpu_h))
         electricity, status = electricity_cost(sums.facility_kwh, rent, None)
         if status is ElectricityStatus.INCLUDED:
             sums.electricity_cost = electricity or ZERO
@@ -362,15 +436,21 @@ def _tenure(sums: Sums, change: TenureChange) -> None:
             sums.facility_kwh_included, sums.it_kwh_included = sums.facility_kwh, sums.it_kwh
             return
     else:
-        sums.hardware_cost = _cards_owned_cost(change.capex_per_gpu, change.lifetime_years, change.opex_per_gpu_h, sums)
+        _hardware(sums, _cards_owned_cost(change.capex_per_gpu, change.lifetime_years, change.opex_per_gpu_h, sums))
     # power once in the rent is now unpriced, unless a tariff is given
     sums.facility_kwh_included, sums.it_kwh_included = ZERO, ZERO
 
 
-def _cards_owned_cost(capex_per_gpu: Decimal, life_years: Decimal, opex_per_gpu_h: Decimal, sums: Sums) -> Decimal:
+def _hardware(sums: Sums, costs: HardwareCost) -> None:
+    """The bucket's hardware cost replaced by ``costs`` (by kind: VAT is on rent and running cost only)."""
+    sums.hardware_cost = costs.total
+    sums.rent_cost, sums.depreciation_cost, sums.opex_cost = costs.rent, costs.depreciation, costs.opex
+
+
+def _cards_owned_cost(capex_per_gpu: Decimal, life_years: Decimal, opex_per_gpu_h: Decimal, sums: Sums) -> HardwareCost:
     """The ledger's owned hardware cost of cards each held their GPU-hours: capex over the life, plus opex."""
     owned = OwnedPricing(capex_per_gpu, h_from_years(life_years), opex_per_gpu_h, price_id=SCENARIO_PRICE_ID)
-    return hardware_cost(owned, sums.gpu_h, sums.gpu_h)
+    return undated_hardware_costs(owned, sums.gpu_h, sums.gpu_h)
 
 
 def lifetime_factor(life_years: Decimal, change: LifetimeChange, cards: LifeKey = ()) -> Decimal:
@@ -407,7 +487,7 @@ def _lifetime(sums: Sums, change: LifetimeChange, life_years: Decimal | None, ca
         left_years = life_years + change.extra_years - (change.prior_use_years or ZERO)
         if left_years <= 0:
             raise ReplayError(f"fleet {change.fleet}: prior_use_years leaves the cards no life to use")
-        sums.hardware_cost = _cards_owned_cost(change.purchase_price_per_gpu, left_years, ZERO, sums)
+        _hardware(sums, _cards_owned_cost(change.purchase_price_per_gpu, left_years, ZERO, sums))
 
 
 def _lifetime_notes(inputs: ReplayInputs, gpu_models: set[str], notes: list[str]) -> None:

@@ -209,6 +209,8 @@ def result_json(
         "changes": [change_json(change) for change in changes],
         "embodied_range": "single value (low = high: no range known)" if single else "range (catalog low to high)",
         "basis": {
+            "cost": "the ledger's: hardware + electricity + energy tax + non-recoverable VAT; a fleet whose energy, "
+            "money or site a change alters has its taxes computed again at its site's taxes in force each hour",
             "per_token": "per 1M output (generation) tokens",
             "energy": "J per output token: IT energy (node meter, else GPU boards plus the host as modelled)",
             "carbon": "operational: location-based, from the grid store hour by hour where known",

@@ -21,12 +21,15 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from accounting.ledger.line import NO_PRICE_ID
+from accounting.ledger.tax import SiteTaxRates
 from accounting.models import NodeHourLedger
+from accounting.prices import tax_periods
 from accounting.profiles import hardware_profiles
+from accounting.tariff import Validity
 from advice.models import WorkloadClass
 from common.leases import lease_from, leases_lapse, queue_wait
 from common.periods import HOUR
-from fleets.models import Fleet, Gpu, Organization
+from fleets.models import Fleet, Gpu, Organization, Site
 from grid.annual import annual_intensity
 from grid.models import GridIntensity
 from grid.stored_intensity import intensity_for_hours
@@ -70,6 +73,7 @@ def scenario_create(
     except ChangeInvalid as error:
         raise ScenarioInvalid(str(error)) from error
     _fleets_check(organization, parsed)
+    _sites_check(organization, parsed)
     _zones_check(organization, parsed, period_start)
     parsed = _classes_resolve(organization, parsed)
     return Scenario.objects.create(
@@ -102,6 +106,13 @@ def _fleets_check(organization: Organization, changes: tuple[Change, ...]) -> No
         for fleet in change_fleets(change):
             if fleet not in mine:
                 raise ScenarioInvalid(f"changes[{index}]: no fleet {fleet} in organization {organization.slug}")
+
+
+def _sites_check(organization: Organization, changes: tuple[Change, ...]) -> None:
+    mine = set(Site.objects.filter(organization=organization).values_list("id", flat=True))
+    for index, change in enumerate(changes):
+        if isinstance(change, MoveChange) and change.site is not None and change.site not in mine:
+            raise ScenarioInvalid(f"changes[{index}].site: no site {change.site} in organization {organization.slug}")
 
 
 def _zones_check(organization: Organization, changes: tuple[Change, ...], start: datetime) -> None:
@@ -239,6 +250,7 @@ def scenario_replay(*, scenario: Scenario) -> dict[str, Any]:
         changes=changes,
         lifetime_years={p.key: p.lifetime_years for p in hardware_profiles(organization_id=organization.pk)},
         zone_intensity=_zone_intensity(changes, hours, organization, notes),
+        site_taxes=_site_taxes(changes, replay.site_ids, scenario, currencies[0], notes),
     )
     _progress(scenario.pk)
     outcome = replay.run(inputs)
@@ -299,6 +311,29 @@ def _usage_add(replay: Replay, scenario: Scenario) -> None:
     )
     for row in usage.iterator(chunk_size=CHUNK_ROWS):
         replay.add_usage(row)
+
+
+def _site_taxes(
+    changes: tuple[Change, ...], measured: set[int], scenario: Scenario, currency: str, notes: list[str]
+) -> dict[int, list[Validity[SiteTaxRates]]]:
+    """Each site's taxes over the period: the measured sites' and those moves name (a query a site: a few)."""
+    moved = _moved_sites(changes, scenario.organization, currency, notes)
+    bounds = {"start": scenario.period_start, "end": scenario.period_end}
+    return {site: tax_periods(site_id=site, **bounds) for site in measured | moved}
+
+
+def _moved_sites(changes: tuple[Change, ...], organization: Organization, currency: str, notes: list[str]) -> set[int]:
+    """The sites moves name, each noted; one gone, or in another currency (its taxes are in it), is refused."""
+    moves = [change for change in changes if isinstance(change, MoveChange) and change.site is not None]
+    sites = Site.objects.filter(organization=organization).in_bulk([move.site for move in moves])
+    for move in moves:
+        site = sites.get(move.site)
+        if site is None:
+            raise ReplayError(f"fleet {move.fleet}: no site {move.site} in the organization")
+        if site.currency != currency:
+            raise ReplayError(f"fleet {move.fleet}: site {site.name} is in {site.currency}, the ledger in {currency}")
+        notes.append(f"fleet {move.fleet}: VAT and energy tax of site {site.name}, as in force each hour")
+    return set(sites)
 
 
 def _zone_intensity(

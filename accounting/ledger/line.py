@@ -224,9 +224,15 @@ def line_cost(hardware_cost: Decimal, electricity_cost: Decimal | None, taxes_in
 def hardware_cost(pricing: Pricing, held_h: Decimal, gpu_h: Decimal) -> Decimal:
     """Hardware cost (currency) of holding the node ``held_h`` hours with ``gpu_h`` GPU-hours installed,
     undated: capex per hour with no end (the what-if replay's); a line's is ``hardware_costs``."""
+    return undated_hardware_costs(pricing, held_h, gpu_h).total
+
+
+def undated_hardware_costs(pricing: Pricing, held_h: Decimal, gpu_h: Decimal) -> HardwareCost:
+    """``hardware_cost`` by kind: rent, or capex per hour with no end (depreciation) and running cost."""
     if isinstance(pricing, RentedPricing):
-        return pricing.rate_per_h * (gpu_h if pricing.per is RatePer.GPU else held_h)
-    return pricing.capex / pricing.lifetime_h * held_h + pricing.opex_per_h * held_h
+        return HardwareCost(rent=pricing.rate_per_h * (gpu_h if pricing.per is RatePer.GPU else held_h))
+    depreciation = pricing.capex / pricing.lifetime_h * held_h
+    return HardwareCost(depreciation=depreciation, opex=opex_cost(pricing.opex_per_h, held_h))
 
 
 @dataclass(frozen=True)
@@ -252,11 +258,9 @@ def hardware_costs(node: NodeHourInput) -> HardwareCost:
     """The node-hour's rent, depreciation (by the book, over the held span) and running cost, as priced
     (gross where the price includes VAT: ``net_hardware_costs`` makes them net)."""
     pricing = node.pricing
-    if isinstance(pricing, RentedPricing):
-        return HardwareCost(rent=hardware_cost(pricing, node.held_h, node.gpu_h))
+    if isinstance(pricing, RentedPricing) or pricing.asset is None:
+        return undated_hardware_costs(pricing, node.held_h, node.gpu_h)
     opex = opex_cost(pricing.opex_per_h, node.held_h)
-    if pricing.asset is None:
-        return HardwareCost(depreciation=pricing.capex / pricing.lifetime_h * node.held_h, opex=opex)
     return HardwareCost(depreciation=depreciation_cost(pricing.asset, *node.held_span), opex=opex)
 
 
@@ -282,9 +286,15 @@ def net_tariff(node: NodeHourInput) -> tuple[TariffPrice | None, bool]:
 def hour_taxes(node: NodeHourInput, facility: Decimal, costs: HardwareCost, electricity: Decimal | None,
                status: ElectricityStatus) -> LineTaxes:  # fmt: skip
     """The hour's energy tax and VAT on its net rent, running cost and electricity (``line_taxes``)."""
-    vat_base = costs.rent + costs.opex + (electricity or ZERO)
     energy_taxed = status is not ElectricityStatus.INCLUDED
-    return line_taxes(tax=node.tax, facility_kwh=facility, energy_taxed=energy_taxed, vat_base=vat_base)
+    base = vat_base(costs, electricity)
+    return line_taxes(tax=node.tax, facility_kwh=facility, energy_taxed=energy_taxed, vat_base=base)
+
+
+def vat_base(costs: HardwareCost, electricity: Decimal | None) -> Decimal:
+    """What VAT is charged on (currency, net): rent, running cost and electricity; not depreciation (a
+    purchase's VAT is on its purchase invoice); unpriced electricity (``None``) adds nothing."""
+    return costs.rent + costs.opex + (electricity or ZERO)
 
 
 @dataclass(frozen=True)

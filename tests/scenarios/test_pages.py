@@ -106,6 +106,17 @@ def test_the_form_routes_a_workload_class(signed_in, acme):
                       "to_fleet": acme["consumer"].pk, "share": "0.5", "workload_class": "chat"}  # fmt: skip
 
 
+def test_the_form_moves_a_fleet_to_a_sites_taxes_and_the_page_names_the_site(signed_in, acme):
+    site = acme["site"]
+    assert f'<option value="{site.pk}">fra-1</option>' in signed_in.get("/scenarios/").content.decode()
+
+    created = signed_in.post("/scenarios/", form(acme, name="taxes of fra-1", kind="move", site=site.pk))
+
+    assert created.status_code == 302
+    assert Scenario.objects.get().changes == [{"kind": "move", "fleet": acme["enterprise"].pk, "site": site.pk}]
+    assert "fleet = enterprise; site = fra-1" in signed_in.get(created["Location"]).content.decode()
+
+
 def test_the_result_shows_money_in_its_currency_counts_with_separators_and_latency_in_ms(signed_in, acme):
     created = signed_in.post("/scenarios/", form(acme, extra_years="4"))
     scenario = Scenario.objects.get()

@@ -1,11 +1,11 @@
 """The replay's arithmetic on hand-built ledger rows (no database): each change against hand-worked figures.
 
 Fleet 1 (enterprise, site 10, h100-sxm, PUE 1.5): 2 nodes x 2 hours; each node-hour 8 GPU-hours,
-4 kWh IT, 6 kWh facility priced at 0.25 (1.50), hardware 20.00, 400 gCO2e/kWh (2,400 g), embodied
-80 / 200 / 320 g, 2M prompt and 1M output tokens. So per 1M output tokens: 21.50 USD, 2,400 g
+4 kWh IT, 6 kWh facility priced at 0.25 (1.50), hardware 20.00 (rent), no tax, 400 gCO2e/kWh
+(2,400 g), embodied 80 / 200 / 320 g, 2M prompt and 1M output tokens. So per 1M output tokens: 21.50 USD, 2,400 g
 operational, 200 g embodied (80 to 320); 16 kWh x 3.6e6 J / 4M tokens = 14.4 J per output token.
 Fleet 2 (consumer, rtx-4090): 1 node x 2 hours; 8 GPU-hours, 2 kWh IT, 3 kWh facility (0.75),
-hardware 8.00, 1,200 g, embodied 100 g, 0.5M output tokens each: 17.50 per 1M output tokens.
+hardware 8.00 (rent), 1,200 g, embodied 100 g, 0.5M output tokens each: 17.50 per 1M output tokens.
 """
 
 from __future__ import annotations
@@ -24,14 +24,17 @@ HOURS = [H0, H0 + timedelta(hours=1)]
 D = Decimal
 
 
+NO_TAX = (D(0), D(0), D(0))  # energy tax, VAT, VAT in cost
+
+
 def enterprise_row(hour):
     return (1, 10, "h100-sxm", D("1.50"), hour, D(1), D(8), D(4), D(6), "priced", D("1.5"), D(20), D(2400),
-            D(80), D(200), D(320), 2_000_000, 1_000_000)  # fmt: skip
+            D(80), D(200), D(320), 2_000_000, 1_000_000, D(20), D(0), D(0), *NO_TAX)  # fmt: skip
 
 
 def consumer_row(hour):
     return (2, 20, "rtx-4090", D("1.50"), hour, D(1), D(8), D(2), D(3), "priced", D("0.75"), D(8), D(1200),
-            D(100), D(100), D(100), 1_000_000, 500_000)  # fmt: skip
+            D(100), D(100), D(100), 1_000_000, 500_000, D(8), D(0), D(0), *NO_TAX)  # fmt: skip
 
 
 def replayed(changes, *, consumer=False, usage=(), **inputs):
