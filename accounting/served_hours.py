@@ -52,7 +52,8 @@ __all__ = [
 KEYS = ("organization_id", "site_id", "fleet_id", "hour_start", "gpu_model", "currency", "llm_model",
         "endpoint_kind", "ttft_bucket_bounds_s")  # fmt: skip
 # The line's figures summed (``location_co2e_g`` over the lines with a known intensity).
-SUMMED = ("gpu_h", "cost", "it_kwh", "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")
+SUMMED = ("gpu_h", "cost", "it_kwh", "facility_kwh", "location_co2e_g", "embodied_co2e_g_central",
+          "embodied_unknown_gpu_h")  # fmt: skip
 _FIGURES = ("lines", "unpriced_hours", "requests", "generation_tokens", *SUMMED, "unknown_intensity_kwh",
             "ttft_bucket_counts")  # fmt: skip
 

@@ -13,9 +13,11 @@ per day) and the curves of the fleets serving that model:
    Capacity in output tokens/day = load x GPUs x output tokens per request x 86,400.
 2. **Order.** Each fleet's score per output token is
    ``(1 - w) x cost / max cost + w x gCO2e / max gCO2e`` over the candidate fleets
-   (``w`` the class's carbon weight; gCO2e operational + embodied); carbon with no
-   intensity known at all counts as the worst; with some hours unknown, the known kWh's
-   mean intensity stands in for the rest, said in the figures (with the share known).
+   (``w`` the class's carbon weight; gCO2e operational + embodied). Carbon per output token
+   follows the reports' rule (``accounting.ledger.totals.carbon_per_token_complete``): withheld
+   where any of the fleet's kWh has no grid intensity or any GPU-hour no embodied figure. A
+   fleet whose carbon is withheld counts as the worst (its carbon part 1, as the dirtiest fleet
+   known): never as cleaner on its known part alone; the figures say why.
    Cost leaves out unpriced node-hours: such a fleet's cost is said to be a lower bound.
    With fleets in several currencies cost cannot be compared, and the order is by carbon alone.
 3. **Allocation.** Fill the lowest-score fleet up to its capacity, then the next:
@@ -112,9 +114,10 @@ class FleetFit:
     gco2e_per_1m_output_tokens: float | None
     it_j_per_output_token: float | None
     score: float | None = None
-    # Share (0-1) of the fleet's facility kWh with a known grid intensity: gCO2e takes the known kWh's mean
-    # intensity for the rest (see CurveBand.operational_gco2e_per_1m_output_tokens).
+    # Share (0-1) of the fleet's facility kWh with a known grid intensity: below 1, gCO2e is withheld (None).
     operational_coverage: float = 1.0
+    # Why gCO2e per 1M output tokens is withheld (CurveBand.carbon_per_token_gaps); None where it is stated.
+    carbon_note: str | None = None
     # Node-hours with no price, asset or tariff in force: their cost is missing, cost per 1M is a lower bound.
     unpriced_node_hours: int = 0
 
@@ -306,6 +309,7 @@ def _fit(spec: ClassSpec, curve: LoadCurve, settings: AdvisorSettings) -> FleetF
         gco2e_per_1m_output_tokens=whole.gco2e_per_1m_output_tokens,
         it_j_per_output_token=whole.it_j_per_output_token,
         operational_coverage=whole.operational_coverage,
+        carbon_note="; ".join(whole.carbon_per_token_gaps) or None,
         unpriced_node_hours=whole.unpriced_node_hours,
     )
 
@@ -322,10 +326,12 @@ def _scored(spec: ClassSpec, trusted: list[_Pair]) -> list[_Pair]:
     top_carbon = max((c for c in carbons if c is not None), default=0.0) or 1.0
     scored = []
     for (fit, curve), cost, carbon in zip(trusted, costs, carbons, strict=True):
+        # Withheld (a part unknown) or without tokens: the worst, never cleaner on a partial figure.
         carbon_part = 1.0 if carbon is None else carbon / top_carbon
         score = (1 - weight) * cost / top_cost + weight * carbon_part
         scored.append((_replace(fit, score=score), curve))
-    return sorted(scored, key=lambda pair: (pair[0].score, pair[0].fleet_name))
+    # At an equal score, a fleet whose carbon is known before one whose carbon is withheld.
+    return sorted(scored, key=lambda p: (p[0].score, p[0].gco2e_per_1m_output_tokens is None, p[0].fleet_name))
 
 
 def _replace(fit: FleetFit, **changes: Any) -> FleetFit:
@@ -536,14 +542,13 @@ def _fit_figures(fit: FleetFit) -> str:
     )
     if fit.unpriced_node_hours and fit.cost_per_1m_output_tokens is not None:
         cost = f"at least {cost} ({fit.unpriced_node_hours} node-hours unpriced, their cost missing)"
-    carbon = "?" if fit.gco2e_per_1m_output_tokens is None else f"{fit.gco2e_per_1m_output_tokens:.4g}"
-    gaps = ""
-    if fit.gco2e_per_1m_output_tokens is not None and fit.operational_coverage < 1:
-        gaps = (
-            f" (intensity known for {fit.operational_coverage:.0%} of its kWh: the rest taken at the known kWh's "
-            "mean intensity)"
-        )
-    return f"{fit.fleet_name}: {cost} and {carbon} gCO2e per 1M output tokens{gaps}"
+    if fit.gco2e_per_1m_output_tokens is not None:
+        carbon = f"{fit.gco2e_per_1m_output_tokens:.4g} gCO2e per 1M output tokens"
+    elif fit.carbon_note is not None:
+        carbon = f"gCO2e per 1M output tokens not stated ({fit.carbon_note}; counted as the worst for carbon)"
+    else:
+        carbon = "? gCO2e per 1M output tokens"
+    return f"{fit.fleet_name}: {cost} and {carbon}"
 
 
 def _ms(value: float | None) -> str:

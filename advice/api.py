@@ -42,8 +42,12 @@ from fleets.selectors import organizations_for_user
 from reports.curves import load_curve_rows, load_curves
 from reports.report_view import ReportView, report_operation
 from reports.serializers import (
+    BAND_CARBON_NOTE,
+    BAND_CARBON_PER_1M_OUTPUT_TOKENS,
     BAND_EMBODIED_PER_1M_OUTPUT_TOKENS,
+    BAND_EMBODIED_UNKNOWN,
     BAND_INTENSITY_COVERAGE,
+    BAND_OPERATIONAL_PER_1M_OUTPUT_TOKENS,
     PER_TOKEN_FIGURES,
     PeriodOutputSerializer,
     ScopeInputSerializer,
@@ -306,13 +310,12 @@ class LoadCurveRowSerializer(serializers.Serializer):
     cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     it_j_per_output_token = number("IT energy J / output tokens")
     facility_kwh_per_1m_output_tokens = number("facility kWh (after PUE) / output tokens x 1e6")
-    operational_gco2e_per_1m_output_tokens = number(
-        "location-based gCO2e / output tokens x 1e6; over operational_coverage < 1, the known kWh's mean intensity "
-        "stands in for the rest"
-    )
+    operational_gco2e_per_1m_output_tokens = number(BAND_OPERATIONAL_PER_1M_OUTPUT_TOKENS)
     embodied_gco2e_per_1m_output_tokens = number(BAND_EMBODIED_PER_1M_OUTPUT_TOKENS)
-    gco2e_per_1m_output_tokens = number("operational + embodied")
+    gco2e_per_1m_output_tokens = number(BAND_CARBON_PER_1M_OUTPUT_TOKENS)
     operational_coverage = number(BAND_INTENSITY_COVERAGE)
+    embodied_unknown_gpu_h = number(BAND_EMBODIED_UNKNOWN)
+    carbon_per_token_note = serializers.CharField(allow_null=True, help_text=BAND_CARBON_NOTE)
     unpriced_node_hours = serializers.IntegerField(
         help_text="node-hours with no price, asset or tariff in force: their cost is missing, so "
         "cost_per_1m_output_tokens is a lower bound when this is above 0"

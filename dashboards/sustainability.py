@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from accounting.ledger.totals import carbon_per_token_gaps
 from common.charts import figure_html, gpu_model_colour, grouped_bars, series_lines
 from common.periods import Period
 from dashboards.common import api_query, dashboard_context, organization_ids, period_buckets
@@ -65,6 +66,7 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
     hours = quality_hours(organization_id=organization.pk, start=period.start, end=period.end)
     imperfect = [hour for hour in hours if _imperfect(hour)]
     shown, scope2 = sustainability_shown(report=report, organization=organization)
+    per_bucket = parts_sum(parts, lambda p: p.key[BUCKET])
     return render(
         request,
         "dashboards/sustainability.html",
@@ -72,7 +74,7 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
             **page,
             "report": shown,
             "charts": [
-                figure_html(_sci_over_time(parts, period), div_id="chart-sci"),
+                figure_html(_sci_over_time(per_bucket, period), div_id="chart-sci"),
                 figure_html(_energy_per_token_by_model(parts), div_id="chart-j-per-token"),
                 figure_html(_grid_intensity(parts, period), div_id="chart-grid"),
             ],
@@ -83,6 +85,7 @@ def sustainability_page(request: HttpRequest) -> HttpResponse:
             "embodied_factors": _embodied_factors(parts, organization_ids(organization), period),
             **_scope2_panel(shown, scope2),
             **_per_token_reasons(shown, report.sums),
+            "sci_chart_note": _sci_over_time_note(per_bucket),
         },
     )
 
@@ -145,20 +148,35 @@ def _parts(ids: list[int], period: Period) -> list[LedgerPart]:
     )
 
 
-def _sci_over_time(parts: list[LedgerPart], period: Period) -> Any:
-    """Each bucket's carbon per 1k output tokens and per 1k tokens (SCI), unrounded (carbon adds across currencies)."""
-    per_bucket = parts_sum(parts, lambda p: p.key[BUCKET]).items()
+def _sci_over_time(per_bucket: dict[Any, LedgerSums], period: Period) -> Any:
+    """Each bucket's carbon per 1k output tokens and per 1k tokens (SCI), unrounded (carbon adds across currencies):
+    no point where the bucket's figure is withheld, by the rule of every carbon figure per token (its note says why).
+    """
     series = {
         "gCO2e per 1k output tokens": [
-            (max(bucket, period.start), _float(sums.sci_g_per_1k_output_tokens)) for bucket, sums in per_bucket
+            (max(bucket, period.start), _float(sums.sci_g_per_1k_output_tokens)) for bucket, sums in per_bucket.items()
         ],
         "gCO2e per 1k tokens, input + output (SCI)": [
-            (max(bucket, period.start), _float(sums.sci_g_per_1k_tokens)) for bucket, sums in per_bucket
+            (max(bucket, period.start), _float(sums.sci_g_per_1k_tokens)) for bucket, sums in per_bucket.items()
         ],
     }
     return series_lines(
         "Carbon per 1k tokens (location-based + embodied)", "gCO2e / 1k tokens", series, buckets=period_buckets(period)
     )
+
+
+def _sci_over_time_note(per_bucket: dict[Any, LedgerSums]) -> str | None:
+    """Why the carbon-per-token chart has no point for some periods (their figure withheld); None: none is."""
+    withheld = [sums.totals for sums in per_bucket.values() if not sums.totals.sci_complete]
+    if not withheld:
+        return None
+    gaps = carbon_per_token_gaps(
+        facility_kwh=sum((totals.facility_kwh for totals in withheld), Decimal(0)),
+        unknown_intensity_kwh=sum((totals.location_unknown_facility_kwh for totals in withheld), Decimal(0)),
+        embodied_unknown_gpu_h=sum((totals.embodied_unknown_gpu_h for totals in withheld), Decimal(0)),
+    )
+    reasons = "; ".join(gaps)
+    return f"Carbon per token is not stated for {len(withheld)} of {len(per_bucket)} periods charted: {reasons}"
 
 
 def _energy_per_token_by_model(parts: list[LedgerPart]) -> Any:

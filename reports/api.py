@@ -62,6 +62,7 @@ from reports.serializers import (
     IDLE_TREATMENT,
     IT_KWH,
     PER_TOKEN_FIGURES,
+    WITHHELD_CARBON_SENTENCE,
     ComparisonRowSerializer,
     EmbodiedFactorSerializer,
     FactorSerializer,
@@ -127,6 +128,7 @@ def _usage_csv_row(row: Any, converter: RowConverter | None) -> dict[str, Any]:
         "output (generation) tokens only, as LLM price lists do; the same names without `output` divide by "
         "input + output tokens (prompt tokens served from a prefix cache included). Unit figures keep 4 "
         'significant digits (money ones as decimal strings, e.g. "0.09820"). '
+        f"{WITHHELD_CARBON_SENTENCE}"
         "Money amounts are rounded once, to the currency's minor unit; a row whose lines are in two currencies is "
         "refused (400): filter by currency or group by site or currency. With `Accept: text/csv` or "
         "`?format=csv`, every row is streamed as CSV (no paging), the columns named as the JSON fields. "
@@ -231,7 +233,9 @@ class UsageReportView(ReportView):
         "Leads with figures per output token: `cost_per_1m_output_tokens`, `it_j_per_output_token`, "
         "`gco2e_per_1m_output_tokens` and `generation_tokens_per_s` divide by output (generation) tokens "
         "only, as LLM price lists do; the same names without `output` divide by input + output tokens. "
-        "Unit figures keep 4 significant digits (money ones as decimal strings). Throughput is per second "
+        "Unit figures keep 4 significant digits (money ones as decimal strings). "
+        f"{WITHHELD_CARBON_SENTENCE}"
+        "Throughput is per second "
         "of endpoint-hours that served tokens. TTFT P50/P90/P99 are interpolated within their histogram "
         "bucket as Prometheus's histogram_quantile does, each with that bucket's bounds "
         "(`ttft_p99_bucket_low_ms`, `ttft_p99_bucket_high_ms`), from the period's histograms merged "
@@ -394,7 +398,9 @@ def _in_tco2e() -> serializers.FloatField:
     summary="Scope 2 (location and market based), embodied carbon, energy, PUE, SCI and data quality",
     description=(
         "One organization over a period (`period=2026`, `2026-Q4`, `2026-11`, or start/end). Lists every "
-        "emission factor source used with its licence and attribution. CSV (`Accept: text/csv` or "
+        "emission factor source used with its licence and attribution. "
+        f"{WITHHELD_CARBON_SENTENCE}"
+        "CSV (`Accept: text/csv` or "
         "`?format=csv`): `metric,value` lines, factors as `factor:<scope>:<source>:<field>`, each zone-hour's "
         "grid intensity as `grid:<zone>:<hour>:<source>:<gco2e_per_kwh|kind|facility_kwh>`, each hour's data "
         "quality in node-hours as `quality:<hour>:<held_h|measured_h|bridged_h|missing_h|unpriced_hours>`, "

@@ -14,8 +14,12 @@ tokens is no model's (the comparison's idle row): it has no load and no band, so
 model's bands add up to its comparison row.
 
 Gaps: an hour with no known grid intensity leaves the known part of operational carbon, with
-its coverage (the share of facility kWh with a known intensity); per output token, the known
-kWh's mean intensity stands in for the rest (none known: unknown). Node-hours with no price,
+its coverage (the share of facility kWh with a known intensity), and GPU-hours of a model without
+an embodied figure are counted (``embodied_unknown_gpu_h``). Carbon per output token follows the
+rule of every report (``accounting.ledger.totals.carbon_per_token_complete``): withheld (``None``)
+while any of its kWh has no intensity, or, where embodied carbon is part of it, any GPU-hour no
+embodied figure, with the reason beside it (``carbon_per_token_gaps``), so that a band and the
+comparison row of the same hours give one answer. Node-hours with no price,
 asset or tariff in force (the reports' unpriced hours) are counted per band: their cost is
 missing from the sums, so a cost per token over them is a lower bound.
 
@@ -35,6 +39,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, Protocol, TypeVar
 
+from accounting.ledger.totals import carbon_per_token_complete, carbon_per_token_gaps
 from accounting.ledger.units import per_1m
 from reports.sharing import output_token_share, takes_share
 from telemetry.histogram import Histogram, histogram_merge, histogram_quantile, histogram_quantile_bucket
@@ -90,6 +95,7 @@ class NodeHour:
     # The line's output tokens, the shares' denominator (the ledger's: its endpoints'); None: the sum of its
     # endpoint-hours given to ``load_hours`` (lines built by hand).
     generation_tokens: int | None = None
+    embodied_unknown_gpu_h: Decimal = ZERO  # GPU-hours of models without an embodied figure: not in embodied_co2e_g
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +111,7 @@ class _Additive:
     operational_co2e_g: Decimal | None  # the known part; None: no intensity known in any of its kWh
     embodied_co2e_g: Decimal  # central estimate
     unknown_intensity_kwh: Decimal = ZERO  # facility kWh with no known intensity: not in operational_co2e_g
+    embodied_unknown_gpu_h: Decimal = ZERO  # GPU-hours of models without an embodied figure: not in embodied_co2e_g
     unpriced_node_hours: int = 0  # node-hours with no price in force: missing from cost (a lower bound)
 
     @property
@@ -164,24 +171,47 @@ class CurveBand(_Additive):
     def facility_kwh_per_1m_output_tokens(self) -> float | None:
         return _float(per_1m(self.facility_kwh, self.generation_tokens))
 
+    # Carbon per output token: withheld while any part of it is unknown (``carbon_per_token_complete``).
+
     @property
     def operational_gco2e_per_1m_output_tokens(self) -> float | None:
-        """The known part over its coverage (the known kWh's mean intensity for the rest), per 1M output tokens."""
-        coverage = self.operational_coverage
-        if self.operational_co2e_g is None or coverage <= 0:
+        """Location-based gCO2e per 1M output tokens; None without output tokens, and where some kWh have no
+        intensity (``operational_coverage`` < 1)."""
+        if not carbon_per_token_complete(unknown_intensity_kwh=self.unknown_intensity_kwh):
             return None
-        known = _float(per_1m(self.operational_co2e_g, self.generation_tokens))
-        return None if known is None else known / coverage
+        return _float(per_1m(self._operational_g, self.generation_tokens))
 
     @property
     def embodied_gco2e_per_1m_output_tokens(self) -> float | None:
+        """Embodied gCO2e (central) per 1M output tokens; None without output tokens, and where some GPU-hours
+        have no embodied figure."""
+        if not carbon_per_token_complete(embodied_unknown_gpu_h=self.embodied_unknown_gpu_h):
+            return None
         return _float(per_1m(self.embodied_co2e_g, self.generation_tokens))
 
     @property
     def gco2e_per_1m_output_tokens(self) -> float | None:
-        """Operational (location-based, over its coverage) plus embodied; None when no intensity is known."""
-        operational, embodied = self.operational_gco2e_per_1m_output_tokens, self.embodied_gco2e_per_1m_output_tokens
-        return None if operational is None or embodied is None else operational + embodied
+        """Operational (location-based) plus embodied gCO2e per 1M output tokens; None where either is withheld."""
+        complete = carbon_per_token_complete(
+            unknown_intensity_kwh=self.unknown_intensity_kwh, embodied_unknown_gpu_h=self.embodied_unknown_gpu_h
+        )
+        if not complete:
+            return None
+        return _float(per_1m(self._operational_g + self.embodied_co2e_g, self.generation_tokens))
+
+    @property
+    def carbon_per_token_gaps(self) -> tuple[str, ...]:
+        """Why the band's carbon per output token is withheld (the reports' words); empty where it is stated."""
+        return carbon_per_token_gaps(
+            facility_kwh=self.facility_kwh,
+            unknown_intensity_kwh=self.unknown_intensity_kwh,
+            embodied_unknown_gpu_h=self.embodied_unknown_gpu_h,
+        )
+
+    @property
+    def _operational_g(self) -> Decimal:
+        # None only where no kWh had an intensity: then either some kWh are unknown, or there are none.
+        return ZERO if self.operational_co2e_g is None else self.operational_co2e_g
 
 
 def _float(value: Decimal | None) -> float | None:
@@ -324,6 +354,7 @@ def _part(line: NodeHour, model: str, usages: list[EndpointHour], share: Decimal
         ttft=histogram_merge(measured, coarsen=True),
         ttft_lower_bound=histogram_merge(lower, coarsen=True),
         unknown_intensity_kwh=line.facility_kwh * share if line.operational_co2e_g is None else ZERO,
+        embodied_unknown_gpu_h=line.embodied_unknown_gpu_h * share,
         unpriced_node_hours=int(line.unpriced),
     )
 
@@ -409,6 +440,7 @@ def _summed(rows: Sequence[_Additive]) -> dict[str, Any]:
         "operational_co2e_g": _known_sum(r.operational_co2e_g for r in rows),
         "embodied_co2e_g": sum((r.embodied_co2e_g for r in rows), ZERO),
         "unknown_intensity_kwh": sum((r.unknown_intensity_kwh for r in rows), ZERO),
+        "embodied_unknown_gpu_h": sum((r.embodied_unknown_gpu_h for r in rows), ZERO),
         "unpriced_node_hours": sum(r.unpriced_node_hours for r in rows),
     }
 

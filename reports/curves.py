@@ -191,7 +191,8 @@ def _single_hours(
     # The hour first: PostgreSQL sorts the rows to group them, and most comparisons end at the timestamp.
     keys = ("hour_start", "k_line__organization_id", "k_line__fleet_id", "k_line__gpu_model", "k_line__currency",
             "endpoint__model_name", "endpoint__kind", "bounds")  # fmt: skip
-    figures = ("gpu_h", "cost", "it_kwh", "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")
+    figures = ("gpu_h", "cost", "it_kwh", "facility_kwh", "location_co2e_g", "embodied_co2e_g_central",
+               "embodied_unknown_gpu_h")  # fmt: skip
     rows = (
         single.annotate(bounds=Cast("ttft_bucket_bounds_s", TextField()))
         .values(*keys)
@@ -218,7 +219,8 @@ def _parts(
     organization to the layout as JSON text, then the sums, and the histograms' counts ``_Joined``)."""
     layouts: dict[str | None, tuple[float, ...]] = {}
     for (hour, organization_id, fleet_id, gpu_model, currency, llm_model, kind, bounds, requests, tokens,
-         gpu_h, cost, it_kwh, facility_kwh, operational, embodied, unknown_kwh, unpriced, counts) in rows:  # fmt: skip
+         gpu_h, cost, it_kwh, facility_kwh, operational, embodied, embodied_unknown_h, unknown_kwh, unpriced,
+         counts) in rows:  # fmt: skip
         if (organization_id, fleet_id) not in lines_in:
             continue
         if bounds not in layouts:
@@ -249,6 +251,7 @@ def _parts(
             ttft=None if lower else ttft,
             ttft_lower_bound=ttft if lower else None,
             unknown_intensity_kwh=unknown_kwh or ZERO,
+            embodied_unknown_gpu_h=embodied_unknown_h or ZERO,
             unpriced_node_hours=unpriced,
         )
 
@@ -277,7 +280,8 @@ def _stored_hours(
     keys = ("hour_start", "organization_id", "fleet_id", "gpu_model", "currency", "llm_model", "endpoint_kind",
             "bounds")  # fmt: skip
     figures = ("requests", "generation_tokens", "gpu_h", "cost", "it_kwh", "facility_kwh", "location_co2e_g",
-               "embodied_co2e_g_central", "unknown_intensity_kwh", "unpriced_hours")  # fmt: skip
+               "embodied_co2e_g_central", "embodied_unknown_gpu_h", "unknown_intensity_kwh",
+               "unpriced_hours")  # fmt: skip
     rows = (
         served.annotate(bounds=Cast("ttft_bucket_bounds_s", TextField()))
         .values(*keys)
@@ -300,7 +304,8 @@ def _shared_rows(
     line_columns = ("node_id", "hour_start", "fleet_id", "gpu_model", "currency", "gpu_h", "cost", "it_kwh",
                     "facility_kwh", "location_co2e_g", "embodied_co2e_g_central")  # fmt: skip
     columns = ("endpoint__model_name", "requests", "generation_tokens", "k_line__organization_id",
-               *(f"k_line__{name}" for name in line_columns), "k_unpriced", "k_line__generation_tokens")  # fmt: skip
+               *(f"k_line__{name}" for name in line_columns), "k_unpriced", "k_line__generation_tokens",
+               "k_line__embodied_unknown_gpu_h")  # fmt: skip
     endpoint_hours, node_hours = [], {}
     unpriced = ExpressionWrapper(unpriced_with_telemetry("k_line__"), output_field=BooleanField())
     for model, requests, tokens, organization_id, *line in shared.annotate(k_unpriced=unpriced).values_list(*columns):
@@ -399,6 +404,8 @@ def load_curve_rows(curves: Sequence[LoadCurve]) -> list[dict[str, Any]]:
                     "embodied_gco2e_per_1m_output_tokens": _unit(band.embodied_gco2e_per_1m_output_tokens),
                     "gco2e_per_1m_output_tokens": _unit(band.gco2e_per_1m_output_tokens),
                     "operational_coverage": _unit(band.operational_coverage),
+                    "embodied_unknown_gpu_h": _unit(band.embodied_unknown_gpu_h),
+                    "carbon_per_token_note": "; ".join(band.carbon_per_token_gaps) or None,
                     "unpriced_node_hours": band.unpriced_node_hours,
                 }
             )

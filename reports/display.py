@@ -99,6 +99,17 @@ def trace_output(sums: LedgerSums) -> dict[str, Any]:
     }
 
 
+def carbon_per_token_gaps_output(sums: LedgerSums) -> dict[str, Any]:
+    """What a row's carbon per token lacks, beside it: the kWh without a grid intensity, the GPU-hours without an
+    embodied figure, and why its figures are withheld (null: stated)."""
+    totals = sums.totals
+    return {
+        "location_unknown_facility_kwh": rounded(totals.location_unknown_facility_kwh, "kwh"),
+        "embodied_unknown_gpu_h": rounded(totals.embodied_unknown_gpu_h, "h"),
+        "carbon_per_token_note": sums.carbon_per_token_note,
+    }
+
+
 def usage_row_output(row: ReportRow) -> dict[str, Any]:
     """One usage-report row as shown (see ``UsageRowSerializer`` for each field's meaning)."""
     sums, totals = row.sums, row.sums.totals
@@ -290,6 +301,7 @@ def comparison_row_output(row: ComparisonRow) -> dict[str, Any]:
         "embodied_gco2e_per_1m_output_tokens": per_unit(stats.embodied_g_per_1m_output_tokens("central")),
         "embodied_gco2e_per_1m_output_tokens_low": per_unit(stats.embodied_g_per_1m_output_tokens("low")),
         "embodied_gco2e_per_1m_output_tokens_high": per_unit(stats.embodied_g_per_1m_output_tokens("high")),
+        **carbon_per_token_gaps_output(stats.sums),
         "gpu_h": rounded(totals.gpu_h, "h"),
         "prompt_tokens": totals.prompt_tokens,
         "generation_tokens": totals.generation_tokens,
@@ -369,6 +381,8 @@ def load_band_output(load: LoadBand) -> dict[str, Any]:
         "location_gco2e_per_1m_output_tokens": per_unit(band.operational_gco2e_per_1m_output_tokens),
         "location_intensity_coverage": rounded(band.operational_coverage, "share"),
         "embodied_gco2e_per_1m_output_tokens": per_unit(band.embodied_gco2e_per_1m_output_tokens),
+        "embodied_unknown_gpu_h": rounded(band.embodied_unknown_gpu_h, "h"),
+        "carbon_per_token_note": "; ".join(band.carbon_per_token_gaps) or None,
     }
     base = load.baseline
     for name, column in LOAD_BAND_RATIO_COLUMNS.items():

@@ -20,7 +20,7 @@ from typing import Any
 from accounting.ledger import ElectricityStatus, LedgerTotals
 from accounting.ledger.line import NO_PRICE_ID, EnergyMethod
 from accounting.ledger.totals import KNOWN, Prefix, conditions_hold, summed, summed_fields
-from accounting.ledger.units import ZERO, per_1m
+from accounting.ledger.units import ZERO
 from reports.latency import ShareWithin
 from reports.serving import ServingSums
 from reports.sharing import SHARING_NOTE
@@ -121,15 +121,23 @@ class LedgerSums:
     def sci_g_per_1k_tokens(self) -> Decimal | None:
         """SCI: (location-based operational + central embodied) gCO2e / tokens x 1000.
 
-        ``None`` without tokens, and when no line had a location intensity
-        (embodied alone would understate it).
+        ``None`` without tokens, and where any kWh has no grid intensity or any GPU-hour no embodied
+        figure (``LedgerTotals.sci_complete``: the rule of every carbon figure per token; ``carbon_per_token_note``
+        says why).
         """
-        return self.totals.sci_g_per_1k_tokens if self.location_known else None
+        return self.totals.sci_g_per_1k_tokens
 
     @property
     def sci_g_per_1k_output_tokens(self) -> Decimal | None:
-        """(location-based operational + central embodied) gCO2e / output (generation) tokens x 1000."""
-        return self.totals.sci_g_per_1k_output_tokens if self.location_known else None
+        """(location-based operational + central embodied) gCO2e / output (generation) tokens x 1000; ``None``
+        as ``sci_g_per_1k_tokens``."""
+        return self.totals.sci_g_per_1k_output_tokens
+
+    @property
+    def carbon_per_token_note(self) -> str | None:
+        """Why the carbon figures per token are withheld (kWh without an intensity, GPU-hours without an embodied
+        figure, as SCI's reason says it); ``None`` where nothing is missing."""
+        return "; ".join(self.totals.sci_gaps) or None
 
     @property
     def g_per_1m_tokens(self) -> Decimal | None:
@@ -312,16 +320,14 @@ class ComparisonStats:
 
     @property
     def location_g_per_1m_output_tokens(self) -> Decimal | None:
-        """Operational (location-based) gCO2e per 1M output tokens; ``None`` without intensity or tokens."""
-        totals = self.sums.totals
-        if not self.sums.location_known or totals.generation_tokens == 0:
-            return None
-        return per_1m(totals.location_co2e_g, totals.generation_tokens)
+        """Operational (location-based) gCO2e per 1M output tokens; ``None`` without output tokens and where some
+        kWh have no grid intensity (``LedgerTotals.location_g_per_1m_output_tokens``)."""
+        return self.sums.totals.location_g_per_1m_output_tokens
 
     def embodied_g_per_1m_output_tokens(self, estimate: str = "central") -> Decimal | None:
-        """Embodied gCO2e (``low``, ``central`` or ``high``) per 1M output tokens; ``None`` without tokens."""
-        totals = self.sums.totals
-        return per_1m(getattr(totals.embodied_co2e_g, estimate), totals.generation_tokens)
+        """Embodied gCO2e (``low``, ``central`` or ``high``) per 1M output tokens; ``None`` without output tokens
+        and where some GPU-hours have no embodied figure."""
+        return self.sums.totals.embodied_g_per_1m_output_tokens(estimate)
 
     @property
     def embodied_central_g_per_1m_output_tokens(self) -> Decimal | None:

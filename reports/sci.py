@@ -9,7 +9,9 @@ central embodied carbon, and the numerator is ``LedgerTotals.sci_co2e_g``, divid
 
 SCI is a rate of a whole: where some kWh have no grid intensity, E x I would drop their carbon and
 keep their tokens and requests, so every SCI figure is ``None`` with the reason; likewise where some
-GPU-hours are of a model without an embodied figure (M understated). Pure: no Django.
+GPU-hours are of a model without an embodied figure (M understated). That is the rule of every carbon
+figure per token (``accounting.ledger.totals.carbon_per_token_complete``), and its reasons are the ones
+every report gives (``LedgerTotals.sci_gaps``). Pure: no Django.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from accounting.ledger.units import TOKENS_PER_THOUSAND, ZERO, significant
+from accounting.ledger.units import TOKENS_PER_THOUSAND, significant
 from grid.intensity import LIFECYCLE, Basis
 from reports.metrics import LedgerSums
 
@@ -50,8 +52,6 @@ BOUNDARY_EXCLUDED = (
     "the host where a node has neither a meter nor a modelled host (those lines stay at the GPU boundary)",
     "market-based instruments, offsets and avoided emissions (SCI excludes them)",
 )
-INCOMPLETE_INTENSITY = "intensity coverage incomplete: {kwh} of {total} facility kWh have no grid intensity"
-INCOMPLETE_EMBODIED = "embodied coverage incomplete: {h} GPU-hours are of models without an embodied figure"
 
 
 def sci_block(*, sums: LedgerSums, requests: int, method: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def sci_block(*, sums: LedgerSums, requests: int, method: dict[str, Any]) -> dic
     units: dict[str, dict[str, Any]] = {
         unit: {
             "r": float(count / scales[unit]),  # R in its unit: requests, thousands of tokens
-            "gco2e_per_unit": None if reasons else _sig(totals.sci_g_per(count, scales[unit])),
+            "gco2e_per_unit": _sig(totals.sci_g_per(count, scales[unit])),  # None where reasons say why
             "definition": FUNCTIONAL_UNITS[unit],
         }
         for unit, count in r_units.items()
@@ -94,14 +94,9 @@ def sci_block(*, sums: LedgerSums, requests: int, method: dict[str, Any]) -> dic
 
 
 def incomplete_reasons(sums: LedgerSums) -> list[str]:
-    """Why SCI cannot be stated for ``sums``: kWh without an intensity, GPU-hours without an embodied figure."""
-    totals, reasons = sums.totals, []
-    if totals.facility_kwh and (not sums.location_known or totals.location_unknown_facility_kwh > 0):
-        unknown = totals.facility_kwh if not sums.location_known else totals.location_unknown_facility_kwh
-        reasons.append(INCOMPLETE_INTENSITY.format(kwh=_plain(unknown), total=_plain(totals.facility_kwh)))
-    if totals.embodied_unknown_gpu_h > 0:
-        reasons.append(INCOMPLETE_EMBODIED.format(h=_plain(totals.embodied_unknown_gpu_h)))
-    return reasons
+    """Why SCI cannot be stated for ``sums``: kWh without an intensity, GPU-hours without an embodied figure
+    (``LedgerTotals.sci_gaps``, the reasons of every carbon figure per token)."""
+    return list(sums.totals.sci_gaps)
 
 
 def energy_boundary_shares(sums: LedgerSums) -> dict[str, float | None]:
@@ -149,7 +144,3 @@ def _places(value: Decimal, places: int) -> float:
 
 def _share(value: Decimal) -> float:
     return _places(value, 6)
-
-
-def _plain(value: Decimal) -> str:
-    return f"{float(value or ZERO):g}"

@@ -81,6 +81,26 @@ def idle_treatment_field(help_text: str = IDLE_TREATMENT, **kwargs: Any) -> seri
     return serializers.ChoiceField(choices=[t.value for t in IdleTreatment], help_text=help_text, **kwargs)
 
 
+# The rule of every carbon figure per token (``accounting.ledger.totals.carbon_per_token_complete``), said once.
+WITHHELD_CARBON_RULE = (
+    "null without tokens, and withheld (null; empty in CSV) while any of its facility kWh has no grid intensity "
+    "(location_unknown_facility_kwh above 0) or any GPU-hour no embodied figure (embodied_unknown_gpu_h above 0), "
+    "as SCI is (never the known carbon over every token)"
+)
+# The rule in an operation's description (the OpenAPI schema's).
+WITHHELD_CARBON_SENTENCE = (
+    "Carbon per token (`gco2e_per_*`, SCI, a load band's) follows one rule, SCI's: null without tokens, and "
+    "withheld (null; empty in CSV) while any of its facility kWh has no grid intensity or, where embodied carbon "
+    "is part of it, any GPU-hour is of a model without an embodied figure, never the known carbon over every "
+    "token nor an estimate; what is unknown is beside it (`location_unknown_facility_kwh`, "
+    "`embodied_unknown_gpu_h`, and where a row has it `carbon_per_token_note`). Totals of gCO2e keep the known "
+    "part. "
+)
+WITHHELD_CARBON_NOTE = (
+    "why the row's carbon figures per token are withheld, as SCI's reason says it (the kWh without a grid "
+    "intensity, the GPU-hours without an embodied figure); null where they are stated"
+)
+
 # One sentence per per-token figure, by field name (the README's "Per-token figures" says the same).
 # "Output tokens" are generation tokens only; "tokens" are input (prompt) + output.
 PER_TOKEN_FIGURES: dict[str, str] = {
@@ -95,10 +115,14 @@ PER_TOKEN_FIGURES: dict[str, str] = {
     "gpu_j_per_token": "GPU-boundary energy (the boards, as NVML measures them) in J / (input + output) tokens",
     "facility_j_per_output_token": "facility energy (IT x PUE) in J / output (generation) tokens",
     "facility_j_per_token": "facility energy (IT x PUE) in J / (input + output) tokens",
-    "gco2e_per_1k_output_tokens": "(location-based + embodied central) gCO2e / output (generation) tokens x 1000",
-    "gco2e_per_1k_tokens": "SCI: (location-based + embodied central) gCO2e / (input + output) tokens x 1000",
-    "gco2e_per_1m_output_tokens": "(location-based + embodied central) gCO2e / output (generation) tokens x 1e6",
-    "gco2e_per_1m_tokens": "(location-based + embodied central) gCO2e / (input + output) tokens x 1e6",
+    "gco2e_per_1k_output_tokens": "(location-based + embodied central) gCO2e / output (generation) tokens x 1000; "
+    + WITHHELD_CARBON_RULE,
+    "gco2e_per_1k_tokens": "SCI: (location-based + embodied central) gCO2e / (input + output) tokens x 1000; "
+    + WITHHELD_CARBON_RULE,
+    "gco2e_per_1m_output_tokens": "(location-based + embodied central) gCO2e / output (generation) tokens x 1e6; "
+    + WITHHELD_CARBON_RULE,
+    "gco2e_per_1m_tokens": "(location-based + embodied central) gCO2e / (input + output) tokens x 1e6; "
+    + WITHHELD_CARBON_RULE,
     "generation_tokens_per_s": "output (generation) tokens / seconds of endpoint-hours that served tokens",
     "tokens_per_s": "(input + output) tokens / seconds of endpoint-hours that served tokens",
 }
@@ -298,12 +322,18 @@ class UsageRowSerializer(PlainRowSerializer, TraceSerializer, TaxRowSerializer):
     facility_j_per_token = per_unit_field(PER_TOKEN_FIGURES["facility_j_per_token"])
     location_kgco2e = number("location-based operational kgCO2e; null when no hour had a grid intensity")
     market_kgco2e = number("market-based operational kgCO2e; null when no hour had a market factor")
-    location_unknown_facility_kwh = number("facility kWh without a grid intensity (not in location_kgco2e)")
+    location_unknown_facility_kwh = number(
+        "facility kWh without a grid intensity (not in location_kgco2e); while above 0, gco2e_per_1k_tokens and "
+        "gco2e_per_1k_output_tokens are withheld (null)"
+    )
     market_unknown_facility_kwh = number("facility kWh without a market factor (not in market_kgco2e)")
     embodied_kgco2e_central = number("embodied kgCO2e amortized over the hours held, central estimate")
     embodied_kgco2e_low = number("embodied kgCO2e, low estimate")
     embodied_kgco2e_high = number("embodied kgCO2e, high estimate")
-    embodied_unknown_gpu_h = number("GPU-hours of models without embodied data (not in embodied_*)")
+    embodied_unknown_gpu_h = number(
+        "GPU-hours of models without embodied data (not in embodied_*); while above 0, gco2e_per_1k_tokens and "
+        "gco2e_per_1k_output_tokens are withheld (null)"
+    )
     gco2e_per_1k_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_output_tokens"])
     gco2e_per_1k_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1k_tokens"])
     idle_gpu_h = number("GPU-hours that served no tokens below the utilization threshold")
@@ -351,8 +381,25 @@ WHILE_SERVING_NOTE = (
 
 
 # A load band's carbon, said the same way by the comparison's bands (``by_load``) and the advisor's load curves.
-BAND_EMBODIED_PER_1M_OUTPUT_TOKENS = "embodied gCO2e (central) / output tokens x 1e6"
+BAND_OPERATIONAL_PER_1M_OUTPUT_TOKENS = (
+    "operational (location-based) gCO2e / output tokens x 1e6; null without output tokens, and withheld (null) "
+    "while any of the band's facility kWh has no grid intensity (its intensity coverage below 1): never the "
+    "known part over every token, nor scaled up by the coverage"
+)
+BAND_EMBODIED_PER_1M_OUTPUT_TOKENS = (
+    "embodied gCO2e (central) / output tokens x 1e6; withheld (null) while any of the band's GPU-hours is of a "
+    "model without an embodied figure (embodied_unknown_gpu_h > 0)"
+)
+BAND_CARBON_PER_1M_OUTPUT_TOKENS = (
+    "(location-based + embodied central) gCO2e / output tokens x 1e6; withheld (null) where either part is: the "
+    "comparison row's rule, so a row and its bands give one answer"
+)
 BAND_INTENSITY_COVERAGE = "share (0-1) of the band's facility kWh with a known grid intensity"
+BAND_EMBODIED_UNKNOWN = "GPU-hours of the band of models without an embodied figure (not in its embodied carbon)"
+BAND_CARBON_NOTE = (
+    "why the band's carbon per output token is withheld (kWh without a grid intensity, GPU-hours without an "
+    "embodied figure); null where it is stated"
+)
 
 
 class LoadBandSerializer(serializers.Serializer):
@@ -379,14 +426,12 @@ class LoadBandSerializer(serializers.Serializer):
     ttft_p99_bucket_high_ms = _bucket_high_ms("99th percentile")
     cost_per_1m_output_tokens = money_per_unit_field(PER_TOKEN_FIGURES["cost_per_1m_output_tokens"])
     it_j_per_output_token = per_unit_field(PER_TOKEN_FIGURES["it_j_per_output_token"])
-    gco2e_per_1m_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_output_tokens"])
-    location_gco2e_per_1m_output_tokens = per_unit_field(
-        "operational (location-based) gCO2e / output tokens x 1e6; where some hours have no grid intensity, "
-        "their kWh take the known hours' mean intensity (an estimate: see location_intensity_coverage); "
-        "null without any known intensity"
-    )
+    gco2e_per_1m_output_tokens = per_unit_field(BAND_CARBON_PER_1M_OUTPUT_TOKENS)
+    location_gco2e_per_1m_output_tokens = per_unit_field(BAND_OPERATIONAL_PER_1M_OUTPUT_TOKENS)
     location_intensity_coverage = number(BAND_INTENSITY_COVERAGE)
     embodied_gco2e_per_1m_output_tokens = per_unit_field(BAND_EMBODIED_PER_1M_OUTPUT_TOKENS)
+    embodied_unknown_gpu_h = number(BAND_EMBODIED_UNKNOWN)
+    carbon_per_token_note = serializers.CharField(allow_null=True, help_text=BAND_CARBON_NOTE)
     output_tokens_per_s_per_gpu_vs_baseline = number("ratio to the baseline fleet's band of the same range")
     ttft_p99_vs_baseline = number("ratio to the baseline fleet's band of the same range")
     cost_per_1m_output_tokens_vs_baseline = number(
@@ -427,13 +472,25 @@ class ComparisonRowSerializer(TraceSerializer):
     it_j_per_1m_output_tokens = per_unit_field("the same, in J per 1M output (generation) tokens")
     gco2e_per_1m_output_tokens = per_unit_field(PER_TOKEN_FIGURES["gco2e_per_1m_output_tokens"])
     location_gco2e_per_1m_output_tokens = per_unit_field(
-        "operational (location-based) gCO2e / output (generation) tokens x 1e6; null without a grid intensity"
+        "operational (location-based) gCO2e / output (generation) tokens x 1e6; null without output tokens, and "
+        "withheld (null) while any of the row's facility kWh has no grid intensity (location_unknown_facility_kwh "
+        "> 0)"
     )
     embodied_gco2e_per_1m_output_tokens = per_unit_field(
-        "embodied gCO2e (central estimate, amortized over the hours held) / output tokens x 1e6"
+        "embodied gCO2e (central estimate, amortized over the hours held) / output tokens x 1e6; withheld (null) "
+        "while any GPU-hour is of a model without an embodied figure (embodied_unknown_gpu_h > 0)"
     )
     embodied_gco2e_per_1m_output_tokens_low = per_unit_field("the same, low estimate")
     embodied_gco2e_per_1m_output_tokens_high = per_unit_field("the same, high estimate")
+    location_unknown_facility_kwh = number(
+        "facility kWh without a grid intensity: not in location_kgco2e, and while above 0 the carbon figures per "
+        "token are withheld"
+    )
+    embodied_unknown_gpu_h = number(
+        "GPU-hours of models without an embodied figure: not in embodied_*, and while above 0 the carbon figures "
+        "per token with embodied carbon in them are withheld"
+    )
+    carbon_per_token_note = serializers.CharField(allow_null=True, help_text=WITHHELD_CARBON_NOTE)
     gpu_h = number("GPU-hours held")
     prompt_tokens = serializers.IntegerField(help_text="input tokens on the ledger, prefix-cache hits included")
     generation_tokens = serializers.IntegerField(help_text="output tokens on the ledger")

@@ -5,6 +5,8 @@ Totals keep full ``Decimal`` precision: money is rounded once, for display, with
 adds its kWh to ``unpriced_facility_kwh``; kWh without an intensity go to
 ``location_unknown_facility_kwh`` / ``market_unknown_facility_kwh``. Per-token
 metrics are ``None`` (not zero, not an exception) when there are no tokens.
+Carbon per token is ``None`` too while any part of it is unknown
+(``carbon_per_token_complete``: the one rule of every report's carbon per token).
 """
 
 from __future__ import annotations
@@ -29,6 +31,57 @@ def _per_token(quantity: Decimal, tokens: int, scale: Decimal) -> Decimal | None
 
 def _ratio(part: Decimal, whole: Decimal) -> Decimal | None:
     return None if whole == 0 else part / whole
+
+
+# Why a carbon figure per token is withheld (``carbon_per_token_gaps``): the words every report and page uses.
+INTENSITY_GAP = "intensity coverage incomplete: {kwh} of {total} facility kWh have no {factor}"
+EMBODIED_GAP = "embodied coverage incomplete: {h} GPU-hours are of models without an embodied figure"
+GRID_INTENSITY = "grid intensity"  # location-based figures
+MARKET_FACTOR = "market factor"  # market-based figures
+
+
+def carbon_per_token_complete(*, unknown_intensity_kwh: Decimal = ZERO, embodied_unknown_gpu_h: Decimal = ZERO) -> bool:
+    """Whether a carbon figure per token (gCO2e per 1k or 1M tokens or output tokens, SCI per R) may be stated.
+
+    The one rule, for every report, page and load band. Such a figure is a rate of a whole: the carbon of
+    kWh without an intensity (of the figure's basis: a grid intensity for location-based figures, a market
+    factor for market-based ones), or of GPU-hours of a model without an embodied figure (where embodied
+    carbon is part of the figure), would be left out while their tokens stay in the denominator (understated),
+    and scaling the known part up to the whole would be an estimate. So the figure is withheld (``None``)
+    while any of its kWh or GPU-hours is unknown, and what is unknown is said beside it
+    (``carbon_per_token_gaps``), as SCI does. Totals of gCO2e are not rates: they keep the known part, with
+    the unknown kWh beside them.
+
+    ``unknown_intensity_kwh``: the figure's facility kWh without an intensity (left out for embodied carbon
+    alone); ``embodied_unknown_gpu_h``: its GPU-hours without an embodied figure (left out for operational
+    carbon alone).
+    """
+    return unknown_intensity_kwh <= 0 and embodied_unknown_gpu_h <= 0
+
+
+def carbon_per_token_gaps(
+    *,
+    facility_kwh: Decimal,
+    unknown_intensity_kwh: Decimal = ZERO,
+    embodied_unknown_gpu_h: Decimal = ZERO,
+    factor: str = GRID_INTENSITY,
+) -> tuple[str, ...]:
+    """Why ``carbon_per_token_complete`` withholds a figure: one reason per unknown part (none: it is stated).
+
+    ``facility_kwh``: all of the figure's facility kWh; ``factor``: what its unknown kWh lack (``GRID_INTENSITY``,
+    ``MARKET_FACTOR``)."""
+    gaps = []
+    if not carbon_per_token_complete(unknown_intensity_kwh=unknown_intensity_kwh):
+        kwh, total = _plain(unknown_intensity_kwh), _plain(facility_kwh)
+        gaps.append(INTENSITY_GAP.format(kwh=kwh, total=total, factor=factor))
+    if not carbon_per_token_complete(embodied_unknown_gpu_h=embodied_unknown_gpu_h):
+        gaps.append(EMBODIED_GAP.format(h=_plain(embodied_unknown_gpu_h)))
+    return tuple(gaps)
+
+
+def _plain(value: Decimal | float) -> str:
+    """A quantity in a sentence: up to 6 significant digits, no trailing zeros (1.8, 9.36)."""
+    return f"{float(value):g}"
 
 
 @dataclass(frozen=True)
@@ -236,14 +289,49 @@ class LedgerTotals:
         """Facility energy (after PUE) in J per output (generation) token; ``None`` without output tokens."""
         return _per_token(j_from_kwh(self.facility_kwh), self.generation_tokens, Decimal(1))
 
+    # Carbon per token: stated only where every part of it is known (``carbon_per_token_complete``).
+
+    @property
+    def sci_complete(self) -> bool:
+        """Whether SCI, and every (location-based + embodied) carbon figure per token, may be stated."""
+        return carbon_per_token_complete(
+            unknown_intensity_kwh=self.location_unknown_facility_kwh, embodied_unknown_gpu_h=self.embodied_unknown_gpu_h
+        )
+
+    @property
+    def sci_gaps(self) -> tuple[str, ...]:
+        """Why SCI (and the carbon figures per token) are withheld: kWh without an intensity, GPU-hours without
+        an embodied figure; empty where they are stated."""
+        return carbon_per_token_gaps(
+            facility_kwh=self.facility_kwh,
+            unknown_intensity_kwh=self.location_unknown_facility_kwh,
+            embodied_unknown_gpu_h=self.embodied_unknown_gpu_h,
+        )
+
     @property
     def sci_co2e_g(self) -> Decimal:
         """SCI's numerator, (E x I) + M: location-based operational g + central embodied (amortized) g."""
         return self.location_co2e_g + self.embodied_co2e_g.central
 
     def sci_g_per(self, functional_units: int, scale: Decimal = Decimal(1)) -> Decimal | None:
-        """SCI per R: ``sci_co2e_g`` / ``functional_units`` x ``scale``; ``None`` without any unit."""
-        return _per_token(self.sci_co2e_g, functional_units, scale)
+        """SCI per R: ``sci_co2e_g`` / ``functional_units`` x ``scale``; ``None`` without any unit, and where SCI
+        is incomplete (``sci_complete``)."""
+        return _per_token(self.sci_co2e_g, functional_units, scale) if self.sci_complete else None
+
+    @property
+    def location_g_per_1m_output_tokens(self) -> Decimal | None:
+        """Operational (location-based) gCO2e per 1M output tokens; ``None`` without output tokens, and where
+        some kWh have no grid intensity."""
+        if not carbon_per_token_complete(unknown_intensity_kwh=self.location_unknown_facility_kwh):
+            return None
+        return per_1m(self.location_co2e_g, self.generation_tokens)
+
+    def embodied_g_per_1m_output_tokens(self, estimate: str = "central") -> Decimal | None:
+        """Embodied gCO2e (``low``, ``central`` or ``high``) per 1M output tokens; ``None`` without output tokens,
+        and where some GPU-hours are of models without an embodied figure."""
+        if not carbon_per_token_complete(embodied_unknown_gpu_h=self.embodied_unknown_gpu_h):
+            return None
+        return per_1m(getattr(self.embodied_co2e_g, estimate), self.generation_tokens)
 
     @property
     def sci_g_per_1k_tokens(self) -> Decimal | None:
@@ -257,7 +345,13 @@ class LedgerTotals:
 
     @property
     def market_g_per_1k_tokens(self) -> Decimal | None:
-        """(market-based operational g + central embodied g) / tokens x 1000; ``None`` without tokens."""
+        """(market-based operational g + central embodied g) / tokens x 1000; ``None`` without tokens, and where
+        some kWh have no market factor or some GPU-hours no embodied figure."""
+        complete = carbon_per_token_complete(
+            unknown_intensity_kwh=self.market_unknown_facility_kwh, embodied_unknown_gpu_h=self.embodied_unknown_gpu_h
+        )
+        if not complete:
+            return None
         return _per_token(self.market_co2e_g + self.embodied_co2e_g.central, self.tokens, TOKENS_PER_THOUSAND)
 
     @property

@@ -277,8 +277,9 @@ class LedgerServedHour(models.Model):
     ``llm_model`` and ``endpoint_kind`` are the endpoint's ``model_name`` and ``kind``;
     ``ttft_bucket_bounds_s`` the endpoint-hours' layout, ``ttft_bucket_counts`` the bucket-wise sum of their
     histograms that fit it (null: none). ``location_co2e_g`` sums the lines with a known intensity (null:
-    none known); ``unknown_intensity_kwh`` is the facility kWh of those without; ``unpriced_hours`` counts
-    the lines unpriced with telemetry.
+    none known); ``unknown_intensity_kwh`` is the facility kWh of those without; ``embodied_unknown_gpu_h``
+    the lines' GPU-hours of models without an embodied figure; ``unpriced_hours`` counts the lines unpriced
+    with telemetry.
     """
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="+")
@@ -302,6 +303,7 @@ class LedgerServedHour(models.Model):
     location_co2e_g = _amount(null=True)
     unknown_intensity_kwh = _amount()
     embodied_co2e_g_central = _amount()
+    embodied_unknown_gpu_h = _amount()
     ttft_bucket_counts = models.JSONField(null=True)
 
     class Meta:

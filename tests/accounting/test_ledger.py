@@ -35,6 +35,7 @@ from accounting.ledger import (
     kwh_from_j,
     money_quantize,
 )
+from accounting.ledger.totals import MARKET_FACTOR, carbon_per_token_complete, carbon_per_token_gaps
 from accounting.tariff import TariffPrice
 from tests.helpers.ledger_inputs import (
     CARD,
@@ -302,6 +303,51 @@ def test_per_token_metrics_are_none_without_tokens() -> None:
     assert totals.facility_j_per_token is None
     assert totals.sci_g_per_1k_tokens is None
     assert totals.market_g_per_1k_tokens is None
+
+
+def _with_unknowns(**unknown: D) -> LedgerTotals:
+    # 10 kWh, 3,000 g location-based, 300 g market-based, 600 g embodied; 800,000 + 400,000 tokens
+    return LedgerTotals(
+        facility_kwh=D(10), location_co2e_g=D(3000), market_co2e_g=D(300), embodied_co2e_g_low=D(200),
+        embodied_co2e_g_central=D(600), embodied_co2e_g_high=D(900), prompt_tokens=800_000,
+        generation_tokens=400_000, **unknown,
+    )  # fmt: skip
+
+
+def test_carbon_per_token_is_stated_only_where_every_part_of_it_is_known() -> None:
+    known = _with_unknowns()
+    assert (known.sci_g_per_1k_tokens, known.location_g_per_1m_output_tokens) == (D(3), D(7500))
+    assert (known.sci_complete, known.sci_gaps) == (True, ())
+
+    # 2 of the 10 kWh without a grid intensity: every location-based figure per token withheld, not 3,000 g over
+    # every token (understated); the embodied part alone and the market-based figure are whole
+    dark = _with_unknowns(location_unknown_facility_kwh=D(2))
+    assert dark.sci_g_per_1k_tokens is dark.sci_g_per_1k_output_tokens is dark.location_g_per_1m_output_tokens is None
+    assert dark.embodied_g_per_1m_output_tokens() == D(1500)
+    assert dark.market_g_per_1k_tokens == D("0.75")  # (300 + 600) / 1,200
+    assert dark.sci_gaps == ("intensity coverage incomplete: 2 of 10 facility kWh have no grid intensity",)
+    assert dark.location_co2e_g == D(3000)  # the total keeps the known part
+
+    # a GPU-hour of a model without an embodied figure: every figure with embodied carbon in it withheld
+    unmodelled = _with_unknowns(embodied_unknown_gpu_h=D("0.5"))
+    assert unmodelled.sci_g_per_1k_tokens is unmodelled.market_g_per_1k_tokens is None
+    assert unmodelled.embodied_g_per_1m_output_tokens("high") is None
+    assert unmodelled.location_g_per_1m_output_tokens == D(7500)
+    assert unmodelled.sci_gaps == (
+        "embodied coverage incomplete: 0.5 GPU-hours are of models without an embodied figure",
+    )
+
+    # kWh without a market factor: the market-based figure alone withheld
+    assert _with_unknowns(market_unknown_facility_kwh=D(1)).market_g_per_1k_tokens is None
+
+
+def test_the_rule_and_its_reasons_are_one_function_for_every_figure() -> None:
+    assert carbon_per_token_complete() and carbon_per_token_complete(unknown_intensity_kwh=D(0))
+    assert not carbon_per_token_complete(unknown_intensity_kwh=D("0.001"))
+    assert not carbon_per_token_complete(embodied_unknown_gpu_h=D(1))
+    assert carbon_per_token_gaps(facility_kwh=D(4), unknown_intensity_kwh=D(1), factor=MARKET_FACTOR) == (
+        "intensity coverage incomplete: 1 of 4 facility kWh have no market factor",
+    )
 
 
 def test_empty_totals_have_no_ratios() -> None:

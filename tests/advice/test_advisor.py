@@ -205,20 +205,30 @@ def _with_gaps(fleet, *, unknown_kwh="0", unpriced=0):
     return replace(fleet, bands=bands)
 
 
-def test_a_fleet_with_some_hours_of_unknown_intensity_is_ranked_on_its_known_part_and_says_so():
-    # consumer: 40 kg known over half its kWh (600 of 1200 per band unknown): 40 / 0.5 = 80 + 20 embodied
-    # = 100 gCO2e per 1M output tokens, below enterprise's 100 + 20 = 120; no longer "unknown, the worst"
+def test_a_fleet_with_some_hours_of_unknown_intensity_is_not_ranked_cleaner_on_its_known_part_and_says_so():
+    # consumer: 40 kg known over half its kWh (600 of 1200 per band unknown): its known part alone (40 + 20
+    # embodied = 60 gCO2e per 1M output tokens) or scaled by its coverage (100) would rank it below enterprise's
+    # 100 + 20 = 120; withheld, it counts as the worst, and enterprise, known, goes first at the same score
     consumer_gaps = _with_gaps(consumer(operational_g="40000"), unknown_kwh="600")
     advice = advise(spec(100_000_000, weight=1.0), [enterprise(), consumer_gaps])
     (placement,) = advice.recommendation.placements
-    assert placement.fleet_name == "consumer"
+    assert placement.fleet_name == "enterprise"
     fit = next(f for f in advice.fits if f.fleet_name == "consumer")
-    assert (fit.gco2e_per_1m_output_tokens, fit.operational_coverage) == (pytest.approx(100.0), 0.5)
-    assert "consumer: 0.9000 USD and 100 gCO2e per 1M output tokens (intensity known for 50% of its kWh" in (
-        advice.explanation
-    )
-    # 100 x 100 g per 1M = 10 kg a day, of which 4 kg operational known, 4 kg estimated, 2 kg embodied
-    assert advice.recommendation.kgco2e_per_day == pytest.approx(10.0)
+    assert (fit.gco2e_per_1m_output_tokens, fit.operational_coverage) == (None, 0.5)
+    assert fit.score == next(f for f in advice.fits if f.fleet_name == "enterprise").score == 1.0
+    assert (
+        "consumer: 0.9000 USD and gCO2e per 1M output tokens not stated (intensity coverage incomplete: 1200 of "
+        "2400 facility kWh have no grid intensity; counted as the worst for carbon)"
+    ) in advice.explanation
+
+
+def test_a_placement_on_a_band_of_withheld_carbon_has_no_carbon_per_day():
+    consumer_gaps = _with_gaps(consumer(operational_g="40000"), unknown_kwh="600")
+    advice = advise(spec(100_000_000), [consumer_gaps])  # cost alone: consumer takes it all
+    (placement,) = advice.recommendation.placements
+    assert placement.operational_kgco2e_per_day is None
+    assert placement.embodied_kgco2e_per_day == pytest.approx(2.0)  # 100 x 20 g per 1M output tokens
+    assert advice.recommendation.kgco2e_per_day is None
 
 
 def test_a_fleet_with_unpriced_hours_gives_its_cost_as_a_lower_bound():

@@ -47,7 +47,7 @@ def test_half_gpu_hours_are_not_rounded_to_even():
     assert CurveKey(1, "rtx-4090", "a") == curves["a"].key
 
 
-def test_an_hour_with_no_known_intensity_leaves_the_known_part_with_its_coverage():
+def test_an_hour_with_no_known_intensity_leaves_the_known_part_with_its_coverage_and_no_carbon_per_token():
     # two hours in one band: 1 kWh at 400 g known, 3 kWh with no intensity; 100 + 100 requests on 1 GPU-h each
     curves = build(
         [usage(1, 0, "a", 1000), usage(1, 1, "a", 1000)],
@@ -57,12 +57,36 @@ def test_an_hour_with_no_known_intensity_leaves_the_known_part_with_its_coverage
     assert band.operational_co2e_g == Decimal(400)  # the known part, not None
     assert band.unknown_intensity_kwh == Decimal(3)
     assert band.operational_coverage == pytest.approx(0.25)  # 1 of 4 kWh
-    # per output token: the known kWh's mean intensity (400 g/kWh) over all 4 kWh = 1600 g / 2000 tokens
-    assert band.operational_gco2e_per_1m_output_tokens == pytest.approx(800_000)
-    assert band.gco2e_per_1m_output_tokens == pytest.approx(800_000 + 20 / 2000 * 1e6)
+    # per output token: withheld, neither 400 g over all 2000 tokens nor scaled up by the coverage (an estimate)
+    assert band.operational_gco2e_per_1m_output_tokens is band.gco2e_per_1m_output_tokens is None
+    assert band.embodied_gco2e_per_1m_output_tokens == pytest.approx(20 / 2000 * 1e6)  # its GPU-hours all known
+    assert band.carbon_per_token_gaps == ("intensity coverage incomplete: 3 of 4 facility kWh have no grid intensity",)
     # no hour known at all: unknown (None), coverage 0
     (dark,) = build([usage(1, 0, "a", 1000)], [line(1, 0, co2e=None)])["a"].bands
     assert (dark.operational_co2e_g, dark.operational_coverage, dark.gco2e_per_1m_output_tokens) == (None, 0.0, None)
+
+
+def test_every_kwh_known_gives_carbon_per_output_token_and_no_gap():
+    (band,) = build([usage(1, 0, "a", 1000), usage(1, 1, "a", 1000)], [line(1, 0), line(1, 1)])["a"].bands
+    # 800 g + 20 g embodied over 2000 output tokens
+    assert band.operational_gco2e_per_1m_output_tokens == pytest.approx(400_000)
+    assert band.gco2e_per_1m_output_tokens == pytest.approx(410_000)
+    assert band.carbon_per_token_gaps == ()
+
+
+def test_gpu_hours_without_an_embodied_figure_withhold_the_carbon_per_output_token_with_embodied_in_it():
+    # one of two GPU-hours of a model without an embodied figure, shared 1 : 1 by two LLM models
+    curves = build(
+        [usage(1, 0, "a", 500), usage(1, 0, "b", 500), usage(1, 1, "a", 1000)],
+        [line(1, 0, embodied_unknown_gpu_h=Decimal(1)), line(1, 1)],
+    )
+    (band,) = curves["a"].bands
+    assert band.embodied_unknown_gpu_h == Decimal("0.5")  # its share of the unknown GPU-hour
+    assert band.gco2e_per_1m_output_tokens is band.embodied_gco2e_per_1m_output_tokens is None
+    assert band.operational_gco2e_per_1m_output_tokens == pytest.approx(600 / 1500 * 1e6)  # its kWh all known
+    assert band.carbon_per_token_gaps == (
+        "embodied coverage incomplete: 0.5 GPU-hours are of models without an embodied figure",
+    )
 
 
 def test_unpriced_node_hours_are_counted_per_band_and_on_shared_hours_per_model():

@@ -154,8 +154,9 @@ def test_unknown_intensity_keeps_the_known_part_and_unpriced_hours_are_counted(o
     # H1 known: A's 360 g + 3/4 of C's 192 g = 504 g over 1.8 + 0.72 of 4.32 facility kWh
     assert (busy.operational_co2e_g, busy.unknown_intensity_kwh) == (504, Decimal("1.8"))
     assert busy.operational_coverage == pytest.approx(2.52 / 4.32)
-    # per 1M output tokens: 504 g / (2.52 / 4.32) / 1,740,000 tokens x 1e6
-    assert busy.operational_gco2e_per_1m_output_tokens == pytest.approx(504 * 4.32 / 2.52 / 1.74)
+    # per 1M output tokens: withheld, as every report's carbon per token is with kWh of no intensity
+    assert busy.operational_gco2e_per_1m_output_tokens is busy.gco2e_per_1m_output_tokens is None
+    assert busy.embodied_gco2e_per_1m_output_tokens is not None  # every GPU-hour has its embodied figure
     # H2 (A alone, no intensity): nothing known
     assert (quiet.operational_co2e_g, quiet.operational_coverage) == (None, 0.0)
     assert (busy.unpriced_node_hours, quiet.unpriced_node_hours, qwen.bands[0].unpriced_node_hours) == (2, 0, 1)
@@ -163,6 +164,10 @@ def test_unknown_intensity_keeps_the_known_part_and_unpriced_hours_are_counted(o
     assert [(r["operational_coverage"], r["unpriced_node_hours"]) for r in rows] == [
         (Decimal(0), 0), (Decimal("0.5833"), 2),
     ]  # fmt: skip
+    assert [(r["gco2e_per_1m_output_tokens"], r["carbon_per_token_note"]) for r in rows] == [
+        (None, "intensity coverage incomplete: 1.8 of 1.8 facility kWh have no grid intensity"),
+        (None, "intensity coverage incomplete: 1.8 of 4.32 facility kWh have no grid intensity"),
+    ]
 
 
 def test_a_fleet_filter_and_another_organization_see_nothing_else(org_a, org_b, alpha):

@@ -3,13 +3,16 @@ they are keyed by, checked and rebuilt; the load curves read from them equal tho
 
 from __future__ import annotations
 
+import importlib
 from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
 
 from accounting.models import LedgerServedHour, NodeHourLedger
+from accounting.node_hour_lines import ledger_node_hours_compute
 from accounting.site_hours import served_hours_fill, site_hours_check, site_hours_rebuild
+from fleets.models import Gpu
 from reports.curves import load_curves
 from telemetry.models import EndpointHourUsage, ServingEndpoint
 from tests.helpers.curves import curves_from_lines, curves_same
@@ -101,3 +104,44 @@ def test_the_migration_fill_sums_what_the_ledger_stored(org_a, fleets):
 def _enterprise(curves_read):
     (curve,) = [curve for curve in curves_read if curve.fleet_name == "enterprise"]
     return curve.bands
+
+
+def _no_embodied_figure(fleet):
+    """One of the fleet's GPUs of a model without an embodied figure: its lines computed again."""
+    gpu = Gpu.objects.filter(node__fleet=fleet).order_by("index").first()
+    gpu.name = "NVIDIA Mystery 9000"
+    gpu.save()
+    ledger_node_hours_compute(node_id=gpu.node_id, hour_starts=recent_hours())
+
+
+def test_gpu_hours_without_an_embodied_figure_are_served_and_withhold_the_band_carbon(monkeypatch, org_a, fleets):
+    enterprise, _ = fleets
+    _no_embodied_figure(enterprise)
+
+    row = LedgerServedHour.objects.filter(fleet=enterprise).earliest("hour_start")
+    line = NodeHourLedger.objects.get(fleet=enterprise, hour_start=row.hour_start)
+    assert row.embodied_unknown_gpu_h == line.embodied_unknown_gpu_h == 1
+    assert site_hours_check(organization_ids=[org_a.pk]) == []
+    assert curves_same(curves(org_a), curves(org_a, monkeypatch))
+    (band,) = _enterprise(curves(org_a))
+    assert band.embodied_unknown_gpu_h == 3
+    assert band.gco2e_per_1m_output_tokens is band.embodied_gco2e_per_1m_output_tokens is None
+    assert band.operational_gco2e_per_1m_output_tokens is not None  # its kWh all have an intensity
+    assert band.carbon_per_token_gaps == (
+        "embodied coverage incomplete: 3 GPU-hours are of models without an embodied figure",
+    )
+
+
+def test_the_migration_sums_again_the_served_hours_of_sites_with_gpu_hours_without_an_embodied_figure(org_a, fleets):
+    from django.apps import apps
+
+    enterprise, _ = fleets
+    _no_embodied_figure(enterprise)
+    stored = sorted(LedgerServedHour.objects.values_list("site_id", "hour_start", "embodied_unknown_gpu_h", "cost"))
+    LedgerServedHour.objects.update(embodied_unknown_gpu_h=0)  # as 0038 leaves them
+
+    importlib.import_module("accounting.migrations.0039_served_hour_embodied_unknown_filled").refill(apps, None)
+
+    refilled = LedgerServedHour.objects.values_list("site_id", "hour_start", "embodied_unknown_gpu_h", "cost")
+    assert sorted(refilled) == stored
+    assert site_hours_check(organization_ids=[org_a.pk]) == []

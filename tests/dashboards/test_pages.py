@@ -9,12 +9,19 @@ from decimal import Decimal
 import pytest
 
 from accounting.models import NodeHourLedger
+from accounting.node_hour_lines import ledger_node_hours_compute
 from accounting.site_hours import site_hours_rebuild
 from accounting.templatetags.ledger import ms_from_s, number, price
 from common.charts import figure_html, series_lines
-from fleets.models import Role
-from tests.helpers.dashboard_data import two_fleets
-from tests.helpers.factories import MembershipFactory, NodeFactory, OrganizationFactory, UserFactory
+from fleets.models import Node, Role
+from tests.helpers.dashboard_data import recent_hours, two_fleets
+from tests.helpers.factories import (
+    GridIntensityFactory,
+    MembershipFactory,
+    NodeFactory,
+    OrganizationFactory,
+    UserFactory,
+)
 
 PAGES = ["/finance/", "/sustainability/", "/compare/", "/nodes/"]
 ROLES = [r.value for r in Role]
@@ -116,6 +123,41 @@ def test_per_token_carbon_tiles_with_a_figure_give_no_reason(client, organizatio
     client.force_login(member(organization, "sustainability"))
     html = client.get("/sustainability/?period=7d").content.decode()
     assert "not stated" not in _tile_html(html, "tile-sci") + _tile_html(html, "tile-sci-output")
+
+
+def test_carbon_per_token_with_kwh_of_no_intensity_is_not_stated_on_the_pages_and_says_why(
+    client, organization, fleets
+):
+    # given the enterprise site in a zone with hourly values for its first two hours, none for the last, and no
+    # annual average to stand in: a third of its kWh have no grid intensity
+    enterprise, _ = fleets
+    node = Node.objects.get(fleet=enterprise)
+    node.site.grid_zone, node.site.country = "ZZ-NOWHERE", "ZZ"
+    node.site.save()
+    hours = recent_hours()
+    for hour in hours[:-1]:
+        GridIntensityFactory(zone="ZZ-NOWHERE", hour_start=hour, source="csv:own")
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=hours)
+    client.force_login(member(organization, "sustainability"))
+    # when
+    sustainability = client.get("/sustainability/?period=7d").content.decode()
+    compare = client.get("/compare/?period=7d").content.decode()
+    # then: no figure (the known carbon over every token would understate it), and why, on both pages
+    for tile in ("tile-sci", "tile-sci-output"):
+        shown = _tile_html(sustainability, tile)
+        assert 'data-value=""' in shown and "—" in shown
+        assert "not stated: intensity coverage incomplete:" in shown and "facility kWh have no grid intensity" in shown
+    note = sustainability[sustainability.index('id="sci-chart-note"') :]
+    assert note.startswith('id="sci-chart-note"') and "facility kWh have no grid intensity" in note.split("</p>")[0]
+    row = compare[compare.index('<tr data-fleet="enterprise"') :]
+    cell = row[row.index('<td class="g-out"') : row.index("</td>", row.index('<td class="g-out"'))]
+    assert 'data-value=""' in cell and "—" in cell
+    assert "not stated: intensity coverage incomplete:" in cell
+
+
+def test_the_carbon_per_token_chart_has_no_note_when_every_kwh_has_an_intensity(client, organization, fleets):
+    client.force_login(member(organization, "sustainability"))
+    assert 'id="sci-chart-note"' not in client.get("/sustainability/?period=7d").content.decode()
 
 
 def _tile_html(html, tile_id):

@@ -118,6 +118,17 @@ def live_grid(zone: str = "US-CAL-CISO", g_per_kwh: str = "200", hours: tuple[da
         GridIntensityFactory(zone=zone, hour_start=hour, gco2e_per_kwh=Decimal(g_per_kwh))
 
 
+def no_intensity_in_h3(node: Node, zone: str = "ZZ-NOWHERE") -> None:
+    """The node's site moved to a zone with hourly values in H1 and H2 (200 g/kWh) and none in H3, nor an annual
+    average to stand in: a third of its facility kWh have no grid intensity. Its lines computed again."""
+    site = node.site
+    site.grid_zone, site.country = zone, "ZZ"
+    site.save()
+    for hour in (H1, H2):
+        GridIntensityFactory(zone=zone, hour_start=hour, gco2e_per_kwh=Decimal(200), source="csv:own")
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=HOURS)
+
+
 LLAMA_TTFT = ([0.1, 0.25, 0.5, 1.0], [500, 300, 150, 45, 5])
 QWEN_QUEUE = ([0.1, 0.5], [300, 90, 10])
 LLAMA_ITL = ([0.01, 0.025, 0.05, 0.1], [100_000, 150_000, 40_000, 9_000, 1_000])

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.reports import END, START
+from tests.helpers.reports import END, START, no_intensity_in_h3
 
 URL = "/api/v1/reports/comparison/"
 USAGE = "/api/v1/reports/usage/"
@@ -119,3 +119,56 @@ def test_comparison_rows_by_llm_model_trace_their_own_share(two_models, client_a
     assert [row["location_sources"] for row in (llama, qwen, idle)] == ["electricitymaps=1.000"] * 3
     (fleet,) = compare(client_a).json()["results"]
     assert llama["embodied_sources"] == fleet["embodied_sources"] is not None
+
+
+def test_comparison_row_and_its_only_load_band_give_one_carbon_per_output_token(fleets, client_a):
+    # given the H100 site with no grid intensity in H3 (nor an annual average): 1.8 of its 5.4 kWh unknown
+    no_intensity_in_h3(fleets.h100)
+
+    body = compare(client_a, fleet=fleets.enterprise.pk, by_load="true").json()
+
+    (row,) = body["results"]
+    (band,) = row["by_load"]
+    assert band["generation_tokens"] == row["generation_tokens"] == 1_500_000
+    # withheld by both, never the known part over every token (480) nor scaled up by coverage (720)
+    assert band["location_gco2e_per_1m_output_tokens"] == row["location_gco2e_per_1m_output_tokens"] is None
+    assert band["gco2e_per_1m_output_tokens"] == row["gco2e_per_1m_output_tokens"] is None
+    assert row["gco2e_per_1m_tokens"] is None
+    # and each says why beside it
+    reason = "intensity coverage incomplete: 1.8 of 5.4 facility kWh have no grid intensity"
+    assert row["carbon_per_token_note"] == band["carbon_per_token_note"] == reason
+    assert row["location_unknown_facility_kwh"] == pytest.approx(1.8)
+    assert band["location_intensity_coverage"] == pytest.approx(2 / 3, abs=1e-6)
+    # the embodied part has every GPU-hour's figure: it is stated, and the same in both
+    assert band["embodied_gco2e_per_1m_output_tokens"] == row["embodied_gco2e_per_1m_output_tokens"] is not None
+
+
+def test_the_comparison_csv_leaves_a_withheld_carbon_per_token_empty(fleets, client_a):
+    no_intensity_in_h3(fleets.h100)
+
+    response = compare(client_a, fleet=fleets.enterprise.pk, format="csv")
+
+    (row,) = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+    assert row["gco2e_per_1m_output_tokens"] == row["location_gco2e_per_1m_output_tokens"] == ""
+    assert row["carbon_per_token_note"].startswith("intensity coverage incomplete")
+
+
+def test_the_page_shows_a_withheld_carbon_per_token_as_withheld_with_its_reason(fleets, client_a):
+    no_intensity_in_h3(fleets.h100)
+
+    html = client_a.get("/compare/?start=2026-10-31&end=2026-11-01&by_load=true").content.decode()
+
+    enterprise = _cell(html, "comparison", "enterprise", "g-out")
+    assert 'data-value=""' in enterprise and "—" in enterprise
+    assert "not stated: intensity coverage incomplete: 1.8 of 5.4 facility kWh have no grid intensity" in enterprise
+    band = _cell(html, "comparison-by-load", "enterprise", "g-out")
+    assert "—" in band and "not stated: intensity coverage incomplete" in band
+    assert "not stated" not in _cell(html, "comparison", "consumer", "g-out")  # its kWh all have an intensity
+
+
+def _cell(html: str, table: str, fleet: str, css: str) -> str:
+    """The first ``<td class="css">`` of the fleet's row in the table."""
+    body = html[html.index(f'id="{table}"') :]
+    row = body[body.index(f'data-fleet="{fleet}"') :]
+    start = row.index(f'<td class="{css}"')
+    return row[start : row.index("</td>", start)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from decimal import Decimal
 
 import pytest
@@ -13,10 +15,20 @@ from accounting.node_hour_lines import ledger_node_hours_compute
 from reports.metrics import LedgerSums
 from reports.sci import INTENSITY_BASIS, sci_block
 from telemetry.models import EndpointHourUsage
-from tests.helpers.reports import H100_EMBODIED_G_PER_H, HOURS, RTX_EMBODIED_G_PER_H, endpoint, endpoint_hour
+from tests.helpers.reports import (
+    END,
+    H100_EMBODIED_G_PER_H,
+    HOURS,
+    RTX_EMBODIED_G_PER_H,
+    START,
+    endpoint,
+    endpoint_hour,
+    no_intensity_in_h3,
+)
 
 METHOD = {"amortization": "time", "amortization_in_lines": ["time"], "lives_years": {"h100-sxm": 4.0}}
 URL = "/api/v1/reports/sustainability/"
+USAGE = "/api/v1/reports/usage/"
 
 
 def _sums(**totals: object) -> LedgerSums:
@@ -159,3 +171,35 @@ def test_each_line_holds_the_requests_its_node_hour_s_endpoints_answered(fleets,
     body = client_a.get(URL, {"period": "2026-Q4"}).json()
     in_lines = sum(NodeHourLedger.objects.filter(node__in=[fleets.h100, fleets.rtx]).values_list("requests", flat=True))
     assert body["sci"]["functional_units"]["request"]["r"] == in_lines
+
+
+@pytest.mark.django_db
+def test_sci_per_1k_tokens_is_one_answer_when_an_hour_has_no_intensity(fleets, client_a, org_a):
+    # given the H100 site with no grid intensity in H3 (nor an annual average): 1.8 of its 5.4 kWh unknown
+    no_intensity_in_h3(fleets.h100)
+    asked = {"start": START.isoformat(), "end": END.isoformat(), "organization": org_a.slug}
+
+    sustainability = client_a.get(URL, asked).json()
+    (usage,) = client_a.get(USAGE, {**asked, "granularity": "total"}).json()["results"]
+
+    # then the usage report withholds the per-token carbon as SCI does, the unknown kWh beside it
+    assert usage["location_unknown_facility_kwh"] == pytest.approx(1.8)
+    assert usage["gco2e_per_1k_tokens"] == sustainability["sci_gco2e_per_1k_tokens"] is None
+    assert usage["gco2e_per_1k_output_tokens"] == sustainability["sci_gco2e_per_1k_output_tokens"] is None
+    assert sustainability["sci"]["reason"] == (
+        "intensity coverage incomplete: 1.8 of 9.36 facility kWh have no grid intensity"
+    )
+    # the totals keep their rule: the known kWh's carbon, the unknown kWh beside it
+    assert usage["location_kgco2e"] == pytest.approx((3.6 * 200 + 3.96 * 200) / 1000)
+
+
+@pytest.mark.django_db
+def test_usage_csv_leaves_a_withheld_per_token_carbon_empty(fleets, client_a, org_a):
+    no_intensity_in_h3(fleets.h100)
+    asked = {"start": START.isoformat(), "end": END.isoformat(), "granularity": "total", "format": "csv"}
+
+    response = client_a.get(USAGE, asked)
+
+    (row,) = csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode()))
+    per_1k = next(value for name, value in row.items() if name.startswith("gco2e_per_1k_tokens"))
+    assert per_1k == ""
