@@ -159,8 +159,9 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
     node = Node.objects.select_related("site", "fleet").get(pk=node_id)
     gpus = list(Gpu.objects.filter(node=node).select_related("asset__node_price").order_by("index"))
     bought = owned_price_of(node)  # the asset record: its in-service date starts the cards' embodied life too
+    node_rows = list(GpuInstallation.objects.filter(gpu__node=node))
     installations: dict[int, list[GpuInstallation]] = defaultdict(list)
-    for row in GpuInstallation.objects.filter(gpu__node=node):
+    for row in node_rows:
         installations[row.gpu_id].append(row)
     current = [g for g in gpus if not installations[g.pk] or any(r.ended_at is None for r in installations[g.pk])]
     profiles = hardware_profiles(organization_id=node.fleet.organization_id)
@@ -174,15 +175,11 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         installations=dict(installations),
         gpu_embodied={gpu.pk: gpu_embodied_asset(gpu, by_gpu[gpu.pk]) for gpu in gpus},
         gpu_embodied_until={
-            gpu.pk: gpu_embodied_until(
-                gpu, by_gpu[gpu.pk], card_in_service_at(gpu, node, bought, installations.get(gpu.pk, []))
-            )
+            gpu.pk: gpu_embodied_until(gpu, by_gpu[gpu.pk], card_in_service_at(gpu, node, bought, node_rows))
             for gpu in gpus
         },
         host_embodied=first_known.host_asset(len(current)) if first_known and current else None,
-        host_embodied_until=host_embodied_until(
-            first_known, host_in_service_at(node, bought, [r for rows in installations.values() for r in rows])
-        ),
+        host_embodied_until=host_embodied_until(first_known, host_in_service_at(node, bought, node_rows)),
         host_power_w=first_known.host_power_w(len(current)) if first_known and current else None,
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
