@@ -94,7 +94,7 @@ def gpu_embodied_until(gpu: Gpu, profile: HardwareProfile | None, in_service_fro
     row's date, else its owned price's in-service date, else the node's commissioning or the card's first
     sample; a card that joined the node later, not before its own installation) plus its own life. After it,
     its embodied carbon is fully allocated (GHG Protocol Scope 3 / SCI: an asset is counted once, over its life,
-    never after)."""
+    never after); the hour it ends in carries only its part before the end."""
     embodied = gpu_embodied_asset(gpu, profile)
     if embodied is None or in_service_from is None:
         return None
@@ -106,7 +106,7 @@ def host_embodied_until(profile: HardwareProfile | None, in_service_from: dateti
 
     The host has no asset row of its own: its life is the GPU profile's, from the node's in-service instant
     (``accounting.assets.host_in_service_at``: its owned price's, else its commissioning, else its first
-    sample)."""
+    sample); the hour it ends in carries only its part before the end."""
     if profile is None or in_service_from is None:
         return None
     return in_service_from + timedelta(hours=float(profile.expected_life_h))

@@ -441,6 +441,44 @@ def test_a_node_s_original_cards_keep_its_in_service_date_though_first_sampled_l
     assert row.held_h == 1
 
 
+def test_embodied_stops_at_the_end_of_life_inside_the_hour(db):
+    # given: two H100 SXM lives (card 197 kg, host share 312.5 kg) from 2022-10-31 00:30 to 2026-10-30 00:30
+    commissioned = datetime(2022, 10, 31, 0, 30, tzinfo=UTC)
+    node = NodeFactory(commissioned_at=commissioned, tenure="rented")
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=commissioned)
+    GpuFactory(node=node, index=0, name="NVIDIA H100 80GB HBM3")
+    first, last = datetime(2022, 10, 31, 0, tzinfo=UTC), datetime(2026, 10, 30, 0, tzinfo=UTC)
+
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[first, last, last + timedelta(hours=1)])
+
+    # then: the first hour and the last each carry 30 minutes (7.270 g), the hour after nothing
+    rate = (Decimal(197) + Decimal("312.5")) * 1000 / LIFE_H
+    lines = {row.hour_start: row for row in NodeHourLedger.objects.filter(node=node)}
+    assert lines[first].embodied_co2e_g_central == pytest.approx(rate / 2, rel=Decimal("1e-12"))
+    assert lines[last].embodied_co2e_g_central == pytest.approx(rate / 2, rel=Decimal("1e-12"))
+    assert lines[last + timedelta(hours=1)].embodied_co2e_g_central == 0
+    assert lines[last].held_h == 1  # the node is still held (and charged) the whole hour
+
+
+def test_a_card_whose_life_ends_inside_the_hour_after_it_was_pulled_carries_only_its_installed_time(db):
+    # given: a card installed 2022-10-31 00:30 (its life ends 2026-10-30 00:30), pulled at 00:20 that last
+    # hour, on a node commissioned long before whose host share is spent
+    node = NodeFactory(commissioned_at=datetime(2015, 1, 1, tzinfo=UTC), tenure="rented")
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=datetime(2015, 1, 1, tzinfo=UTC))
+    old = GpuFactory(node=node, index=0, name="NVIDIA H100 80GB HBM3")
+    card = GpuFactory(node=node, index=1, name="NVIDIA H100 80GB HBM3")
+    GpuInstallation.objects.create(gpu=old, installed_at=datetime(2015, 1, 1, tzinfo=UTC))
+    last = datetime(2026, 10, 30, 0, tzinfo=UTC)
+    GpuInstallation.objects.create(
+        gpu=card, installed_at=datetime(2022, 10, 31, 0, 30, tzinfo=UTC), ended_at=last + timedelta(minutes=20)
+    )
+
+    row = line(node, last)
+
+    # then: 20 of the 30 minutes before its life ends: 197 kg x 1000 / 35,040 h / 3
+    assert row.embodied_co2e_g_central == pytest.approx(Decimal(197) * 1000 / LIFE_H / 3, rel=Decimal("1e-12"))
+
+
 def test_marking_existing_lines_queues_every_stored_hour_of_the_nodes(node):
     for hour in (HOUR, HOUR + timedelta(hours=1)):
         usage(node, hour)
