@@ -3,12 +3,12 @@
 An owned ``NodePrice`` is the node's fixed-asset record (cost, in-service date, life); a ``GpuAsset`` may name
 it (``node_price``). Both the node's depreciation and its cards' (and host share's) embodied carbon start at
 the instant ``accounting.ledger.in_service.in_service_at`` gives, so the book value and the carbon asset run
-from one date. This module reads the rows that rule needs; the rule itself is the ledger's.
+from one date; a card that joined the node later (a replacement) starts no earlier than its own installation.
+This module reads the rows that rule needs; the rule itself is the ledger's.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +26,7 @@ from accounting.profiles import (
     profile_for_gpu,
 )
 from fleets.models import Gpu, GpuInstallation, Node
+from telemetry.installations import in_first_set
 
 
 def owned_price_of(node: Node) -> NodePrice | None:
@@ -42,17 +43,26 @@ def card_price(gpu: Gpu, bought: NodePrice | None) -> NodePrice | None:
 
 
 def card_in_service_at(
-    gpu: Gpu, node: Node, bought: NodePrice | None, installations: Iterable[GpuInstallation]
+    gpu: Gpu, node: Node, bought: NodePrice | None, node_installations: Iterable[GpuInstallation]
 ) -> datetime | None:
     """When the card went into service: its asset row's acquisition date, else its owned price's in-service
-    date, else the node's commissioning, else the card's first installation."""
+    date, else the node's commissioning, else the card's first installation; a card that joined the node after
+    its original cards (a replacement) not before its own first installation.
+
+    ``node_installations``: the installations of all the node's cards (which ones came first tells the
+    node's original cards from those that joined later)."""
+    rows = list(node_installations)
+    first = min((row.installed_at for row in rows if row.gpu_id == gpu.pk), default=None)
+    node_first = min((row.installed_at for row in rows), default=None)
+    joined = first is not None and node_first is not None and not in_first_set(first, node_first)
     asset, price = gpu_asset_row(gpu), card_price(gpu, bought)
     return in_service_at(
         acquired_on=asset.acquired_on if asset is not None else None,
         price_in_service_at=price.in_service_at if price is not None else None,
         price_valid_from=price.valid_from if price is not None else None,
         commissioned_at=node.commissioned_at,
-        first_installed_at=min((row.installed_at for row in installations), default=None),
+        first_installed_at=first,
+        joined_at=first if joined else None,
     )
 
 
@@ -88,21 +98,19 @@ def asset_cards(*, price: NodePrice, node: Node) -> list[AssetCard]:
     when it is the node's first owned price; each with its in-service date and embodied carbon's end."""
     bought = owned_price_of(node)
     gpus = Gpu.objects.filter(node=node).select_related("asset__node_price").order_by("index")
-    installations: dict[int, list[GpuInstallation]] = defaultdict(list)
-    for row in GpuInstallation.objects.filter(gpu__node=node):
-        installations[row.gpu_id].append(row)
+    installations = list(GpuInstallation.objects.filter(gpu__node=node))
     profiles = hardware_profiles(organization_id=node.fleet.organization_id)
     return [
-        _asset_card(gpu, node, bought, installations[gpu.pk], profile_for_gpu(gpu, profiles))
+        _asset_card(gpu, node, bought, installations, profile_for_gpu(gpu, profiles))
         for gpu in gpus
         if card_price(gpu, bought) == price
     ]
 
 
 def _asset_card(
-    gpu: Gpu, node: Node, bought: NodePrice | None, installations: list[GpuInstallation], profile: Any
+    gpu: Gpu, node: Node, bought: NodePrice | None, node_installations: list[GpuInstallation], profile: Any
 ) -> AssetCard:
-    start = card_in_service_at(gpu, node, bought, installations)
+    start = card_in_service_at(gpu, node, bought, node_installations)
     embodied = gpu_embodied_asset(gpu, profile)
     asset = gpu_asset_row(gpu)
     return AssetCard(

@@ -32,8 +32,6 @@ from accounting.assets import card_in_service_at, host_in_service_at, owned_pric
 from accounting.corrections import ledger_reopened_mark, ledger_rows_settle
 from accounting.ledger import (
     AmortizationMethod,
-    EmbodiedAsset,
-    EmbodiedKg,
     GpuHourInput,
     IntensityFactor,
     LedgerPolicy,
@@ -91,8 +89,6 @@ logger = logging.getLogger(__name__)
 UNPRICED = NO_PRICE_ID
 # A node without a price in force is charged nothing for hardware and its lines say so.
 _NO_PRICE = RentedPricing(Decimal(0), RatePer.NODE, False, UNPRICED)
-# A card past the end of its own life carries no more embodied carbon (known, not unknown).
-_FULLY_AMORTIZED = EmbodiedAsset(EmbodiedKg(Decimal(0), Decimal(0), Decimal(0)), Decimal(1))
 
 
 @dataclass(frozen=True)
@@ -159,8 +155,9 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
     node = Node.objects.select_related("site", "fleet").get(pk=node_id)
     gpus = list(Gpu.objects.filter(node=node).select_related("asset__node_price").order_by("index"))
     bought = owned_price_of(node)  # the asset record: its in-service date starts the cards' embodied life too
+    node_rows = list(GpuInstallation.objects.filter(gpu__node=node))
     installations: dict[int, list[GpuInstallation]] = defaultdict(list)
-    for row in GpuInstallation.objects.filter(gpu__node=node):
+    for row in node_rows:
         installations[row.gpu_id].append(row)
     current = [g for g in gpus if not installations[g.pk] or any(r.ended_at is None for r in installations[g.pk])]
     profiles = hardware_profiles(organization_id=node.fleet.organization_id)
@@ -174,15 +171,11 @@ def _context(node_id: int, hours: list[datetime]) -> _NodeContext:
         installations=dict(installations),
         gpu_embodied={gpu.pk: gpu_embodied_asset(gpu, by_gpu[gpu.pk]) for gpu in gpus},
         gpu_embodied_until={
-            gpu.pk: gpu_embodied_until(
-                gpu, by_gpu[gpu.pk], card_in_service_at(gpu, node, bought, installations.get(gpu.pk, []))
-            )
+            gpu.pk: gpu_embodied_until(gpu, by_gpu[gpu.pk], card_in_service_at(gpu, node, bought, node_rows))
             for gpu in gpus
         },
         host_embodied=first_known.host_asset(len(current)) if first_known and current else None,
-        host_embodied_until=host_embodied_until(
-            first_known, host_in_service_at(node, bought, [r for rows in installations.values() for r in rows])
-        ),
+        host_embodied_until=host_embodied_until(first_known, host_in_service_at(node, bought, node_rows)),
         host_power_w=first_known.host_power_w(len(current)) if first_known and current else None,
         gpu_model=keys.pop() if len(keys) == 1 else ("mixed" if keys else UNKNOWN_MODEL),
         tariffs=tariff_periods(site_id=node.site_id, start=start, end=end),
@@ -253,7 +246,24 @@ def _installed_h(context: _NodeContext, gpu: Gpu, hour: datetime, held: tuple[da
     rows = context.installations.get(gpu.pk)
     if not rows:
         return None
-    return Decimal(installations_in_hour(rows, *held) // timedelta(microseconds=1)) / Decimal(3_600_000_000)
+    return _span_h(installations_in_hour(rows, *held))
+
+
+def _in_life_h(
+    held: tuple[datetime, datetime], until: datetime | None, rows: list[GpuInstallation] | None = None
+) -> Decimal | None:
+    """Hours of the held span ``held`` (with ``rows``: that a card was installed) before ``until``, the end of
+    an asset's embodied life: ``min(held_end, until) - held_start``. ``None`` where the life does not end
+    before the span does: every held (installed) hour counts."""
+    if until is None or until >= held[1]:
+        return None
+    before = (held[0], max(held[0], min(held[1], until)))
+    return _span_h(installations_in_hour(rows, *before) if rows else before[1] - before[0])
+
+
+def _span_h(span: timedelta) -> Decimal:
+    """``span`` in hours, exact to the microsecond."""
+    return Decimal(span // timedelta(microseconds=1)) / Decimal(3_600_000_000)
 
 
 def _held_until(node: Node, now: datetime) -> datetime:
@@ -308,7 +318,7 @@ def _line(
     # A GPU counts in the hours it was installed (or measured: telemetry is never dropped).
     gpus = [g for g in context.gpus if installed[g.pk] is None or installed[g.pk] or (g.pk, hour) in usage]
     gpu_inputs = tuple(
-        _gpu_input(context, gpu, hour, usage.get((gpu.pk, hour)), served["by_gpu"], installed[gpu.pk]) for gpu in gpus
+        _gpu_input(context, gpu, usage.get((gpu.pk, hour)), served["by_gpu"], installed[gpu.pk], held) for gpu in gpus
     )
     rows = [usage[(g.pk, hour)] for g in context.gpus if (g.pk, hour) in usage]
     observed = max((row.observed_s for row in rows), default=0.0)
@@ -339,7 +349,8 @@ def _line(
             price_fx=_price_fx(context, pricing, hour),
             location=_location(context.intensity.get(hour)),
             market=in_force(context.market, hour),
-            host_embodied=_host_embodied_in_hour(context, hour),
+            host_embodied=context.host_embodied,
+            host_embodied_h=_in_life_h(held, context.host_embodied_until),
             tax=in_force(context.taxes, hour),
         ),
         context.policy,
@@ -358,31 +369,21 @@ def _price_fx(context: _NodeContext, pricing: Pricing, hour: datetime) -> FxRate
 def _gpu_input(
     context: _NodeContext,
     gpu: Gpu,
-    hour: datetime,
     usage: GpuHourUsage | None,
     served: dict[int, int],
     installed_h: Decimal | None,
+    held: tuple[datetime, datetime],
 ) -> GpuHourInput:
+    # Past the end of its own life a card carries no more embodied carbon (known, not unknown): 0 hours in it.
     return GpuHourInput(
         gpu_id=str(gpu.pk),
         energy_j=Decimal(str(usage.energy_j)) if usage else Decimal(0),
         tokens_served=served.get(gpu.pk, 0),
         mean_util_pct=Decimal(str(usage.mean_util_pct)) if usage and usage.mean_util_pct is not None else None,
-        embodied=_embodied_in_hour(context, gpu, hour),
+        embodied=context.gpu_embodied[gpu.pk],
         installed_h=installed_h,
+        embodied_h=_in_life_h(held, context.gpu_embodied_until[gpu.pk], context.installations.get(gpu.pk)),
     )
-
-
-def _embodied_in_hour(context: _NodeContext, gpu: Gpu, hour: datetime) -> EmbodiedAsset | None:
-    until = context.gpu_embodied_until[gpu.pk]
-    return _FULLY_AMORTIZED if until is not None and hour >= until else context.gpu_embodied[gpu.pk]
-
-
-def _host_embodied_in_hour(context: _NodeContext, hour: datetime) -> EmbodiedAsset | None:
-    until = context.host_embodied_until
-    if context.host_embodied is None or until is None or hour < until:
-        return context.host_embodied
-    return _FULLY_AMORTIZED
 
 
 def _pue(context: _NodeContext, hour: datetime) -> Decimal:

@@ -92,8 +92,9 @@ def _asset_hours(asset: GpuAsset) -> tuple[Decimal, Decimal | None]:
 def gpu_embodied_until(gpu: Gpu, profile: HardwareProfile | None, in_service_from: datetime | None) -> datetime | None:
     """When the card's own life ends: its in-service instant (``accounting.assets.card_in_service_at``: the asset
     row's date, else its owned price's in-service date, else the node's commissioning or the card's first
-    sample) plus its own life. After it, its embodied carbon is fully allocated (GHG Protocol Scope 3 / SCI: an
-    asset is counted once, over its life, never after)."""
+    sample; a card that joined the node later, not before its own installation) plus its own life. After it,
+    its embodied carbon is fully allocated (GHG Protocol Scope 3 / SCI: an asset is counted once, over its life,
+    never after); the hour it ends in carries only its part before the end."""
     embodied = gpu_embodied_asset(gpu, profile)
     if embodied is None or in_service_from is None:
         return None
@@ -103,8 +104,9 @@ def gpu_embodied_until(gpu: Gpu, profile: HardwareProfile | None, in_service_fro
 def host_embodied_until(profile: HardwareProfile | None, in_service_from: datetime | None) -> datetime | None:
     """When the node's host share (chassis, CPUs, memory, disks) is fully allocated: in service plus its life.
 
-    The host has no asset row of its own: its life is the GPU profile's, from the node's commissioning (or its
-    first sample where the node has no commissioning date)."""
+    The host has no asset row of its own: its life is the GPU profile's, from the node's in-service instant
+    (``accounting.assets.host_in_service_at``: its owned price's, else its commissioning, else its first
+    sample); the hour it ends in carries only its part before the end."""
     if profile is None or in_service_from is None:
         return None
     return in_service_from + timedelta(hours=float(profile.expected_life_h))

@@ -221,27 +221,25 @@ class CapitalGoods:
 def capital_goods(*, organization_id: int, start: datetime, end: datetime) -> CapitalGoods:
     """Owned nodes' cards that went into service in ``[start, end)``, whole, and each such node's host share:
     dated by the one in-service rule depreciation and the amortized view use (``accounting.assets``: the asset
-    row's date, else the owned price's in-service date, else the node's commissioning, else the first sample).
-    A second-hand card counts the share of its footprint earlier owners' use left (``unallocated_fraction``),
-    as the amortized view does."""
+    row's date, else the owned price's in-service date, else the node's commissioning, else the first sample;
+    a card that joined the node later, not before its own installation). A second-hand card counts the share of
+    its footprint earlier owners' use left (``unallocated_fraction``), as the amortized view does."""
     profiles = hardware_profiles(organization_id=organization_id)
     gpus = list(
         Gpu.objects.filter(node__fleet__organization_id=organization_id, node__tenure=OWNED).select_related(
             "node", "asset__node_price"
         )
     )
-    installations: dict[int, list[GpuInstallation]] = defaultdict(list)
+    node_of = {gpu.pk: gpu.node_id for gpu in gpus}
+    node_installations: dict[int, list[GpuInstallation]] = defaultdict(list)
     for row in GpuInstallation.objects.filter(gpu__in=gpus):
-        installations[row.gpu_id].append(row)
+        node_installations[node_of[row.gpu_id]].append(row)
     nodes = {gpu.node_id: gpu.node for gpu in gpus}
     bought = {node_id: owned_price_of(node) for node_id, node in nodes.items()}
-    node_installations: dict[int, list[GpuInstallation]] = defaultdict(list)
-    for gpu in gpus:
-        node_installations[gpu.node_id] += installations[gpu.pk]
     goods = CapitalGoods()
     for gpu in gpus:
         node, price = nodes[gpu.node_id], bought[gpu.node_id]
-        card_at = card_in_service_at(gpu, node, price, installations[gpu.pk])
+        card_at = card_in_service_at(gpu, node, price, node_installations[gpu.node_id])
         host_at = host_in_service_at(node, price, node_installations[gpu.node_id])
         _card(goods, gpu, profile_for_gpu(gpu, profiles), (card_at, host_at), (start, end))
     return goods

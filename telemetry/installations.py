@@ -89,10 +89,15 @@ def _first_installed_at(gpu: Gpu, first_seen: dict[int, datetime | None]) -> dat
     first = first_seen[gpu.pk]
     firsts = [ts for ts in first_seen.values() if ts is not None]
     commissioned = gpu.node.commissioned_at
-    gap = timedelta(seconds=settings.TELEMETRY_GPU_MAX_GAP_S)
-    if first is None or commissioned is None or first - min(firsts) > gap:
+    if first is None or commissioned is None or not in_first_set(first, min(firsts)):
         return first
     return min(first, commissioned)
+
+
+def in_first_set(first_at: datetime, node_first_at: datetime) -> bool:
+    """Whether a GPU first seen (or first installed) at ``first_at`` is one of its node's original cards: within
+    the sampling gap of the node's first GPU (``node_first_at``), not a card swapped in or added later."""
+    return first_at - node_first_at <= timedelta(seconds=settings.TELEMETRY_GPU_MAX_GAP_S)
 
 
 def _end_reason(

@@ -7,6 +7,11 @@ The rule (SCI's time-based allocation, extended to second-hand assets)::
     rate_g_per_h  = embodied_kgco2e x 1000 x unallocated / own_life_h      (0 if own_life_h is 0)
     embodied_g    = rate_g_per_h x held_h [x utilization 0-1 under UTILIZATION]
 
+``held_h``: the hours held before the end of the asset's life (its in-service
+instant + ``own_life_h``): the hour a life ends in counts only its part before
+the end, as the hour a node is commissioned or a card installed in counts only
+its part after, so a life started at either is charged exactly ``own_life_h``.
+
 - A new asset (``prior_use_h = 0``): ``embodied x 1000 x hours / total_life_h``,
   the DESIGN formula.
 - A second-hand asset: the fraction of its embodied emissions matching the

@@ -121,6 +121,10 @@ class GpuHourInput:
     card was installed; ``None``: all of it. Rent per GPU-hour, embodied
     amortization and idle time count these hours only (a swapped card is not
     charged beside its replacement).
+    ``embodied_h``: of those hours, the ones before the end of the card's own
+    embodied life; ``None``: all of them. A life that ends inside the hour
+    carries embodied carbon up to its end only, as a card installed inside
+    the hour does from its installation.
     """
 
     gpu_id: str
@@ -129,11 +133,13 @@ class GpuHourInput:
     mean_util_pct: Decimal | None
     embodied: EmbodiedAsset | None
     installed_h: Decimal | None = None
+    embodied_h: Decimal | None = None
 
     def __post_init__(self) -> None:
         _require_non_negative(energy_j=self.energy_j, tokens_served=self.tokens_served)
-        if self.installed_h is not None and not ZERO <= self.installed_h <= ONE:
-            raise LedgerInputError(f"installed_h must be within 0-1, got {self.installed_h}")
+        for name, hours in (("installed_h", self.installed_h), ("embodied_h", self.embodied_h)):
+            if hours is not None and not ZERO <= hours <= ONE:
+                raise LedgerInputError(f"{name} must be within 0-1, got {hours}")
         if self.mean_util_pct is not None and not ZERO <= self.mean_util_pct <= PERCENT:
             raise LedgerInputError(f"mean_util_pct must be 0-100, got {self.mean_util_pct}")
 
@@ -219,7 +225,9 @@ class NodeHourInput:
     ``held_h``: hours of this hour the node was held (see ``hours_held``).
     ``tariff``: ``None`` when no tariff is in force (electricity left unpriced).
     ``location``/``market``: ``None`` when no factor is known for the hour.
-    ``host_embodied``: the node's host (chassis, CPUs, RAM, disks) embodied share.
+    ``host_embodied``: the node's host (chassis, CPUs, RAM, disks) embodied share;
+    ``host_embodied_h``: the hours of ``held_h`` before the end of its life
+    (``None``: all of them).
     ``host_modelled_j``: without ``node_energy_j``, the host's energy beyond its
     GPUs modelled from the hardware profile (idle + per-GPU power x the time the
     GPUs' energy covers); a node meter's ``node_energy_j`` always wins over it.
@@ -240,6 +248,7 @@ class NodeHourInput:
     location: IntensityFactor | None
     market: IntensityFactor | None
     host_embodied: EmbodiedAsset | None = None
+    host_embodied_h: Decimal | None = None
     bridged_s: Decimal = ZERO
     host_modelled_j: Decimal | None = None  # the host's energy (J) modelled from its profile, where not metered
     # When the held part of the hour begins (None: at hour_start); it lasts held_h. Depreciation by the
@@ -268,10 +277,23 @@ class NodeHourInput:
         for gpu in self.gpus:
             if gpu.installed_h is not None and gpu.installed_h > self.held_h:
                 raise LedgerInputError(f"GPU {gpu.gpu_id}: installed_h {gpu.installed_h} > held_h {self.held_h}")
+            if gpu.embodied_h is not None and gpu.embodied_h > self.gpu_held_h(gpu):
+                raise LedgerInputError(f"GPU {gpu.gpu_id}: embodied_h {gpu.embodied_h} > its held hours")
+        if self.host_embodied_h is not None and not ZERO <= self.host_embodied_h <= self.held_h:
+            raise LedgerInputError(f"host_embodied_h must be within 0-held_h, got {self.host_embodied_h}")
 
     def gpu_held_h(self, gpu: GpuHourInput) -> Decimal:
         """Hours of this hour ``gpu`` was installed while the node was held."""
         return self.held_h if gpu.installed_h is None else gpu.installed_h
+
+    def gpu_embodied_h(self, gpu: GpuHourInput) -> Decimal:
+        """Hours of this hour ``gpu`` carries embodied carbon: installed, held and inside its own life."""
+        return self.gpu_held_h(gpu) if gpu.embodied_h is None else gpu.embodied_h
+
+    @property
+    def host_embodied_held_h(self) -> Decimal:
+        """Hours of this hour the host share carries embodied carbon: held and inside its life."""
+        return self.held_h if self.host_embodied_h is None else self.host_embodied_h
 
     @property
     def held_span(self) -> tuple[datetime, datetime]:

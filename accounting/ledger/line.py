@@ -25,7 +25,8 @@ Formulas (DESIGN.md, "Money and carbon"), all in ``Decimal``, nothing rounded::
     location_g    = facility_kwh x location intensity   (None when no intensity is known)
     market_g      = facility_kwh x market factor        (None when no factor is known)
     direct_g      = facility_kwh x location direct factor (Scope 2; None when no direct factor is known)
-    embodied_g    = see ``accounting.ledger.embodied``, per GPU plus the host share
+    embodied_g    = see ``accounting.ledger.embodied``, per GPU plus the host share, over the hours each
+                                                      was held inside its own life (``gpu_embodied_h``)
 
 Energy, and its boundary: ``gpu_kwh`` is the GPU boundary (the boards, as NVML
 measures them: what the study measured); ``it_kwh`` is the node boundary when
@@ -338,14 +339,15 @@ def direct_co2e_g(facility_kwh: Decimal, factor: IntensityFactor | None) -> Deci
 
 
 def node_embodied_co2e_g(node: NodeHourInput, method: AmortizationMethod) -> EmbodiedG:
-    """Embodied gCO2e of the node's GPUs and host share over its held hours."""
+    """Embodied gCO2e of the node's GPUs and host share over its held hours inside each one's life."""
     total = EmbodiedG()
     for gpu in node.gpus:
         if gpu.embodied is not None:
             weight = utilization_weight(method, gpu.mean_util_pct)
-            total += embodied_co2e_g(gpu.embodied, node.gpu_held_h(gpu), weight)
+            total += embodied_co2e_g(gpu.embodied, node.gpu_embodied_h(gpu), weight)
     if node.host_embodied is not None:
-        total += embodied_co2e_g(node.host_embodied, node.held_h, utilization_weight(method, _mean_util_pct(node)))
+        weight = utilization_weight(method, _mean_util_pct(node))
+        total += embodied_co2e_g(node.host_embodied, node.host_embodied_held_h, weight)
     return total
 
 

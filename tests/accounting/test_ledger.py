@@ -204,6 +204,31 @@ def test_line_embodied_adds_each_gpu_and_the_host_share_over_held_hours() -> Non
     assert line.embodied_unknown_gpu_h == 0
 
 
+def test_a_life_that_ends_inside_the_hour_carries_embodied_carbon_only_up_to_its_end() -> None:
+    # one card's life ends at :15 (0.25 h of 5 g/h), seven cards' do not (7 x 5 g/h), and the host share's
+    # (10 g/h) at :30: 1.25 + 35 + 5 = 41.25 g; rent and idle still count the whole hour held
+    host = EmbodiedAsset(EmbodiedKg(D("350.4"), D("350.4"), D("350.4")), FOUR_YEARS_H)
+    gpus = (gpu(0, embodied_h=D("0.25")), *(gpu(i) for i in range(1, 8)))
+    line = build_node_hour_line(node(gpus=gpus, host_embodied=host, host_embodied_h=D("0.5")))
+
+    assert line.embodied_co2e_g.central == D("41.25")
+    assert line.embodied_unknown_gpu_h == 0
+    assert line.gpu_h == 8
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"gpus": (gpu(0, installed_h=D("0.5"), embodied_h=D("0.75")),)},  # more life than installed time
+        {"host_embodied_h": D("1.5")},
+        {"held_h": D("0.5"), "host_embodied_h": D("0.75")},
+    ],
+)
+def test_hours_inside_a_life_never_exceed_the_hours_held(changes: dict[str, object]) -> None:
+    with pytest.raises(LedgerInputError):
+        node(**changes)
+
+
 def test_gpu_of_unknown_model_is_reported_not_weighed_as_zero() -> None:
     gpus = (gpu(0), gpu(1, embodied=None))
     line = build_node_hour_line(node(gpus=gpus))

@@ -392,6 +392,93 @@ def test_a_node_without_commissioning_date_starts_its_cards_life_at_their_first_
     assert row.embodied_co2e_g_central == pytest.approx(Decimal(197) * 1000 / LIFE_H, rel=Decimal("1e-12"))
 
 
+def one_card_hour(node, gpu, hour=HOUR):
+    """A card's hour of usage: 0.5 kWh at 80 %, the whole hour observed."""
+    GpuHourUsage.objects.create(
+        gpu=gpu, node=node, hour_start=hour, energy_j=1_800_000.0, energy_counter_j=1_800_000.0,
+        energy_integrated_j=0.0, energy_method="counter", observed_s=3600.0, energy_covered_s=3600.0, busy_s=3600.0,
+        mean_util_pct=80.0, reset_count=0, computed_at=hour,
+    )  # fmt: skip
+
+
+def test_a_new_card_swapped_into_an_old_node_carries_its_own_embodied_carbon(db):
+    # given: a node commissioned 2022-10-01 (its host share's 4 years ended 2026-09-30) whose card A was
+    # replaced on 2026-10-15 by a brand-new card B
+    commissioned, swapped = datetime(2022, 10, 1, tzinfo=UTC), datetime(2026, 10, 15, tzinfo=UTC)
+    node = NodeFactory(commissioned_at=commissioned, tenure="rented")
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=commissioned)
+    a = GpuFactory(node=node, index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-card-A")
+    b = GpuFactory(node=node, index=1, name="NVIDIA H100 80GB HBM3", uuid="GPU-card-B")
+    GpuInstallation.objects.create(gpu=a, installed_at=commissioned, ended_at=swapped, ended_reason="replaced")
+    GpuInstallation.objects.create(gpu=b, installed_at=swapped)
+    one_card_hour(node, b)
+
+    row = line(node)
+
+    # then: card B's life runs from its installation: 197 kg over 35,040 h; the host share's is spent
+    assert row.embodied_co2e_g_central == pytest.approx(Decimal(197) * 1000 / LIFE_H, rel=Decimal("1e-12"))
+    assert row.embodied_unknown_gpu_h == 0
+
+
+def test_a_node_s_original_cards_keep_its_in_service_date_though_first_sampled_later(db):
+    # given: a node bought into service on 2022-09-15 (no commissioning date) whose collector first reported
+    # its two cards on 2022-10-01, seconds apart: the node's original cards, not cards that joined it later
+    node = NodeFactory(commissioned_at=None, tenure="owned")
+    NodePrice.objects.create(
+        node=node, fleet=node.fleet, kind="owned", capex=Decimal(48_000), lifetime_years=Decimal(4),
+        valid_from=datetime(2022, 9, 1, tzinfo=UTC), in_service_at=datetime(2022, 9, 15, tzinfo=UTC),
+    )  # fmt: skip
+    first_sample = datetime(2022, 10, 1, tzinfo=UTC)
+    for index in range(2):
+        gpu = GpuFactory(node=node, index=index, name="NVIDIA H100 80GB HBM3")
+        GpuInstallation.objects.create(gpu=gpu, installed_at=first_sample + timedelta(seconds=5 * index))
+        one_card_hour(node, gpu, datetime(2026, 9, 20, 12, tzinfo=UTC))
+
+    row = line(node, datetime(2026, 9, 20, 12, tzinfo=UTC))
+
+    # then: cards and host share lived 4 years from 2022-09-15 (to 2026-09-14): nothing left to allocate
+    assert (row.embodied_co2e_g_central, row.embodied_unknown_gpu_h) == (0, 0)
+    assert row.held_h == 1
+
+
+def test_embodied_stops_at_the_end_of_life_inside_the_hour(db):
+    # given: two H100 SXM lives (card 197 kg, host share 312.5 kg) from 2022-10-31 00:30 to 2026-10-30 00:30
+    commissioned = datetime(2022, 10, 31, 0, 30, tzinfo=UTC)
+    node = NodeFactory(commissioned_at=commissioned, tenure="rented")
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=commissioned)
+    GpuFactory(node=node, index=0, name="NVIDIA H100 80GB HBM3")
+    first, last = datetime(2022, 10, 31, 0, tzinfo=UTC), datetime(2026, 10, 30, 0, tzinfo=UTC)
+
+    ledger_node_hours_compute(node_id=node.pk, hour_starts=[first, last, last + timedelta(hours=1)])
+
+    # then: the first hour and the last each carry 30 minutes (7.270 g), the hour after nothing
+    rate = (Decimal(197) + Decimal("312.5")) * 1000 / LIFE_H
+    lines = {row.hour_start: row for row in NodeHourLedger.objects.filter(node=node)}
+    assert lines[first].embodied_co2e_g_central == pytest.approx(rate / 2, rel=Decimal("1e-12"))
+    assert lines[last].embodied_co2e_g_central == pytest.approx(rate / 2, rel=Decimal("1e-12"))
+    assert lines[last + timedelta(hours=1)].embodied_co2e_g_central == 0
+    assert lines[last].held_h == 1  # the node is still held (and charged) the whole hour
+
+
+def test_a_card_whose_life_ends_inside_the_hour_after_it_was_pulled_carries_only_its_installed_time(db):
+    # given: a card installed 2022-10-31 00:30 (its life ends 2026-10-30 00:30), pulled at 00:20 that last
+    # hour, on a node commissioned long before whose host share is spent
+    node = NodeFactory(commissioned_at=datetime(2015, 1, 1, tzinfo=UTC), tenure="rented")
+    NodePriceFactory(node=node, rate_per_h=Decimal("2.50"), valid_from=datetime(2015, 1, 1, tzinfo=UTC))
+    old = GpuFactory(node=node, index=0, name="NVIDIA H100 80GB HBM3")
+    card = GpuFactory(node=node, index=1, name="NVIDIA H100 80GB HBM3")
+    GpuInstallation.objects.create(gpu=old, installed_at=datetime(2015, 1, 1, tzinfo=UTC))
+    last = datetime(2026, 10, 30, 0, tzinfo=UTC)
+    GpuInstallation.objects.create(
+        gpu=card, installed_at=datetime(2022, 10, 31, 0, 30, tzinfo=UTC), ended_at=last + timedelta(minutes=20)
+    )
+
+    row = line(node, last)
+
+    # then: 20 of the 30 minutes before its life ends: 197 kg x 1000 / 35,040 h / 3
+    assert row.embodied_co2e_g_central == pytest.approx(Decimal(197) * 1000 / LIFE_H / 3, rel=Decimal("1e-12"))
+
+
 def test_marking_existing_lines_queues_every_stored_hour_of_the_nodes(node):
     for hour in (HOUR, HOUR + timedelta(hours=1)):
         usage(node, hour)

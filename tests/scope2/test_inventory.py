@@ -31,7 +31,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from accounting.node_hour_lines import ledger_node_hours_compute
-from fleets.models import Node, Organization, Role, Site
+from fleets.models import GpuInstallation, Node, Organization, Role, Site
 from telemetry.models import GpuHourUsage
 from tests.helpers.factories import (
     GpuAssetFactory,
@@ -144,6 +144,22 @@ def test_an_asset_bought_in_march_is_whole_in_the_first_quarter_and_absent_from_
     # 12 kg over 8,760 h, of which Q1 holds 2,160: 2.958904 kg
     assert q1["scope1"]["kgco2e"] == 2.958904
     assert q2["embodied_amortized"]["kgco2e_central"] == 0.029081 and q1["embodied_amortized"]["kgco2e_central"] == 0
+
+
+def test_a_card_swapped_into_an_owned_node_is_category_2_in_the_quarter_it_was_installed(
+    sustainability_a: APIClient, own: Node
+) -> None:
+    # given: own-1's original card from its commissioning (10 March), and a new card (no asset row) installed
+    # on 10 May 2026 in place of another
+    original = own.gpus.get()
+    GpuInstallation.objects.create(gpu=original, installed_at=own.commissioned_at)
+    new = GpuFactory(node=own, index=1, uuid="GPU-own-1-new", name="NVIDIA H100 80GB HBM3")
+    GpuInstallation.objects.create(gpu=new, installed_at=datetime(2026, 5, 10, tzinfo=UTC))
+
+    q2 = inventory(sustainability_a, {"period": "2026-Q2"})["scope3"]["category_2"]
+
+    # then: the new card is acquired when installed, not at the node's commissioning: 197 kg in Q2
+    assert (q2["cards"], q2["kgco2e_central"]) == (1, 197)
 
 
 def test_scope_1_is_stated_not_applicable_when_none_is_entered(sustainability_a: APIClient, own: Node) -> None:

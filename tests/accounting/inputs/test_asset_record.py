@@ -11,8 +11,9 @@ from rest_framework.test import APIClient
 
 from accounting.models import GpuAsset, NodeHourLedger
 from accounting.node_hour_lines import ledger_node_hours_compute
-from fleets.models import Node
+from fleets.models import GpuInstallation, Node
 from governance.models import AuditEntry
+from tests.helpers.factories import GpuFactory
 from tests.helpers.inputs import JAN_1, rent_body
 
 pytestmark = pytest.mark.django_db
@@ -69,6 +70,29 @@ def test_the_lines_depreciate_from_march_and_the_embodied_carbon_ends_four_years
     assert last.embodied_co2e_g_central == pytest.approx(per_h, rel=Decimal("1e-9"))
     # ... and none after it: fully allocated, known
     assert (after.embodied_co2e_g_central, after.embodied_unknown_gpu_h) == (0, 0)
+
+
+def test_a_card_swapped_in_later_lists_its_own_installation_as_in_service_and_its_life_from_then(
+    finance: APIClient, node_a: Node
+) -> None:
+    # given: the node's two original cards from its commissioning; card 1 replaced on 1 June 2026 by a new card
+    price = bought(finance, node_a)
+    original, replaced = node_a.gpus.order_by("index")
+    commissioned, swapped = node_a.commissioned_at, datetime(2026, 6, 1, tzinfo=UTC)
+    GpuInstallation.objects.create(gpu=original, installed_at=commissioned)
+    GpuInstallation.objects.create(gpu=replaced, installed_at=commissioned, ended_at=swapped, ended_reason="replaced")
+    new = GpuFactory(node=node_a, index=1, uuid="GPU-h100-a-new", name="NVIDIA H100 80GB HBM3")
+    GpuInstallation.objects.create(gpu=new, installed_at=swapped)
+
+    cards = finance.get(f"{URL}{price['id']}/book-value/").json()["cards"]
+
+    # then: the original cards keep the node's in-service date; the new card's life runs from its installation
+    dated = {card["gpu_id"]: (card["in_service_at"], card["embodied_until"]) for card in cards}
+    assert dated[original.pk] == dated[replaced.pk] == ("2026-03-01T00:00:00Z", "2030-02-28T00:00:00Z")
+    assert dated[new.pk] == ("2026-06-01T00:00:00Z", "2030-05-31T00:00:00Z")  # + 35,040 h
+    # and the ledger charges by the same dates: past the node's life, the new card alone (197 kg / 35,040 h)
+    after_node = line(node_a, LIFE_END)
+    assert after_node.embodied_co2e_g_central == pytest.approx(Decimal(197) * 1000 / (4 * 8760), rel=Decimal("1e-9"))
 
 
 def test_an_asset_row_names_the_price_it_was_bought_under_and_its_own_date_wins(
