@@ -33,7 +33,10 @@ Double counting: a GPU that has samples from another source (a collector, or
 another Prometheus: an epoch not named ``prometheus:<this source>/``) in the
 window is refused for it, named in the summary; nothing of it is sent; a node's
 serving likewise. The other way round, :func:`collector_batch_check` refuses a
-collector's batch (409) for a GPU or node's serving an import reports then.
+collector's batch (409) for a GPU or node's serving an import reports then. Both
+look at the reporting node's own GPUs alone: a UUID registered to another node
+(another organization's) is refused by ingest as another node's GPU (403), and
+no answer or summary names another node's epochs, sources or times.
 """
 
 from __future__ import annotations
@@ -194,7 +197,9 @@ class _EndpointState:
 class _Window:
     start: float
     stop: float
-    checked: dict[str, str | None] = field(default_factory=dict)  # UUID -> the other source found, or None
+    # (node id, GPU UUID, or "" for the node's serving) -> the other source found, or None; by node, as a UUID
+    # under another node's host is that node's question (ingest refuses a GPU registered to another node)
+    checked: dict[tuple[int, str], str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -386,13 +391,13 @@ def _node_import(
 ) -> None:
     """Check, build and ingest one node's rows of one page."""
     window, summary = run.window, run.summary
-    unchecked = set(gpus) - set(window.checked)
+    unchecked = {uuid for uuid in gpus if (node.pk, uuid) not in window.checked}
     if unchecked:  # once per GPU and import: a GPU another source reports in the window is refused for all of it
-        found = gpus_with_other_sources(unchecked, window.start, window.stop, ours=run.prefix)
-        window.checked.update({uuid: found.get(uuid) for uuid in unchecked})
+        found = gpus_with_other_sources(node, unchecked, window.start, window.stop, ours=run.prefix)
+        window.checked.update({(node.pk, uuid): found.get(uuid) for uuid in unchecked})
         for uuid in sorted(found):
             summary.refused[uuid] = f"GPU of {node.hostname} already has samples from {found[uuid]} in this window"
-    others = {uuid for uuid in gpus if window.checked[uuid] is not None}
+    others = {uuid for uuid in gpus if window.checked[(node.pk, uuid)] is not None}
     identities: list[dict[str, Any]] = []
     rows: list[tuple[float, int, dict[str, Any]]] = []
     for uuid in sorted(set(gpus) - others):
@@ -432,28 +437,38 @@ def _node_import(
         _batch_send(run, node, payload, f"{int(page_start)}-{chunk}", step, rows[at][0])
 
 
-def gpus_with_other_sources(uuids: set[str], start_s: float, end_s: float, *, ours: str | None) -> dict[str, str]:
-    """UUID -> the other source (its epoch) of GPUs with samples in ``[start_s, end_s)`` whose epoch does not
-    start with ``ours`` (a Prometheus source's prefix; ``None``: a collector's batch, every import is another)."""
-    epochs = GpuEpoch.objects.filter(gpu__uuid__in=uuids)
+def gpus_with_other_sources(
+    node: Node, uuids: set[str], start_s: float, end_s: float, *, ours: str | None
+) -> dict[str, str]:
+    """UUID -> the other source (its epoch) of ``node``'s GPUs among ``uuids`` with samples in ``[start_s, end_s)``
+    whose epoch does not start with ``ours`` (a Prometheus source's prefix; ``None``: a collector's batch, every
+    import is another).
+
+    Only the node's own GPUs are looked at: a UUID registered to another node (another organization's, say) is
+    left to ingest's refusal of a foreign GPU, so no answer ever carries another node's epochs or timing."""
+    gpus = dict(Gpu.objects.filter(node=node, uuid__in=uuids).values_list("id", "uuid"))
+    if not gpus:
+        return {}
+    epochs = GpuEpoch.objects.filter(gpu_id__in=gpus)
     mine = epochs.filter(epoch__startswith=ours) if ours else epochs.exclude(epoch__startswith=EPOCH_PREFIX)
     found = (
         GpuSample.objects.filter(
-            gpu__uuid__in=uuids,
+            node=node,  # the samples' key starts with the node: one node's rows, one shard on Citus
+            gpu_id__in=gpus,
             ts__gte=datetime.fromtimestamp(start_s, tz=UTC),
             ts__lt=datetime.fromtimestamp(end_s, tz=UTC),
         )
         .exclude(epoch_id__in=mine.values("id"))
-        .values_list("gpu__uuid", "epoch__epoch")
+        .values_list("gpu_id", "epoch__epoch")
         .order_by()
         .distinct()
     )
     others: dict[str, str] = {}
-    for uuid, epoch in found.iterator():
-        kind = "a Prometheus source" if epoch.startswith(EPOCH_PREFIX) else "a collector"
-        if ours and epoch.startswith(EPOCH_PREFIX):
-            kind = "another Prometheus source"
-        others.setdefault(uuid, f"{kind} (epoch {epoch!r})")
+    for gpu_id, epoch in found.iterator():
+        kind = "a collector"
+        if epoch.startswith(EPOCH_PREFIX):
+            kind = "another Prometheus source" if ours else "a Prometheus source"
+        others.setdefault(gpus[gpu_id], f"{kind} (epoch {epoch!r})")
     return others
 
 
@@ -489,7 +504,7 @@ def collector_batch_check(node: Node, batch: Batch) -> None:
     if stamps:
         margin = settings.TELEMETRY_GPU_MAX_GAP_S
         uuids = {gpu.uuid for gpu in batch.gpus}
-        found = gpus_with_other_sources(uuids, min(stamps) - margin, max(stamps) + margin, ours=None)
+        found = gpus_with_other_sources(node, uuids, min(stamps) - margin, max(stamps) + margin, ours=None)
         problems += [f"GPU {uuid} already has samples from {found[uuid]}" for uuid in sorted(found)]
     if served:
         margin = settings.TELEMETRY_SERVING_MAX_GAP_S
@@ -597,13 +612,12 @@ def _endpoint_state(run: _Run, node: Node, url: str, model: str, base: str, befo
 def _node_serving_import(run: _Run, node: Node, targets: dict[str, Points], page_start: float, step: float) -> None:
     """Map each instant's samples with the collector's own mapping (:data:`serving.MAPPERS`) and ingest them;
     refused (named) where a collector reports this node's serving in the window."""
-    key = f"{node.hostname} serving"
-    if key not in run.window.checked:
+    if (node.pk, "") not in run.window.checked:
         other = serving_of_other_sources(node, run.window.start, run.window.stop, ours=run.prefix)
-        run.window.checked[key] = other
+        run.window.checked[(node.pk, "")] = other
         if other:
-            run.summary.refused[key] = f"already has {other} in this window"
-    if run.window.checked[key]:
+            run.summary.refused[f"{node.hostname} serving"] = f"already has {other} in this window"
+    if run.window.checked[(node.pk, "")]:
         return
     gpu_uuids = sorted(Gpu.objects.filter(node=node).values_list("uuid", flat=True))
     identities: list[dict[str, Any]] = []

@@ -37,7 +37,7 @@ from tests.helpers import ingest
 from tests.helpers.batches import make_batch
 from tests.helpers.clients import free_port
 from tests.helpers.dcgm_exporter import DcgmExporterStandIn, StandInGpu
-from tests.helpers.factories import MembershipFactory, NodeFactory, UserFactory
+from tests.helpers.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
 from tests.helpers.prometheus import PROMETHEUS, SKIP_REASON, ScriptedPrometheus, ScriptedSeries, prometheus_started
 from tests.helpers.stub_server import Answer, Request, StubServer
 from tests.helpers.vllm_server import VllmStandIn
@@ -300,6 +300,39 @@ def test_an_import_of_a_gpu_a_collector_reports_is_refused_naming_it(servers, cl
         "GPU-test-0000": "GPU of gpu-01 already has samples from a collector (epoch 'boot-1/driver-1') in this window"
     }
     assert GpuSample.objects.count() == 10
+
+
+@pytest.mark.django_db
+def test_an_import_of_another_organizations_gpu_is_refused_as_another_nodes_naming_nothing_of_it(
+    servers, client
+) -> None:
+    # given: Org B's GPU, with samples from B's collector and from B's Prometheus in the window
+    now = grid_now()
+    b_gpu = cast(Gpu, GpuFactory(node=NodeFactory(hostname="gpu-b"), uuid="GPU-b-0000", index=0))
+    partitions_ensure(days={now.date(), (now - timedelta(minutes=5)).date()})
+    for n, name in enumerate(("b-secret-boot-id/550.54.15", "prometheus:b-secret-prom/dcgm-host-b7")):
+        epoch = GpuEpoch.objects.create(gpu=b_gpu, epoch=name)
+        GpuSample.objects.create(gpu=b_gpu, epoch=epoch, ts=now - timedelta(minutes=5 - n), energy_j=1.0)
+    # and: Org A's Prometheus, with a series labelled with B's GPU's UUID and one of A's hostnames
+    labels = {**DCGM_LABELS, "UUID": "GPU-b-0000", "Hostname": "gpu-a"}
+    source = make_source("gpu-a", serve(servers, scripted_gpu(labels).answer))
+    assert source.organization_id != b_gpu.node.fleet.organization_id
+
+    # when: A's source is read
+    source_sync(source, now=now)
+
+    # then: refused as a GPU registered to another node; nothing of B's is stored, said or shown
+    source = fresh(source)
+    assert "refused gpu-a: rows from " in source.last_summary
+    assert "GPU GPU-b-0000 is registered to another node" in source.last_summary
+    assert GpuSample.objects.filter(gpu=b_gpu).count() == 2
+    viewer = UserFactory()
+    MembershipFactory(user=viewer, organization=source.organization)
+    client.force_login(viewer)
+    page = client.get(reverse("nodes")).content.decode()
+    assert "registered to another node" in page
+    for secret in ("b-secret", "dcgm-host-b7", "gpu-b"):
+        assert secret not in source.last_summary + source.last_error and secret not in page, secret
 
 
 # --- serving endpoints, through a real Prometheus ---------------------------------------------------
