@@ -37,6 +37,10 @@ collector's batch (409) for a GPU or node's serving an import reports then. Both
 look at the reporting node's own GPUs alone: a UUID registered to another node
 (another organization's) is refused by ingest as another node's GPU (403), and
 no answer or summary names another node's epochs, sources or times.
+
+The source's URL is an organization admin's: requests follow ``common.outbound``
+(see :class:`PrometheusClient`), and an error shows its status and a short reason
+to the members; what Prometheus answered is :attr:`PrometheusImportError.detail`.
 """
 
 from __future__ import annotations
@@ -49,12 +53,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from http import HTTPStatus
+from http.client import HTTPException
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from common import http
+from common import http, outbound
 from fleets.models import Gpu, Node
 from telemetry.collector import dcgm, promtext, serving, wire
 from telemetry.collector.wire import MAX_GPU_ROWS, WIRE_VERSION, Batch, WireError, batch_decode, batch_encode
@@ -68,7 +74,13 @@ IMPORTER_VERSION = "prometheus-import"
 
 
 class PrometheusImportError(Exception):
-    """The import cannot go on; ``str()`` says why (the URL and status, the labels found)."""
+    """The import cannot go on; ``str()`` says why (the URL and status, the labels found), for every member of the
+    organization to read. ``detail``: what Prometheus answered with an error (an excerpt of its body, e.g. a
+    query's parse error), for the organization's admins alone: the answer of whatever the URL reaches."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 class NothingToImport(PrometheusImportError):
@@ -80,7 +92,11 @@ class NothingToImport(PrometheusImportError):
 
 @dataclass
 class PrometheusClient:
-    """``/api/v1/query_range`` of one source: a total timeout per request, ``tries`` with backoff on errors."""
+    """``/api/v1/query_range`` of one source: a total timeout per request, ``tries`` with backoff on errors.
+
+    The source's URL is named by an organization's admin: each request is sent under the rule for such
+    addresses (``common.outbound``: public addresses, or those in ``OUTBOUND_ALLOWED_HOSTS``), checked again
+    when sent and connected to as checked, redirects not followed."""
 
     source: PrometheusSource
     timeout_s: float = 30.0
@@ -89,30 +105,46 @@ class PrometheusClient:
     sleep: Callable[[float], None] = time.sleep
 
     def query_range(self, query: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        client = http.JsonClient(self.source.url, self.timeout_s, whole_answer_timeout=True)
+        client = self._client()
         params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
-        last = ""
+        last, detail = "", ""
         for attempt in range(self.tries):
             if attempt:
                 self.sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
                 doc = client.get_json("/api/v1/query_range", params=params, headers=self._auth())
             except http.HttpStatus as exc:
-                last = f"HTTP {exc.status}: {_error_text(exc.body)}"
-                if 400 <= exc.status < 500 and exc.status not in (408, 429):
-                    break  # a bad query or credentials: asking again will not help
+                kind, detail = _answer_error(exc.body)
+                last = _status_text(exc.status) + kind
+                if exc.status < 500 and exc.status not in (408, 429):
+                    break  # a bad query or credentials, a redirect: asking again will not help
             except http.Unreachable as exc:
-                last = f"no answer within {self.timeout_s:g} s" if exc.timed_out else exc.reason
+                last, detail = _unreachable_text(exc, self.timeout_s)
             except http.BadJson as exc:
-                last = str(exc)
+                last, detail = "the answer is not JSON", str(exc)
+            except outbound.OutboundRefused as exc:
+                raise PrometheusImportError(f"Prometheus at {self.source.url}: {exc}") from None
             else:
                 if not isinstance(doc, dict) or doc.get("status") != "success":
-                    error = doc.get("error") if isinstance(doc, dict) else doc
-                    raise PrometheusImportError(f"Prometheus at {self.source.url} refused {query!r}: {error}")
+                    raise PrometheusImportError(
+                        f"Prometheus at {self.source.url} refused {query!r}{_error_type(doc)}",
+                        detail=_excerpt(str(doc.get("error") if isinstance(doc, dict) else doc)),
+                    )
                 return list(doc.get("data", {}).get("result", []))
         raise PrometheusImportError(
-            f"Prometheus at {self.source.url} failed after {attempt + 1} tr{'y' if attempt == 0 else 'ies'}: {last}"
+            f"Prometheus at {self.source.url} failed after {attempt + 1} tr{'y' if attempt == 0 else 'ies'}: {last}",
+            detail=detail,
         )
+
+    def _client(self) -> http.JsonClient:
+        """A client for this request: the URL's name resolved and checked now (it may point elsewhere than
+        when the URL was saved), the connection made to the address checked."""
+        try:
+            target = outbound.send_check(self.source.url)
+            opener = outbound.pinned_opener(target)
+            return http.JsonClient(self.source.url, self.timeout_s, whole_answer_timeout=True, opener=opener)
+        except ValueError as exc:  # the rule's refusal (OutboundRefused), or a base URL JsonClient refuses
+            raise PrometheusImportError(f"Prometheus at {self.source.url}: {exc}") from None
 
     def _auth(self) -> dict[str, str]:
         if self.source.bearer_token:
@@ -123,13 +155,51 @@ class PrometheusClient:
         return {}
 
 
-def _error_text(body: bytes) -> str:
-    text = body[:2000].decode(errors="replace").strip()
+# Prometheus's errorType values (its web/api/v1): a reason short and known enough to show every member.
+ERROR_TYPES = frozenset({"bad_data", "timeout", "canceled", "execution", "internal", "unavailable", "not_found",
+                         "not_acceptable"})  # fmt: skip
+ERROR_DETAIL_CHARS = 2000
+
+
+def _status_text(status: int) -> str:
+    """``HTTP 503 (Service Unavailable)``: the status and its standard phrase, nothing of the answer's text."""
+    try:
+        return f"HTTP {status} ({HTTPStatus(status).phrase})"
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def _error_type(doc: Any) -> str:
+    """``: bad_data`` where the answer names a Prometheus error type, else nothing (no text of the answer's)."""
+    kind = doc.get("errorType") if isinstance(doc, dict) else None
+    return f": {kind}" if kind in ERROR_TYPES else ""
+
+
+def _unreachable_text(exc: http.Unreachable, timeout_s: float) -> tuple[str, str]:
+    """What every member reads of a request without an answer, and the admins' detail. The socket's own
+    errors (refused, reset, a certificate) are said as they are; an answer that is not HTTP is quoted by
+    http.client (its status line, say), so its text is the admins' alone."""
+    if exc.timed_out:
+        return f"no answer within {timeout_s:g} s", ""
+    if isinstance(exc.__cause__, HTTPException) and not isinstance(exc.__cause__, OSError):
+        return "the answer is not valid HTTP", _excerpt(exc.reason)
+    return exc.reason, ""
+
+
+def _answer_error(body: bytes) -> tuple[str, str]:
+    """An error answer's Prometheus error type (as :func:`_error_type`) and an excerpt of its text: its
+    ``error`` where it is Prometheus's JSON, else its first characters."""
+    text = body[: ERROR_DETAIL_CHARS * 4].decode(errors="replace").strip()
     try:
         parsed = json.loads(text)
     except ValueError:
-        return text or "(empty body)"
-    return str(parsed.get("error") if isinstance(parsed, dict) and parsed.get("error") else text)
+        return "", _excerpt(text or "(empty body)")
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    return _error_type(parsed), _excerpt(str(error) if error else text)
+
+
+def _excerpt(text: str) -> str:
+    return text[:ERROR_DETAIL_CHARS]
 
 
 # --- the import -----------------------------------------------------------------------------
