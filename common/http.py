@@ -17,7 +17,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 USER_AGENT = "wattledger/0.1 (+urllib)"
@@ -46,10 +46,14 @@ class BadJson(ValueError):
 
 
 def validate_base_url(base_url: str) -> str:
-    """Only http(s) URLs, so a misconfigured ``file:`` or ``ftp:`` URL fails loudly."""
+    """Only http(s) URLs, so a misconfigured ``file:`` or ``ftp:`` URL fails loudly; and no query string or
+    fragment, even an empty one: paths are appended to the base, so ``http://host/x#`` or ``...?`` would make
+    every request go to a URL of the base's choosing whatever the path."""
     parts = urllib.parse.urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base URL must be http(s)://host[:port][/path], got {base_url!r}")
+    if parts.scheme not in ("http", "https") or not parts.netloc or "?" in base_url or "#" in base_url:
+        raise ValueError(
+            f"base URL must be http(s)://host[:port][/path], without a query string or fragment, got {base_url!r}"
+        )
     return base_url.rstrip("/")
 
 
@@ -57,13 +61,15 @@ def validate_base_url(base_url: str) -> str:
 class JsonClient:
     """GETs under ``base_url``. ``timeout_s`` bounds each socket wait; with ``whole_answer_timeout``, it also
     bounds the whole answer (a server trickling its body is cut off). ``parse_float``: how JSON numbers with
-    a fraction are read (``Decimal`` where money or rates must stay exact)."""
+    a fraction are read (``Decimal`` where money or rates must stay exact). ``opener``: how requests are sent
+    (``common.outbound.pinned_opener`` for an address a user named); urllib's default one without it."""
 
     base_url: str
     timeout_s: float = 10.0
     user_agent: str = USER_AGENT
     parse_float: Callable[[str], Any] = float
     whole_answer_timeout: bool = False
+    opener: urllib.request.OpenerDirector | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", validate_base_url(self.base_url))
@@ -91,7 +97,8 @@ class JsonClient:
     def _read(self, request: urllib.request.Request) -> bytes:
         deadline = time.monotonic() + self.timeout_s
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - http(s) only
+            open_ = self.opener.open if self.opener is not None else urllib.request.urlopen
+            with open_(request, timeout=self.timeout_s) as response:  # http(s) only: validate_base_url
                 if not self.whole_answer_timeout:
                     return bytes(response.read())
                 chunks = []

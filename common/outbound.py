@@ -1,4 +1,5 @@
-"""Requests to addresses that users name (the advice webhook): never into the operator's own network.
+"""Requests to addresses that users name (the advice webhook, a Prometheus source): never into the operator's
+own network.
 
 The rule, checked when a URL is saved and again when it is sent:
 
@@ -10,9 +11,11 @@ The rule, checked when a URL is saved and again when it is sent:
 - unless the operator allows it by name in ``OUTBOUND_ALLOWED_HOSTS``: a host name
   or address, optionally with ``:port``, or a network (``10.20.0.0/16``).
 
-When sent, the name is resolved once and the connection goes to the address that
+When sent (:func:`send_check`), the name is resolved once and the connection goes to the address that
 was checked, so a second answer from DNS cannot switch it (rebinding); https still
-checks the certificate against the name. Redirects are not followed. One deadline
+checks the certificate against the name. Redirects are not followed, nor proxies. A JSON POST
+(:func:`post_json`) is sent here; a GET that a client of its own reads (the Prometheus import's
+``common.http.JsonClient``) goes through :func:`pinned_opener`. For a POST, one deadline
 covers connecting, sending and the whole answer (a target that drips its answer
 is cut off at it), and at most ``OUTBOUND_MAX_RESPONSE_BYTES`` of the answer are read.
 
@@ -30,6 +33,7 @@ import ipaddress
 import socket
 import ssl
 import threading
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -184,11 +188,60 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         self.sock = self.tls.wrap_socket(sock, server_hostname=self.server_name)
 
 
-def post_json(url: str, body: bytes, *, deadline_s: float, headers: Mapping[str, str] | None = None) -> int:
-    """POST ``body`` (JSON) to ``url`` under the rule; the 2xx status, or ``OutboundRefused`` / ``OutboundFailed``."""
+def send_check(url: str) -> Target:
+    """The rule when a request is about to be sent: ``OutboundRefused`` with delivery off, else the URL's target,
+    its name resolved now (one that turned internal since the URL was saved is refused). Connect to
+    ``addresses[0]`` alone (:func:`pinned_opener`), never to the name."""
     if not settings.OUTBOUND_DELIVERY:
         raise OutboundRefused("refused: outbound delivery is off on this server (OUTBOUND_DELIVERY)")
-    target = target_check(url)
+    return target_check(url)
+
+
+class _PinnedHandler(urllib.request.AbstractHTTPHandler):
+    """urllib's http and https to one checked target: its checked address, whatever DNS answers now."""
+
+    def __init__(self, target: Target) -> None:
+        super().__init__()
+        self.target = target
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        address, port = self._checked(req)
+        return self.do_open(lambda host, timeout=None, **kw: http.client.HTTPConnection(address, port, timeout), req)
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        address, port = self._checked(req)
+        name = self.target.host  # the certificate is checked against the name, not the address connected to
+        return self.do_open(lambda host, timeout=None, **kw: _PinnedHTTPSConnection(address, port, name, timeout), req)
+
+    # the Host header and the rest of a request's preparation, as urllib's own handlers do it
+    http_request = https_request = urllib.request.AbstractHTTPHandler.do_request_
+
+    def _checked(self, req: urllib.request.Request) -> tuple[str, int]:
+        parts, target = urlsplit(req.full_url), self.target
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        if (parts.scheme, (parts.hostname or "").rstrip("."), port) != (target.scheme, target.host, target.port):
+            raise OutboundRefused("refused: not the URL that was checked")
+        if not target.addresses:
+            raise OutboundRefused("refused: the URL's host was not resolved (outbound delivery is off)")
+        return str(target.addresses[0]), port
+
+
+def pinned_opener(target: Target) -> urllib.request.OpenerDirector:
+    """A urllib opener (``common.http.JsonClient``'s ``opener``) for the target :func:`send_check` returned:
+    it connects to the checked address alone (https checked against the name), through no proxy, and follows
+    no redirect (a 3xx is the answer, an ``HTTPError``); any other URL is refused."""
+    opener = urllib.request.OpenerDirector()
+    for handler in (
+        _PinnedHandler(target), urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor(),
+        urllib.request.UnknownHandler(),
+    ):  # fmt: skip
+        opener.add_handler(handler)
+    return opener
+
+
+def post_json(url: str, body: bytes, *, deadline_s: float, headers: Mapping[str, str] | None = None) -> int:
+    """POST ``body`` (JSON) to ``url`` under the rule; the 2xx status, or ``OutboundRefused`` / ``OutboundFailed``."""
+    target = send_check(url)
     address = str(target.addresses[0])
     if target.scheme == "https":
         connection: http.client.HTTPConnection = _PinnedHTTPSConnection(address, target.port, target.host, deadline_s)

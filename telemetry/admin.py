@@ -20,13 +20,16 @@ class ServingEndpointAdmin(ReadOnlyScopedAdmin):
 @scoped_register(PrometheusSource)
 class PrometheusSourceAdmin(AuditedAdmin, FixedOrganizationAdmin):
     """A Prometheus to import from (every minute while enabled, and ``manage.py prometheus_import``); its token
-    and password are secrets, so the audit trail records every other field of a save, never them."""
+    and password are secrets, so the audit trail records every other field of a save, never them. Its URL
+    follows the rule for addresses users name (``common.outbound``): the form refuses an internal one that
+    ``OUTBOUND_ALLOWED_HOSTS`` does not name."""
 
     list_display = ["name", "organization", "url", "enabled", "imported_until", "failures", "next_attempt_at"]
-    # Progress and health: written by the import (telemetry.prometheus_sync), shown, never edited here.
+    # Progress and health: written by the import (telemetry.prometheus_sync), shown, never edited here. The
+    # last error's detail (what Prometheus answered) is shown here alone, to the organization's admins.
     readonly_fields = [
         "imported_until", "last_attempt_at", "last_success_at", "failures", "next_attempt_at", "last_error",
-        "last_summary",
+        "last_error_detail", "last_summary",
     ]  # fmt: skip
     audit_subject = "prometheus_source"
     audit_fields = (

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
+from common.http import validate_base_url
+from common.outbound import outbound_url_validate
 from common.stages import NodeHourStage
 from fleets.models import Gpu, Node, Organization
 from telemetry.energy import EnergyMethod
@@ -418,8 +421,20 @@ class ParkedHour(models.Model):
         return f"{self.node_id} {self.hour_start:%Y-%m-%d %H:00} {self.stage} parked"
 
 
+def base_url_validate(value: str) -> None:
+    """A URL the API's paths are appended to (``common.http.validate_base_url``): no query string or fragment."""
+    try:
+        validate_base_url(value)
+    except ValueError as error:
+        raise ValidationError(str(error), code="base_url") from None
+
+
 class PrometheusSource(models.Model):
     """An organization's existing Prometheus, read through its HTTP API by ``manage.py prometheus_import``.
+
+    ``url`` is named by the organization's admins and read by the server: it follows the rule for such
+    addresses (``common.outbound``), when saved and again at each request: public addresses only, unless the
+    operator allows an internal one in ``OUTBOUND_ALLOWED_HOSTS``.
 
     ``bearer_token`` and ``basic_password`` are secrets, stored as given: whoever can read this row (the
     organization's admins, the database) can read the Prometheus. ``host_label`` names the label that carries
@@ -430,7 +445,11 @@ class PrometheusSource(models.Model):
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="prometheus_sources")
     name = models.SlugField(max_length=100)
-    url = models.URLField(max_length=500, help_text="the Prometheus base URL, e.g. http://prometheus:9090")
+    url = models.URLField(
+        max_length=500, validators=[outbound_url_validate, base_url_validate],
+        help_text="the Prometheus base URL, e.g. https://prometheus.example.com (no query string or fragment); "
+        "an internal address only where the operator allows it in OUTBOUND_ALLOWED_HOSTS",
+    )  # fmt: skip
     bearer_token = models.CharField(max_length=2000, blank=True, help_text="secret: stored as given")
     basic_username = models.CharField(max_length=200, blank=True)
     basic_password = models.CharField(max_length=500, blank=True, help_text="secret: stored as given")
@@ -451,7 +470,10 @@ class PrometheusSource(models.Model):
     last_success_at = models.DateTimeField(null=True, blank=True)
     failures = models.PositiveIntegerField(default=0, help_text="failed attempts in a row")
     next_attempt_at = models.DateTimeField(null=True, blank=True, help_text="after a failure: retried from then")
-    last_error = models.TextField(blank=True)
+    last_error = models.TextField(blank=True, help_text="shown to every member: the status and a short reason")
+    # What Prometheus answered with the last error (a query's parse error, say): whatever the URL reached
+    # said it, so it is for the organization's admins alone (the admin), never on the members' pages.
+    last_error_detail = models.TextField(blank=True, help_text="the last error answer's text, for admins")
     last_summary = models.TextField(blank=True)
 
     class Meta:

@@ -33,7 +33,14 @@ Double counting: a GPU that has samples from another source (a collector, or
 another Prometheus: an epoch not named ``prometheus:<this source>/``) in the
 window is refused for it, named in the summary; nothing of it is sent; a node's
 serving likewise. The other way round, :func:`collector_batch_check` refuses a
-collector's batch (409) for a GPU or node's serving an import reports then.
+collector's batch (409) for a GPU or node's serving an import reports then. Both
+look at the reporting node's own GPUs alone: a UUID registered to another node
+(another organization's) is refused by ingest as another node's GPU (403), and
+no answer or summary names another node's epochs, sources or times.
+
+The source's URL is an organization admin's: requests follow ``common.outbound``
+(see :class:`PrometheusClient`), and an error shows its status and a short reason
+to the members; what Prometheus answered is :attr:`PrometheusImportError.detail`.
 """
 
 from __future__ import annotations
@@ -46,12 +53,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from http import HTTPStatus
+from http.client import HTTPException
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from common import http
+from common import http, outbound
 from fleets.models import Gpu, Node
 from telemetry.collector import dcgm, promtext, serving, wire
 from telemetry.collector.wire import MAX_GPU_ROWS, WIRE_VERSION, Batch, WireError, batch_decode, batch_encode
@@ -65,7 +74,13 @@ IMPORTER_VERSION = "prometheus-import"
 
 
 class PrometheusImportError(Exception):
-    """The import cannot go on; ``str()`` says why (the URL and status, the labels found)."""
+    """The import cannot go on; ``str()`` says why (the URL and status, the labels found), for every member of the
+    organization to read. ``detail``: what Prometheus answered with an error (an excerpt of its body, e.g. a
+    query's parse error), for the organization's admins alone: the answer of whatever the URL reaches."""
+
+    def __init__(self, message: str, *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 class NothingToImport(PrometheusImportError):
@@ -77,7 +92,11 @@ class NothingToImport(PrometheusImportError):
 
 @dataclass
 class PrometheusClient:
-    """``/api/v1/query_range`` of one source: a total timeout per request, ``tries`` with backoff on errors."""
+    """``/api/v1/query_range`` of one source: a total timeout per request, ``tries`` with backoff on errors.
+
+    The source's URL is named by an organization's admin: each request is sent under the rule for such
+    addresses (``common.outbound``: public addresses, or those in ``OUTBOUND_ALLOWED_HOSTS``), checked again
+    when sent and connected to as checked, redirects not followed."""
 
     source: PrometheusSource
     timeout_s: float = 30.0
@@ -86,30 +105,46 @@ class PrometheusClient:
     sleep: Callable[[float], None] = time.sleep
 
     def query_range(self, query: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
-        client = http.JsonClient(self.source.url, self.timeout_s, whole_answer_timeout=True)
+        client = self._client()
         params = {"query": query, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
-        last = ""
+        last, detail = "", ""
         for attempt in range(self.tries):
             if attempt:
                 self.sleep(self.backoff_s * 2 ** (attempt - 1))
             try:
                 doc = client.get_json("/api/v1/query_range", params=params, headers=self._auth())
             except http.HttpStatus as exc:
-                last = f"HTTP {exc.status}: {_error_text(exc.body)}"
-                if 400 <= exc.status < 500 and exc.status not in (408, 429):
-                    break  # a bad query or credentials: asking again will not help
+                kind, detail = _answer_error(exc.body)
+                last = _status_text(exc.status) + kind
+                if exc.status < 500 and exc.status not in (408, 429):
+                    break  # a bad query or credentials, a redirect: asking again will not help
             except http.Unreachable as exc:
-                last = f"no answer within {self.timeout_s:g} s" if exc.timed_out else exc.reason
+                last, detail = _unreachable_text(exc, self.timeout_s)
             except http.BadJson as exc:
-                last = str(exc)
+                last, detail = "the answer is not JSON", str(exc)
+            except outbound.OutboundRefused as exc:
+                raise PrometheusImportError(f"Prometheus at {self.source.url}: {exc}") from None
             else:
                 if not isinstance(doc, dict) or doc.get("status") != "success":
-                    error = doc.get("error") if isinstance(doc, dict) else doc
-                    raise PrometheusImportError(f"Prometheus at {self.source.url} refused {query!r}: {error}")
+                    raise PrometheusImportError(
+                        f"Prometheus at {self.source.url} refused {query!r}{_error_type(doc)}",
+                        detail=_excerpt(str(doc.get("error") if isinstance(doc, dict) else doc)),
+                    )
                 return list(doc.get("data", {}).get("result", []))
         raise PrometheusImportError(
-            f"Prometheus at {self.source.url} failed after {attempt + 1} tr{'y' if attempt == 0 else 'ies'}: {last}"
+            f"Prometheus at {self.source.url} failed after {attempt + 1} tr{'y' if attempt == 0 else 'ies'}: {last}",
+            detail=detail,
         )
+
+    def _client(self) -> http.JsonClient:
+        """A client for this request: the URL's name resolved and checked now (it may point elsewhere than
+        when the URL was saved), the connection made to the address checked."""
+        try:
+            target = outbound.send_check(self.source.url)
+            opener = outbound.pinned_opener(target)
+            return http.JsonClient(self.source.url, self.timeout_s, whole_answer_timeout=True, opener=opener)
+        except ValueError as exc:  # the rule's refusal (OutboundRefused), or a base URL JsonClient refuses
+            raise PrometheusImportError(f"Prometheus at {self.source.url}: {exc}") from None
 
     def _auth(self) -> dict[str, str]:
         if self.source.bearer_token:
@@ -120,13 +155,51 @@ class PrometheusClient:
         return {}
 
 
-def _error_text(body: bytes) -> str:
-    text = body[:2000].decode(errors="replace").strip()
+# Prometheus's errorType values (its web/api/v1): a reason short and known enough to show every member.
+ERROR_TYPES = frozenset({"bad_data", "timeout", "canceled", "execution", "internal", "unavailable", "not_found",
+                         "not_acceptable"})  # fmt: skip
+ERROR_DETAIL_CHARS = 2000
+
+
+def _status_text(status: int) -> str:
+    """``HTTP 503 (Service Unavailable)``: the status and its standard phrase, nothing of the answer's text."""
+    try:
+        return f"HTTP {status} ({HTTPStatus(status).phrase})"
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def _error_type(doc: Any) -> str:
+    """``: bad_data`` where the answer names a Prometheus error type, else nothing (no text of the answer's)."""
+    kind = doc.get("errorType") if isinstance(doc, dict) else None
+    return f": {kind}" if kind in ERROR_TYPES else ""
+
+
+def _unreachable_text(exc: http.Unreachable, timeout_s: float) -> tuple[str, str]:
+    """What every member reads of a request without an answer, and the admins' detail. The socket's own
+    errors (refused, reset, a certificate) are said as they are; an answer that is not HTTP is quoted by
+    http.client (its status line, say), so its text is the admins' alone."""
+    if exc.timed_out:
+        return f"no answer within {timeout_s:g} s", ""
+    if isinstance(exc.__cause__, HTTPException) and not isinstance(exc.__cause__, OSError):
+        return "the answer is not valid HTTP", _excerpt(exc.reason)
+    return exc.reason, ""
+
+
+def _answer_error(body: bytes) -> tuple[str, str]:
+    """An error answer's Prometheus error type (as :func:`_error_type`) and an excerpt of its text: its
+    ``error`` where it is Prometheus's JSON, else its first characters."""
+    text = body[: ERROR_DETAIL_CHARS * 4].decode(errors="replace").strip()
     try:
         parsed = json.loads(text)
     except ValueError:
-        return text or "(empty body)"
-    return str(parsed.get("error") if isinstance(parsed, dict) and parsed.get("error") else text)
+        return "", _excerpt(text or "(empty body)")
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    return _error_type(parsed), _excerpt(str(error) if error else text)
+
+
+def _excerpt(text: str) -> str:
+    return text[:ERROR_DETAIL_CHARS]
 
 
 # --- the import -----------------------------------------------------------------------------
@@ -194,7 +267,9 @@ class _EndpointState:
 class _Window:
     start: float
     stop: float
-    checked: dict[str, str | None] = field(default_factory=dict)  # UUID -> the other source found, or None
+    # (node id, GPU UUID, or "" for the node's serving) -> the other source found, or None; by node, as a UUID
+    # under another node's host is that node's question (ingest refuses a GPU registered to another node)
+    checked: dict[tuple[int, str], str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -386,13 +461,13 @@ def _node_import(
 ) -> None:
     """Check, build and ingest one node's rows of one page."""
     window, summary = run.window, run.summary
-    unchecked = set(gpus) - set(window.checked)
+    unchecked = {uuid for uuid in gpus if (node.pk, uuid) not in window.checked}
     if unchecked:  # once per GPU and import: a GPU another source reports in the window is refused for all of it
-        found = gpus_with_other_sources(unchecked, window.start, window.stop, ours=run.prefix)
-        window.checked.update({uuid: found.get(uuid) for uuid in unchecked})
+        found = gpus_with_other_sources(node, unchecked, window.start, window.stop, ours=run.prefix)
+        window.checked.update({(node.pk, uuid): found.get(uuid) for uuid in unchecked})
         for uuid in sorted(found):
             summary.refused[uuid] = f"GPU of {node.hostname} already has samples from {found[uuid]} in this window"
-    others = {uuid for uuid in gpus if window.checked[uuid] is not None}
+    others = {uuid for uuid in gpus if window.checked[(node.pk, uuid)] is not None}
     identities: list[dict[str, Any]] = []
     rows: list[tuple[float, int, dict[str, Any]]] = []
     for uuid in sorted(set(gpus) - others):
@@ -432,28 +507,38 @@ def _node_import(
         _batch_send(run, node, payload, f"{int(page_start)}-{chunk}", step, rows[at][0])
 
 
-def gpus_with_other_sources(uuids: set[str], start_s: float, end_s: float, *, ours: str | None) -> dict[str, str]:
-    """UUID -> the other source (its epoch) of GPUs with samples in ``[start_s, end_s)`` whose epoch does not
-    start with ``ours`` (a Prometheus source's prefix; ``None``: a collector's batch, every import is another)."""
-    epochs = GpuEpoch.objects.filter(gpu__uuid__in=uuids)
+def gpus_with_other_sources(
+    node: Node, uuids: set[str], start_s: float, end_s: float, *, ours: str | None
+) -> dict[str, str]:
+    """UUID -> the other source (its epoch) of ``node``'s GPUs among ``uuids`` with samples in ``[start_s, end_s)``
+    whose epoch does not start with ``ours`` (a Prometheus source's prefix; ``None``: a collector's batch, every
+    import is another).
+
+    Only the node's own GPUs are looked at: a UUID registered to another node (another organization's, say) is
+    left to ingest's refusal of a foreign GPU, so no answer ever carries another node's epochs or timing."""
+    gpus = dict(Gpu.objects.filter(node=node, uuid__in=uuids).values_list("id", "uuid"))
+    if not gpus:
+        return {}
+    epochs = GpuEpoch.objects.filter(gpu_id__in=gpus)
     mine = epochs.filter(epoch__startswith=ours) if ours else epochs.exclude(epoch__startswith=EPOCH_PREFIX)
     found = (
         GpuSample.objects.filter(
-            gpu__uuid__in=uuids,
+            node=node,  # the samples' key starts with the node: one node's rows, one shard on Citus
+            gpu_id__in=gpus,
             ts__gte=datetime.fromtimestamp(start_s, tz=UTC),
             ts__lt=datetime.fromtimestamp(end_s, tz=UTC),
         )
         .exclude(epoch_id__in=mine.values("id"))
-        .values_list("gpu__uuid", "epoch__epoch")
+        .values_list("gpu_id", "epoch__epoch")
         .order_by()
         .distinct()
     )
     others: dict[str, str] = {}
-    for uuid, epoch in found.iterator():
-        kind = "a Prometheus source" if epoch.startswith(EPOCH_PREFIX) else "a collector"
-        if ours and epoch.startswith(EPOCH_PREFIX):
-            kind = "another Prometheus source"
-        others.setdefault(uuid, f"{kind} (epoch {epoch!r})")
+    for gpu_id, epoch in found.iterator():
+        kind = "a collector"
+        if epoch.startswith(EPOCH_PREFIX):
+            kind = "another Prometheus source" if ours else "a Prometheus source"
+        others.setdefault(gpus[gpu_id], f"{kind} (epoch {epoch!r})")
     return others
 
 
@@ -489,7 +574,7 @@ def collector_batch_check(node: Node, batch: Batch) -> None:
     if stamps:
         margin = settings.TELEMETRY_GPU_MAX_GAP_S
         uuids = {gpu.uuid for gpu in batch.gpus}
-        found = gpus_with_other_sources(uuids, min(stamps) - margin, max(stamps) + margin, ours=None)
+        found = gpus_with_other_sources(node, uuids, min(stamps) - margin, max(stamps) + margin, ours=None)
         problems += [f"GPU {uuid} already has samples from {found[uuid]}" for uuid in sorted(found)]
     if served:
         margin = settings.TELEMETRY_SERVING_MAX_GAP_S
@@ -597,13 +682,12 @@ def _endpoint_state(run: _Run, node: Node, url: str, model: str, base: str, befo
 def _node_serving_import(run: _Run, node: Node, targets: dict[str, Points], page_start: float, step: float) -> None:
     """Map each instant's samples with the collector's own mapping (:data:`serving.MAPPERS`) and ingest them;
     refused (named) where a collector reports this node's serving in the window."""
-    key = f"{node.hostname} serving"
-    if key not in run.window.checked:
+    if (node.pk, "") not in run.window.checked:
         other = serving_of_other_sources(node, run.window.start, run.window.stop, ours=run.prefix)
-        run.window.checked[key] = other
+        run.window.checked[(node.pk, "")] = other
         if other:
-            run.summary.refused[key] = f"already has {other} in this window"
-    if run.window.checked[key]:
+            run.summary.refused[f"{node.hostname} serving"] = f"already has {other} in this window"
+    if run.window.checked[(node.pk, "")]:
         return
     gpu_uuids = sorted(Gpu.objects.filter(node=node).values_list("uuid", flat=True))
     identities: list[dict[str, Any]] = []

@@ -8,13 +8,16 @@ windows, paged by time inside each. A new source starts ``PROMETHEUS_IMPORT_FIRS
 (older hours: the command backfills them); one behind the retention starts at the retention's edge.
 
 On success the watermark moves to the window's end. A source that fails (its Prometheus refuses the
-connection, answers 5xx or not within ``PROMETHEUS_IMPORT_TIMEOUT_S``, or its series name no node) keeps
-its watermark, so the same window is read again, importing what a failed page left out and storing
-nothing twice: it is retried after ``PROMETHEUS_IMPORT_BACKOFF_S``, doubling after each failure in a row
-up to ``PROMETHEUS_IMPORT_BACKOFF_MAX_S``; its error and next attempt show on the organization's nodes
-page and on the pages of the nodes it feeds. A window with no series at all (the exporter was down) is
-not a failure: the watermark moves on, the message stays shown. Every source is its own attempt: one
-organization's failing Prometheus, or any error of its import, never stops another's.
+connection, answers 5xx or not within ``PROMETHEUS_IMPORT_TIMEOUT_S``, its URL is refused by the rule for
+addresses users name (``common.outbound``), or its series name no node) keeps its watermark, so the same
+window is read again, importing what a failed page left out and storing nothing twice: it is retried after
+``PROMETHEUS_IMPORT_BACKOFF_S``, doubling after each failure in a row up to
+``PROMETHEUS_IMPORT_BACKOFF_MAX_S``; its error (the status and a short reason) and next attempt show on the
+organization's nodes page and on the pages of the nodes it feeds. What Prometheus answered with the error
+(``last_error_detail``) is the answer of whatever the URL reached: the admin shows it to the organization's
+admins alone, never the pages. A window with no series at all (the exporter was down) is not a failure: the
+watermark moves on, the message stays shown. Every source is its own attempt: one organization's failing
+Prometheus, or any error of its import, never stops another's.
 
 A source is claimed for a run by a conditional update of ``next_attempt_at`` (a lease of twice the
 task's time limit), so two overlapping runs never read one source at once.
@@ -75,13 +78,14 @@ def source_sync(source: PrometheusSource, *, now: datetime, client: PrometheusCl
         _record(source, now, imported_until=end, error=str(exc), summary="")
         return f"nothing to import: {exc}"
     except PrometheusImportError as exc:
-        return _failed(source, now, str(exc))
+        return _failed(source, now, str(exc), detail=exc.detail)
     except SoftTimeLimitExceeded:
         _failed(source, now, "the run's time limit came first: retried from the same point")
         raise
     except Exception as exc:  # any error of one source's import; the others go on
         log.exception("Prometheus source %s of %s failed", source.name, source.organization.slug)
-        return _failed(source, now, f"{type(exc).__name__}: {exc}")
+        # Its text may quote what Prometheus answered: for the admins (detail), the pages say what failed.
+        return _failed(source, now, f"the import failed ({type(exc).__name__})", detail=str(exc)[:2000])
     text = "; ".join(summary.lines())
     _record(source, now, imported_until=end, error="", summary=text)
     return text
@@ -106,11 +110,12 @@ def backoff_s(failures: int) -> int:
     return int(min(cap, first * 2 ** min(max(failures - 1, 0), 32)))
 
 
-def _failed(source: PrometheusSource, now: datetime, error: str) -> str:
+def _failed(source: PrometheusSource, now: datetime, error: str, *, detail: str = "") -> str:
+    """Record a failure: ``error`` for every member to read, ``detail`` (Prometheus's answer) for admins alone."""
     failures = source.failures + 1
     retry_at = now + timedelta(seconds=backoff_s(failures))
     PrometheusSource.objects.filter(pk=source.pk).update(
-        last_attempt_at=now, failures=failures, next_attempt_at=retry_at, last_error=error
+        last_attempt_at=now, failures=failures, next_attempt_at=retry_at, last_error=error, last_error_detail=detail
     )
     source.failures, source.next_attempt_at, source.last_error = failures, retry_at, error
     return f"failed ({failures} in a row, next attempt {retry_at.isoformat()}): {error}"
@@ -121,7 +126,7 @@ def _record(
 ) -> None:
     PrometheusSource.objects.filter(pk=source.pk).update(
         imported_until=imported_until, last_attempt_at=now, last_success_at=now, failures=0,
-        next_attempt_at=None, last_error=error, last_summary=summary,
+        next_attempt_at=None, last_error=error, last_error_detail="", last_summary=summary,
     )  # fmt: skip
 
 

@@ -24,6 +24,7 @@ rows and names looked for: a 404 or an absence above is the scoping's, not a mal
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -47,7 +48,8 @@ from grid.models import GridIntensity
 from reports.selectors import GroupBy
 from scenarios.models import Scenario
 from scope2.models import InstrumentHour
-from telemetry.models import EndpointHourUsage, GpuHourUsage, GpuSample, ServingEndpoint
+from telemetry.models import EndpointHourUsage, GpuEpoch, GpuHourUsage, GpuSample, PrometheusSource, ServingEndpoint
+from telemetry.partitions import partitions_ensure
 from tests.helpers.batches import gpu_ref, make_batch
 from tests.helpers.factories import FleetFactory, GpuFactory, MembershipFactory, NodeFactory, SiteFactory, UserFactory
 from tests.helpers.uploads import post_and_run, tasks_eager
@@ -769,6 +771,36 @@ def test_a_node_token_reports_only_its_own_gpus_and_reads_nothing(world: World) 
             if response.status_code not in allowed or list(shows_nothing_of_a(response, path)):
                 failed.append(f"node token {method.upper()} {path}: {response.status_code}")
     assert not failed, "\n".join(failed)
+
+
+def test_a_node_token_naming_another_organizations_gpu_learns_nothing_of_its_sources(world: World) -> None:
+    # given: Org A reads a Prometheus (so its node's batches are checked against imports), and B's GPU has
+    # samples in the batch's time from B's own Prometheus and from B's collector
+    PrometheusSource.objects.create(organization=world.org_a, name="zz-a-prom", url="https://prometheus.example.com")
+    PrometheusSource.objects.create(organization=world.org_b, name="b-secret-prom", url="https://b.example.com")
+    b_gpu = Gpu.objects.get(uuid=world.b_gpu_uuid)
+    start_s = float(int(time.time()) - 60)
+    partitions_ensure(days={datetime.fromtimestamp(start_s, tz=UTC).date()})
+    for n, name in enumerate(("prometheus:b-secret-prom/dcgm-host-b7", "b-secret-boot-id/550.54.15")):
+        epoch = GpuEpoch.objects.create(gpu=b_gpu, epoch=name)
+        GpuSample.objects.create(gpu=b_gpu, epoch=epoch, ts=datetime.fromtimestamp(start_s + n, tz=UTC), energy_j=1.0)
+    node_client = APIClient()
+    node_client.credentials(HTTP_AUTHORIZATION=f"Bearer {world.a_node_token}")
+    batch = make_batch(gpus=1, seconds=10, start_s=start_s)
+    batch["gpus"] = [gpu_ref(0) | {"uuid": world.b_gpu_uuid}]
+
+    # when: A's node reports B's GPU at that time
+    answer = _ingest(node_client, batch)
+
+    # then: refused as another node's GPU, the answer naming none of B's sources, epochs or times
+    assert answer.status_code == 403
+    assert answer.json() == {
+        "error": f"GPU {world.b_gpu_uuid} is registered to another node; this token may only report its own"
+    }
+    assert GpuSample.objects.filter(gpu=b_gpu).count() == 2
+    # and: without B's samples in that time, the answer is the same (it says nothing of when B's GPU reported)
+    GpuSample.objects.filter(gpu=b_gpu).delete()
+    assert _ingest(node_client, batch).json() == answer.json()
 
 
 def _intensity_upload(client: Client, organization: Organization, gco2e_per_kwh: int) -> Any:

@@ -1,4 +1,5 @@
-"""The advice webhook never reaches inside: internal targets refused when saved and sent; one deadline; no redirect.
+"""URLs users name (the advice webhook, a Prometheus source) never reach inside: internal targets refused when
+saved and sent; one deadline; no redirect.
 
 Stand-ins on 127.0.0.1 are reached only through ``OUTBOUND_ALLOWED_HOSTS``, as an
 operator would name an internal target; names resolve through the suite's stand-in
@@ -11,6 +12,7 @@ import contextlib
 import socket
 import threading
 import time
+import urllib.error
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,7 +23,7 @@ from django.utils import timezone
 
 from advice.models import AdviceNotification, AdviceSettings
 from advice.notify import notification_send
-from common.outbound import OutboundFailed, OutboundRefused, post_json, target_check
+from common.outbound import OutboundFailed, OutboundRefused, pinned_opener, post_json, send_check, target_check
 from fleets.models import Role
 
 INTERNAL = [
@@ -243,3 +245,21 @@ def test_with_delivery_off_nothing_is_resolved_or_sent(org_a, settings, monkeypa
     assert notification_send(notification=notification, now=timezone.now()) is False
     notification.refresh_from_db()
     assert notification.error == "refused: outbound delivery is off on this server (OUTBOUND_DELIVERY)"
+
+
+def test_a_pinned_opener_opens_the_checked_target_alone():
+    # given: an opener for the target a Prometheus source's URL was checked as
+    opener = pinned_opener(send_check("https://hooks.example.com/prometheus"))
+
+    # then: another host, scheme or port, or a scheme urllib reads files by, is refused before any connection
+    for url in ("https://files.example.com/x", "http://hooks.example.com/x", "https://hooks.example.com:8443/x"):
+        with pytest.raises(OutboundRefused, match="refused: not the URL that was checked"):
+            opener.open(url, timeout=1)
+    with pytest.raises(urllib.error.URLError, match="unknown url type: file"):
+        opener.open("file:///etc/passwd", timeout=1)
+
+
+def test_with_delivery_off_no_request_is_checked_for_sending(settings):
+    settings.OUTBOUND_DELIVERY = False
+    with pytest.raises(OutboundRefused, match=r"^refused: outbound delivery is off"):
+        send_check("https://hooks.example.com/prometheus")

@@ -29,7 +29,15 @@ def test_error_text_finds_each_providers_message() -> None:
 
 def test_base_url_must_be_http() -> None:
     assert validate_base_url("https://api.watttime.org/") == "https://api.watttime.org"
-    for bad in ("file:///etc/passwd", "api.watttime.org", "ftp://host"):
+    # A query string or fragment, even empty: the path appended to the base would be read as part of it.
+    for bad in (
+        "file:///etc/passwd",
+        "api.watttime.org",
+        "ftp://host",
+        "https://host/#",
+        "https://host/?",
+        "https://h?a=1",
+    ):
         with pytest.raises(ValueError):
             validate_base_url(bad)
 

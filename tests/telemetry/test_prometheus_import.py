@@ -2,31 +2,46 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import socket
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
+from urllib.parse import urlsplit
 
 import pytest
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.test import Client
+from django.urls import reverse
 
-from fleets.models import Gpu, Node
+from fleets.models import Gpu, Node, Organization, Role
 from telemetry.models import GpuEpoch, GpuHourUsage, GpuSample, PrometheusSource
 from telemetry.partitions import partitions_ensure
 from telemetry.prometheus_import import PrometheusClient, PrometheusImportError, prometheus_import
 from telemetry.rollup import rollup_node_hours
 from tests.helpers.clients import free_port
 from tests.helpers.dcgm_exporter import DcgmExporterStandIn, StandInGpu
-from tests.helpers.factories import GpuFactory, NodeFactory
+from tests.helpers.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
 from tests.helpers.prometheus import PROMETHEUS, SKIP_REASON, RunningPrometheus, prometheus_started
 from tests.helpers.stub_server import Answer, Request, StubServer
 
 HOST = "gpu-node-1"
 real_prometheus = pytest.mark.skipif(PROMETHEUS is None, reason=SKIP_REASON)
+
+
+@pytest.fixture(autouse=True)
+def _loopback_allowed(settings) -> None:
+    # The stand-in Prometheus listens on loopback, which the rule for user-named URLs refuses unless the
+    # operator allows it: it is reached through the allow-list, as an operator's internal Prometheus is.
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +204,142 @@ def test_a_slow_prometheus_times_out_each_try_then_is_named() -> None:
         assert len(server.requests) == 3
     finally:
         server.stop()
+
+
+# --- the source's URL: the rule for addresses users name (common.outbound) ---------------------------
+
+INTERNAL = [
+    "http://127.0.0.1:9090", "http://10.0.0.5:9090", "http://[::1]:9090", "http://169.254.169.254",
+    "http://[::ffff:192.168.1.10]:9090", "http://prometheus.monitoring:9090",
+]  # fmt: skip
+
+
+@pytest.fixture
+def names(_stand_in_resolver: dict[str, str]) -> dict[str, str]:
+    """An internal name (as docs/telemetry.md's example) and a public one, as the stand-in resolver answers."""
+    _stand_in_resolver.update({"prometheus.monitoring": "10.0.0.9", "prometheus.example.com": "93.184.215.14"})
+    return _stand_in_resolver
+
+
+def admin_add(client: Client, organization: Organization, url: str) -> Any:
+    """The admin's add form of a Prometheus source, as an organization admin fills it in."""
+    fields = {"organization": organization.pk, "name": "main", "url": url, "host_label": "Hostname",
+              "scrape_interval_s": "15", "enabled": "on"}  # fmt: skip
+    return client.post(reverse("admin:telemetry_prometheussource_add"), fields)
+
+
+@pytest.fixture
+def org_admin(client: Client) -> tuple[Client, Organization]:
+    """A client signed in as an admin of an organization with one node."""
+    node = make_node(HOST)
+    user = cast(User, UserFactory(is_staff=True))
+    MembershipFactory(user=user, organization=node.fleet.organization, role=Role.ADMIN)
+    client.force_login(user)
+    return client, node.fleet.organization
+
+
+@pytest.mark.parametrize("url", INTERNAL)
+@pytest.mark.django_db
+def test_a_source_at_an_internal_address_is_refused_unless_the_operator_allows_it(names, settings, org_admin, url):
+    client, organization = org_admin
+    settings.OUTBOUND_ALLOWED_HOSTS = []
+    # The model's validation (the admin, any form) and the admin's add form both refuse it, saying why.
+    with pytest.raises(ValidationError, match=r"refused: .*an operator may allow it in OUTBOUND_ALLOWED_HOSTS"):
+        PrometheusSource(organization=organization, name="main", url=url).full_clean()
+    refused = admin_add(client, organization, url)
+    assert refused.status_code == 200
+    errors = refused.context["adminform"].form.errors["url"]
+    assert errors == [f"refused: {urlsplit(url).hostname} is (or resolves to) an internal address; an operator may "
+                      "allow it in OUTBOUND_ALLOWED_HOSTS"]  # fmt: skip
+    assert not PrometheusSource.objects.exists()
+
+    # The operator allows that host (by name or address, with its port): saved.
+    settings.OUTBOUND_ALLOWED_HOSTS = [urlsplit(url).netloc]
+    PrometheusSource(organization=organization, name="main", url=url).full_clean()
+    assert admin_add(client, organization, url).status_code == 302
+    assert PrometheusSource.objects.get().url == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://prometheus.example.com/#", "https://prometheus.example.com#x", "https://prometheus.example.com/?",
+     "https://prometheus.example.com/?query=up", "http://127.0.0.1:9090/api/v1/query?query=up#"],
+)  # fmt: skip
+@pytest.mark.django_db
+def test_a_base_url_with_a_query_string_or_fragment_is_refused(names, org_admin, url):
+    # The import appends /api/v1/query_range to the URL: a '?' or '#' would make it ask whatever the URL says.
+    client, organization = org_admin
+    with pytest.raises(ValidationError, match="without a query string or fragment"):
+        PrometheusSource(organization=organization, name="main", url=url).full_clean()
+    refused = admin_add(client, organization, url)
+    assert "without a query string or fragment" in str(refused.context["adminform"].form.errors["url"])
+    assert not PrometheusSource.objects.exists()
+    # and one saved before the rule is refused when read, nothing sent
+    source = source_for(make_node("gpu-b"), url)
+    with pytest.raises(PrometheusImportError, match="without a query string or fragment"):
+        PrometheusClient(source).query_range("up", 0, 60, 15)
+
+
+@pytest.mark.django_db
+def test_the_rule_is_checked_again_when_a_source_is_read(names, settings) -> None:
+    server = StubServer(default=lambda request: (200, {}, b'{"status": "success", "data": {"result": []}}')).start()
+    try:
+        port = urlsplit(server.url).port
+        source = source_for(make_node(HOST), f"http://prometheus.example.com:{port}")
+        source.full_clean()  # public when saved
+        # given: its name now resolves to loopback (DNS changed, or a rebinding name)
+        names["prometheus.example.com"] = "127.0.0.1"
+        settings.OUTBOUND_ALLOWED_HOSTS = []
+        with pytest.raises(PrometheusImportError, match=r"refused: prometheus\.example\.com is .* an internal address"):
+            PrometheusClient(source, tries=1).query_range("up", 0, 60, 15)
+        assert server.requests == []
+        # and: a source saved before the rule, at an internal address, is refused the same way
+        with pytest.raises(PrometheusImportError, match=r"refused: 127\.0\.0\.1 is .* an internal address"):
+            PrometheusClient(source_for(make_node("gpu-b"), server.url), tries=1).query_range("up", 0, 60, 15)
+        assert server.requests == []
+
+        # when: the operator allows loopback, the request goes to the address checked (the system's resolver
+        # never sees the name), naming the host it asked for
+        settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
+        assert PrometheusClient(source, tries=1).query_range("up", 0, 60, 15) == []
+        assert [request.headers["Host"] for request in server.requests] == [f"prometheus.example.com:{port}"]
+    finally:
+        server.stop()
+
+
+@pytest.mark.django_db
+def test_a_redirect_is_not_followed(settings) -> None:
+    elsewhere = StubServer(default=lambda request: (200, {}, b'{"status": "success", "data": {"result": []}}')).start()
+    redirecting = StubServer(default=lambda request: (302, {"Location": elsewhere.url + request.path}, b"")).start()
+    try:
+        source = source_for(make_node(HOST), redirecting.url)
+        with pytest.raises(PrometheusImportError, match=r"failed after 1 try: HTTP 302 \(Found\)$"):
+            PrometheusClient(source, tries=3).query_range("up", 0, 60, 15)
+        assert (len(redirecting.requests), len(elsewhere.requests)) == (1, 0)
+    finally:
+        redirecting.stop()
+        elsewhere.stop()
+
+
+@pytest.mark.django_db
+def test_a_server_answering_something_else_than_http_is_named_without_its_words() -> None:
+    # given: a service of another protocol where the source's URL points (it greets with a banner)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def greet() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = listener.accept()
+                with connection:
+                    connection.sendall(b"SSH-2.0-zz-internal-banner\r\n")
+
+    threading.Thread(target=greet, daemon=True).start()
+    try:
+        source = source_for(make_node(HOST), f"http://127.0.0.1:{listener.getsockname()[1]}")
+        with pytest.raises(PrometheusImportError) as failed:
+            PrometheusClient(source, tries=1).query_range("up", 0, 60, 15)
+    finally:
+        listener.close()
+    # then: the members read that it is not HTTP; its words are the admins' detail
+    assert str(failed.value).endswith("failed after 1 try: the answer is not valid HTTP")
+    assert "zz-internal-banner" in failed.value.detail

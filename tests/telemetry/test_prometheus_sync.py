@@ -7,6 +7,7 @@ series the test defines, so each case is exact; the real Prometheus runs in
 
 from __future__ import annotations
 
+import html
 import itertools
 import math
 import time
@@ -19,7 +20,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from fleets.models import Gpu, Node
+from fleets.models import Gpu, Node, Role
 from fleets.services import credential_issue
 from telemetry.models import (
     EndpointHourUsage,
@@ -37,7 +38,7 @@ from tests.helpers import ingest
 from tests.helpers.batches import make_batch
 from tests.helpers.clients import free_port
 from tests.helpers.dcgm_exporter import DcgmExporterStandIn, StandInGpu
-from tests.helpers.factories import MembershipFactory, NodeFactory, UserFactory
+from tests.helpers.factories import GpuFactory, MembershipFactory, NodeFactory, UserFactory
 from tests.helpers.prometheus import PROMETHEUS, SKIP_REASON, ScriptedPrometheus, ScriptedSeries, prometheus_started
 from tests.helpers.stub_server import Answer, Request, StubServer
 from tests.helpers.vllm_server import VllmStandIn
@@ -65,6 +66,13 @@ def scripted_gpu(labels: dict[str, str] = DCGM_LABELS, energy=energy_mj) -> Scri
     prometheus.add("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", labels, energy)
     prometheus.add("DCGM_FI_DEV_GPU_UTIL", labels, lambda ts: 90.0)
     return prometheus
+
+
+@pytest.fixture(autouse=True)
+def _loopback_allowed(settings) -> None:
+    # The stand-in Prometheus listens on loopback, which the rule for user-named URLs refuses unless the
+    # operator allows it: it is reached through the allow-list, as an operator's internal Prometheus is.
+    settings.OUTBOUND_ALLOWED_HOSTS = ["127.0.0.1"]
 
 
 @pytest.fixture
@@ -165,7 +173,9 @@ def test_a_prometheus_answering_500_or_too_slowly_is_failing_with_its_reason(ser
     now = grid_now()
     source_sync(broken, now=now)
     source_sync(sluggish, now=now, client=PrometheusClient(sluggish, timeout_s=0.3, tries=1))
-    assert fresh(broken).last_error.endswith("failed after 1 try: HTTP 500: tsdb closed")
+    # The status and its standard phrase for every member; what the server answered for the admins alone.
+    assert fresh(broken).last_error.endswith("failed after 1 try: HTTP 500 (Internal Server Error)")
+    assert fresh(broken).last_error_detail == "tsdb closed"
     assert fresh(sluggish).last_error.endswith("failed after 1 try: no answer within 0.3 s")
     assert [h.state for h in organization_sources(broken.organization_id)] == ["failing"]
     assert GpuSample.objects.count() == 0
@@ -300,6 +310,80 @@ def test_an_import_of_a_gpu_a_collector_reports_is_refused_naming_it(servers, cl
         "GPU-test-0000": "GPU of gpu-01 already has samples from a collector (epoch 'boot-1/driver-1') in this window"
     }
     assert GpuSample.objects.count() == 10
+
+
+@pytest.mark.django_db
+def test_an_import_of_another_organizations_gpu_is_refused_as_another_nodes_naming_nothing_of_it(
+    servers, client
+) -> None:
+    # given: Org B's GPU, with samples from B's collector and from B's Prometheus in the window
+    now = grid_now()
+    b_gpu = cast(Gpu, GpuFactory(node=NodeFactory(hostname="gpu-b"), uuid="GPU-b-0000", index=0))
+    partitions_ensure(days={now.date(), (now - timedelta(minutes=5)).date()})
+    for n, name in enumerate(("b-secret-boot-id/550.54.15", "prometheus:b-secret-prom/dcgm-host-b7")):
+        epoch = GpuEpoch.objects.create(gpu=b_gpu, epoch=name)
+        GpuSample.objects.create(gpu=b_gpu, epoch=epoch, ts=now - timedelta(minutes=5 - n), energy_j=1.0)
+    # and: Org A's Prometheus, with a series labelled with B's GPU's UUID and one of A's hostnames
+    labels = {**DCGM_LABELS, "UUID": "GPU-b-0000", "Hostname": "gpu-a"}
+    source = make_source("gpu-a", serve(servers, scripted_gpu(labels).answer))
+    assert source.organization_id != b_gpu.node.fleet.organization_id
+
+    # when: A's source is read
+    source_sync(source, now=now)
+
+    # then: refused as a GPU registered to another node; nothing of B's is stored, said or shown
+    source = fresh(source)
+    assert "refused gpu-a: rows from " in source.last_summary
+    assert "GPU GPU-b-0000 is registered to another node" in source.last_summary
+    assert GpuSample.objects.filter(gpu=b_gpu).count() == 2
+    viewer = UserFactory()
+    MembershipFactory(user=viewer, organization=source.organization)
+    client.force_login(viewer)
+    page = client.get(reverse("nodes")).content.decode()
+    assert "registered to another node" in page
+    for secret in ("b-secret", "dcgm-host-b7", "gpu-b"):
+        assert secret not in source.last_summary + source.last_error and secret not in page, secret
+
+
+@pytest.mark.django_db
+def test_a_viewer_never_sees_what_a_failing_prometheus_answered(servers, client) -> None:
+    # given: a source whose server answers errors with text of its own (an internal service's, say)
+    answers = iter([
+        (400, {"Content-Type": "application/json"},
+         b'{"status": "error", "errorType": "bad_data", "error": "zz-internal-answer: parse error at char 7"}'),
+        (200, {"Content-Type": "application/json"},
+         b'{"status": "error", "errorType": "<b>zz-internal-answer</b>", "error": "zz-internal-answer"}'),
+        (200, {"Content-Type": "text/plain"}, b"zz-internal-answer, not JSON"),
+        (500, {"Content-Type": "text/html"}, b"<h1>zz-internal-answer</h1> db=10.0.0.7 password=hunter2"),
+    ])  # fmt: skip
+    source = make_source("gpu-a", serve(servers, lambda request: next(answers)))
+    viewer = UserFactory()
+    MembershipFactory(user=viewer, organization=source.organization)
+    client.force_login(viewer)
+    node = Node.objects.get(hostname="gpu-a")
+    expected = [  # what every member reads; what the admins read
+        ("failed after 1 try: HTTP 400 (Bad Request): bad_data", "zz-internal-answer: parse error at char 7"),
+        ("refused 'DCGM_FI_DEV_POWER_USAGE'", "zz-internal-answer"),
+        ("failed after 1 try: the answer is not JSON", "unparseable JSON: Expecting value"),
+        ("failed after 1 try: HTTP 500 (Internal Server Error)", "<h1>zz-internal-answer</h1> db=10.0.0.7"),
+    ]
+    for attempt, (error, detail) in enumerate(expected):
+        # when: it is read, and fails
+        PrometheusSource.objects.filter(pk=source.pk).update(next_attempt_at=None)
+        source_sync(fresh(source), now=grid_now() + timedelta(minutes=attempt))
+
+        # then: the members' pages say the status and a short reason, never the answer's text
+        assert fresh(source).last_error.endswith(error), fresh(source).last_error
+        assert fresh(source).last_error_detail.startswith(detail)
+        for page in (client.get(reverse("nodes")), client.get(reverse("node", args=[node.pk]))):
+            assert html.escape(error) in page.content.decode()
+            assert b"zz-internal-answer" not in page.content and b"hunter2" not in page.content
+    # and: the organization's admins read what it answered last in the admin
+    admin = UserFactory(is_staff=True)
+    MembershipFactory(user=admin, organization=source.organization, role=Role.ADMIN)
+    client.force_login(admin)
+    change = client.get(reverse("admin:telemetry_prometheussource_change", args=[source.pk]))
+    assert change.status_code == 200 and b"zz-internal-answer" in change.content
 
 
 # --- serving endpoints, through a real Prometheus ---------------------------------------------------

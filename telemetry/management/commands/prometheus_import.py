@@ -56,8 +56,9 @@ class Command(BaseCommand):
                 source, start=start, end=end, page_hours=options["page_hours"], step_s=options["step"],
                 client=client, progress=self.stdout.write,
             )  # fmt: skip
-        except PrometheusImportError as error:
-            raise CommandError(str(error)) from None
+        except PrometheusImportError as error:  # on the operator's terminal, what Prometheus answered too
+            answered = f"\nPrometheus answered: {error.detail}" if error.detail else ""
+            raise CommandError(f"{error}{answered}") from None
         for line in summary.lines():
             self.stdout.write(line)
 
