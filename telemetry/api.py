@@ -37,7 +37,8 @@ class IngestView(APIView):
             "The body may be gzip-compressed (`Content-Encoding: gzip`) and sent with a `Content-Length` or "
             "`Transfer-Encoding: chunked`. A batch is atomic and idempotent: rows are keyed by (GPU, ts) and "
             "(endpoint, ts), and a re-sent batch stores nothing twice. Samples older than retention are skipped "
-            "and listed under `rejected`. Values outside what real hardware produces are refused (422)."
+            "and listed under `rejected`. Values outside what real hardware produces are refused (422), and so is "
+            "an endpoint naming one GPU twice."
         ),
         request={CONTENT_TYPE: BatchSchema},
         responses={

@@ -204,12 +204,12 @@ def _endpoint_refs(node: Node, refs: Sequence[EndpointIdentity]) -> list[tuple[i
         epoch__in={ref.epoch for ref in refs},
     ).values_list(
         "endpoint__url", "endpoint__model_name", "epoch", "endpoint_id", "id", "endpoint__kind",
-        "ttft_bucket_bounds_s", "itl_bucket_bounds_s", "endpoint__gpus__uuid",
+        "ttft_bucket_bounds_s", "itl_bucket_bounds_s", "gpu_count", "endpoint__gpus__uuid",
     )  # fmt: skip
     found: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     gpus: dict[int, list[str]] = {}  # by epoch id
-    for url, model, epoch, endpoint_id, epoch_id, kind, ttft, itl, gpu_uuid in stored:
-        found[(url, model, epoch)] = (endpoint_id, epoch_id, kind, ttft, itl)
+    for url, model, epoch, endpoint_id, epoch_id, kind, ttft, itl, gpu_count, gpu_uuid in stored:
+        found[(url, model, epoch)] = (endpoint_id, epoch_id, kind, ttft, itl, gpu_count)
         gpus.setdefault(epoch_id, [])
         if gpu_uuid is not None:
             gpus[epoch_id].append(gpu_uuid)
@@ -217,7 +217,7 @@ def _endpoint_refs(node: Node, refs: Sequence[EndpointIdentity]) -> list[tuple[i
     for ref in refs:
         row = found.get((ref.url, ref.model, ref.epoch))
         fresh = (ref.kind, sorted(ref.gpu_uuids), list(ref.ttft_bucket_bounds_s), list(ref.itl_bucket_bounds_s))
-        if row is None or (row[2], sorted(gpus[row[1]]), row[3], row[4]) != fresh:
+        if row is None or (row[2], sorted(gpus[row[1]]), row[3], row[4]) != fresh or row[5] < len(ref.gpu_uuids):
             return _endpoints_resolve(node, refs)
         known.append((row[0], row[1]))
     return known
@@ -234,10 +234,16 @@ def _endpoints_resolve(node: Node, refs: Sequence[EndpointIdentity]) -> list[tup
                 f"endpoint {ref.url} names GPUs that are not on this node: {', '.join(unknown)}", status=422
             )
         endpoint = _endpoint_upsert(node, ref, [node_gpu_ids[u] for u in ref.gpu_uuids])
-        ttft, itl = list(ref.ttft_bucket_bounds_s), list(ref.itl_bucket_bounds_s)
+        ttft, itl, gpu_count = list(ref.ttft_bucket_bounds_s), list(ref.itl_bucket_bounds_s), len(ref.gpu_uuids)
         epoch, _ = EndpointEpoch.objects.get_or_create(
-            endpoint=endpoint, epoch=ref.epoch, defaults={"ttft_bucket_bounds_s": ttft, "itl_bucket_bounds_s": itl}
+            endpoint=endpoint,
+            epoch=ref.epoch,
+            defaults={"ttft_bucket_bounds_s": ttft, "itl_bucket_bounds_s": itl, "gpu_count": gpu_count},
         )
+        if epoch.gpu_count < gpu_count:
+            # Declared on more GPUs than before in this epoch: the rollup bounds the epoch's samples by the most
+            # it was declared on, so none the door took under a declaration parks its hour.
+            EndpointEpoch.objects.filter(pk=epoch.pk, gpu_count__lt=gpu_count).update(gpu_count=gpu_count)
         if epoch.ttft_bucket_bounds_s != ttft:
             raise WireError(f"endpoint {ref.url} changed its TTFT buckets within epoch {ref.epoch!r}", status=422)
         if epoch.itl_bucket_bounds_s != itl:

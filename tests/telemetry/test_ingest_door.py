@@ -137,6 +137,19 @@ def test_a_ttft_histogram_counting_more_first_tokens_than_requests_can_have_is_r
     assert message.startswith("serving_samples.ttft_bucket_counts[1] rises by 240001 in 5 s")
 
 
+def test_an_endpoint_naming_one_gpu_twice_is_refused(client, node, token):
+    # one GPU named ten times would bound the endpoint's counters as ten GPUs', which the rollup (counting the
+    # endpoint's distinct GPUs) then finds impossible
+    batch = with_endpoint(gpus=2)
+    batch["endpoints"][0]["gpu_uuids"] = ["GPU-test-0000", "GPU-test-0001", "GPU-test-0000"]
+
+    message = refused(client, token, batch, 422)
+
+    assert message == (
+        "endpoints[0].gpu_uuids[2] names GPU GPU-test-0000 again (as endpoints[0].gpu_uuids[0]): list each GPU once"
+    )
+
+
 # --- two rows with one key in a batch: 422 naming them ------------------------------------------------
 
 

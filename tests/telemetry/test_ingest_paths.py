@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import importlib
 import time
 from datetime import UTC, datetime
 
+from django.apps import apps
+
 from fleets.models import Gpu
-from telemetry.models import CollectorStatus, GpuEpoch, GpuSample, RollupPending, ServingSample
+from telemetry.models import (
+    CollectorStatus,
+    EndpointEpoch,
+    GpuEpoch,
+    GpuSample,
+    RollupPending,
+    ServingEndpoint,
+    ServingSample,
+)
 from tests.helpers.batches import gpu_ref, make_batch
 from tests.helpers.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
 from tests.helpers.ingest import post
@@ -77,6 +88,26 @@ def test_the_rollup_mark_spans_the_new_samples_hours(client, node, token, settin
 
     hours = sorted(int(h.timestamp()) for h in RollupPending.objects.values_list("hour_start", flat=True))
     assert hours == [int(start_s) // 3600 * 3600, int(start_s) // 3600 * 3600 + 3600]
+
+
+def test_an_endpoint_epoch_keeps_the_gpus_it_was_declared_on_and_older_ones_get_their_endpoints(client, node, token):
+    # given: an endpoint's epoch declared on two GPUs, then (the same epoch) on one
+    assert post(client, make_batch(gpus=2, seconds=5, start_s=NOW_S, endpoint=True), token).status_code == 200
+    assert post(client, make_batch(gpus=1, seconds=5, start_s=NOW_S + 5, endpoint=True), token).status_code == 200
+    # then: the epoch keeps the most it was declared on (its samples of either declaration are bounded by it)
+    assert EndpointEpoch.objects.get().gpu_count == 2
+
+    # given: epochs stored before their count was kept (the endpoint on one GPU now, another on none)
+    bare = ServingEndpoint.objects.create(node=node, url="http://127.0.0.1:9/metrics", kind="vllm")
+    EndpointEpoch.objects.create(endpoint=bare, epoch="1", gpu_count=3)
+    EndpointEpoch.objects.update(gpu_count=0)
+    # when: the migration fills them
+    importlib.import_module("telemetry.migrations.0016_endpointepoch_gpu_count").gpu_counts_fill(apps, None)
+    # then: each has its endpoint's GPUs as they stand
+    assert sorted(EndpointEpoch.objects.values_list("endpoint__url", "gpu_count")) == [
+        ("http://127.0.0.1:8000/metrics", 1),
+        ("http://127.0.0.1:9/metrics", 0),
+    ]
 
 
 def test_timestamps_are_stored_as_pythons_datetime_rounds_them_to_the_microsecond(client, node, token):
