@@ -10,6 +10,8 @@ all of them: per GPU one indexed lookup on (GPU, ts) (on PostgreSQL, the day
 partitions it spans), whatever the batch's size. An increase beyond the bound
 refuses the whole batch (422) naming the row, the GPU or endpoint and the bound.
 An endpoint's reading is bounded by the GPUs its own entry in the batch declares.
+The node meter's energy counter is held the same way to the energy bound (the
+rollup reads the meter as a GPU), against the node's last stored reading.
 A restart (a drop, a new epoch) across a gap longer than the rollup's max gap
 is not held to it: the rollup counts none of it (the gap is missing), and a
 counter that kept running under a new epoch name is then accepted again once
@@ -24,13 +26,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 
 from telemetry.collector import wire
-from telemetry.models import GpuSample, ServingSample
+from telemetry.models import GpuSample, NodeMeterSample, ServingSample
 from telemetry.nearest import Probe, nearest_rows
 
 _HISTOGRAMS = ("ttft_bucket_counts", "itl_bucket_counts")
@@ -94,6 +96,37 @@ def _owner_check(
                 what=f"{what[owner]} (against its sample stored at {at.isoformat()})",
                 restart_within_s=restart_within_s,
             )
+
+
+def node_meter_steps_check(*, node_id: int, epoch: str, readings: dict[str, list[Any]]) -> None:
+    """Raise ``WireError`` (422) where a batch's first energy reading of the node's meter is more than
+    ``wire.ENERGY_BOUND`` (the rollup's bound for the meter) above the last reading stored before the batch's
+    first, as for a GPU. ``readings``: the meter's columns kept (with ``at``), all of epoch ``epoch``. One
+    statement, only for a batch whose meter reads energy."""
+    rows = [row for row, energy_j in enumerate(readings["energy_j"]) if energy_j is not None]
+    if not rows:
+        return
+    first_at, row = min(readings["at"]), min(rows, key=readings["ts"].__getitem__)
+    bridge = timedelta(seconds=settings.TELEMETRY_MAX_BRIDGE_S)
+    previous = (
+        NodeMeterSample.objects.filter(node_id=node_id, ts__lt=first_at, ts__gte=first_at - bridge)
+        .order_by("-ts")
+        .values_list("ts", "epoch", "energy_j")
+        .first()
+    )
+    if previous is None:
+        return
+    at, stored_epoch, stored_j = previous
+    if stored_j is None:
+        return
+    wire.counter_step_check(
+        (at.timestamp(), stored_j, stored_epoch),
+        (readings["ts"][row], readings["energy_j"][row], epoch),
+        bound=wire.ENERGY_BOUND,
+        where=f"node_meter.energy_j[{row}]",
+        what=f"the node meter (against its reading stored at {at.isoformat()})",
+        restart_within_s=settings.TELEMETRY_GPU_MAX_GAP_S,
+    )
 
 
 def _first_rows(cols: dict[str, list[Any]], ref_column: str, refs: list[tuple[int, int]]) -> dict[int, int]:

@@ -91,6 +91,7 @@ class BatchSchema(serializers.Serializer):
 class CountsSchema(serializers.Serializer):
     gpu_samples = serializers.IntegerField()
     serving_samples = serializers.IntegerField()
+    node_meter = serializers.IntegerField(required=False, help_text="node meter readings; only when the batch has any")
 
 
 class RejectedSchema(serializers.Serializer):

@@ -57,6 +57,9 @@ and ``energy_j`` (J, cumulative)::
     "node_meter": {"method": "ipmi_dcmi", "epoch": "<collector start>",
                    "ts": [1764399990.0], "power_w": [612.0], "energy_j": [null]}
 
+Its rows follow a GPU's rules: one reading per instant, and ``energy_j``
+bounded like a GPU's energy counter (``ENERGY_BOUND``).
+
 Counters (``energy_j``, tokens, requests, TTFT buckets) are sent raw and
 cumulative; the server takes deltas. An ``epoch`` names one life of a counter
 (a GPU's boot and driver load; an inference server's start): when it changes,
@@ -382,7 +385,15 @@ def _node_meter(doc: Any) -> dict[str, Any] | None:
     _check_column(columns["ts"], "node_meter.ts", TS_MIN_S, TS_MAX_S, integer=False, nullable=False)
     _check_column(columns["power_w"], "node_meter.power_w", 0.0, MAX_NODE_POWER_W, integer=False)
     _check_column(columns["energy_j"], "node_meter.energy_j", 0.0, 1.9e16, integer=False)
-    return {"method": method, "epoch": _str(doc, "epoch", "node_meter.epoch", max_len=128), **columns}
+    epoch = _str(doc, "epoch", "node_meter.epoch", max_len=128)
+    # The rules of a GPU's rows, as the rollup reads the meter as it reads a GPU: one reading per instant,
+    # and the energy counter bounded by the same rate (``ENERGY_BOUND``, applied to the meter's hours too).
+    rows = sorted(range(len(columns["ts"])), key=columns["ts"].__getitem__)
+    _no_two_alike(rows, columns["ts"], "node_meter", "the node meter")
+    _rises_bounded(
+        rows, [epoch] * len(rows), columns, "node_meter", "energy_j", [ENERGY_BOUND] * len(rows), "the node meter"
+    )
+    return {"method": method, "epoch": epoch, **columns}
 
 
 def _list(doc: Mapping[str, Any], key: str, limit: int) -> list[Any]:

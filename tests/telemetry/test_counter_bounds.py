@@ -16,6 +16,8 @@ from telemetry.models import (
     EndpointHourUsage,
     GpuHourUsage,
     GpuSample,
+    NodeHourUsage,
+    NodeMeterSample,
     ParkedHour,
     RollupPending,
     ServingSample,
@@ -41,10 +43,11 @@ def gpu_batch(start_s: float, energies: list[float | None], *, epoch: str = "boo
 
 
 def refused(client, token, batch) -> str:
-    before = (GpuSample.objects.count(), ServingSample.objects.count())
+    before = (GpuSample.objects.count(), ServingSample.objects.count(), NodeMeterSample.objects.count())
     response = post(client, batch, token)
     assert response.status_code == 422, response.content
-    assert (GpuSample.objects.count(), ServingSample.objects.count()) == before  # nothing of the batch
+    after = (GpuSample.objects.count(), ServingSample.objects.count(), NodeMeterSample.objects.count())
+    assert after == before  # nothing of the batch
     return response.json()["error"]
 
 
@@ -154,6 +157,36 @@ def test_prompt_tokens_jumping_between_batches_are_refused(client, node, token):
 
     assert message.startswith("serving_samples.prompt_tokens[0] rises by")
     assert "against its sample stored at" in message
+
+
+def meter_batch(start_s: float, energies: list[float], *, epoch: str = "collector-1") -> dict:
+    """A GPU's second and the node meter's RAPL counter read each second from ``start_s``."""
+    stamps = [start_s + i for i in range(len(energies))]
+    meter = {"method": "rapl", "epoch": epoch, "ts": stamps, "power_w": [None] * len(stamps), "energy_j": energies}
+    return make_batch(gpus=1, seconds=len(energies), start_s=start_s) | {"node_meter": meter}
+
+
+def test_the_node_meters_first_reading_is_bounded_by_its_stored_last_one(client, node, token):
+    assert post(client, meter_batch(H + 100, [1e6, 1e6 + 300]), token).status_code == 200
+
+    message = refused(client, token, meter_batch(H + 102, [1e9]))
+
+    assert message == (
+        f"node_meter.energy_j[0] rises by {1e9 - 1e6 - 300:g} in 1 s: more than 2000 a second (the board limit, W) "
+        f"allows for the node meter (against its reading stored at {at(H + 101).isoformat()}): at most 2000"
+    )
+    assert NodeMeterSample.objects.count() == 2
+
+
+def test_the_node_meter_restarting_with_its_collector_is_accepted_and_counted_from_zero(client, node, token):
+    assert post(client, meter_batch(H + 100, [1e6, 1e6 + 300]), token).status_code == 200
+    restarted = meter_batch(H + 103, [400.0, 700.0], epoch="collector-2")  # 400 J in 2 s since: fits 2000 W
+
+    assert post(client, restarted, token).status_code == 200
+    rollup_pending_run(now=timezone.now())
+
+    assert NodeHourUsage.objects.get(hour_start=at(H)).energy_j == 300 + 400 + 300
+    assert not ParkedHour.objects.exists()
 
 
 # --- an endpoint's GPUs: each epoch bounded by the GPUs it was declared on ----------------------------
