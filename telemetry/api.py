@@ -36,8 +36,10 @@ class IngestView(APIView):
             "Authenticated by the node's token (`Authorization: Bearer wln_...`); the node comes from the token. "
             "The body may be gzip-compressed (`Content-Encoding: gzip`) and sent with a `Content-Length` or "
             "`Transfer-Encoding: chunked`. A batch is atomic and idempotent: rows are keyed by (GPU, ts) and "
-            "(endpoint, ts), and a re-sent batch stores nothing twice. Samples older than retention are skipped "
-            "and listed under `rejected`. Values outside what real hardware produces are refused (422)."
+            "(endpoint, ts), node meter readings by (node, ts), and a re-sent batch stores nothing twice. Samples "
+            "older than retention are skipped and listed under `rejected`. Values outside what real hardware "
+            "produces are refused (422), and so are two readings of one GPU, endpoint or node meter at one instant, "
+            "a sample ahead of the server's clock, and an endpoint naming one GPU twice."
         ),
         request={CONTENT_TYPE: BatchSchema},
         responses={

@@ -9,6 +9,9 @@ limit (no farther apart does the rollup pair two samples), one statement for
 all of them: per GPU one indexed lookup on (GPU, ts) (on PostgreSQL, the day
 partitions it spans), whatever the batch's size. An increase beyond the bound
 refuses the whole batch (422) naming the row, the GPU or endpoint and the bound.
+An endpoint's reading is bounded by the GPUs its own entry in the batch declares.
+The node meter's energy counter is held the same way to the energy bound (the
+rollup reads the meter as a GPU), against the node's last stored reading.
 A restart (a drop, a new epoch) across a gap longer than the rollup's max gap
 is not held to it: the rollup counts none of it (the gap is missing), and a
 counter that kept running under a new epoch name is then accepted again once
@@ -23,13 +26,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 
 from telemetry.collector import wire
-from telemetry.models import GpuSample, ServingSample
+from telemetry.models import GpuSample, NodeMeterSample, ServingSample
 from telemetry.nearest import Probe, nearest_rows
 
 _HISTOGRAMS = ("ttft_bucket_counts", "itl_bucket_counts")
@@ -51,12 +54,14 @@ def stored_steps_check(
     gpu_what = {gpu_refs[i][0]: f"GPU {ref.uuid}" for i, ref in enumerate(batch.gpus)}
     _owner_check(
         node_id, gpu_samples, "gpu", gpu_refs, GpuSample, "gpu_id", ("energy_j",), "gpu_samples",
-        lambda owner: {"energy_j": wire.ENERGY_BOUND}, gpu_what, settings.TELEMETRY_GPU_MAX_GAP_S,
+        lambda entry: {"energy_j": wire.ENERGY_BOUND}, gpu_what, settings.TELEMETRY_GPU_MAX_GAP_S,
     )  # fmt: skip
     endpoints = {endpoint_refs[i][0]: ref for i, ref in enumerate(batch.endpoints)}
+    # An endpoint's reading is bounded by the GPUs its own entry declares (it may be declared twice, on other GPUs).
+    declared = [wire.serving_bounds(len(ref.gpu_uuids)) for ref in batch.endpoints]
     _owner_check(
         node_id, serving_samples, "endpoint", endpoint_refs, ServingSample, "endpoint_id", _SERVING_READINGS,
-        "serving_samples", lambda owner: wire.serving_bounds(len(endpoints[owner].gpu_uuids)),
+        "serving_samples", declared.__getitem__,
         {owner: f"endpoint {ref.url}" + (f" ({ref.model})" if ref.model else "") for owner, ref in endpoints.items()},
         settings.TELEMETRY_SERVING_MAX_GAP_S,
     )  # fmt: skip
@@ -67,6 +72,7 @@ def _owner_check(
     owner_column: str, names: Sequence[str], where: str, bounds_of: Callable[[int], dict[str, wire.CounterBound]],
     what: dict[int, str], restart_within_s: float,
 ) -> None:  # fmt: skip
+    """``bounds_of``: per entry of the batch's GPUs (endpoints), the bounds of a reading of it."""
     firsts = _first_rows(cols, ref_column, refs)
     if not firsts:
         return
@@ -77,7 +83,6 @@ def _owner_check(
         previous = stored.get(owner)
         if previous is None:
             continue
-        bounds = bounds_of(owner)
         at, epoch_id, values = previous
         for name in names:
             before, after = _reading(name, values[name]), _first_reading(cols, ref_column, refs, owner, row, name)
@@ -86,11 +91,42 @@ def _owner_check(
             wire.counter_step_check(
                 (at.timestamp(), before, epoch_id),
                 (after[0], after[1], after[2]),
-                bound=bounds[name],
+                bound=bounds_of(cols[ref_column][after[3]])[name],
                 where=f"{where}.{name}[{after[3]}]",
                 what=f"{what[owner]} (against its sample stored at {at.isoformat()})",
                 restart_within_s=restart_within_s,
             )
+
+
+def node_meter_steps_check(*, node_id: int, epoch: str, readings: dict[str, list[Any]]) -> None:
+    """Raise ``WireError`` (422) where a batch's first energy reading of the node's meter is more than
+    ``wire.ENERGY_BOUND`` (the rollup's bound for the meter) above the last reading stored before the batch's
+    first, as for a GPU. ``readings``: the meter's columns kept (with ``at``), all of epoch ``epoch``. One
+    statement, only for a batch whose meter reads energy."""
+    rows = [row for row, energy_j in enumerate(readings["energy_j"]) if energy_j is not None]
+    if not rows:
+        return
+    first_at, row = min(readings["at"]), min(rows, key=readings["ts"].__getitem__)
+    bridge = timedelta(seconds=settings.TELEMETRY_MAX_BRIDGE_S)
+    previous = (
+        NodeMeterSample.objects.filter(node_id=node_id, ts__lt=first_at, ts__gte=first_at - bridge)
+        .order_by("-ts")
+        .values_list("ts", "epoch", "energy_j")
+        .first()
+    )
+    if previous is None:
+        return
+    at, stored_epoch, stored_j = previous
+    if stored_j is None:
+        return
+    wire.counter_step_check(
+        (at.timestamp(), stored_j, stored_epoch),
+        (readings["ts"][row], readings["energy_j"][row], epoch),
+        bound=wire.ENERGY_BOUND,
+        where=f"node_meter.energy_j[{row}]",
+        what=f"the node meter (against its reading stored at {at.isoformat()})",
+        restart_within_s=settings.TELEMETRY_GPU_MAX_GAP_S,
+    )
 
 
 def _first_rows(cols: dict[str, list[Any]], ref_column: str, refs: list[tuple[int, int]]) -> dict[int, int]:

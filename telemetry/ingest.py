@@ -1,18 +1,20 @@
 """``batch_ingest``: store one collector batch, atomically and idempotently.
 
 The node comes from the caller (its token), never from the batch. Rows are
-keyed by (GPU, ts) and (endpoint, ts); a row already stored is counted as a
-duplicate and left as it is, so a re-sent batch changes nothing (two rows with
-one key inside a batch are refused by the wire format). Samples older than
-retention are skipped and reported as rejected; everything else either goes in
-with the batch or not at all. The hours that new samples change are marked for
-the hourly rollup in the same transaction.
+keyed by (GPU, ts), (endpoint, ts) and, for node meter readings, (node, ts); a
+row already stored is counted as a duplicate and left as it is, so a re-sent
+batch changes nothing (two rows with one key inside a batch are refused by the
+wire format). Samples older than retention are skipped and reported as rejected;
+everything else either goes in with the batch or not at all. The hours that new
+samples (meter readings included) change are marked for the hourly rollup in the
+same transaction.
 
 A collector's steady state (known GPUs, endpoints and epochs) costs one read
 for the GPUs, one for the endpoints, one ``INSERT`` per sample kind, the
 collector status and the rollup mark, and one read per sample kind of the last
 stored sample of each GPU and endpoint (``telemetry.continuity``: its counters bound the
-batch's first readings): a handful of statements whatever the batch size.
+batch's first readings): a handful of statements whatever the batch size. A node meter
+adds its ``INSERT`` and, where it reads energy, one read of its last stored reading.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from django.utils import timezone
 from fleets.models import Gpu, Node
 from telemetry.collector.backend import EndpointIdentity, GpuIdentity
 from telemetry.collector.wire import Batch, WireError, ts_datetime
-from telemetry.continuity import stored_steps_check
+from telemetry.continuity import node_meter_steps_check, stored_steps_check
 from telemetry.models import CollectorStatus, EndpointEpoch, GpuEpoch, ServingEndpoint
 from telemetry.node_meter import node_meter_store
 from telemetry.partitions import partitions_ensure
@@ -38,6 +40,7 @@ from telemetry.rawstore import GPU_COLUMNS, SERVING_COLUMNS, rows_insert
 from telemetry.rollup import rollup_pending_mark
 
 KINDS = ("gpu_samples", "serving_samples")
+NODE_METER = "node_meter"  # counted in an answer only when the batch has a node meter
 
 
 @dataclass
@@ -62,13 +65,14 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
     oldest = received_at - timedelta(days=settings.TELEMETRY_RETENTION_DAYS)
     gpu_samples = _kept(batch.gpu_samples, oldest)
     serving_samples = _kept(batch.serving_samples, oldest)
+    meter = _kept(_meter_columns(batch.node_meter), oldest)
     stamps = [*gpu_samples["at"], *serving_samples["at"]]
-    _check_not_future(stamps, received_at)
+    _check_not_future([*stamps, *meter["at"]], received_at)
     result = IngestResult()
     _skipped_report(result, "gpu_samples", batch.gpu_row_count - len(gpu_samples["at"]))
     _skipped_report(result, "serving_samples", batch.serving_row_count - len(serving_samples["at"]))
     # Partitions first, in their own commit: DDL inside the batch's transaction
-    # would hold a lock on the parent table until the batch commits.
+    # would hold a lock on the parent table until the batch commits. (Meter readings are not partitioned.)
     partitions_ensure(days={at.date() for at in stamps})
     with transaction.atomic():
         gpu_refs, endpoint_refs = _gpu_refs(node, batch.gpus), _endpoint_refs(node, batch.endpoints)
@@ -84,11 +88,26 @@ def batch_ingest(*, node: Node, batch: Batch, received_at: datetime) -> IngestRe
             result.stored[kind] = rows_insert(kind=kind, columns=columns, rows=rows[kind])
             result.duplicates[kind] = len(rows[kind]) - result.stored[kind]
         if batch.node_meter is not None:
-            node_meter_store(node_id=node.pk, node_meter=batch.node_meter, oldest_s=oldest.timestamp())
+            _meter_store(result, node, batch.node_meter, meter)
         _status_record(node, batch, received_at, newest=max(stamps, default=None))
         if any(result.stored.values()):  # a re-send marks nothing; a partial one, its whole span
-            rollup_pending_mark(node_id=node.pk, first_ts=min(stamps), last_ts=max(stamps), now=timezone.now())
+            spanned = [*stamps, *meter["at"]]
+            rollup_pending_mark(node_id=node.pk, first_ts=min(spanned), last_ts=max(spanned), now=timezone.now())
     return result
+
+
+def _meter_columns(node_meter: dict[str, Any] | None) -> dict[str, list[Any]]:
+    """The meter's columns (none without a meter)."""
+    return {name: [] if node_meter is None else node_meter[name] for name in ("ts", "power_w", "energy_j")}
+
+
+def _meter_store(result: IngestResult, node: Node, node_meter: dict[str, Any], meter: dict[str, list[Any]]) -> None:
+    """Check the batch's meter readings against the node's stored ones, store them, and count them in ``result``
+    (which then has a ``node_meter`` count, as only a batch with a meter does)."""
+    node_meter_steps_check(node_id=node.pk, epoch=node_meter["epoch"], readings=meter)
+    stored = node_meter_store(node_id=node.pk, method=node_meter["method"], epoch=node_meter["epoch"], readings=meter)
+    result.stored[NODE_METER], result.duplicates[NODE_METER] = stored, len(meter["at"]) - stored
+    _skipped_report(result, NODE_METER, len(node_meter["ts"]) - len(meter["at"]))
 
 
 def _kept(columns: dict[str, list[Any]], oldest: datetime) -> dict[str, list[Any]]:
@@ -204,12 +223,12 @@ def _endpoint_refs(node: Node, refs: Sequence[EndpointIdentity]) -> list[tuple[i
         epoch__in={ref.epoch for ref in refs},
     ).values_list(
         "endpoint__url", "endpoint__model_name", "epoch", "endpoint_id", "id", "endpoint__kind",
-        "ttft_bucket_bounds_s", "itl_bucket_bounds_s", "endpoint__gpus__uuid",
+        "ttft_bucket_bounds_s", "itl_bucket_bounds_s", "gpu_count", "endpoint__gpus__uuid",
     )  # fmt: skip
     found: dict[tuple[str, str, str], tuple[Any, ...]] = {}
     gpus: dict[int, list[str]] = {}  # by epoch id
-    for url, model, epoch, endpoint_id, epoch_id, kind, ttft, itl, gpu_uuid in stored:
-        found[(url, model, epoch)] = (endpoint_id, epoch_id, kind, ttft, itl)
+    for url, model, epoch, endpoint_id, epoch_id, kind, ttft, itl, gpu_count, gpu_uuid in stored:
+        found[(url, model, epoch)] = (endpoint_id, epoch_id, kind, ttft, itl, gpu_count)
         gpus.setdefault(epoch_id, [])
         if gpu_uuid is not None:
             gpus[epoch_id].append(gpu_uuid)
@@ -217,7 +236,7 @@ def _endpoint_refs(node: Node, refs: Sequence[EndpointIdentity]) -> list[tuple[i
     for ref in refs:
         row = found.get((ref.url, ref.model, ref.epoch))
         fresh = (ref.kind, sorted(ref.gpu_uuids), list(ref.ttft_bucket_bounds_s), list(ref.itl_bucket_bounds_s))
-        if row is None or (row[2], sorted(gpus[row[1]]), row[3], row[4]) != fresh:
+        if row is None or (row[2], sorted(gpus[row[1]]), row[3], row[4]) != fresh or row[5] < len(ref.gpu_uuids):
             return _endpoints_resolve(node, refs)
         known.append((row[0], row[1]))
     return known
@@ -234,10 +253,16 @@ def _endpoints_resolve(node: Node, refs: Sequence[EndpointIdentity]) -> list[tup
                 f"endpoint {ref.url} names GPUs that are not on this node: {', '.join(unknown)}", status=422
             )
         endpoint = _endpoint_upsert(node, ref, [node_gpu_ids[u] for u in ref.gpu_uuids])
-        ttft, itl = list(ref.ttft_bucket_bounds_s), list(ref.itl_bucket_bounds_s)
+        ttft, itl, gpu_count = list(ref.ttft_bucket_bounds_s), list(ref.itl_bucket_bounds_s), len(ref.gpu_uuids)
         epoch, _ = EndpointEpoch.objects.get_or_create(
-            endpoint=endpoint, epoch=ref.epoch, defaults={"ttft_bucket_bounds_s": ttft, "itl_bucket_bounds_s": itl}
+            endpoint=endpoint,
+            epoch=ref.epoch,
+            defaults={"ttft_bucket_bounds_s": ttft, "itl_bucket_bounds_s": itl, "gpu_count": gpu_count},
         )
+        if epoch.gpu_count < gpu_count:
+            # Declared on more GPUs than before in this epoch: the rollup bounds the epoch's samples by the most
+            # it was declared on, so none the door took under a declaration parks its hour.
+            EndpointEpoch.objects.filter(pk=epoch.pk, gpu_count__lt=gpu_count).update(gpu_count=gpu_count)
         if epoch.ttft_bucket_bounds_s != ttft:
             raise WireError(f"endpoint {ref.url} changed its TTFT buckets within epoch {ref.epoch!r}", status=422)
         if epoch.itl_bucket_bounds_s != itl:

@@ -129,12 +129,17 @@ class ServingEndpoint(models.Model):
 
 
 class EndpointEpoch(models.Model):
-    """One life of an inference server's counters, with its TTFT and inter-token latency histograms' bounds."""
+    """One life of an inference server's counters, with its TTFT and inter-token latency histograms' bounds
+    and the GPUs it served from (``gpu_count``: its counters' bounds scale with them, as the batches declared
+    them; the endpoint's ``gpus`` are its latest declaration, which a redeployment changes)."""
 
     endpoint = models.ForeignKey(ServingEndpoint, on_delete=models.CASCADE, related_name="epochs")
     epoch = models.CharField(max_length=128)
     ttft_bucket_bounds_s = models.JSONField(default=list)
     itl_bucket_bounds_s = models.JSONField(default=list, help_text="inter-token latency bounds, s; +Inf implicit")
+    gpu_count = models.PositiveSmallIntegerField(
+        default=0, help_text="the most GPUs a batch declared the endpoint on in this epoch (0: none, bounded as one)"
+    )
     first_seen_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

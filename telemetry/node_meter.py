@@ -16,34 +16,44 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
 from telemetry import energy
 from telemetry.models import NodeHourUsage, NodeMeterSample
 
 BOUNDARIES = {"ipmi_dcmi": "node", "redfish": "node", "rapl": "cpu_packages"}
 _COLUMNS = ("ts", "epoch", "energy_j", "power_w", "method")
+_INSERTED = ("node_id", "ts", "method", "epoch", "power_w", "energy_j")
+_MAX_PARAMETERS = 65535  # PostgreSQL's bound on one statement's parameters (SQLite's is the backend's own)
 
 
 def _utc(ts_s: float) -> datetime:
     return datetime.fromtimestamp(ts_s, tz=UTC)
 
 
-def node_meter_store(*, node_id: int, node_meter: dict[str, Any], oldest_s: float) -> int:
-    """Store a batch's meter readings (those within retention); a re-sent reading is stored once."""
+def node_meter_store(*, node_id: int, method: str, epoch: str, readings: dict[str, list[Any]]) -> int:
+    """Store a batch's meter readings (``readings``: the columns kept, with ``at``, each row's stored timestamp);
+    return how many were new: a reading already stored (a re-sent batch) is left as it is."""
+    at = connection.ops.adapt_datetimefield_value
     rows = [
-        NodeMeterSample(
-            node_id=node_id,
-            ts=_utc(ts),
-            method=node_meter["method"],
-            epoch=node_meter["epoch"],
-            power_w=power_w,
-            energy_j=energy_j,
-        )
-        for ts, power_w, energy_j in zip(node_meter["ts"], node_meter["power_w"], node_meter["energy_j"], strict=True)
-        if ts >= oldest_s
+        (node_id, at(ts), method, epoch, power_w, energy_j)
+        for ts, power_w, energy_j in zip(readings["at"], readings["power_w"], readings["energy_j"], strict=True)
     ]
-    NodeMeterSample.objects.bulk_create(rows, ignore_conflicts=True)
-    return len(rows)
+    per_statement = (connection.features.max_query_params or _MAX_PARAMETERS) // len(_INSERTED)
+    return sum(_new_rows_insert(rows[start : start + per_statement]) for start in range(0, len(rows), per_statement))
+
+
+def _new_rows_insert(rows: list[tuple[Any, ...]]) -> int:
+    """One ``INSERT ... ON CONFLICT DO NOTHING``, counted by the cursor (``bulk_create(ignore_conflicts=True)``
+    cannot say how many rows were new). Every row is one node's: on Citus, its shard alone."""
+    values = ", ".join([f"({', '.join(['%s'] * len(_INSERTED))})"] * len(rows))
+    sql = (
+        f'INSERT INTO "{NodeMeterSample._meta.db_table}" ({", ".join(_INSERTED)}) '  # noqa: S608 - the model's names
+        f"VALUES {values} ON CONFLICT DO NOTHING"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [value for row in rows for value in row])
+        return cursor.rowcount
 
 
 def node_meter_usage_replace(

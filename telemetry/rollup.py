@@ -22,7 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, models, transaction
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from common.stages import NodeHourStage
@@ -366,19 +366,22 @@ _EpochBounds = dict[int, tuple[tuple[float, ...], tuple[float, ...]]]
 
 
 def _serving_source(node_id: int, bounds: _EpochBounds, gpus: dict[int, int]) -> _Source:
-    """``gpus``: per endpoint, the GPUs it serves from (its counters' bounds scale with them)."""
+    """``gpus``: per endpoint epoch, the GPUs it served from (its counters' bounds scale with them). A sample is
+    bounded by its own epoch's: an increase is counted up in the epoch of the reading that ends it (across two
+    epochs, a restart: the new reading), whatever GPUs the endpoint serves from now."""
     gap_s = settings.TELEMETRY_SERVING_MAX_GAP_S
+    counter_bounds = {str(epoch_id): wire.serving_bounds(count) for epoch_id, count in gpus.items()}
     return _Source(
         samples=ServingSample.objects.filter(node_id=node_id),
         columns=_SERVING_COLUMNS,
         max_gap_s=gap_s,
         point=lambda row: _serving_point(row, bounds),
-        usage=lambda points, run, endpoint_id: energy.endpoint_usage_by_hour(
+        usage=lambda points, run, _: energy.endpoint_usage_by_hour(
             points,
             hour_starts_s=run,
             max_gap_s=gap_s,
             max_bridge_s=settings.TELEMETRY_MAX_BRIDGE_S,
-            bounds=wire.serving_bounds(gpus.get(endpoint_id, 1)),
+            epoch_bounds=counter_bounds,
         ),
         label="endpoint",
     )
@@ -386,17 +389,13 @@ def _serving_source(node_id: int, bounds: _EpochBounds, gpus: dict[int, int]) ->
 
 def _endpoint_usage_rows(node_id: int, hours_s: Sequence[int], computed_at: datetime) -> list[EndpointHourUsage]:
     endpoint_ids = list(ServingEndpoint.objects.filter(node_id=node_id).values_list("id", flat=True))
-    bounds = {
-        epoch_id: (tuple(ttft_s), tuple(itl_s))
-        for epoch_id, ttft_s, itl_s in EndpointEpoch.objects.filter(endpoint_id__in=endpoint_ids).values_list(
-            "id", "ttft_bucket_bounds_s", "itl_bucket_bounds_s"
-        )
-    }
-    gpus = dict(
-        ServingEndpoint.objects.filter(pk__in=endpoint_ids)
-        .annotate(gpu_count=Count("gpus"))
-        .values_list("pk", "gpu_count")
+    epochs = EndpointEpoch.objects.filter(endpoint_id__in=endpoint_ids).values_list(
+        "id", "ttft_bucket_bounds_s", "itl_bucket_bounds_s", "gpu_count"
     )
+    bounds: _EpochBounds = {}
+    gpus: dict[int, int] = {}
+    for epoch_id, ttft_s, itl_s, gpu_count in epochs:
+        bounds[epoch_id], gpus[epoch_id] = (tuple(ttft_s), tuple(itl_s)), gpu_count
     usages = _owner_usage(_serving_source(node_id, bounds, gpus), endpoint_ids, hours_s)
     return [_endpoint_usage_model(node_id, endpoint_id, usage, computed_at) for endpoint_id, usage in usages]
 

@@ -45,7 +45,10 @@ class EndpointRefSchema(serializers.Serializer):
     url = serializers.CharField(max_length=512)
     kind = serializers.ChoiceField(choices=wire.ENDPOINT_KINDS)
     model = serializers.CharField(allow_blank=True, required=False)
-    gpu_uuids = serializers.ListField(child=serializers.CharField())
+    gpu_uuids = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the GPUs the endpoint serves from, each once (its counters' bounds scale with how many)",
+    )
     epoch = serializers.CharField(max_length=128, help_text="one life of the server's counters")
     ttft_bucket_bounds_s = serializers.ListField(child=serializers.FloatField(), help_text="+Inf implicit")
 
@@ -88,6 +91,7 @@ class BatchSchema(serializers.Serializer):
 class CountsSchema(serializers.Serializer):
     gpu_samples = serializers.IntegerField()
     serving_samples = serializers.IntegerField()
+    node_meter = serializers.IntegerField(required=False, help_text="node meter readings; only when the batch has any")
 
 
 class RejectedSchema(serializers.Serializer):

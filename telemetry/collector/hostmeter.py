@@ -127,7 +127,10 @@ class RaplMeter:
 
     Each package counter wraps at its ``max_energy_range_uj``; the sum is kept
     monotonic here by adding each package's wraps, so the server sees one
-    counter that only restarts when the collector does (its epoch).
+    counter that only restarts when the collector does (its epoch). It counts
+    from zero at the first read, as a restarted counter does: the server takes a
+    new epoch's reading as the energy since the restart, bounded by the time
+    since the previous reading (the packages' own counters do not restart with us).
     """
 
     method = "rapl"
@@ -138,6 +141,7 @@ class RaplMeter:
         )
         self._last_uj: dict[Path, int] = {}
         self._wrapped_uj: dict[Path, int] = {}
+        self._start_uj: int | None = None  # the sum at the first read: the counter's zero
 
     def read(self) -> HostReading | None:
         if not self.packages:
@@ -154,7 +158,9 @@ class RaplMeter:
                 self._wrapped_uj[zone] = self._wrapped_uj.get(zone, 0) + range_uj
             self._last_uj[zone] = energy_uj
             total_uj += self._wrapped_uj.get(zone, 0) + energy_uj
-        return HostReading(energy_j=energy_j_from_rapl_uj(total_uj))
+        if self._start_uj is None:
+            self._start_uj = total_uj
+        return HostReading(energy_j=energy_j_from_rapl_uj(total_uj - self._start_uj))
 
 
 def _text(path: Path, default: str | None = None) -> str:

@@ -87,7 +87,7 @@ def parse_serving_target(spec: str) -> ServingTarget:
 
 
 def resolve_gpus(target: ServingTarget, inventory: list[GpuIdentity]) -> tuple[str, ...]:
-    """GPU indexes to UUIDs; fails loudly on an index this host does not have."""
+    """GPU indexes to UUIDs; fails loudly on an index this host does not have, or on one GPU named twice."""
     by_index = {gpu.index: gpu.uuid for gpu in inventory}
     if not target.gpus:
         return tuple(by_index[i] for i in sorted(by_index))
@@ -98,6 +98,9 @@ def resolve_gpus(target: ServingTarget, inventory: list[GpuIdentity]) -> tuple[s
         raise ValueError(f"--serving {target.url}: this host has no GPU {exc.args[0]}") from None
     if unknown := [u for u in uuids if u not in known]:
         raise ValueError(f"--serving {target.url}: this host has no GPU {', '.join(unknown)}")
+    if repeated := sorted({u for u in uuids if uuids.count(u) > 1}):
+        # The server refuses an endpoint naming a GPU twice (it would raise its counters' bounds).
+        raise ValueError(f"--serving {target.url}: names GPU {', '.join(repeated)} more than once")
     return uuids
 
 

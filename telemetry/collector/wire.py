@@ -44,7 +44,9 @@ batch of 80 samples is 10 short lists, not 80 dictionaries::
 
 An endpoint is one LLM model at one URL: a server serving several models
 (vLLM's ``model_name`` label sets) is declared once per model, and its rows
-are keyed by (url, model). Optional fields and columns (older collectors leave
+are keyed by (url, model). Its ``gpu_uuids`` name each GPU it serves from once
+(its serving counters' bounds scale with how many); each row is bounded by the
+GPUs of its own entry. Optional fields and columns (older collectors leave
 them out) read as empty bounds and all-null columns.
 
 Optional ``node_meter``: the host's own meter (``telemetry.collector.hostmeter``)
@@ -54,6 +56,9 @@ and ``energy_j`` (J, cumulative)::
 
     "node_meter": {"method": "ipmi_dcmi", "epoch": "<collector start>",
                    "ts": [1764399990.0], "power_w": [612.0], "energy_j": [null]}
+
+Its rows follow a GPU's rules: one reading per instant, and ``energy_j``
+bounded like a GPU's energy counter (``ENERGY_BOUND``).
 
 Counters (``energy_j``, tokens, requests, TTFT buckets) are sent raw and
 cumulative; the server takes deltas. An ``epoch`` names one life of a counter
@@ -380,7 +385,15 @@ def _node_meter(doc: Any) -> dict[str, Any] | None:
     _check_column(columns["ts"], "node_meter.ts", TS_MIN_S, TS_MAX_S, integer=False, nullable=False)
     _check_column(columns["power_w"], "node_meter.power_w", 0.0, MAX_NODE_POWER_W, integer=False)
     _check_column(columns["energy_j"], "node_meter.energy_j", 0.0, 1.9e16, integer=False)
-    return {"method": method, "epoch": _str(doc, "epoch", "node_meter.epoch", max_len=128), **columns}
+    epoch = _str(doc, "epoch", "node_meter.epoch", max_len=128)
+    # The rules of a GPU's rows, as the rollup reads the meter as it reads a GPU: one reading per instant,
+    # and the energy counter bounded by the same rate (``ENERGY_BOUND``, applied to the meter's hours too).
+    rows = sorted(range(len(columns["ts"])), key=columns["ts"].__getitem__)
+    _no_two_alike(rows, columns["ts"], "node_meter", "the node meter")
+    _rises_bounded(
+        rows, [epoch] * len(rows), columns, "node_meter", "energy_j", [ENERGY_BOUND] * len(rows), "the node meter"
+    )
+    return {"method": method, "epoch": epoch, **columns}
 
 
 def _list(doc: Mapping[str, Any], key: str, limit: int) -> list[Any]:
@@ -444,18 +457,31 @@ def _endpoint_ref(item: Any, where: str) -> EndpointIdentity:
     kind = item.get("kind")
     if kind not in ENDPOINT_KINDS:
         raise WireError(f"{where}.kind must be one of {', '.join(ENDPOINT_KINDS)}, got {kind!r}")
-    uuids = item.get("gpu_uuids", [])
-    if not isinstance(uuids, list) or len(uuids) > MAX_GPUS:
-        raise WireError(f"{where}.gpu_uuids must be a list of at most {MAX_GPUS} GPU UUIDs")
     return EndpointIdentity(
         url=_str(item, "url", f"{where}.url", max_len=512),
         kind=kind,
         model=_str(item, "model", f"{where}.model", allow_empty=True) if "model" in item else "",
-        gpu_uuids=tuple(_text(u, f"{where}.gpu_uuids[{i}]", max_len=96) for i, u in enumerate(uuids)),
+        gpu_uuids=_gpu_uuids(item.get("gpu_uuids", []), f"{where}.gpu_uuids"),
         epoch=_str(item, "epoch", f"{where}.epoch", max_len=128),
         ttft_bucket_bounds_s=_bounds(item, "ttft_bucket_bounds_s", where),
         itl_bucket_bounds_s=_bounds(item, "itl_bucket_bounds_s", where),
     )
+
+
+def _gpu_uuids(uuids: Any, where: str) -> tuple[str, ...]:
+    """The GPUs an endpoint serves from, each once: its serving counters' bounds scale with how many (422 for
+    a GPU named twice, which would raise them)."""
+    if not isinstance(uuids, list) or len(uuids) > MAX_GPUS:
+        raise WireError(f"{where} must be a list of at most {MAX_GPUS} GPU UUIDs")
+    parsed = tuple(_text(u, f"{where}[{i}]", max_len=96) for i, u in enumerate(uuids))
+    first_of: dict[str, int] = {}
+    for i, uuid in enumerate(parsed):
+        if uuid in first_of:
+            raise WireError(
+                f"{where}[{i}] names GPU {uuid} again (as {where}[{first_of[uuid]}]): list each GPU once", status=422
+            )
+        first_of[uuid] = i
+    return parsed
 
 
 def _bounds(item: Mapping[str, Any], key: str, where: str) -> tuple[float, ...]:
@@ -508,9 +534,10 @@ def _gpu_samples(doc: Any, gpus: Sequence[GpuIdentity]) -> dict[str, list[Any]]:
         _check_column(columns[name], f"gpu_samples.{name}", low, high, integer=integer)
     uuids = [gpus[ref].uuid for ref in columns["gpu"]]
     epochs = [gpus[ref].epoch for ref in columns["gpu"]]
+    energy_bounds = [ENERGY_BOUND] * len(uuids)
     for rows in _series(uuids, columns["ts"]):
         _no_two_alike(rows, columns["ts"], "gpu_samples", f"GPU {uuids[rows[0]]}")
-        _rises_bounded(rows, epochs, columns, "gpu_samples", "energy_j", ENERGY_BOUND, f"GPU {uuids[rows[0]]}")
+        _rises_bounded(rows, epochs, columns, "gpu_samples", "energy_j", energy_bounds, f"GPU {uuids[rows[0]]}")
     return columns
 
 
@@ -538,13 +565,16 @@ def _serving_samples(doc: Any, endpoints: Sequence[EndpointIdentity]) -> dict[st
         **columns,
         **{name: [_per_bucket(c) for c in columns[name]] for name in ("ttft_bucket_counts", "itl_bucket_counts")},
     }
+    # Each row is bounded by the GPUs its own entry declares: an endpoint declared twice (a restart in the batch)
+    # may have moved to other GPUs, and an increase is counted up in the epoch of the reading that ends it.
+    declared = [serving_bounds(len(endpoint.gpu_uuids)) for endpoint in endpoints]
+    row_bounds = {name: [declared[ref][name] for ref in columns["endpoint"]] for name in SERVING_RISE_PER_GPU_S}
     for rows in _series(keys, columns["ts"]):
         url, model = keys[rows[0]]
         what = f"endpoint {url}" + (f" ({model})" if model else "")
         _no_two_alike(rows, columns["ts"], "serving_samples", what)
-        bounds = serving_bounds(len(endpoints[columns["endpoint"][rows[0]]].gpu_uuids))
-        for name, bound in bounds.items():
-            _rises_bounded(rows, epochs, readings, "serving_samples", name, bound, what)
+        for name, bounds in row_bounds.items():
+            _rises_bounded(rows, epochs, readings, "serving_samples", name, bounds, what)
     return columns
 
 
@@ -614,10 +644,11 @@ def _no_two_alike(rows: list[int], ts: list[float], where: str, what: str) -> No
 
 def _rises_bounded(
     rows: list[int], epochs: list[str], columns: Mapping[str, list[Any]], where: str, name: str,
-    bound: CounterBound, what: str,
+    bounds: Sequence[CounterBound], what: str,
 ) -> None:  # fmt: skip
     """Refuse a counter whose increase between two readings of one key (in time order, whatever their epochs:
-    as the rollup pairs them) is more than ``bound`` allows: a rise, or the reading after a restart."""
+    as the rollup pairs them) is more than its bound allows: a rise, or the reading after a restart.
+    ``bounds``: per row, the bound of the increase that ends at it (the epoch it was counted up in)."""
     ts, values = columns["ts"], columns[name]
     before: Step | None = None
     for row in rows:
@@ -626,5 +657,5 @@ def _rises_bounded(
             continue
         after = (ts[row], value, epochs[row])
         if before is not None:
-            counter_step_check(before, after, bound=bound, where=f"{where}.{name}[{row}]", what=what)
+            counter_step_check(before, after, bound=bounds[row], where=f"{where}.{name}[{row}]", what=what)
         before = after

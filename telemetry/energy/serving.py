@@ -126,12 +126,16 @@ def endpoint_usage_by_hour(
     max_gap_s: float = DEFAULT_SERVING_MAX_GAP_S,
     max_bridge_s: float = DEFAULT_MAX_BRIDGE_S,
     bounds: Mapping[str, CounterBound] | None = None,
+    epoch_bounds: Mapping[str, Mapping[str, CounterBound]] | None = None,
 ) -> tuple[EndpointHourUsage, ...]:
     """One endpoint's usage for each requested hour, in hour order (an hour without samples reads as unobserved).
 
     ``bounds``: per counter (the wire's names), the most it can count (default: an endpoint on one GPU,
-    ``wire.serving_bounds``). Raises :class:`~telemetry.energy.counters.CounterImpossible` where an
-    interval (observed or bridged) reaching into a requested hour counts more: that hour is not summed.
+    ``wire.serving_bounds``); ``epoch_bounds``: per epoch (a point's ``epoch``), its own, for the intervals
+    that end in it (an increase is counted up in the epoch of the reading that ends it: after a restart, the
+    new one's), ``bounds`` for an epoch it does not name. Raises
+    :class:`~telemetry.energy.counters.CounterImpossible` where an interval (observed or bridged) reaching into
+    a requested hour counts more: that hour is not summed.
 
     ``points``: the endpoint's samples as the window contract of
     :func:`telemetry.energy.hours.sample_window_s` asks, in any order, duplicates
@@ -143,14 +147,15 @@ def endpoint_usage_by_hour(
     tallies = {hour: _ServingTally() for hour in hours}
     max_gap_s = max_gap_checked(max_gap_s)
     bounds = serving_bounds(1) if bounds is None else bounds
+    epoch_bounds = {} if epoch_bounds is None else epoch_bounds
     for span in _serving_spans(ordered, max_gap_s=max_gap_s):
-        _span_checked(span, tallies, bounds)
+        _span_checked(span, tallies, epoch_bounds.get(span.epoch, bounds))
         _span_tallied(span, tallies)
     for before, after in gaps_bridged(
         ordered, max_gap_s=max_gap_s, max_bridge_s=max_bridge_s, continues=serving_counters_continue
     ):
         span = _serving_span(before, after)
-        _span_checked(span, tallies, bounds)
+        _span_checked(span, tallies, epoch_bounds.get(span.epoch, bounds))
         _span_tallied(span, tallies, bridged=True)
     return tuple(tallies[hour].usage(hour) for hour in hours)
 
@@ -189,10 +194,12 @@ def serving_counters_continue(before: ServingPoint, after: ServingPoint) -> bool
 
 @dataclass(frozen=True, slots=True)
 class _ServingSpan:
-    """An interval between two consecutive samples (observed, or a bridged gap), with each counter's increase."""
+    """An interval between two consecutive samples (observed, or a bridged gap), with each counter's increase
+    and the epoch of the sample that ends it."""
 
     start_s: float
     end_s: float
+    epoch: str
     counters: tuple[int | None, ...]  # in the order of _counters()
     ttft: Histogram | None
     restarted: bool
@@ -217,6 +224,7 @@ def _serving_span(before: ServingPoint, after: ServingPoint) -> _ServingSpan:
     return _ServingSpan(
         start_s=before.ts_s,
         end_s=after.ts_s,
+        epoch=after.epoch,
         counters=tuple(_increase(old, new, restarted) for old, new in pairs),
         ttft=_histogram_increase(before.ttft_since_start, after.ttft_since_start, restarted),
         restarted=restarted,

@@ -29,7 +29,7 @@ def at(ts_s: float) -> datetime:
 
 
 def with_meter(batch: dict, power_w: float | None, method: str = "ipmi_dcmi") -> dict:
-    stamps = batch["gpu_samples"]["ts"]
+    stamps = sorted(set(batch["gpu_samples"]["ts"]))  # one reading an instant, however many GPUs the batch has
     meter = {"method": method, "epoch": "collector-1", "ts": stamps, "power_w": [power_w] * len(stamps)}
     return batch | {"node_meter": meter | {"energy_j": [None] * len(stamps)}}
 

@@ -11,7 +11,17 @@ import pytest
 from django.utils import timezone
 
 from telemetry import energy
-from telemetry.models import GpuHourUsage, GpuSample, ParkedHour, RollupPending, ServingSample
+from telemetry.models import (
+    EndpointEpoch,
+    EndpointHourUsage,
+    GpuHourUsage,
+    GpuSample,
+    NodeHourUsage,
+    NodeMeterSample,
+    ParkedHour,
+    RollupPending,
+    ServingSample,
+)
 from telemetry.rollup import rollup_pending_run
 from tests.helpers.batches import make_batch
 from tests.helpers.ingest import post
@@ -33,10 +43,11 @@ def gpu_batch(start_s: float, energies: list[float | None], *, epoch: str = "boo
 
 
 def refused(client, token, batch) -> str:
-    before = (GpuSample.objects.count(), ServingSample.objects.count())
+    before = (GpuSample.objects.count(), ServingSample.objects.count(), NodeMeterSample.objects.count())
     response = post(client, batch, token)
     assert response.status_code == 422, response.content
-    assert (GpuSample.objects.count(), ServingSample.objects.count()) == before  # nothing of the batch
+    after = (GpuSample.objects.count(), ServingSample.objects.count(), NodeMeterSample.objects.count())
+    assert after == before  # nothing of the batch
     return response.json()["error"]
 
 
@@ -146,6 +157,111 @@ def test_prompt_tokens_jumping_between_batches_are_refused(client, node, token):
 
     assert message.startswith("serving_samples.prompt_tokens[0] rises by")
     assert "against its sample stored at" in message
+
+
+def meter_batch(start_s: float, energies: list[float], *, epoch: str = "collector-1") -> dict:
+    """A GPU's second and the node meter's RAPL counter read each second from ``start_s``."""
+    stamps = [start_s + i for i in range(len(energies))]
+    meter = {"method": "rapl", "epoch": epoch, "ts": stamps, "power_w": [None] * len(stamps), "energy_j": energies}
+    return make_batch(gpus=1, seconds=len(energies), start_s=start_s) | {"node_meter": meter}
+
+
+def test_the_node_meters_first_reading_is_bounded_by_its_stored_last_one(client, node, token):
+    assert post(client, meter_batch(H + 100, [1e6, 1e6 + 300]), token).status_code == 200
+
+    message = refused(client, token, meter_batch(H + 102, [1e9]))
+
+    assert message == (
+        f"node_meter.energy_j[0] rises by {1e9 - 1e6 - 300:g} in 1 s: more than 2000 a second (the board limit, W) "
+        f"allows for the node meter (against its reading stored at {at(H + 101).isoformat()}): at most 2000"
+    )
+    assert NodeMeterSample.objects.count() == 2
+
+
+def test_the_node_meter_restarting_with_its_collector_is_accepted_and_counted_from_zero(client, node, token):
+    assert post(client, meter_batch(H + 100, [1e6, 1e6 + 300]), token).status_code == 200
+    restarted = meter_batch(H + 103, [400.0, 700.0], epoch="collector-2")  # 400 J in 2 s since: fits 2000 W
+
+    assert post(client, restarted, token).status_code == 200
+    rollup_pending_run(now=timezone.now())
+
+    assert NodeHourUsage.objects.get(hour_start=at(H)).energy_j == 300 + 400 + 300
+    assert not ParkedHour.objects.exists()
+
+
+# --- an endpoint's GPUs: each epoch bounded by the GPUs it was declared on ----------------------------
+
+
+def redeployed(start_s: float, gpus: tuple[int, int], rises: tuple[int, int], *, from_tokens: int = 0) -> dict:
+    """One endpoint declared twice in a batch, restarted onto other GPUs: four scrapes 5 s apart in epoch
+    "first" on ``gpus[0]`` GPUs, then four in epoch "second" on ``gpus[1]``, its generation tokens rising
+    ``rises`` a second (epoch "first" from ``from_tokens``, "second" from zero)."""
+    batch = make_batch(gpus=2, seconds=40, start_s=start_s, endpoint=True)
+    declared = batch["endpoints"][0]
+    batch["endpoints"] = [
+        declared | {"epoch": epoch, "gpu_uuids": declared["gpu_uuids"][:count]}
+        for epoch, count in zip(("first", "second"), gpus, strict=True)
+    ]
+    serving = batch["serving_samples"]
+    serving["endpoint"] = [0] * 4 + [1] * 4
+    serving["generation_tokens"] = [from_tokens + rises[0] * 5 * i for i in range(4)] + [
+        rises[1] * 5 * i for i in range(4)
+    ]
+    return batch
+
+
+@pytest.mark.parametrize(("gpus", "rises"), [((2, 1), (300_000, 100_000)), ((1, 2), (100_000, 300_000))])
+def test_an_endpoint_declared_twice_in_a_batch_is_bounded_by_each_declaration(client, node, token, gpus, rises):
+    # 300k generation tokens a second: more than one GPU's 200k, what two can
+    assert post(client, redeployed(H + 100, gpus, rises), token).status_code == 200
+    rollup_pending_run(now=timezone.now())
+
+    assert not ParkedHour.objects.exists(), list(ParkedHour.objects.values_list("error", flat=True))
+    assert EndpointHourUsage.objects.get(hour_start=at(H)).generation_tokens == 15 * (rises[0] + rises[1])
+    assert sorted(EndpointEpoch.objects.values_list("epoch", "gpu_count")) == [("first", gpus[0]), ("second", gpus[1])]
+
+
+def test_an_endpoints_rows_are_refused_beyond_what_their_own_declaration_allows(client, node, token):
+    message = refused(client, token, redeployed(H + 100, (2, 1), (100_000, 300_000)))
+
+    assert message.startswith("serving_samples.generation_tokens[5] rises by 1.5e+06 in 5 s: more than 200000")
+    assert "(1 GPUs)" in message
+
+
+def test_a_batchs_first_reading_is_bounded_by_its_own_declaration_against_the_stored_one(client, node, token):
+    # given: an endpoint on two GPUs serving 300k tokens a second
+    first = make_batch(gpus=2, seconds=20, start_s=H + 60, endpoint=True)
+    first["endpoints"][0]["epoch"] = "first"
+    first["serving_samples"]["generation_tokens"] = [300_000 * 5 * i for i in range(4)]
+    assert post(client, first, token).status_code == 200
+
+    # when: the next batch goes on in that epoch on both GPUs, then restarts on one
+    response = post(client, redeployed(H + 80, (2, 1), (300_000, 100_000), from_tokens=300_000 * 20), token)
+
+    # then: its first reading is held to its own entry's two GPUs, not to the last entry's one
+    assert response.status_code == 200, response.content
+    rollup_pending_run(now=timezone.now())
+    assert not ParkedHour.objects.exists(), list(ParkedHour.objects.values_list("error", flat=True))
+
+
+def test_an_endpoint_redeployed_on_fewer_gpus_does_not_park_its_earlier_hours(client, node, token):
+    # given: an endpoint on two GPUs serving 300k tokens a second, rolled up
+    one = make_batch(gpus=2, seconds=20, start_s=H + 60, endpoint=True)
+    one["serving_samples"]["generation_tokens"] = [300_000 * t for t in range(0, 20, 5)]
+    assert post(client, one, token).status_code == 200
+    rollup_pending_run(now=timezone.now())
+    assert not ParkedHour.objects.exists()
+
+    # when: it is redeployed on one GPU (a new epoch) and its hour rolled up again
+    two = make_batch(gpus=2, seconds=20, start_s=H + 600, endpoint=True)
+    two["endpoints"][0] |= {"epoch": "redeployed-on-one-gpu", "gpu_uuids": two["endpoints"][0]["gpu_uuids"][:1]}
+    two["serving_samples"]["generation_tokens"] = [100_000 * t for t in range(0, 20, 5)]
+    assert post(client, two, token).status_code == 200
+    rollup_pending_run(now=timezone.now())
+
+    # then: the samples of its first epoch are still bounded by the two GPUs they were served from
+    assert not ParkedHour.objects.exists(), list(ParkedHour.objects.values_list("error", flat=True))
+    assert EndpointHourUsage.objects.get(hour_start=at(H)).generation_tokens == 300_000 * 15 + 100_000 * 15
 
 
 # --- what only later samples show: the rollup parks that hour, no other ---------------------------

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from telemetry.collector.wire import serving_bounds
 from telemetry.energy import (
     HOUR_S,
+    CounterImpossible,
     EndpointHourUsage,
     EnergyMethod,
     GpuHourUsage,
@@ -336,6 +338,23 @@ def test_server_epoch_change_counts_the_new_values():
     points = [serving(at(10, 0, 0), 5000, epoch="start-1"), serving(at(10, 0, 15), 9000, epoch="start-2")]
     usage = endpoint_hours(points)[H10]
     assert (usage.prompt_tokens, usage.reset_count) == (9000, 1)
+
+
+def test_an_interval_is_bounded_by_the_epoch_of_the_sample_that_ends_it():
+    # given: a server on two GPUs (300k output tokens a second: more than one GPU's 200k), restarted on one
+    two_gpus, one_gpu = serving_bounds(2), serving_bounds(1)
+    points = [
+        serving(at(10, 0, 0), epoch="on-2", generation_tokens=0),
+        serving(at(10, 0, 5), epoch="on-2", generation_tokens=1_500_000),
+        serving(at(10, 0, 10), epoch="on-1", generation_tokens=500_000),  # the restart: within one GPU's bound
+        serving(at(10, 0, 15), epoch="on-1", generation_tokens=1_000_000),
+    ]
+    # when: each epoch has its own bounds; then: every interval fits its own
+    usage = endpoint_hours(points, bounds=one_gpu, epoch_bounds={"on-2": two_gpus, "on-1": one_gpu})[H10]
+    assert usage.generation_tokens == 1_500_000 + 500_000 + 500_000
+    # and the one-GPU epoch's bounds alone would refuse the first interval
+    with pytest.raises(CounterImpossible, match=r"generation_tokens counts 1\.5e\+06 in 5 s"):
+        endpoint_hours(points, bounds=one_gpu, epoch_bounds={"on-1": one_gpu})
 
 
 def test_each_counter_counts_only_where_both_samples_carry_it():

@@ -11,7 +11,7 @@ import pytest
 from fleets.models import Gpu
 from fleets.services import credentials_revoke
 from telemetry.collector import wire
-from telemetry.models import CollectorStatus, GpuSample, ServingEndpoint, ServingSample
+from telemetry.models import CollectorStatus, GpuSample, NodeMeterSample, ServingEndpoint, ServingSample
 from tests.helpers.batches import make_batch
 from tests.helpers.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
 from tests.helpers.factories import GpuFactory, NodeFactory
@@ -125,6 +125,42 @@ def test_samples_older_than_retention_are_rejected_and_the_rest_stored(client, n
             "reason": f"older than the {settings.TELEMETRY_RETENTION_DAYS}-day retention",
         }
     ]
+
+
+def node_meter(stamps):
+    return {"method": "ipmi_dcmi", "epoch": "collector-1", "ts": stamps, "power_w": [612.0] * len(stamps),
+            "energy_j": [None] * len(stamps)}  # fmt: skip
+
+
+def test_node_meter_readings_are_counted_and_a_resent_batch_stores_them_once(client, node, token):
+    start_s = float(int(time.time()) - 60)
+    batch = make_batch(gpus=1, seconds=3, start_s=start_s) | {"node_meter": node_meter([start_s, start_s + 1.0])}
+
+    first, again = post(client, batch, token).json(), post(client, batch, token).json()
+
+    assert (first["stored"], first["duplicates"]) == (
+        {"gpu_samples": 3, "serving_samples": 0, "node_meter": 2},
+        {"gpu_samples": 0, "serving_samples": 0, "node_meter": 0},
+    )
+    assert (again["stored"], again["duplicates"]) == (
+        {"gpu_samples": 0, "serving_samples": 0, "node_meter": 0},
+        {"gpu_samples": 3, "serving_samples": 0, "node_meter": 2},
+    )
+    assert NodeMeterSample.objects.count() == 2
+
+
+def test_node_meter_readings_older_than_retention_are_rejected_and_the_rest_stored(client, node, token, settings):
+    old_s, now_s = time.time() - (settings.TELEMETRY_RETENTION_DAYS + 1) * 86400, float(int(time.time()) - 60)
+    batch = make_batch(gpus=1, seconds=3, start_s=now_s) | {"node_meter": node_meter([old_s, now_s, now_s + 1.0])}
+
+    response = post(client, batch, token)
+
+    assert response.status_code == 200
+    assert response.json()["stored"]["node_meter"] == 2
+    assert response.json()["rejected"] == [
+        {"kind": "node_meter", "rows": 1, "reason": f"older than the {settings.TELEMETRY_RETENTION_DAYS}-day retention"}
+    ]
+    assert NodeMeterSample.objects.count() == 2
 
 
 # --- authentication and scope ---------------------------------------------------

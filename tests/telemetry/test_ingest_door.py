@@ -13,7 +13,7 @@ from django.test import Client
 from drf_spectacular.generators import SchemaGenerator
 
 from telemetry.collector import wire
-from telemetry.models import CollectorStatus, GpuSample, ServingSample
+from telemetry.models import CollectorStatus, GpuSample, NodeMeterSample, ServingSample
 from tests.helpers.batches import make_batch
 from tests.helpers.clients import GunicornClient, both_ways_in  # noqa: F401 - the client fixture: both ways in
 from tests.helpers.ingest import URL, post
@@ -25,7 +25,7 @@ def refused(client, token, batch, status):
     """The answer's message, after checking that the batch was refused with ``status`` and stored nothing."""
     response = post(client, batch, token)
     assert response.status_code == status, response.content
-    assert (GpuSample.objects.count(), ServingSample.objects.count()) == (0, 0)
+    assert (GpuSample.objects.count(), ServingSample.objects.count(), NodeMeterSample.objects.count()) == (0, 0, 0)
     assert not CollectorStatus.objects.exists()
     return response.json()["error"]
 
@@ -135,6 +135,66 @@ def test_a_ttft_histogram_counting_more_first_tokens_than_requests_can_have_is_r
     message = refused(client, token, batch, 422)
 
     assert message.startswith("serving_samples.ttft_bucket_counts[1] rises by 240001 in 5 s")
+
+
+def test_an_endpoint_naming_one_gpu_twice_is_refused(client, node, token):
+    # one GPU named ten times would bound the endpoint's counters as ten GPUs', which the rollup (counting the
+    # endpoint's distinct GPUs) then finds impossible
+    batch = with_endpoint(gpus=2)
+    batch["endpoints"][0]["gpu_uuids"] = ["GPU-test-0000", "GPU-test-0001", "GPU-test-0000"]
+
+    message = refused(client, token, batch, 422)
+
+    assert message == (
+        "endpoints[0].gpu_uuids[2] names GPU GPU-test-0000 again (as endpoints[0].gpu_uuids[0]): list each GPU once"
+    )
+
+
+def node_meter(ts, *, power_w=None, energy_j=None):
+    """A node meter's columns (RAPL: the CPU packages' energy counter, and power)."""
+    return {
+        "method": "rapl",
+        "epoch": "collector-1",
+        "ts": ts,
+        "power_w": power_w or [100.0] * len(ts),
+        "energy_j": energy_j or [None] * len(ts),
+    }
+
+
+def test_a_node_meter_reading_from_the_future_is_refused(client, node, token):
+    batch = make_batch(gpus=1, seconds=3, start_s=NOW_S) | {"node_meter": node_meter([4.0e9])}  # in 2096
+
+    message = refused(client, token, batch, 422)
+
+    assert message.startswith("a sample is ") and message.endswith("check the host's clock")
+
+
+def test_two_node_meter_readings_at_one_instant_are_refused(client, node, token):
+    meter = node_meter([NOW_S + 1.0, NOW_S + 2.0, NOW_S + 1.0], power_w=[100.0, 100.0, 900.0])
+    batch = make_batch(gpus=1, seconds=3, start_s=NOW_S) | {"node_meter": meter}
+
+    assert refused(client, token, batch, 422).startswith("node_meter rows 0 and 2 are both the node meter at ")
+
+
+def test_a_node_meter_energy_rising_faster_than_the_rollup_allows_is_refused(client, node, token):
+    meter = node_meter([NOW_S + 10.0, NOW_S + 11.0, NOW_S + 12.0], energy_j=[0.0, 1500.0, 3500.5])
+    batch = make_batch(gpus=1, seconds=20, start_s=NOW_S) | {"node_meter": meter}
+
+    message = refused(client, token, batch, 422)
+
+    assert message == (
+        "node_meter.energy_j[2] rises by 2000.5 in 1 s: more than 2000 a second (the board limit, W) allows "
+        "for the node meter: at most 2000"
+    )
+
+
+def test_a_node_meter_energy_at_the_limit_and_its_restart_are_accepted(client, node, token):
+    meter = node_meter([NOW_S + 10.0, NOW_S + 11.0, NOW_S + 12.0], energy_j=[5000.0, 7000.0, 1000.0])
+
+    response = post(client, make_batch(gpus=1, seconds=20, start_s=NOW_S) | {"node_meter": meter}, token)
+
+    assert response.status_code == 200, response.content
+    assert NodeMeterSample.objects.count() == 3
 
 
 # --- two rows with one key in a batch: 422 naming them ------------------------------------------------

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import importlib
 import time
 from datetime import UTC, datetime
 
+from django.apps import apps
+from django.utils import timezone
+
 from fleets.models import Gpu
-from telemetry.models import CollectorStatus, GpuEpoch, GpuSample, RollupPending, ServingSample
+from telemetry.models import (
+    CollectorStatus,
+    EndpointEpoch,
+    GpuEpoch,
+    GpuSample,
+    NodeHourUsage,
+    RollupPending,
+    ServingEndpoint,
+    ServingSample,
+)
+from telemetry.rollup import rollup_pending_run
 from tests.helpers.batches import gpu_ref, make_batch
 from tests.helpers.clients import both_ways_in  # noqa: F401 - the client fixture: each test both ways in
 from tests.helpers.ingest import post
@@ -77,6 +91,61 @@ def test_the_rollup_mark_spans_the_new_samples_hours(client, node, token, settin
 
     hours = sorted(int(h.timestamp()) for h in RollupPending.objects.values_list("hour_start", flat=True))
     assert hours == [int(start_s) // 3600 * 3600, int(start_s) // 3600 * 3600 + 3600]
+
+
+def node_meter(start_s: float, seconds: int) -> dict:
+    """An IPMI meter read every 10 s for ``seconds`` from ``start_s``: 500 W."""
+    stamps = [start_s + i for i in range(0, seconds, 10)]
+    return {"method": "ipmi_dcmi", "epoch": "collector-1", "ts": stamps, "power_w": [500.0] * len(stamps),
+            "energy_j": [None] * len(stamps)}  # fmt: skip
+
+
+def hours_marked() -> list[int]:
+    return sorted(int(h.timestamp()) for h in RollupPending.objects.values_list("hour_start", flat=True))
+
+
+def test_a_node_meter_only_batch_is_marked_and_rolled_up(client, node, token):
+    hour_s = (int(NOW_S) // 3600 - 3) * 3600
+    batch = make_batch(gpus=0, seconds=0, start_s=float(hour_s)) | {"node_meter": node_meter(float(hour_s), 3600)}
+
+    assert post(client, batch, token).json()["stored"]["node_meter"] == 360
+    assert hour_s in hours_marked()
+    rollup_pending_run(now=timezone.now())
+
+    usage = NodeHourUsage.objects.get(node=node, hour_start=datetime.fromtimestamp(hour_s, UTC))
+    assert (usage.boundary, usage.energy_covered_s, usage.energy_j) == ("node", 3590.0, 500.0 * 3590)
+
+
+def test_the_rollup_mark_spans_the_node_meters_readings_beyond_the_gpu_samples(client, node, token):
+    hour_s = (int(NOW_S) // 3600 - 4) * 3600
+    meter_hour_s = hour_s + 2 * 3600  # two hours after the GPU samples
+    batch = make_batch(gpus=1, seconds=3, start_s=hour_s + 1000.0) | {"node_meter": node_meter(meter_hour_s, 3600)}
+
+    assert post(client, batch, token).status_code == 200
+    assert {hour_s, meter_hour_s} <= set(hours_marked())
+    rollup_pending_run(now=timezone.now())
+
+    assert NodeHourUsage.objects.filter(node=node, hour_start=datetime.fromtimestamp(meter_hour_s, UTC)).exists()
+
+
+def test_an_endpoint_epoch_keeps_the_gpus_it_was_declared_on_and_older_ones_get_their_endpoints(client, node, token):
+    # given: an endpoint's epoch declared on two GPUs, then (the same epoch) on one
+    assert post(client, make_batch(gpus=2, seconds=5, start_s=NOW_S, endpoint=True), token).status_code == 200
+    assert post(client, make_batch(gpus=1, seconds=5, start_s=NOW_S + 5, endpoint=True), token).status_code == 200
+    # then: the epoch keeps the most it was declared on (its samples of either declaration are bounded by it)
+    assert EndpointEpoch.objects.get().gpu_count == 2
+
+    # given: epochs stored before their count was kept (the endpoint on one GPU now, another on none)
+    bare = ServingEndpoint.objects.create(node=node, url="http://127.0.0.1:9/metrics", kind="vllm")
+    EndpointEpoch.objects.create(endpoint=bare, epoch="1", gpu_count=3)
+    EndpointEpoch.objects.update(gpu_count=0)
+    # when: the migration fills them
+    importlib.import_module("telemetry.migrations.0017_endpointepoch_gpu_count").gpu_counts_fill(apps, None)
+    # then: each has its endpoint's GPUs as they stand
+    assert sorted(EndpointEpoch.objects.values_list("endpoint__url", "gpu_count")) == [
+        ("http://127.0.0.1:8000/metrics", 1),
+        ("http://127.0.0.1:9/metrics", 0),
+    ]
 
 
 def test_timestamps_are_stored_as_pythons_datetime_rounds_them_to_the_microsecond(client, node, token):

@@ -126,8 +126,8 @@ def test_rapl_sums_the_cpu_packages_and_carries_a_wrap(tmp_path):
     sysfs(tmp_path, "intel-rapl:0", "package-0", 500)
     sysfs(tmp_path, "intel-rapl:1", "package-1", 2_500)
     second = meter.read()
-    # then the sum is one cumulative counter in joules: 11,000 µJ, then 13,000 µJ
-    assert (first, second) == (HostReading(energy_j=0.011), HostReading(energy_j=0.013))
+    # then the sum is one cumulative counter in joules, from zero at the first read (11,000 µJ): 0, then 2,000 µJ
+    assert (first, second) == (HostReading(energy_j=0.0), HostReading(energy_j=0.002))
 
 
 def test_no_rapl_packages_means_no_meter(tmp_path):

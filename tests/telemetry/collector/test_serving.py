@@ -192,6 +192,14 @@ def test_a_gpu_uuid_not_on_this_host_fails_loudly() -> None:
         resolve_gpus(ServingTarget("http://h/m", ("GPU-elsewhere",)), inventory)
 
 
+def test_a_gpu_named_twice_fails_loudly() -> None:
+    # by its index and by its UUID: the server would refuse every batch of the endpoint
+    inventory = [GpuIdentity(f"GPU-{i}", i, "NVIDIA L4", True, "e") for i in range(2)]
+
+    with pytest.raises(ValueError, match="names GPU GPU-0 more than once"):
+        resolve_gpus(ServingTarget("http://h/m", ("0", "1", "GPU-0")), inventory)
+
+
 def test_prefix_cache_hits_are_read_where_the_server_counts_them(stub_server: StubServer) -> None:
     # vLLM v1 counts prefix-cache hits in tokens (vllm:prefix_cache_hits, exposed with _total), per engine.
     vllm_text = vllm() + (
