@@ -228,6 +228,22 @@ def test_an_endpoints_rows_are_refused_beyond_what_their_own_declaration_allows(
     assert "(1 GPUs)" in message
 
 
+def _counters_go_on(batch: dict, *, rows: range, after_s: int) -> None:
+    """The prompt, request and TTFT counters of ``rows`` going on from make_batch's readings ``after_s`` seconds in
+    (make_batch counts each batch's from zero: in one epoch across two batches that would be a server restart)."""
+    serving = batch["serving_samples"]
+    for row in rows:
+        serving["prompt_tokens"][row] += 1000 * after_s
+        serving["requests"][row] += 10 * after_s
+        serving["ttft_bucket_counts"][row] = [
+            count + more
+            for count, more in zip(
+                serving["ttft_bucket_counts"][row], [0, 0, after_s, 2 * after_s, *([10 * after_s] * 13)], strict=True
+            )
+        ]
+        serving["ttft_sum_s"][row] += 0.02 * after_s
+
+
 def test_a_batchs_first_reading_is_bounded_by_its_own_declaration_against_the_stored_one(client, node, token):
     # given: an endpoint on two GPUs serving 300k tokens a second
     first = make_batch(gpus=2, seconds=20, start_s=H + 60, endpoint=True)
@@ -235,8 +251,11 @@ def test_a_batchs_first_reading_is_bounded_by_its_own_declaration_against_the_st
     first["serving_samples"]["generation_tokens"] = [300_000 * 5 * i for i in range(4)]
     assert post(client, first, token).status_code == 200
 
-    # when: the next batch goes on in that epoch on both GPUs, then restarts on one
-    response = post(client, redeployed(H + 80, (2, 1), (300_000, 100_000), from_tokens=300_000 * 20), token)
+    # when: the next batch goes on in that epoch on both GPUs (every counter going on from the first batch's),
+    # then restarts on one
+    second = redeployed(H + 80, (2, 1), (300_000, 100_000), from_tokens=300_000 * 20)
+    _counters_go_on(second, rows=range(4), after_s=20)
+    response = post(client, second, token)
 
     # then: its first reading is held to its own entry's two GPUs, not to the last entry's one
     assert response.status_code == 200, response.content
