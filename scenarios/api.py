@@ -92,17 +92,27 @@ class ScenarioOutputSerializer(OrganizationRowSerializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
+# The reports' rule of carbon per token (``accounting.ledger.totals.carbon_per_token_complete``), on a result.
+RESULT_CARBON_RULE = (
+    "Each side's gCO2e per 1M output tokens (location_, embodied_ with its range, total_) is null without output "
+    "tokens, and withheld (null) while any of its facility kWh has no grid intensity (location_unknown_facility_kwh "
+    "above 0) or, where embodied carbon is part of it, any GPU-hour is of a model without an embodied figure "
+    "(embodied_unknown_gpu_h above 0), as on the comparison's rows; carbon_per_token_note says why, and "
+    "carbon_per_token_withheld gives each withheld figure its own reason. Totals of CO2e keep the known part."
+)
+RESULT_HELP = (
+    f"actual and scenario side by side: total, fleets, llm_models (P99 TTFT), basis, notes. {RESULT_CARBON_RULE}"
+)
+
+
 class ScenarioDetailSerializer(ScenarioOutputSerializer):
-    result = serializers.JSONField(
-        allow_null=True,
-        help_text="actual and scenario side by side: total, fleets, llm_models (P99 TTFT), basis, notes",
-    )
+    result = serializers.JSONField(allow_null=True, help_text=RESULT_HELP)
 
 
 class ScenarioResultSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     status = serializers.CharField()
-    result = serializers.JSONField()
+    result = serializers.JSONField(help_text=RESULT_HELP)
 
 
 def scenarios_for_user(*, user: Any) -> QuerySet[Scenario]:

@@ -199,16 +199,24 @@ def scenario_run_page(request: HttpRequest, scenario_id: int) -> HttpResponse:
 
 
 def _result_tables(result: dict[str, Any] | None) -> dict[str, Any]:
-    """The result's figures as table rows: label, actual, scenario, change (%), each shown as every page
-    shows its kind (the ledger's display filters): money in the currency, counts with thousands separators."""
+    """The result's figures as table rows: label, actual, scenario, change (%), and why a side's figure is not
+    stated (a carbon figure per token withheld, "" otherwise), each shown as every page shows its kind (the
+    ledger's display filters): money in the currency, counts with thousands separators."""
     if not result:
         return {"rows": None}
     total, currency = result["total"], result.get("currency") or "USD"
+    actual, scenario = total["actual"], total["scenario"]
     rows = [
-        (key, label, *_pair(key, total["actual"].get(key), total["scenario"].get(key), currency))
+        (key, label, *_pair(key, actual.get(key), scenario.get(key), currency), _withheld(actual, key),
+         _withheld(scenario, key))
         for key, label in FIGURES
-    ]
+    ]  # fmt: skip
     return {"rows": rows, "result": result}
+
+
+def _withheld(figures: dict[str, Any], key: str) -> str:
+    """Why the side's figure is withheld (``scenarios.result.CarbonBasis.withheld``); "" where it is not."""
+    return str((figures.get("carbon_per_token_withheld") or {}).get(key, ""))
 
 
 def _pair(key: str, actual: Any, scenario: Any, currency: str) -> tuple[str, str, str]:

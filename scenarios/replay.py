@@ -96,6 +96,7 @@ LEDGER_COLUMNS = (
     "energy_tax_cost",
     "vat_amount",
     "vat_cost",
+    "embodied_unknown_gpu_h",
     "node_id",
 )
 """The stored ledger's columns the replay reads, in the order ``Replay.add`` takes them (the node last,
@@ -122,9 +123,11 @@ class Sums:
     ``facility_kwh_priced`` / ``_included``: kWh whose electricity is priced, or included
     in rent (the rest is unpriced); ``facility_kwh_located``: kWh with a known location
     intensity (the rest has no location carbon); ``it_kwh_priced`` / ``_included`` /
-    ``_located``: the IT kWh behind them (facility kWh at another PUE). ``hardware_cost`` is
-    ``rent_cost + depreciation_cost + opex_cost``; taxes as on the ledger's lines (``cost``
-    adds energy tax and non-recoverable VAT). Tokens are Decimal: scaled sums are fractional.
+    ``_located``: the IT kWh behind them (facility kWh at another PUE). ``embodied_unknown_gpu_h``:
+    GPU-hours of models without an embodied figure (no embodied carbon in the sums; no change gives
+    them one). ``hardware_cost`` is ``rent_cost + depreciation_cost + opex_cost``; taxes as on the
+    ledger's lines (``cost`` adds energy tax and non-recoverable VAT). Tokens are Decimal: scaled sums
+    are fractional.
     """
 
     rows: int = 0
@@ -150,6 +153,7 @@ class Sums:
     embodied_co2e_g_low: Decimal = ZERO
     embodied_co2e_g_central: Decimal = ZERO
     embodied_co2e_g_high: Decimal = ZERO
+    embodied_unknown_gpu_h: Decimal = ZERO
     prompt_tokens: Decimal = ZERO
     generation_tokens: Decimal = ZERO
 
@@ -160,6 +164,11 @@ class Sums:
     @property
     def hardware(self) -> HardwareCost:
         return HardwareCost(self.rent_cost, self.depreciation_cost, self.opex_cost)
+
+    @property
+    def location_unknown_facility_kwh(self) -> Decimal:
+        """Facility kWh without a location intensity (no location carbon in the sums)."""
+        return self.facility_kwh - self.facility_kwh_located
 
     @property
     def cost(self) -> Decimal:
@@ -217,7 +226,7 @@ class Replay:
         """One stored ledger row, its values in ``LEDGER_COLUMNS`` order."""
         (fleet, site, gpu_model, pue, hour, held, gpu_h, it, facility, status, electricity, hardware, location,
          low, central, high, prompt, generation, rent, depreciation, opex, energy_tax, vat, vat_cost,
-         *node) = row  # fmt: skip
+         embodied_unknown, *node) = row  # fmt: skip
         key = (fleet, site, gpu_model, pue, hour, self.node_lives.get(node[0], ()) if node else ())
         sums = self.buckets.get(key)
         if sums is None:
@@ -249,6 +258,7 @@ class Replay:
         sums.embodied_co2e_g_low += low
         sums.embodied_co2e_g_central += central
         sums.embodied_co2e_g_high += high
+        sums.embodied_unknown_gpu_h += embodied_unknown
         sums.prompt_tokens += prompt
         sums.generation_tokens += generation
         self.rows += 1
@@ -287,28 +297,46 @@ class Replay:
         """The fleet's measured hours with only its cards' life changed, a year at a time up to the change's."""
         steps = [Decimal(k) for k in range(int(change.extra_years) + 1)]
         steps += [change.extra_years] if change.extra_years not in steps else []
+        mine = {key: sums for key, sums in self.buckets.items() if key[0] == change.fleet}
+        measured = sums_total(mine.values())
         points = []
         for extra in steps:
             step = LifetimeChange(change.fleet, extra, prior_use_years=change.prior_use_years)
-            embodied, location, tokens = ZERO, ZERO, ZERO
-            for (fleet, _, gpu_model, _, _, cards), sums in self.buckets.items():
-                if fleet == change.fleet:
-                    life = lives.get(gpu_model)
-                    factor = lifetime_factor(life, step, cards) if life is not None and extra else ONE
-                    embodied += sums.embodied_co2e_g_central * factor
-                    location, tokens = location + sums.location_co2e_g, tokens + sums.generation_tokens
-            points.append(LifePoint(extra, embodied, location, tokens))
+            embodied = ZERO
+            for (_, _, gpu_model, _, _, cards), sums in mine.items():
+                life = lives.get(gpu_model)
+                factor = lifetime_factor(life, step, cards) if life is not None and extra else ONE
+                embodied += sums.embodied_co2e_g_central * factor
+            points.append(LifePoint.of(extra, embodied, measured))
         return points
 
 
 @dataclass(frozen=True)
 class LifePoint:
-    """A fleet's measured hours with its cards kept ``extra_years`` longer: embodied and location gCO2e, tokens."""
+    """A fleet's measured hours with its cards kept ``extra_years`` longer: embodied and location gCO2e, tokens,
+    and what the carbon leaves out (the facility kWh without a location intensity, of ``facility_kwh``; the
+    GPU-hours without an embodied figure), which a longer life does not change."""
 
     extra_years: Decimal
     embodied_co2e_g: Decimal
     location_co2e_g: Decimal
     generation_tokens: Decimal
+    facility_kwh: Decimal = ZERO
+    location_unknown_facility_kwh: Decimal = ZERO
+    embodied_unknown_gpu_h: Decimal = ZERO
+
+    @classmethod
+    def of(cls, extra_years: Decimal, embodied_co2e_g: Decimal, measured: Sums) -> LifePoint:
+        """The point of ``extra_years``: its embodied gCO2e, the rest as ``measured``."""
+        return cls(
+            extra_years,
+            embodied_co2e_g,
+            measured.location_co2e_g,
+            measured.generation_tokens,
+            facility_kwh=measured.facility_kwh,
+            location_unknown_facility_kwh=measured.location_unknown_facility_kwh,
+            embodied_unknown_gpu_h=measured.embodied_unknown_gpu_h,
+        )
 
 
 def _is_life(change: Change) -> TypeGuard[LifetimeChange]:

@@ -5,6 +5,11 @@ digits (``significant``), both as text so that JSON keeps their digits. Per-toke
 figures divide by output (generation) tokens; J per output token is IT energy (the
 ledger's ``it_kwh``: the node meter, else the GPU boards plus the host as modelled);
 carbon is location-based; yearly totals are the period's x 8760 / its hours.
+
+Carbon per token follows the reports' one rule (``accounting.ledger.totals.carbon_per_token_complete``):
+withheld (``None``) while any of its facility kWh has no location intensity or, where embodied carbon is
+part of it, any of its GPU-hours is of a model without an embodied figure, with the reason beside it
+(``carbon_per_token_note``, as on the comparison's rows). Totals of gCO2e keep the known part.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from accounting.ledger.units import G_PER_KG, H_PER_YEAR, J_PER_KWH, money_quantize, per_1m, significant
+from accounting.ledger.totals import carbon_per_token_complete, carbon_per_token_gaps
+from accounting.ledger.units import G_PER_KG, H_PER_YEAR, J_PER_KWH, ZERO, money_quantize, per_1m, significant
 from scenarios.changes import Change, change_json
 from scenarios.latency import TtftMix
 from scenarios.replay import LifePoint, Outcome, Sums, sums_total
@@ -50,18 +56,92 @@ def _per_1m(quantity: Decimal, sums: Sums) -> Decimal | None:
     return per_1m(quantity, sums.generation_tokens)
 
 
+# Each carbon figure per token: whether operational and embodied carbon are part of it (what may withhold it).
+CARBON_PER_TOKEN = {
+    "location_gco2e_per_1m_output_tokens": (True, False),
+    "embodied_gco2e_per_1m_output_tokens": (False, True),
+    "embodied_gco2e_per_1m_output_tokens_range": (False, True),
+    "total_gco2e_per_1m_output_tokens": (True, True),
+}
+
+
+@dataclass(frozen=True)
+class CarbonBasis:
+    """What carbon per output token rests on: the output tokens, the facility kWh, those without a location
+    intensity, and the GPU-hours of models without an embodied figure."""
+
+    generation_tokens: Decimal
+    facility_kwh: Decimal
+    unknown_intensity_kwh: Decimal
+    embodied_unknown_gpu_h: Decimal
+
+    @classmethod
+    def of(cls, sums: Sums | LifePoint) -> CarbonBasis:
+        unknown_kwh, gpu_h = sums.location_unknown_facility_kwh, sums.embodied_unknown_gpu_h
+        return cls(sums.generation_tokens, sums.facility_kwh, unknown_kwh, gpu_h)
+
+    def per_1m(self, co2e_g: Decimal, *, operational: bool, embodied: bool) -> Decimal | None:
+        """gCO2e per 1M output tokens of a figure with operational and/or embodied carbon in it; withheld
+        (``None``) while any of its part is unknown (``carbon_per_token_complete``)."""
+        complete = carbon_per_token_complete(
+            unknown_intensity_kwh=self.unknown_intensity_kwh if operational else ZERO,
+            embodied_unknown_gpu_h=self.embodied_unknown_gpu_h if embodied else ZERO,
+        )
+        return per_1m(co2e_g, self.generation_tokens) if complete else None
+
+    def note(self, *, operational: bool = True, embodied: bool = True) -> str | None:
+        """Why such a figure is withheld, in the reports' words (``carbon_per_token_gaps``); ``None``: stated."""
+        gaps = carbon_per_token_gaps(
+            facility_kwh=self.facility_kwh,
+            unknown_intensity_kwh=self.unknown_intensity_kwh if operational else ZERO,
+            embodied_unknown_gpu_h=self.embodied_unknown_gpu_h if embodied else ZERO,
+        )
+        return "; ".join(gaps) or None
+
+    def withheld(self, shown: Mapping[str, Any]) -> dict[str, str]:
+        """Each carbon figure per token of ``shown`` that is withheld, with its own reason."""
+        notes = {key: self.note(operational=o, embodied=e) for key, (o, e) in CARBON_PER_TOKEN.items() if key in shown}
+        return {key: note for key, note in notes.items() if note is not None and shown[key] is None}
+
+
+def _carbon_figures(sums: Sums) -> dict[str, Any]:
+    """One side's carbon per 1M output tokens (operational, embodied central and range, their total), each
+    withheld while its part is unknown, and what is unknown beside them (the comparison's fields)."""
+    basis = CarbonBasis.of(sums)
+    low = basis.per_1m(sums.embodied_co2e_g_low, operational=False, embodied=True)
+    high = basis.per_1m(sums.embodied_co2e_g_high, operational=False, embodied=True)
+    total_g = sums.location_co2e_g + sums.embodied_co2e_g_central
+    shown = {
+        "location_gco2e_per_1m_output_tokens": _unit(
+            basis.per_1m(sums.location_co2e_g, operational=True, embodied=False)
+        ),
+        "embodied_gco2e_per_1m_output_tokens": _unit(
+            basis.per_1m(sums.embodied_co2e_g_central, operational=False, embodied=True)
+        ),
+        "embodied_gco2e_per_1m_output_tokens_range": None if low is None or low == high else [_unit(low), _unit(high)],
+        "embodied_single_value": sums.embodied_co2e_g_low == sums.embodied_co2e_g_high,
+        "total_gco2e_per_1m_output_tokens": _unit(basis.per_1m(total_g, operational=True, embodied=True)),
+    }
+    return shown | _unknown(basis, shown)
+
+
+def _unknown(basis: CarbonBasis, shown: Mapping[str, Any]) -> dict[str, Any]:
+    """What the carbon leaves out, beside the figures: the comparison's fields, and each withheld figure's reason."""
+    return {
+        "location_unknown_facility_kwh": _unit(basis.unknown_intensity_kwh),
+        "embodied_unknown_gpu_h": _unit(basis.embodied_unknown_gpu_h),
+        "carbon_per_token_note": basis.note(),
+        "carbon_per_token_withheld": basis.withheld(shown),
+    }
+
+
 def figures(sums: Sums, *, period_h: Decimal, currency: str) -> dict[str, Any]:
-    """One side's figures (see ``FIGURES``), plus what is unpriced or without intensity."""
+    """One side's figures (see ``FIGURES``), plus what is unpriced or without intensity or embodied figure."""
     year = H_PER_YEAR / period_h
-    low, high = _per_1m(sums.embodied_co2e_g_low, sums), _per_1m(sums.embodied_co2e_g_high, sums)
     co2e_g = sums.location_co2e_g + sums.embodied_co2e_g_central
     return {
         "cost_per_1m_output_tokens": _unit(_per_1m(sums.cost, sums)),
-        "location_gco2e_per_1m_output_tokens": _unit(_per_1m(sums.location_co2e_g, sums)),
-        "embodied_gco2e_per_1m_output_tokens": _unit(_per_1m(sums.embodied_co2e_g_central, sums)),
-        "embodied_gco2e_per_1m_output_tokens_range": None if low is None or low == high else [_unit(low), _unit(high)],
-        "embodied_single_value": sums.embodied_co2e_g_low == sums.embodied_co2e_g_high,
-        "total_gco2e_per_1m_output_tokens": _unit(_per_1m(co2e_g, sums)),
+        **_carbon_figures(sums),
         "j_per_output_token": _unit(sums.it_kwh * J_PER_KWH / sums.generation_tokens)
         if sums.generation_tokens > 0
         else None,
@@ -75,7 +155,6 @@ def figures(sums: Sums, *, period_h: Decimal, currency: str) -> dict[str, Any]:
         "yearly_co2e_t": _unit(co2e_g * year / 1_000_000),
         "yearly_output_tokens": str(round(sums.generation_tokens * year)),
         "unpriced_facility_kwh": _unit(sums.facility_kwh - sums.facility_kwh_priced - sums.facility_kwh_included),
-        "location_unknown_facility_kwh": _unit(sums.facility_kwh - sums.facility_kwh_located),
     }
 
 
@@ -154,15 +233,23 @@ def _classes(classes: Sequence[ClassSpec], mixes: Mapping[str, TtftMix]) -> list
 
 
 def _life_points(points: list[LifePoint]) -> list[dict[str, Any]]:
-    """Embodied falling with a longer life, beside the operational figure that life does not change."""
-    return [
-        {
-            "extra_years": str(p.extra_years),
-            "embodied_gco2e_per_1m_output_tokens": _unit(per_1m(p.embodied_co2e_g, p.generation_tokens)),
-            "location_gco2e_per_1m_output_tokens": _unit(per_1m(p.location_co2e_g, p.generation_tokens)),
-        }
-        for p in points
-    ]
+    """Embodied falling with a longer life, beside the operational figure that life does not change (each
+    withheld while its part is unknown, as on the sides)."""
+    return [_life_point(p) for p in points]
+
+
+def _life_point(point: LifePoint) -> dict[str, Any]:
+    basis = CarbonBasis.of(point)
+    shown = {
+        "extra_years": str(point.extra_years),
+        "embodied_gco2e_per_1m_output_tokens": _unit(
+            basis.per_1m(point.embodied_co2e_g, operational=False, embodied=True)
+        ),
+        "location_gco2e_per_1m_output_tokens": _unit(
+            basis.per_1m(point.location_co2e_g, operational=True, embodied=False)
+        ),
+    }
+    return shown | _unknown(basis, shown)
 
 
 def result_json(
@@ -213,7 +300,9 @@ def result_json(
             "money or site a change alters has its taxes computed again at its site's taxes in force each hour",
             "per_token": "per 1M output (generation) tokens",
             "energy": "J per output token: IT energy (node meter, else GPU boards plus the host as modelled)",
-            "carbon": "operational: location-based, from the grid store hour by hour where known",
+            "carbon": "operational: location-based, from the grid store hour by hour where known; carbon per token "
+            "withheld while any of its kWh has no intensity or, where embodied carbon is in it, any GPU-hour no "
+            "embodied figure (the reason beside it); totals keep the known part",
             "yearly": f"the period's totals x 8760 / {period_h} hours",
             "ttft": "P99 from the measured histograms; on a fleet receiving routed requests, each hour's "
             "requests take the fleet's measured TTFT at the hour's new load (its latency-by-load curve)",

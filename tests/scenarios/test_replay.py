@@ -25,16 +25,17 @@ D = Decimal
 
 
 NO_TAX = (D(0), D(0), D(0))  # energy tax, VAT, VAT in cost
+EMBODIED_KNOWN = D(0)  # GPU-hours of models without an embodied figure
 
 
 def enterprise_row(hour):
     return (1, 10, "h100-sxm", D("1.50"), hour, D(1), D(8), D(4), D(6), "priced", D("1.5"), D(20), D(2400),
-            D(80), D(200), D(320), 2_000_000, 1_000_000, D(20), D(0), D(0), *NO_TAX)  # fmt: skip
+            D(80), D(200), D(320), 2_000_000, 1_000_000, D(20), D(0), D(0), *NO_TAX, EMBODIED_KNOWN)  # fmt: skip
 
 
 def consumer_row(hour):
     return (2, 20, "rtx-4090", D("1.50"), hour, D(1), D(8), D(2), D(3), "priced", D("0.75"), D(8), D(1200),
-            D(100), D(100), D(100), 1_000_000, 500_000, D(8), D(0), D(0), *NO_TAX)  # fmt: skip
+            D(100), D(100), D(100), 1_000_000, 500_000, D(8), D(0), D(0), *NO_TAX, EMBODIED_KNOWN)  # fmt: skip
 
 
 def replayed(changes, *, consumer=False, usage=(), **inputs):
