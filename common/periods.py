@@ -77,16 +77,27 @@ DEFAULT_PRESET = "7d"
 _ROLLING = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90)}
 
 
-def hour_instant_problem(value: datetime | None) -> str | None:
-    """Why ``value`` cannot start or end a dated input (a price, tariff, PUE, market factor, instrument, lock),
-    or ``None``: the ledger is hourly, so an input comes into force on a whole UTC hour, between
-    ``EARLIEST`` and ``LATEST`` like every period."""
+def instant_problem(value: datetime | None) -> str | None:
+    """Why ``value`` cannot date an input (a node's commissioning, an asset's in-service date), or ``None``: it
+    names its time zone and lies between ``EARLIEST`` and ``LATEST`` like every period, so an asset's whole life
+    after it stays inside datetime's range."""
     if value is None:
         return None
     if value.tzinfo is None:
         return "must name its time zone (UTC: ...Z)"
-    if not EARLIEST <= value <= LATEST:
+    if not EARLIEST <= value <= LATEST:  # compared without converting: 0001-01-01T00:00+14:00 does not overflow
         return f"must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d}"
+    return None
+
+
+def hour_instant_problem(value: datetime | None) -> str | None:
+    """Why ``value`` cannot start or end a dated input (a price, tariff, PUE, market factor, instrument, lock),
+    or ``None``: the ledger is hourly, so an input comes into force on a whole UTC hour, inside the bounds of
+    ``instant_problem``."""
+    if value is None:
+        return None
+    if problem := instant_problem(value):
+        return problem
     at = value.astimezone(UTC)
     if (at.minute, at.second, at.microsecond) != (0, 0, 0):
         return f"must be on a whole UTC hour (the ledger is hourly), not {at:%H:%M:%S}"

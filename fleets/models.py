@@ -11,8 +11,12 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MinValueValidator, ProhibitNullCharactersValidator, RegexValidator
 from django.db import models
+
+# On the names people type (the admin's forms and the API's serializers refuse a NUL byte; PostgreSQL cannot
+# store one), so that a row validated by ``full_clean`` alone (``manage.py enroll_node``) is refused as well.
+NO_NUL = [ProhibitNullCharactersValidator()]
 
 
 def validate_time_zone(value: str) -> None:
@@ -21,7 +25,7 @@ def validate_time_zone(value: str) -> None:
 
 
 class Organization(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=NO_NUL)
     slug = models.SlugField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -57,7 +61,7 @@ class Site(models.Model):
     """Where nodes draw power: the grid zone sets carbon intensity, the PUE the facility overhead."""
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="sites")
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=NO_NUL)
     grid_zone = models.CharField(
         max_length=64,
         blank=True,
@@ -97,7 +101,7 @@ class Site(models.Model):
 
 class Fleet(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="fleets")
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, validators=NO_NUL)
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -119,7 +123,7 @@ class Node(models.Model):
 
     fleet = models.ForeignKey(Fleet, on_delete=models.PROTECT, related_name="nodes")
     site = models.ForeignKey(Site, on_delete=models.PROTECT, related_name="nodes")
-    hostname = models.CharField(max_length=253)
+    hostname = models.CharField(max_length=253, validators=NO_NUL)
     tenure = models.CharField(max_length=10, choices=Tenure.choices, default=Tenure.RENTED)
     commissioned_at = models.DateTimeField(null=True, blank=True)
     decommissioned_at = models.DateTimeField(null=True, blank=True)

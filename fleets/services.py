@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.db.models import Model
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -17,6 +19,7 @@ from fleets.tokens import PREFIX_CHARS, token_generate, token_sha256
 # A used token's last_used_at is written at most this often, so that every
 # ingest request does not turn into an extra UPDATE.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+ModelT = TypeVar("ModelT", bound=Model)
 
 
 @dataclass(frozen=True)
@@ -31,10 +34,10 @@ def organization_get_or_create(*, name: str) -> tuple[Organization, bool]:
     slug = slugify(name)
     if not slug:
         raise ValueError(f"organization name {name!r} has no letters or digits")
-    existing = Organization.objects.filter(slug=slug).first()
+    existing = Organization.objects.filter(slug=slug).first() or Organization.objects.filter(name=name).first()
     if existing is not None:
         return existing, False
-    return Organization.objects.get_or_create(name=name, defaults={"slug": slug})
+    return _created(Organization(name=name, slug=slug), "organization"), True
 
 
 @transaction.atomic
@@ -57,28 +60,48 @@ def node_enroll(
     (an aware datetime, default now) is when the node entered service: hours
     before it hold no price and are reported unpriced, never free. Given for a
     node already enrolled, it moves the node's commissioning date.
+
+    Each row created or changed is validated as the API validates it (``full_clean``; a new node through
+    ``node_create``): a refusal is a ``NodeRefused`` naming the row and field, and leaves nothing written.
     """
     if commissioned_at is not None and timezone.is_naive(commissioned_at):
-        raise ValueError("commissioned_at must be an aware datetime")
+        raise NodeRefused("commissioned_at must be an aware datetime")
     organization, org_created = organization_get_or_create(name=organization_name)
-    fleet, fleet_created = Fleet.objects.get_or_create(organization=organization, name=fleet_name)
+    fleet, fleet_created = _fleet_get_or_create(organization=organization, name=fleet_name)
     site, site_created = _site_get_or_create(organization=organization, name=site_name, defaults=site_defaults)
-    node, node_created = Node.objects.get_or_create(
-        fleet=fleet,
-        hostname=hostname,
-        defaults={"site": site, "tenure": tenure or "rented", "commissioned_at": commissioned_at or timezone.now()},
-    )
-    if not node_created and node.site_id != site.id:
-        raise ValueError(f"node {hostname!r} is already enrolled at site {node.site.name!r}, not {site_name!r}")
-    if not node_created and commissioned_at is not None and commissioned_at != node.commissioned_at:
-        if node.decommissioned_at is not None and node.decommissioned_at < commissioned_at:
-            raise ValueError(f"node {hostname!r} was decommissioned before {commissioned_at.isoformat()}")
-        node.commissioned_at = commissioned_at
-        node.save(update_fields=["commissioned_at"])
+    node = Node.objects.filter(fleet=fleet, hostname=hostname).first()
+    created = {"organization": org_created, "fleet": fleet_created, "site": site_created, "node": node is None}
+    if node is None:
+        node, issued = node_create(
+            fleet=fleet, site=site, hostname=hostname, tenure=tenure, commissioned_at=commissioned_at
+        )
+        return Enrollment(node=node, token=issued.token, created=created, revoked_count=issued.revoked_count)
+    _node_redate(node, site=site, commissioned_at=commissioned_at)
     revoked = 0 if keep_existing_tokens else credentials_revoke(node=node)
-    token = credential_issue(node=node)
-    created = {"organization": org_created, "fleet": fleet_created, "site": site_created, "node": node_created}
-    return Enrollment(node=node, token=token, created=created, revoked_count=revoked)
+    return Enrollment(node=node, token=credential_issue(node=node), created=created, revoked_count=revoked)
+
+
+def _cleaned(row: Model, what: str | None = None) -> None:
+    """``row.full_clean()``, as the API validates a row; ``NodeRefused`` naming ``what`` (the row) and each field."""
+    try:
+        row.full_clean()
+    except ValidationError as error:
+        fields = "; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items())
+        raise NodeRefused(f"invalid {what}: {fields}" if what else fields) from None
+
+
+def _created(row: ModelT, what: str) -> ModelT:
+    """``row`` validated (``_cleaned``), then saved."""
+    _cleaned(row, what)
+    row.save()
+    return row
+
+
+def _fleet_get_or_create(*, organization: Organization, name: str) -> tuple[Fleet, bool]:
+    fleet = Fleet.objects.filter(organization=organization, name=name).first()
+    if fleet is not None:
+        return fleet, False
+    return _created(Fleet(organization=organization, name=name), "fleet"), True
 
 
 def _site_get_or_create(
@@ -87,10 +110,20 @@ def _site_get_or_create(
     site = Site.objects.filter(organization=organization, name=name).first()
     if site is not None:
         return site, False
-    site = Site(organization=organization, name=name, **(defaults or {}))
-    site.full_clean()  # raises ValidationError before anything is written
-    site.save()
-    return site, True
+    return _created(Site(organization=organization, name=name, **(defaults or {})), "site"), True
+
+
+def _node_redate(node: Node, *, site: Site, commissioned_at: datetime | None) -> None:
+    """A node enrolled again: at the same site only; ``commissioned_at`` (if given) moves its commissioning."""
+    if node.site_id != site.pk:
+        raise NodeRefused(f"node {node.hostname!r} is already enrolled at site {node.site.name!r}, not {site.name!r}")
+    if commissioned_at is None or commissioned_at == node.commissioned_at:
+        return
+    if node.decommissioned_at is not None and node.decommissioned_at < commissioned_at:
+        raise NodeRefused(f"node {node.hostname!r} was decommissioned before {commissioned_at.isoformat()}")
+    node.commissioned_at = commissioned_at
+    _cleaned(node)
+    node.save(update_fields=["commissioned_at"])
 
 
 def credential_issue(*, node: Node) -> str:
@@ -165,10 +198,7 @@ def node_create(
         fleet=fleet, site=site, hostname=hostname, tenure=tenure or "rented",
         commissioned_at=commissioned_at or timezone.now(),
     )  # fmt: skip
-    try:
-        node.full_clean()
-    except ValidationError as error:
-        raise NodeRefused("; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items())) from None
+    _cleaned(node)
     node.save()
     return node, node_token_rotate(node=node, revoke_others=True)
 

@@ -122,3 +122,23 @@ def test_errors_are_json_whatever_format_was_asked_for(url):
     assert response.status_code == 403
     assert response["Content-Type"] == "application/json"
     assert set(response.json()) == {"detail"}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/api/docs/", "/api/schema/"])
+@pytest.mark.parametrize("method", ["options", "post", "put", "patch", "delete", "trace"])
+def test_the_api_docs_answer_every_method_without_a_server_error(client, url, method):
+    client.force_login(UserFactory(username="reader"))
+
+    response = getattr(client, method)(url)
+
+    assert response.status_code < 500, response.content[:200]
+
+
+@pytest.mark.django_db
+def test_the_swagger_page_is_a_page_only(client):
+    client.force_login(UserFactory(username="reader"))
+
+    assert client.get("/api/docs/").status_code == 200
+    assert client.head("/api/docs/").status_code == 200
+    assert client.options("/api/docs/").status_code == 405

@@ -22,8 +22,10 @@ from django.db import transaction
 
 from accounting.inputs.line_locks import lock_check_lines
 from accounting.inputs.reopen import EVERY_HOUR, ledger_lines_reopen
+from common.api import InputInvalid
+from common.periods import instant_problem
 from fleets.models import Fleet, Node, NodeCredential, Organization, Site
-from fleets.services import IssuedToken, node_create, node_token_revoke, node_token_rotate
+from fleets.services import IssuedToken, NodeRefused, node_create, node_token_revoke, node_token_rotate
 from governance.audit import audit_record, snapshot
 from governance.intervals import Window, windows_union
 
@@ -44,10 +46,24 @@ def _token(credential: NodeCredential | None) -> dict[str, Any] | None:
     return shown | {"prefix": credential.prefix}
 
 
+def node_dates_problem(*, commissioned_at: datetime | None, decommissioned_at: datetime | None = None) -> str | None:
+    """Why a node's commissioning or decommissioning date cannot be stored, each named, or ``None``.
+
+    Each lies in the range of every dated input (``common.periods.instant_problem``), so the ledger can run the
+    node's whole life from it (its embodied carbon, its depreciation) without leaving datetime's range. Checked
+    here, where people's node changes are written, since the inventory (``fleets``) sits below ``common``.
+    """
+    dates = {"commissioned_at": commissioned_at, "decommissioned_at": decommissioned_at}
+    problems = [f"{name}: {problem}" for name, at in dates.items() if (problem := instant_problem(at))]
+    return "; ".join(problems) or None
+
+
 def node_enroll_audited(
     *, user: Any, fleet: Fleet, site: Site, hostname: str, tenure: str | None, commissioned_at: datetime | None,
     now: datetime,
 ) -> tuple[Node, IssuedToken]:  # fmt: skip
+    if problem := node_dates_problem(commissioned_at=commissioned_at):
+        raise NodeRefused(problem)
     with transaction.atomic():
         node, issued = node_create(
             fleet=fleet, site=site, hostname=hostname, tenure=tenure, commissioned_at=commissioned_at
@@ -133,8 +149,14 @@ def inventory_row_save_audited(
 ) -> int:
     """A node or node token saved outside these services (the Django admin): ``save`` writes it, and the change
     is audited in the same transaction, as ``node`` / ``node_token`` with the fields the API's entries carry.
-    A node's move or new dates are lock-checked and re-open its lines; returns the ledger hours re-opened."""
+    A node's move or new dates are lock-checked and re-open its lines; returns the ledger hours re-opened.
+    A date outside the dated inputs' range (``node_dates_problem``) is ``InputInvalid``, nothing written."""
     subject, shown = _SUBJECTS[type(row)]
+    dated = isinstance(row, Node) and node_dates_problem(
+        commissioned_at=row.commissioned_at, decommissioned_at=row.decommissioned_at
+    )
+    if dated:
+        raise InputInvalid(dated)
     with transaction.atomic():
         stored = type(row)._default_manager.filter(pk=row.pk).first() if row.pk else None
         windows: list[Window] = []

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from common.periods import day_start, instant_problem
 from fleets.models import Gpu, Organization
 
 __all__ = ["GpuAsset", "HardwareProfile"]
@@ -110,6 +111,9 @@ class GpuAsset(models.Model):
         return f"asset of {self.gpu}"
 
     def clean(self) -> None:
+        # Its embodied life runs from midnight UTC of that day: in the dated inputs' range, so its end is too.
+        if self.acquired_on is not None and (problem := instant_problem(day_start(self.acquired_on))):
+            raise ValidationError({"acquired_on": problem})
         if self.condition == self.Condition.NEW and self.prior_use_years:
             raise ValidationError({"prior_use_years": "a new GPU has no prior use"})
         if self.node_price is not None:

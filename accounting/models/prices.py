@@ -20,7 +20,7 @@ from accounting.ledger.in_service import in_service_at
 from accounting.ledger.inputs import LedgerInputError
 from accounting.tariff import tariff_from_fields
 from common.currencies import currency_problem
-from common.periods import hour_instant_problem
+from common.periods import hour_instant_problem, instant_problem
 from fleets.models import Fleet, Node, Site
 
 __all__ = ["NodePrice", "SiteMarketFactor", "SitePue", "SiteTariff", "SiteTax"]
@@ -157,6 +157,8 @@ class NodePrice(ValidityPeriod):
     def clean(self) -> None:
         if self.currency and (problem := currency_problem(self.currency)):
             raise ValidationError({"currency": problem})
+        if problem := instant_problem(self.in_service_at):  # before its life is added to it (depreciation, carbon)
+            raise ValidationError({"in_service_at": problem})
         if self.node is not None and self.node.fleet_id != self.fleet_id:
             raise ValidationError({"node": "the node must belong to the price's fleet"})
         if self.kind == self.Kind.RENTED and self.rate_per_h is None:

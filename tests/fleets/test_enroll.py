@@ -127,3 +127,76 @@ def test_commissioned_at_without_an_offset_or_unreadable_is_refused_and_changes_
         enroll("--commissioned-at", value)
 
     assert not Node.objects.exists()
+
+
+@pytest.mark.django_db
+def test_reenrolling_with_commissioned_at_moves_the_commissioning_date():
+    enroll("--commissioned-at", "2025-11-01T00:00:00Z")
+    out, _ = enroll("--commissioned-at", "2025-10-01T00:00:00Z")
+
+    assert "node: found" in out
+    assert Node.objects.get().commissioned_at.isoformat() == "2025-10-01T00:00:00+00:00"
+
+
+# The product's dated-input range (1970 to 3000, common.periods): the ledger adds a node's life to the date.
+OUT_OF_RANGE = ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "9999-12-31T23:00:00Z", "1969-12-31T23:00Z"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", OUT_OF_RANGE)
+def test_commissioned_at_outside_the_range_is_refused_naming_it_and_changes_nothing(value):
+    with pytest.raises(CommandError, match=r"--commissioned-at: .* must lie between 1970-01-01 and 3000-01-01"):
+        enroll("--commissioned-at", value)
+
+    assert not Organization.objects.exists()
+    assert not Node.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", OUT_OF_RANGE)
+def test_reenrolling_with_commissioned_at_outside_the_range_leaves_the_node_as_it_was(value):
+    enroll("--commissioned-at", "2025-11-01T00:00:00Z")
+
+    with pytest.raises(CommandError, match="--commissioned-at"):
+        enroll("--commissioned-at", value)
+
+    assert Node.objects.get().commissioned_at.isoformat() == "2025-11-01T00:00:00+00:00"
+    assert NodeCredential.objects.filter(revoked_at__isnull=True).count() == 1
+
+
+def with_option(name: str, value: str) -> list[str]:
+    at = ARGS.index(name)
+    return [*ARGS[:at], name, value, *ARGS[at + 2 :]]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("--hostname", "", "hostname: This field cannot be blank"),
+        ("--hostname", "gpu\x0001", "hostname: Null characters are not allowed"),
+        ("--hostname", "g" * 300, "hostname: Ensure this value has at most 253 characters"),
+        ("--fleet", "f" * 201, "invalid fleet: name: Ensure this value has at most 200 characters"),
+        ("--fleet", "", "invalid fleet: name: This field cannot be blank"),
+        ("--site", "s" * 201, "invalid site: name: Ensure this value has at most 200 characters"),
+        ("--organization", "A" * 201, "invalid organization: name: Ensure this value has at most 200 characters"),
+    ],
+)
+def test_names_the_api_refuses_are_refused_naming_the_field_and_nothing_is_written(name, value, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("enroll_node", *with_option(name, value), stdout=StringIO(), stderr=StringIO())
+
+    assert not Organization.objects.exists()
+    assert not Fleet.objects.exists()
+    assert not Node.objects.exists()
+    assert not NodeCredential.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_bad_hostname_for_an_existing_fleet_leaves_it_unchanged():
+    enroll("--grid-zone", "DE")
+
+    with pytest.raises(CommandError, match="hostname"):
+        call_command("enroll_node", *with_option("--hostname", " " * 3 + "\x00"), stdout=StringIO())
+
+    assert Node.objects.count() == 1 and NodeCredential.objects.count() == 1

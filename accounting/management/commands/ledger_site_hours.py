@@ -14,6 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounting.site_hours import site_hours_check, site_hours_pending, site_hours_rebuild
+from common.arguments import positive_id
 
 
 class Command(BaseCommand):
@@ -23,7 +24,9 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--organization", type=int, action="append", help="only this organization (repeatable)")
+        parser.add_argument(
+            "--organization", type=positive_id, action="append", help="only this organization's id (repeatable)"
+        )
         parser.add_argument("--check", action="store_true", help="compare with the lines, change nothing")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -10,24 +10,17 @@ import argparse
 import os
 import signal
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.arguments import aware_instant, positive_number
 from demo import spec
 from demo.backfill import BackfillError
 from demo.seed import NothingToResume, SeedOptions, SeedReport, demo_seed, history_settings, rest_options, window
 from demo.server import ServerError
 from demo.tokens import demo_dir
 from reports.headline import headline_lines, headline_rows
-
-
-def _aware(value: str) -> datetime:
-    moment = datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"{value!r} must say its time zone, e.g. 2026-01-01T12:00:00Z")
-    return moment.astimezone(UTC)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -57,9 +50,9 @@ class Command(BaseCommand):
             "--server", metavar="URL", help="send the history to this server (default: a temporary one on 127.0.0.1)"
         )
         # For tests and benchmarks: a fixed window, a shorter one, another sample interval.
-        parser.add_argument("--end", type=_aware, help=argparse.SUPPRESS)
-        parser.add_argument("--hours", type=float, help=argparse.SUPPRESS)
-        parser.add_argument("--sample-interval", type=float, help=argparse.SUPPRESS)
+        parser.add_argument("--end", type=aware_instant, help=argparse.SUPPRESS)
+        parser.add_argument("--hours", type=positive_number, help=argparse.SUPPRESS)
+        parser.add_argument("--sample-interval", type=positive_number, help=argparse.SUPPRESS)
         # For the FOCUS check: the window's first N hours locked before their history arrives (corrections).
         parser.add_argument("--close-hours", type=int, default=0, help=argparse.SUPPRESS)
 
@@ -69,6 +62,8 @@ class Command(BaseCommand):
             raise CommandError("--days must be more than 0 and at most 28 (raw samples are kept 30 days)")
         if options["first_days"] is not None and not 0 < options["first_days"] <= days:
             raise CommandError(f"--first-days must be more than 0 and at most --days ({days:g})")
+        if not 0 <= options["close_hours"] <= days * 24:
+            raise CommandError(f"--close-hours must be from 0 to the window's {days * 24:g} hours")
         history = history_settings(options["sample_interval"])
         if options["rest"]:
             try:

@@ -1,28 +1,20 @@
-"""``manage.py enroll_node``: register a GPU host and print its token, once, on the last line."""
+"""``manage.py enroll_node``: register a GPU host and print its token, once, on the last line.
+
+The inventory's own service does the writes (``fleets.services.node_enroll``, validating each row as the
+API does); the command lives with the ledger's inputs, beside the enrollment API, because the commissioning
+date is a ledger input bounded as every dated input is (``common.periods``, which the inventory sits below).
+"""
 
 from __future__ import annotations
 
-import argparse
-from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.arguments import aware_instant
 from fleets.models import Tenure
 from fleets.services import node_enroll
-
-
-def _aware_datetime(text: str) -> datetime:
-    """An ISO 8601 datetime with a UTC offset ("Z" or "+02:00"); a naive or malformed one is refused."""
-    try:
-        at = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 datetime") from None
-    if at.tzinfo is None:
-        raise argparse.ArgumentTypeError(f"{text!r} has no UTC offset; add Z or +HH:MM")
-    return at.astimezone(UTC)
 
 
 class Command(BaseCommand):
@@ -43,7 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--tenure", choices=Tenure.values, help="rented or owned (new node; default rented)")
         parser.add_argument(
             "--commissioned-at",
-            type=_aware_datetime,
+            type=aware_instant,
             help="when the node entered service, ISO 8601 with a UTC offset, e.g. 2025-11-01T00:00:00Z (default: now); "
             "telemetry before it is reported unpriced",
         )
@@ -73,9 +65,7 @@ class Command(BaseCommand):
                 keep_existing_tokens=options["keep_existing_tokens"],
                 commissioned_at=options["commissioned_at"],
             )
-        except ValidationError as exc:
-            raise CommandError(f"invalid site: {'; '.join(exc.messages)}") from None
-        except ValueError as exc:
+        except ValueError as exc:  # NodeRefused: the row and field refused, nothing written
             raise CommandError(str(exc)) from None
         self._report(enrollment, options)
 
