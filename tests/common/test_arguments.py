@@ -14,6 +14,8 @@ from accounting.models import LedgerSiteHour
 from common.arguments import aware_instant, positive_id, positive_number
 from common.scope import ID_MAX
 from fleets.models import Organization
+from telemetry.models import PrometheusSource
+from tests.helpers.factories import NodeFactory
 
 
 @pytest.mark.parametrize("text", ["0", "-1", "+1", "1.0", "x", "", "²", "١٢", str(ID_MAX + 1), "9" * 5000])
@@ -76,3 +78,38 @@ def test_a_command_refuses_the_argument_by_name_and_writes_nothing(args, named):
 
     assert not Organization.objects.exists()
     assert not LedgerSiteHour.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--start", "1e19", "--end", "1e20"], "'1e19'"),
+        (["--start", "1e400", "--end", "2"], "'1e400'"),
+        (["--start", "nan", "--end", "2"], "'nan'"),
+        (["--start", "0001-01-01T00:00:00+14:00", "--end", "1700003600"], "must lie between"),
+        (["--start", "1700000000", "--end", "1700003600", "--page-hours", "nan"], "--page-hours"),
+        (["--start", "1700000000", "--end", "1700003600", "--page-hours", "inf"], "--page-hours"),
+        (["--start", "1700000000", "--end", "1700003600", "--step", "nan"], "--step"),
+        (["--start", "1700000000", "--end", "1700003600", "--step", "1e-9"], "--step"),
+        (["--start", "1700000000", "--end", "1700003600", "--tries", "0"], "--tries"),
+        (["--start", "1700000000", "--end", "1700003600", "--backoff", "inf"], "--backoff"),
+    ],
+)
+def test_prometheus_import_refuses_wrong_arguments_by_name_and_fetches_nothing(db, extra, named):
+    node = NodeFactory(hostname="h")
+    source = PrometheusSource.objects.create(
+        organization=node.fleet.organization,
+        name="main",
+        url="http://prometheus.example.com:9090",
+        scrape_interval_s=15,
+    )
+    with pytest.raises(CommandError, match=named.replace("(", r"\(")):
+        call_command("prometheus_import", "--source", "main", "--timeout", "0.2", *extra, stdout=StringIO())
+    source.refresh_from_db()
+    assert source.last_error == ""
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "0", "-1"])
+def test_otlp_push_refuses_a_timeout_that_is_no_number_of_seconds(db, timeout):
+    with pytest.raises(CommandError, match="--timeout"):
+        call_command("otlp_push", "--organization", "x", "--endpoint", "http://127.0.0.1:4318", "--timeout", timeout)

@@ -13,6 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from common.arguments import positive_number
 from fleets.models import Organization
 from reports.otlp import OtlpPushError, headers_parsed, otlp_push
 
@@ -26,7 +27,9 @@ class Command(BaseCommand):
             "--endpoint", required=True, help="the OTLP/HTTP URL (http://collector:4318, or its /v1/metrics)"
         )
         parser.add_argument("--header", action="append", default=[], help="NAME=VALUE sent with the push; repeatable")
-        parser.add_argument("--timeout", type=float, default=10.0, help="seconds for the push, retries included")
+        parser.add_argument(
+            "--timeout", type=positive_number, default=10.0, help="seconds for the push, retries included"
+        )
         parser.add_argument("--per-node", action="store_true", help="a series per node, as /metrics?per_node=true")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -6,26 +6,47 @@ them through the ingest service (``telemetry.prometheus_import``); prints a line
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.arguments import positive_number
+from common.periods import instant_problem
 from telemetry.models import PrometheusSource
 from telemetry.prometheus_import import PrometheusClient, PrometheusImportError, prometheus_import
 
 
 def _instant(text: str) -> datetime:
-    """An ISO 8601 instant (naive: UTC) or Unix seconds."""
+    """An ISO 8601 instant (naive: UTC) or Unix seconds, inside the product's dated-input range."""
+    parsed: datetime | None = None
     try:
-        return datetime.fromtimestamp(float(text), tz=UTC)
+        seconds = float(text)
     except ValueError:
-        pass
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise CommandError(f"{text!r} is not an ISO 8601 time (2026-12-01T00:00Z) nor Unix seconds") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise CommandError(f"{text!r} is not an ISO 8601 time (2026-12-01T00:00Z) nor Unix seconds") from None
+        parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    else:
+        # A number past datetime's years (1e19, 1e400, nan) overflows or is no instant at all.
+        with contextlib.suppress(OverflowError, OSError, ValueError):
+            parsed = datetime.fromtimestamp(seconds, tz=UTC)
+        if parsed is None:
+            raise CommandError(f"{text!r} is not an instant (Unix seconds out of range)")
+    if problem := instant_problem(parsed):
+        raise CommandError(f"{text!r} {problem}")
+    return parsed.astimezone(UTC)
+
+
+def _step(text: str) -> float:
+    """The query step: at least a second (a shorter one asks Prometheus for points no exporter scrapes)."""
+    step = positive_number(text)
+    if step < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is under 1 second")
+    return step
 
 
 class Command(BaseCommand):
@@ -36,19 +57,25 @@ class Command(BaseCommand):
         parser.add_argument("--organization", help="its organization's slug (needed when several have that name)")
         parser.add_argument("--start", required=True, help="ISO 8601 (UTC when naive) or Unix seconds, included")
         parser.add_argument("--end", required=True, help="ISO 8601 (UTC when naive) or Unix seconds, excluded")
-        parser.add_argument("--page-hours", type=float, default=6.0, help="hours per query page (default 6)")
-        parser.add_argument("--step", type=float, help="query step, s (default: the source's scrape interval)")
+        parser.add_argument("--page-hours", type=positive_number, default=6.0, help="hours per query page (default 6)")
+        parser.add_argument(
+            "--step", type=_step, help="query step, s, at least 1 (default: the source's scrape interval)"
+        )
         parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
         parser.add_argument("--tries", type=int, default=3, help="tries per request, with backoff (default 3)")
-        parser.add_argument("--backoff", type=float, default=1.0, help="first wait between tries, s (doubles)")
+        parser.add_argument(
+            "--backoff", type=positive_number, default=1.0, help="first wait between tries, s (doubles)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         source = self._source(options["source"], options["organization"])
         start, end = _instant(options["start"]), _instant(options["end"])
         if not 0 < options["timeout"] <= 300:  # also refuses NaN
             raise CommandError(f"--timeout must be in (0, 300] seconds, got {options['timeout']}")
+        if not 1 <= options["tries"] <= 10:
+            raise CommandError(f"--tries must be 1 to 10, got {options['tries']}")
         client = PrometheusClient(
-            source, timeout_s=options["timeout"], tries=max(1, options["tries"]), backoff_s=options["backoff"]
+            source, timeout_s=options["timeout"], tries=options["tries"], backoff_s=options["backoff"]
         )
         self.stdout.write(f"importing {source.name} ({source.url}) for {start.isoformat()} .. {end.isoformat()}")
         try:
