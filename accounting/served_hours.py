@@ -134,6 +134,9 @@ def served_rows(lines: QuerySet[Any], *, usage_model: Any = None, row_model: Any
         if values["location_co2e_g"] is None:
             row.unknown_intensity_kwh += values["facility_kwh"]
         row.counts.append(counts)
+    # The sums the rows' table holds: a migration's own model may predate a column added since (0030's fill runs
+    # before 0038 adds embodied_unknown_gpu_h, which 0039 then sums again).
+    stored = {field.name for field in row_model._meta.concrete_fields}
     for (organization_id, site_id, fleet_id, hour, gpu_model, currency, model, kind, layout), row in grouped.items():
         counts = bucket_counts_sum(len(layout) + 1, row.counts) if layout else None
         yield row_model(
@@ -150,7 +153,7 @@ def served_rows(lines: QuerySet[Any], *, usage_model: Any = None, row_model: Any
             unpriced_hours=row.unpriced_hours,
             requests=row.requests,
             generation_tokens=row.generation_tokens,
-            **row.sums,
+            **{name: value for name, value in row.sums.items() if name in stored},
             unknown_intensity_kwh=row.unknown_intensity_kwh,
             ttft_bucket_counts=None if counts is None else list(counts),
         )

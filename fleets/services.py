@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from django.core.exceptions import ValidationError
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
 from django.db.models import Model
 from django.utils import timezone
@@ -66,6 +67,12 @@ def node_enroll(
     """
     if commissioned_at is not None and timezone.is_naive(commissioned_at):
         raise NodeRefused("commissioned_at must be an aware datetime")
+    # Before any lookup by these names: PostgreSQL refuses a NUL in a query's text, as a DataError.
+    for value, what in (
+        (organization_name, "invalid organization: name"), (fleet_name, "invalid fleet: name"),
+        (site_name, "invalid site: name"), (hostname, "hostname"),
+    ):  # fmt: skip
+        _without_nul(value, what)
     organization, org_created = organization_get_or_create(name=organization_name)
     fleet, fleet_created = _fleet_get_or_create(organization=organization, name=fleet_name)
     site, site_created = _site_get_or_create(organization=organization, name=site_name, defaults=site_defaults)
@@ -79,6 +86,14 @@ def node_enroll(
     _node_redate(node, site=site, commissioned_at=commissioned_at)
     revoked = 0 if keep_existing_tokens else credentials_revoke(node=node)
     return Enrollment(node=node, token=credential_issue(node=node), created=created, revoked_count=revoked)
+
+
+def _without_nul(value: str, what: str) -> None:
+    """``NodeRefused`` naming ``what`` for a value holding a NUL character (the models' own validator's words)."""
+    try:
+        ProhibitNullCharactersValidator()(value)
+    except ValidationError as error:
+        raise NodeRefused(f"{what}: {' '.join(error.messages)}") from None
 
 
 def _cleaned(row: Model, what: str | None = None) -> None:

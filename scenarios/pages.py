@@ -184,7 +184,13 @@ def _changes_shown(scenario: Scenario) -> list[tuple[str, str]]:
     names: dict[str, dict[int, str]] = {"fleet": fleets, "from_fleet": fleets, "to_fleet": fleets, "site": sites}
     shown = []
     for change in scenario.changes:
-        fields = [f"{key} = {names.get(key, {}).get(value, value)}" for key, value in change.items() if key != "kind"]
+        # In the form's order, not the stored one: PostgreSQL's jsonb keeps an object's keys in an order of its own.
+        order = ("fleet", "from_fleet", *KIND_FIELDS.get(change["kind"], ()))
+        keys = sorted(
+            (key for key in change if key != "kind"),
+            key=lambda k: (k not in order, order.index(k) if k in order else 0, k),
+        )
+        fields = [f"{key} = {names.get(key, {}).get(change[key], change[key])}" for key in keys]
         shown.append((KIND_LABELS.get(change["kind"], change["kind"]), "; ".join(fields)))
     return shown
 
